@@ -1,0 +1,26 @@
+# Two commands on a fresh machine: `make test` and `make demo`. Both create .venv when missing.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+PIP := $(BIN)/pip install --constraint constraints.txt
+STAMP := $(VENV)/.installed
+
+.PHONY: install test demo clean
+
+$(STAMP): pyproject.toml constraints.txt
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(PIP) --upgrade pip
+	$(PIP) torch==2.13.0
+	$(PIP) -e '.[test]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q
+
+demo: $(STAMP)
+	$(BIN)/precomet demo --out demo-output
+
+clean:
+	rm -rf $(VENV) demo-output .pytest_cache

@@ -1,0 +1,302 @@
+"""The columnar evaluation campaign every part of precomet works on.
+
+A :class:`Campaign` holds, for ``N`` items and ``S`` systems:
+
+* ``ids``, ``src``, ``ref`` (optional), ``doc``, ``domain`` — length-``N`` object arrays;
+* ``cost`` — length-``N`` float array (annotation cost, e.g. seconds);
+* ``outputs`` — ``{system: length-N object array}`` (may be empty when only scores exist);
+* ``scores`` — ``{score name: (N, S) float array}``, NaN = missing. Human judgements live under
+  :data:`HUMAN`; automatic metrics under their own names (``MetricX-23-c``, ``chrF``, ...).
+
+Every operation returns a new ``Campaign``; arrays handed in by callers are copied, never mutated.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+
+from precomet.errors import CampaignError
+
+HUMAN = "human"
+"""Score name under which loaders store the human judgements of a campaign."""
+
+COST_PER_CHAR = 0.15
+COST_INTERCEPT = 33.7
+
+
+def estimate_cost(src: Sequence[str]) -> np.ndarray:
+    """Annotation time in seconds estimated from source length: ``0.15 * len(src) + 33.7``.
+
+    The linear fit of real WMT23 ESA annotation times on source characters from the paper (§5.2).
+    """
+    return np.array([COST_PER_CHAR * len(s) + COST_INTERCEPT for s in src], dtype=float)
+
+
+
+
+def _text_column(values: Iterable[Any], what: str, n: int | None = None) -> np.ndarray:
+    values = list(values)
+    column = np.empty(len(values), dtype=object)
+    column[:] = [None if v is None else str(v) for v in values]
+    if n is not None and len(column) != n:
+        raise CampaignError(f"{what}: expected {n} values, got {len(column)}")
+    return column
+
+
+@dataclass(frozen=True, eq=False)
+class Campaign:
+    """Items × systems with texts, scores and per-item metadata. Build it with :meth:`build`."""
+
+    ids: np.ndarray
+    src: np.ndarray
+    systems: tuple[str, ...]
+    outputs: Mapping[str, np.ndarray]
+    scores: Mapping[str, np.ndarray]
+    doc: np.ndarray
+    domain: np.ndarray
+    cost: np.ndarray
+    ref: np.ndarray | None = None
+    name: str = "campaign"
+    lp: str | None = None
+    protocol: str | None = None
+    info: Mapping[str, Any] = field(default_factory=dict)
+
+    # ------------------------------------------------------------------ construction
+    @classmethod
+    def build(
+        cls,
+        *,
+        ids: Sequence[Any] | None = None,
+        src: Sequence[str],
+        systems: Sequence[str],
+        outputs: Mapping[str, Sequence[str]] | None = None,
+        scores: Mapping[str, Any] | None = None,
+        ref: Sequence[str] | None = None,
+        doc: Sequence[Any] | None = None,
+        domain: Sequence[Any] | None = None,
+        cost: Sequence[float] | None = None,
+        name: str = "campaign",
+        lp: str | None = None,
+        protocol: str | None = None,
+        info: Mapping[str, Any] | None = None,
+    ) -> Campaign:
+        """Validate and copy the given columns into a new campaign.
+
+        ``ids`` default to ``"0" … "N-1"``; ``doc`` to the item id (each item its own document);
+        ``domain`` to ``"all"``; ``cost`` to :func:`estimate_cost` of the sources.
+        ``scores[name]`` is an ``(N, S)`` array-like, or ``{system: length-N values}``.
+        """
+        n = len(src)
+        systems = tuple(str(s) for s in systems)
+        if len(set(systems)) != len(systems):
+            raise CampaignError(f"duplicate system names in {list(systems)}")
+        ids_col = _text_column(range(n) if ids is None else ids, "ids", n)
+        seen: dict[str, int] = {}
+        for position, item_id in enumerate(ids_col):
+            if item_id in seen:
+                raise CampaignError(f"duplicate item id {item_id!r} at items {seen[item_id]} and {position}")
+            seen[item_id] = position
+        src_col = _text_column(src, "src", n)
+        for item_id, text in zip(ids_col, src_col):
+            if text is None or not text.strip():
+                raise CampaignError(f"item {item_id!r}: empty source text")
+        out_cols = {}
+        for system, texts in (outputs or {}).items():
+            if system not in systems:
+                raise CampaignError(f"outputs given for unknown system {system!r}; systems are {list(systems)}")
+            out_cols[system] = _text_column(texts, f"outputs of system {system!r}", n)
+        score_cols = {score: _score_matrix(values, systems, n, score) for score, values in (scores or {}).items()}
+        cost_col = estimate_cost(src_col) if cost is None else np.array(cost, dtype=float)
+        if cost_col.shape != (n,):
+            raise CampaignError(f"cost: expected {n} values, got shape {cost_col.shape}")
+        bad = np.flatnonzero(~np.isfinite(cost_col) | (cost_col <= 0))
+        if len(bad):
+            i = int(bad[0])
+            raise CampaignError(
+                f"item {ids_col[i]!r}: cost must be a positive finite number, got {cost_col[i]!r}"
+                f" ({len(bad)} item(s) affected)"
+            )
+        return cls(
+            ids=ids_col,
+            src=src_col,
+            systems=systems,
+            outputs=out_cols,
+            scores=score_cols,
+            doc=ids_col.copy() if doc is None else _text_column(doc, "doc", n),
+            domain=_text_column(["all"] * n if domain is None else domain, "domain", n),
+            cost=cost_col,
+            ref=None if ref is None else _text_column(ref, "ref", n),
+            name=name,
+            lp=lp,
+            protocol=protocol,
+            info=dict(info or {}),
+        )
+
+    # ------------------------------------------------------------------ basic access
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    @property
+    def score_names(self) -> list[str]:
+        return list(self.scores)
+
+    def score(self, name: str) -> np.ndarray:
+        """The ``(N, S)`` matrix of a score name (a read-only view); unknown names list the valid ones."""
+        if name not in self.scores:
+            raise CampaignError(
+                f"campaign {self.name!r} has no score {name!r}; available: {sorted(self.scores) or 'none'}"
+            )
+        view = self.scores[name].view()
+        view.flags.writeable = False
+        return view
+
+    def index_of(self, ids: Iterable[Any]) -> np.ndarray:
+        """Positions of the given item ids; unknown ids raise naming a few of them."""
+        lookup = {item_id: i for i, item_id in enumerate(self.ids)}
+        wanted = [str(i) for i in ids]
+        missing = [i for i in wanted if i not in lookup]
+        if missing:
+            raise CampaignError(
+                f"{len(missing)} id(s) not in campaign {self.name!r}: {missing[:5]}"
+                + (" …" if len(missing) > 5 else "")
+            )
+        return np.array([lookup[i] for i in wanted], dtype=int)
+
+    def system_index(self, systems: Iterable[str]) -> np.ndarray:
+        """Positions of the given systems; unknown names raise listing the valid ones."""
+        systems = list(systems)
+        unknown = [s for s in systems if s not in self.systems]
+        if unknown:
+            raise CampaignError(f"unknown system(s) {unknown}; campaign {self.name!r} has {list(self.systems)}")
+        return np.array([self.systems.index(s) for s in systems], dtype=int)
+
+    # ------------------------------------------------------------------ transformations
+    def take(self, indices: Sequence[int] | np.ndarray) -> Campaign:
+        """A campaign with the items at ``indices`` (in that order)."""
+        idx = np.asarray(indices, dtype=int)
+        if len(idx) and (idx.min() < -len(self) or idx.max() >= len(self)):
+            raise CampaignError(f"item index out of range for campaign of {len(self)} items")
+        return replace(
+            self,
+            ids=self.ids[idx],
+            src=self.src[idx],
+            outputs={s: col[idx] for s, col in self.outputs.items()},
+            scores={k: m[idx] for k, m in self.scores.items()},
+            doc=self.doc[idx],
+            domain=self.domain[idx],
+            cost=self.cost[idx],
+            ref=None if self.ref is None else self.ref[idx],
+        )
+
+    def take_ids(self, ids: Iterable[Any]) -> Campaign:
+        """A campaign with the items of the given ids (in that order)."""
+        return self.take(self.index_of(ids))
+
+    def restrict_systems(self, systems: Iterable[str]) -> Campaign:
+        """A campaign with only the given systems (in that order)."""
+        systems = list(systems)
+        cols = self.system_index(systems)
+        return replace(
+            self,
+            systems=tuple(systems),
+            outputs={s: self.outputs[s] for s in systems if s in self.outputs},
+            scores={k: m[:, cols] for k, m in self.scores.items()},
+        )
+
+    def complete(self, score: str = HUMAN) -> tuple[Campaign, int]:
+        """Keep only items scored (non-NaN) for every system under ``score``; return it and the dropped count."""
+        keep = np.flatnonzero(~np.isnan(self.score(score)).any(axis=1))
+        return self.take(keep), len(self) - len(keep)
+
+    def with_scores(self, name: str, matrix: Any) -> Campaign:
+        """A campaign with score ``name`` added or replaced."""
+        scores = dict(self.scores)
+        scores[name] = _score_matrix(matrix, self.systems, len(self), name)
+        return replace(self, scores=scores)
+
+    def with_cost(self, cost: Sequence[float]) -> Campaign:
+        """A campaign with new per-item costs (validated as in :meth:`build`)."""
+        return Campaign.build(**{**self._columns(), "cost": cost})
+
+    def _columns(self) -> dict[str, Any]:
+        return dict(
+            ids=self.ids, src=self.src, systems=self.systems, outputs=self.outputs, scores=self.scores,
+            ref=self.ref, doc=self.doc, domain=self.domain, cost=self.cost, name=self.name, lp=self.lp,
+            protocol=self.protocol, info=self.info,
+        )
+
+    # ------------------------------------------------------------------ item view
+    def iter_items(self) -> Iterator[dict[str, Any]]:
+        """Items as dicts in the subset2evaluate-compatible format (see :mod:`precomet.io.jsonl`)."""
+        for i in range(len(self)):
+            item: dict[str, Any] = {"id": self.ids[i], "src": self.src[i]}
+            if self.ref is not None:
+                item["ref"] = self.ref[i]
+            if self.outputs:
+                item["tgt"] = {s: self.outputs[s][i] for s in self.systems if s in self.outputs}
+            if self.scores:
+                item["scores"] = {
+                    s: {k: _json_float(m[i, j]) for k, m in self.scores.items() if not math.isnan(m[i, j])}
+                    for j, s in enumerate(self.systems)
+                }
+            item.update(cost=float(self.cost[i]), domain=self.domain[i], doc=self.doc[i], campaign=self.name)
+            yield item
+
+    def data_hash(self) -> str:
+        """A short content hash (ids, sources, systems, scores) for result signatures."""
+        digest = hashlib.sha256()
+        for value in (*self.ids, "\x00", *self.src, "\x00", *self.systems):
+            digest.update(str(value).encode("utf-8"))
+            digest.update(b"\x1f")
+        for name in sorted(self.scores):
+            digest.update(name.encode("utf-8"))
+            digest.update(np.ascontiguousarray(self.scores[name]).tobytes())
+        digest.update(np.ascontiguousarray(self.cost).tobytes())
+        return digest.hexdigest()[:16]
+
+    def summary(self) -> str:
+        """A few human-readable lines: items, systems, score names, domains, documents, cost."""
+        domains = ", ".join(f"{d} {c}" for d, c in zip(*np.unique(self.domain.astype(str), return_counts=True)))
+        lines = [
+            f"campaign   {self.name}" + (f" ({self.lp})" if self.lp else "")
+            + (f", human protocol {self.protocol}" if self.protocol else ""),
+            f"items      {len(self)} in {len(set(self.doc))} documents; domains: {domains}",
+            f"systems    {len(self.systems)}: {', '.join(self.systems)}",
+            f"scores     {', '.join(self.score_names) or 'none'}",
+            f"outputs    {'yes' if self.outputs else 'no'}; references {'yes' if self.ref is not None else 'no'}",
+            f"cost       total {self.cost.sum():.1f}, mean {self.cost.mean():.1f} per item" if len(self) else "cost       -",
+        ]
+        lines += [f"note       {key}: {value}" for key, value in self.info.items()]
+        return "\n".join(lines)
+
+
+def _json_float(value: float) -> float | int:
+    return int(value) if float(value).is_integer() else float(value)
+
+
+def _score_matrix(values: Any, systems: tuple[str, ...], n: int, name: str) -> np.ndarray:
+    if isinstance(values, Mapping):
+        unknown = [s for s in values if s not in systems]
+        if unknown:
+            raise CampaignError(f"score {name!r}: unknown system(s) {unknown}")
+        matrix = np.full((n, len(systems)), np.nan)
+        for j, system in enumerate(systems):
+            if system in values:
+                column = np.asarray(values[system], dtype=float)
+                if column.shape != (n,):
+                    raise CampaignError(f"score {name!r}, system {system!r}: expected {n} values, got {column.shape}")
+                matrix[:, j] = column
+        return matrix
+    try:
+        matrix = np.array(values, dtype=float)
+    except (TypeError, ValueError) as err:
+        raise CampaignError(f"score {name!r}: values are not numeric ({err})") from None
+    if matrix.shape != (n, len(systems)):
+        raise CampaignError(f"score {name!r}: expected shape {(n, len(systems))}, got {matrix.shape}")
+    return matrix

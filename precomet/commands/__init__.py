@@ -1,0 +1,1 @@
+"""Subcommands of the ``precomet`` CLI, one module each (see :mod:`precomet.cli`)."""

@@ -1,0 +1,24 @@
+"""Arguments and helpers shared by several subcommands."""
+
+from __future__ import annotations
+
+import argparse
+
+from precomet.campaign import Campaign
+
+
+def add_data_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--data PATH [--campaign NAME] [--human PROTOCOL] [--keep-incomplete]``."""
+    group = parser.add_argument_group("input data")
+    group.add_argument("--data", required=True, help="any supported input: mt-metrics-eval root, MQM TSV, ESA dir, pickle, JSONL, CSV")
+    group.add_argument("--campaign", help="campaign inside a multi-campaign input, e.g. wmt23/en-de")
+    group.add_argument("--human", help="human protocol, e.g. mqm, da-sqm (default: the first available)")
+    group.add_argument(
+        "--keep-incomplete", action="store_true", help="keep items without a human score for every system"
+    )
+
+
+def load_campaign(args: argparse.Namespace) -> Campaign:
+    from precomet.io import load
+
+    return load(args.data, campaign=args.campaign, human=args.human, complete=not args.keep_incomplete)

@@ -1,0 +1,18 @@
+"""``precomet info``: summarise an input without writing anything."""
+
+from __future__ import annotations
+
+import argparse
+
+from precomet.commands.common import add_data_arguments, load_campaign
+
+HELP = "print a summary of an input: items, systems, score names, domains, documents, cost"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_data_arguments(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    print(load_campaign(args).summary())
+    return 0

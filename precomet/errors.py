@@ -1,0 +1,20 @@
+"""Exception types. Every error precomet raises on bad input derives from :class:`PrecometError`;
+the CLI turns those into a one-line message and exit status 2."""
+
+
+class PrecometError(ValueError):
+    """Bad input or an impossible request; the message says what and where."""
+
+
+class DataError(PrecometError):
+    """A data file that cannot be read as its format requires (names the file and line)."""
+
+    def __init__(self, path, message: str, *, line: int | None = None) -> None:
+        where = f"{path}:{line}" if line is not None else f"{path}"
+        super().__init__(f"{where}: {message}")
+        self.path = path
+        self.line = line
+
+
+class CampaignError(PrecometError):
+    """Invalid campaign content or an invalid request on a campaign."""

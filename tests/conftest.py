@@ -1,0 +1,67 @@
+"""Shared fixtures: the network is blocked for every test; paths to ../shared data when present."""
+
+from __future__ import annotations
+
+import os
+import socket
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from precomet.campaign import HUMAN, Campaign
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+os.environ.setdefault("TQDM_DISABLE", "1")
+
+REPO = Path(__file__).resolve().parent.parent
+RAW = Path(os.environ.get("PRECOMET_RAW_DATA", REPO.parent / "shared" / "data" / "raw"))
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+
+
+@pytest.fixture(autouse=True)
+def _block_network(monkeypatch):
+    """Any attempt to open a non-local socket fails the test."""
+    real_connect = socket.socket.connect
+
+    def guarded(self, address):
+        host = address[0] if isinstance(address, tuple) else address
+        if isinstance(host, str) and (host.startswith("127.") or host in ("localhost", "::1") or host.startswith("/")):
+            return real_connect(self, address)
+        raise RuntimeError(f"network access blocked in tests: {address!r}")
+
+    monkeypatch.setattr(socket.socket, "connect", guarded)
+    monkeypatch.setattr(socket, "create_connection", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("network blocked")))
+
+
+@pytest.fixture
+def raw_data() -> Path:
+    """../shared/data/raw; the test is skipped (with the reason) when it is absent."""
+    if not RAW.exists():
+        pytest.skip(f"real data not found at {RAW} (set PRECOMET_RAW_DATA)")
+    return RAW
+
+
+@pytest.fixture
+def tiny_campaign() -> Campaign:
+    """4 items × 3 systems with hand-chosen scores (used for hand-computed expectations)."""
+    return Campaign.build(
+        ids=["a", "b", "c", "d"],
+        src=["one two", "three four five", "six", "seven eight"],
+        systems=["s1", "s2", "s3"],
+        outputs={
+            "s1": ["one two", "three four five", "six", "seven eight"],
+            "s2": ["one too", "three for five", "six", "seven ate"],
+            "s3": ["won two", "tree four fife", "six", "heaven eight"],
+        },
+        scores={
+            HUMAN: [[1.0, 2.0, 3.0], [4.0, 4.0, 4.0], [0.0, 10.0, 5.0], [3.0, 1.0, 2.0]],
+            "metric": np.array([[0.9, 0.5, 0.1], [0.8, 0.8, 0.2], [0.3, 0.9, 0.6], [0.5, 0.4, 0.3]]),
+        },
+        doc=["d1", "d1", "d2", "d2"],
+        domain=["news", "news", "chat", "chat"],
+        cost=[10.0, 20.0, 5.0, 15.0],
+        name="tiny",
+    )
