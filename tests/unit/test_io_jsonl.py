@@ -1,0 +1,77 @@
+import json
+import math
+
+import numpy as np
+import pytest
+
+from precomet.campaign import HUMAN
+from precomet.errors import CampaignError, DataError
+from precomet.io import load, load_jsonl, write_jsonl
+from precomet.io.jsonl import from_dataset, to_dataset
+
+
+def _same(a, b):
+    assert a.ids.tolist() == b.ids.tolist() and a.src.tolist() == b.src.tolist()
+    assert a.systems == b.systems and a.doc.tolist() == b.doc.tolist() and a.domain.tolist() == b.domain.tolist()
+    assert a.cost.tolist() == pytest.approx(b.cost.tolist())
+    assert {s: list(t) for s, t in a.outputs.items()} == {s: list(t) for s, t in b.outputs.items()}
+    for name in a.scores:
+        np.testing.assert_allclose(a.scores[name], b.scores[name])
+
+
+def test_jsonl_round_trip(tiny_campaign, tmp_path):
+    human = tiny_campaign.score(HUMAN).copy()
+    human[0, 1] = math.nan
+    campaign = tiny_campaign.with_scores(HUMAN, human)
+    path = tmp_path / "items.jsonl"
+    write_jsonl(campaign, path)
+    back = load_jsonl(path)
+    _same(campaign, back)
+    assert back.name == "tiny"
+    assert "human" not in json.loads(path.read_text().splitlines()[0])["scores"]["s2"]
+
+
+def test_dataset_round_trip(tiny_campaign):
+    _same(tiny_campaign, from_dataset(to_dataset(tiny_campaign)))
+
+
+def test_subset2evaluate_style_items(tmp_path):
+    path = tmp_path / "s2e.jsonl"
+    rows = [
+        {"i": 0, "src": "Hallo", "tgt": {"A": "Hello", "B": "Hi"}, "scores": {"A": {"human": 90}, "B": {"human": 70}}},
+        {"i": 1, "src": "Welt", "tgt": {"A": "World", "B": "Earth"}, "scores": {"A": {"human": 50}, "B": {"human": 60}}},
+    ]
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    c = load(path)
+    assert c.ids.tolist() == ["0", "1"] and c.systems == ("A", "B")
+    assert c.score(HUMAN).tolist() == [[90, 70], [50, 60]]
+    assert c.cost[0] == pytest.approx(0.15 * 5 + 33.7)
+
+
+@pytest.mark.parametrize(
+    "content, error, message",
+    [
+        ('{"id": 1, "src": "a"}\n{"id": 1, "src": "b"}\n', CampaignError, "duplicate item id '1'"),
+        ('{"id": 1, "src": ""}\n', CampaignError, "empty source"),
+        ('{"id": 1, "src": "a", "scores": {"A": {"human": "good"}}}\n', CampaignError, "items.jsonl:1: item 1, system 'A', score 'human'"),
+        ('{"id": 1, "src": "a", "cost": -1}\n', CampaignError, "cost must be a positive"),
+        ('{"id": 1, "src": "a"}\nnot json\n', DataError, "items.jsonl:2: invalid JSON"),
+    ],
+)
+def test_bad_jsonl(tmp_path, content, error, message):
+    path = tmp_path / "items.jsonl"
+    path.write_text(content)
+    with pytest.raises(error, match=message):
+        load_jsonl(path)
+
+
+def test_invalid_utf8_names_line(tmp_path):
+    path = tmp_path / "items.jsonl"
+    path.write_bytes(b'{"id": 1, "src": "a"}\n{"id": 2, "src": "\xff"}\n')
+    with pytest.raises(DataError, match="items.jsonl:2: invalid UTF-8"):
+        load_jsonl(path)
+
+
+def test_missing_path(tmp_path):
+    with pytest.raises(DataError, match="no such file"):
+        load(tmp_path / "nope.jsonl")
