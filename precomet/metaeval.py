@@ -1,0 +1,280 @@
+"""Meta-evaluation: how close is the evaluation outcome on a subset to the outcome on the full campaign?
+
+All measures compare system-level results of a subset ``Y`` with those of the full campaign ``X`` on one
+score (default :data:`~precomet.campaign.HUMAN`):
+
+* **SPA**, soft pairwise accuracy (Thompson et al. 2024; paper Eq. 17): ``1 − mean_pairs |p^Y − p^X|`` where
+  ``p`` is the one-sided paired permutation p-value of "mean of A > mean of B" from sign flips,
+  ``p = #{null ≥ observed} / P`` (no +1, ties count as "≥", as in Thompson's code and subset2evaluate).
+  The sign flips are tied to the *item id* (a hash of seed and id), so the value does not depend on the
+  order of items, and one matrix product per call serves every pair and permutation.
+* pairwise accuracy, Kendall τ-b / Spearman / Pearson of system means, top-1 match, MAE / RMSE;
+* **clusters** (paper Algorithm 1): systems sorted by mean; a one-sided Wilcoxon signed-rank test
+  (p < 0.05) against the previous system opens a new cluster; identical systems stay together.
+
+Use :func:`full_reference` once per campaign (it is cached) and :func:`evaluate_indices` per subset, or the
+id-based conveniences :func:`soft_pairwise_accuracy` / :func:`evaluate_subset`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import warnings
+import weakref
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from precomet.campaign import HUMAN, Campaign
+from precomet.errors import CampaignError
+
+log = logging.getLogger(__name__)
+
+MEASURES = ("spa", "pairwise_accuracy", "kendall", "spearman", "pearson", "top1", "clusters", "top1_dice", "mae", "rmse")
+"""Everything :func:`evaluate_indices` can compute; ``corr`` in benchmark results is ``kendall``."""
+
+CLUSTER_ALPHA = 0.05
+_CHUNK = 8192
+_CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+# --------------------------------------------------------------------------- sign flips and p-values
+def item_signs(ids: Sequence[str], *, permutations: int = 1000, seed: int = 0) -> np.ndarray:
+    """An ``(N, permutations)`` int8 matrix of ±1 sign flips; row ``i`` depends only on ``(seed, ids[i])``.
+
+    Each item's key is a BLAKE2b hash of seed and id; splitmix64 of key + counter gives 64 signs per word.
+    """
+    if permutations < 1:
+        raise CampaignError(f"permutations must be at least 1, got {permutations}")
+    keys = np.array(
+        [int.from_bytes(hashlib.blake2b(f"{seed}\x1f{i}".encode(), digest_size=8).digest(), "little") for i in ids],
+        dtype=np.uint64,
+    )
+    words = -(-permutations // 64)
+    with np.errstate(over="ignore"):
+        z = keys[:, None] + np.arange(1, words + 1, dtype=np.uint64)[None, :] * np.uint64(0x9E3779B97F4A7C15)
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        z = z ^ (z >> np.uint64(31))
+    bits = np.unpackbits(np.ascontiguousarray(z).view(np.uint8).reshape(len(keys), words * 8), axis=1)
+    return (bits[:, :permutations].astype(np.int8) * 2 - 1).astype(np.int8)
+
+
+def pair_indices(n_systems: int) -> tuple[np.ndarray, np.ndarray]:
+    """Upper-triangle system pairs ``(i, j)``, ``i < j``, in row-major order (as subset2evaluate)."""
+    return np.triu_indices(n_systems, 1)
+
+
+def pairwise_pvalues(scores: np.ndarray, signs: np.ndarray) -> np.ndarray:
+    """One-sided permutation p-values of "system i > system j" for every pair ``i < j``.
+
+    ``scores`` is ``(n, S)``, ``signs`` the matching ``(n, P)`` ±1 rows. ``p = #{null ≥ observed} / P`` with
+    the null sums ``signs.T @ scores`` (one matrix product) and a 1e-9 relative tolerance so exact ties
+    (e.g. identical systems, integer MQM scores) count as ties whatever the summation order.
+    """
+    scores = np.asarray(scores, dtype=float)
+    i, j = pair_indices(scores.shape[1])
+    partial = np.zeros((signs.shape[1], scores.shape[1]))
+    for start in range(0, len(scores), _CHUNK):  # chunks bound the float copy of the signs
+        block = slice(start, start + _CHUNK)
+        partial += signs[block].T.astype(float) @ scores[block]
+    observed = scores.sum(axis=0)
+    tolerance = 1e-9 * max(1.0, float(np.abs(scores).sum()))
+    null = partial[:, i] - partial[:, j]
+    return (null >= (observed[i] - observed[j]) - tolerance).mean(axis=0)
+
+
+# --------------------------------------------------------------------------- clusters
+def wilcoxon_less(diffs: np.ndarray) -> np.ndarray:
+    """scipy's one-sided Wilcoxon signed-rank p-value of "median < 0" for each column of ``(n, K)`` diffs.
+
+    Columns that are all zero (identical systems) get p = 1. For n > 50 scipy's default is the normal
+    approximation, computed here for all columns in one vectorised call; smaller n go column by column
+    through scipy's default (exact / permutation) method.
+    """
+    from scipy.stats import wilcoxon
+
+    diffs = np.asarray(diffs, dtype=float)
+    pvalues = np.ones(diffs.shape[1])
+    live = np.flatnonzero((diffs != 0).any(axis=0))
+    if not len(live):
+        return pvalues
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        if len(diffs) > 50:
+            pvalues[live] = wilcoxon(diffs[:, live], alternative="less", method="asymptotic", axis=0).pvalue
+        else:
+            for k in live:
+                pvalues[k] = wilcoxon(diffs[:, k], alternative="less").pvalue
+    return pvalues
+
+
+def clusters(scores: np.ndarray, *, alpha: float = CLUSTER_ALPHA) -> list[list[int]]:
+    """Paper Algorithm 1 on an ``(n, S)`` score matrix: lists of system indices, best cluster first.
+
+    Systems are sorted by mean (descending, ties by index). Each system is compared with the previous one
+    (the last member of the current cluster); p < ``alpha`` opens a new cluster.
+    """
+    scores = np.asarray(scores, dtype=float)
+    order = np.lexsort((np.arange(scores.shape[1]), -scores.mean(axis=0)))
+    pvalues = wilcoxon_less(scores[:, order[1:]] - scores[:, order[:-1]])
+    result = [[int(order[0])]]
+    for system, p in zip(order[1:], pvalues):
+        if p < alpha:
+            result.append([int(system)])
+        else:
+            result[-1].append(int(system))
+    return result
+
+
+def dice(a: Iterable[int], b: Iterable[int]) -> float:
+    """Sørensen–Dice coefficient of two sets."""
+    a, b = set(a), set(b)
+    return 2 * len(a & b) / (len(a) + len(b))
+
+
+# --------------------------------------------------------------------------- system-level correlations
+def kendall_tau_b(x: np.ndarray, y: np.ndarray) -> float:
+    """Kendall τ-b of two short vectors (O(S²), equals scipy's); 0 when either is constant (as the peer)."""
+    sx = np.sign(np.subtract.outer(x, x))
+    sy = np.sign(np.subtract.outer(y, y))
+    denominator = np.sqrt(np.count_nonzero(sx) * np.count_nonzero(sy))
+    return float((sx * sy).sum() / denominator) if denominator else 0.0
+
+
+def pearson(x: np.ndarray, y: np.ndarray) -> float:
+    """Pearson r; 0 when either vector is constant."""
+    x, y = x - x.mean(), y - y.mean()
+    denominator = np.sqrt((x * x).sum() * (y * y).sum())
+    return float((x * y).sum() / denominator) if denominator > 0 else 0.0
+
+
+def spearman(x: np.ndarray, y: np.ndarray) -> float:
+    """Spearman ρ (Pearson of average ranks); 0 when either vector is constant."""
+    from scipy.stats import rankdata
+
+    return pearson(rankdata(x), rankdata(y))
+
+
+def pairwise_accuracy(sub_means: np.ndarray, full_means: np.ndarray) -> float:
+    """Share of system pairs ordered the same way (``a < b`` on both or on neither), as subset2evaluate."""
+    i, j = pair_indices(len(full_means))
+    return float(np.mean((sub_means[i] < sub_means[j]) == (full_means[i] < full_means[j])))
+
+
+# --------------------------------------------------------------------------- reference and evaluation
+@dataclass(frozen=True, eq=False)
+class Reference:
+    """Everything about the full campaign the subset measures need, computed once (see :func:`full_reference`)."""
+
+    ids: np.ndarray
+    systems: tuple[str, ...]
+    score: str
+    matrix: np.ndarray
+    signs: np.ndarray
+    permutations: int
+    seed: int
+    pvalues: np.ndarray
+    means: np.ndarray
+    clusters: list[list[int]]
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+
+def full_reference(campaign: Campaign, *, score: str = HUMAN, permutations: int = 1000, seed: int = 0) -> Reference:
+    """The full-set side of every measure (p-values, means, clusters); cached per campaign object."""
+    key = (score, permutations, seed)
+    cached = _CACHE.setdefault(campaign, {})
+    if key not in cached:
+        matrix = np.asarray(campaign.score(score), dtype=float)
+        if len(campaign.systems) < 2:
+            raise CampaignError(f"campaign {campaign.name!r}: meta-evaluation needs at least 2 systems, got {len(campaign.systems)}")
+        if len(campaign) < 2:
+            raise CampaignError(f"campaign {campaign.name!r}: meta-evaluation needs at least 2 items, got {len(campaign)}")
+        missing = np.isnan(matrix)
+        if missing.any():
+            row, col = np.argwhere(missing)[0]
+            raise CampaignError(
+                f"campaign {campaign.name!r}: score {score!r} missing for item {campaign.ids[row]!r}, system"
+                f" {campaign.systems[col]!r} ({int(missing.any(axis=1).sum())} items); use Campaign.complete({score!r})"
+            )
+        signs = item_signs(campaign.ids, permutations=permutations, seed=seed)
+        cached[key] = Reference(
+            ids=campaign.ids, systems=campaign.systems, score=score, matrix=matrix, signs=signs,
+            permutations=permutations, seed=seed, pvalues=pairwise_pvalues(matrix, signs),
+            means=matrix.mean(axis=0), clusters=clusters(matrix),
+        )
+        log.debug("full-set reference for %s/%s computed (%d items)", campaign.name, score, len(campaign))
+    return cached[key]
+
+
+def spa_indices(ref: Reference, indices: np.ndarray) -> float:
+    """Soft pairwise accuracy of the subset at campaign positions ``indices``."""
+    p_sub = pairwise_pvalues(ref.matrix[indices], ref.signs[indices])
+    return float(1.0 - np.abs(p_sub - ref.pvalues).mean())
+
+
+def evaluate_indices(ref: Reference, indices: Sequence[int] | np.ndarray, *, measures: Sequence[str] = MEASURES) -> dict[str, float]:
+    """The requested :data:`MEASURES` for the subset at campaign positions ``indices`` (order irrelevant)."""
+    unknown = [m for m in measures if m not in MEASURES]
+    if unknown:
+        raise CampaignError(f"unknown measure(s) {unknown}; valid: {list(MEASURES)}")
+    idx = np.unique(np.asarray(indices, dtype=int))
+    if len(idx) != len(indices):
+        raise CampaignError(f"subset lists {len(indices) - len(idx)} item(s) more than once")
+    if len(idx) < 2:
+        raise CampaignError(f"a subset needs at least 2 items, got {len(idx)}")
+    if idx[0] < 0 or idx[-1] >= len(ref):
+        raise CampaignError(f"subset position out of range for a campaign of {len(ref)} items")
+    sub = ref.matrix[idx]
+    means = sub.mean(axis=0)
+    found = clusters(sub) if {"clusters", "top1_dice"} & set(measures) else None
+    compute = {
+        "spa": lambda: spa_indices(ref, idx),
+        "pairwise_accuracy": lambda: pairwise_accuracy(means, ref.means),
+        "kendall": lambda: kendall_tau_b(means, ref.means),
+        "spearman": lambda: spearman(means, ref.means),
+        "pearson": lambda: pearson(means, ref.means),
+        "top1": lambda: float(ref.means[int(np.argmax(means))] == ref.means.max()),
+        "clusters": lambda: float(len(found)),
+        "top1_dice": lambda: dice(found[0], ref.clusters[0]),
+        "mae": lambda: float(np.abs(means - ref.means).mean()),
+        "rmse": lambda: float(np.sqrt(((means - ref.means) ** 2).mean())),
+    }
+    return {name: compute[name]() for name in measures}
+
+
+def subset_positions(campaign: Campaign, subset_ids: Iterable[object]) -> np.ndarray:
+    """Campaign positions of subset ids; unknown ids raise naming them."""
+    ids = [str(i) for i in subset_ids]
+    try:
+        return campaign.index_of(ids)
+    except CampaignError as err:
+        raise CampaignError(f"subset: {err}") from None
+
+
+def evaluate_subset(
+    campaign: Campaign, subset_ids: Iterable[object], *, score: str = HUMAN, permutations: int = 1000,
+    seed: int = 0, measures: Sequence[str] = MEASURES,
+) -> dict[str, float]:
+    """All (or the requested) measures for the subset with the given item ids."""
+    ref = full_reference(campaign, score=score, permutations=permutations, seed=seed)
+    return evaluate_indices(ref, subset_positions(campaign, subset_ids), measures=measures)
+
+
+def soft_pairwise_accuracy(
+    campaign: Campaign, subset_ids: Iterable[object], *, score: str = HUMAN, permutations: int = 1000, seed: int = 0
+) -> float:
+    """SPA (paper Eq. 17) of the subset with the given item ids against the full campaign."""
+    return evaluate_subset(campaign, subset_ids, score=score, permutations=permutations, seed=seed, measures=("spa",))["spa"]
+
+
+def cluster_count(campaign: Campaign, subset_ids: Iterable[object] | None = None, *, score: str = HUMAN) -> int:
+    """Number of significance clusters (Algorithm 1) on the subset (default: the full campaign)."""
+    matrix = np.asarray(campaign.score(score), dtype=float)
+    if subset_ids is not None:
+        matrix = matrix[subset_positions(campaign, subset_ids)]
+    return len(clusters(matrix))
