@@ -1,0 +1,181 @@
+"""Meta-evaluation measures: hand-computed p-values, brute-force and scipy oracles, order invariance."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from precomet import metaeval as me
+from precomet.campaign import HUMAN, Campaign
+from precomet.errors import CampaignError, PrecometError
+
+
+def _campaign(matrix, ids=None) -> Campaign:
+    matrix = np.asarray(matrix, dtype=float)
+    n, s = matrix.shape
+    return Campaign.build(
+        ids=ids, src=[f"source {i}" for i in range(n)], systems=[f"sys{j}" for j in range(s)], scores={HUMAN: matrix}
+    )
+
+
+def _all_sign_patterns(n: int) -> np.ndarray:
+    return np.array(list(itertools.product([1, -1], repeat=n)), dtype=np.int8).T  # (n, 2**n)
+
+
+def test_pvalues_hand_computed(tiny_campaign):
+    # pair (s1, s2): d = [-1, 0, -10, 2], observed -9; 12 of the 16 sign patterns give a null sum >= -9
+    signs = _all_sign_patterns(4)
+    p = me.pairwise_pvalues(tiny_campaign.score(HUMAN), signs)
+    assert p[0] == pytest.approx(12 / 16)
+    # pair (s2, s3): d = [-1, 0, 5, -1], observed 3: exactly the patterns that keep +5 reach it
+    assert p[2] == pytest.approx(8 / 16)
+
+
+def test_pvalues_match_brute_force_loop():
+    rng = np.random.default_rng(1)
+    scores = rng.integers(-5, 1, size=(25, 5)).astype(float)  # integer scores: many exact ties
+    signs = me.item_signs([str(i) for i in range(25)], permutations=200, seed=3)
+    p = me.pairwise_pvalues(scores, signs)
+    for k, (a, b) in enumerate(zip(*me.pair_indices(5))):
+        d = scores[:, a] - scores[:, b]
+        brute = np.mean([(signs[:, q] * d).sum() >= d.sum() for q in range(200)])
+        assert p[k] == pytest.approx(brute)
+
+
+def test_spa_full_set_is_one_and_subset_order_irrelevant():
+    rng = np.random.default_rng(2)
+    campaign = _campaign(rng.normal(size=(60, 6)) + np.linspace(0, 0.6, 6))
+    assert me.soft_pairwise_accuracy(campaign, campaign.ids) == 1.0
+    subset = list(campaign.ids[rng.choice(60, 20, replace=False)])
+    forward = me.soft_pairwise_accuracy(campaign, subset)
+    assert me.soft_pairwise_accuracy(campaign, subset[::-1]) == forward
+    assert me.soft_pairwise_accuracy(campaign, sorted(subset)) == forward
+    assert 0.0 <= forward < 1.0
+    # the campaign's own item order does not matter either: signs follow item ids
+    order = rng.permutation(60)
+    shuffled = campaign.take(order)
+    assert me.soft_pairwise_accuracy(shuffled, subset) == pytest.approx(forward, abs=1e-12)
+
+
+def test_spa_definition_against_pvalue_difference():
+    rng = np.random.default_rng(3)
+    campaign = _campaign(rng.normal(size=(40, 4)))
+    ref = me.full_reference(campaign, permutations=300, seed=5)
+    idx = np.arange(0, 40, 3)
+    p_sub = me.pairwise_pvalues(ref.matrix[idx], ref.signs[idx])
+    assert me.spa_indices(ref, idx) == pytest.approx(1 - np.abs(p_sub - ref.pvalues).mean())
+
+
+def test_item_signs_deterministic_balanced_and_per_id():
+    ids = [f"item-{i}" for i in range(300)]
+    signs = me.item_signs(ids, permutations=1000, seed=0)
+    assert signs.shape == (300, 1000) and signs.dtype == np.int8
+    assert set(np.unique(signs)) == {-1, 1}
+    assert abs(signs.mean()) < 0.01
+    assert np.array_equal(me.item_signs(ids[100:110], permutations=1000, seed=0), signs[100:110])
+    assert not np.array_equal(me.item_signs(ids, permutations=1000, seed=1), signs)
+    # permutations are not trivially correlated across columns
+    assert np.abs(np.corrcoef(signs[:, :50].T.astype(float))[np.triu_indices(50, 1)]).max() < 0.3
+
+
+def test_identical_systems_stay_together_and_have_p_one():
+    rng = np.random.default_rng(4)
+    base = rng.normal(size=(80, 1))
+    matrix = np.hstack([base + 2, base + 2, base - 2])  # sys0 == sys1, sys2 clearly worse
+    campaign = _campaign(matrix)
+    ref = me.full_reference(campaign)
+    assert ref.pvalues[0] == 1.0
+    assert me.clusters(matrix) == [[0, 1], [2]]
+    assert me.cluster_count(campaign) == 2
+
+
+def _clusters_reference(matrix: np.ndarray) -> list[list[int]]:
+    """Algorithm 1 spelled out with scipy, one pair at a time (the peer's loop without the identical-system split)."""
+    order = sorted(range(matrix.shape[1]), key=lambda j: -matrix[:, j].mean())
+    result = [[order[0]]]
+    for system in order[1:]:
+        diff = matrix[:, system] - matrix[:, result[-1][-1]]
+        p = 1.0 if not diff.any() else stats.wilcoxon(diff, alternative="less").pvalue
+        result.append([system]) if p < 0.05 else result[-1].append(system)
+    return result
+
+
+@pytest.mark.parametrize("n", [8, 30, 51, 120])
+def test_clusters_match_scipy_loop(n):
+    rng = np.random.default_rng(n)
+    for _ in range(5):
+        matrix = np.round(rng.normal(size=(n, 7)) + np.linspace(0, 1.5, 7), 1)  # rounding creates ties
+        assert me.clusters(matrix) == _clusters_reference(matrix)
+
+
+def test_wilcoxon_less_matches_scipy_per_column():
+    rng = np.random.default_rng(5)
+    for n in (10, 60):
+        diffs = np.round(rng.normal(size=(n, 4)) - 0.2, 0)
+        got = me.wilcoxon_less(diffs)
+        for k in range(4):
+            assert got[k] == pytest.approx(stats.wilcoxon(diffs[:, k], alternative="less").pvalue, rel=1e-10)
+
+
+def test_system_level_measures_against_scipy():
+    rng = np.random.default_rng(6)
+    for _ in range(20):
+        x = np.round(rng.normal(size=8), 1)
+        y = np.round(x + rng.normal(size=8), 1)
+        y[:2] = y[2]  # ties
+        assert me.kendall_tau_b(x, y) == pytest.approx(stats.kendalltau(x, y, variant="b").statistic)
+        assert me.spearman(x, y) == pytest.approx(stats.spearmanr(x, y).statistic)
+        assert me.pearson(x, y) == pytest.approx(stats.pearsonr(x, y).statistic)
+    assert me.kendall_tau_b(np.ones(4), np.arange(4.0)) == 0.0
+    assert me.dice([0, 1], [1, 2, 3]) == pytest.approx(2 / 5)
+
+
+def test_evaluate_subset_hand_computed(tiny_campaign):
+    # full means: s1 2.0, s2 4.25, s3 3.5; subset {a, d}: s1 2.0, s2 1.5, s3 2.5
+    out = me.evaluate_subset(tiny_campaign, ["d", "a"])
+    assert out["mae"] == pytest.approx((0 + 2.75 + 1.0) / 3)
+    assert out["rmse"] == pytest.approx(np.sqrt((0 + 2.75**2 + 1.0) / 3))
+    assert out["top1"] == 0.0  # s3 tops the subset, s2 the full set
+    # pairs (s1,s2) (s1,s3) (s2,s3): full < : T, T, F; subset < : F, T, T
+    assert out["pairwise_accuracy"] == pytest.approx(1 / 3)
+    assert out["kendall"] == pytest.approx(stats.kendalltau([2.0, 1.5, 2.5], [2.0, 4.25, 3.5]).statistic)
+    # 2 or 4 items cannot reach p < 0.05: one cluster of all three systems on both sides
+    assert out["clusters"] == 1.0 and out["top1_dice"] == 1.0
+    assert set(out) == set(me.MEASURES)
+
+
+def test_bad_input(tiny_campaign):
+    with pytest.raises(PrecometError, match="not in campaign"):
+        me.soft_pairwise_accuracy(tiny_campaign, ["a", "zz"])
+    with pytest.raises(CampaignError, match="at least 2 items"):
+        me.soft_pairwise_accuracy(tiny_campaign, ["a"])
+    with pytest.raises(CampaignError, match="more than once"):
+        me.soft_pairwise_accuracy(tiny_campaign, ["a", "a", "b"])
+    with pytest.raises(CampaignError, match="at least 2 systems"):
+        me.soft_pairwise_accuracy(tiny_campaign.restrict_systems(["s1"]), ["a", "b"])
+    with pytest.raises(CampaignError, match="unknown measure"):
+        me.evaluate_subset(tiny_campaign, ["a", "b"], measures=("spa", "nope"))
+    with pytest.raises(CampaignError, match="missing for item 'b'"):
+        me.full_reference(_campaign([[1.0, 2.0], [np.nan, 1.0], [0.0, 1.0]], ids=["a", "b", "c"]))
+    with pytest.raises(CampaignError, match="no score"):
+        me.soft_pairwise_accuracy(tiny_campaign, ["a", "b"], score="nope")
+
+
+def test_reference_is_cached_per_campaign(tiny_campaign):
+    assert me.full_reference(tiny_campaign) is me.full_reference(tiny_campaign)
+    assert me.full_reference(tiny_campaign, seed=1) is not me.full_reference(tiny_campaign)
+
+
+def test_real_wmt23_en_de(raw_data):
+    from precomet.io import load
+
+    campaign = load(raw_data / "mt-metrics-eval-v2", campaign="wmt23/en-de", human="mqm")
+    ref = me.full_reference(campaign)
+    assert len(ref.clusters) >= 3
+    rng = np.random.default_rng(0)
+    spa = [me.spa_indices(ref, rng.choice(len(campaign), len(campaign) // 4, replace=False)) for _ in range(5)]
+    assert 0.8 < np.mean(spa) < 1.0
+    assert me.spa_indices(ref, np.arange(len(campaign))) == 1.0
