@@ -10,10 +10,18 @@ from pathlib import Path
 
 from precomet.campaign import HUMAN, Campaign
 from precomet.errors import DataError, PrecometError
+from precomet.io.annotation_times import annotation_cost, load_wmt23_esa
+from precomet.io.csvfile import load_csv
+from precomet.io.esa import is_wmt24_esa_root, list_esa_campaigns, load_wmt24_esa
 from precomet.io.jsonl import load_jsonl, write_jsonl
 from precomet.io.mtme import is_mtme_root, load_mtme
+from precomet.io.summ import load_summ_pickle
+from precomet.io.ted import load_mqm_avg, load_mqm_tsv
 
-__all__ = ["load", "load_jsonl", "write_jsonl", "load_mtme", "detect_format"]
+__all__ = [
+    "load", "load_jsonl", "write_jsonl", "load_mtme", "detect_format", "load_mqm_tsv", "load_mqm_avg",
+    "load_wmt24_esa", "load_summ_pickle", "load_csv", "annotation_cost", "load_wmt23_esa",
+]
 
 
 def detect_format(path: str | Path) -> str:
@@ -24,10 +32,20 @@ def detect_format(path: str | Path) -> str:
     if path.is_dir():
         if is_mtme_root(path):
             return "mt-metrics-eval"
-        raise DataError(path, "directory is not an mt-metrics-eval root (wmtYY/sources/...)")
+        if is_wmt24_esa_root(path):
+            return "wmt24-esa"
+        raise DataError(path, "directory is neither an mt-metrics-eval root (wmtYY/sources/...) nor WMT24 ESA (humeval/, txt/)")
     suffixes = "".join(path.suffixes[-2:]).lower()
     if suffixes.endswith(".jsonl") or suffixes.endswith(".json"):
         return "jsonl"
+    if path.name.endswith(".avg_seg_scores.tsv"):
+        return "mqm-avg"
+    if suffixes.endswith(".tsv"):
+        return "mqm-tsv"
+    if suffixes.endswith(".pkl") or suffixes.endswith(".pickle"):
+        return "summ-pickle"
+    if suffixes.endswith(".csv"):
+        return "csv"
     raise DataError(path, f"unsupported input format {path.suffix!r}; supported: {', '.join(LOADERS)}")
 
 
@@ -43,9 +61,31 @@ def _load_jsonl(path: Path, campaign: str | None, human: str | None) -> Campaign
     return load_jsonl(path)
 
 
+def _no_options(loader):
+    def load_file(path: Path, campaign: str | None, human: str | None) -> Campaign:
+        if human not in (None, HUMAN):
+            raise PrecometError(f"{path}: this format has one human protocol; --human {human!r} is not available")
+        return loader(path)
+
+    return load_file
+
+
+def _load_esa(path: Path, campaign: str | None, human: str | None) -> Campaign:
+    if campaign is None:
+        raise PrecometError(f"{path}: a WMT24 ESA directory needs --campaign; found {list_esa_campaigns(path)}")
+    if human not in (None, "esa"):
+        raise PrecometError(f"{path}: unknown human protocol {human!r}; available: ['esa']")
+    return load_wmt24_esa(path, campaign)
+
+
 LOADERS = {
     "mt-metrics-eval": _load_mtme,
     "jsonl": _load_jsonl,
+    "wmt24-esa": _load_esa,
+    "mqm-tsv": _no_options(load_mqm_tsv),
+    "mqm-avg": _no_options(load_mqm_avg),
+    "summ-pickle": _no_options(load_summ_pickle),
+    "csv": _no_options(load_csv),
 }
 
 
