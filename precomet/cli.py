@@ -16,6 +16,7 @@ COMMANDS = {
     "convert": "precomet.commands.convert",
     "info": "precomet.commands.info",
     "demo": "precomet.commands.demo",
+    "benchmark": "precomet.commands.benchmark",
 }
 
 

@@ -1,0 +1,348 @@
+"""Benchmark selection methods against random selection over a range of budgets (paper §5, Figure 4, Table 5).
+
+For each budget proportion ``p`` (default 5 %, 10 %, …, 50 %) every method's utility picks a subset, which is
+meta-evaluated against the full campaign (SPA, cluster count, Kendall τ-b of system means). Random selection
+is run with ``seeds`` seeds (default 100) and summarised by its mean and 90 % Student-t interval of a single
+run (``mean ± t₀.₉₅,R−1 · s``, the band of the paper's figures). The **parity proportion** (Eq. 12) of a
+method is, averaged over budgets ``B``, the smallest budget ``C`` at which the method's SPA reaches random's
+mean SPA at ``B``, divided by ``B``.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from precomet.campaign import HUMAN, Campaign
+from precomet.errors import PrecometError
+from precomet.metaeval import Reference, evaluate_indices, full_reference
+
+log = logging.getLogger(__name__)
+
+DEFAULT_PROPS = (0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5)
+BENCH_MEASURES = ("spa", "clusters", "kendall")
+LEVELS = ("item", "doc")
+BALANCE = (None, "domain")
+
+Select = Callable[[np.ndarray, float], np.ndarray]
+
+
+# --------------------------------------------------------------------------- budgets and selection
+def parse_props(text: str) -> list[float]:
+    """``"0.05:0.5:0.05"`` (start:stop:step, stop included) or ``"0.1,0.25,0.5"`` -> validated proportions."""
+    try:
+        if ":" in text:
+            start, stop, step = (float(x) for x in text.split(":"))
+            if step <= 0:
+                raise ValueError
+            props = list(np.round(np.arange(start, stop + step / 2, step), 10))
+        else:
+            props = [float(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise PrecometError(f"--props: expected start:stop:step or a comma list of proportions, got {text!r}") from None
+    return validate_props(props)
+
+
+def validate_props(props: Sequence[float]) -> list[float]:
+    """Proportions must lie in (0, 1]; at least one."""
+    props = [float(p) for p in props]
+    bad = [p for p in props if not 0 < p <= 1]
+    if not props or bad:
+        raise PrecometError(f"budget proportions must lie in (0, 1], got {bad or 'none'}")
+    return props
+
+
+def budget_items(prop: float, n_items: int) -> int:
+    """Items in a budget of ``prop`` of ``n_items`` (floor, as subset2evaluate's ``int(N * prop)``)."""
+    return int(np.floor(prop * n_items + 1e-9))
+
+
+def top_k(utility: np.ndarray, k: int) -> np.ndarray:
+    """Positions of the ``k`` highest utilities (stable: earlier items win ties)."""
+    return np.argsort(-np.asarray(utility, dtype=float), kind="stable")[:k]
+
+
+def make_selector(campaign: Campaign, *, budget_cost: bool = False, balance: str | None = None, level: str = "item") -> Select:
+    """``select(utility, prop) -> positions``. Plain top-k when no option is set; otherwise the subset
+    builder (:func:`precomet.select.select_subset`) with the cost budget ``prop · total cost``, domain
+    quotas and/or document units."""
+    if level not in LEVELS:
+        raise PrecometError(f"unknown level {level!r}; valid: {list(LEVELS)}")
+    if balance not in BALANCE:
+        raise PrecometError(f"unknown balance {balance!r}; valid: {[b for b in BALANCE if b]}")
+    n = len(campaign)
+    if not budget_cost and balance is None and level == "item":
+        return lambda utility, prop: top_k(utility, budget_items(prop, n))
+
+    from precomet.select import select_subset
+
+    total = float(campaign.cost.sum())
+
+    def select(utility: np.ndarray, prop: float) -> np.ndarray:
+        chosen = select_subset(
+            utility,
+            cost=campaign.cost if budget_cost else None,
+            domain=campaign.domain if balance else None,
+            doc=campaign.doc if level == "doc" else None,
+            budget=None if budget_cost else budget_items(prop, n),
+            budget_cost=prop * total if budget_cost else None,
+            balance=balance,
+            level=level,
+        )
+        return np.asarray(chosen.indices, dtype=int)
+
+    return select
+
+
+def budget_value(campaign: Campaign, prop: float, *, budget_cost: bool) -> float:
+    """The budget a proportion stands for: item count, or annotation cost with ``budget_cost``."""
+    return prop * float(campaign.cost.sum()) if budget_cost else float(budget_items(prop, len(campaign)))
+
+
+# --------------------------------------------------------------------------- random baseline and parity
+def ci90(values: Sequence[float]) -> tuple[float, float]:
+    """90 % Student-t interval of a single run: ``mean ± t(0.95, R−1) · s`` (s with ddof=1)."""
+    from scipy.stats import t
+
+    values = np.asarray(values, dtype=float)
+    if len(values) < 2:
+        return float(values.mean()), float(values.mean())
+    half = float(t.ppf(0.95, len(values) - 1) * values.std(ddof=1))
+    return float(values.mean() - half), float(values.mean() + half)
+
+
+def random_baseline(
+    ref: Reference, select: Select, props: Sequence[float], *, seeds: int = 100, seed: int = 0,
+    tick: Callable[[], None] = lambda: None,
+) -> dict[str, Any]:
+    """Random selection with ``seeds`` seeds: per-prop means and 90 % intervals of SPA, clusters, Kendall."""
+    if seeds < 1:
+        raise PrecometError(f"--seeds must be at least 1, got {seeds}")
+    runs = np.zeros((seeds, len(props), len(BENCH_MEASURES)))
+    for r in range(seeds):
+        utility = np.random.default_rng([seed, r]).random(len(ref))
+        for q, prop in enumerate(props):
+            values = evaluate_indices(ref, select(utility, prop), measures=BENCH_MEASURES)
+            runs[r, q] = [values[m] for m in BENCH_MEASURES]
+            tick()
+    spa, clu, cor = (runs[:, :, k] for k in range(3))
+    return {
+        "spa": float(spa.mean()), "spa_by_prop": spa.mean(axis=0).tolist(),
+        "spa_ci90_by_prop": [list(ci90(spa[:, q])) for q in range(len(props))],
+        "clusters": float(clu.mean()), "clusters_by_prop": clu.mean(axis=0).tolist(),
+        "clusters_ci90_by_prop": [list(ci90(clu[:, q])) for q in range(len(props))],
+        "corr": float(cor.mean()), "corr_by_prop": cor.mean(axis=0).tolist(), "seeds": seeds,
+    }
+
+
+def parity_search(spa_at: Callable[[int], float], target: float, *, n_items: int, grid: int = 32, start: int = 2) -> int:
+    """Smallest grid position ``g`` (budget proportion ``g / n_items``) with ``spa_at(g) ≥ target``.
+
+    A coarse pass over ``grid`` evenly spaced positions finds the first one that reaches the target, then
+    bisection between it and the previous coarse position finds the crossing (exactly the smallest when SPA
+    grows with the budget inside that interval). ``spa_at`` should be memoised by the caller.
+    """
+    coarse = np.unique(np.linspace(start, n_items, max(2, grid)).round().astype(int))
+    previous = start - 1
+    for g in coarse:
+        if spa_at(int(g)) >= target:
+            lo, hi = previous, int(g)
+            while hi - lo > 1:
+                mid = (lo + hi) // 2
+                if spa_at(mid) >= target:
+                    hi = mid
+                else:
+                    lo = mid
+            return hi
+        previous = int(g)
+    log.warning("SPA never reaches %.4f, not even on the full budget; parity capped at the full set", target)
+    return n_items
+
+
+# --------------------------------------------------------------------------- the benchmark loop
+def run_benchmark(
+    campaign: Campaign,
+    *,
+    methods: Sequence[str] = (),
+    external: Mapping[str, np.ndarray] | None = None,
+    metric: str | None = None,
+    score: str = HUMAN,
+    props: Sequence[float] = DEFAULT_PROPS,
+    seeds: int = 100,
+    budget_cost: bool = False,
+    balance: str | None = None,
+    level: str = "item",
+    permutations: int = 1000,
+    seed: int = 0,
+    parity_grid: int = 32,
+    method_options: Mapping[str, Mapping[str, Any]] | None = None,
+    progress: bool | None = None,
+) -> dict[str, Any]:
+    """Benchmark utility ``methods`` (names in ``UTILITY_METHODS``, computed on ``metric``) and ``external``
+    utilities (``{name: array aligned with the campaign}``) against random selection. Returns the JSON-ready
+    result (``props``, ``random``, ``methods``, ``signature``); see the module docstring."""
+    from tqdm.auto import tqdm
+
+    props = validate_props(props)
+    external = {name: _check_external(campaign, name, values) for name, values in (external or {}).items()}
+    specs = _method_specs(methods, external)
+    if len(campaign.systems) < 2:
+        raise PrecometError(f"campaign {campaign.name!r}: benchmarking needs at least 2 systems, got {len(campaign.systems)}")
+    small = [p for p in props if budget_items(p, len(campaign)) < 2]
+    if small:
+        raise PrecometError(f"budget proportion(s) {small} give fewer than 2 of {len(campaign)} items; use larger --props")
+    if any(spec.needs_score for spec in specs.values()) and metric is None:
+        raise PrecometError(f"choose the metric the utilities use (--metric); available: {sorted(set(campaign.scores) - {score})}")
+    if metric is not None:
+        campaign.score(metric)  # fails early, listing the valid names
+    ref = full_reference(campaign, score=score, permutations=permutations, seed=seed)
+    select = make_selector(campaign, budget_cost=budget_cost, balance=balance, level=level)
+    bar = tqdm(total=(seeds + len(specs) + len(external)) * len(props), desc=f"benchmark {campaign.name}", disable=None if progress is None else not progress)
+    started = time.perf_counter()
+    random = random_baseline(ref, select, props, seeds=seeds, seed=seed, tick=lambda: bar.update())
+    random["seconds"] = time.perf_counter() - started
+    results = {}
+    for name in [*specs, *external]:
+        started = time.perf_counter()
+        if name in external:
+            utility_at = _constant(external[name])
+        else:
+            utility_at = _utility_at(campaign, name, specs[name].needs_budget, metric, seed, (method_options or {}).get(name))
+        results[name] = _evaluate_method(ref, select, utility_at, props, random["spa_by_prop"], campaign, budget_cost, parity_grid, bar)
+        results[name]["seconds"] = time.perf_counter() - started
+    bar.close()
+    return {
+        "campaign": campaign.name, "items": len(campaign), "systems": list(campaign.systems),
+        "props": props, "budgets": [budget_value(campaign, p, budget_cost=budget_cost) for p in props],
+        "random": random, "methods": results,
+        "signature": _signature(campaign, methods=[*specs, *external], metric=metric, score=score, props=props, seeds=seeds,
+                                budget_cost=budget_cost, balance=balance, level=level, permutations=permutations,
+                                seed=seed, parity_grid=parity_grid, method_options=method_options),
+    }
+
+
+def _method_specs(methods: Sequence[str], external: Mapping[str, np.ndarray]) -> dict[str, Any]:
+    names = list(methods)
+    if not names and not external:
+        raise PrecometError("nothing to benchmark: give --methods and/or --scores")
+    clash = sorted(set(names) & set(external))
+    if clash or len(set(names)) != len(names):
+        raise PrecometError(f"method names must be unique; repeated: {clash or sorted({m for m in names if names.count(m) > 1})}")
+    if not names:
+        return {}
+    from precomet.utilities import UTILITY_METHODS
+
+    unknown = [m for m in names if m not in UTILITY_METHODS]
+    if unknown:
+        raise PrecometError(f"unknown method(s) {unknown}; valid: {', '.join(UTILITY_METHODS)} (or --scores NAME=FILE)")
+    return {m: UTILITY_METHODS[m] for m in names}
+
+
+def _check_external(campaign: Campaign, name: str, values: Any) -> np.ndarray:
+    values = np.asarray(values, dtype=float)
+    if values.shape != (len(campaign),):
+        raise PrecometError(f"scores {name!r}: expected {len(campaign)} utilities, got shape {values.shape}")
+    bad = np.flatnonzero(~np.isfinite(values))
+    if len(bad):
+        raise PrecometError(f"scores {name!r}: utility of item {campaign.ids[bad[0]]!r} is not finite ({len(bad)} item(s))")
+    return values
+
+
+def _constant(values: np.ndarray) -> Callable[[int], np.ndarray]:
+    return lambda k: values
+
+
+def _utility_at(campaign, name, needs_budget, metric, seed, options) -> Callable[[int], np.ndarray]:
+    """Utilities for a budget of ``k`` items; computed once unless the method needs the budget (memoised)."""
+    from precomet.utilities import compute_utility
+
+    cache: dict[int, np.ndarray] = {}
+
+    def at(k: int) -> np.ndarray:
+        key = k if needs_budget else 0
+        if key not in cache:
+            cache[key] = compute_utility(campaign, name, score=metric, budget=k if needs_budget else None, seed=seed, options=options)
+        return cache[key]
+
+    return at
+
+
+def _evaluate_method(ref, select, utility_at, props, random_spa, campaign, budget_cost, grid, bar) -> dict[str, Any]:
+    n = len(campaign)
+    memo: dict[int, float] = {}
+
+    def spa_at(g: int) -> float:  # g = grid position: budget proportion g / n
+        if g not in memo:
+            memo[g] = evaluate_indices(ref, select(utility_at(g), g / n), measures=("spa",))["spa"]
+        return memo[g]
+
+    rows = []
+    for prop in props:
+        k = budget_items(prop, n)
+        values = evaluate_indices(ref, select(utility_at(k), prop), measures=BENCH_MEASURES)
+        rows.append([values[m] for m in BENCH_MEASURES])
+        bar.update()
+    rows = np.array(rows)
+    parity = []
+    for prop, target in zip(props, random_spa):
+        g = parity_search(spa_at, target, n_items=n, grid=grid)
+        parity.append(budget_value(campaign, g / n, budget_cost=budget_cost) / budget_value(campaign, prop, budget_cost=budget_cost))
+    return {
+        "spa": float(rows[:, 0].mean()), "spa_by_prop": rows[:, 0].tolist(),
+        "clusters": float(rows[:, 1].mean()), "clusters_by_prop": rows[:, 1].tolist(),
+        "corr": float(rows[:, 2].mean()), "corr_by_prop": rows[:, 2].tolist(),
+        "parity": float(np.mean(parity)), "parity_by_prop": parity,
+    }
+
+
+def _signature(campaign: Campaign, **params: Any) -> dict[str, Any]:
+    from precomet import __version__
+
+    return {"tool": "precomet benchmark", "precomet": __version__, "campaign": campaign.name, "lp": campaign.lp,
+            "protocol": campaign.protocol, "data_hash": campaign.data_hash(), **params}
+
+
+# --------------------------------------------------------------------------- output
+def summary_table(result: Mapping[str, Any]) -> str:
+    """A plain-text table: mean SPA, clusters, Kendall and parity per method, random first."""
+    lines = [f"{'method':<20} {'SPA':>7} {'clusters':>8} {'kendall':>8} {'parity':>7} {'seconds':>8}"]
+    r = result["random"]
+    lines.append(f"{'random':<20} {r['spa']:>7.2%} {r['clusters']:>8.2f} {r['corr']:>8.3f} {'':>7} {r['seconds']:>8.1f}")
+    for name, m in result["methods"].items():
+        lines.append(f"{name:<20} {m['spa']:>7.2%} {m['clusters']:>8.2f} {m['corr']:>8.3f} {m['parity']:>7.1%} {m['seconds']:>8.1f}")
+    return "\n".join(lines)
+
+
+def plot_benchmark(result: Mapping[str, Any], path: str | Path) -> None:
+    """Paper Figure 4: SPA vs budget per method with random's 90 % band, and a cluster-count panel."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    x = 100 * np.asarray(result["props"])
+    random = result["random"]
+    fig, (ax_spa, ax_clu) = plt.subplots(1, 2, figsize=(11, 4.2))
+    for ax, key in ((ax_spa, "spa"), (ax_clu, "clusters")):
+        scale = 100 if key == "spa" else 1
+        band = np.asarray(random[f"{key}_ci90_by_prop"]) * scale
+        ax.fill_between(x, band[:, 0], band[:, 1], color="0.8", alpha=0.6, linewidth=0)
+        mean = f"{random[key] * scale:.1f}%" if key == "spa" else f"{random[key]:.2f}"
+        ax.plot(x, np.asarray(random[f"{key}_by_prop"]) * scale, color="0.3", linestyle="--", label=f"Random {mean}")
+        for name, m in result["methods"].items():
+            mean = f"{m[key] * scale:.1f}%" if key == "spa" else f"{m[key]:.2f}"
+            ax.plot(x, np.asarray(m[f"{key}_by_prop"]) * scale, marker="o", markersize=3, label=f"{name} {mean}")
+        ax.set_xlabel("budget (% of " + ("annotation cost" if result["signature"].get("budget_cost") else "items") + ")")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8, loc="lower right")
+    ax_spa.set_ylabel("soft pairwise accuracy (%)")
+    ax_clu.set_ylabel("cluster count")
+    fig.suptitle(f"{result['campaign']}: {result['items']} items × {len(result['systems'])} systems; random band = 90% t-interval ({random['seeds']} runs)", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
