@@ -1,0 +1,120 @@
+"""Training configuration: LightningCLI-style YAML (``seed_everything``, ``model``, ``data``, ``trainer``,
+``early_stopping``) validated against explicit defaults, plus ``--section.key VALUE`` overrides.
+
+This module imports neither torch nor Lightning so that ``precomet --help`` stays fast. Every key a
+config may set is listed here; an unknown key raises :class:`~precomet.errors.PrecometError` naming the
+valid ones. ``trainer`` keys are passed to ``pytorch_lightning.Trainer`` unchanged (``devices``,
+``strategy``, ``num_nodes``, ``precision`` … give multi-GPU / multi-node training).
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from precomet.errors import PrecometError
+
+DEFAULTS: dict[str, Any] = {
+    "seed_everything": 12,
+    "model": {
+        "encoder": "xlm-roberta-large",  # hub id or local directory (save_pretrained layout)
+        "pooling": "mean",  # mean | mix (layer-wise scalar mix, then mean pooling)
+        "hidden_sizes": [2048, 1024],
+        "dropout": 0.1,
+        "encoder_lr": 1.0e-6,
+        "head_lr": 1.5e-5,
+        "layerwise_decay": 0.95,
+        "weight_decay": 0.0,
+        "freeze_fraction": 0.3,  # encoder frozen for this fraction of the first epoch
+        "freeze_encoder": False,  # frozen for the whole run: pooled features are computed once and cached
+    },
+    "data": {
+        "batch_size": 16,
+        "effective_batch_size": 128,  # gradient accumulation = ceil(effective / (batch_size * devices))
+        "max_length": 256,
+        "dev_fraction": 0.1,
+        "group_by": "doc",  # dev split unit when no --dev is given: doc | campaign
+        "bucket_batches": 50,  # length buckets span this many batches
+        "num_workers": 0,
+    },
+    "early_stopping": {"monitor": "val_pearson", "mode": "max", "patience": 2},
+    "trainer": {
+        "max_epochs": 5,
+        "accelerator": "auto",
+        "devices": 1,
+        "strategy": "auto",
+        "num_nodes": 1,
+        "precision": "32-true",
+        "gradient_clip_val": None,
+        "deterministic": False,
+        "log_every_n_steps": 10,
+        "val_check_interval": None,
+        "limit_train_batches": None,
+        "enable_progress_bar": None,  # None: on when stderr is a terminal
+    },
+}
+CHOICES = {("model", "pooling"): ("mean", "mix"), ("data", "group_by"): ("doc", "campaign")}
+
+
+def override_keys() -> list[str]:
+    """Every ``section.key`` (and top-level key) a command line may override."""
+    keys = []
+    for section, value in DEFAULTS.items():
+        keys += [f"{section}.{k}" for k in value] if isinstance(value, dict) else [section]
+    return keys
+
+
+def load_config(path: str | Path | None = None, overrides: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Defaults, updated by the YAML file at ``path`` then by ``{"section.key": value}`` overrides.
+
+    Override values given as strings are parsed as YAML scalars (``"3"`` -> 3, ``"[0, 1]"`` -> list).
+    """
+    config = copy.deepcopy(DEFAULTS)
+    if path is not None:
+        path = Path(path)
+        if not path.is_file():
+            raise PrecometError(f"{path}: config file not found")
+        try:
+            loaded = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        except yaml.YAMLError as err:
+            raise PrecometError(f"{path}: invalid YAML ({err})") from None
+        if not isinstance(loaded, dict):
+            raise PrecometError(f"{path}: expected a mapping of sections, got {type(loaded).__name__}")
+        _merge(config, loaded, where=str(path))
+    for dotted, value in (overrides or {}).items():
+        if isinstance(value, str):
+            value = yaml.safe_load(value) if value.strip() else value
+        section, _, key = dotted.partition(".")
+        _merge(config, {section: {key: value}} if key else {section: value}, where="override")
+    _check_choices(config)
+    return config
+
+
+def _merge(config: dict[str, Any], update: dict[str, Any], *, where: str) -> None:
+    for section, value in update.items():
+        if section not in DEFAULTS:
+            raise PrecometError(f"{where}: unknown config section {section!r}; valid: {list(DEFAULTS)}")
+        if not isinstance(DEFAULTS[section], dict):
+            config[section] = value
+            continue
+        if not isinstance(value, dict):
+            raise PrecometError(f"{where}: section {section!r} must be a mapping")
+        for key, item in value.items():
+            if key not in DEFAULTS[section]:
+                raise PrecometError(
+                    f"{where}: unknown key {section}.{key}; valid: {', '.join(sorted(DEFAULTS[section]))}"
+                )
+            config[section][key] = item
+
+
+def _check_choices(config: dict[str, Any]) -> None:
+    for (section, key), valid in CHOICES.items():
+        if config[section][key] not in valid:
+            raise PrecometError(f"{section}.{key} must be one of {list(valid)}, got {config[section][key]!r}")
+    if not 0.0 <= float(config["data"]["dev_fraction"]) < 1.0:
+        raise PrecometError(f"data.dev_fraction must be in [0, 1), got {config['data']['dev_fraction']!r}")
+    if not 0.0 <= float(config["model"]["freeze_fraction"]) <= 1.0:
+        raise PrecometError(f"model.freeze_fraction must be in [0, 1], got {config['model']['freeze_fraction']!r}")

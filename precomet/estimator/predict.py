@@ -1,0 +1,94 @@
+"""Prediction: length-sorted batches through a loaded estimator, results in input order."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import numpy as np
+import torch
+from tqdm.auto import tqdm
+
+from precomet.campaign import Campaign
+from precomet.errors import PrecometError
+from precomet.estimator.checkpoint import Estimator, load_estimator
+from precomet.estimator.data import length_sorted_batches, pad_batch, tokenize, warn_truncated
+
+logger = logging.getLogger(__name__)
+
+
+def _progress_default() -> bool:
+    import sys
+
+    return sys.stderr.isatty()
+
+
+def run_batches(
+    fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor], ids: Sequence[Sequence[int]], *, pad_id: int,
+    batch_size: int, device: str, progress: bool | None = None, desc: str = "predict",
+) -> torch.Tensor:
+    """Apply ``fn(input_ids, attention_mask)`` to length-sorted batches; rows come back in input order."""
+    if batch_size < 1:
+        raise PrecometError(f"batch_size must be >= 1, got {batch_size}")
+    if not ids:
+        raise PrecometError("no sources to run")
+    out = torch.empty(0)
+    batches = length_sorted_batches([len(x) for x in ids], batch_size)
+    show = _progress_default() if progress is None else progress
+    with torch.inference_mode():
+        for batch in tqdm(batches, desc=desc, unit="batch", disable=not show):
+            input_ids, mask = pad_batch([ids[i] for i in batch], pad_id)
+            values = fn(input_ids.to(device), mask.to(device)).float().cpu()
+            if not out.numel():
+                out = torch.empty((len(ids), *values.shape[1:]), dtype=values.dtype)
+            out[torch.as_tensor(batch)] = values
+    return out
+
+
+def check_sources(sources: Sequence[str]) -> list[str]:
+    """Non-empty list of non-empty strings; errors name the first bad position and count the others."""
+    sources = list(sources)
+    if not sources:
+        raise PrecometError("no sources to score (empty list)")
+    bad = [i for i, s in enumerate(sources) if not isinstance(s, str) or not s.strip()]
+    if bad:
+        raise PrecometError(f"empty source at position {bad[0]} ({len(bad)} empty source(s) in {len(sources)})")
+    return sources
+
+
+def predict_sources(
+    checkpoint_dir: str | Path | Estimator, sources: Sequence[str], *, batch_size: int = 64, device: str = "cpu",
+    progress: bool | None = None,
+) -> np.ndarray:
+    """Utility (higher = annotate first) of each source, in input order. Sources longer than the
+    checkpoint's ``max_length`` tokens are truncated and counted in a warning."""
+    sources = check_sources(sources)
+    estimator = checkpoint_dir if isinstance(checkpoint_dir, Estimator) else load_estimator(checkpoint_dir, device=device)
+    model = estimator.model.to(device).eval()
+    ids, n_truncated = tokenize(estimator.tokenizer, sources, max_length=estimator.max_length)
+    warn_truncated(n_truncated, len(sources), estimator.max_length)
+    pad_id = estimator.tokenizer.pad_token_id or 0
+    values = run_batches(model, ids, pad_id=pad_id, batch_size=batch_size, device=device, progress=progress)
+    return estimator.to_utility(values.double()).numpy()
+
+
+def predict_campaign(
+    checkpoint_dir: str | Path | Estimator, campaign: Campaign, *, batch_size: int = 64, device: str = "cpu",
+    progress: bool | None = None,
+) -> np.ndarray:
+    """:func:`predict_sources` on ``campaign.src`` (aligned with ``campaign.ids``)."""
+    return predict_sources(checkpoint_dir, list(campaign.src), batch_size=batch_size, device=device, progress=progress)
+
+
+def compute_features(
+    model: torch.nn.Module, ids: Sequence[Sequence[int]], *, pad_id: int, batch_size: int, device: str = "cpu",
+    progress: bool | None = None,
+) -> torch.Tensor:
+    """Pooled features of a (frozen, eval-mode) estimator for caching: (N, H) or (N, L, H)."""
+    was_training = model.training
+    model.eval()
+    try:
+        return run_batches(model.features, ids, pad_id=pad_id, batch_size=batch_size, device=device, progress=progress, desc="encode")
+    finally:
+        model.train(was_training)

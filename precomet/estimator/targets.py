@@ -1,0 +1,149 @@
+"""Training targets: one output-based utility per item of each historical campaign, normalised per
+campaign, as rows ``{"src", "target", "campaign", "doc", "lp", "id", "method"}``.
+
+Normalisation is **per campaign** because utility scales differ between campaigns (number of systems,
+human protocol, score range): ``zscore`` subtracts the campaign mean and divides by its standard
+deviation; ``rank`` maps to the average rank scaled to [0, 1] (ties averaged); ``none`` keeps raw values.
+Higher target = annotate first, always (the utilities' convention).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import math
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from scipy.stats import rankdata
+
+from precomet.campaign import HUMAN, Campaign
+from precomet.errors import DataError, PrecometError
+from precomet.io.atomic import atomic_write
+from precomet.io.text import read_lines
+
+logger = logging.getLogger(__name__)
+
+REQUIRED = ("src", "target", "campaign", "doc", "id")
+
+
+def _zscore(values: np.ndarray) -> np.ndarray:
+    std = values.std()
+    return (values - values.mean()) / std if std > 0 else np.zeros_like(values)
+
+
+def _rank(values: np.ndarray) -> np.ndarray:
+    return (rankdata(values) - 1) / max(len(values) - 1, 1)
+
+
+NORMALISERS = {"zscore": _zscore, "rank": _rank, "none": lambda values: values.astype(float)}
+
+
+def normalise(values: Sequence[float], how: str) -> np.ndarray:
+    """Apply one of :data:`NORMALISERS` to one campaign's utilities (returns a new array)."""
+    if how not in NORMALISERS:
+        raise PrecometError(f"unknown normalisation {how!r}; valid: {', '.join(NORMALISERS)}")
+    return NORMALISERS[how](np.asarray(values, dtype=float))
+
+
+def compute_utility(campaign: Campaign, method: str, *, score: str, seed: int) -> np.ndarray:
+    """The output-based utility of every item (delegates to :func:`precomet.utilities.compute_utility`)."""
+    from precomet.utilities import compute_utility as utility
+
+    return np.asarray(utility(campaign, method, score=score, seed=seed), dtype=float)
+
+
+def build_targets(
+    campaigns: Iterable[Campaign], *, method: str, score: str = HUMAN, normalisation: str = "zscore", seed: int = 0
+) -> list[dict[str, Any]]:
+    """Target rows for every item of every campaign (campaign names must be distinct)."""
+    if normalisation not in NORMALISERS:
+        raise PrecometError(f"unknown normalisation {normalisation!r}; valid: {', '.join(NORMALISERS)}")
+    rows: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    for campaign in campaigns:
+        if campaign.name in seen:
+            raise PrecometError(f"campaign name {campaign.name!r} given twice; targets are grouped by campaign name")
+        seen.add(campaign.name)
+        raw = compute_utility(campaign, method, score=score, seed=seed)
+        if raw.shape != (len(campaign),):
+            raise PrecometError(f"utility {method!r} on {campaign.name!r}: expected {len(campaign)} values, got {raw.shape}")
+        bad = np.flatnonzero(~np.isfinite(raw))
+        if len(bad):
+            raise PrecometError(
+                f"utility {method!r} on campaign {campaign.name!r}: non-finite value for item {campaign.ids[bad[0]]!r}"
+                f" ({len(bad)} item(s))"
+            )
+        values = normalise(raw, normalisation)
+        for i in range(len(campaign)):
+            rows.append({
+                "src": campaign.src[i], "target": float(values[i]), "campaign": campaign.name, "doc": campaign.doc[i],
+                "lp": campaign.lp, "id": campaign.ids[i], "method": method, "normalisation": normalisation,
+            })
+        logger.info("%s: %d targets (%s, %s)", campaign.name, len(campaign), method, normalisation)
+    if not rows:
+        raise PrecometError("no campaigns given")
+    return rows
+
+
+def validate_rows(rows: Sequence[dict[str, Any]], *, where: str = "targets") -> list[dict[str, Any]]:
+    """Check required fields, finite targets and non-empty sources; error names the row and field."""
+    if not rows:
+        raise PrecometError(f"{where}: no target rows")
+    for position, row in enumerate(rows):
+        at = f"{where}:{row['_line']}" if "_line" in row else f"{where}[{position}]"
+        missing = [k for k in REQUIRED if k not in row]
+        if missing:
+            raise PrecometError(f"{at}: row {row.get('id')!r} lacks field(s) {missing}")
+        if not isinstance(row["src"], str) or not row["src"].strip():
+            raise PrecometError(f"{at}: row {row['id']!r} has an empty 'src'")
+        target = row["target"]
+        if not isinstance(target, (int, float)) or isinstance(target, bool) or not math.isfinite(target):
+            raise PrecometError(f"{at}: row {row['id']!r} has target {target!r}; expected a finite number")
+    return list(rows)
+
+
+def read_targets(path: str | Path) -> list[dict[str, Any]]:
+    """Target rows from a JSONL file (validated; ``NaN`` is rejected with the line number)."""
+    rows = []
+    for number, line in enumerate(read_lines(path), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as err:
+            raise DataError(path, f"invalid JSON ({err.msg})", line=number) from None
+        if not isinstance(row, dict):
+            raise DataError(path, "expected a JSON object", line=number)
+        row["_line"] = number
+        rows.append(row)
+    return validate_rows(rows, where=str(path))
+
+
+def write_targets(rows: Iterable[dict[str, Any]], path: str | Path) -> int:
+    """Write rows as JSONL (atomically); returns the count."""
+    count = 0
+    with atomic_write(path) as handle:
+        for row in rows:
+            handle.write(json.dumps({k: v for k, v in row.items() if not k.startswith("_")}, ensure_ascii=False) + "\n")
+            count += 1
+    return count
+
+
+def rows_hash(rows: Iterable[dict[str, Any]]) -> str:
+    """A short content hash of (campaign, id, src, target) for the checkpoint's training-data signature."""
+    digest = hashlib.sha256()
+    for row in rows:
+        digest.update(json.dumps([row["campaign"], str(row["id"]), row["src"], float(row["target"])]).encode("utf-8"))
+    return digest.hexdigest()[:16]
+
+
+def leave_one_campaign_out(rows: Sequence[dict[str, Any]], campaign: str) -> tuple[list[dict], list[dict]]:
+    """``(train, held_out)``: rows of every other campaign, and the rows of ``campaign``."""
+    names = sorted({r["campaign"] for r in rows})
+    if campaign not in names:
+        raise PrecometError(f"campaign {campaign!r} not in targets; campaigns: {names}")
+    return [r for r in rows if r["campaign"] != campaign], [r for r in rows if r["campaign"] == campaign]
