@@ -1,0 +1,333 @@
+"""DiffUse (Ashury-Tahan et al., ACL 2024): select the items whose output *differences* are representative.
+
+For two systems the representation of an item is the difference of its two output embeddings (§4). For
+``S > 2`` systems it is the concatenation of the ``S`` output embeddings centred on their per-item mean,
+shape ``S·D``. That is the all-pairwise-differences representation up to a constant: for centred vectors
+``Σ_{i<j} |d_i − d_j|² = S · Σ_i |d_i − d̄|²`` and inner products scale by ``S`` too, so Euclidean Ward
+clustering and cosine closeness are identical to those on the ``S(S−1)/2`` concatenated pairwise
+differences; with ``S = 2`` it reduces exactly to the pair method.
+
+The Ward linkage (scipy, Euclidean) is computed once per item set (:func:`diffuse_tree`); cutting it at
+``n`` clusters undoes its last ``n − 1`` merges, and each cluster is represented by the member closest in
+cosine distance to the cluster mean (§5.2). Representatives are cached per tree node, so cutting at many
+budgets costs little. :func:`iterate_tree` is Algorithm 1 (§6.2) with the hypergeometric stopping rule of
+App. A.3; :func:`iterate_order` is the same "annotate until decided" loop for any fixed item order.
+"""
+
+from __future__ import annotations
+
+import functools
+import heapq
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+from scipy.cluster.hierarchy import linkage
+from scipy.spatial.distance import squareform
+from scipy.stats import hypergeom
+
+from precomet.campaign import Campaign
+from precomet.errors import PrecometError
+from precomet.pairwise.embed import Encoder, embed_outputs
+
+log = logging.getLogger(__name__)
+
+LABELS = ("a", "b", "tie")
+
+
+def difference_vectors(embeddings: np.ndarray) -> np.ndarray:
+    """``(N, S, D)`` output embeddings -> ``(N, d)`` DiffUse representation (see the module docstring)."""
+    embeddings = np.asarray(embeddings, dtype=np.float64)
+    if embeddings.ndim != 3:
+        raise PrecometError(f"expected (items, systems, dim) embeddings, got shape {embeddings.shape}")
+    n, s, _ = embeddings.shape
+    if s < 2:
+        raise PrecometError(f"DiffUse compares systems and needs at least two, got {s}")
+    if s == 2:
+        return embeddings[:, 0] - embeddings[:, 1]
+    return (embeddings - embeddings.mean(axis=1, keepdims=True)).reshape(n, -1)
+
+
+@dataclass(frozen=True, eq=False)
+class DiffuseTree:
+    """A Ward hierarchy over ``N`` item vectors; node ids follow scipy (leaves ``0..N-1``, merge ``r`` = ``N+r``)."""
+
+    vectors: np.ndarray
+    merges: np.ndarray
+    order: np.ndarray
+    start: np.ndarray
+    size: np.ndarray
+    _reps: dict[int, int] = field(default_factory=dict, repr=False)
+
+    def __len__(self) -> int:
+        return len(self.vectors)
+
+    def children(self, node: int) -> tuple[int, int]:
+        row = self.merges[node - len(self)]
+        return int(row[0]), int(row[1])
+
+    def members(self, node: int) -> np.ndarray:
+        return self.order[self.start[node] : self.start[node] + self.size[node]]
+
+    def clusters(self, n: int) -> np.ndarray:
+        """Node ids of the ``n`` clusters left after undoing the last ``n − 1`` merges."""
+        total = len(self)
+        if not 1 <= n <= total:
+            raise PrecometError(f"cannot cut {total} items into {n} clusters")
+        if n == 1:
+            return np.array([2 * total - 2 if total > 1 else 0])
+        ids = self.merges[total - n :, :2].astype(int).ravel()
+        return ids[ids < 2 * total - n]
+
+    def representative(self, node: int) -> int:
+        """The member closest in cosine distance to the mean of the node's members (lowest index on ties)."""
+        if node not in self._reps:
+            members = self.members(node)
+            vectors = self.vectors[members]
+            centre = vectors.mean(axis=0)
+            norms = np.linalg.norm(vectors, axis=1) * np.linalg.norm(centre)
+            dots = vectors @ centre
+            cosine = np.divide(dots, norms, out=np.zeros_like(dots), where=norms > 0)
+            self._reps[node] = int(members[np.lexsort((members, -np.round(cosine, 12)))[0]])
+        return self._reps[node]
+
+    def select(self, n: int) -> np.ndarray:
+        """One representative per cluster at ``n`` clusters, largest cluster first (ties: lower node id)."""
+        nodes = self.clusters(n)
+        nodes = nodes[np.lexsort((nodes, -self.size[nodes]))]
+        return np.array([self.representative(int(node)) for node in nodes], dtype=int)
+
+
+def diffuse_tree(vectors: np.ndarray) -> DiffuseTree:
+    """Ward linkage of the rows of ``vectors`` (Euclidean), with per-node member ranges for fast cuts."""
+    vectors = np.asarray(vectors, dtype=np.float64)
+    if vectors.ndim != 2 or len(vectors) == 0:
+        raise PrecometError(f"expected a non-empty (items, dim) matrix, got shape {vectors.shape}")
+    if not np.isfinite(vectors).all():
+        raise PrecometError("DiffUse vectors contain NaN or infinite values")
+    n = len(vectors)
+    if n == 1:
+        return DiffuseTree(vectors, np.zeros((0, 4)), np.zeros(1, dtype=int), np.zeros(1, dtype=int), np.ones(1, dtype=int))
+    squared = np.einsum("ij,ij->i", vectors, vectors)
+    gram = vectors @ vectors.T
+    distances = np.sqrt(np.clip(squared[:, None] + squared[None, :] - 2 * gram, 0.0, None))
+    np.fill_diagonal(distances, 0.0)
+    merges = linkage(squareform(distances, checks=False), method="ward")
+    size = np.ones(2 * n - 1, dtype=int)
+    size[n:] = merges[:, 3].astype(int)
+    start = np.zeros(2 * n - 1, dtype=int)
+    for row in range(n - 2, -1, -1):
+        left, right = int(merges[row, 0]), int(merges[row, 1])
+        start[left] = start[n + row]
+        start[right] = start[n + row] + size[left]
+    order = np.empty(n, dtype=int)
+    order[start[:n]] = np.arange(n)
+    return DiffuseTree(vectors, merges, order, start, size)
+
+
+def _pair_systems(campaign: Campaign, systems: Sequence[str] | None) -> list[str]:
+    systems = list(campaign.systems if systems is None else systems)
+    campaign.system_index(systems)
+    if len(systems) < 2:
+        raise PrecometError(f"DiffUse compares systems and needs at least two, got {systems}")
+    if len(set(systems)) != len(systems):
+        raise PrecometError(f"systems listed twice: {systems}")
+    return systems
+
+
+def campaign_tree(
+    campaign: Campaign,
+    *,
+    systems: Sequence[str] | None = None,
+    encoder: Encoder = None,
+    cache_dir: str | Path | None = None,
+    embeddings: np.ndarray | None = None,
+) -> DiffuseTree:
+    """The DiffUse tree of a campaign; ``embeddings`` ``(N, S, D)`` (aligned to ``systems``) skip the encoder."""
+    systems = _pair_systems(campaign, systems)
+    if embeddings is None:
+        embeddings = embed_outputs(campaign, systems=systems, encoder=encoder, cache_dir=cache_dir)
+    elif embeddings.shape[:2] != (len(campaign), len(systems)):
+        raise PrecometError(f"embeddings of shape {embeddings.shape} do not match {len(campaign)} items × {len(systems)} systems")
+    return diffuse_tree(difference_vectors(embeddings))
+
+
+def diffuse_select(
+    campaign: Campaign,
+    *,
+    budget: int,
+    systems: Sequence[str] | None = None,
+    encoder: Encoder = None,
+    cache_dir: str | Path | None = None,
+    embeddings: np.ndarray | None = None,
+) -> np.ndarray:
+    """Indices of the ``budget`` DiffUse representatives (largest cluster first) for ``systems`` (default all)."""
+    if not 1 <= budget <= len(campaign):
+        raise PrecometError(f"budget must be between 1 and the item count {len(campaign)}, got {budget}")
+    return campaign_tree(campaign, systems=systems, encoder=encoder, cache_dir=cache_dir, embeddings=embeddings).select(budget)
+
+
+def diffuse_utility(
+    campaign: Campaign,
+    *,
+    budget: int,
+    seed: int = 0,
+    encoder: Encoder = None,
+    cache_dir: str | Path | None = None,
+    embeddings: np.ndarray | None = None,
+    systems: Sequence[str] | None = None,
+) -> np.ndarray:
+    """Utilities for ``precomet`` selectors: the ``budget`` representatives score in (1, 2] by cluster size,
+    every other item in [0, 1) by the norm of its difference vector (high-norm items are the informative
+    ones, paper §7.2). DiffUse is deterministic; ``seed`` is accepted for the common utility signature."""
+    del seed
+    if not 1 <= budget <= len(campaign):
+        raise PrecometError(f"budget must be between 1 and the item count {len(campaign)}, got {budget}")
+    tree = campaign_tree(campaign, systems=systems, encoder=encoder, cache_dir=cache_dir, embeddings=embeddings)
+    norms = np.linalg.norm(tree.vectors, axis=1)
+    utility = 0.999 * norms / norms.max() if norms.max() > 0 else np.zeros(len(campaign))
+    chosen = tree.select(budget)
+    utility[chosen] = 1.0 + (budget - np.arange(budget)) / budget
+    return utility
+
+
+UTILITY_OPTIONS = {"encoder": None, "cache_dir": None}
+"""Options of the ``diffuse`` entry in :data:`precomet.utilities.UTILITY_METHODS`."""
+
+
+def diffuse_method(campaign: Campaign, *, score: str | None, budget: int, seed: int, options: dict) -> np.ndarray:
+    """:func:`diffuse_utility` with the utility-registry signature (``score`` is not used)."""
+    del score
+    return diffuse_utility(campaign, budget=budget, seed=seed, encoder=options["encoder"], cache_dir=options["cache_dir"])
+
+
+# ---------------------------------------------------------------------------------------------- iterative
+def stopping_sf(votes: int, labelled: int, population: int) -> float:
+    """Hypergeometric ``sf(k−1; N, N/2, n)``: the chance of ``votes`` or more wins among ``labelled`` items
+    drawn from ``population`` items of which half favour the current leader (App. A.3)."""
+    if labelled == 0:
+        return 1.0
+    return float(_sf_row(population, labelled)[votes])
+
+
+@functools.lru_cache(maxsize=4096)
+def _sf_row(population: int, labelled: int) -> np.ndarray:
+    return hypergeom.sf(np.arange(-1, labelled), population, population // 2, labelled)
+
+
+@dataclass(frozen=True)
+class IterativeResult:
+    """Outcome of an "annotate until decided" run; indices refer to the items handed in."""
+
+    winner: str | None
+    leader: str
+    decided: bool
+    sf: float
+    decision_items: np.ndarray
+    labels: dict[int, str]
+
+    @property
+    def n_annotations(self) -> int:
+        return len(self.labels)
+
+
+def check_label(answer: object, item: object) -> str:
+    """Normalise an oracle answer to ``a``/``b``/``tie``; anything else raises naming the item."""
+    label = answer.strip().lower() if isinstance(answer, str) else answer
+    if label not in LABELS:
+        raise PrecometError(f"oracle answered {answer!r} for item {item!r}; expected one of {list(LABELS)}")
+    return label
+
+
+class _Annotator:
+    def __init__(self, oracle: Callable[[int], object], population: int, p: float) -> None:
+        self.oracle, self.population, self.p = oracle, population, p
+        self.labels: dict[int, str] = {}
+
+    def label(self, item: int) -> str:
+        if item not in self.labels:
+            self.labels[item] = check_label(self.oracle(item), item)
+        return self.labels[item]
+
+    def result(self, items: Sequence[int], *, final: bool) -> IterativeResult | None:
+        labels = [self.label(int(i)) for i in items]
+        a, b = labels.count("a"), labels.count("b")
+        leader = "a" if a > b else "b" if b > a else "tie"
+        sf = stopping_sf(max(a, b), len(labels), self.population) if leader != "tie" else 1.0
+        decided = sf <= self.p
+        if not (decided or final):
+            return None
+        return IterativeResult(
+            winner=leader if decided else None, leader=leader, decided=decided, sf=sf,
+            decision_items=np.array(items, dtype=int), labels=dict(self.labels),
+        )
+
+
+def _check_iteration(n_items: int, p: float, n_min: int, max_budget: int | None, population: int | None) -> tuple[int, int]:
+    if not 0 < p < 1:
+        raise PrecometError(f"threshold p must be in (0, 1), got {p}")
+    max_budget = n_items if max_budget is None else max_budget
+    if not 1 <= n_min <= max_budget:
+        raise PrecometError(f"need 1 <= n_min ({n_min}) <= max_budget ({max_budget})")
+    if max_budget > n_items:
+        raise PrecometError(f"max_budget {max_budget} exceeds the {n_items} items available")
+    population = n_items if population is None else population
+    if population < n_items:
+        raise PrecometError(f"population {population} is smaller than the {n_items} items")
+    return max_budget, population
+
+
+def iterate_tree(
+    tree: DiffuseTree,
+    oracle: Callable[[int], object],
+    *,
+    p: float = 0.2,
+    n_min: int = 5,
+    max_budget: int | None = None,
+    population: int | None = None,
+) -> IterativeResult:
+    """Algorithm 1: label ``n_min`` representatives, then split the most recently merged cluster, replacing
+    its representative by those of its two halves, until ``sf <= p`` or ``max_budget`` labels are used.
+    ``oracle(index)`` must answer ``a``, ``b`` or ``tie``; the decision set holds the current representatives."""
+    max_budget, population = _check_iteration(len(tree), p, n_min, max_budget, population)
+    annotator = _Annotator(oracle, population, p)
+    nodes = [-int(node) for node in tree.clusters(n_min)]
+    heapq.heapify(nodes)
+    while True:
+        current = sorted(tree.representative(-node) for node in nodes)
+        outcome = annotator.result(current, final=False)
+        if outcome is not None:
+            return outcome
+        node = -nodes[0]
+        if node < len(tree):  # every cluster is a single item
+            return annotator.result(current, final=True)
+        halves = tree.children(node)
+        new = {tree.representative(h) for h in halves} - set(annotator.labels)
+        if len(annotator.labels) + len(new) > max_budget:
+            return annotator.result(current, final=True)
+        heapq.heapreplace(nodes, -halves[0])
+        heapq.heappush(nodes, -halves[1])
+
+
+def iterate_order(
+    order: Sequence[int],
+    oracle: Callable[[int], object],
+    *,
+    p: float = 0.2,
+    n_min: int = 5,
+    max_budget: int | None = None,
+    population: int | None = None,
+) -> IterativeResult:
+    """Label items in the given order (``n_min`` first, then one at a time) until ``sf <= p`` or ``max_budget``."""
+    order = [int(i) for i in order]
+    if len(set(order)) != len(order):
+        raise PrecometError("the item order lists an item twice")
+    max_budget, population = _check_iteration(len(order), p, n_min, max_budget, population)
+    annotator = _Annotator(oracle, population, p)
+    for used in range(n_min, max_budget):
+        outcome = annotator.result(order[:used], final=False)
+        if outcome is not None:
+            return outcome
+    return annotator.result(order[:max_budget], final=True)
