@@ -1,0 +1,58 @@
+"""``precomet predict``: utilities of sources from a trained estimator checkpoint."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+
+HELP = "predict source-based utilities (higher = annotate first) with a trained estimator checkpoint"
+logger = logging.getLogger(__name__)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--checkpoint", required=True, help="checkpoint directory (precomet train / export)")
+    parser.add_argument("--data", required=True, help="any supported input, or a .txt file with one source per line")
+    parser.add_argument("--campaign", help="campaign inside a multi-campaign input, e.g. wmt23/en-de")
+    parser.add_argument("--text", action="store_true", help="read --data as plain text (default for .txt files)")
+    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--device", default="cpu", help="cpu, cuda, cuda:1, …")
+    parser.add_argument("-o", "--output", required=True, help="output JSONL of {\"id\", \"utility\"}")
+
+
+def read_sources(path: str, *, text: bool, campaign: str | None) -> tuple[list[str], list[str]]:
+    """``(ids, sources)``; for text input the id is the 0-based line number and empty lines are skipped
+    (and reported)."""
+    from pathlib import Path
+
+    if text or Path(path).suffix.lower() == ".txt":
+        from precomet.io.text import read_lines
+
+        lines = read_lines(path)
+        empty = [i for i, line in enumerate(lines) if not line.strip()]
+        if empty:
+            shown = ", ".join(str(i + 1) for i in empty[:10]) + (" …" if len(empty) > 10 else "")
+            logger.warning("%s: skipped %d empty line(s) (line %s)", path, len(empty), shown)
+            print(f"skipped {len(empty)} empty line(s) of {path} (line {shown})")
+        keep = [i for i, line in enumerate(lines) if line.strip()]
+        return [str(i) for i in keep], [lines[i] for i in keep]
+    from precomet.io import load
+
+    loaded = load(path, campaign=campaign, complete=False)
+    return [str(i) for i in loaded.ids], list(loaded.src)
+
+
+def run(args: argparse.Namespace) -> int:
+    import json
+
+    from precomet.estimator.checkpoint import load_estimator
+    from precomet.estimator.predict import predict_sources
+    from precomet.io.atomic import atomic_write
+
+    ids, sources = read_sources(args.data, text=args.text, campaign=args.campaign)
+    estimator = load_estimator(args.checkpoint, device=args.device)
+    utilities = predict_sources(estimator, sources, batch_size=args.batch_size, device=args.device)
+    with atomic_write(args.output) as handle:
+        for item_id, value in zip(ids, utilities):
+            handle.write(json.dumps({"id": item_id, "utility": float(value)}) + "\n")
+    print(f"wrote {len(ids)} utilities ({estimator.meta['target']['method']}) to {args.output}")
+    return 0

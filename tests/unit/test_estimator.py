@@ -1,0 +1,161 @@
+"""Estimator end to end on a tiny random-init XLM-R built offline: CLI training, export, load, predict."""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from precomet.cli import main
+from precomet.errors import PrecometError
+from precomet.estimator.targets import write_targets
+from precomet.simulate import simulate_history
+
+torch = pytest.importorskip("torch")
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _rows() -> list[dict]:
+    rows = []
+    for campaign in simulate_history(n_campaigns=3, n_items=40, n_systems=4, seed=3):
+        human = campaign.score("human").mean(axis=1)
+        for i in range(len(campaign)):
+            rows.append({
+                "src": campaign.src[i], "target": float(-human[i]), "campaign": campaign.name, "doc": campaign.doc[i],
+                "lp": campaign.lp, "id": campaign.ids[i], "method": "neg_avg", "normalisation": "none",
+            })
+    return rows
+
+
+@pytest.fixture(scope="session")
+def tiny_encoder(tmp_path_factory) -> Path:
+    from precomet.estimator.tiny import build_tiny_encoder
+
+    return build_tiny_encoder(tmp_path_factory.mktemp("tiny") / "encoder", texts=[r["src"] for r in _rows()], seed=0)
+
+
+@pytest.fixture(scope="session")
+def trained(tmp_path_factory, tiny_encoder) -> dict:
+    """``precomet train --config configs/tiny.yaml`` for 2 epochs on CPU (the one Trainer run of this file)."""
+    work = tmp_path_factory.mktemp("trained")
+    rows = _rows()
+    write_targets(rows, work / "targets.jsonl")
+    status = main([
+        "train", "--config", str(REPO / "configs" / "tiny.yaml"), "--model.encoder", str(tiny_encoder),
+        "--train", str(work / "targets.jsonl"), "--out", str(work / "ckpt"), "--trainer.max_epochs", "2",
+    ])
+    assert status == 0
+    return {"dir": work / "ckpt", "rows": rows, "work": work}
+
+
+def test_checkpoint_directory_format(trained):
+    ckpt = trained["dir"]
+    for name in ("precomet.json", "head.safetensors", "encoder/config.json", "encoder/model.safetensors", "encoder/tokenizer.json"):
+        assert (ckpt / name).is_file(), name
+    meta = json.loads((ckpt / "precomet.json").read_text())
+    assert meta["format_version"] == 1 and meta["direction"] == "higher_first"
+    assert meta["target"]["method"] == "neg_avg"
+    assert meta["config"]["trainer"]["max_epochs"] == 2  # the CLI override reached the config
+    assert len(meta["history"]) == 2 and "val_pearson" in meta["dev_metrics"]
+    data = meta["training_data"]
+    assert data["rows"] + data["dev_rows"] == len(trained["rows"]) and data["dev_rows"] > 0
+    y = np.array([r["target"] for r in trained["rows"]])
+    assert y.min() < meta["standardisation"]["mean"] < y.max()
+
+
+def test_export_load_predict_identical(trained, tmp_path):
+    from precomet.estimator import load_estimator, predict_sources
+
+    ckpt = trained["dir"]
+    (best,) = (ckpt / "lightning").glob("best-*.ckpt")
+    assert main(["export", str(best), "-o", str(tmp_path / "exported")]) == 0
+    sources = [r["src"] for r in trained["rows"][:30]]
+    a = predict_sources(ckpt, sources)
+    b = predict_sources(tmp_path / "exported", sources)
+    np.testing.assert_allclose(a, b, atol=1e-6)
+    # in-memory estimator from the .ckpt weights gives the same numbers
+    estimator = load_estimator(tmp_path / "exported")
+    assert not estimator.model.training
+    np.testing.assert_allclose(predict_sources(estimator, sources), a, atol=1e-6)
+    assert np.isfinite(a).all() and np.ptp(a) > 0
+
+
+def test_predictions_invariant_to_order_and_batch_size(trained):
+    from precomet.estimator import load_estimator, predict_sources
+
+    estimator = load_estimator(trained["dir"])
+    sources = [r["src"] for r in trained["rows"][:25]]
+    reference = predict_sources(estimator, sources, batch_size=64)
+    perm = np.random.default_rng(0).permutation(len(sources))
+    for batch_size in (1, 3, 7):
+        shuffled = predict_sources(estimator, [sources[i] for i in perm], batch_size=batch_size)
+        np.testing.assert_allclose(shuffled, reference[perm], atol=1e-5)
+
+
+def test_predict_cli_text_file_reports_empty_lines(trained, tmp_path, capsys):
+    text = tmp_path / "sources.txt"
+    text.write_text("the cat sat on a mat\n\nnotwithstanding jurisprudence\n   \n")
+    out = tmp_path / "scores.jsonl"
+    assert main(["predict", "--checkpoint", str(trained["dir"]), "--data", str(text), "-o", str(out)]) == 0
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [line["id"] for line in lines] == ["0", "2"]
+    assert all(np.isfinite(line["utility"]) for line in lines)
+    assert "skipped 2 empty line(s)" in capsys.readouterr().out
+
+
+def test_predict_campaign_matches_sources(trained):
+    from precomet.estimator import predict_campaign, predict_sources
+
+    campaign = simulate_history(n_campaigns=1, n_items=12, n_systems=3, seed=9)[0]
+    np.testing.assert_allclose(predict_campaign(trained["dir"], campaign), predict_sources(trained["dir"], list(campaign.src)))
+
+
+def test_overlong_sources_truncated_and_counted(trained, caplog):
+    from precomet.estimator import predict_sources
+
+    long = " ".join(["notwithstanding photosynthesis"] * 200)
+    with caplog.at_level(logging.WARNING, logger="precomet.estimator.data"):
+        values = predict_sources(trained["dir"], [long, "the cat", long + " dog"])
+    assert np.isfinite(values).all()
+    assert "2 of 3 sources are longer than max_length=64 tokens" in caplog.text
+
+
+@pytest.mark.parametrize("sources, message", [([], "no sources"), (["a cat", "  "], "empty source at position 1")])
+def test_empty_sources_rejected(trained, sources, message):
+    from precomet.estimator import predict_sources
+
+    with pytest.raises(PrecometError, match=message):
+        predict_sources(trained["dir"], sources)
+
+
+@pytest.mark.parametrize("missing", ["precomet.json", "head.safetensors", "encoder/model.safetensors"])
+def test_checkpoint_missing_file(trained, tmp_path, missing):
+    from precomet.estimator import load_estimator
+
+    copy = shutil.copytree(trained["dir"], tmp_path / "ckpt", ignore=shutil.ignore_patterns("lightning"))
+    (copy / missing).unlink()
+    with pytest.raises(PrecometError, match="missing"):
+        load_estimator(copy)
+
+
+def test_checkpoint_unknown_format_version(trained, tmp_path):
+    from precomet.estimator import load_estimator
+
+    copy = shutil.copytree(trained["dir"], tmp_path / "ckpt", ignore=shutil.ignore_patterns("lightning"))
+    meta = json.loads((copy / "precomet.json").read_text())
+    (copy / "precomet.json").write_text(json.dumps({**meta, "format_version": 99}))
+    with pytest.raises(PrecometError, match="unknown format_version 99"):
+        load_estimator(copy)
+
+
+def test_export_refuses_foreign_file(tmp_path):
+    from precomet.estimator import export_checkpoint
+
+    bad = tmp_path / "x.ckpt"
+    torch.save({"state_dict": {}}, bad)
+    with pytest.raises(PrecometError, match="not written by precomet train"):
+        export_checkpoint(bad, tmp_path / "out")
