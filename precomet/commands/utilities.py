@@ -1,0 +1,91 @@
+"""``precomet utilities``: compute one item utility for every item of an input and write it as JSONL."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from precomet.commands.common import add_data_arguments, load_campaign
+from precomet.errors import PrecometError
+
+HELP = "compute an output-based item utility (higher = annotate first) and write {id, utility} JSONL"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_data_arguments(parser)
+    parser.add_argument(
+        "--method", required=True,
+        help="metric_avg, metric_var, metric_cons, diversity, irt_diff, irt_disc, irt_feas, irt_diffdisc, irt_fic,"
+        " kmeans, random, mixture (an unknown name lists all registered ones)",
+    )
+    parser.add_argument("--metric", help="score name the utility reads, e.g. MetricX-23-c or human")
+    parser.add_argument("--systems", help="comma-separated systems to use (artificial crowd); default: all")
+    parser.add_argument("--budget", type=int, help="number of items (methods that need it, e.g. kmeans)")
+    parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    parser.add_argument(
+        "--option", action="append", default=[], metavar="KEY=VALUE",
+        help="method option; VALUE parsed as JSON when possible (e.g. similarity=chrf, lr=0.01, weights='{\"metric_var\": 1}')",
+    )
+    parser.add_argument("--exclude-missing", action="store_true", help="items lacking the score for some system get null instead of an error")
+    parser.add_argument("--save-irt", metavar="PATH", help="irt_* methods: also write the fitted parameters as JSON")
+    parser.add_argument("-o", "--output", required=True, help="output JSONL path")
+
+
+def parse_options(pairs: list[str]) -> dict:
+    """``KEY=VALUE`` strings -> dict; values are JSON when they parse, strings otherwise."""
+    options = {}
+    for pair in pairs:
+        key, sep, raw = pair.partition("=")
+        if not sep or not key:
+            raise PrecometError(f"--option expects KEY=VALUE, got {pair!r}")
+        try:
+            options[key] = json.loads(raw)
+        except json.JSONDecodeError:
+            options[key] = raw
+    return options
+
+
+def run(args: argparse.Namespace) -> int:
+    from precomet.utilities import compute_utility, get_spec, resolve_options
+    from precomet.utilities.output import utility_signature, write_utilities
+
+    spec = get_spec(args.method)
+    options = parse_options(args.option)
+    if args.exclude_missing:
+        options["missing"] = "exclude"
+    resolve_options(args.method, options)
+    campaign = load_campaign(args)
+    systems = [s.strip() for s in args.systems.split(",") if s.strip()] if args.systems else None
+    if systems is not None:
+        campaign.system_index(systems)
+    if spec.needs_score and args.metric is None:
+        raise PrecometError(f"--method {args.method} needs --metric; available: {', '.join(sorted(campaign.scores))}")
+    if args.save_irt:
+        if not args.method.startswith("irt_"):
+            raise PrecometError("--save-irt only applies to irt_* methods")
+        from precomet.utilities.irt import FIT_OPTIONS, fit_irt
+
+        crowd = campaign if systems is None else campaign.restrict_systems(systems)
+        fit_options = {k: v for k, v in resolve_options(args.method, options).items() if k in FIT_OPTIONS and k != "params"}
+        params = fit_irt(crowd, score=args.metric, seed=args.seed, **fit_options)
+        params.to_json(args.save_irt)
+        options["params"] = params
+    values = compute_utility(
+        campaign, args.method, score=args.metric if spec.needs_score else None, systems=systems,
+        budget=args.budget, seed=args.seed, options=options,
+    )
+    signature = utility_signature(
+        campaign, method=args.method, score=args.metric if spec.needs_score else None, systems=systems,
+        budget=args.budget, seed=args.seed, options=resolve_options(args.method, options),
+    )
+    if args.save_irt:
+        signature["options"]["params"] = args.save_irt
+    write_utilities(args.output, campaign.ids, values, signature)
+    n_null = int(sum(v != v for v in values))
+    print(
+        f"wrote {len(values)} utilities ({args.method}) to {args.output}"
+        + (f"; {n_null} item(s) excluded (null) for missing scores" if n_null else ""),
+        file=sys.stderr,
+    )
+    return 0

@@ -1,0 +1,171 @@
+"""Output-based item utilities: one value per item, **higher = annotate first**, always.
+
+:func:`compute_utility` is the single entry point; :data:`UTILITY_METHODS` is the explicit registry
+(name -> :class:`UtilitySpec`). Every method function has the signature
+``fn(campaign, *, score, budget, seed, options) -> np.ndarray`` and sees a campaign that is already
+restricted to the requested systems (artificial crowd, paper §4.2) and complete for ``score``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from precomet.campaign import Campaign
+from precomet.errors import PrecometError
+
+log = logging.getLogger(__name__)
+
+UtilityFn = Callable[..., np.ndarray]
+
+MISSING_POLICIES = ("error", "exclude")
+
+
+@dataclass(frozen=True)
+class UtilitySpec:
+    """A registered utility: its function, whether it needs a budget / a score / outputs, and the
+    method-specific options it accepts with their defaults."""
+
+    fn: UtilityFn
+    description: str
+    needs_budget: bool = False
+    needs_score: bool = True
+    min_systems: int = 2
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+
+def compute_utility(
+    campaign: Campaign,
+    method: str,
+    *,
+    score: str | None = None,
+    systems: Sequence[str] | None = None,
+    budget: int | None = None,
+    seed: int = 0,
+    options: Mapping[str, Any] | None = None,
+) -> np.ndarray:
+    """Utility of every item of ``campaign`` (float array, length N, campaign order; higher = annotate first).
+
+    ``score`` names the score matrix used by score-based methods (a metric or ``"human"``);
+    ``systems`` restricts the computation to an artificial crowd; ``budget`` is required by methods with
+    ``needs_budget``; ``options`` holds method-specific settings (see ``UTILITY_METHODS[name].options``)
+    plus ``missing``: ``"error"`` (default) or ``"exclude"`` — items lacking ``score`` for some system get
+    NaN and the count is logged (see :func:`resolve_options`).
+    """
+    spec = get_spec(method)
+    opts = resolve_options(method, options)
+    missing = opts.pop("missing")
+    if systems is not None:
+        systems = list(systems)
+        if len(set(systems)) != len(systems):
+            raise PrecometError(f"systems {systems} contain duplicates")
+        campaign = campaign.restrict_systems(systems)
+    if len(campaign.systems) < spec.min_systems:
+        raise PrecometError(
+            f"utility {method!r} needs at least {spec.min_systems} systems, got {len(campaign.systems)}"
+            f" ({list(campaign.systems)})"
+        )
+    if len(campaign) == 0:
+        raise PrecometError(f"campaign {campaign.name!r} has no items")
+    if spec.needs_budget:
+        if budget is None:
+            raise PrecometError(f"utility {method!r} needs a budget (number of items), e.g. budget=100")
+        if not 1 <= int(budget) <= len(campaign):
+            raise PrecometError(f"utility {method!r}: budget must be in 1..{len(campaign)}, got {budget}")
+    keep = None
+    if spec.needs_score:
+        if score is None:
+            raise PrecometError(f"utility {method!r} needs a score name; available: {sorted(campaign.scores)}")
+        matrix = campaign.score(score)
+        bad = np.isnan(matrix)
+        if bad.any():
+            rows, cols = np.nonzero(bad)
+            n_bad = int(bad.any(axis=1).sum())
+            if missing == "error":
+                raise PrecometError(
+                    f"score {score!r} is missing for item {campaign.ids[rows[0]]!r}, system"
+                    f" {campaign.systems[cols[0]]!r} ({n_bad} item(s) affected); restrict systems or pass"
+                    " options={'missing': 'exclude'} (CLI: --exclude-missing)"
+                )
+            keep = np.flatnonzero(~bad.any(axis=1))
+            log.warning("utility %s: %d item(s) lack %r for some system; excluded (utility NaN)", method, n_bad, score)
+            if len(keep) == 0:
+                raise PrecometError(f"no item has score {score!r} for every system {list(campaign.systems)}")
+    work = campaign if keep is None else campaign.take(keep)
+    values = np.asarray(spec.fn(work, score=score, budget=budget, seed=seed, options=opts), dtype=float)
+    if values.shape != (len(work),):
+        raise RuntimeError(f"utility {method!r} returned shape {values.shape}, expected ({len(work)},)")
+    if keep is None:
+        return values
+    out = np.full(len(campaign), np.nan)
+    out[keep] = values
+    return out
+
+
+def get_spec(method: str) -> UtilitySpec:
+    """The registered spec of ``method``; unknown names list the valid ones."""
+    if method not in UTILITY_METHODS:
+        raise PrecometError(f"unknown utility method {method!r}; valid: {', '.join(UTILITY_METHODS)}")
+    return UTILITY_METHODS[method]
+
+
+def resolve_options(method: str, options: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Defaults of ``method`` updated with ``options``; unknown keys raise listing the valid ones."""
+    spec = get_spec(method)
+    valid = {**spec.options, "missing": "error"}
+    given = dict(options or {})
+    unknown = sorted(set(given) - set(valid))
+    if unknown:
+        raise PrecometError(f"utility {method!r}: unknown option(s) {unknown}; valid: {sorted(valid)}")
+    merged = {**valid, **given}
+    if merged["missing"] not in MISSING_POLICIES:
+        raise PrecometError(f"option 'missing' must be one of {MISSING_POLICIES}, got {merged['missing']!r}")
+    return merged
+
+
+def _registry() -> dict[str, UtilitySpec]:
+    from precomet.utilities import cluster, diversity, irt, metric
+
+    irt_options = dict(irt.FIT_OPTIONS)
+    methods = {
+        "metric_avg": UtilitySpec(metric.metric_avg, "minus the mean score over systems (Eq. 3)", min_systems=1),
+        "metric_var": UtilitySpec(metric.metric_var, "variance of scores over systems (Eq. 4)"),
+        "metric_cons": UtilitySpec(
+            metric.metric_cons, "rank correlation of item scores with system means (Eq. 5)",
+            options={"correlation": "spearman"},
+        ),
+        "diversity": UtilitySpec(
+            diversity.diversity, "1 - mean pairwise similarity of the outputs (Eq. 6, shifted)",
+            needs_score=False, options=dict(diversity.OPTIONS),
+        ),
+    }
+    for kind in irt.UTILITY_KINDS:
+        methods[f"irt_{kind}"] = UtilitySpec(
+            irt.irt_utility_method(kind), irt.UTILITY_KINDS[kind], options=irt_options
+        )
+    methods.update(
+        kmeans=UtilitySpec(
+            cluster.kmeans, "k-means (k = budget) on source embeddings; items nearest the centres first",
+            needs_budget=True, needs_score=False, min_systems=0, options=dict(cluster.KMEANS_OPTIONS),
+        ),
+        random=UtilitySpec(
+            cluster.random_utility, "seeded uniform random values (hash of seed and item id)",
+            needs_score=False, min_systems=0,
+        ),
+        mixture=UtilitySpec(
+            cluster.mixture, "weighted mean of the per-utility ranks", needs_score=False, min_systems=0,
+            options={"weights": None, "method_options": None},
+        ),
+    )
+    return methods
+
+
+UTILITY_METHODS: dict[str, UtilitySpec] = _registry()
+"""Name -> :class:`UtilitySpec`. Add a method with one line, e.g.
+``UTILITY_METHODS["diffuse"] = UtilitySpec(diffuse, "...", needs_budget=True, needs_score=False)``."""
+
+__all__ = ["UTILITY_METHODS", "UtilitySpec", "compute_utility", "get_spec", "resolve_options"]

@@ -1,0 +1,99 @@
+"""Utilities that do not read one score: k-means representatives, seeded random, and rank mixtures."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+from scipy.stats import rankdata
+
+from precomet.campaign import Campaign
+from precomet.errors import PrecometError
+from precomet.utilities.embed import EMBED_OPTIONS, embed_texts
+
+log = logging.getLogger(__name__)
+
+KMEANS_OPTIONS = {**EMBED_OPTIONS, "n_init": 3}
+
+
+def kmeans(campaign: Campaign, *, score: str | None, budget: int, seed: int, options: Mapping[str, Any]) -> np.ndarray:
+    """k-means (k = ``budget``) on the source embeddings; the item nearest each centre is chosen.
+
+    Centres are served in order of cluster size (largest first); each takes its nearest item not yet taken,
+    so exactly ``budget`` distinct items are chosen even when two centres share a nearest item. Chosen
+    items get ``1 + 1/(1 + d)`` and all others ``1/(1 + d)`` (``d`` = distance to their nearest centre):
+    the top-``budget`` items are the representatives, the rest follow by closeness to a centre.
+    """
+    vectors = embed_texts(
+        list(campaign.src), encoder=options["encoder"], cache_dir=options["cache_dir"],
+        batch_size=options["batch_size"], device=options["device"],
+    )
+    return kmeans_utility(vectors, budget=int(budget), seed=seed, n_init=int(options["n_init"]))
+
+
+def kmeans_utility(vectors: np.ndarray, *, budget: int, seed: int, n_init: int = 3) -> np.ndarray:
+    """The k-means utility of :func:`kmeans` on given feature vectors (``N × d``)."""
+    from sklearn.cluster import KMeans
+
+    fitted = KMeans(n_clusters=budget, random_state=seed, n_init=n_init).fit(vectors)
+    centres = fitted.cluster_centers_
+    sizes = np.bincount(fitted.labels_, minlength=budget)
+    taken = np.zeros(len(vectors), dtype=bool)
+    for c in np.argsort(-sizes, kind="stable"):
+        dist = np.linalg.norm(vectors - centres[c], axis=1)
+        dist[taken] = np.inf
+        taken[int(np.argmin(dist))] = True
+    return 1.0 / (1.0 + _nearest_distance(vectors, centres)) + taken.astype(float)
+
+
+def _nearest_distance(vectors: np.ndarray, centres: np.ndarray) -> np.ndarray:
+    out = np.empty(len(vectors))
+    step = max(1, 5_000_000 // len(centres))
+    for start in range(0, len(vectors), step):
+        block = vectors[start:start + step]
+        d2 = (block**2).sum(1)[:, None] - 2 * block @ centres.T + (centres**2).sum(1)[None, :]
+        out[start:start + step] = np.sqrt(np.maximum(d2.min(axis=1), 0.0))
+    return out
+
+
+def random_utility(campaign: Campaign, *, score: str | None, budget: int | None, seed: int, options: Mapping[str, Any]) -> np.ndarray:
+    """Uniform [0, 1) values from SHA-256 of ``(seed, item id)``: seeded, and independent of item order
+    and of which other items are present."""
+    out = np.empty(len(campaign))
+    for i, item_id in enumerate(campaign.ids):
+        digest = hashlib.sha256(f"{seed}\x1f{item_id}".encode("utf-8")).digest()
+        out[i] = int.from_bytes(digest[:7], "big") / 2**56
+    return out
+
+
+def mixture(campaign: Campaign, *, score: str | None, budget: int | None, seed: int, options: Mapping[str, Any]) -> np.ndarray:
+    """Weighted mean of per-utility normalised ranks (average ranks for ties, divided by N).
+
+    ``weights``: ``{method: weight}`` (required, weights ≥ 0, not all 0); ``method_options``:
+    ``{method: options}`` passed to the components. Items NaN in any component are NaN.
+    """
+    from precomet.utilities import compute_utility
+
+    weights = options["weights"]
+    if not isinstance(weights, Mapping) or not weights:
+        raise PrecometError("mixture needs options={'weights': {method: weight, ...}}, e.g. {'metric_var': 1, 'diversity': 1}")
+    if "mixture" in weights:
+        raise PrecometError("mixture cannot contain itself")
+    values = np.array([float(w) for w in weights.values()])
+    if (values < 0).any() or not np.isfinite(values).all() or values.sum() == 0:
+        raise PrecometError(f"mixture weights must be finite, ≥ 0 and not all 0, got {dict(weights)}")
+    method_options = dict(options["method_options"] or {})
+    stray = sorted(set(method_options) - set(weights))
+    if stray:
+        raise PrecometError(f"mixture: method_options for {stray} which have no weight; weighted: {sorted(weights)}")
+    total = np.zeros(len(campaign))
+    for (method, weight), w in zip(weights.items(), values):
+        u = compute_utility(campaign, method, score=score, budget=budget, seed=seed, options=method_options.get(method))
+        ranks = np.full(len(u), np.nan)
+        ok = ~np.isnan(u)
+        ranks[ok] = rankdata(u[ok]) / ok.sum()
+        total += w * ranks
+    return total / values.sum()
