@@ -17,6 +17,10 @@ COMMANDS = {
     "info": "precomet.commands.info",
     "demo": "precomet.commands.demo",
     "utilities": "precomet.commands.utilities",
+    "build-targets": "precomet.commands.build_targets",
+    "train": "precomet.commands.train",
+    "predict": "precomet.commands.predict",
+    "export": "precomet.commands.export",
     "benchmark": "precomet.commands.benchmark",
 }
 
