@@ -22,6 +22,8 @@ COMMANDS = {
     "predict": "precomet.commands.predict",
     "export": "precomet.commands.export",
     "benchmark": "precomet.commands.benchmark",
+    "diffuse": "precomet.commands.diffuse",
+    "elo": "precomet.commands.elo",
 }
 
 

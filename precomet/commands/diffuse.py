@@ -1,0 +1,139 @@
+"""``precomet diffuse select|iterate|evaluate``: DiffUse selection, annotate-until-decided, and the protocol."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+import numpy as np
+
+from precomet.commands.common import add_data_arguments, load_campaign
+from precomet.errors import PrecometError
+
+HELP = "DiffUse: select items whose output differences are representative; iterate until a winner is reliable"
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    add_data_arguments(parser)
+    parser.add_argument("--systems", nargs="+", help="systems to compare (default: all; DiffUse on > 2 uses centred concatenation)")
+    parser.add_argument("--encoder", help="sentence-transformers name or path (default: offline all-MiniLM-L6-v2)")
+    parser.add_argument("--cache-dir", help="directory for the embedding cache (reused across runs)")
+
+
+def _oracle_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--score", default="human", help="score that decides preferences (default: human)")
+    parser.add_argument("--margin", type=float, default=0.0, help="score differences within this margin are ties")
+    parser.add_argument("--lower-is-better", action="store_true", help="the score is an error count (lower wins)")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
+    select = actions.add_parser("select", help="DiffUse representatives for a budget, largest cluster first")
+    _common(select)
+    select.add_argument("--budget", type=int, required=True, help="number of items to select")
+    select.add_argument("--out", help="write the selection with its signature as JSON")
+    iterate = actions.add_parser("iterate", help="Algorithm 1: annotate until the hypergeometric risk <= p")
+    _common(iterate)
+    _oracle_arguments(iterate)
+    iterate.add_argument("--oracle", choices=["score", "interactive"], default="score",
+                         help="answer from --score (simulated annotator) or ask on the terminal")
+    iterate.add_argument("--order", choices=["diffuse", "random"], default="diffuse", help="item order (random: seeded)")
+    iterate.add_argument("--p", type=float, default=0.2, help="risk threshold (default 0.2)")
+    iterate.add_argument("--n-min", type=int, default=5, help="initial number of items (default 5)")
+    iterate.add_argument("--max-budget", type=int, default=200, help="maximum annotations (default 200)")
+    iterate.add_argument("--seed", type=int, default=0)
+    evaluate = actions.add_parser("evaluate", help="success rate of DiffUse vs random over pairs, seeds and budgets")
+    _common(evaluate)
+    _oracle_arguments(evaluate)
+    evaluate.add_argument("--budgets", default="5:200:5", help="START:STOP:STEP or a comma list (default 5:200:5)")
+    evaluate.add_argument("--seeds", type=int, default=10)
+    evaluate.add_argument("--test-fraction", type=float, default=0.8)
+    evaluate.add_argument("--p", type=float, nargs="*", default=[0.2, 0.1], help="thresholds of the iterative table")
+    evaluate.add_argument("--n-min", type=int, default=5)
+    evaluate.add_argument("--max-budget", type=int, default=200)
+    evaluate.add_argument("--out", help="write the result (tables + signature) as JSON")
+
+
+def _budgets(text: str) -> list[int]:
+    try:
+        if ":" in text:
+            start, stop, step = (int(x) for x in text.split(":"))
+            return list(range(start, stop + 1, step))
+        return [int(x) for x in text.split(",")]
+    except ValueError:
+        raise PrecometError(f"--budgets: expected START:STOP:STEP or a comma list of integers, got {text!r}") from None
+
+
+def _interactive_oracle(campaign, systems):
+    def ask(index: int) -> str:
+        print(f"\nitem {campaign.ids[index]}\nsource: {campaign.src[index]}", file=sys.stderr)
+        for tag, system in zip("ab", systems):
+            print(f"[{tag}] {campaign.outputs[system][index]}", file=sys.stderr)
+        return input("better output (a / b / tie): ")
+
+    return ask
+
+
+def run(args: argparse.Namespace) -> int:
+    from precomet.pairwise import diffuse
+
+    campaign = load_campaign(args)
+    if args.action == "select":
+        chosen = diffuse.diffuse_select(campaign, budget=args.budget, systems=args.systems, encoder=args.encoder, cache_dir=args.cache_dir)
+        for rank, index in enumerate(chosen, start=1):
+            print(f"{rank}\t{campaign.ids[index]}")
+        if args.out:
+            _write_json(args.out, dict(method="diffuse", budget=args.budget, systems=args.systems or list(campaign.systems),
+                                       encoder=args.encoder, data_hash=campaign.data_hash(), ids=[campaign.ids[i] for i in chosen]))
+        return 0
+    if args.action == "iterate":
+        return _iterate(args, campaign, diffuse)
+    from precomet.pairwise.protocol import evaluate_pairwise
+
+    result = evaluate_pairwise(
+        campaign, score=args.score, systems=args.systems, budgets=_budgets(args.budgets), seeds=args.seeds,
+        test_fraction=args.test_fraction, margin=args.margin, higher_is_better=not args.lower_is_better,
+        p_values=args.p, n_min=args.n_min, max_budget=args.max_budget, encoder=args.encoder, cache_dir=args.cache_dir,
+    )
+    print(result.to_markdown())
+    if args.out:
+        _write_json(args.out, dict(signature=result.signature, success=result.success, iterative=result.iterative))
+    return 0
+
+
+def _iterate(args: argparse.Namespace, campaign, diffuse) -> int:
+    from precomet.pairwise.protocol import preference_signs
+
+    systems = args.systems or list(campaign.systems)
+    if len(systems) != 2:
+        raise PrecometError(f"iterate compares exactly two systems (--systems A B), got {systems}")
+    if args.oracle == "interactive":
+        oracle = _interactive_oracle(campaign, systems)
+    else:
+        scores = campaign.score(args.score)[:, campaign.system_index(systems)] * (-1.0 if args.lower_is_better else 1.0)
+        signs = preference_signs(scores[:, 0], scores[:, 1], margin=args.margin)
+        oracle = lambda k: {1: "a", -1: "b", 0: "tie"}[int(signs[k])]  # noqa: E731
+    max_budget = min(args.max_budget, len(campaign))
+    if args.order == "diffuse":
+        tree = diffuse.campaign_tree(campaign, systems=systems, encoder=args.encoder, cache_dir=args.cache_dir)
+        result = diffuse.iterate_tree(tree, oracle, p=args.p, n_min=args.n_min, max_budget=max_budget)
+    else:
+        order = np.random.default_rng(args.seed).permutation(len(campaign))
+        result = diffuse.iterate_order(order, oracle, p=args.p, n_min=args.n_min, max_budget=max_budget)
+    names = {"a": systems[0], "b": systems[1], "tie": "tie"}
+    verdict = f"winner {names[result.winner]}" if result.decided else f"inconclusive (leader: {names[result.leader]})"
+    votes = [result.labels[i] for i in result.decision_items]
+    print(f"{verdict}; sf = {result.sf:.4f} (p = {args.p}); {result.n_annotations} annotations used; decision on "
+          f"{len(votes)} items: {votes.count('a')} {systems[0]}, {votes.count('b')} {systems[1]}, {votes.count('tie')} ties")
+    for index, label in result.labels.items():
+        print(f"{campaign.ids[index]}\t{names[label]}")
+    return 0
+
+
+def _write_json(path: str, payload: dict) -> None:
+    from precomet import __version__
+    from precomet.io.atomic import atomic_write
+
+    with atomic_write(path) as handle:
+        json.dump({**payload, "precomet": __version__}, handle, indent=1, default=float)

@@ -1,0 +1,76 @@
+"""``precomet elo``: Elo / Bradley-Terry ratings with bootstrap intervals from pairwise preferences."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+HELP = "Elo or Bradley-Terry ratings with bootstrap 5-95% intervals from preferences (file or campaign scores)"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    source = parser.add_argument_group("preferences (one of --prefs or --data)")
+    source.add_argument("--prefs", help="CSV/JSONL (item,model_a,model_b,label|likert) or AlpacaEval annotations.json / directory")
+    source.add_argument("--likert-ties", action="store_true", help="Likert 4 and 5 count as ties")
+    source.add_argument("--data", help="a campaign input: preferences from per-item scores of its systems")
+    source.add_argument("--campaign", help="campaign inside a multi-campaign input, e.g. wmt23/en-de")
+    source.add_argument("--human", help="human protocol of the campaign input")
+    source.add_argument("--keep-incomplete", action="store_true", help="keep items without a human score for every system")
+    source.add_argument("--score", default="human", help="campaign score deciding preferences (default: human)")
+    source.add_argument("--lower-is-better", action="store_true", help="the campaign score is an error count")
+    source.add_argument("--margin", type=float, default=0.0, help="tie margin (scores; AlpacaEval: |preference − 1.5|)")
+    rating = parser.add_argument_group("ratings")
+    rating.add_argument("--method", choices=["elo", "bt"], default="elo", help="online Elo or Bradley-Terry MLE")
+    rating.add_argument("--rounds", type=int, default=1000, help="bootstrap rounds (default 1000)")
+    rating.add_argument("--seed", type=int, default=0)
+    rating.add_argument("--ties", choices=["half", "drop"], default="half", help="ties as half wins or dropped")
+    rating.add_argument("--k", type=float, default=4.0, help="Elo K-factor (default 4)")
+    rating.add_argument("--models", nargs="+", help="rate exactly these models; records naming others are an error")
+    out = parser.add_argument_group("output")
+    out.add_argument("--figure", help="write a PNG of the intervals")
+    out.add_argument("--json", help="write the table, judge diagnostics and signature as JSON")
+    out.add_argument("--save-prefs", help="also write the preference records (.csv or .jsonl)")
+    out.add_argument("--agree-with", help="second preference file (e.g. human labels): accuracy and Cohen's kappa")
+
+
+def run(args: argparse.Namespace) -> int:
+    from precomet.errors import PrecometError
+    from precomet.pairwise import preference, ratings
+
+    if bool(args.prefs) == bool(args.data):
+        raise PrecometError("give exactly one of --prefs FILE or --data INPUT")
+    if args.prefs:
+        prefs = preference.load_preferences(args.prefs, likert_ties=args.likert_ties, margin=args.margin)
+    else:
+        from precomet.commands.common import load_campaign
+
+        prefs = preference.from_scores(load_campaign(args), score=args.score, margin=args.margin,
+                                       higher_is_better=not args.lower_is_better)
+    table = ratings.bootstrap_ratings(prefs, method=args.method, rounds=args.rounds, seed=args.seed, ties=args.ties,
+                                      models=args.models, k=args.k)
+    print(f"{len(prefs)} preference records from {prefs.source}; {args.method} with {args.rounds} bootstrap rounds, "
+          f"ties {args.ties}")
+    print(table.to_text())
+    bias = ratings.position_bias(prefs)
+    if bias["records"]:
+        print(f"position bias: first-shown output wins {100 * bias['first_win_rate']:.1f}% of {bias['first_wins'] + bias['second_wins']}"
+              f" decided records (binomial p = {bias['p_value']:.2g}); flip rate {bias['flip_rate']:.3f}"
+              f" over {bias['pairs_both_orders']} pairs judged in both orders")
+    agree = None
+    if args.agree_with:
+        agree = ratings.agreement(prefs, preference.load_preferences(args.agree_with, likert_ties=args.likert_ties))
+        print(f"agreement on {agree['pairs']} shared pairs: accuracy {agree['accuracy']:.3f}, Cohen's kappa {agree['kappa']:.3f}")
+    if args.figure:
+        ratings.plot_ratings(table, args.figure)
+    if args.save_prefs:
+        preference.save_preferences(prefs, args.save_prefs)
+    if args.json:
+        from precomet import __version__
+        from precomet.io.atomic import atomic_write
+
+        payload = dict(ratings=table.rows(), position_bias=bias, agreement=agree, signature=dict(
+            method=args.method, rounds=args.rounds, seed=args.seed, ties=args.ties, k=args.k, source=prefs.source,
+            records=len(prefs), precomet=__version__))
+        with atomic_write(args.json) as handle:
+            json.dump(payload, handle, indent=1, default=float)
+    return 0
