@@ -1,0 +1,152 @@
+"""Benchmark loop: props parsing, random baseline, parity search, JSON schema, CLI and bad input."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from precomet import benchmark as bm
+from precomet.cli import main
+from precomet.errors import PrecometError
+from precomet.io import write_jsonl
+from precomet.metaeval import evaluate_indices, full_reference
+from precomet.simulate import simulate_campaign
+
+
+@pytest.fixture(scope="module")
+def campaign():
+    return simulate_campaign(n_items=120, n_systems=5, seed=3)
+
+
+def test_parse_props():
+    assert bm.parse_props("0.05:0.5:0.05") == pytest.approx(list(bm.DEFAULT_PROPS))
+    assert bm.parse_props("0.1, 0.25,1") == [0.1, 0.25, 1.0]
+    for bad in ("0:0.5:0.1", "1.5", "0.1,-0.2", "abc", "0.1:0.5:0", ""):
+        with pytest.raises(PrecometError):
+            bm.parse_props(bad)
+
+
+def test_budget_items_and_top_k():
+    assert bm.budget_items(0.05, 460) == 23 and bm.budget_items(0.15, 460) == 69 and bm.budget_items(0.3, 10) == 3
+    assert list(bm.top_k(np.array([0.1, 0.5, 0.5, 0.9]), 3)) == [3, 1, 2]
+
+
+def test_ci90_hand_computed():
+    lo, hi = bm.ci90([1.0, 2.0, 3.0])
+    half = stats.t.ppf(0.95, 2) * 1.0
+    assert (lo, hi) == pytest.approx((2 - half, 2 + half))
+    assert bm.ci90([0.5]) == (0.5, 0.5)
+
+
+def test_parity_search_matches_linear_scan_on_monotone_curves():
+    rng = np.random.default_rng(0)
+    for _ in range(50):
+        n = int(rng.integers(10, 300))
+        curve = np.maximum.accumulate(rng.random(n + 1))  # non-decreasing SPA over positions 0..n
+        curve[n] = 1.0
+        target = float(rng.uniform(curve[2], 1.0))
+        calls = []
+
+        def spa_at(g):
+            calls.append(g)
+            return curve[g]
+
+        expected = next(g for g in range(2, n + 1) if curve[g] >= target)
+        assert bm.parity_search(spa_at, target, n_items=n, grid=16) == expected
+        assert len(set(calls)) < 16 + 2 * np.log2(n) + 2
+
+
+def test_parity_search_finds_first_coarse_crossing():
+    # a dip after an early crossing: the coarse pass stops at the first coarse point that reaches the target
+    curve = {g: (0.95 if 10 <= g < 20 else 0.9 if g < 60 else 1.0) for g in range(2, 101)}
+    assert bm.parity_search(curve.__getitem__, 0.95, n_items=100, grid=100) == 10
+
+
+def test_random_baseline_deterministic_and_sane(campaign):
+    ref = full_reference(campaign, permutations=200)
+    select = bm.make_selector(campaign)
+    first = bm.random_baseline(ref, select, [0.1, 0.5], seeds=8, seed=1)
+    assert first == bm.random_baseline(ref, select, [0.1, 0.5], seeds=8, seed=1)
+    assert first != bm.random_baseline(ref, select, [0.1, 0.5], seeds=8, seed=2)
+    assert len(first["spa_by_prop"]) == 2 and first["seeds"] == 8
+    for (lo, hi), mean in zip(first["spa_ci90_by_prop"], first["spa_by_prop"]):
+        assert lo <= mean <= hi
+    assert first["spa_by_prop"][0] < first["spa_by_prop"][1] <= 1.0
+    # one seed by hand
+    utility = np.random.default_rng([1, 0]).random(len(campaign))
+    one = bm.random_baseline(ref, select, [0.1], seeds=1, seed=1)
+    assert one["spa"] == pytest.approx(evaluate_indices(ref, bm.top_k(utility, 12), measures=("spa",))["spa"])
+
+
+def test_run_benchmark_schema_and_parity(campaign):
+    human = campaign.score("human")
+    oracle = np.abs(human - human.mean(axis=1, keepdims=True)).sum(axis=1)  # any fixed ranking will do
+    result = bm.run_benchmark(campaign, external={"oracle": oracle, "flat": np.zeros(len(campaign))}, props=[0.1, 0.3, 0.5], seeds=10, permutations=200)
+    assert result["props"] == [0.1, 0.3, 0.5] and result["budgets"] == [12.0, 36.0, 60.0]
+    for key in ("spa", "spa_by_prop", "spa_ci90_by_prop", "clusters", "clusters_by_prop", "corr", "corr_by_prop", "seeds"):
+        assert key in result["random"]
+    for name in ("oracle", "flat"):
+        m = result["methods"][name]
+        assert m["spa"] == pytest.approx(np.mean(m["spa_by_prop"]))
+        assert len(m["parity_by_prop"]) == 3 and m["parity"] > 0 and m["seconds"] >= 0
+    # "flat" keeps campaign order (stable ties): its SPA at 30 % is the first 36 items'
+    ref = full_reference(campaign, permutations=200)
+    assert result["methods"]["flat"]["spa_by_prop"][1] == pytest.approx(evaluate_indices(ref, np.arange(36), measures=("spa",))["spa"])
+    sig = result["signature"]
+    assert sig["data_hash"] == campaign.data_hash() and sig["seeds"] == 10 and sig["methods"] == ["oracle", "flat"]
+    json.dumps(result)
+
+
+def test_run_benchmark_bad_input(campaign):
+    with pytest.raises(PrecometError, match=r"\(0, 1\]"):
+        bm.run_benchmark(campaign, external={"x": np.zeros(len(campaign))}, props=[0.0, 0.5])
+    with pytest.raises(PrecometError, match="fewer than 2"):
+        bm.run_benchmark(campaign, external={"x": np.zeros(len(campaign))}, props=[0.01])
+    with pytest.raises(PrecometError, match="at least 2 systems"):
+        bm.run_benchmark(campaign.restrict_systems(campaign.systems[:1]), external={"x": np.zeros(len(campaign))})
+    with pytest.raises(PrecometError, match="expected 120 utilities"):
+        bm.run_benchmark(campaign, external={"x": np.zeros(5)})
+    with pytest.raises(PrecometError, match="not finite"):
+        bm.run_benchmark(campaign, external={"x": np.full(len(campaign), np.nan)})
+    with pytest.raises(PrecometError, match="nothing to benchmark"):
+        bm.run_benchmark(campaign)
+    with pytest.raises(PrecometError, match="unknown method"):
+        bm.run_benchmark(campaign, methods=["no_such_method"], metric="MetricSim")
+    with pytest.raises(PrecometError, match="unknown level"):
+        bm.make_selector(campaign, level="paragraph")
+
+
+def _write_scores(path, ids, values):
+    path.write_text("".join(json.dumps({"id": i, "utility": float(v)}) + "\n" for i, v in zip(ids, values)))
+
+
+def test_cli_end_to_end(tmp_path, campaign):
+    data = tmp_path / "campaign.jsonl"
+    write_jsonl(campaign, data)
+    scores = tmp_path / "pred.jsonl"
+    _write_scores(scores, list(campaign.ids) + ["extra-id"], np.arange(len(campaign) + 1.0))
+    out, png = tmp_path / "bench.json", tmp_path / "bench.png"
+    rc = main(["benchmark", "--data", str(data), "--scores", f"pred={scores}", "--props", "0.2,0.5", "--seeds", "5",
+               "--permutations", "100", "--json", str(out), "--plot", str(png)])
+    assert rc == 0
+    result = json.loads(out.read_text())
+    assert list(result["methods"]) == ["pred"] and result["random"]["seeds"] == 5
+    assert result["signature"]["scores_files"] == [f"pred={scores}"]
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_cli_bad_input(tmp_path, campaign, capsys):
+    data = tmp_path / "campaign.jsonl"
+    write_jsonl(campaign, data)
+    partial = tmp_path / "partial.jsonl"
+    _write_scores(partial, campaign.ids[:100], np.zeros(100))
+    base = ["benchmark", "--data", str(data), "--json", str(tmp_path / "o.json"), "--seeds", "2"]
+    assert main(base + ["--scores", f"p={partial}"]) == 2
+    assert "20 of 120 campaign ids are missing" in capsys.readouterr().err
+    assert main(base + ["--scores", f"p={partial}", "--props", "0.2:1.4:0.4"]) == 2
+    assert "(0, 1]" in capsys.readouterr().err
+    assert main(base + ["--scores", "nofile"]) == 2
+    assert "NAME=FILE" in capsys.readouterr().err
