@@ -1,4 +1,5 @@
-"""Estimator end to end on a tiny random-init XLM-R built offline: CLI training, export, load, predict."""
+"""Estimator end to end on a tiny random-init XLM-R built offline: CLI training, export, load, predict.
+Fast unit tests without a Trainer are in test_estimator_units.py."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from precomet.estimator.targets import write_targets
 from precomet.simulate import simulate_history
 
 torch = pytest.importorskip("torch")
+pytestmark = pytest.mark.slow  # one Lightning training run shared by the file (~15-40 s on 2 busy cores)
 REPO = Path(__file__).resolve().parents[2]
 
 

@@ -1,0 +1,251 @@
+"""Estimator pieces without a Trainer: targets, dev split, config, model, optimiser, freezing, loading errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from precomet.errors import PrecometError
+from precomet.estimator import targets as targets_module
+from precomet.estimator.config import load_config
+from precomet.estimator.data import BucketBatchSampler, group_split
+from precomet.estimator.targets import build_targets, leave_one_campaign_out, read_targets
+
+torch = pytest.importorskip("torch")
+TEXTS = ["the cat sat on a mat", "notwithstanding idiosyncratic jurisprudence", "people walk home after work"] * 10
+
+
+@pytest.fixture(scope="module")
+def encoder_dir(tmp_path_factory) -> Path:
+    from precomet.estimator.tiny import build_tiny_encoder
+
+    return build_tiny_encoder(tmp_path_factory.mktemp("tiny") / "enc", texts=TEXTS, seed=0)
+
+
+def _model(encoder_dir, pooling="mean"):
+    from precomet.estimator.model import UtilityEstimator, load_encoder
+
+    encoder, tokenizer = load_encoder(str(encoder_dir))
+    torch.manual_seed(0)
+    return UtilityEstimator(encoder, pooling=pooling, hidden_sizes=(16, 8), dropout=0.1), tokenizer
+
+
+def _batch(tokenizer, texts):
+    from precomet.estimator.data import pad_batch, tokenize
+
+    ids, _ = tokenize(tokenizer, texts, max_length=32)
+    return pad_batch(ids, tokenizer.pad_token_id)
+
+
+# ---------------------------------------------------------------- targets
+def test_build_targets_zscore_per_campaign(tiny_campaign, monkeypatch):
+    monkeypatch.setattr(targets_module, "compute_utility", lambda c, m, *, score, seed: c.score(score).mean(axis=1))
+    second = tiny_campaign.take([0, 1, 2])
+    from dataclasses import replace
+
+    rows = build_targets([tiny_campaign, replace(second, name="other")], method="avg", normalisation="zscore")
+    # tiny human means: a 2, b 4, c 5, d 2 -> mean 3.25, std sqrt(1.6875)
+    first = np.array([r["target"] for r in rows[:4]])
+    np.testing.assert_allclose(first, (np.array([2, 4, 5, 2]) - 3.25) / np.sqrt(1.6875))
+    other = np.array([r["target"] for r in rows[4:]])  # 2, 4, 5 -> its own mean/std
+    np.testing.assert_allclose(other, (np.array([2, 4, 5]) - 11 / 3) / np.std([2, 4, 5]))
+    assert rows[0] == {"src": "one two", "target": rows[0]["target"], "campaign": "tiny", "doc": "d1", "lp": None,
+                       "id": "a", "method": "avg", "normalisation": "zscore"}
+    ranked = build_targets([tiny_campaign], method="avg", normalisation="rank")
+    assert [r["target"] for r in ranked] == [1 / 6, 2 / 3, 1.0, 1 / 6]  # ties (a, d) share the average rank
+
+
+def test_build_targets_rejects_nan_and_duplicates(tiny_campaign, monkeypatch):
+    monkeypatch.setattr(targets_module, "compute_utility", lambda c, m, *, score, seed: np.array([1.0, np.nan, 2.0, 3.0]))
+    with pytest.raises(PrecometError, match="non-finite value for item 'b'"):
+        build_targets([tiny_campaign], method="avg")
+    monkeypatch.setattr(targets_module, "compute_utility", lambda c, m, *, score, seed: np.arange(4.0))
+    with pytest.raises(PrecometError, match="given twice"):
+        build_targets([tiny_campaign, tiny_campaign], method="avg")
+    with pytest.raises(PrecometError, match="unknown normalisation 'minmax'"):
+        build_targets([tiny_campaign], method="avg", normalisation="minmax")
+
+
+def test_build_targets_real_utility(tiny_campaign):
+    pytest.importorskip("precomet.utilities")
+    rows = build_targets([tiny_campaign], method="metric_avg", normalisation="none")
+    assert len(rows) == 4 and all(np.isfinite(r["target"]) for r in rows)
+
+
+def test_read_targets_rejects_nan(tmp_path):
+    path = tmp_path / "t.jsonl"
+    path.write_text('{"src": "a b", "target": 1.0, "campaign": "c", "doc": "d", "id": "1"}\n'
+                    '{"src": "c d", "target": NaN, "campaign": "c", "doc": "d", "id": "2"}\n')
+    with pytest.raises(PrecometError, match=r"t.jsonl:2: row '2' has target nan"):
+        read_targets(path)
+
+
+def test_leave_one_campaign_out():
+    rows = [{"campaign": c, "id": i} for i, c in enumerate("aabbc")]
+    train, held = leave_one_campaign_out(rows, "b")
+    assert [r["id"] for r in train] == [0, 1, 4] and [r["id"] for r in held] == [2, 3]
+    with pytest.raises(PrecometError, match="campaigns: \\['a', 'b', 'c'\\]"):
+        leave_one_campaign_out(rows, "z")
+
+
+# ---------------------------------------------------------------- dev split and batches
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 5)), min_size=2, max_size=60), st.sampled_from(["doc", "campaign"]),
+       st.integers(0, 5))
+def test_dev_split_never_shares_a_group(pairs, by, seed):
+    rows = [{"campaign": f"c{c}", "doc": f"d{d}"} for c, d in pairs]
+    key = (lambda r: r["campaign"]) if by == "campaign" else (lambda r: (r["campaign"], r["doc"]))
+    if len({key(r) for r in rows}) < 2:
+        with pytest.raises(PrecometError, match="only 1 group"):
+            group_split(rows, by=by, fraction=0.3, seed=seed)
+        return
+    train, dev = group_split(rows, by=by, fraction=0.3, seed=seed)
+    assert sorted([*train, *dev]) == list(range(len(rows))) and len(train) > 0 and len(dev) > 0
+    assert not {key(rows[i]) for i in train} & {key(rows[i]) for i in dev}
+    # the same document name in two campaigns is two documents: grouping is by (campaign, doc)
+
+
+def test_bucket_sampler_covers_each_row_once_and_buckets_lengths():
+    lengths = np.random.default_rng(0).integers(1, 100, size=103)
+    sampler = BucketBatchSampler(lengths, 10, seed=1, bucket_batches=3)
+    batches = list(sampler)
+    assert sorted(i for b in batches for i in b) == list(range(103)) and len(sampler) == len(batches)
+    sampler.set_epoch(1)
+    assert list(sampler) != batches  # a new order each epoch, reproducible from the seed
+    assert list(BucketBatchSampler(lengths, 10, seed=1, bucket_batches=3)) == batches
+    spread = np.mean([np.ptp(lengths[b]) for b in batches])
+    assert spread < 0.5 * np.mean([np.ptp(lengths[np.arange(i, min(i + 10, 103))]) for i in range(0, 103, 10)])
+    shards = [list(BucketBatchSampler(lengths, 10, seed=1, rank=r, world_size=2)) for r in (0, 1)]
+    assert len(shards[0]) == len(shards[1]) and not {i for b in shards[0] for i in b} & {i for b in shards[1] for i in b}
+
+
+# ---------------------------------------------------------------- config
+def test_config_overrides_and_unknown_keys(tmp_path):
+    cfg = load_config(Path(__file__).resolve().parents[2] / "configs" / "precomet-xlmr-large.yaml",
+                      {"trainer.max_epochs": "3", "trainer.devices": "[0, 1]", "model.pooling": "mean"})
+    assert cfg["trainer"]["max_epochs"] == 3 and cfg["trainer"]["devices"] == [0, 1]
+    assert cfg["model"]["head_lr"] == 1.5e-5 and cfg["model"]["encoder_lr"] == 1e-6 and cfg["data"]["effective_batch_size"] == 128
+    with pytest.raises(PrecometError, match="unknown key model.lr; valid: .*head_lr"):
+        load_config(None, {"model.lr": 1})
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("optimizer:\n  lr: 1\n")
+    with pytest.raises(PrecometError, match="unknown config section 'optimizer'"):
+        load_config(bad)
+    with pytest.raises(PrecometError, match="model.pooling must be one of"):
+        load_config(None, {"model.pooling": "max"})
+
+
+# ---------------------------------------------------------------- model
+def test_unknown_offline_model_names_it():
+    from precomet.estimator.model import resolve_model
+
+    with pytest.raises(PrecometError, match="encoder 'no-such-org/no-such-model' not found offline.*huggingface-cli download"):
+        resolve_model("no-such-org/no-such-model")
+
+
+def test_hub_id_resolved_through_snapshot_download(encoder_dir, monkeypatch):
+    import huggingface_hub
+
+    from precomet.estimator.model import load_encoder
+
+    calls = []
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", lambda name, local_files_only: calls.append(name) or str(encoder_dir))
+    model, tokenizer = load_encoder("some-org/tiny-xlmr")
+    assert calls == ["some-org/tiny-xlmr"] and model.config.hidden_size == 32
+
+
+def test_encoder_dropout_active_in_training_mode(encoder_dir):
+    model, tokenizer = _model(encoder_dir)
+    assert model.encoder.training  # load_encoder undoes from_pretrained's eval mode
+    ids, mask = _batch(tokenizer, TEXTS[:4])
+    hidden = lambda: model.encoder(input_ids=ids, attention_mask=mask).last_hidden_state  # noqa: E731
+    assert not torch.allclose(hidden(), hidden())
+    model.eval()
+    torch.testing.assert_close(hidden(), hidden())
+
+
+@pytest.mark.parametrize("pooling", ["mean", "mix"])
+def test_cached_features_equal_full_forward(encoder_dir, pooling):
+    model, tokenizer = _model(encoder_dir, pooling)
+    model.eval()
+    ids, mask = _batch(tokenizer, TEXTS[:5])
+    with torch.no_grad():
+        features = model.features(ids, mask)
+        torch.testing.assert_close(model.score_features(features), model(ids, mask))
+    assert features.shape == ((5, 32) if pooling == "mean" else (5, 3, 32))
+
+
+def test_layerwise_lr_decay_groups(encoder_dir):
+    from precomet.estimator.module import EstimatorModule
+
+    model, _ = _model(encoder_dir)
+    module = EstimatorModule(model, encoder_lr=1e-3, head_lr=1e-2, layerwise_decay=0.5)
+    groups = module.configure_optimizers().param_groups
+    assert groups[0]["lr"] == 1e-2  # head
+    # depth 0 embeddings, 1..2 layers (2-layer encoder), 3 = anything above
+    assert [g["lr"] for g in groups[1:]] == [1e-3 * 0.5**3, 1e-3 * 0.5**2, 1e-3 * 0.5]
+    n_params = sum(len(g["params"]) for g in groups)
+    assert n_params == len(list(model.parameters()))
+    frozen = EstimatorModule(model, encoder_lr=1e-3, head_lr=1e-2, freeze_encoder=True).configure_optimizers()
+    assert len(frozen.param_groups) == 1 and not any(p.requires_grad for p in model.encoder.parameters())
+
+
+def test_encoder_frozen_for_fraction_of_first_epoch(encoder_dir):
+    from precomet.estimator.module import EstimatorModule
+
+    model, _ = _model(encoder_dir)
+    module = EstimatorModule(model, encoder_lr=1e-3, head_lr=1e-2, freeze_fraction=0.5)
+    module._trainer = SimpleNamespace(num_training_batches=10, current_epoch=0)
+    grads = lambda: {p.requires_grad for p in model.encoder.parameters()}  # noqa: E731
+    module.on_train_epoch_start()
+    for batch_idx in range(5):
+        module.on_train_batch_start(None, batch_idx)
+        assert grads() == {False}
+    module.on_train_batch_start(None, 5)
+    assert grads() == {True}
+
+
+def test_loss_decreases_when_overfitting_16_rows(encoder_dir):
+    from precomet.estimator.module import EstimatorModule
+
+    model, tokenizer = _model(encoder_dir)
+    module = EstimatorModule(model, encoder_lr=1e-3, head_lr=3e-3)
+    optimiser = module.configure_optimizers()
+    texts = [f"{TEXTS[i % 3]} {'jurisprudence ' * (i % 4)}" for i in range(16)]
+    ids, mask = _batch(tokenizer, texts)
+    target = torch.tensor([(i % 4) - 1.5 for i in range(16)])
+    batch = {"input_ids": ids, "attention_mask": mask, "target": target}
+    module.train()
+    torch.manual_seed(0)
+    losses = []
+    for _ in range(60):
+        optimiser.zero_grad()
+        loss = torch.nn.functional.mse_loss(module(batch), target)
+        loss.backward()
+        optimiser.step()
+        losses.append(loss.item())
+    assert np.mean(losses[-5:]) < 0.3 * np.mean(losses[:5])
+
+
+def test_correlations_on_constant_predictions():
+    from precomet.estimator.module import correlations
+
+    assert np.isnan(correlations(np.ones(4), np.arange(4.0))["pearson"])
+    c = correlations(np.array([1.0, 2.0, 3.0, 5.0]), np.array([1.0, 3.0, 2.0, 4.0]))
+    assert c["spearman"] == pytest.approx(0.8) and c["kendall"] == pytest.approx(2 / 3)
+
+
+def test_train_rejects_mixed_methods(tmp_path, encoder_dir):
+    from precomet.estimator import train
+
+    rows = [{"src": "a b", "target": 1.0, "campaign": "c", "doc": str(i), "id": str(i), "method": m} for i, m in enumerate("xy")]
+    with pytest.raises(PrecometError, match="mix several utility methods"):
+        train(rows, out_dir=tmp_path / "o", overrides={"model.encoder": str(encoder_dir)})
+    assert not (tmp_path / "o").exists()
+    json.dumps(rows)  # rows were not mutated into something unserialisable
