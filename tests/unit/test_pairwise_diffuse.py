@@ -1,0 +1,162 @@
+"""DiffUse: tree cuts vs scipy, representatives, multi-model equivalence, Algorithm 1, protocol, bad input."""
+
+from itertools import combinations
+
+import numpy as np
+import pytest
+from scipy.cluster.hierarchy import fcluster, linkage
+from scipy.spatial.distance import cosine
+
+from precomet.campaign import Campaign
+from precomet.errors import PrecometError
+from precomet.pairwise.diffuse import (
+    diffuse_select,
+    diffuse_tree,
+    diffuse_utility,
+    difference_vectors,
+    iterate_order,
+    iterate_tree,
+    stopping_sf,
+)
+from precomet.pairwise.protocol import evaluate_pairwise, preference_signs
+from precomet.simulate import simulate_campaign
+
+
+def bag_of_words(texts):
+    """A deterministic toy encoder: hashed word counts (no model download, fast)."""
+    out = np.zeros((len(texts), 64))
+    for row, text in enumerate(texts):
+        for word in text.lower().split():
+            out[row, sum(map(ord, word)) % 64] += 1.0
+    return out
+
+
+def test_cuts_match_scipy_fcluster_partitions():
+    x = np.random.default_rng(0).normal(size=(60, 5))
+    tree = diffuse_tree(x)
+    z = linkage(x, "ward")
+    np.testing.assert_allclose(tree.merges, z, atol=1e-9)
+    for n in (1, 2, 3, 7, 20, 60):
+        ours = sorted(sorted(tree.members(int(node)).tolist()) for node in tree.clusters(n))
+        labels = fcluster(z, n, "maxclust")
+        theirs = sorted(sorted(np.flatnonzero(labels == c).tolist()) for c in np.unique(labels))
+        assert ours == theirs
+
+
+def test_representative_is_closest_in_cosine_to_cluster_mean():
+    x = np.random.default_rng(1).normal(size=(40, 4))
+    tree = diffuse_tree(x)
+    for node in tree.clusters(6):
+        members = tree.members(int(node))
+        centre = x[members].mean(axis=0)
+        brute = min(members, key=lambda i: (round(cosine(x[i], centre), 10), i))
+        assert tree.representative(int(node)) == brute
+
+
+def test_hand_computed_two_clusters():
+    # group {0,1,2} lies on the y axis: every member has cosine distance 0 to the mean -> lowest index 0.
+    # group {3..6}: angles 0, .0196, .0384, .0565 rad; the mean's angle is atan(.15/5.15) = .0291 rad,
+    # nearest is item 5 (.0093 away; item 4 is .0095 away). The larger group comes first.
+    x = np.array([[0, 1.0], [0, 1.1], [0, 1.2], [5, 0.0], [5.1, 0.1], [5.2, 0.2], [5.3, 0.3]])
+    tree = diffuse_tree(x)
+    assert tree.select(2).tolist() == [5, 0]
+    assert sorted(tree.select(7).tolist()) == list(range(7))
+
+
+def test_zero_difference_vectors_do_not_crash():
+    tree = diffuse_tree(np.zeros((10, 3)))
+    chosen = tree.select(4)
+    assert len(set(chosen.tolist())) == 4
+    mixed = np.zeros((12, 3))
+    mixed[:3] = [[1, 0, 0], [0, 1, 0], [0, 0, 1]]
+    assert len(set(diffuse_tree(mixed).select(5).tolist())) == 5
+
+
+def test_multi_model_representation_equals_all_pairwise_differences_up_to_scale():
+    emb = np.random.default_rng(2).normal(size=(30, 4, 6))
+    centred = difference_vectors(emb)
+    pairwise = np.concatenate([emb[:, i] - emb[:, j] for i, j in combinations(range(4), 2)], axis=1)
+    gram_c, gram_p = centred @ centred.T, pairwise @ pairwise.T
+    np.testing.assert_allclose(gram_p, 4 * gram_c, atol=1e-9)
+    assert diffuse_tree(centred).select(8).tolist() == diffuse_tree(pairwise).select(8).tolist()
+    two = emb[:, :2]
+    centred_two = (two - two.mean(axis=1, keepdims=True)).reshape(30, -1)
+    assert diffuse_tree(centred_two).select(5).tolist() == diffuse_tree(difference_vectors(two)).select(5).tolist()
+
+
+def test_select_and_utility_on_campaign():
+    campaign = simulate_campaign(n_items=40, n_systems=3, seed=0)
+    chosen = diffuse_select(campaign, budget=6, systems=["sys00", "sys01"], encoder=bag_of_words)
+    assert len(set(chosen.tolist())) == 6
+    util = diffuse_utility(campaign, budget=6, encoder=bag_of_words)
+    top = np.argsort(-util)[:6]
+    assert set(top.tolist()) == set(diffuse_select(campaign, budget=6, encoder=bag_of_words).tolist())
+    assert (util[top] > 1).all() and (np.delete(util, top) < 1).all()
+
+
+def test_bad_input():
+    campaign = simulate_campaign(n_items=10, n_systems=2, seed=0)
+    with pytest.raises(PrecometError, match="budget"):
+        diffuse_select(campaign, budget=11, encoder=bag_of_words)
+    with pytest.raises(PrecometError, match="at least two"):
+        diffuse_select(campaign, budget=3, systems=["sys00"], encoder=bag_of_words)
+    with pytest.raises(PrecometError, match="unknown system"):
+        diffuse_select(campaign, budget=3, systems=["sys00", "nope"], encoder=bag_of_words)
+    no_outputs = Campaign.build(src=["a b", "c d"], systems=["x", "y"], scores={"human": [[1, 2], [3, 4]]})
+    with pytest.raises(PrecometError, match="no output texts"):
+        diffuse_select(no_outputs, budget=1, encoder=bag_of_words)
+
+
+def test_identical_outputs_campaign_selects_without_error():
+    campaign = Campaign.build(src=[f"s{i}" for i in range(8)], systems=["x", "y"],
+                              outputs={"x": ["same"] * 8, "y": ["same"] * 8})
+    assert len(diffuse_select(campaign, budget=3, encoder=bag_of_words)) == 3
+
+
+def test_stopping_sf_matches_paper_example():
+    assert stopping_sf(8, 10, 500) == pytest.approx(0.0529, abs=5e-5)
+    assert stopping_sf(0, 0, 500) == 1.0
+
+
+def test_iterate_order_stops_as_soon_as_sf_below_p():
+    answers = ["a"] * 50
+    result = iterate_order(range(50), lambda i: answers[i], p=0.1, n_min=2, population=500)
+    # smallest n with sf(n-1; 500, 250, n) <= 0.1 when every label is "a"
+    expected = next(n for n in range(2, 50) if stopping_sf(n, n, 500) <= 0.1)
+    assert result.decided and result.winner == "a" and result.n_annotations == expected == 4
+
+
+def test_iterate_order_inconclusive_at_max_budget():
+    answers = ["a", "b"] * 10
+    result = iterate_order(range(20), lambda i: answers[i], p=0.1, n_min=2, max_budget=12)
+    assert not result.decided and result.winner is None and result.n_annotations == 12 and result.leader == "tie"
+
+
+def test_iterate_tree_replaces_split_representative_and_validates_answers():
+    x = np.random.default_rng(3).normal(size=(50, 3))
+    tree = diffuse_tree(x)
+    asked = []
+    result = iterate_tree(tree, lambda i: asked.append(i) or ("a" if i % 3 else "b"), p=0.05, n_min=3, max_budget=30)
+    assert len(asked) == len(set(asked)) == result.n_annotations <= 30
+    k = len(result.decision_items)
+    assert sorted(result.decision_items.tolist()) == sorted(tree.select(k).tolist())
+    with pytest.raises(PrecometError, match="oracle answered"):
+        iterate_tree(tree, lambda i: "maybe", n_min=3)
+    with pytest.raises(PrecometError, match="max_budget"):
+        iterate_tree(tree, lambda i: "a", n_min=3, max_budget=51)
+    assert iterate_tree(tree, lambda i: " A ", n_min=5).winner == "a"
+
+
+def test_protocol_on_simulated_campaign():
+    campaign = simulate_campaign(n_items=60, n_systems=3, seed=4)
+    result = evaluate_pairwise(campaign, encoder=bag_of_words, budgets=[5, 10, 100], seeds=2, p_values=[0.2], max_budget=40)
+    assert {r["budget"] for r in result.success} == {5, 10}
+    assert all(r["runs"] == 3 * 2 for r in result.success)
+    for row in result.iterative:
+        assert row["success"] + row["error"] + row["inconclusive"] == pytest.approx(1.0)
+        assert 5 <= row["annotations"] <= 40
+    assert "| 5 |" in result.to_markdown()
+
+
+def test_preference_signs_margin():
+    assert preference_signs([3, 1, 2.05], [1, 3, 2.0], margin=0.1).tolist() == [1, -1, 0]
