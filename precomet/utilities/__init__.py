@@ -161,6 +161,8 @@ def _registry() -> dict[str, UtilitySpec]:
             options={"weights": None, "method_options": None},
         ),
     )
+    from precomet.pairwise import diffuse as pairwise_diffuse  # DiffUse lives with the pairwise tools
+    methods["diffuse"] = UtilitySpec(pairwise_diffuse.diffuse_method, "DiffUse: one representative per Ward cluster of output differences (k = budget)", needs_budget=True, needs_score=False, options=dict(pairwise_diffuse.UTILITY_OPTIONS))
     return methods
 
 
