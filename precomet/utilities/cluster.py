@@ -24,8 +24,8 @@ def kmeans(campaign: Campaign, *, score: str | None, budget: int, seed: int, opt
 
     Centres are served in order of cluster size (largest first); each takes its nearest item not yet taken,
     so exactly ``budget`` distinct items are chosen even when two centres share a nearest item. Chosen
-    items get ``1 + 1/(1 + d)`` and all others ``1/(1 + d)`` (``d`` = distance to their nearest centre):
-    the top-``budget`` items are the representatives, the rest follow by closeness to a centre.
+    items get ``1 + 0.5/(1 + d)`` ∈ (1, 1.5] and all others ``0.5/(1 + d)`` ∈ (0, 0.5] (``d`` = distance to
+    their nearest centre): the top-``budget`` items are the representatives, the rest follow by closeness.
     """
     vectors = embed_texts(
         list(campaign.src), encoder=options["encoder"], cache_dir=options["cache_dir"],
@@ -46,7 +46,7 @@ def kmeans_utility(vectors: np.ndarray, *, budget: int, seed: int, n_init: int =
         dist = np.linalg.norm(vectors - centres[c], axis=1)
         dist[taken] = np.inf
         taken[int(np.argmin(dist))] = True
-    return 1.0 / (1.0 + _nearest_distance(vectors, centres)) + taken.astype(float)
+    return 0.5 / (1.0 + _nearest_distance(vectors, centres)) + taken.astype(float)
 
 
 def _nearest_distance(vectors: np.ndarray, centres: np.ndarray) -> np.ndarray:

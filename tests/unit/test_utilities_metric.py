@@ -1,0 +1,133 @@
+"""Metric moments, consistency, random, mixture and the registry's bad-input handling."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.stats import kendalltau, spearmanr
+
+from precomet.campaign import HUMAN, Campaign
+from precomet.errors import PrecometError
+from precomet.simulate import simulate_campaign
+from precomet.utilities import UTILITY_METHODS, compute_utility
+from precomet.utilities.metric import kendall_rows, pairwise_rows, spearman_rows
+
+# tiny human scores: [1,2,3], [4,4,4], [0,10,5], [3,1,2]; system means s1=2, s2=4.25, s3=3.5
+
+
+def test_metric_avg_and_var_hand_computed(tiny_campaign):
+    assert np.allclose(compute_utility(tiny_campaign, "metric_avg", score=HUMAN), [-2, -4, -5, -2])
+    assert np.allclose(compute_utility(tiny_campaign, "metric_var", score=HUMAN), [2 / 3, 0, 50 / 3, 2 / 3])
+    assert np.allclose(compute_utility(tiny_campaign, "metric_avg", score="metric"), [-0.5, -0.6, -0.6, -0.4])
+
+
+@pytest.mark.parametrize(
+    "correlation, expected",
+    [("spearman", [0.5, 0.0, 1.0, -1.0]), ("kendall", [1 / 3, 0.0, 1.0, -1.0]), ("pairwise", [2 / 3, 0.0, 1.0, 0.0])],
+)
+def test_metric_cons_hand_computed(tiny_campaign, correlation, expected):
+    u = compute_utility(tiny_campaign, "metric_cons", score=HUMAN, options={"correlation": correlation})
+    assert np.allclose(u, expected)
+
+
+def test_artificial_crowd_uses_only_the_given_systems(tiny_campaign):
+    u = compute_utility(tiny_campaign, "metric_var", score=HUMAN, systems=["s1", "s3"])
+    assert np.allclose(u, [1.0, 0.0, 6.25, 0.25])
+    sub = tiny_campaign.restrict_systems(["s3", "s1"])
+    assert np.allclose(compute_utility(sub, "metric_cons", score=HUMAN), compute_utility(tiny_campaign, "metric_cons", score=HUMAN, systems=["s3", "s1"]))
+
+
+def test_agreement_with_scipy_on_random_data():
+    rng = np.random.default_rng(3)
+    matrix = rng.normal(size=(200, 7))
+    matrix[:20, 3] = matrix[:20, 4]  # ties
+    matrix[20] = 1.0  # constant row
+    target = rng.normal(size=7)
+    rho = spearman_rows(matrix, target)
+    tau = kendall_rows(matrix, target)
+    for i in range(200):
+        if i == 20:
+            assert rho[i] == 0 and tau[i] == 0
+            continue
+        assert rho[i] == pytest.approx(spearmanr(matrix[i], target).statistic, abs=1e-12)
+        assert tau[i] == pytest.approx(kendalltau(matrix[i], target).statistic, abs=1e-12)
+    brute = [np.mean([(matrix[i, a] - matrix[i, b]) * (target[a] - target[b]) > 0 for a in range(7) for b in range(a + 1, 7)]) for i in range(200)]
+    assert np.allclose(pairwise_rows(matrix, target), brute)
+
+
+@pytest.mark.parametrize("method", ["metric_avg", "metric_var", "metric_cons", "random"])
+def test_order_invariance(method):
+    campaign = simulate_campaign(n_items=60, n_systems=5, seed=1)
+    perm = np.random.default_rng(0).permutation(len(campaign))
+    full = compute_utility(campaign, method, score=HUMAN, seed=4)
+    permuted = compute_utility(campaign.take(perm), method, score=HUMAN, seed=4)
+    assert np.allclose(permuted, full[perm])
+
+
+def test_random_is_seeded_and_uniform(tiny_campaign):
+    a = compute_utility(tiny_campaign, "random", seed=1)
+    assert np.array_equal(a, compute_utility(tiny_campaign, "random", seed=1))
+    assert not np.array_equal(a, compute_utility(tiny_campaign, "random", seed=2))
+    big = compute_utility(simulate_campaign(n_items=2000, n_systems=2, seed=0), "random", seed=0)
+    assert 0 <= big.min() and big.max() < 1 and abs(big.mean() - 0.5) < 0.03
+
+
+def test_mixture_is_weighted_mean_of_ranks(tiny_campaign):
+    weights = {"metric_var": 3.0, "metric_avg": 1.0}
+    u = compute_utility(tiny_campaign, "mixture", score=HUMAN, options={"weights": weights})
+    var_ranks = np.array([2.5, 1, 4, 2.5]) / 4  # var [2/3, 0, 50/3, 2/3]
+    avg_ranks = np.array([3.5, 2, 1, 3.5]) / 4  # avg [-2, -4, -5, -2]
+    assert np.allclose(u, (3 * var_ranks + avg_ranks) / 4)
+    with pytest.raises(PrecometError, match="weights"):
+        compute_utility(tiny_campaign, "mixture", score=HUMAN)
+
+
+def test_unknown_method_score_option_and_systems(tiny_campaign):
+    with pytest.raises(PrecometError, match="metric_var"):
+        compute_utility(tiny_campaign, "nope", score=HUMAN)
+    with pytest.raises(PrecometError, match="available"):
+        compute_utility(tiny_campaign, "metric_var", score="nope")
+    with pytest.raises(PrecometError, match="valid: .*correlation"):
+        compute_utility(tiny_campaign, "metric_cons", score=HUMAN, options={"corr": "kendall"})
+    with pytest.raises(PrecometError, match="spearman"):
+        compute_utility(tiny_campaign, "metric_cons", score=HUMAN, options={"correlation": "pearson"})
+    with pytest.raises(PrecometError, match="unknown system"):
+        compute_utility(tiny_campaign, "metric_var", score=HUMAN, systems=["s1", "zz"])
+    with pytest.raises(PrecometError, match="at least 2 systems"):
+        compute_utility(tiny_campaign, "metric_var", score=HUMAN, systems=["s1"])
+    with pytest.raises(PrecometError, match="needs a score"):
+        compute_utility(tiny_campaign, "metric_var")
+    with pytest.raises(PrecometError, match="budget"):
+        compute_utility(tiny_campaign, "kmeans")
+    assert UTILITY_METHODS["kmeans"].needs_budget and not UTILITY_METHODS["metric_var"].needs_budget
+
+
+def test_missing_score_error_or_exclude(tiny_campaign):
+    matrix = np.array(tiny_campaign.score(HUMAN))
+    matrix[2, 1] = np.nan
+    campaign = tiny_campaign.with_scores(HUMAN, matrix)
+    with pytest.raises(PrecometError, match="item 'c', system 's2'"):
+        compute_utility(campaign, "metric_var", score=HUMAN)
+    u = compute_utility(campaign, "metric_var", score=HUMAN, options={"missing": "exclude"})
+    assert np.isnan(u[2]) and np.allclose(u[[0, 1, 3]], [2 / 3, 0, 2 / 3])
+
+
+def test_inputs_not_mutated(tiny_campaign):
+    before = np.array(tiny_campaign.score(HUMAN))
+    compute_utility(tiny_campaign, "metric_cons", score=HUMAN)
+    assert np.array_equal(before, tiny_campaign.score(HUMAN))
+
+
+def test_real_wmt23(raw_data):
+    from precomet.io import load
+
+    campaign = load(raw_data / "mt-metrics-eval-v2", campaign="wmt23/en-de", human="mqm")
+    for method in ("metric_avg", "metric_var", "metric_cons"):
+        for score in ("MetricX-23-c", HUMAN):
+            u = compute_utility(campaign, method, score=score)
+            assert u.shape == (len(campaign),) and np.isfinite(u).all()
+
+
+def test_one_system_campaign_for_metric_avg():
+    campaign = Campaign.build(src=["a", "b"], systems=["x"], scores={"m": [[1.0], [2.0]]})
+    assert np.allclose(compute_utility(campaign, "metric_avg", score="m"), [-1, -2])
