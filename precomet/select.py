@@ -1,0 +1,311 @@
+"""Build the subset to annotate: top-k, or an exact 0-1 knapsack with cost, domain balance and documents.
+
+:func:`select_subset` is the one entry point. Constant cost (no ``cost``, or a budget counted in items)
+is a top-k in pure numpy; a cost budget is the knapsack of paper Eq. 2, solved to a certified optimum by
+:mod:`precomet.selection.knapsack` (pulp, bundled CBC by default). See docs/select.md for the exact
+meaning of every budget and constraint.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+import warnings
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from precomet.errors import DataError, PrecometError
+from precomet.selection.units import build_units, group_codes, normalise, quota_targets, top_per_group
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Selection:
+    """A chosen subset and how good the optimiser proved it to be.
+
+    ``indices`` are item positions, most useful unit first (ties: earlier position first; a document's
+    items stay together in their original order). ``objective``/``bound`` are on the normalised
+    utilities (see :func:`precomet.selection.units.normalise`); ``gap = (bound - objective) / objective``.
+    """
+
+    indices: np.ndarray
+    status: str
+    objective: float
+    bound: float
+    gap: float
+    total_cost: float
+    solver: str
+    seconds: float
+    level: str = "item"
+    budget: Mapping[str, Any] = field(default_factory=dict)
+    domains: Mapping[str, int] = field(default_factory=dict)
+    details: Mapping[str, Any] = field(default_factory=dict)
+    seed: int = 0
+
+    def __len__(self) -> int:
+        return len(self.indices)
+
+    def manifest(self, *, method: str, parameters: Mapping[str, Any], data_hash: str | None) -> dict[str, Any]:
+        """The signature written beside a subset: method, parameters, budget, solver outcome, data hash, version."""
+        from precomet import __version__
+
+        return {
+            "method": method,
+            "parameters": dict(parameters),
+            "level": self.level,
+            "budget": dict(self.budget),
+            "n_selected": len(self.indices),
+            "total_cost": self.total_cost,
+            "domains": dict(self.domains),
+            "solver": self.solver,
+            "status": self.status,
+            "objective": self.objective,
+            "bound": self.bound,
+            "gap": self.gap,
+            "seconds": round(self.seconds, 4),
+            "details": dict(self.details),
+            "data_hash": data_hash,
+            "seed": self.seed,
+            "version": __version__,
+        }
+
+
+def select_subset(
+    utility: Sequence[float] | np.ndarray,
+    *,
+    cost: Sequence[float] | np.ndarray | None = None,
+    domain: Sequence[Any] | np.ndarray | None = None,
+    doc: Sequence[Any] | np.ndarray | None = None,
+    ids: Sequence[Any] | np.ndarray | None = None,
+    budget: int | None = None,
+    proportion: float | None = None,
+    budget_cost: float | None = None,
+    balance: str | None = None,
+    quotas: Mapping[str, float] | None = None,
+    level: str = "item",
+    solver: str = "cbc",
+    time_limit: float = 60.0,
+    allow_gap: bool = False,
+    gap_tolerance: float = 1e-4,
+    seed: int = 0,
+) -> Selection:
+    """Choose the items to annotate. Higher ``utility`` = annotate first.
+
+    Exactly one budget: ``budget`` (items), ``proportion`` in (0, 1] (of the items, or of the total cost
+    when ``cost`` is given) or ``budget_cost`` (cost units). ``balance="domain"``: every domain gets the same
+    number of units; ``quotas``: ``{domain: count}`` exact counts or ``{domain: share}`` budget shares.
+    ``level="doc"``: units are documents. ``ids`` only name items in error messages.
+    """
+    start = time.perf_counter()
+    u = np.array(utility, dtype=float)
+    n = len(u)
+    names = np.array([str(i) for i in (range(n) if ids is None else ids)], dtype=object)
+    if u.ndim != 1 or n == 0:
+        raise PrecometError(f"utility must be a non-empty 1-D array, got shape {u.shape}")
+    _check_finite(u, names, "utility")
+    weight, capacity, budget_info = _budget(n, cost, names, budget, proportion, budget_cost)
+    domain_arr = _column(domain, n, "domain")
+    units = build_units(u, weight, level=level, doc=_column(doc, n, "doc"), domain=domain_arr)
+    cheapest = int(np.argmin(units.weight))
+    if capacity < units.weight[cheapest] * (1 - 1e-12):
+        first = names[units.members[cheapest][0]]
+        raise PrecometError(
+            f"budget {capacity:g} is below the cheapest {'document' if level == 'doc' else 'item'} "
+            f"({first!r}, cost {units.weight[cheapest]:g})"
+        )
+    value = normalise(units.utility)
+    chosen, outcome = _optimise(
+        units, value, capacity, balance=balance, quotas=quotas,
+        knapsack=dict(solver=solver, time_limit=time_limit, gap_tolerance=gap_tolerance, seed=seed),
+    )
+    if not chosen.any():
+        raise PrecometError("the constraints leave no unit to select; raise the budget or relax the domain constraints")
+    if outcome["status"] != "optimal":
+        message = (
+            f"solver {solver!r} stopped at relative gap {outcome['gap']:.3g} > tolerance {gap_tolerance:g} "
+            f"(objective {outcome['objective']:.6g}, bound {outcome['bound']:.6g}, time limit {time_limit:g} s)"
+        )
+        if not allow_gap:
+            raise PrecometError(message + "; raise time_limit or pass allow_gap=True (--allow-gap)")
+        warnings.warn(message, stacklevel=2)
+        log.warning(message)
+    picked = np.flatnonzero(chosen)
+    picked = picked[np.argsort(-value[picked], kind="stable")]
+    indices = np.concatenate([units.members[p] for p in picked])
+    domains = {}
+    if domain_arr is not None:
+        found, counts = np.unique(domain_arr[indices].astype(str), return_counts=True)
+        domains = {str(d): int(c) for d, c in zip(found, counts)}
+    total_cost = float(np.asarray(cost, dtype=float)[indices].sum()) if cost is not None else float(len(indices))
+    return Selection(
+        indices=indices, status=outcome["status"], objective=outcome["objective"], bound=outcome["bound"],
+        gap=outcome["gap"], total_cost=total_cost, solver=outcome["solver"], seconds=time.perf_counter() - start,
+        level=level, budget=budget_info, domains=domains, details=outcome["details"], seed=seed,
+    )
+
+
+def _column(values: Sequence[Any] | np.ndarray | None, n: int, what: str) -> np.ndarray | None:
+    if values is None:
+        return None
+    column = np.empty(len(values), dtype=object)
+    column[:] = list(values)
+    if len(column) != n:
+        raise PrecometError(f"{what}: expected {n} values (one per utility), got {len(column)}")
+    return column
+
+
+def _check_finite(values: np.ndarray, names: np.ndarray, what: str) -> None:
+    bad = np.flatnonzero(~np.isfinite(values))
+    if len(bad):
+        raise PrecometError(
+            f"{what} of item {names[bad[0]]!r} is {values[bad[0]]!r}; {len(bad)} item(s) have no finite {what}"
+        )
+
+
+def _budget(n, cost, names, budget, proportion, budget_cost) -> tuple[np.ndarray, float, dict[str, Any]]:
+    """Unit weights, capacity and a manifest record; cost-aware only when the budget is in cost units."""
+    given = [k for k, v in (("budget", budget), ("proportion", proportion), ("budget_cost", budget_cost)) if v is not None]
+    if len(given) != 1:
+        raise PrecometError(f"give exactly one of budget, proportion, budget_cost (got {given or 'none'})")
+    cost_arr = None
+    if cost is not None:
+        cost_arr = np.array(cost, dtype=float)
+        if cost_arr.shape != (n,):
+            raise PrecometError(f"cost: expected {n} values (one per utility), got shape {cost_arr.shape}")
+        _check_finite(cost_arr, names, "cost")
+        bad = np.flatnonzero(cost_arr <= 0)
+        if len(bad):
+            raise PrecometError(f"cost of item {names[bad[0]]!r} is {cost_arr[bad[0]]:g}; costs must be positive")
+    cost_aware = cost_arr is not None and budget is None
+    weight = cost_arr.copy() if cost_aware else np.ones(n)
+    if budget is not None:
+        if isinstance(budget, bool) or int(budget) != budget or budget < 1:
+            raise PrecometError(f"budget must be a positive whole number of items, got {budget!r}")
+        capacity = float(budget)
+    elif proportion is not None:
+        if not 0 < proportion <= 1:
+            raise PrecometError(f"proportion must lie in (0, 1], got {proportion!r}")
+        capacity = proportion * float(weight.sum()) if cost_aware else float(round(proportion * n))
+    else:
+        if not budget_cost > 0:
+            raise PrecometError(f"budget_cost must be positive, got {budget_cost!r}")
+        capacity = float(budget_cost)
+    requested = {"budget": budget, "proportion": proportion, "budget_cost": budget_cost}[given[0]]
+    return weight, capacity, {given[0]: requested, "unit": "cost" if cost_aware else "items", "capacity": capacity}
+
+
+def _optimise(units, value, capacity, *, balance, quotas, knapsack) -> tuple[np.ndarray, dict[str, Any]]:
+    """The chosen units and the optimiser's report (status, objective, bound, gap, solver, details)."""
+    if balance not in (None, "domain"):
+        raise PrecometError(f"unknown balance {balance!r}; choose 'domain' or leave it unset")
+    if balance and quotas:
+        raise PrecometError("give either balance='domain' or quotas, not both")
+    weight = units.weight
+    constant = bool(np.all(weight == weight[0]))
+    slots = int(np.floor(capacity / weight[0] + 1e-9)) if constant else None
+    codes = counts = shares = None
+    if balance or quotas:
+        names, codes = group_codes(units)
+        sizes = np.bincount(codes, minlength=len(names))
+        if quotas:
+            kind, targets = quota_targets(quotas, names, sizes, count_budget=slots)
+            counts, shares = (targets, None) if kind == "counts" else (None, targets)
+        elif constant:
+            per = slots // len(names)
+            if per == 0:
+                raise PrecometError(f"a budget of {slots} unit(s) cannot give each of {len(names)} domains one")
+            smallest = int(np.argmin(sizes))
+            if per > sizes[smallest]:
+                raise PrecometError(
+                    f"balance needs {per} units per domain but domain {names[smallest]!r} has only {sizes[smallest]}"
+                )
+            counts = np.full(len(names), per)
+        if counts is not None:
+            _check_counts(counts, names, codes, weight, capacity)
+    if constant and shares is None:  # top-k: exact, no solver
+        if counts is None:
+            chosen = np.zeros(len(value), dtype=bool)
+            chosen[np.argsort(-value, kind="stable")[: min(slots, len(value))]] = True
+        else:
+            chosen = top_per_group(value, codes, counts)
+        objective = float(value[chosen].sum())
+        return chosen, dict(status="optimal", objective=objective, bound=objective, gap=0.0, solver="top-k", details={})
+    from precomet.selection.knapsack import Problem, solve
+
+    parts = [(np.arange(len(value)), capacity, counts)] if shares is None else [
+        (np.flatnonzero(codes == g), share * capacity, None) for g, share in enumerate(shares) if share > 0
+    ]
+    chosen = np.zeros(len(value), dtype=bool)
+    objective = bound = lp_bound = 0.0
+    calls = core = 0
+    for members, cap, part_counts in parts:
+        if cap < weight[members].min():
+            raise PrecometError(
+                f"domain {units.domain[members[0]]!r}: its budget share {cap:g} is below its cheapest unit"
+                f" ({weight[members].min():g}); it has {len(members)} unit(s)"
+            )
+        problem = Problem(
+            value[members], weight[members], cap,
+            group=None if shares is not None or codes is None else codes[members], counts=part_counts,
+        )
+        sol = solve(problem, **knapsack)
+        chosen[members[sol.chosen]] = True
+        objective, bound, lp_bound = objective + sol.objective, bound + sol.bound, lp_bound + sol.lp_bound
+        calls, core = calls + sol.solver_calls, core + sol.core_size
+    gap = (bound - objective) / max(objective, 1e-12)
+    status = "optimal" if gap <= knapsack["gap_tolerance"] else "feasible"
+    details = {"solver_calls": calls, "core_size": core, "lp_bound": lp_bound, "gap_tolerance": knapsack["gap_tolerance"]}
+    return chosen, dict(status=status, objective=objective, bound=bound, gap=gap, solver=knapsack["solver"], details=details)
+
+
+def _check_counts(counts, names, codes, weight, capacity) -> None:
+    """Exact counts must be payable: the cheapest ``counts[g]`` units of every domain must fit the budget."""
+    cheapest = sum(float(np.sort(weight[codes == g])[:c].sum()) for g, c in enumerate(counts))
+    if cheapest > capacity * (1 + 1e-12):
+        wanted = ", ".join(f"{name} {c}" for name, c in zip(names, counts))
+        raise PrecometError(
+            f"the domain counts ({wanted}) cost at least {cheapest:g} but the budget is {capacity:g}"
+        )
+
+
+def read_utilities(path: str | Path, ids: Sequence[str] | np.ndarray) -> np.ndarray:
+    """Utilities from a ``{"id", "utility"}`` JSONL (an optional first ``{"signature": ...}`` line is skipped),
+    aligned with ``ids``. Missing, unknown or duplicate ids raise naming a few of them."""
+    path = Path(path)
+    found: dict[str, float] = {}
+    with path.open(encoding="utf-8") as handle:
+        for line_no, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as err:
+                raise DataError(path, f"not JSON ({err.msg})", line=line_no) from None
+            if line_no == 1 and isinstance(row, dict) and "signature" in row:
+                continue
+            if not isinstance(row, dict) or "id" not in row or "utility" not in row:
+                raise DataError(path, 'expected an object with "id" and "utility"', line=line_no)
+            key = str(row["id"])
+            if key in found:
+                raise DataError(path, f"duplicate id {key!r}", line=line_no)
+            try:
+                found[key] = float(row["utility"])
+            except (TypeError, ValueError):
+                raise DataError(path, f"utility of {key!r} is not a number: {row['utility']!r}", line=line_no) from None
+    wanted = [str(i) for i in ids]
+    missing = [i for i in wanted if i not in found]
+    extra = sorted(set(found) - set(wanted))
+    if missing or extra:
+        parts = []
+        if missing:
+            parts.append(f"{len(missing)} campaign id(s) have no utility, e.g. {missing[:5]}")
+        if extra:
+            parts.append(f"{len(extra)} id(s) are not in the campaign, e.g. {extra[:5]}")
+        raise DataError(path, "utility ids do not match the campaign: " + "; ".join(parts))
+    return np.array([found[i] for i in wanted])

@@ -1,0 +1,291 @@
+"""Exact 0-1 knapsack with optional per-group cardinality constraints, solved to a certified optimum.
+
+The problem (paper Eq. 2, plus domain constraints)::
+
+    maximise  sum_i v_i x_i   s.t.  sum_i w_i x_i <= C,   x_i in {0, 1}
+              and either  sum_{i in g} x_i = n_g  (fixed counts per group)
+              or          sum_{i in g} x_i = k    (the same count k for every group, k integer)
+
+Plain CBC needs ~30 s on 50k items with five group rows. We solve it as a *core problem*
+(Martello & Toth; Balas & Zemel):
+
+1. The LP relaxation (its Lagrangian dual over the budget price, pure numpy) gives a valid upper bound ``U`` and dual prices
+   ``lambda`` (budget) and ``mu_g`` (groups); the reduced cost of item ``i`` is
+   ``d_i = v_i - lambda w_i - mu_g(i)``. By Lagrangian duality, any integer solution that sets item ``i``
+   opposite to its LP side is worth at most ``U - |d_i|``.
+2. A feasible solution of value ``L`` — the greedy-by-ratio fill when there are no groups, else the ILP on
+   the few items with the smallest ``|d_i|`` — proves that every item with ``U - |d_i| < L`` sits at its LP
+   side in every better solution, so it is fixed.
+3. The remaining core (usually tens to hundreds of items) goes to a pulp MILP solver, warm-started with
+   the incumbent. Its optimum plus the fixed items is the global optimum.
+
+The reported bound is ``min(U, fixed + solver bound)``; the gap is computed from it, never assumed.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from precomet.errors import PrecometError
+
+log = logging.getLogger(__name__)
+
+SOLVERS = {
+    "cbc": "PULP_CBC_CMD",
+    "coin": "COIN_CMD",
+    "highs": "HiGHS",
+    "highs-cmd": "HiGHS_CMD",
+    "glpk": "GLPK_CMD",
+    "scip": "SCIP_CMD",
+    "gurobi": "GUROBI",
+    "cplex": "CPLEX_CMD",
+}
+"""Solver names accepted by :func:`solve` -> pulp solver class names."""
+
+_FIRST_CORE = 64  # size of the first core when groups need an ILP to find an incumbent
+
+
+@dataclass(frozen=True)
+class Problem:
+    """Knapsack data: positive ``value`` and ``weight`` per unit, ``capacity``, optional group rows."""
+
+    value: np.ndarray
+    weight: np.ndarray
+    capacity: float
+    group: np.ndarray | None = None  # (M,) group code 0..G-1
+    counts: np.ndarray | None = None  # (G,) exact count per group; None with group = equal counts
+
+
+@dataclass(frozen=True)
+class Solution:
+    chosen: np.ndarray  # bool (M,)
+    status: str  # "optimal" (gap <= tolerance) or "feasible"
+    objective: float
+    bound: float
+    solver_calls: int
+    core_size: int
+    lp_bound: float
+
+
+def check_solver(name: str) -> str:
+    """The pulp class name of solver ``name``; unknown or unavailable names raise listing the valid ones."""
+    if name not in SOLVERS:
+        raise PrecometError(f"unknown solver {name!r}; choose one of {sorted(SOLVERS)}")
+    import pulp
+
+    if SOLVERS[name] not in pulp.listSolvers(onlyAvailable=True):
+        available = sorted(k for k, v in SOLVERS.items() if v in pulp.listSolvers(onlyAvailable=True))
+        raise PrecometError(f"solver {name!r} ({SOLVERS[name]}) is not installed here; available: {available}")
+    return SOLVERS[name]
+
+
+def solve(
+    problem: Problem, *, solver: str = "cbc", time_limit: float = 60.0, gap_tolerance: float = 1e-4, seed: int = 0
+) -> Solution:
+    """Solve ``problem``; raises :class:`PrecometError` when it is infeasible or no solution is found in time."""
+    check_solver(solver)
+    value, weight = problem.value, problem.weight
+    deadline = time.perf_counter() + time_limit
+    d, upper = _lp_relaxation(problem)
+    side = d > 0
+    slack = 1e-9 * max(1.0, abs(upper))
+    # incumbent: the ILP on the units closest to their LP boundary (grown until feasible), or greedy if better
+    order = np.argsort(np.abs(d), kind="stable")
+    groups = 0 if problem.group is None else int(problem.group.max()) + 1
+    size, calls = min(len(value), _FIRST_CORE + 8 * groups), 0
+    while True:
+        core = np.sort(order[:size])
+        found = _solve_core(problem, side, core, None, solver, deadline, gap_tolerance, seed)
+        calls += 1
+        if found is not None:
+            best, core_optimal, core_bound = found
+            break
+        if size == len(value):
+            raise PrecometError("no selection satisfies the budget and the domain constraints together")
+        size = min(len(value), size * 4)
+    if problem.group is None:
+        greedy = _greedy(value, weight, problem.capacity)
+        if value[greedy].sum() > value[best].sum():
+            best, core_optimal = greedy, False
+    lower = float(value[best].sum())
+    free = np.flatnonzero(upper - np.abs(d) >= lower - slack)  # items not provably at their LP side
+    if len(free) == 0:
+        bound = lower
+    elif core_optimal and np.isin(free, core).all():
+        bound = _global_bound(problem, side, core, core_bound, lower)
+    else:
+        core = free
+        found = _solve_core(problem, side, core, best, solver, deadline, gap_tolerance, seed)
+        calls += 1
+        if found is None:  # the incumbent is feasible on this core, so only a solver failure gets here
+            raise PrecometError(f"solver {solver!r} found no solution on a {len(core)}-unit core problem")
+        candidate, core_optimal, core_bound = found
+        if value[candidate].sum() >= lower:
+            best, lower = candidate, float(value[candidate].sum())
+        bound = _global_bound(problem, side, core, core_bound, lower) if core_bound is not None else upper
+    bound = max(lower, min(bound, upper))
+    gap = (bound - lower) / max(abs(lower), 1e-12)
+    log.info("knapsack: %d units, core %d, %d solver call(s), objective %.6f, bound %.6f", len(value), len(core), calls, lower, bound)
+    return Solution(
+        chosen=best, status="optimal" if gap <= gap_tolerance else "feasible", objective=lower, bound=bound,
+        solver_calls=calls, core_size=len(core), lp_bound=upper,
+    )
+
+
+def _lp_relaxation(problem: Problem) -> tuple[np.ndarray, float]:
+    """Reduced costs ``d`` and the LP upper bound, by minimising the Lagrangian dual over the budget price.
+
+    For a price ``lambda`` the budget row is relaxed and the rest decomposes per group into "take the
+    best ``n_g`` (or the best common ``k``) by ``v - lambda w``", whose polytope is integral, so the best
+    ``lambda`` gives exactly the LP bound. ``D(lambda)`` is convex; bisection on its subgradient
+    ``C - W(lambda)`` finds the minimum. Every ``lambda >= 0`` gives a valid bound.
+    """
+    value, weight, capacity = problem.value, problem.weight, problem.capacity
+    if _dual(problem, 0.0)[1] <= capacity:
+        lam = 0.0
+    else:
+        lo, hi = 0.0, float((value / weight).max())
+        for _ in range(200):
+            if _dual(problem, hi)[1] <= capacity:
+                break
+            lo, hi = hi, hi * 2
+        else:
+            raise PrecometError("no selection satisfies the budget and the domain constraints together")
+        for _ in range(100):
+            mid = (lo + hi) / 2
+            if not lo < mid < hi:
+                break
+            lo, hi = (lo, mid) if _dual(problem, mid)[1] <= capacity else (mid, hi)
+        lam = min((lo, hi), key=lambda x: _dual(problem, x)[0])
+    upper, _, d = _dual(problem, lam)
+    return d, upper
+
+
+def _dual(problem: Problem, lam: float) -> tuple[float, float, np.ndarray]:
+    """``D(lambda)``, the weight of the maximising set, and reduced costs ``v - lambda w - mu_g``."""
+    r = problem.value - lam * problem.weight
+    if problem.group is None:
+        take = r > 0
+        return lam * problem.capacity + float(r[take].sum()), float(problem.weight[take].sum()), r
+    group = problem.group
+    sizes = np.bincount(group)
+    order = np.lexsort((-r, group))
+    starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))
+    rank = np.empty(len(r), dtype=int)
+    rank[order] = np.arange(len(r)) - np.repeat(starts, sizes)
+    r_sorted = r[order]
+    if problem.counts is not None:
+        n = problem.counts.astype(int)
+        gain = float(r[rank < n[group]].sum())
+    else:  # the best common count k: prefix sums of every group truncated to the smallest group
+        k_max = int(sizes.min())
+        prefix = np.zeros(k_max + 1)
+        for start in starts:
+            prefix[1:] += np.cumsum(r_sorted[start : start + k_max])
+        n = np.full(len(sizes), int(np.argmax(prefix)))
+        gain = float(prefix[n[0]])
+    take = rank < n[group]
+    # group prices mu_g between the n-th and (n+1)-th reduced value (they sum to 0 for equal counts)
+    big = 4.0 * len(sizes) * (float(np.abs(r).max()) + 1.0)
+    upper_end = np.where(n > 0, r_sorted[starts + np.maximum(n - 1, 0)], np.inf)
+    lower_end = np.where(n < sizes, r_sorted[np.minimum(starts + n, len(r) - 1)], -np.inf)
+    upper_end = np.where(np.isinf(upper_end), lower_end + big, upper_end)
+    lower_end = np.where(np.isinf(lower_end), upper_end - big, lower_end)
+    if problem.counts is not None:
+        mu = (upper_end + lower_end) / 2
+    else:
+        t = -lower_end.sum() / max((upper_end - lower_end).sum(), 1e-300)
+        mu = lower_end + min(max(t, 0.0), 1.0) * (upper_end - lower_end)
+    return lam * problem.capacity + gain, float(problem.weight[take].sum()), r - mu[group]
+
+
+def _greedy(value: np.ndarray, weight: np.ndarray, capacity: float) -> np.ndarray:
+    """Greedy by value/weight ratio (stable), skipping units that no longer fit."""
+    chosen = np.zeros(len(value), dtype=bool)
+    left = capacity
+    for i in np.argsort(-value / weight, kind="stable"):
+        if weight[i] <= left:
+            chosen[i] = True
+            left -= weight[i]
+    return chosen
+
+
+def _global_bound(problem: Problem, side: np.ndarray, core: np.ndarray, core_bound: float, lower: float) -> float:
+    """Any solution better than ``lower`` keeps every non-core unit at its LP side: bound it by fixed + core."""
+    fixed = side.copy()
+    fixed[core] = False
+    return max(lower, float(problem.value[fixed].sum()) + core_bound)
+
+
+def _solve_core(
+    problem: Problem, side: np.ndarray, core: np.ndarray, warm: np.ndarray | None, solver: str,
+    deadline: float, gap_tolerance: float, seed: int,
+) -> tuple[np.ndarray, bool, float | None] | None:
+    """MILP over ``core`` with every other unit at its LP side: (chosen, proven optimal, core bound) or None."""
+    import pulp
+
+    value, weight = problem.value, problem.weight
+    fixed = side.copy()
+    fixed[core] = False
+    capacity = problem.capacity - float(weight[fixed].sum())
+    if capacity < -1e-9 * max(1.0, problem.capacity):
+        return None
+    model = pulp.LpProblem("precomet_knapsack", pulp.LpMaximize)
+    x = [pulp.LpVariable(f"x{j}", cat="Binary") for j in range(len(core))]
+    model += pulp.lpDot(value[core].tolist(), x)
+    model += pulp.lpDot(weight[core].tolist(), x) <= capacity
+    if problem.group is not None:
+        groups = len(problem.counts) if problem.counts is not None else int(problem.group.max()) + 1
+        ones = np.bincount(problem.group[fixed], minlength=groups)
+        sizes = np.bincount(problem.group, minlength=groups)
+        k = None if problem.counts is not None else pulp.LpVariable("k", 0, int(sizes.min()), cat="Integer")
+        for g in range(groups):
+            members = [x[j] for j in np.flatnonzero(problem.group[core] == g)]
+            target = problem.counts[g] if k is None else k
+            model += pulp.lpSum(members) + int(ones[g]) == target
+    if warm is not None:
+        for j, unit in enumerate(core):
+            x[j].setInitialValue(int(warm[unit]))
+        if problem.group is not None and problem.counts is None:
+            k.setInitialValue(int((warm & (problem.group == 0)).sum()))
+    seconds = max(1.0, deadline - time.perf_counter())
+    with tempfile.TemporaryDirectory(prefix="precomet-knapsack-") as tmp:
+        log_path = Path(tmp) / "solver.log"
+        options = {"msg": False, "timeLimit": seconds, "gapRel": gap_tolerance, "warmStart": warm is not None}
+        if solver == "cbc":
+            options.update(logPath=str(log_path), options=[f"randomCbcSeed {seed + 1}"])
+        model.solve(pulp.getSolver(SOLVERS[solver], **options))
+        solver_log = log_path.read_text(errors="replace") if log_path.exists() else ""
+    if model.sol_status not in (pulp.LpSolutionOptimal, pulp.LpSolutionIntegerFeasible):
+        return None
+    chosen = fixed.copy()
+    chosen[core] = np.array([(v.value() or 0.0) > 0.5 for v in x], dtype=bool)
+    core_value = float(value[chosen & ~fixed].sum())
+    optimal = model.sol_status == pulp.LpSolutionOptimal
+    core_bound = _cbc_bound(solver_log, core_value, gap_tolerance)
+    if core_bound is None and optimal:  # a log we cannot read: trust the optimum within the gapRel we asked for
+        core_bound = core_value + gap_tolerance * max(abs(core_value), 1e-12)
+    return chosen, optimal, core_bound
+
+
+def _cbc_bound(text: str, core_value: float, gap_tolerance: float) -> float | None:
+    """An upper bound on the core optimum from CBC's log; None when the log says nothing usable.
+
+    CBC prints the final bound with three decimals, so half a unit of the last digit is added.
+    """
+    result = re.search(r"^Result - (.*)$", text, flags=re.MULTILINE)
+    if result and result.group(1).strip() == "Optimal solution found":
+        return core_value
+    match = re.search(r"^(?:Upper|Lower) bound:\s+([-+0-9.eE]+)", text, flags=re.MULTILINE)
+    parsed = abs(float(match.group(1))) + 5e-4 if match else None
+    if result and "gap tolerance" in result.group(1):
+        within = core_value + gap_tolerance * max(abs(core_value), 1e-12)
+        return within if parsed is None else min(within, parsed)
+    return parsed

@@ -1,0 +1,117 @@
+"""Selection units (items or whole documents), utility normalisation and domain constraints."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from precomet.errors import PrecometError
+
+
+@dataclass(frozen=True)
+class Units:
+    """What the optimiser chooses from: one unit per item, or per document (paper Table 2)."""
+
+    members: list[np.ndarray]  # item positions of each unit
+    utility: np.ndarray  # raw unit utility (mean over members)
+    weight: np.ndarray  # unit weight (sum over members)
+    domain: np.ndarray | None  # unit domain (object), None when no domain data
+
+    def __len__(self) -> int:
+        return len(self.members)
+
+
+def build_units(
+    utility: np.ndarray, weight: np.ndarray, *, level: str, doc: np.ndarray | None, domain: np.ndarray | None
+) -> Units:
+    """Items as units, or documents: utility = mean of the items', weight = sum (first-appearance order)."""
+    if level == "item":
+        return Units([np.array([i]) for i in range(len(utility))], utility.copy(), weight.copy(), domain)
+    if level != "doc":
+        raise PrecometError(f"unknown level {level!r}; choose one of ['doc', 'item']")
+    if doc is None:
+        raise PrecometError("level='doc' needs the document of every item (doc=...)")
+    names, first, codes = np.unique(doc.astype(str), return_index=True, return_inverse=True)
+    rank = np.argsort(np.argsort(first, kind="stable"), kind="stable")  # doc code -> first-appearance rank
+    codes = rank[codes]
+    order = np.argsort(codes, kind="stable")
+    members = np.split(order, np.cumsum(np.bincount(codes))[:-1])
+    unit_domain = None
+    if domain is not None:
+        unit_domain = np.empty(len(members), dtype=object)
+        for u, items in enumerate(members):
+            kinds = set(domain[items])
+            if len(kinds) > 1:
+                raise PrecometError(f"document {doc[items[0]]!r} spans several domains {sorted(map(str, kinds))}")
+            unit_domain[u] = domain[items[0]]
+    return Units(
+        members,
+        np.array([utility[m].mean() for m in members]),
+        np.array([weight[m].sum() for m in members]),
+        unit_domain,
+    )
+
+
+def normalise(utility: np.ndarray) -> np.ndarray:
+    """Map utilities affinely onto [0.1, 0.6], as the paper ("shift to positive") and subset2evaluate do.
+
+    The knapsack maximises a sum, so an item with utility <= 0 would never be taken even with budget left;
+    the same map as the peer keeps objectives comparable. Order (and so top-k) is unchanged.
+    """
+    spread = float(utility.max() - utility.min())
+    return (utility - utility.min()) / (spread if spread > 0 else 1.0) / 2 + 0.1
+
+
+def group_codes(units: Units) -> tuple[list[str], np.ndarray]:
+    """Sorted domain names and each unit's domain code."""
+    if units.domain is None:
+        raise PrecometError("domain balance or quotas need the domain of every item (domain=...)")
+    names, codes = np.unique(units.domain.astype(str), return_inverse=True)
+    return [str(n) for n in names], codes
+
+
+def quota_targets(
+    quotas: Mapping[str, float], names: Sequence[str], sizes: np.ndarray, *, count_budget: int | None
+) -> tuple[str, np.ndarray]:
+    """Resolve quotas to ("counts", exact count per domain) or ("shares", budget share per domain).
+
+    Integer quotas are exact counts. Fractional quotas are shares of the budget: with an item-count budget
+    they become counts (largest-remainder rounding); with a cost budget each domain gets that share of it.
+    Domains missing from ``quotas`` get nothing.
+    """
+    unknown = [d for d in quotas if d not in names]
+    if unknown:
+        raise PrecometError(f"quotas name unknown domain(s) {unknown}; domains are {list(names)}")
+    values = [quotas.get(d, 0) for d in names]
+    if all(isinstance(q, (int, np.integer)) and not isinstance(q, bool) for q in values):
+        counts = np.array(values, dtype=int)
+        kind = "counts"
+    elif all(isinstance(q, (int, float, np.floating, np.integer)) for q in values):
+        shares = np.array(values, dtype=float)
+        if (shares < 0).any() or (shares > 1).any() or not np.isclose(shares.sum(), 1.0):
+            raise PrecometError(f"fractional quotas must lie in [0, 1] and sum to 1, got {dict(quotas)}")
+        if count_budget is None:
+            return "shares", shares
+        raw = shares * count_budget
+        counts = np.floor(raw).astype(int)
+        counts[np.argsort(-(raw - counts), kind="stable")[: count_budget - counts.sum()]] += 1
+        kind = "counts"
+    else:
+        raise PrecometError(f"quotas must be all counts (int) or all proportions (float), got {dict(quotas)}")
+    if (counts < 0).any():
+        raise PrecometError(f"quotas must not be negative, got {dict(quotas)}")
+    for name, want, have in zip(names, counts, sizes):
+        if want > have:
+            raise PrecometError(f"quota for domain {name!r} asks {want} units but the domain has only {have}")
+    return kind, counts
+
+
+def top_per_group(value: np.ndarray, codes: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Boolean mask of the ``counts[g]`` best units of every group (ties: earlier position first)."""
+    chosen = np.zeros(len(value), dtype=bool)
+    for g, n in enumerate(counts):
+        members = np.flatnonzero(codes == g)
+        chosen[members[np.argsort(-value[members], kind="stable")[:n]]] = True
+    return chosen
