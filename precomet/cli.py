@@ -16,6 +16,7 @@ COMMANDS = {
     "convert": "precomet.commands.convert",
     "info": "precomet.commands.info",
     "demo": "precomet.commands.demo",
+    "select": "precomet.commands.select",
     "utilities": "precomet.commands.utilities",
     "build-targets": "precomet.commands.build_targets",
     "train": "precomet.commands.train",

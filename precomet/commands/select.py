@@ -1,0 +1,118 @@
+"""``precomet select``: choose the items to annotate and write them with a manifest."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import numpy as np
+
+from precomet.campaign import Campaign
+from precomet.commands.common import add_data_arguments, load_campaign
+from precomet.errors import PrecometError
+
+HELP = "select the subset to annotate (top-k or cost-aware knapsack; domain balance; documents)"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_data_arguments(parser)
+    source = parser.add_argument_group("utilities (one of)").add_mutually_exclusive_group(required=True)
+    source.add_argument("--method", help="utility method computed on the fly (see precomet.utilities)")
+    source.add_argument("--scores", help='JSONL of {"id", "utility"} (an optional first signature line is skipped)')
+    source.add_argument("--checkpoint", help="estimator checkpoint directory: utilities predicted from the sources")
+    parser.add_argument("--metric", help="score name used by --method (e.g. MetricX-23-c)")
+    budget = parser.add_argument_group("budget (one of)").add_mutually_exclusive_group(required=True)
+    budget.add_argument("--budget", type=int, help="number of items (constant cost: top-k)")
+    budget.add_argument(
+        "--proportion", type=float, help="share in (0, 1] of the items, or of the total cost with --cost-aware / --cost-from-times"
+    )
+    budget.add_argument("--budget-cost", type=float, help="budget in cost units (cost-aware knapsack)")
+    parser.add_argument("--cost-aware", action="store_true", help="--proportion is a share of the total cost (knapsack)")
+    parser.add_argument("--cost-from-times", metavar="PATH", help="use real annotation times (WMT23 ESA CSV file or dir) as cost")
+    parser.add_argument("--balance", choices=["domain"], help="the same number of units from every domain")
+    parser.add_argument("--quotas", help='JSON {domain: count} (exact counts) or {domain: share} (budget shares)')
+    parser.add_argument("--level", choices=["item", "doc"], default="item", help="select items or whole documents")
+    parser.add_argument("--solver", default="cbc", help="pulp solver: cbc (default), highs, glpk, scip, gurobi, cplex, coin")
+    parser.add_argument("--time-limit", type=float, default=60.0, help="solver time limit in seconds (default 60)")
+    parser.add_argument("--allow-gap", action="store_true", help="accept a non-optimal answer (warns with its gap)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("-o", "--output", required=True, help="subset JSONL; the manifest goes beside it (.manifest.json)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from precomet.io.atomic import atomic_write
+    from precomet.select import select_subset
+
+    campaign = load_campaign(args)
+    if args.cost_from_times:
+        try:
+            from precomet.io.annotation_times import annotation_cost
+        except ImportError as err:
+            raise PrecometError(f"--cost-from-times needs precomet.io.annotation_times ({err})") from None
+        campaign = annotation_cost(campaign, args.cost_from_times)
+    utility, method, parameters = _utilities(args, campaign)
+    quotas = _quotas(args.quotas)
+    if args.cost_aware and args.proportion is None:
+        raise PrecometError("--cost-aware only applies to --proportion (--budget-cost is always cost-aware)")
+    cost_aware = args.budget_cost is not None or (args.proportion is not None and (args.cost_aware or bool(args.cost_from_times)))
+    selection = select_subset(
+        utility, cost=campaign.cost if cost_aware else None, domain=campaign.domain, doc=campaign.doc,
+        ids=campaign.ids, budget=args.budget, proportion=args.proportion, budget_cost=args.budget_cost,
+        balance=args.balance, quotas=quotas, level=args.level, solver=args.solver, time_limit=args.time_limit,
+        allow_gap=args.allow_gap, seed=args.seed,
+    )
+    parameters.update(
+        budget=args.budget, proportion=args.proportion, budget_cost=args.budget_cost, cost_aware=cost_aware,
+        cost_from_times=args.cost_from_times, balance=args.balance, quotas=quotas, level=args.level,
+        solver=args.solver, time_limit=args.time_limit, allow_gap=args.allow_gap, campaign=campaign.name,
+    )
+    manifest = selection.manifest(method=method, parameters=parameters, data_hash=campaign.data_hash())
+    output = Path(args.output)
+    manifest_path = output.with_name(output.name.removesuffix(".jsonl") + ".manifest.json")
+    with atomic_write(output) as handle:
+        for i in selection.indices:
+            row = {"id": campaign.ids[i], "doc": campaign.doc[i], "domain": campaign.domain[i],
+                   "cost": float(campaign.cost[i]), "utility": float(utility[i])}
+            handle.write(json.dumps(row, ensure_ascii=False) + "\n")
+    with atomic_write(manifest_path) as handle:
+        json.dump(manifest, handle, indent=2, ensure_ascii=False, default=str)
+        handle.write("\n")
+    print(
+        f"selected {len(selection)} of {len(campaign)} items (cost {selection.total_cost:.1f} of "
+        f"{campaign.cost.sum():.1f}); {selection.solver} {selection.status}, gap {selection.gap:.2g}, "
+        f"{selection.seconds:.2f} s -> {output} (+ {manifest_path.name})"
+    )
+    return 0
+
+
+def _utilities(args: argparse.Namespace, campaign: Campaign) -> tuple[np.ndarray, str, dict]:
+    if args.scores:
+        from precomet.select import read_utilities
+
+        return read_utilities(args.scores, campaign.ids), "scores", {"scores": args.scores}
+    if args.checkpoint:
+        try:
+            from precomet.estimator import predict_campaign
+        except ImportError as err:
+            raise PrecometError(f"--checkpoint needs the estimator (precomet.estimator): {err}") from None
+        return np.asarray(predict_campaign(args.checkpoint, campaign), dtype=float), "checkpoint", {"checkpoint": args.checkpoint}
+    try:
+        from precomet.utilities import compute_utility
+    except ImportError as err:
+        raise PrecometError(f"--method needs precomet.utilities: {err}") from None
+    budget = args.budget if args.proportion is None else max(1, round(args.proportion * len(campaign)))
+    utility = compute_utility(campaign, args.method, score=args.metric, budget=budget, seed=args.seed)
+    return np.asarray(utility, dtype=float), args.method, {"metric": args.metric, "seed": args.seed}
+
+
+def _quotas(text: str | None) -> dict | None:
+    if text is None:
+        return None
+    try:
+        quotas = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise PrecometError(f"--quotas is not JSON ({err.msg}): {text!r}") from None
+    if not isinstance(quotas, dict):
+        raise PrecometError(f"--quotas must be a JSON object {{domain: count or share}}, got {text!r}")
+    return quotas
