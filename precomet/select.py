@@ -164,7 +164,7 @@ def _check_finite(values: np.ndarray, names: np.ndarray, what: str) -> None:
     bad = np.flatnonzero(~np.isfinite(values))
     if len(bad):
         raise PrecometError(
-            f"{what} of item {names[bad[0]]!r} is {values[bad[0]]!r}; {len(bad)} item(s) have no finite {what}"
+            f"{what} of item {names[bad[0]]!r} is {float(values[bad[0]])}; {len(bad)} item(s) have no finite {what}"
         )
 
 

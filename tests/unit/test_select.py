@@ -1,0 +1,253 @@
+"""Subset building: hand-computed top-k, brute-force oracles for the knapsack modes, bad input, CLI."""
+
+from __future__ import annotations
+
+import itertools
+import json
+
+import numpy as np
+import pytest
+
+from precomet.cli import main
+from precomet.errors import PrecometError
+from precomet.select import Selection, read_utilities, select_subset
+from precomet.selection import knapsack
+from precomet.selection.knapsack import Problem, _lp_relaxation
+from precomet.selection.units import normalise
+from precomet.simulate import simulate_campaign
+
+
+# ---------------------------------------------------------------- top-k (hand-computed)
+def test_topk_orders_by_utility_and_breaks_ties_by_position():
+    sel = select_subset([1.0, 3.0, 3.0, 2.0, 3.0], budget=2)
+    assert sel.indices.tolist() == [1, 2]
+    assert sel.solver == "top-k" and sel.status == "optimal" and sel.gap == 0.0
+    assert select_subset([1.0, 3.0, 3.0, 2.0, 3.0], proportion=0.6).indices.tolist() == [1, 2, 4]
+
+
+def test_topk_balanced_takes_the_same_count_per_domain():
+    utility = [9, 8, 7, 6, 1, 2, 3]
+    domain = ["a", "a", "a", "a", "b", "b", "b"]
+    sel = select_subset(utility, domain=domain, budget=5, balance="domain")  # 5 // 2 = 2 per domain
+    assert sel.indices.tolist() == [0, 1, 6, 5]
+    assert sel.domains == {"a": 2, "b": 2}
+
+
+def test_topk_ignores_cost_when_budget_is_an_item_count():
+    sel = select_subset([3.0, 2.0, 1.0], cost=[100.0, 1.0, 1.0], budget=1)
+    assert sel.indices.tolist() == [0] and sel.total_cost == 100.0
+
+
+def test_doc_level_keeps_documents_whole_and_orders_by_mean():
+    utility = [1.0, 5.0, 4.0, 0.0, 10.0]
+    doc = ["x", "x", "y", "y", "z"]  # means 3, 2, 10; sizes 2, 2, 1
+    sel = select_subset(utility, doc=doc, budget=3, level="doc")  # best: z + x (3 items)
+    assert sel.indices.tolist() == [4, 0, 1]
+
+
+# ---------------------------------------------------------------- brute-force oracle
+def brute_force(value, weight, capacity, codes=None, counts=None, equal=False):
+    best = -np.inf
+    for mask in itertools.product([False, True], repeat=len(value)):
+        mask = np.array(mask)
+        if weight[mask].sum() > capacity + 1e-9:
+            continue
+        if codes is not None:
+            per = np.bincount(codes[mask], minlength=codes.max() + 1)
+            if counts is not None and (per != counts).any():
+                continue
+            if equal and len(set(per.tolist())) != 1:
+                continue
+        best = max(best, value[mask].sum())
+    return best
+
+
+def random_case(seed, n=None):
+    rng = np.random.default_rng(seed)
+    n = n or int(rng.integers(4, 12))
+    utility = rng.normal(size=n)
+    cost = rng.uniform(10, 100, size=n).round(1)
+    domain = np.array(["news", "chat", "speech"])[np.r_[0, 1, rng.integers(0, 3, n - 2)]]
+    return rng, utility, cost, domain
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_cost_aware_matches_brute_force(seed):
+    rng, utility, cost, _ = random_case(seed)
+    capacity = cost.sum() * rng.uniform(0.15, 0.7)
+    sel = select_subset(utility, cost=cost, budget_cost=capacity, gap_tolerance=0.0)
+    assert sel.objective == pytest.approx(brute_force(normalise(utility), cost, capacity), abs=1e-9)
+    assert sel.total_cost <= capacity + 1e-9 and sel.status == "optimal"
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_balanced_cost_aware_matches_brute_force(seed):
+    rng, utility, cost, domain = random_case(seed)
+    capacity = cost.sum() * rng.uniform(0.3, 0.8)
+    sel = select_subset(utility, cost=cost, domain=domain, budget_cost=capacity, balance="domain", gap_tolerance=0.0)
+    _, codes = np.unique(domain, return_inverse=True)
+    assert sel.objective == pytest.approx(brute_force(normalise(utility), cost, capacity, codes, equal=True), abs=1e-9)
+    assert len(set(sel.domains.values())) == 1 and len(sel.domains) == len(set(domain))
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_quota_counts_with_cost_match_brute_force(seed):
+    rng, utility, cost, domain = random_case(seed)
+    names, codes = np.unique(domain, return_inverse=True)
+    counts = np.array([min(1, (codes == g).sum()) for g in range(len(names))])
+    capacity = cost.sum() * 0.6
+    quotas = {str(d): int(c) for d, c in zip(names, counts)}
+    sel = select_subset(utility, cost=cost, domain=domain, budget_cost=capacity, quotas=quotas, gap_tolerance=0.0)
+    assert sel.objective == pytest.approx(brute_force(normalise(utility), cost, capacity, codes, counts), abs=1e-9)
+    assert sel.domains == {k: v for k, v in quotas.items() if v}
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_doc_level_matches_brute_force(seed):
+    rng, utility, cost, domain = random_case(seed, n=int(np.random.default_rng(seed).integers(8, 20)))
+    n_docs = min(len(utility), int(rng.integers(5, 12)))
+    doc = np.r_[np.arange(n_docs), rng.integers(0, n_docs, len(utility) - n_docs)].astype(str)
+    doc_domain = {d: domain[i] for i, d in reversed(list(enumerate(doc)))}
+    domain = np.array([doc_domain[d] for d in doc])
+    names = list(dict.fromkeys(doc))
+    mean = np.array([utility[doc == d].mean() for d in names])
+    weight = np.array([cost[doc == d].sum() for d in names])
+    capacity = cost.sum() * rng.uniform(0.3, 0.7)
+    sel = select_subset(utility, cost=cost, doc=doc, budget_cost=capacity, level="doc", gap_tolerance=0.0)
+    assert sel.objective == pytest.approx(brute_force(normalise(mean), weight, capacity), abs=1e-9)
+    sizes = select_subset(utility, doc=doc, proportion=0.5, level="doc", gap_tolerance=0.0)  # count budget: weight = size
+    counts = np.array([(doc == d).sum() for d in names], dtype=float)
+    assert sizes.objective == pytest.approx(brute_force(normalise(mean), counts, round(0.5 * len(doc))), abs=1e-9)
+    udomain = np.array([doc_domain[d] for d in names])
+    if len(set(udomain)) > 1:
+        _, codes = np.unique(udomain, return_inverse=True)
+        kwargs = dict(cost=cost, doc=doc, domain=domain, budget_cost=capacity, level="doc", balance="domain")
+        oracle = brute_force(normalise(mean), weight, capacity, codes, equal=True)
+        if oracle == 0:  # only the empty selection balances: an error, never an empty subset
+            with pytest.raises(PrecometError, match="no unit to select"):
+                select_subset(utility, gap_tolerance=0.0, **kwargs)
+        else:
+            assert select_subset(utility, gap_tolerance=0.0, **kwargs).objective == pytest.approx(oracle, abs=1e-9)
+
+
+def test_lp_bound_matches_scipy_linprog():
+    from scipy.optimize import linprog
+
+    rng = np.random.default_rng(3)
+    for _ in range(10):
+        n, groups = 30, 3
+        v, w = rng.uniform(0.1, 0.6, n), rng.uniform(30, 100, n)
+        codes = np.r_[np.arange(groups), rng.integers(0, groups, n - groups)]
+        counts = np.array([int(rng.integers(1, (codes == g).sum() + 1)) for g in range(groups)])
+        capacity = float(np.sort(w)[: counts.sum()].sum() * 1.5)
+        a_eq = np.stack([codes == g for g in range(groups)]).astype(float)
+        res = linprog(-v, A_ub=[w], b_ub=[capacity], A_eq=a_eq, b_eq=counts, bounds=(0, 1), method="highs")
+        if res.status != 0:
+            continue
+        _, upper = _lp_relaxation(Problem(v, w, capacity, group=codes, counts=counts))
+        assert upper == pytest.approx(-res.fun, abs=1e-8)
+
+
+def test_large_instance_is_certified():
+    rng = np.random.default_rng(0)
+    n = 5000
+    utility, cost = rng.normal(size=n), rng.uniform(30, 200, n)
+    domain = rng.choice(["a", "b", "c", "d", "e"], n)
+    sel = select_subset(utility, cost=cost, domain=domain, proportion=0.2, balance="domain")
+    assert sel.status == "optimal" and sel.gap <= 1e-4 and sel.total_cost <= 0.2 * cost.sum() + 1e-6
+    assert sel.bound >= sel.objective
+
+
+def test_non_optimal_answer_needs_allow_gap(monkeypatch):
+    def stopped(problem, **_):
+        chosen = np.zeros(len(problem.value), dtype=bool)
+        chosen[0] = True
+        value = float(problem.value[0])
+        return knapsack.Solution(chosen, "feasible", value, value * 2, 1, len(chosen), value * 2)
+
+    monkeypatch.setattr(knapsack, "solve", stopped)
+    with pytest.raises(PrecometError, match="gap 1"):
+        select_subset([1.0, 2.0, 3.0], cost=[1.0, 2.0, 3.0], budget_cost=3.0)
+    with pytest.warns(UserWarning, match="gap 1"):
+        sel = select_subset([1.0, 2.0, 3.0], cost=[1.0, 2.0, 3.0], budget_cost=3.0, allow_gap=True)
+    assert sel.status == "feasible" and sel.gap == pytest.approx(1.0)
+
+
+# ---------------------------------------------------------------- bad input
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (dict(cost=[50.0, 60.0, 70.0], budget_cost=40.0), "below the cheapest item .'1', cost 50"),
+        (dict(cost=[1.0, 0.0, 2.0], budget_cost=2.0), "cost of item '2' is 0"),
+        (dict(cost=[1.0, -1.0, 2.0], budget_cost=2.0), "cost of item '2' is -1"),
+        (dict(cost=[1.0, np.nan, 2.0], budget_cost=2.0), "cost of item '2' is nan"),
+        (dict(proportion=0.0), r"proportion must lie in \(0, 1\]"),
+        (dict(proportion=1.5), r"proportion must lie in \(0, 1\]"),
+        (dict(budget=2, proportion=0.5), "exactly one"),
+        (dict(), "exactly one"),
+        (dict(budget=0), "positive whole number"),
+        (dict(cost=[1.0, 2.0, 3.0], budget_cost=3.0, solver="nosuch"), "unknown solver 'nosuch'; choose one of"),
+        (dict(budget=2, level="page"), "unknown level"),
+        (dict(budget=2, balance="domain", domain=["a", "a", "b"], quotas={"a": 1}), "not both"),
+        (dict(budget=4, balance="domain", domain=["a", "a", "b"]), "domain 'b' has only 1"),
+        (dict(budget=2, quotas={"b": 2}, domain=["a", "a", "b"]), "domain 'b' asks 2 units but the domain has only 1"),
+        (dict(budget=2, quotas={"z": 1}, domain=["a", "a", "b"]), "unknown domain"),
+        (dict(cost=[5.0, 5.0, 1.0], budget_cost=6.0, quotas={"a": 2}, domain=["a", "a", "b"]), "cost at least 10"),
+    ],
+)
+def test_bad_input_is_named(kwargs, message):
+    with pytest.raises(PrecometError, match=message):
+        select_subset([1.0, 2.0, 3.0], ids=["1", "2", "3"], **kwargs)
+
+
+def test_nan_utility_names_the_item():
+    with pytest.raises(PrecometError, match="utility of item 'b' is nan"):
+        select_subset([1.0, np.nan], ids=["a", "b"], budget=1)
+
+
+def test_read_utilities_checks_ids(tmp_path):
+    path = tmp_path / "u.jsonl"
+    path.write_text('{"signature": {"method": "x"}}\n{"id": "a", "utility": 1}\n{"id": "b", "utility": 2.5}\n')
+    assert read_utilities(path, ["b", "a"]).tolist() == [2.5, 1.0]
+    with pytest.raises(PrecometError, match=r"have no utility, e.g. \['c'\]"):
+        read_utilities(path, ["a", "b", "c"])
+    with pytest.raises(PrecometError, match=r"not in the campaign, e.g. \['b'\]"):
+        read_utilities(path, ["a"])
+
+
+# ---------------------------------------------------------------- CLI
+def test_cli_writes_subset_and_manifest(tmp_path, capsys):
+    campaign = simulate_campaign(n_items=40, n_systems=4, seed=1)
+    data = tmp_path / "c.jsonl"
+    data.write_text("".join(json.dumps(item) + "\n" for item in campaign.iter_items()))
+    scores = tmp_path / "s.jsonl"
+    utility = np.random.default_rng(0).normal(size=len(campaign))
+    scores.write_text("".join(json.dumps({"id": i, "utility": u}) + "\n" for i, u in zip(campaign.ids, utility)))
+    out = tmp_path / "out" / "subset.jsonl"
+    rc = main(["select", "--data", str(data), "--keep-incomplete", "--scores", str(scores), "--proportion", "0.3",
+               "--cost-aware", "--balance", "domain", "-o", str(out)])
+    assert rc == 0, capsys.readouterr().err
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    manifest = json.loads((tmp_path / "out" / "subset.manifest.json").read_text())
+    assert manifest["status"] == "optimal" and manifest["n_selected"] == len(rows)
+    assert sum(r["cost"] for r in rows) <= 0.3 * campaign.cost.sum() + 1e-6
+    assert set(rows[0]) == {"id", "doc", "domain", "cost", "utility"}
+    assert manifest["data_hash"] and manifest["method"] == "scores" and manifest["version"]
+    rc = main(["select", "--data", str(data), "--keep-incomplete", "--scores", str(scores), "--budget", "5",
+               "--solver", "nosuch", "--cost-aware", "-o", str(out)])
+    assert rc == 2
+
+
+def test_real_wmt23_cost_aware_balanced_documents(raw_data):
+    from precomet.io import load
+
+    campaign = load(raw_data / "mt-metrics-eval-v2", campaign="wmt23/en-de", human="mqm")
+    utility = -np.nanmean(campaign.score("MetricX-23-c"), axis=1)
+    sel = select_subset(utility, cost=campaign.cost, domain=campaign.domain, doc=campaign.doc, ids=campaign.ids,
+                        proportion=0.25, balance="domain", level="doc")
+    assert isinstance(sel, Selection) and sel.status == "optimal"
+    assert sel.total_cost <= 0.25 * campaign.cost.sum() + 1e-6
+    chosen = set(sel.indices.tolist())
+    docs = {campaign.doc[i] for i in chosen}
+    assert all((i in chosen) == (campaign.doc[i] in docs) for i in range(len(campaign)))
+    assert len({sum(1 for d in docs if campaign.domain[campaign.doc == d][0] == g) for g in set(campaign.domain)}) == 1
