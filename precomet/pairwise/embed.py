@@ -53,7 +53,7 @@ def embed_outputs(
     encoder: Encoder = None,
     cache_dir: str | Path | None = None,
 ) -> np.ndarray:
-    """``(N, S, D)`` embeddings of the outputs of ``systems`` (default: all) for every item."""
+    """``(N, S, D)`` float32 embeddings (the encoder's precision) of the outputs of ``systems`` (default: all)."""
     systems = list(campaign.systems if systems is None else systems)
     campaign.system_index(systems)
     missing = [s for s in systems if s not in campaign.outputs]
@@ -61,4 +61,4 @@ def embed_outputs(
         raise PrecometError(f"campaign {campaign.name!r} has no output texts for system(s) {missing}; DiffUse needs them")
     texts = [t for s in systems for t in campaign.outputs[s]]
     flat = embed_texts(texts, encoder=encoder, cache_dir=cache_dir)
-    return flat.reshape(len(systems), len(campaign), -1).transpose(1, 0, 2).copy()
+    return flat.reshape(len(systems), len(campaign), -1).transpose(1, 0, 2).astype(np.float32)
