@@ -1,0 +1,120 @@
+"""Meta-evaluation speed and agreement: precomet vs subset2evaluate 1.0.27 on identical subsets.
+
+Usage: .venv/bin/python benchmarks/bench_metaeval.py [--campaign wmt23/en-de] [--seeds 100] [--out FILE]
+
+The loop is the paper's output-based benchmark: 6 method orderings (MetricAvg / MetricVar / MetricCons
+on MetricX-23-c and on COMET; utilities computed once, not timed) and ``--seeds`` random orderings, each cut at
+10 budgets (5 %..50 %), and for every subset SPA + cluster count + Kendall τ-b against the full set.
+Both tools meta-evaluate exactly the same subsets; the peer runs in benchmarks/.peer-venv via subprocess.
+Prints the speed ratio, the SPA agreement (vs the permutation noise of SPA itself), cluster-count
+agreement and the peer's item-order dependence.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from precomet import metaeval as me
+from precomet.io import load
+
+REPO = Path(__file__).resolve().parent.parent
+PROPS = np.linspace(0.05, 0.5, 10)
+
+PEER_SCRIPT = r"""
+import json, sys, time
+import numpy as np
+import scipy.stats  # imported before timing, as on our side
+from subset2evaluate.evaluate import eval_subset_spa, eval_subset_clusters, eval_subset_correlation
+data = json.load(open(sys.argv[1]))
+subsets = json.load(open(sys.argv[2]))
+start = time.perf_counter()
+out = []
+for idx in subsets:
+    new = [data[i] for i in idx]
+    out.append([eval_subset_spa(new, data), eval_subset_clusters(new), eval_subset_correlation(new, data)])
+seconds = time.perf_counter() - start
+rev = [eval_subset_spa([data[i] for i in idx[::-1]], data) for idx in subsets[:20]]
+json.dump({"seconds": seconds, "values": out, "reversed_spa": rev}, open(sys.argv[3], "w"))
+"""
+
+
+def orderings(campaign, seeds: int) -> dict[str, np.ndarray]:
+    """Utility orderings (best first): metric moments on two metrics, then random permutations."""
+    out = {}
+    for metric in ("MetricX-23-c", "COMET"):
+        m = campaign.score(metric)
+        means = m.mean(axis=0)
+        cons = [me.kendall_tau_b(row, means) for row in m]
+        for name, utility in (("avg", -m.mean(axis=1)), ("var", m.var(axis=1)), ("cons", np.array(cons))):
+            out[f"metric_{name}[{metric}]"] = np.argsort(-utility, kind="stable")
+    for seed in range(seeds):
+        out[f"random#{seed}"] = np.random.default_rng(seed).permutation(len(campaign))
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--raw", type=Path, default=REPO.parent / "shared" / "data" / "raw")
+    parser.add_argument("--campaign", default="wmt23/en-de")
+    parser.add_argument("--seeds", type=int, default=100)
+    parser.add_argument("--out", type=Path, help="also write the summary (markdown) here")
+    args = parser.parse_args()
+    peer = subprocess.run(["bash", str(REPO / "benchmarks" / "peer_env.sh")], capture_output=True, text=True, check=True).stdout.strip()
+
+    campaign = load(args.raw / "mt-metrics-eval-v2", campaign=args.campaign, human="mqm")
+    n = len(campaign)
+    subsets = [order[: int(n * p)] for order in orderings(campaign, args.seeds).values() for p in PROPS]
+
+    import scipy.special, scipy.stats  # noqa: E401,F401  imports are not timed on either side
+
+    start = time.perf_counter()
+    ref = me.full_reference(campaign)
+    ours = np.array([[me.evaluate_indices(ref, idx, measures=("spa", "clusters", "kendall"))[k] for k in ("spa", "clusters", "kendall")] for idx in subsets])
+    ours_seconds = time.perf_counter() - start
+
+    with tempfile.TemporaryDirectory() as tmp:
+        data_file, subsets_file, out_file = Path(tmp, "data.json"), Path(tmp, "subsets.json"), Path(tmp, "out.json")
+        human = campaign.score("human")
+        data = [{"src": campaign.src[i], "scores": {s: {"human": float(human[i, j])} for j, s in enumerate(campaign.systems)}} for i in range(n)]
+        data_file.write_text(json.dumps(data))
+        subsets_file.write_text(json.dumps([idx.tolist() for idx in subsets]))
+        subprocess.run([peer, "-c", PEER_SCRIPT, str(data_file), str(subsets_file), str(out_file)], check=True)
+        result = json.loads(out_file.read_text())
+    theirs = np.array(result["values"], dtype=float)
+
+    # permutation noise of SPA itself: our SPA of the same subsets under 10 different permutation seeds
+    probe = subsets[:: max(1, len(subsets) // 100)]
+    noise = np.std([[me.spa_indices(me.full_reference(campaign, seed=s), idx) for idx in probe] for s in range(10)], axis=0, ddof=1)
+    diff = ours[:, 0] - theirs[:, 0]
+    ours_rev = [me.spa_indices(ref, idx[::-1]) for idx in subsets[:20]]
+    lines = [
+        f"# Meta-evaluation loop: precomet vs subset2evaluate 1.0.27 ({args.campaign}, MQM, {n} items × {len(campaign.systems)} systems)",
+        "",
+        f"Command: `.venv/bin/python benchmarks/bench_metaeval.py --campaign {args.campaign} --seeds {args.seeds}`",
+        "",
+        f"- subsets meta-evaluated: {len(subsets)} (6 method orderings + {args.seeds} random, × 10 budgets 5–50 %), each SPA (1000 permutations) + clusters + Kendall τ-b",
+        f"- precomet: {ours_seconds:.2f} s (incl. the full-set reference); subset2evaluate: {result['seconds']:.1f} s",
+        f"- **speed-up: {result['seconds'] / ours_seconds:.0f}×**",
+        f"- SPA, ours − peer on identical subsets: mean {diff.mean():+.4f}, mean |·| {np.abs(diff).mean():.4f}, max |·| {np.abs(diff).max():.4f}",
+        f"- SPA permutation noise (std of our SPA over 10 permutation seeds, same subsets): mean {noise.mean():.4f}, max {noise.max():.4f}"
+        f" → |ours − peer| / (√2·noise) mean {np.mean(np.abs(diff[:: max(1, len(subsets) // 100)]) / (np.sqrt(2) * np.maximum(noise, 1e-12))):.2f}",
+        f"- cluster count equal on {np.mean(ours[:, 1] == theirs[:, 1]):.1%} of subsets (mean ours {ours[:, 1].mean():.3f}, peer {theirs[:, 1].mean():.3f})",
+        f"- Kendall τ-b equal on {np.mean(np.isclose(ours[:, 2], theirs[:, 2])):.1%} of subsets",
+        f"- item-order dependence, 20 subsets evaluated forwards and reversed: peer max |ΔSPA| {np.max(np.abs(np.array(result['reversed_spa']) - theirs[:20, 0])):.4f};"
+        f" precomet max |ΔSPA| {np.max(np.abs(np.array(ours_rev) - ours[:20, 0])):.4f}",
+    ]
+    print("\n".join(lines))
+    if args.out:
+        args.out.write_text("\n".join(lines) + "\n")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
