@@ -256,7 +256,7 @@ def _optimise(units, value, capacity, *, balance, quotas, knapsack) -> tuple[np.
         )
         sol = solve(problem, **knapsack)
         chosen[members[sol.chosen]] = True
-        objective, bound, lp_bound = objective + sol.objective, bound + sol.bound, lp_bound + sol.lp_bound
+        objective, bound, lp_bound = objective + sol.objective, bound + sol.bound, lp_bound + float(sol.lp_bound)
         calls, core = calls + sol.solver_calls, core + sol.core_size
     gap = (bound - objective) / max(objective, 1e-12)
     status = "optimal" if gap <= knapsack["gap_tolerance"] else "feasible"

@@ -16,8 +16,10 @@ Plain CBC needs ~30 s on 50k items with five group rows. We solve it as a *core 
 2. A feasible solution of value ``L`` — the greedy-by-ratio fill when there are no groups, else the ILP on
    the few items with the smallest ``|d_i|`` — proves that every item with ``U - |d_i| < L`` sits at its LP
    side in every better solution, so it is fixed.
-3. The remaining core (usually tens to hundreds of items) goes to a pulp MILP solver, warm-started with
-   the incumbent. Its optimum plus the fixed items is the global optimum.
+3. The remaining core (usually tens to hundreds of items) is solved exactly: by dynamic programming when
+   there are no groups and the weights are whole after decimal scaling, else by a pulp MILP solver
+   warm-started with the incumbent and stopped at the *global* gap tolerance. Its optimum plus the fixed
+   items is the global optimum.
 
 The reported bound is ``min(U, fixed + solver bound)``; the gap is computed from it, never assumed.
 """
@@ -49,7 +51,8 @@ SOLVERS = {
 }
 """Solver names accepted by :func:`solve` -> pulp solver class names."""
 
-_FIRST_CORE = 64  # size of the first core when groups need an ILP to find an incumbent
+_FIRST_CORE = 64  # size of the first core, solved to find an incumbent
+_DP_CELLS = 50_000_000  # largest core DP table (units x capacity cells)
 
 
 @dataclass(frozen=True)
@@ -102,8 +105,10 @@ def solve(
     size, calls = min(len(value), _FIRST_CORE + 8 * groups), 0
     while True:
         core = np.sort(order[:size])
-        found = _solve_core(problem, side, core, None, solver, deadline, gap_tolerance, seed)
-        calls += 1
+        found = _dp_core(problem, side, core) if problem.group is None else None
+        if found is None:
+            found = _solve_core(problem, side, core, None, solver, deadline, gap_tolerance * upper, seed)
+            calls += 1
         if found is not None:
             best, core_optimal, core_bound = found
             break
@@ -122,8 +127,10 @@ def solve(
         bound = _global_bound(problem, side, core, core_bound, lower)
     else:
         core = free
-        found = _solve_core(problem, side, core, best, solver, deadline, gap_tolerance, seed)
-        calls += 1
+        found = _dp_core(problem, side, core) if problem.group is None else None
+        if found is None:
+            found = _solve_core(problem, side, core, best, solver, deadline, gap_tolerance * upper, seed)
+            calls += 1
         if found is None:  # the incumbent is feasible on this core, so only a solver failure gets here
             raise PrecometError(f"solver {solver!r} found no solution on a {len(core)}-unit core problem")
         candidate, core_optimal, core_bound = found
@@ -217,6 +224,37 @@ def _greedy(value: np.ndarray, weight: np.ndarray, capacity: float) -> np.ndarra
     return chosen
 
 
+def _dp_core(problem: Problem, side: np.ndarray, core: np.ndarray) -> tuple[np.ndarray, bool, float] | None:
+    """Exact dynamic programme over the core when weights are whole numbers after scaling by 10^0..10^3
+    (e.g. ``0.15·len + 33.7`` costs); None when they are not or the table would be too large."""
+    fixed = side.copy()
+    fixed[core] = False
+    weight = problem.weight[core]
+    for scale in (1, 10, 100, 1000):
+        scaled = np.rint(weight * scale)
+        if np.allclose(scaled, weight * scale, rtol=0, atol=1e-6):
+            break
+    else:
+        return None
+    capacity = int(np.floor((problem.capacity - problem.weight[fixed].sum()) * scale + 1e-6))
+    if capacity < 0 or len(core) * (capacity + 1) > _DP_CELLS:
+        return None
+    best = np.zeros(capacity + 1)
+    took = np.zeros((len(core), capacity + 1), dtype=bool)
+    for j, (w, v) in enumerate(zip(scaled.astype(int), problem.value[core])):
+        if w <= capacity:
+            candidate = best[: capacity + 1 - w] + v
+            took[j, w:] = candidate > best[w:] + 1e-12
+            best[w:] = np.where(took[j, w:], candidate, best[w:])
+    chosen, left = fixed.copy(), int(np.argmax(best))
+    for j in range(len(core) - 1, -1, -1):
+        if took[j, left]:
+            chosen[core[j]] = True
+            left -= int(scaled[j])
+    core_value = float(problem.value[core][chosen[core]].sum())
+    return chosen, True, core_value
+
+
 def _global_bound(problem: Problem, side: np.ndarray, core: np.ndarray, core_bound: float, lower: float) -> float:
     """Any solution better than ``lower`` keeps every non-core unit at its LP side: bound it by fixed + core."""
     fixed = side.copy()
@@ -226,9 +264,13 @@ def _global_bound(problem: Problem, side: np.ndarray, core: np.ndarray, core_bou
 
 def _solve_core(
     problem: Problem, side: np.ndarray, core: np.ndarray, warm: np.ndarray | None, solver: str,
-    deadline: float, gap_tolerance: float, seed: int,
+    deadline: float, gap_abs: float, seed: int,
 ) -> tuple[np.ndarray, bool, float | None] | None:
-    """MILP over ``core`` with every other unit at its LP side: (chosen, proven optimal, core bound) or None."""
+    """MILP over ``core`` with every other unit at its LP side: (chosen, proven optimal, core bound) or None.
+
+    ``gap_abs`` is the absolute gap the whole problem may keep (tolerance x global bound), so the solver
+    stops as soon as the *global* relative gap is within tolerance, not the core's.
+    """
     import pulp
 
     value, weight = problem.value, problem.weight
@@ -258,7 +300,7 @@ def _solve_core(
     seconds = max(1.0, deadline - time.perf_counter())
     with tempfile.TemporaryDirectory(prefix="precomet-knapsack-") as tmp:
         log_path = Path(tmp) / "solver.log"
-        options = {"msg": False, "timeLimit": seconds, "gapRel": gap_tolerance, "warmStart": warm is not None}
+        options = {"msg": False, "timeLimit": seconds, "gapAbs": gap_abs, "warmStart": warm is not None}
         if solver == "cbc":
             options.update(logPath=str(log_path), options=[f"randomCbcSeed {seed + 1}"])
         model.solve(pulp.getSolver(SOLVERS[solver], **options))
@@ -269,13 +311,13 @@ def _solve_core(
     chosen[core] = np.array([(v.value() or 0.0) > 0.5 for v in x], dtype=bool)
     core_value = float(value[chosen & ~fixed].sum())
     optimal = model.sol_status == pulp.LpSolutionOptimal
-    core_bound = _cbc_bound(solver_log, core_value, gap_tolerance)
-    if core_bound is None and optimal:  # a log we cannot read: trust the optimum within the gapRel we asked for
-        core_bound = core_value + gap_tolerance * max(abs(core_value), 1e-12)
+    core_bound = _cbc_bound(solver_log, core_value, gap_abs)
+    if core_bound is None and optimal:  # a log we cannot read: trust the optimum within the gapAbs we asked for
+        core_bound = core_value + gap_abs
     return chosen, optimal, core_bound
 
 
-def _cbc_bound(text: str, core_value: float, gap_tolerance: float) -> float | None:
+def _cbc_bound(text: str, core_value: float, gap_abs: float) -> float | None:
     """An upper bound on the core optimum from CBC's log; None when the log says nothing usable.
 
     CBC prints the final bound with three decimals, so half a unit of the last digit is added.
@@ -286,6 +328,6 @@ def _cbc_bound(text: str, core_value: float, gap_tolerance: float) -> float | No
     match = re.search(r"^(?:Upper|Lower) bound:\s+([-+0-9.eE]+)", text, flags=re.MULTILINE)
     parsed = abs(float(match.group(1))) + 5e-4 if match else None
     if result and "gap tolerance" in result.group(1):
-        within = core_value + gap_tolerance * max(abs(core_value), 1e-12)
+        within = core_value + gap_abs
         return within if parsed is None else min(within, parsed)
     return parsed

@@ -1,0 +1,125 @@
+"""Cost-aware selection speed and quality: precomet vs subset2evaluate 1.0.27 ``costaware`` on the same data.
+
+Usage: .venv/bin/python benchmarks/bench_select.py [--n 1000] [--large 50000] [--plain-cbc] [--peer-large]
+
+1. ``--n`` items (synthetic campaign: sources -> cost = 0.15·len + 33.7, utility ~ N(0, 1)); every budget
+   from 5 % to 50 % of the total cost. Both tools get identical utilities/costs; the peer runs in
+   benchmarks/.peer-venv via subprocess (its own clock, import excluded). Quality = the normalised objective
+   (both tools use the same [0.1, 0.6] map) and whether the peer's subset respects the budget.
+2. ``--large`` items with a cost budget (20 %) alone and with 5 equal-count domain constraints; precomet's
+   certified gap is printed. ``--plain-cbc`` also solves the 5-domain case with the straightforward pulp/CBC
+   model (the ~30 s baseline); ``--peer-large`` runs the peer on the plain large case (60 s time limit).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from precomet.select import select_subset
+from precomet.selection.units import normalise
+from precomet.simulate import simulate_campaign
+
+REPO = Path(__file__).resolve().parent.parent
+PROPS = np.linspace(0.05, 0.5, 10)
+
+PEER_SCRIPT = r"""
+import json, sys, time
+from subset2evaluate.select_subset import costaware
+spec = json.load(open(sys.argv[1]))
+data = [{"i": i, "subset2evaluate_utility": u, "cost": c} for i, (u, c) in enumerate(zip(spec["utility"], spec["cost"]))]
+out = []
+for budget in spec["budgets"]:
+    start = time.perf_counter()
+    chosen = costaware([dict(x) for x in data], budget, time_limit=spec["time_limit"])
+    out.append({"seconds": time.perf_counter() - start, "indices": [x["i"] for x in chosen]})
+print(json.dumps(out))
+"""
+
+
+def peer_costaware(utility: np.ndarray, cost: np.ndarray, budgets: list[float], time_limit: float = 60.0) -> list[dict]:
+    python = subprocess.run(["bash", str(REPO / "benchmarks" / "peer_env.sh")], capture_output=True, text=True, check=True).stdout.strip()
+    with tempfile.TemporaryDirectory() as tmp:
+        spec = Path(tmp) / "spec.json"
+        spec.write_text(json.dumps({"utility": utility.tolist(), "cost": cost.tolist(), "budgets": budgets, "time_limit": time_limit}))
+        script = Path(tmp) / "peer.py"
+        script.write_text(PEER_SCRIPT)
+        done = subprocess.run([python, str(script), str(spec)], capture_output=True, text=True, check=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def plain_cbc(value: np.ndarray, cost: np.ndarray, codes: np.ndarray, capacity: float) -> tuple[float, float, str]:
+    """The straightforward pulp model (x binary, one budget row, k integer, one row per domain)."""
+    import pulp
+
+    start = time.perf_counter()
+    model = pulp.LpProblem("plain", pulp.LpMaximize)
+    x = [pulp.LpVariable(f"x{i}", cat="Binary") for i in range(len(value))]
+    k = pulp.LpVariable("k", 0, len(value), cat="Integer")
+    model += pulp.lpDot(value.tolist(), x)
+    model += pulp.lpDot(cost.tolist(), x) <= capacity
+    for g in np.unique(codes):
+        model += pulp.lpSum(x[i] for i in np.flatnonzero(codes == g)) == k
+    model.solve(pulp.PULP_CBC_CMD(msg=False, timeLimit=120, gapRel=1e-4))
+    return time.perf_counter() - start, float(pulp.value(model.objective)), pulp.LpStatus[model.status]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--n", type=int, default=1000)
+    parser.add_argument("--large", type=int, default=50000)
+    parser.add_argument("--plain-cbc", action="store_true")
+    parser.add_argument("--peer-large", action="store_true")
+    args = parser.parse_args()
+
+    campaign = simulate_campaign(n_items=args.n, n_systems=4, seed=0)
+    cost = campaign.cost
+    utility = np.random.default_rng(0).normal(size=args.n)
+    value = normalise(utility)
+    budgets = [float(p * cost.sum()) for p in PROPS]
+    ours = []
+    for budget in budgets:
+        sel = select_subset(utility, cost=cost, budget_cost=budget)
+        ours.append(sel)
+    peer = peer_costaware(utility, cost, budgets)
+    print(f"== {args.n} items, cost budget 5%..50% (cost = 0.15*len+33.7, utility ~ N(0,1)) ==")
+    print(f"{'budget':>7} {'ours s':>8} {'peer s':>8} {'ratio':>7} {'ours obj':>10} {'peer obj':>10} {'gap':>9} {'peer over':>9}")
+    for p, budget, sel, theirs in zip(PROPS, budgets, ours, peer):
+        idx = np.array(theirs["indices"], dtype=int)
+        over = cost[idx].sum() - budget
+        print(
+            f"{p:7.0%} {sel.seconds:8.3f} {theirs['seconds']:8.3f} {theirs['seconds'] / sel.seconds:6.1f}x "
+            f"{sel.objective:10.4f} {value[idx].sum():10.4f} {sel.gap:9.1e} {'yes' if over > 1e-9 else 'no':>9}"
+        )
+    ours_s = np.array([s.seconds for s in ours])
+    peer_s = np.array([t["seconds"] for t in peer])
+    print(f"max ours {ours_s.max():.3f} s, max peer {peer_s.max():.3f} s; total ratio {peer_s.sum() / ours_s.sum():.1f}x")
+
+    rng = np.random.default_rng(1)
+    big = simulate_campaign(n_items=args.large, n_systems=2, seed=1)
+    big_u = rng.normal(size=args.large)
+    domain = rng.choice(["news", "social", "speech", "literary", "user_review"], args.large)
+    print(f"\n== {args.large} items, budget 20% of cost ==")
+    for label, extra in (("budget only", {}), ("+ 5 equal-count domains", {"domain": domain, "balance": "domain"})):
+        sel = select_subset(big_u, cost=big.cost, proportion=0.2, **extra)
+        print(f"{label:24} {sel.seconds:7.2f} s  {sel.status}  gap {sel.gap:.1e}  core {sel.details['core_size']}"
+              f"  calls {sel.details['solver_calls']}  items {len(sel)}  domains {dict(sel.domains) or '-'}")
+    if args.plain_cbc:
+        _, codes = np.unique(domain, return_inverse=True)
+        seconds, objective, status = plain_cbc(normalise(big_u), big.cost, codes, 0.2 * big.cost.sum())
+        print(f"{'plain pulp/CBC 5 domains':24} {seconds:7.2f} s  {status}  objective {objective:.4f} (ours {sel.objective:.4f})")
+    if args.peer_large:
+        theirs = peer_costaware(big_u, big.cost, [0.2 * float(big.cost.sum())])[0]
+        idx = np.array(theirs["indices"], dtype=int)
+        print(f"{'peer costaware (plain)':24} {theirs['seconds']:7.2f} s  items {len(idx)}  objective {normalise(big_u)[idx].sum():.4f}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
