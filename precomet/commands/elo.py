@@ -59,7 +59,8 @@ def run(args: argparse.Namespace) -> int:
     agree = None
     if args.agree_with:
         agree = ratings.agreement(prefs, preference.load_preferences(args.agree_with, likert_ties=args.likert_ties))
-        print(f"agreement on {agree['pairs']} shared pairs: accuracy {agree['accuracy']:.3f}, Cohen's kappa {agree['kappa']:.3f}")
+        print(f"agreement on {agree['pairs']} shared pairs: accuracy {agree['accuracy']:.3f}, Cohen's kappa {agree['kappa']:.3f};"
+              f" accuracy {agree['decided_accuracy']:.3f} on the {agree['decided_pairs']} pairs neither calls a tie")
     if args.figure:
         ratings.plot_ratings(table, args.figure)
     if args.save_prefs:
