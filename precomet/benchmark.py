@@ -278,7 +278,11 @@ def _evaluate_method(ref, select, utility_at, props, random_spa, campaign, budge
 
     def spa_at(g: int) -> float:  # g = grid position: budget proportion g / n
         if g not in memo:
-            memo[g] = evaluate_indices(ref, select(utility_at(g), g / n), measures=("spa",))["spa"]
+            try:
+                memo[g] = evaluate_indices(ref, select(utility_at(g), g / n), measures=("spa",))["spa"]
+            except PrecometError as err:  # e.g. a budget below the smallest document: nothing reached yet
+                log.debug("parity search: budget %d/%d infeasible (%s)", g, n, err)
+                memo[g] = -np.inf
         return memo[g]
 
     rows = []

@@ -26,6 +26,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--scores", action="append", default=[], metavar="NAME=FILE",
         help='benchmark an external ranking: a JSONL of {"id", "utility"} covering every campaign item (repeatable)',
     )
+    parser.add_argument("--target", default="human", help="score the subsets are meta-evaluated on (default human), e.g. coherence")
     parser.add_argument("--props", default="0.05:0.5:0.05", help="budget proportions: start:stop:step or a comma list (default 0.05:0.5:0.05)")
     parser.add_argument("--seeds", type=int, default=100, help="random-selection runs (default 100)")
     parser.add_argument("--permutations", type=int, default=1000, help="sign-flip permutations for SPA (default 1000)")
@@ -80,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
     external = dict(read_external_scores(spec, campaign) for spec in args.scores)
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
     result = run_benchmark(
-        campaign, methods=methods, external=external, metric=args.metric, props=props, seeds=args.seeds,
+        campaign, methods=methods, external=external, metric=args.metric, score=args.target, props=props, seeds=args.seeds,
         budget_cost=args.budget_cost, balance=args.balance, level=args.level, permutations=args.permutations,
         seed=args.seed,
     )
