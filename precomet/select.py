@@ -278,6 +278,8 @@ def read_utilities(path: str | Path, ids: Sequence[str] | np.ndarray) -> np.ndar
     """Utilities from a ``{"id", "utility"}`` JSONL (an optional first ``{"signature": ...}`` line is skipped),
     aligned with ``ids``. Missing, unknown or duplicate ids raise naming a few of them."""
     path = Path(path)
+    if not path.is_file():
+        raise DataError(path, "utility file not found")
     found: dict[str, float] = {}
     with path.open(encoding="utf-8") as handle:
         for line_no, line in enumerate(handle, start=1):
