@@ -1,0 +1,1 @@
+"""Machinery behind :mod:`precomet.select`: selection units and the certified knapsack solver."""
