@@ -150,9 +150,10 @@ def annotation_cost(
 ) -> Campaign:
     """The campaign with ``cost`` = median real annotation seconds per item; items without times keep their
     cost (the length estimate by default). ``docs`` = the test set's ``documents/<lp>.docs`` file or doc ids
-    per line; by default they are taken from the campaign, which then must hold every annotated line
-    (load it with ``complete=False``) or some documents cannot be aligned."""
+    per line; by default the documents file the mt-metrics-eval loader recorded in ``campaign.info``, else the
+    campaign's own documents (which then must hold every annotated line, or some cannot be aligned)."""
     lines = _line_numbers(campaign)
+    docs = docs if docs is not None else campaign.info.get("documents file")
     if docs is None:
         doc_ids = [""] * (int(lines.max()) + 1 if len(lines) else 0)
         for line, doc in zip(lines, campaign.doc):

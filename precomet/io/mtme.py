@@ -154,4 +154,5 @@ def load_mtme(
         name=campaign,
         lp=lp,
         protocol=human,
+        info={"documents file": str(docs_path)} if docs_path.exists() else None,
     )
