@@ -50,9 +50,13 @@ def _history_callback(history: list[dict[str, float]]):
 def train(
     train_rows: str | Path | Sequence[dict[str, Any]], *, out_dir: str | Path, dev_rows: str | Path | Sequence[dict[str, Any]] | None = None,
     config: str | Path | None = None, overrides: dict[str, Any] | None = None, progress: bool | None = None,
+    feature_cache: dict[str, Any] | None = None,
 ) -> TrainResult:
     """Train an estimator on target rows (``precomet build-targets`` output) and write ``out_dir`` in the
-    checkpoint directory format. Without ``dev_rows`` a dev split is taken by document or campaign."""
+    checkpoint directory format. Without ``dev_rows`` a dev split is taken by document or campaign.
+
+    ``feature_cache`` ({source text: pooled features}) is read and filled when the encoder is frozen, so
+    several runs with the same encoder, pooling and max length encode each source once."""
     import pytorch_lightning as pl
     import torch
 
@@ -93,7 +97,13 @@ def train(
     if mcfg["freeze_encoder"]:  # encode once; only the head (and scalar mix) is trained
         device = "cuda" if accelerator in ("auto", "gpu", "cuda") and torch.cuda.is_available() else "cpu"
         model.to(device)
-        inputs = [compute_features(model, ids, pad_id=pad_id, batch_size=64, device=device, progress=progress) if ids else torch.empty(0) for ids in inputs]
+        cache = {} if feature_cache is None else feature_cache
+        for part, ids in zip((train_set, dev_set), inputs):
+            todo = [i for i, r in enumerate(part) if r["src"] not in cache]
+            if todo:
+                fresh = compute_features(model, [ids[i] for i in todo], pad_id=pad_id, batch_size=64, device=device, progress=progress)
+                cache.update((part[i]["src"], f) for i, f in zip(todo, fresh))
+        inputs = [torch.stack([cache[r["src"]] for r in part]) if part else torch.empty(0) for part in (train_set, dev_set)]
         model.to("cpu")
     standardise = lambda part: (np.array([r["target"] for r in part], dtype=float) - mean) / std  # noqa: E731
     data = TargetDataModule(

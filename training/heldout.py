@@ -1,0 +1,106 @@
+"""Held-out-campaign evaluation of source-based estimators (PreCOMET^src) from ../shared/data/raw.
+
+For each test campaign (default: WMT23 en-de MQM and TED en-de MQM) and each target method, targets are
+built from every OTHER campaign (per-campaign z-score of the human-score utility), a MiniLM estimator is
+trained with configs/precomet-minilm.yaml (FROZEN encoder, cached features: a CPU-budget choice, not the
+paper's fine-tuned XLM-R), the test campaign's sources are scored, and we report Pearson / Kendall
+between predicted and true utilities and write ``{"id", "utility"}`` files for ``precomet benchmark --scores``.
+
+    .venv/bin/python training/heldout.py --out benchmarks/out/estimator [--methods diversity metric_var ...]
+Then, per test campaign, the printed ``precomet benchmark`` command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+from scipy.stats import kendalltau, pearsonr
+
+RAW = Path(os.environ.get("PRECOMET_RAW_DATA", Path(__file__).resolve().parents[2] / "shared" / "data" / "raw"))
+REPO = Path(__file__).resolve().parents[1]
+# name -> (path, campaign-inside-path); WMT23 ESA re-annotation is left out: same sources as WMT23 en-de.
+CAMPAIGNS = {
+    "wmt23/en-de": (RAW / "mt-metrics-eval-v2", "wmt23/en-de"),
+    "wmt23/zh-en": (RAW / "mt-metrics-eval-v2", "wmt23/zh-en"),
+    "wmt22/zh-en": (RAW / "mt-metrics-eval-v2", "wmt22/zh-en"),
+    "ted/en-de": (RAW / "wmt-mqm-ted" / "ende" / "mqm_ted_ende.tsv", None),
+    "ted/zh-en": (RAW / "wmt-mqm-ted" / "zhen" / "mqm_ted_zhen.tsv", None),
+    "wmt24/en-cs": (RAW / "wmt24-esa", "en-cs"),
+    "wmt24/en-hi": (RAW / "wmt24-esa", "en-hi"),
+    "wmt24/en-ja": (RAW / "wmt24-esa", "en-ja"),
+}
+BENCH_DATA = {"wmt23/en-de": "--data {raw}/mt-metrics-eval-v2 --campaign wmt23/en-de --human mqm",
+              "ted/en-de": "--data {raw}/wmt-mqm-ted/ende/mqm_ted_ende.tsv"}
+
+
+def load_all(names: list[str]) -> dict:
+    from dataclasses import replace
+
+    from precomet.io import load
+
+    loaded = {}
+    for name in names:
+        path, inner = CAMPAIGNS[name]
+        campaign = load(path, campaign=inner, human="mqm" if "mt-metrics-eval" in str(path) else None)
+        loaded[name] = replace(campaign, name=name)
+        print(f"loaded {name}: {len(campaign)} items x {len(campaign.systems)} systems", flush=True)
+    return loaded
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=REPO / "benchmarks" / "out" / "estimator")
+    parser.add_argument("--tests", nargs="+", default=["wmt23/en-de", "ted/en-de"])
+    parser.add_argument("--methods", nargs="+", default=["diversity", "metric_var", "metric_cons", "irt_diffdisc", "metric_avg"])
+    parser.add_argument("--campaigns", nargs="+", default=list(CAMPAIGNS))
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.WARNING)
+    import torch
+
+    torch.set_num_threads(args.threads)
+    from precomet.estimator import predict_campaign, train
+    from precomet.estimator.targets import build_targets, compute_utility
+
+    args.out.mkdir(parents=True, exist_ok=True)
+    campaigns = load_all(args.campaigns)
+    utilities: dict[tuple[str, str], list[dict]] = {}
+    for method in args.methods:
+        for name, campaign in campaigns.items():
+            t0 = time.perf_counter()
+            utilities[name, method] = build_targets([campaign], method=method, normalisation="zscore", seed=args.seed)
+            print(f"targets {method} on {name}: {time.perf_counter() - t0:.1f} s", flush=True)
+    cache: dict = {}
+    results = []
+    for test in args.tests:
+        for method in args.methods:
+            rows = [r for (name, m), part in utilities.items() if m == method and name != test for r in part]
+            t0 = time.perf_counter()
+            out_dir = args.out / f"{test.replace('/', '_')}.{method}"
+            result = train(rows, out_dir=out_dir, config=REPO / "configs" / "precomet-minilm.yaml",
+                           overrides={"trainer.accelerator": "cpu", "seed_everything": args.seed}, progress=False, feature_cache=cache)
+            train_s = time.perf_counter() - t0
+            predicted = predict_campaign(out_dir, campaigns[test], progress=False)
+            true = compute_utility(campaigns[test], method, score="human", seed=args.seed)
+            scores = args.out / f"{test.replace('/', '_')}.{method}.scores.jsonl"
+            scores.write_text("".join(json.dumps({"id": i, "utility": float(u)}) + "\n" for i, u in zip(campaigns[test].ids, predicted)))
+            entry = {"test": test, "method": method, "train_rows": len(rows), "train_s": round(train_s, 1),
+                     "dev_pearson": result.dev_metrics.get("val_pearson"), "pearson": float(pearsonr(predicted, true)[0]),
+                     "kendall": float(kendalltau(predicted, true)[0]), "scores": str(scores)}
+            results.append(entry)
+            print(json.dumps(entry), flush=True)
+    (args.out / "heldout.json").write_text(json.dumps(results, indent=2) + "\n")
+    for test in args.tests:
+        specs = " ".join(f"--scores {m}_src={args.out}/{test.replace('/', '_')}.{m}.scores.jsonl" for m in args.methods)
+        print(f"precomet benchmark {BENCH_DATA[test].format(raw=RAW)} {specs} --seeds 20 --json {args.out}/{test.replace('/', '_')}.bench.json")
+
+
+if __name__ == "__main__":
+    main()
