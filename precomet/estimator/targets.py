@@ -49,17 +49,19 @@ def normalise(values: Sequence[float], how: str) -> np.ndarray:
     return NORMALISERS[how](np.asarray(values, dtype=float))
 
 
-def compute_utility(campaign: Campaign, method: str, *, score: str, seed: int) -> np.ndarray:
+def compute_utility(campaign: Campaign, method: str, *, score: str, seed: int, options: dict | None = None) -> np.ndarray:
     """The output-based utility of every item (delegates to :func:`precomet.utilities.compute_utility`)."""
     from precomet.utilities import compute_utility as utility
 
-    return np.asarray(utility(campaign, method, score=score, seed=seed), dtype=float)
+    return np.asarray(utility(campaign, method, score=score, seed=seed, options=options), dtype=float)
 
 
 def build_targets(
-    campaigns: Iterable[Campaign], *, method: str, score: str = HUMAN, normalisation: str = "zscore", seed: int = 0
+    campaigns: Iterable[Campaign], *, method: str, score: str = HUMAN, normalisation: str = "zscore", seed: int = 0,
+    options: dict[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
-    """Target rows for every item of every campaign (campaign names must be distinct)."""
+    """Target rows for every item of every campaign (campaign names must be distinct); ``options`` are the
+    utility method's own settings (e.g. ``{"similarity": "chrf"}`` for diversity)."""
     if normalisation not in NORMALISERS:
         raise PrecometError(f"unknown normalisation {normalisation!r}; valid: {', '.join(NORMALISERS)}")
     rows: list[dict[str, Any]] = []
@@ -68,7 +70,7 @@ def build_targets(
         if campaign.name in seen:
             raise PrecometError(f"campaign name {campaign.name!r} given twice; targets are grouped by campaign name")
         seen.add(campaign.name)
-        raw = compute_utility(campaign, method, score=score, seed=seed)
+        raw = compute_utility(campaign, method, score=score, seed=seed, options=options)
         if raw.shape != (len(campaign),):
             raise PrecometError(f"utility {method!r} on {campaign.name!r}: expected {len(campaign)} values, got {raw.shape}")
         bad = np.flatnonzero(~np.isfinite(raw))

@@ -45,7 +45,7 @@ def _batch(tokenizer, texts):
 
 # ---------------------------------------------------------------- targets
 def test_build_targets_zscore_per_campaign(tiny_campaign, monkeypatch):
-    monkeypatch.setattr(targets_module, "compute_utility", lambda c, m, *, score, seed: c.score(score).mean(axis=1))
+    monkeypatch.setattr(targets_module, "compute_utility", lambda c, m, *, score, seed, options: c.score(score).mean(axis=1))
     second = tiny_campaign.take([0, 1, 2])
     from dataclasses import replace
 
@@ -62,10 +62,10 @@ def test_build_targets_zscore_per_campaign(tiny_campaign, monkeypatch):
 
 
 def test_build_targets_rejects_nan_and_duplicates(tiny_campaign, monkeypatch):
-    monkeypatch.setattr(targets_module, "compute_utility", lambda c, m, *, score, seed: np.array([1.0, np.nan, 2.0, 3.0]))
+    monkeypatch.setattr(targets_module, "compute_utility", lambda c, m, *, score, seed, options: np.array([1.0, np.nan, 2.0, 3.0]))
     with pytest.raises(PrecometError, match="non-finite value for item 'b'"):
         build_targets([tiny_campaign], method="avg")
-    monkeypatch.setattr(targets_module, "compute_utility", lambda c, m, *, score, seed: np.arange(4.0))
+    monkeypatch.setattr(targets_module, "compute_utility", lambda c, m, *, score, seed, options: np.arange(4.0))
     with pytest.raises(PrecometError, match="given twice"):
         build_targets([tiny_campaign, tiny_campaign], method="avg")
     with pytest.raises(PrecometError, match="unknown normalisation 'minmax'"):
