@@ -20,7 +20,7 @@ import numpy as np
 
 from precomet.campaign import HUMAN, Campaign
 from precomet.errors import PrecometError
-from precomet.metaeval import Reference, evaluate_indices, full_reference
+from precomet.metaeval import Reference, evaluate_indices, evaluate_prefixes, full_reference
 
 log = logging.getLogger(__name__)
 
@@ -67,17 +67,17 @@ def top_k(utility: np.ndarray, k: int) -> np.ndarray:
     return np.argsort(-np.asarray(utility, dtype=float), kind="stable")[:k]
 
 
-def make_selector(campaign: Campaign, *, budget_cost: bool = False, balance: str | None = None, level: str = "item") -> Select:
-    """``select(utility, prop) -> positions``. Plain top-k when no option is set; otherwise the subset
-    builder (:func:`precomet.select.select_subset`) with the cost budget ``prop · total cost``, domain
-    quotas and/or document units."""
+def make_selector(campaign: Campaign, *, budget_cost: bool = False, balance: str | None = None, level: str = "item") -> Select | None:
+    """``select(utility, prop) -> positions`` through the subset builder (:func:`precomet.select.select_subset`)
+    with the cost budget ``prop · total cost``, domain quotas and/or document units; ``None`` when no option is
+    set: plain top-k, whose nested subsets :func:`evaluate_props` meta-evaluates in one pass."""
     if level not in LEVELS:
         raise PrecometError(f"unknown level {level!r}; valid: {list(LEVELS)}")
     if balance not in BALANCE:
         raise PrecometError(f"unknown balance {balance!r}; valid: {[b for b in BALANCE if b]}")
     n = len(campaign)
     if not budget_cost and balance is None and level == "item":
-        return lambda utility, prop: top_k(utility, budget_items(prop, n))
+        return None
 
     from precomet.select import select_subset
 
@@ -99,6 +99,21 @@ def make_selector(campaign: Campaign, *, budget_cost: bool = False, balance: str
     return select
 
 
+def evaluate_props(
+    ref: Reference, select: Select | None, utility: np.ndarray, props: Sequence[float], *, measures: Sequence[str] = BENCH_MEASURES
+) -> list[dict[str, float]]:
+    """Meta-evaluate the subset ``utility`` selects at every budget proportion (in the order given)."""
+    if select is not None:
+        return [evaluate_indices(ref, select(utility, prop), measures=measures) for prop in props]
+    sizes = np.array([budget_items(prop, len(ref)) for prop in props])
+    order = np.argsort(sizes, kind="stable")
+    values = evaluate_prefixes(ref, top_k(utility, int(sizes.max())), sizes[order].tolist(), measures=measures)
+    out: list[dict[str, float]] = [{}] * len(props)
+    for position, value in zip(order, values):
+        out[position] = value
+    return out
+
+
 def budget_value(campaign: Campaign, prop: float, *, budget_cost: bool) -> float:
     """The budget a proportion stands for: item count, or annotation cost with ``budget_cost``."""
     return prop * float(campaign.cost.sum()) if budget_cost else float(budget_items(prop, len(campaign)))
@@ -117,7 +132,7 @@ def ci90(values: Sequence[float]) -> tuple[float, float]:
 
 
 def random_baseline(
-    ref: Reference, select: Select, props: Sequence[float], *, seeds: int = 100, seed: int = 0,
+    ref: Reference, select: Select | None, props: Sequence[float], *, seeds: int = 100, seed: int = 0,
     tick: Callable[[], None] = lambda: None,
 ) -> dict[str, Any]:
     """Random selection with ``seeds`` seeds: per-prop means and 90 % intervals of SPA, clusters, Kendall."""
@@ -126,8 +141,7 @@ def random_baseline(
     runs = np.zeros((seeds, len(props), len(BENCH_MEASURES)))
     for r in range(seeds):
         utility = np.random.default_rng([seed, r]).random(len(ref))
-        for q, prop in enumerate(props):
-            values = evaluate_indices(ref, select(utility, prop), measures=BENCH_MEASURES)
+        for q, values in enumerate(evaluate_props(ref, select, utility, props)):
             runs[r, q] = [values[m] for m in BENCH_MEASURES]
             tick()
     spa, clu, cor = (runs[:, :, k] for k in range(3))
@@ -209,11 +223,12 @@ def run_benchmark(
     results = {}
     for name in [*specs, *external]:
         started = time.perf_counter()
+        needs_budget = name in specs and specs[name].needs_budget
         if name in external:
             utility_at = _constant(external[name])
         else:
-            utility_at = _utility_at(campaign, name, specs[name].needs_budget, metric, seed, (method_options or {}).get(name))
-        results[name] = _evaluate_method(ref, select, utility_at, props, random["spa_by_prop"], campaign, budget_cost, parity_grid, bar)
+            utility_at = _utility_at(campaign, name, needs_budget, metric, seed, (method_options or {}).get(name))
+        results[name] = _evaluate_method(ref, select, utility_at, needs_budget, props, random["spa_by_prop"], campaign, budget_cost, parity_grid, bar)
         results[name]["seconds"] = time.perf_counter() - started
     bar.close()
     return {
@@ -272,26 +287,25 @@ def _utility_at(campaign, name, needs_budget, metric, seed, options) -> Callable
     return at
 
 
-def _evaluate_method(ref, select, utility_at, props, random_spa, campaign, budget_cost, grid, bar) -> dict[str, Any]:
+def _evaluate_method(ref, select, utility_at, needs_budget, props, random_spa, campaign, budget_cost, grid, bar) -> dict[str, Any]:
     n = len(campaign)
     memo: dict[int, float] = {}
 
     def spa_at(g: int) -> float:  # g = grid position: budget proportion g / n
         if g not in memo:
             try:
-                memo[g] = evaluate_indices(ref, select(utility_at(g), g / n), measures=("spa",))["spa"]
+                memo[g] = evaluate_props(ref, select, utility_at(g), [g / n], measures=("spa",))[0]["spa"]
             except PrecometError as err:  # e.g. a budget below the smallest document: nothing reached yet
                 log.debug("parity search: budget %d/%d infeasible (%s)", g, n, err)
                 memo[g] = -np.inf
         return memo[g]
 
-    rows = []
-    for prop in props:
-        k = budget_items(prop, n)
-        values = evaluate_indices(ref, select(utility_at(k), prop), measures=BENCH_MEASURES)
-        rows.append([values[m] for m in BENCH_MEASURES])
-        bar.update()
-    rows = np.array(rows)
+    if needs_budget:
+        found = [evaluate_props(ref, select, utility_at(budget_items(p, n)), [p])[0] for p in props]
+    else:
+        found = evaluate_props(ref, select, utility_at(0), props)
+    bar.update(len(props))
+    rows = np.array([[values[m] for m in BENCH_MEASURES] for values in found])
     parity = []
     for prop, target in zip(props, random_spa):
         g = parity_search(spa_at, target, n_items=n, grid=grid)

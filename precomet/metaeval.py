@@ -23,7 +23,7 @@ import functools
 import hashlib
 import logging
 import weakref
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -77,16 +77,24 @@ def pairwise_pvalues(scores: np.ndarray, signs: np.ndarray) -> np.ndarray:
     (e.g. identical systems, integer MQM scores) count as ties whatever the summation order.
     """
     scores = np.asarray(scores, dtype=float)
-    i, j = pair_indices(scores.shape[1])
+    return _pvalues(_partial_sums(scores, signs), scores.sum(axis=0), float(np.abs(scores).sum()), signs.shape[1])
+
+
+def _partial_sums(scores: np.ndarray, signs: np.ndarray) -> np.ndarray:
+    """``scores.T @ signs`` as an ``(S, P)`` float matrix (chunks bound the float copy of the signs)."""
     partial = np.zeros((scores.shape[1], signs.shape[1]))
     with _one_blas_thread():
-        for start in range(0, len(scores), _CHUNK):  # chunks bound the float copy of the signs
+        for start in range(0, len(scores), _CHUNK):
             block = slice(start, start + _CHUNK)
             partial += scores[block].T @ signs[block].astype(float)
-    observed = scores.sum(axis=0)
-    tolerance = 1e-9 * max(1.0, float(np.abs(scores).sum()))
+    return partial
+
+
+def _pvalues(partial: np.ndarray, observed: np.ndarray, abs_total: float, permutations: int) -> np.ndarray:
+    i, j = pair_indices(len(observed))
+    tolerance = 1e-9 * max(1.0, abs_total)
     null = partial[i] - partial[j]
-    return np.count_nonzero(null >= (observed[i] - observed[j] - tolerance)[:, None], axis=1) / signs.shape[1]
+    return np.count_nonzero(null >= (observed[i] - observed[j] - tolerance)[:, None], axis=1) / permutations
 
 
 def _one_blas_thread():
@@ -164,7 +172,7 @@ def clusters(scores: np.ndarray, *, alpha: float = CLUSTER_ALPHA) -> list[list[i
     (the last member of the current cluster); p < ``alpha`` opens a new cluster.
     """
     scores = np.asarray(scores, dtype=float)
-    order = np.lexsort((np.arange(scores.shape[1]), -scores.mean(axis=0)))
+    order = np.lexsort((np.arange(scores.shape[1]), -system_means(scores)))
     pvalues = wilcoxon_less(scores[:, order[1:]] - scores[:, order[:-1]])
     result = [[int(order[0])]]
     for system, p in zip(order[1:], pvalues):
@@ -173,6 +181,11 @@ def clusters(scores: np.ndarray, *, alpha: float = CLUSTER_ALPHA) -> list[list[i
         else:
             result[-1].append(int(system))
     return result
+
+
+def system_means(scores: np.ndarray) -> np.ndarray:
+    """Column means rounded to 10 decimals, so systems with equal means tie whatever the summation order."""
+    return np.round(np.asarray(scores, dtype=float).mean(axis=0), 10)
 
 
 def dice(a: Iterable[int], b: Iterable[int]) -> float:
@@ -251,7 +264,7 @@ def full_reference(campaign: Campaign, *, score: str = HUMAN, permutations: int 
         cached[key] = Reference(
             ids=campaign.ids, systems=campaign.systems, score=score, matrix=matrix, signs=signs,
             permutations=permutations, seed=seed, pvalues=pairwise_pvalues(matrix, signs),
-            means=matrix.mean(axis=0), clusters=clusters(matrix),
+            means=system_means(matrix), clusters=clusters(matrix),
         )
         log.debug("full-set reference for %s/%s computed (%d items)", campaign.name, score, len(campaign))
     return cached[key]
@@ -259,15 +272,13 @@ def full_reference(campaign: Campaign, *, score: str = HUMAN, permutations: int 
 
 def spa_indices(ref: Reference, indices: np.ndarray) -> float:
     """Soft pairwise accuracy of the subset at campaign positions ``indices``."""
-    p_sub = pairwise_pvalues(ref.matrix[indices], ref.signs[indices])
-    return float(1.0 - np.abs(p_sub - ref.pvalues).mean())
+    scores = ref.matrix[indices]
+    return _spa_from_sums(ref, _partial_sums(scores, ref.signs[indices]), scores.sum(axis=0), float(np.abs(scores).sum()))
 
 
 def evaluate_indices(ref: Reference, indices: Sequence[int] | np.ndarray, *, measures: Sequence[str] = MEASURES) -> dict[str, float]:
     """The requested :data:`MEASURES` for the subset at campaign positions ``indices`` (order irrelevant)."""
-    unknown = [m for m in measures if m not in MEASURES]
-    if unknown:
-        raise CampaignError(f"unknown measure(s) {unknown}; valid: {list(MEASURES)}")
+    _check_measures(measures)
     idx = np.unique(np.asarray(indices, dtype=int))
     if len(idx) != len(indices):
         raise CampaignError(f"subset lists {len(indices) - len(idx)} item(s) more than once")
@@ -275,11 +286,50 @@ def evaluate_indices(ref: Reference, indices: Sequence[int] | np.ndarray, *, mea
         raise CampaignError(f"a subset needs at least 2 items, got {len(idx)}")
     if idx[0] < 0 or idx[-1] >= len(ref):
         raise CampaignError(f"subset position out of range for a campaign of {len(ref)} items")
-    sub = ref.matrix[idx]
-    means = sub.mean(axis=0)
+    return _measures(ref, idx, ref.matrix[idx], measures, lambda: spa_indices(ref, idx))
+
+
+def evaluate_prefixes(
+    ref: Reference, order: Sequence[int] | np.ndarray, sizes: Sequence[int], *, measures: Sequence[str] = MEASURES
+) -> list[dict[str, float]]:
+    """:func:`evaluate_indices` of ``order[:k]`` for every ``k`` in ``sizes`` (the top-k subsets of one
+    ranking), sharing the SPA matrix products between nested prefixes: each item enters the sums once."""
+    order = np.asarray(order, dtype=int)
+    sizes = [int(k) for k in sizes]
+    if sorted(sizes) != sizes or not sizes or sizes[0] < 2 or sizes[-1] > len(order):
+        raise CampaignError(f"prefix sizes must be increasing within 2..{len(order)}, got {sizes}")
+    _check_measures(measures)
+    head = order[: sizes[-1]]
+    if len(np.unique(head)) != len(head) or head.min() < 0 or head.max() >= len(ref):
+        raise CampaignError(f"an ordering must list distinct campaign positions in 0..{len(ref) - 1}")
+    scores = ref.matrix[head]
+    partial, observed, abs_total, start, out = 0.0, 0.0, 0.0, 0, []
+    for k in sizes:
+        block = scores[start:k]
+        if "spa" in measures:
+            partial = partial + _partial_sums(block, ref.signs[head[start:k]])
+        observed, abs_total, start = observed + block.sum(axis=0), abs_total + float(np.abs(block).sum()), k
+        idx = np.sort(head[:k])  # canonical row order for the order-sensitive float sums below
+        out.append(_measures(ref, idx, ref.matrix[idx], measures, functools.partial(
+            _spa_from_sums, ref, partial, observed, abs_total)))
+    return out
+
+
+def _spa_from_sums(ref: Reference, partial: np.ndarray, observed: np.ndarray, abs_total: float) -> float:
+    return float(1.0 - np.abs(_pvalues(partial, observed, abs_total, ref.permutations) - ref.pvalues).mean())
+
+
+def _check_measures(measures: Sequence[str]) -> None:
+    unknown = [m for m in measures if m not in MEASURES]
+    if unknown:
+        raise CampaignError(f"unknown measure(s) {unknown}; valid: {list(MEASURES)}")
+
+
+def _measures(ref: Reference, idx: np.ndarray, sub: np.ndarray, measures: Sequence[str], spa: Callable[[], float]) -> dict[str, float]:
+    means = system_means(sub)
     found = clusters(sub) if {"clusters", "top1_dice"} & set(measures) else None
     compute = {
-        "spa": lambda: spa_indices(ref, idx),
+        "spa": spa,
         "pairwise_accuracy": lambda: pairwise_accuracy(means, ref.means),
         "kendall": lambda: kendall_tau_b(means, ref.means),
         "spearman": lambda: spearman(means, ref.means),

@@ -81,6 +81,14 @@ def test_random_baseline_deterministic_and_sane(campaign):
     assert one["spa"] == pytest.approx(evaluate_indices(ref, bm.top_k(utility, 12), measures=("spa",))["spa"])
 
 
+def test_evaluate_props_unsorted_matches_subsets(campaign):
+    ref = full_reference(campaign, permutations=200)
+    utility = np.random.default_rng(5).random(len(campaign))
+    got = bm.evaluate_props(ref, None, utility, [0.5, 0.1, 0.3])
+    for prop, values in zip([0.5, 0.1, 0.3], got):
+        assert values == evaluate_indices(ref, bm.top_k(utility, bm.budget_items(prop, len(campaign))), measures=bm.BENCH_MEASURES)
+
+
 def test_run_benchmark_schema_and_parity(campaign):
     human = campaign.score("human")
     oracle = np.abs(human - human.mean(axis=1, keepdims=True)).sum(axis=1)  # any fixed ranking will do

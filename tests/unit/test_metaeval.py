@@ -180,3 +180,18 @@ def test_real_wmt23_en_de(raw_data):
     spa = [me.spa_indices(ref, rng.choice(len(campaign), len(campaign) // 4, replace=False)) for _ in range(5)]
     assert 0.8 < np.mean(spa) < 1.0
     assert me.spa_indices(ref, np.arange(len(campaign))) == 1.0
+
+
+def test_evaluate_prefixes_equals_evaluate_indices():
+    rng = np.random.default_rng(7)
+    campaign = _campaign(np.round(rng.normal(size=(90, 5)), 1) + np.linspace(0, 0.5, 5))
+    ref = me.full_reference(campaign, permutations=300)
+    order = rng.permutation(90)
+    sizes = [5, 5, 20, 47, 90]
+    got = me.evaluate_prefixes(ref, order, sizes)
+    for k, values in zip(sizes, got):
+        assert values == me.evaluate_indices(ref, order[:k])
+    with pytest.raises(CampaignError, match="increasing"):
+        me.evaluate_prefixes(ref, order, [20, 10])
+    with pytest.raises(CampaignError, match="distinct"):
+        me.evaluate_prefixes(ref, np.r_[order[:3], order[:3]], [2, 6])
