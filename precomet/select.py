@@ -8,18 +8,16 @@ meaning of every budget and constraint.
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from precomet.errors import DataError, PrecometError
+from precomet.errors import PrecometError
 from precomet.selection.units import build_units, group_codes, normalise, quota_targets, top_per_group
 
 log = logging.getLogger(__name__)
@@ -272,42 +270,3 @@ def _check_counts(counts, names, codes, weight, capacity) -> None:
         raise PrecometError(
             f"the domain counts ({wanted}) cost at least {cheapest:g} but the budget is {capacity:g}"
         )
-
-
-def read_utilities(path: str | Path, ids: Sequence[str] | np.ndarray) -> np.ndarray:
-    """Utilities from a ``{"id", "utility"}`` JSONL (an optional first ``{"signature": ...}`` line is skipped),
-    aligned with ``ids``. Missing, unknown or duplicate ids raise naming a few of them."""
-    path = Path(path)
-    if not path.is_file():
-        raise DataError(path, "utility file not found")
-    found: dict[str, float] = {}
-    with path.open(encoding="utf-8") as handle:
-        for line_no, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as err:
-                raise DataError(path, f"not JSON ({err.msg})", line=line_no) from None
-            if line_no == 1 and isinstance(row, dict) and "signature" in row:
-                continue
-            if not isinstance(row, dict) or "id" not in row or "utility" not in row:
-                raise DataError(path, 'expected an object with "id" and "utility"', line=line_no)
-            key = str(row["id"])
-            if key in found:
-                raise DataError(path, f"duplicate id {key!r}", line=line_no)
-            try:
-                found[key] = float(row["utility"])
-            except (TypeError, ValueError):
-                raise DataError(path, f"utility of {key!r} is not a number: {row['utility']!r}", line=line_no) from None
-    wanted = [str(i) for i in ids]
-    missing = [i for i in wanted if i not in found]
-    extra = sorted(set(found) - set(wanted))
-    if missing or extra:
-        parts = []
-        if missing:
-            parts.append(f"{len(missing)} campaign id(s) have no utility, e.g. {missing[:5]}")
-        if extra:
-            parts.append(f"{len(extra)} id(s) are not in the campaign, e.g. {extra[:5]}")
-        raise DataError(path, "utility ids do not match the campaign: " + "; ".join(parts))
-    return np.array([found[i] for i in wanted])

@@ -42,17 +42,24 @@ def read_sources(path: str, *, text: bool, campaign: str | None) -> tuple[list[s
 
 
 def run(args: argparse.Namespace) -> int:
-    import json
+    import hashlib
 
+    import numpy as np
+
+    from precomet import __version__
     from precomet.estimator.checkpoint import load_estimator
     from precomet.estimator.predict import predict_sources
-    from precomet.io.atomic import atomic_write
+    from precomet.utilities.output import write_utilities
 
     ids, sources = read_sources(args.data, text=args.text, campaign=args.campaign)
     estimator = load_estimator(args.checkpoint, device=args.device)
     utilities = predict_sources(estimator, sources, batch_size=args.batch_size, device=args.device)
-    with atomic_write(args.output) as handle:
-        for item_id, value in zip(ids, utilities):
-            handle.write(json.dumps({"id": item_id, "utility": float(value)}) + "\n")
+    signature = {
+        "method": "estimator", "checkpoint": str(args.checkpoint), "target": estimator.meta["target"],
+        "data": str(args.data), "campaign": args.campaign, "n_items": len(ids),
+        "data_hash": hashlib.sha256("\x1f".join(sources).encode("utf-8")).hexdigest()[:16],
+        "seed": None, "precomet_version": __version__,
+    }
+    write_utilities(args.output, ids, np.asarray(utilities, dtype=float), signature)
     print(f"wrote {len(ids)} utilities ({estimator.meta['target']['method']}) to {args.output}")
     return 0

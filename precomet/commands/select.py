@@ -46,10 +46,8 @@ def run(args: argparse.Namespace) -> int:
 
     campaign = load_campaign(args)
     if args.cost_from_times:
-        try:
-            from precomet.io.annotation_times import annotation_cost
-        except ImportError as err:
-            raise PrecometError(f"--cost-from-times needs precomet.io.annotation_times ({err})") from None
+        from precomet.io.annotation_times import annotation_cost
+
         campaign = annotation_cost(campaign, args.cost_from_times)
     utility, method, parameters = _utilities(args, campaign)
     quotas = _quotas(args.quotas)
@@ -88,19 +86,15 @@ def run(args: argparse.Namespace) -> int:
 
 def _utilities(args: argparse.Namespace, campaign: Campaign) -> tuple[np.ndarray, str, dict]:
     if args.scores:
-        from precomet.select import read_utilities
+        from precomet.utilities.output import utilities_for
 
-        return read_utilities(args.scores, campaign.ids), "scores", {"scores": args.scores}
+        return utilities_for(args.scores, campaign.ids), "scores", {"scores": args.scores}
     if args.checkpoint:
-        try:
-            from precomet.estimator import predict_campaign
-        except ImportError as err:
-            raise PrecometError(f"--checkpoint needs the estimator (precomet.estimator): {err}") from None
+        from precomet.estimator import predict_campaign
+
         return np.asarray(predict_campaign(args.checkpoint, campaign), dtype=float), "checkpoint", {"checkpoint": args.checkpoint}
-    try:
-        from precomet.utilities import compute_utility
-    except ImportError as err:
-        raise PrecometError(f"--method needs precomet.utilities: {err}") from None
+    from precomet.utilities import compute_utility
+
     budget = args.budget if args.proportion is None else max(1, round(args.proportion * len(campaign)))
     utility = compute_utility(campaign, args.method, score=args.metric, budget=budget, seed=args.seed)
     return np.asarray(utility, dtype=float), args.method, {"metric": args.metric, "seed": args.seed}

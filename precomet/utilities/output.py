@@ -60,7 +60,7 @@ def read_utilities(path: str | Path) -> tuple[list[str], np.ndarray, dict[str, A
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except OSError as err:
-        raise DataError(path, f"cannot read ({err.strerror})") from None
+        raise DataError(path, f"cannot read utilities ({err.strerror})") from None
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
@@ -68,11 +68,42 @@ def read_utilities(path: str | Path) -> tuple[list[str], np.ndarray, dict[str, A
             row = json.loads(line)
         except json.JSONDecodeError as err:
             raise DataError(path, f"invalid JSON ({err.msg})", line=number) from None
+        if not isinstance(row, dict):
+            raise DataError(path, "expected a JSON object", line=number)
         if number == 1 and "signature" in row:
             signature = row["signature"]
             continue
         if "id" not in row or "utility" not in row:
             raise DataError(path, "expected keys 'id' and 'utility'", line=number)
+        try:
+            value = np.nan if row["utility"] is None else float(row["utility"])
+        except (TypeError, ValueError):
+            raise DataError(path, f"utility of {row['id']!r} is not a number: {row['utility']!r}", line=number) from None
         ids.append(str(row["id"]))
-        values.append(np.nan if row["utility"] is None else float(row["utility"]))
+        values.append(value)
     return ids, np.array(values, dtype=float), signature
+
+
+def utilities_for(path: str | Path, ids: Sequence[str] | np.ndarray) -> np.ndarray:
+    """Utilities of a ``{"id", "utility"}`` file aligned with ``ids`` (a campaign's order). Missing, unknown,
+    duplicate or null entries raise, naming how many and a few of them."""
+    found_ids, values, _ = read_utilities(path)
+    found: dict[str, float] = {}
+    for item_id, value in zip(found_ids, values):
+        if item_id in found:
+            raise DataError(path, f"duplicate id {item_id!r}")
+        found[item_id] = value
+    wanted = [str(i) for i in ids]
+    missing = [i for i in wanted if i not in found]
+    extra = sorted(set(found) - set(wanted))
+    null = [i for i in wanted if i in found and math.isnan(found[i])]
+    problems = []
+    if missing:
+        problems.append(f"{len(missing)} of {len(wanted)} campaign id(s) have no utility, e.g. {missing[:5]}")
+    if extra:
+        problems.append(f"{len(extra)} id(s) are not in the campaign, e.g. {extra[:5]}")
+    if null:
+        problems.append(f"{len(null)} utility value(s) are null, e.g. {null[:5]}")
+    if problems:
+        raise DataError(path, "utilities do not match the campaign: " + "; ".join(problems))
+    return np.array([found[i] for i in wanted], dtype=float)

@@ -103,7 +103,8 @@ def test_predict_cli_text_file_reports_empty_lines(trained, tmp_path, capsys):
     text.write_text("the cat sat on a mat\n\nnotwithstanding jurisprudence\n   \n")
     out = tmp_path / "scores.jsonl"
     assert main(["predict", "--checkpoint", str(trained["dir"]), "--data", str(text), "-o", str(out)]) == 0
-    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    signature, *lines = [json.loads(line) for line in out.read_text().splitlines()]
+    assert signature["signature"]["method"] == "estimator" and signature["signature"]["n_items"] == 2
     assert [line["id"] for line in lines] == ["0", "2"]
     assert all(np.isfinite(line["utility"]) for line in lines)
     assert "skipped 2 empty line(s)" in capsys.readouterr().out

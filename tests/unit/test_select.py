@@ -10,7 +10,8 @@ import pytest
 
 from precomet.cli import main
 from precomet.errors import PrecometError
-from precomet.select import Selection, read_utilities, select_subset
+from precomet.select import Selection, select_subset
+from precomet.utilities.output import utilities_for
 from precomet.selection import knapsack
 from precomet.selection.knapsack import Problem, _lp_relaxation
 from precomet.selection.units import normalise
@@ -205,14 +206,17 @@ def test_nan_utility_names_the_item():
         select_subset([1.0, np.nan], ids=["a", "b"], budget=1)
 
 
-def test_read_utilities_checks_ids(tmp_path):
+def test_utilities_for_checks_ids(tmp_path):
     path = tmp_path / "u.jsonl"
     path.write_text('{"signature": {"method": "x"}}\n{"id": "a", "utility": 1}\n{"id": "b", "utility": 2.5}\n')
-    assert read_utilities(path, ["b", "a"]).tolist() == [2.5, 1.0]
+    assert utilities_for(path, ["b", "a"]).tolist() == [2.5, 1.0]
     with pytest.raises(PrecometError, match=r"have no utility, e.g. \['c'\]"):
-        read_utilities(path, ["a", "b", "c"])
+        utilities_for(path, ["a", "b", "c"])
     with pytest.raises(PrecometError, match=r"not in the campaign, e.g. \['b'\]"):
-        read_utilities(path, ["a"])
+        utilities_for(path, ["a"])
+    path.write_text('{"id": "a", "utility": 1}\n{"id": "a", "utility": 2}\n')
+    with pytest.raises(PrecometError, match="duplicate id 'a'"):
+        utilities_for(path, ["a"])
 
 
 # ---------------------------------------------------------------- CLI
