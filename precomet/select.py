@@ -8,17 +8,23 @@ meaning of every budget and constraint.
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from precomet.errors import PrecometError
+from precomet.io.atomic import atomic_write
 from precomet.selection.units import build_units, group_codes, normalise, quota_targets, top_per_group
+
+if TYPE_CHECKING:
+    from precomet.campaign import Campaign
 
 log = logging.getLogger(__name__)
 
@@ -270,3 +276,19 @@ def _check_counts(counts, names, codes, weight, capacity) -> None:
         raise PrecometError(
             f"the domain counts ({wanted}) cost at least {cheapest:g} but the budget is {capacity:g}"
         )
+
+
+def write_subset(path: str | Path, campaign: Campaign, selection: Selection, utility: np.ndarray, manifest: Mapping[str, Any]) -> Path:
+    """Write the subset JSONL (id, doc, domain, cost, utility; most useful first) and ``<name>.manifest.json``
+    beside it, both atomically. Returns the manifest path."""
+    path = Path(path)
+    manifest_path = path.with_name(path.name.removesuffix(".jsonl") + ".manifest.json")
+    with atomic_write(path) as handle:
+        for i in selection.indices:
+            row = {"id": campaign.ids[i], "doc": campaign.doc[i], "domain": campaign.domain[i],
+                   "cost": float(campaign.cost[i]), "utility": float(utility[i])}
+            handle.write(json.dumps(row, ensure_ascii=False) + "\n")
+    with atomic_write(manifest_path) as handle:
+        json.dump(dict(manifest), handle, indent=2, ensure_ascii=False, default=str)
+        handle.write("\n")
+    return manifest_path

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 
 import numpy as np
 
@@ -41,8 +40,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from precomet.io.atomic import atomic_write
-    from precomet.select import select_subset
+    from precomet.select import select_subset, write_subset
 
     campaign = load_campaign(args)
     if args.cost_from_times:
@@ -66,20 +64,11 @@ def run(args: argparse.Namespace) -> int:
         solver=args.solver, time_limit=args.time_limit, allow_gap=args.allow_gap, campaign=campaign.name,
     )
     manifest = selection.manifest(method=method, parameters=parameters, data_hash=campaign.data_hash())
-    output = Path(args.output)
-    manifest_path = output.with_name(output.name.removesuffix(".jsonl") + ".manifest.json")
-    with atomic_write(output) as handle:
-        for i in selection.indices:
-            row = {"id": campaign.ids[i], "doc": campaign.doc[i], "domain": campaign.domain[i],
-                   "cost": float(campaign.cost[i]), "utility": float(utility[i])}
-            handle.write(json.dumps(row, ensure_ascii=False) + "\n")
-    with atomic_write(manifest_path) as handle:
-        json.dump(manifest, handle, indent=2, ensure_ascii=False, default=str)
-        handle.write("\n")
+    manifest_path = write_subset(args.output, campaign, selection, utility, manifest)
     print(
         f"selected {len(selection)} of {len(campaign)} items (cost {selection.total_cost:.1f} of "
         f"{campaign.cost.sum():.1f}); {selection.solver} {selection.status}, gap {selection.gap:.2g}, "
-        f"{selection.seconds:.2f} s -> {output} (+ {manifest_path.name})"
+        f"{selection.seconds:.2f} s -> {args.output} (+ {manifest_path.name})"
     )
     return 0
 
