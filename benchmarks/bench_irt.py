@@ -31,7 +31,7 @@ def main() -> None:
     n, s = args.items, args.systems
     theta, b = rng.normal(0, 1, s), rng.normal(0, 1, n)
     a, c = rng.lognormal(0, 0.3, n), rng.uniform(0.7, 1.0, n)
-    print(f"| model | items × systems | epochs | fit s | r(b) | r(θ) | r(a) | r(c) |\n|---|---|---|---|---|---|---|---|")
+    print("| model | items × systems | epochs | fit s | r(b) | r(θ) | r(a) | r(c) |\n|---|---|---|---|---|---|---|---|")
     for model in ("4pl", "2pl"):
         feas = c if model == "4pl" else np.ones(n)
         p = feas[:, None] / (1 + np.exp(-a[:, None] * (theta[None] - b[:, None])))
