@@ -20,7 +20,12 @@ import numpy as np
 
 from precomet.campaign import HUMAN, Campaign
 from precomet.errors import PrecometError
-from precomet.metaeval import Reference, evaluate_indices, evaluate_prefixes, full_reference
+from precomet.metaeval import (
+    Reference,
+    evaluate_indices,
+    evaluate_prefixes,
+    full_reference,
+)
 
 log = logging.getLogger(__name__)
 

@@ -73,7 +73,12 @@ def read_external_scores(spec: str, campaign: Campaign) -> tuple[str, np.ndarray
 
 
 def run(args: argparse.Namespace) -> int:
-    from precomet.benchmark import parse_props, plot_benchmark, run_benchmark, summary_table
+    from precomet.benchmark import (
+        parse_props,
+        plot_benchmark,
+        run_benchmark,
+        summary_table,
+    )
     from precomet.io.atomic import atomic_write
 
     props = parse_props(args.props)

@@ -50,7 +50,7 @@ def test_parity_search_matches_linear_scan_on_monotone_curves():
         target = float(rng.uniform(curve[2], 1.0))
         calls = []
 
-        def spa_at(g):
+        def spa_at(g, calls=calls, curve=curve):
             calls.append(g)
             return curve[g]
 
