@@ -333,11 +333,12 @@ def _signature(campaign: Campaign, **params: Any) -> dict[str, Any]:
 # --------------------------------------------------------------------------- output
 def summary_table(result: Mapping[str, Any]) -> str:
     """A plain-text table: mean SPA, clusters, Kendall and parity per method, random first."""
-    lines = [f"{'method':<20} {'SPA':>7} {'clusters':>8} {'kendall':>8} {'parity':>7} {'seconds':>8}"]
+    width = max(20, *(len(name) + 1 for name in result["methods"]))
+    lines = [f"{'method':<{width}} {'SPA':>7} {'clusters':>8} {'kendall':>8} {'parity':>7} {'seconds':>8}"]
     r = result["random"]
-    lines.append(f"{'random':<20} {r['spa']:>7.2%} {r['clusters']:>8.2f} {r['corr']:>8.3f} {'':>7} {r['seconds']:>8.1f}")
+    lines.append(f"{'random':<{width}} {r['spa']:>7.2%} {r['clusters']:>8.2f} {r['corr']:>8.3f} {'':>7} {r['seconds']:>8.1f}")
     for name, m in result["methods"].items():
-        lines.append(f"{name:<20} {m['spa']:>7.2%} {m['clusters']:>8.2f} {m['corr']:>8.3f} {m['parity']:>7.1%} {m['seconds']:>8.1f}")
+        lines.append(f"{name:<{width}} {m['spa']:>7.2%} {m['clusters']:>8.2f} {m['corr']:>8.3f} {m['parity']:>7.1%} {m['seconds']:>8.1f}")
     return "\n".join(lines)
 
 

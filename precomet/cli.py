@@ -8,6 +8,7 @@ import argparse
 import importlib
 import logging
 import sys
+import warnings
 
 from precomet import __version__
 from precomet.errors import PrecometError
@@ -44,6 +45,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    if not args.verbose:  # third-party deprecation notices are for developers, not for users of the CLI
+        warnings.filterwarnings("ignore", category=DeprecationWarning)
     try:
         return int(args._run(args) or 0)
     except PrecometError as err:

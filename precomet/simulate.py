@@ -2,11 +2,11 @@
 
 Each simulated campaign has ``n_items`` sources and ``n_systems`` systems drawn from a 2PL-like model:
 
-* system ability ``theta_s ~ N(0, 1)`` (shared across campaigns, so systems persist over "years");
+* system ability ``theta_s ~ N(0, 0.3²)`` (close systems, as in a shared task) (shared across campaigns, so systems persist over "years");
 * item difficulty ``b_i`` = domain offset + 0.6 · (number of "hard" words in the source) + noise, and
   discrimination ``a_i ~ LogNormal(0, 0.4)``; source length grows with difficulty, and so does cost
   (``0.15 · len(src) + 33.7`` seconds);
-* human score ``100 · sigmoid(a_i · (theta_s - b_i)) + N(0, 4)``, clipped to [0, 100];
+* human score ``100 · sigmoid(a_i · (theta_s - b_i)) + N(0, 8²)``, clipped to [0, 100];
   metric ``MetricSim`` = human score plus N(0, 10) noise (an imperfect automatic metric);
 * outputs: the source words with a fraction ``1 - quality`` of them corrupted, so worse translations
   diverge more from each other (what the diversity utility looks at);
@@ -32,6 +32,8 @@ HARD_WORDS = (
     "counterintuitive epistemological quintessential serendipitous"
 ).split()
 METRIC = "MetricSim"
+ABILITY_SD = 0.3
+HUMAN_NOISE = 8.0
 
 
 def simulate_campaign(
@@ -44,7 +46,7 @@ def simulate_campaign(
 ) -> Campaign:
     """One synthetic campaign (see the module docstring for the generative story)."""
     rng = np.random.default_rng(seed)
-    theta = abilities if abilities is not None else rng.normal(0.0, 1.0, n_systems)
+    theta = abilities if abilities is not None else rng.normal(0.0, ABILITY_SD, n_systems)
     n_systems = len(theta)
     systems = [f"sys{j:02d}" for j in range(n_systems)]
 
@@ -71,7 +73,7 @@ def simulate_campaign(
     discrimination = rng.lognormal(0.0, 0.4, n_items)
 
     quality = 1.0 / (1.0 + np.exp(-discrimination[:, None] * (theta[None, :] - difficulty[:, None])))
-    human = np.clip(100 * quality + rng.normal(0, 4, quality.shape), 0, 100)
+    human = np.clip(100 * quality + rng.normal(0, HUMAN_NOISE, quality.shape), 0, 100)
     metric = human + rng.normal(0, 10, quality.shape)
 
     outputs = {system: [] for system in systems}
@@ -101,7 +103,7 @@ def simulate_campaign(
 def simulate_history(*, n_campaigns: int = 4, n_items: int = 300, n_systems: int = 8, seed: int = 0) -> list[Campaign]:
     """Several campaigns ("years") with fresh items and partly overlapping system pools."""
     rng = np.random.default_rng(seed)
-    pool = rng.normal(0.0, 1.0, n_systems * 2)
+    pool = rng.normal(0.0, ABILITY_SD, n_systems * 2)
     campaigns = []
     for year in range(n_campaigns):
         chosen = np.sort(rng.choice(len(pool), n_systems, replace=False))

@@ -1,8 +1,16 @@
-"""``precomet demo``: the main job end to end on simulated (synthetic) campaigns — no download."""
+"""``precomet demo``: the main job end to end on simulated (SYNTHETIC) campaigns — no download.
+
+history -> output-based utilities -> training targets -> trained estimator -> predicted utilities of unseen
+sources -> cost-aware, domain-balanced subset -> meta-evaluation against random (with a figure) -> a short
+pairwise example.
+"""
 
 from __future__ import annotations
 
 import argparse
+import json
+import shutil
+import time
 from pathlib import Path
 
 HELP = "run the main job end to end on a seeded simulator of historical campaigns (synthetic data)"
@@ -11,20 +19,83 @@ HELP = "run the main job end to end on a seeded simulator of historical campaign
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", default="demo-output", help="folder for the demo's outputs")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--proportion", type=float, default=0.25, help="share of the blind set's cost to annotate")
+
+
+def _step(title: str) -> float:
+    print(f"\n== {title}")
+    return time.perf_counter()
 
 
 def run(args: argparse.Namespace) -> int:
+    import numpy as np
+    from scipy.stats import kendalltau, pearsonr
+
+    from precomet.benchmark import plot_benchmark, run_benchmark, summary_table
+    from precomet.campaign import HUMAN
+    from precomet.estimator import predict_campaign
+    from precomet.estimator.training import train_on_campaigns
     from precomet.io import write_jsonl
-    from precomet.simulate import simulate_history
+    from precomet.pairwise.demo import demo_pairwise
+    from precomet.select import select_subset, write_subset
+    from precomet.simulate import METRIC, simulate_campaign, simulate_history
+    from precomet.utilities import compute_utility
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    print("precomet demo — SYNTHETIC campaigns from precomet.simulate (no real data, no download)\n")
-    history = simulate_history(seed=args.seed)
+    print("precomet demo — SYNTHETIC campaigns from precomet.simulate (no real data, no download)")
+
+    started = _step("1. historical campaigns (items × systems with human scores and a noisy metric)")
+    history = simulate_history(n_campaigns=6, n_items=400, seed=args.seed)
+    blind = simulate_campaign(n_items=400, n_systems=8, seed=args.seed + 999, name="sim/blind")
     for campaign in history:
-        path = out / f"{campaign.name.replace('/', '_')}.jsonl"
-        write_jsonl(campaign, path)
-        print(campaign.summary())
-        print(f"-> {path}\n")
-    print(f"outputs in {out.resolve()}")
+        write_jsonl(campaign, out / f"{campaign.name.replace('/', '_')}.jsonl")
+    print(history[0].summary())
+    print(f"{len(history)} campaigns written to {out}/sim_year*.jsonl")
+
+    _step("2. output-based utilities on sim/year0 (higher = annotate first)")
+    year0 = history[0]
+    for method, options in (("metric_var", None), ("metric_cons", None), ("diversity", {"similarity": "chrf"})):
+        utility = compute_utility(year0, method, score=METRIC, seed=args.seed, options=options)
+        human_var = compute_utility(year0, "metric_var", score=HUMAN)
+        top = int(np.argmax(utility))
+        print(f"{method:<12} Kendall τ with human-score variance {kendalltau(utility, human_var)[0]:+.2f}; "
+              f"top item {year0.ids[top]!r}: {year0.src[top][:60]!r}")
+
+    _step("3. train a source-based estimator (PreCOMET) on the history: target = metric_var on human scores")
+    shutil.rmtree(out / "estimator", ignore_errors=True)  # a fresh checkpoint on every run
+    result = train_on_campaigns(history, out_dir=out / "estimator", method="metric_var", seed=args.seed, progress=False)
+    print(f"checkpoint {result.checkpoint_dir} in {result.seconds:.1f} s; on held-out documents: "
+          + ", ".join(f"{k.removeprefix('val_')} {v:.3f}" for k, v in result.dev_metrics.items() if k.startswith("val_")))
+
+    _step("4. predict utilities of the unseen sources of sim/blind (no outputs, no scores used)")
+    predicted = predict_campaign(result.checkpoint_dir, blind)
+    true_var = compute_utility(blind, "metric_var", score=HUMAN)
+    print(f"{len(blind)} sources; Pearson with the true (hidden) human-score variance "
+          f"{pearsonr(predicted, true_var)[0]:+.3f}, Kendall {kendalltau(predicted, true_var)[0]:+.3f}")
+
+    _step(f"5. cost-aware, domain-balanced subset: {args.proportion:.0%} of the blind set's annotation cost")
+    selection = select_subset(predicted, cost=blind.cost, domain=blind.domain, ids=blind.ids,
+                              proportion=args.proportion, balance="domain", seed=args.seed)
+    manifest = selection.manifest(method="estimator", parameters={"proportion": args.proportion, "balance": "domain"},
+                                  data_hash=blind.data_hash())
+    subset_path = out / "blind-subset.jsonl"
+    write_subset(subset_path, blind, selection, predicted, manifest)
+    print(f"{len(selection)} of {len(blind)} items, cost {selection.total_cost:.0f} s of {blind.cost.sum():.0f} s; "
+          f"per domain {dict(selection.domains)}; {selection.solver} {selection.status} (gap {selection.gap:.1e})")
+    print(f"-> {subset_path} (+ manifest)")
+
+    _step("6. meta-evaluation on sim/blind: does the subset rank systems like the full set? (vs 20 random subsets)")
+    bench = run_benchmark(blind, methods=["metric_var", "diversity"], metric=METRIC,
+                          external={"estimator (sources only)": predicted}, props=[0.1, 0.2, 0.3, 0.4, 0.5],
+                          seeds=20, seed=args.seed, method_options={"diversity": {"similarity": "chrf"}}, progress=False)
+    print(summary_table(bench))
+    (out / "benchmark.json").write_text(json.dumps(bench, indent=2, default=str) + "\n")
+    plot_benchmark(bench, out / "benchmark.png")
+    print(f"-> {out}/benchmark.json, {out}/benchmark.png")
+
+    _step("7. pairwise: DiffUse vs random for two systems, annotate-until-decided, Bradley-Terry ratings")
+    print(demo_pairwise(seed=args.seed))
+
+    print(f"\ndone in {time.perf_counter() - started:.0f} s; outputs in {out.resolve()}")
     return 0

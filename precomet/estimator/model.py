@@ -11,6 +11,7 @@ import torch
 from torch import nn
 
 from precomet.errors import PrecometError
+from precomet.quiet import quiet_third_party
 
 logger = logging.getLogger(__name__)
 
@@ -49,11 +50,12 @@ def load_encoder(name: str) -> tuple[nn.Module, object]:
     path = resolve_model(name)
     if not any(path.glob("*.safetensors")):
         raise PrecometError(f"encoder {name!r} at {path}: no *.safetensors weights (pickled weights are refused)")
-    tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
-    try:  # BERT-like encoders: drop the unused pooler (its weights would get no gradient)
-        model = AutoModel.from_pretrained(path, local_files_only=True, use_safetensors=True, add_pooling_layer=False)
-    except TypeError:
-        model = AutoModel.from_pretrained(path, local_files_only=True, use_safetensors=True)
+    with quiet_third_party():
+        tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
+        try:  # BERT-like encoders: drop the unused pooler (its weights would get no gradient)
+            model = AutoModel.from_pretrained(path, local_files_only=True, use_safetensors=True, add_pooling_layer=False)
+        except TypeError:
+            model = AutoModel.from_pretrained(path, local_files_only=True, use_safetensors=True)
     return model.train(), tokenizer  # from_pretrained returns eval mode: dropout must be on for training
 
 

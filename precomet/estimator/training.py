@@ -17,6 +17,7 @@ from precomet.campaign import HUMAN, Campaign
 from precomet.errors import PrecometError
 from precomet.estimator.config import load_config
 from precomet.estimator.targets import build_targets, read_targets, rows_hash, validate_rows
+from precomet.quiet import quiet_third_party
 
 logger = logging.getLogger(__name__)
 
@@ -140,14 +141,16 @@ def train(
 
         tcfg["enable_progress_bar"] = sys.stderr.isatty() if progress is None else progress
     tcfg = {k: v for k, v in tcfg.items() if v is not None}
-    trainer = pl.Trainer(
-        **tcfg, callbacks=callbacks, logger=False, enable_model_summary=False, use_distributed_sampler=False,
-        num_sanity_val_steps=0, default_root_dir=out_dir / "lightning",
-    )
+    with quiet_third_party():
+        trainer = pl.Trainer(
+            **tcfg, callbacks=callbacks, logger=False, enable_model_summary=False, use_distributed_sampler=False,
+            num_sanity_val_steps=0, default_root_dir=out_dir / "lightning",
+        )
     per_step = int(dcfg["batch_size"]) * max(trainer.world_size, 1)
     trainer.accumulate_grad_batches = max(1, math.ceil(int(dcfg["effective_batch_size"]) / per_step))
     logger.info("training on %d rows (dev %d), gradient accumulation %d", len(train_set), len(dev_set), trainer.accumulate_grad_batches)
-    trainer.fit(module, datamodule=data)
+    with quiet_third_party():
+        trainer.fit(module, datamodule=data)
     best = Path(ckpt.best_model_path) if ckpt.best_model_path else None
     if best is None:
         raise PrecometError("training produced no checkpoint (zero training batches?)")
@@ -158,7 +161,8 @@ def train(
             pick = max if es["mode"] == "max" else min
             dev_metrics = pick(scored, key=lambda h: h[monitor])
     if trainer.is_global_zero:
-        export_checkpoint(best, out_dir)
+        with quiet_third_party():
+            export_checkpoint(best, out_dir)
         meta_path = out_dir / "precomet.json"
         full = json.loads(meta_path.read_text(encoding="utf-8"))
         full.update(dev_metrics=dev_metrics, history=history)

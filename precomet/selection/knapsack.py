@@ -99,6 +99,9 @@ def solve(
     d, upper = _lp_relaxation(problem)
     side = d > 0
     slack = 1e-9 * max(1.0, abs(upper))
+    # the solver's absolute gap: half the tolerance, so that the gap we report (relative to the incumbent,
+    # with CBC's bound rounded to its printed digits) still meets ``gap_tolerance``
+    solver_gap = 0.5 * gap_tolerance * upper
     # incumbent: the ILP on the units closest to their LP boundary (grown until feasible), or greedy if better
     order = np.argsort(np.abs(d), kind="stable")
     groups = 0 if problem.group is None else int(problem.group.max()) + 1
@@ -107,7 +110,7 @@ def solve(
         core = np.sort(order[:size])
         found = _dp_core(problem, side, core) if problem.group is None else None
         if found is None:
-            found = _solve_core(problem, side, core, None, solver, deadline, gap_tolerance * upper, seed)
+            found = _solve_core(problem, side, core, None, solver, deadline, solver_gap, seed)
             calls += 1
         if found is not None:
             best, core_optimal, core_bound = found
@@ -129,7 +132,7 @@ def solve(
         core = free
         found = _dp_core(problem, side, core) if problem.group is None else None
         if found is None:
-            found = _solve_core(problem, side, core, best, solver, deadline, gap_tolerance * upper, seed)
+            found = _solve_core(problem, side, core, best, solver, deadline, solver_gap, seed)
             calls += 1
         if found is None:  # the incumbent is feasible on this core, so only a solver failure gets here
             raise PrecometError(f"solver {solver!r} found no solution on a {len(core)}-unit core problem")

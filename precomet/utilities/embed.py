@@ -16,6 +16,7 @@ import numpy as np
 
 from precomet.errors import PrecometError
 from precomet.io.atomic import atomic_write
+from precomet.quiet import quiet_third_party
 
 log = logging.getLogger(__name__)
 
@@ -69,7 +70,8 @@ def _encode(texts: list[str], *, encoder: str, batch_size: int, device: str) -> 
 
     threads = torch.get_num_threads()
     try:
-        model = SentenceTransformer(encoder, device=device)
+        with quiet_third_party():
+            model = SentenceTransformer(encoder, device=device)
     except (OSError, ValueError) as err:
         raise PrecometError(f"cannot load sentence encoder {encoder!r}: {err}") from None
     try:
