@@ -89,7 +89,7 @@ class Campaign:
         """Validate and copy the given columns into a new campaign.
 
         ``ids`` default to ``"0" … "N-1"``; ``doc`` to the item id (each item its own document);
-        ``domain`` to ``"all"``; ``cost`` to :func:`estimate_cost` of the sources.
+        ``domain`` to ``"all"``; ``cost`` (or any ``None`` in it) to :func:`estimate_cost` of the sources.
         ``scores[name]`` is an ``(N, S)`` array-like, or ``{system: length-N values}``.
         """
         n = len(src)
@@ -112,7 +112,13 @@ class Campaign:
                 raise CampaignError(f"outputs given for unknown system {system!r}; systems are {list(systems)}")
             out_cols[system] = _text_column(texts, f"outputs of system {system!r}", n)
         score_cols = {score: _score_matrix(values, systems, n, score) for score, values in (scores or {}).items()}
-        cost_col = estimate_cost(src_col) if cost is None else np.array(cost, dtype=float)
+        if cost is None:
+            cost_col = estimate_cost(src_col)
+        else:  # a missing (None) entry gets the length estimate
+            cost_col = np.array([math.nan if c is None else c for c in cost], dtype=float)
+            unknown = np.array([c is None for c in cost], dtype=bool)
+            if len(unknown) == n and unknown.any():
+                cost_col[unknown] = estimate_cost(src_col[unknown])
         if cost_col.shape != (n,):
             raise CampaignError(f"cost: expected {n} values, got shape {cost_col.shape}")
         bad = np.flatnonzero(~np.isfinite(cost_col) | (cost_col <= 0))

@@ -21,9 +21,9 @@ import numpy as np
 from scipy.stats import rankdata
 
 from precomet.campaign import HUMAN, Campaign
-from precomet.errors import DataError, PrecometError
+from precomet.errors import PrecometError
 from precomet.io.atomic import atomic_write
-from precomet.io.text import read_lines
+from precomet.io.jsonl import read_jsonl
 
 logger = logging.getLogger(__name__)
 
@@ -110,18 +110,7 @@ def validate_rows(rows: Sequence[dict[str, Any]], *, where: str = "targets") -> 
 
 def read_targets(path: str | Path) -> list[dict[str, Any]]:
     """Target rows from a JSONL file (validated; ``NaN`` is rejected with the line number)."""
-    rows = []
-    for number, line in enumerate(read_lines(path), start=1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as err:
-            raise DataError(path, f"invalid JSON ({err.msg})", line=number) from None
-        if not isinstance(row, dict):
-            raise DataError(path, "expected a JSON object", line=number)
-        row["_line"] = number
-        rows.append(row)
+    rows = read_jsonl(path)
     return validate_rows(rows, where=str(path))
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from precomet.campaign import Campaign, estimate_cost
+from precomet.campaign import Campaign
 from precomet.errors import DataError
 from precomet.io.text import read_text
 
@@ -96,7 +96,6 @@ def load_csv(path: str | Path, *, name: str | None = None) -> Campaign:
                     raise DataError(
                         path, f"item {item_id!r}, system {system!r}, score {score!r}: not a number: {cell!r}", line=number
                     ) from None
-    costs = [float(estimate_cost([s])[0]) if c is None else c for s, c in zip(src, cost)]
     return Campaign.build(
         ids=ids,
         src=src,
@@ -106,7 +105,7 @@ def load_csv(path: str | Path, *, name: str | None = None) -> Campaign:
         ref=ref if "ref" in fixed else None,
         doc=doc,
         domain=domain,
-        cost=costs,
+        cost=cost,
         name=name or path.stem,
     )
 

@@ -84,11 +84,6 @@ def campaign_from_items(items: Iterable[Mapping[str, Any]], *, source: str = "it
                         f"{where}: item {item_id!r}, system {system!r}, score {score!r}: expected a number, got {value!r}"
                     )
                 scores[str(score)][position][column[str(system)]] = float(value)
-    known_costs = [c for c in costs if c is not None]
-    if known_costs and len(known_costs) != n:
-        from precomet.campaign import estimate_cost
-
-        costs = [float(estimate_cost([s])[0]) if c is None else c for s, c in zip(src, costs)]
     for position, cost in enumerate(costs):
         if cost is not None and (isinstance(cost, bool) or not isinstance(cost, (int, float))):
             raise CampaignError(f"{source}: item {ids[position]!r}: cost must be a number, got {cost!r}")
@@ -102,7 +97,7 @@ def campaign_from_items(items: Iterable[Mapping[str, Any]], *, source: str = "it
         ref=refs if any(r is not None for r in refs) else None,
         doc=docs,
         domain=domains,
-        cost=None if not known_costs else costs,
+        cost=costs,
         name=name or (campaign_names.pop() if len(campaign_names) == 1 else Path(str(source)).stem),
     )
 

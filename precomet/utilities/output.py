@@ -14,6 +14,7 @@ import numpy as np
 from precomet.campaign import Campaign
 from precomet.errors import DataError
 from precomet.io.atomic import atomic_write
+from precomet.io.jsonl import read_jsonl
 
 
 def utility_signature(
@@ -54,23 +55,12 @@ def write_utilities(path: str | Path, ids: Sequence[str], values: np.ndarray, si
 
 
 def read_utilities(path: str | Path) -> tuple[list[str], np.ndarray, dict[str, Any]]:
-    """Ids, utilities (NaN for ``null``) and signature of a file written by :func:`write_utilities`."""
-    path = Path(path)
+    """Ids, utilities (NaN for ``null``) and signature of a ``{"id", "utility"}`` JSONL file (an optional first
+    ``{"signature": ...}`` line, as :func:`write_utilities` writes)."""
     ids, values, signature = [], [], {}
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except OSError as err:
-        raise DataError(path, f"cannot read utilities ({err.strerror})") from None
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as err:
-            raise DataError(path, f"invalid JSON ({err.msg})", line=number) from None
-        if not isinstance(row, dict):
-            raise DataError(path, "expected a JSON object", line=number)
-        if number == 1 and "signature" in row:
+    for position, row in enumerate(read_jsonl(path)):
+        number = row["_line"]
+        if position == 0 and "signature" in row:
             signature = row["signature"]
             continue
         if "id" not in row or "utility" not in row:
