@@ -4,18 +4,16 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 from pathlib import Path
 
 import numpy as np
 
 from precomet.campaign import Campaign
 from precomet.commands.common import add_data_arguments, load_campaign
-from precomet.errors import DataError, PrecometError
+from precomet.errors import PrecometError
 
 HELP = "benchmark selection methods against random selection: SPA, clusters, parity; JSON and figure"
 
-log = logging.getLogger(__name__)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -41,35 +39,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def read_external_scores(spec: str, campaign: Campaign) -> tuple[str, np.ndarray]:
     """``NAME=FILE`` -> (name, utilities aligned with the campaign). Every campaign id must be present;
     extra ids (e.g. items dropped for lacking human scores) are ignored."""
-    from precomet.io.text import read_lines
+    from precomet.utilities.output import utilities_for
 
     name, sep, file = spec.partition("=")
     if not sep or not name or not file:
         raise PrecometError(f"--scores: expected NAME=FILE, got {spec!r}")
-    path = Path(file)
-    utilities: dict[str, float] = {}
-    for number, line in enumerate(read_lines(path), start=1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-            item_id, value = str(row["id"]), float(row["utility"])
-        except (json.JSONDecodeError, KeyError, TypeError, ValueError) as err:
-            raise DataError(path, f'expected a JSON object with "id" and numeric "utility" ({err})', line=number) from None
-        if item_id in utilities:
-            raise DataError(path, f"duplicate id {item_id!r}", line=number)
-        if not np.isfinite(value):
-            raise DataError(path, f"utility of id {item_id!r} is not finite", line=number)
-        utilities[item_id] = value
-    missing = [i for i in campaign.ids if i not in utilities]
-    if missing:
-        raise DataError(
-            path, f"{len(missing)} of {len(campaign)} campaign ids are missing (e.g. {missing[:3]}); the scores must cover every item"
-        )
-    extra = len(utilities) - len(campaign)
-    if extra:
-        log.info("%s: %d id(s) not in the campaign ignored", path, extra)
-    return name, np.array([utilities[i] for i in campaign.ids])
+    return name, utilities_for(file, campaign.ids, allow_extra=True)
 
 
 def run(args: argparse.Namespace) -> int:

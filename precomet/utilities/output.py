@@ -74,9 +74,10 @@ def read_utilities(path: str | Path) -> tuple[list[str], np.ndarray, dict[str, A
     return ids, np.array(values, dtype=float), signature
 
 
-def utilities_for(path: str | Path, ids: Sequence[str] | np.ndarray) -> np.ndarray:
-    """Utilities of a ``{"id", "utility"}`` file aligned with ``ids`` (a campaign's order). Missing, unknown,
-    duplicate or null entries raise, naming how many and a few of them."""
+def utilities_for(path: str | Path, ids: Sequence[str] | np.ndarray, *, allow_extra: bool = False) -> np.ndarray:
+    """Utilities of a ``{"id", "utility"}`` file aligned with ``ids`` (a campaign's order). Missing, duplicate
+    or null entries raise, naming how many and a few of them; so do ids not in ``ids`` unless ``allow_extra``
+    (e.g. scores of every source when the campaign kept only its fully rated items)."""
     found_ids, values, _ = read_utilities(path)
     found: dict[str, float] = {}
     for item_id, value in zip(found_ids, values):
@@ -90,7 +91,7 @@ def utilities_for(path: str | Path, ids: Sequence[str] | np.ndarray) -> np.ndarr
     problems = []
     if missing:
         problems.append(f"{len(missing)} of {len(wanted)} campaign id(s) have no utility, e.g. {missing[:5]}")
-    if extra:
+    if extra and not allow_extra:
         problems.append(f"{len(extra)} id(s) are not in the campaign, e.g. {extra[:5]}")
     if null:
         problems.append(f"{len(null)} utility value(s) are null, e.g. {null[:5]}")

@@ -153,7 +153,7 @@ def test_cli_bad_input(tmp_path, campaign, capsys):
     _write_scores(partial, campaign.ids[:100], np.zeros(100))
     base = ["benchmark", "--data", str(data), "--json", str(tmp_path / "o.json"), "--seeds", "2"]
     assert main(base + ["--scores", f"p={partial}"]) == 2
-    assert "20 of 120 campaign ids are missing" in capsys.readouterr().err
+    assert "20 of 120 campaign id(s) have no utility" in capsys.readouterr().err
     assert main(base + ["--scores", f"p={partial}", "--props", "0.2:1.4:0.4"]) == 2
     assert "(0, 1]" in capsys.readouterr().err
     assert main(base + ["--scores", "nofile"]) == 2
