@@ -15,7 +15,6 @@ from precomet.errors import PrecometError
 HELP = "benchmark selection methods against random selection: SPA, clusters, parity; JSON and figure"
 
 
-
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_data_arguments(parser)
     parser.add_argument("--methods", default="", help="comma-separated utility methods, e.g. metric_avg,metric_var,diversity")
