@@ -5,8 +5,8 @@
 
 Embeddings (offline all-MiniLM-L6-v2) are cached in benchmarks/out/embed-cache. The peer runs in
 benchmarks/.peer-venv (``bash benchmarks/peer_env.sh``) via subprocess, fed the same embeddings through a
-stub ``load_model`` so that its time is selection only; its own encoding would add the encoding time
-reported on the line "embedding 12000 outputs".
+stub ``load_model`` (selection only); with ``--end-to-end`` both sides also run cold, each loading the same
+offline encoder and encoding the outputs (we encode each distinct text once, the peer every output).
 """
 
 from __future__ import annotations
@@ -25,15 +25,23 @@ ROOT = Path(__file__).resolve().parents[1]
 RAW = ROOT.parent / "shared" / "data" / "raw"
 CACHE = ROOT / "benchmarks" / "out" / "embed-cache"
 PEER_SCRIPT = r"""
-import json, sys, time, numpy as np
+import json, sys, time, numpy as np, torch
+import scipy.cluster, sentence_transformers  # diffuse() imports these inside; load them outside the timer
+torch.set_num_threads(1)
 from subset2evaluate.methods import diffuse
-emb = np.load(sys.argv[1]); data = json.load(open(sys.argv[2])); budget = int(sys.argv[3])
-class Stub:
-    def encode(self, texts):
-        assert len(texts) == len(emb)
-        return emb
+data = json.load(open(sys.argv[1])); budget = int(sys.argv[2]); source = sys.argv[3]
 start = time.perf_counter()
-utility = diffuse(data, budget=budget, load_model=Stub())
+if source.endswith(".npy"):  # selection only: precomputed embeddings through a stub model
+    emb = np.load(source)
+    class Stub:
+        def encode(self, texts):
+            assert len(texts) == len(emb)
+            return emb
+    model = Stub()
+else:  # end to end: load the same offline encoder and let diffuse() encode every output
+    from sentence_transformers import SentenceTransformer
+    model = SentenceTransformer(source, device="cpu")
+utility = diffuse(data, budget=budget, load_model=model)
 print(json.dumps({"seconds": time.perf_counter() - start, "selected": [i for i, u in enumerate(utility) if u]}))
 """
 
@@ -44,42 +52,59 @@ def _torch_single_thread() -> None:
     torch.set_num_threads(1)
 
 
+def _run_peer(peer_python: Path, tmp: Path, budget: int, source: str) -> dict:
+    out = subprocess.run([str(peer_python), str(tmp / "peer.py"), str(tmp / "data.json"), str(budget), source],
+                         check=True, capture_output=True, text=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
 def speed(args: argparse.Namespace) -> None:
     from precomet.io import load
     from precomet.pairwise.diffuse import campaign_tree
     from precomet.pairwise.embed import embed_outputs
+    from precomet.utilities.embed import default_encoder
 
     campaign = load(RAW / "mt-metrics-eval-v2", campaign="wmt23/zh-en", human="mqm")
     campaign = campaign.take(np.arange(args.items)).restrict_systems(campaign.systems[: args.systems])
-    start = time.perf_counter()
+    outputs = len(campaign) * len(campaign.systems)
+    print(f"{len(campaign)} items × {len(campaign.systems)} systems (WMT23 zh-en), budget {args.budget}, "
+          f"encoder all-MiniLM-L6-v2 (offline), torch 1 thread on both sides")
     emb = embed_outputs(campaign, cache_dir=CACHE)
-    print(f"embedding {emb.shape[0] * emb.shape[1]} outputs (cache {CACHE}): {time.perf_counter() - start:.1f} s")
     times = []
     for _ in range(args.repeats):
         start = time.perf_counter()
         selected = campaign_tree(campaign, embeddings=emb).select(args.budget)
         times.append(time.perf_counter() - start)
     ours = float(np.median(times))
-    print(f"precomet DiffUse select (budget {args.budget}, {len(campaign)} items × {len(campaign.systems)} systems,"
-          f" representation dim {emb.shape[1] * emb.shape[2]}): median {ours:.3f} s over {args.repeats} runs")
+    print(f"precomet select, same embeddings (representation dim {emb.shape[1] * emb.shape[2]}): "
+          f"median {ours:.3f} s over {args.repeats} runs (min {min(times):.3f})")
     peer_python = ROOT / "benchmarks" / ".peer-venv" / "bin" / "python"
     if args.skip_peer or not peer_python.exists():
         print("peer skipped (run bash benchmarks/peer_env.sh first)")
         return
-    with tempfile.TemporaryDirectory() as tmp:
-        np.save(Path(tmp) / "emb.npy", emb.reshape(-1, emb.shape[2]).astype(np.float32))
+    with tempfile.TemporaryDirectory() as tmp_name:
+        tmp = Path(tmp_name)
+        np.save(tmp / "emb.npy", emb.reshape(-1, emb.shape[2]).astype(np.float32))
         items = [{"tgt": {s: campaign.outputs[s][i] for s in campaign.systems}} for i in range(len(campaign))]
-        (Path(tmp) / "data.json").write_text(json.dumps(items))
-        (Path(tmp) / "peer.py").write_text(PEER_SCRIPT)
-        out = subprocess.run(
-            [str(peer_python), str(Path(tmp) / "peer.py"), str(Path(tmp) / "emb.npy"), str(Path(tmp) / "data.json"), str(args.budget)],
-            check=True, capture_output=True, text=True,
-        )
-    peer = json.loads(out.stdout.strip().splitlines()[-1])
-    overlap = len(set(peer["selected"]) & set(selected.tolist()))
-    print(f"subset2evaluate 1.0.27 diffuse (same embeddings, selection only): {peer['seconds']:.1f} s;"
-          f" {len(peer['selected'])} items, {overlap} shared with ours (it averages over the embedding axis)")
-    print(f"speed-up (selection only): {peer['seconds'] / ours:.0f}x")
+        (tmp / "data.json").write_text(json.dumps(items))
+        (tmp / "peer.py").write_text(PEER_SCRIPT)
+        peer = _run_peer(peer_python, tmp, args.budget, str(tmp / "emb.npy"))
+        overlap = len(set(peer["selected"]) & set(selected.tolist()))
+        print(f"subset2evaluate 1.0.27 diffuse, same embeddings (selection only): {peer['seconds']:.1f} s; "
+              f"{len(peer['selected'])} items, {overlap} shared with ours (it averages over the embedding axis)")
+        print(f"speed-up, selection only: {peer['seconds'] / ours:.0f}x")
+        if not args.end_to_end:
+            return
+        start = time.perf_counter()
+        cold = embed_outputs(campaign)  # no cache: every distinct output is encoded
+        encode = time.perf_counter() - start
+        campaign_tree(campaign, embeddings=cold).select(args.budget)
+        ours_e2e = time.perf_counter() - start
+        print(f"precomet end to end, cold (model load + encoding {len(np.unique(np.concatenate([campaign.outputs[s] for s in campaign.systems]).astype(str)))}"
+              f" distinct of {outputs} outputs: {encode:.1f} s; + selection): {ours_e2e:.1f} s")
+        peer_e2e = _run_peer(peer_python, tmp, args.budget, default_encoder())
+        print(f"subset2evaluate end to end, cold (model load + encoding all {outputs} outputs + selection): {peer_e2e['seconds']:.1f} s")
+        print(f"speed-up, end to end cold: {peer_e2e['seconds'] / ours_e2e:.1f}x")
 
 
 def protocol(args: argparse.Namespace) -> None:
@@ -125,6 +150,7 @@ def main() -> None:
     s.add_argument("--budget", type=int, default=100)
     s.add_argument("--repeats", type=int, default=5)
     s.add_argument("--skip-peer", action="store_true")
+    s.add_argument("--end-to-end", action="store_true", help="also time both sides cold, encoding included (minutes)")
     p = sub.add_parser("protocol")
     p.add_argument("--seeds", type=int, default=10)
     p.add_argument("--margin", type=float, default=0.0)
