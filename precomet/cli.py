@@ -47,6 +47,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     if not args.verbose:  # third-party deprecation notices are for developers, not for users of the CLI
         warnings.filterwarnings("ignore", category=DeprecationWarning)
+        warnings.filterwarnings("ignore", category=FutureWarning)
     try:
         return int(args._run(args) or 0)
     except PrecometError as err:

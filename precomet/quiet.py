@@ -31,6 +31,7 @@ def quiet_third_party() -> Iterator[None]:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)
+            warnings.simplefilter("ignore", FutureWarning)
             yield
     finally:
         for name, level in levels.items():
