@@ -47,6 +47,8 @@ def parse_options(pairs: list[str]) -> dict:
 
 
 def run(args: argparse.Namespace) -> int:
+    import numpy as np
+
     from precomet.utilities import compute_utility, get_spec, resolve_options
     from precomet.utilities.output import utility_signature, write_utilities
 
@@ -82,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
     if args.save_irt:
         signature["options"]["params"] = args.save_irt
     write_utilities(args.output, campaign.ids, values, signature)
-    n_null = int(sum(v != v for v in values))
+    n_null = int(np.isnan(values).sum())
     print(
         f"wrote {len(values)} utilities ({args.method}) to {args.output}"
         + (f"; {n_null} item(s) excluded (null) for missing scores" if n_null else ""),
