@@ -1,0 +1,52 @@
+"""Write BENCHMARKS.md from the result files under benchmarks/results/ (each written by its own benchmark
+script, with the command that produced it). Run after any benchmark script:
+
+    .venv/bin/python benchmarks/assemble_benchmarks_md.py
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+SECTIONS = (  # (results file, what it measures) in reading order
+    ("metaeval.md", "Selection quality: output-based methods vs random and vs subset2evaluate (issue 5)"),
+    ("metaeval_speed.md", "Meta-evaluation speed vs subset2evaluate (issue 5)"),
+    ("utilities.md", "Utilities: speed, peer comparison, IRT recovery, real campaigns (issue 3)"),
+    ("select.md", "Subset building: knapsack speed and optimality vs subset2evaluate (issue 4)"),
+    ("estimator.md", "Source-based estimator: held-out quality, source-based selection, speed (issue 6)"),
+    ("pairwise.md", "Pairwise: DiffUse, annotate-until-decided, ratings (issue 7)"),
+    ("loading.md", "Loading real campaigns (issue 2)"),
+)
+HEADER = """# BENCHMARKS
+
+Measured on the project's machines (2 shared CPU cores, no GPU; absolute times drift with load, so speed
+claims are ratios measured side by side in one run). Every section names the command that produced it;
+this file is assembled from `benchmarks/results/*.md` by `benchmarks/assemble_benchmarks_md.py`.
+Peer = subset2evaluate 1.0.27 in its own venv (`benchmarks/peer_env.sh`).
+"""
+
+
+def _demote(lines: list[str]) -> list[str]:
+    """Headings one level deeper (outside code fences): a results file's ``#`` title becomes ``###``."""
+    out, fenced = [], False
+    for line in lines:
+        if line.startswith("```"):
+            fenced = not fenced
+        heading = not fenced and line.startswith("#") and line.lstrip("#").startswith(" ")
+        out.append("##" + line if heading else line)
+    return out
+
+
+def main() -> None:
+    parts = [HEADER]
+    for name, title in SECTIONS:
+        path = HERE / "results" / name
+        body = path.read_text(encoding="utf-8").strip() if path.exists() else "_not measured yet_"
+        parts.append(f"\n---\n\n## {title}\n\n_Source: `benchmarks/results/{name}`_\n\n" + "\n".join(_demote(body.splitlines())) + "\n")
+    (HERE.parent / "BENCHMARKS.md").write_text("".join(parts), encoding="utf-8")
+    print(f"wrote {HERE.parent / 'BENCHMARKS.md'}")
+
+
+if __name__ == "__main__":
+    main()
