@@ -61,6 +61,9 @@ def main() -> None:
     parser.add_argument("--campaigns", nargs="+", default=["wmt23/en-de", "ted/en-de", "wmt24/en-cs", "wmt24/en-hi", "wmt24/en-ja"],
                         help="default: the English-source campaigns (MiniLM has an English vocabulary)")
     parser.add_argument("--diversity-similarity", default="chrf", help="chrf (default here: CPU budget) or embedding (the paper)")
+    parser.add_argument("--embed-cache", type=Path, default=REPO / "benchmarks" / "out" / "embed-cache",
+                        help="shared sentence-embedding cache for embedding diversity")
+    parser.add_argument("--irt-epochs", type=int, default=1000, help="py-irt epochs for irt_diffdisc targets")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
@@ -79,7 +82,8 @@ def main() -> None:
         utilities = {}
         for name, campaign in campaigns.items():
             t0 = time.perf_counter()
-            options = {"similarity": args.diversity_similarity} if method == "diversity" else None
+            options = {"similarity": args.diversity_similarity, "cache_dir": str(args.embed_cache)} if method == "diversity" else None
+            options = {"epochs": args.irt_epochs} if method.startswith("irt") else options
             utilities[name] = build_targets([campaign], method=method, normalisation="zscore", seed=args.seed, options=options)
             print(f"targets {method} on {name}: {time.perf_counter() - t0:.1f} s", flush=True)
         for test in args.tests:
@@ -101,7 +105,7 @@ def main() -> None:
             (args.out / "heldout.json").write_text(json.dumps(results, indent=2) + "\n")
     for test in args.tests:
         specs = " ".join(f"--scores {m}_src={args.out}/{test.replace('/', '_')}.{m}.scores.jsonl" for m in args.methods)
-        print(f"precomet benchmark {BENCH_DATA[test].format(raw=RAW)} {specs} --seeds 20 --json {args.out}/{test.replace('/', '_')}.bench.json")
+        print(f"precomet benchmark {BENCH_DATA[test].format(raw=RAW)} {specs} --seeds 100 --json {args.out}/{test.replace('/', '_')}.bench.json")
 
 
 if __name__ == "__main__":

@@ -16,6 +16,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--text", action="store_true", help="read --data as plain text (default for .txt files)")
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--device", default="cpu", help="cpu, cuda, cuda:1, …")
+    parser.add_argument("--precision", default="fp32", choices=["fp32", "int8"],
+                        help="int8: dynamic int8 quantisation on CPU (~2x faster, predictions close to fp32)")
     parser.add_argument("-o", "--output", required=True, help="output JSONL of {\"id\", \"utility\"}")
 
 
@@ -53,10 +55,10 @@ def run(args: argparse.Namespace) -> int:
 
     ids, sources = read_sources(args.data, text=args.text, campaign=args.campaign)
     estimator = load_estimator(args.checkpoint, device=args.device)
-    utilities = predict_sources(estimator, sources, batch_size=args.batch_size, device=args.device)
+    utilities = predict_sources(estimator, sources, batch_size=args.batch_size, device=args.device, precision=args.precision)
     signature = {
         "method": "estimator", "checkpoint": str(args.checkpoint), "target": estimator.meta["target"],
-        "data": str(args.data), "campaign": args.campaign, "n_items": len(ids),
+        "data": str(args.data), "campaign": args.campaign, "n_items": len(ids), "precision": args.precision,
         "data_hash": hashlib.sha256("\x1f".join(sources).encode("utf-8")).hexdigest()[:16],
         "seed": None, "precomet_version": __version__,
     }

@@ -100,10 +100,13 @@ def train(
         model.to(device)
         cache = {} if feature_cache is None else feature_cache
         for part, ids in zip((train_set, dev_set), inputs):
-            todo = [i for i, r in enumerate(part) if r["src"] not in cache]
-            if todo:
-                fresh = compute_features(model, [ids[i] for i in todo], pad_id=pad_id, batch_size=64, device=device, progress=progress)
-                cache.update((part[i]["src"], f) for i, f in zip(todo, fresh))
+            first: dict[str, int] = {}  # each distinct uncached source is encoded once
+            for i, r in enumerate(part):
+                if r["src"] not in cache:
+                    first.setdefault(r["src"], i)
+            if first:
+                fresh = compute_features(model, [ids[i] for i in first.values()], pad_id=pad_id, batch_size=64, device=device, progress=progress)
+                cache.update(zip(first, fresh))
         inputs = [torch.stack([cache[r["src"]] for r in part]) if part else torch.empty(0) for part in (train_set, dev_set)]
         model.to("cpu")
     standardise = lambda part: (np.array([r["target"] for r in part], dtype=float) - mean) / std  # noqa: E731

@@ -162,3 +162,31 @@ def test_export_refuses_foreign_file(tmp_path):
     torch.save({"state_dict": {}}, bad)
     with pytest.raises(PrecometError, match="not written by precomet train"):
         export_checkpoint(bad, tmp_path / "out")
+
+
+def test_int8_predictions_close_to_fp32_and_input_untouched(trained, tmp_path):
+    from precomet.estimator import load_estimator, predict_sources
+
+    estimator = load_estimator(trained["dir"])
+    before = {k: v.clone() for k, v in estimator.model.state_dict().items()}
+    sources = [r["src"] for r in trained["rows"][:40]]
+    fp32 = predict_sources(estimator, sources)
+    int8 = predict_sources(estimator, sources, precision="int8")
+    assert not np.array_equal(fp32, int8)  # quantised for real
+    assert np.corrcoef(fp32, int8)[0, 1] > 0.9
+    assert all(torch.equal(v, estimator.model.state_dict()[k]) for k, v in before.items())
+    np.testing.assert_allclose(predict_sources(estimator, sources), fp32, atol=1e-6)
+    out = tmp_path / "scores.jsonl"
+    text = tmp_path / "sources.txt"
+    text.write_text("\n".join(sources[:5]) + "\n")
+    assert main(["predict", "--checkpoint", str(trained["dir"]), "--data", str(text), "--precision", "int8", "-o", str(out)]) == 0
+    assert json.loads(out.read_text().splitlines()[0])["signature"]["precision"] == "int8"
+
+
+@pytest.mark.parametrize("options, message", [({"precision": "fp16"}, "unknown precision 'fp16'"),
+                                              ({"precision": "int8", "device": "cuda"}, "int8 runs on CPU only")])
+def test_bad_precision_rejected(trained, options, message):
+    from precomet.estimator import predict_sources
+
+    with pytest.raises(PrecometError, match=message):
+        predict_sources(trained["dir"], ["a cat"], **options)
