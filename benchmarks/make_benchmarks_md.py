@@ -1,11 +1,14 @@
 """Regenerate the meta-evaluation tables: writes benchmarks/results/metaeval.md (pasted into BENCHMARKS.md).
 
-Usage: .venv/bin/python benchmarks/make_benchmarks_md.py [--seeds 100] [--peer-seeds 100] [--only wmt23,ted,esa,summeval]
-       [--irt-epochs 1000] [--no-peer]
+Usage: .venv/bin/python benchmarks/make_benchmarks_md.py [--seeds 100] [--variant-seeds 100] [--peer-seeds 100]
+       [--only wmt23,variants,ted,esa,summeval] [--irt-epochs 1000] [--no-peer] [--cache DIR]
 
 Runs :func:`precomet.benchmark.run_benchmark` on every campaign in ../shared/data/raw with human scores
-(JSON + figures under benchmarks/results/metaeval/), and subset2evaluate 1.0.27 (benchmarks/.peer-venv, via
+(JSON + figures under benchmarks/results/metaeval/), the cost-aware / domain-balanced / document-level
+variants on WMT23 en-de (paper Tables 1–3), and subset2evaluate 1.0.27 (benchmarks/.peer-venv, via
 subprocess) on WMT23 with its own MetricAvg/MetricVar/MetricCons/Diversity(BLEU) and random selection.
+The markdown is rendered from every JSON under benchmarks/results/metaeval/ and rewritten after each
+campaign, so an interrupted run keeps the finished tables and groups can run in separate processes.
 """
 
 from __future__ import annotations
@@ -19,25 +22,38 @@ import time
 from pathlib import Path
 
 import numpy as np
+import torch
+from threadpoolctl import threadpool_limits
 
 from precomet.benchmark import DEFAULT_PROPS, plot_benchmark, run_benchmark
 from precomet.io import load
+from precomet.utilities import compute_utility
 
 REPO = Path(__file__).resolve().parent.parent
 OUT = REPO / "benchmarks" / "results"
-WMT_METHODS = ["metric_avg", "metric_var", "metric_cons", "diversity", "irt_diffdisc"]
+WMT_METHODS = ["metric_avg", "metric_var", "metric_cons", "diversity", "irt_diffdisc", "kmeans"]
 OUTPUT_METHODS = ["diversity", "kmeans"]
 LABEL = {"metric_avg": "MetricAvg", "metric_var": "MetricVar", "metric_cons": "MetricCons", "diversity": "Diversity",
-         "irt_diffdisc": "DiffDisc", "kmeans": "k-means", "random": "Random"}
+         "irt_diffdisc": "DiffDisc", "kmeans": "k-means", "random": "Random",
+         "diversity_bleu": "Diversity (BLEU, as the peer)", "metric_cons_kendall": "MetricCons (Kendall, as the peer)"}
 PAPER_SPA = {"random": 91.6, "metric_avg": 92.5, "metric_var": 93.0, "metric_cons": 93.3, "diversity": 93.0, "irt_diffdisc": 92.7}
 PAPER_PARITY = {"metric_cons": 71.4, "diversity": 76.8}
 PEER_METHODS = {"metric_avg": ("metric_avg", "MetricX-23-c"), "metric_var": ("metric_var", "MetricX-23-c"),
                 "metric_cons": ("metric_cons", "MetricX-23-c"), "diversity": ("diversity", "bleu")}
+PEER_ROWS = ["metric_cons_kendall", "diversity_bleu"]
+PEER_ROW_OF = {"random": "random", "metric_avg": "metric_avg", "metric_var": "metric_var",
+               "metric_cons_kendall": "metric_cons", "diversity_bleu": "diversity"}
+"""Table row -> the peer's result shown beside it (its MetricCons is Kendall, its Diversity sentence BLEU)."""
 SUMMEVAL_PROPS = (0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75)
+VARIANTS = {"cost": {"budget_cost": True}, "domain": {"balance": "domain"}, "doc": {"level": "doc"}}
+VARIANT_TITLE = {"cost": "cost-aware (budget = share of annotation time, ILP)", "domain": "domain-balanced (equal items per domain)",
+                 "doc": "document-level (whole documents)"}
 
 PEER_SCRIPT = r"""
 import json, sys, time
 import numpy as np
+import torch
+from threadpoolctl import threadpool_limits
 import subset2evaluate.select_subset as sel
 import subset2evaluate.evaluate as ev
 data, methods, seeds = json.load(open(sys.argv[1])), json.load(open(sys.argv[2])), int(sys.argv[3])
@@ -52,21 +68,27 @@ for name, (method, metric) in methods.items():
     out[name] = {"spa": spa, "clusters": clu, "corr": cor, "seconds": time.perf_counter() - start}
 start = time.perf_counter()
 runs = np.array([run(sel.basic(data, method="random", seed=s)) for s in range(seeds)])
-out["random"] = {"spa": float(runs[:, 0].mean()), "clusters": float(runs[:, 1].mean()), "corr": float(runs[:, 2].mean()), "seconds": time.perf_counter() - start}
+out["random"] = {"spa": float(runs[:, 0].mean()), "clusters": float(runs[:, 1].mean()), "corr": float(runs[:, 2].mean()),
+                 "seconds": time.perf_counter() - start}
 json.dump(out, open(sys.argv[4], "w"))
 """
 
 
 def cases(raw: Path) -> list[dict]:
+    """Every benchmarked campaign: group, key (file stem), loader arguments, methods, metric, props, options."""
     mtme, ted, esa = raw / "mt-metrics-eval-v2", raw / "wmt-mqm-ted", raw / "wmt24-esa"
-    out = [dict(group="wmt23", key=f"wmt23-{lp}", path=mtme, load=dict(campaign=f"wmt23/{lp}", human="mqm"),
-                methods=WMT_METHODS, metric="MetricX-23-c", props=DEFAULT_PROPS) for lp in ("en-de", "zh-en")]
-    out += [dict(group="ted", key=f"ted-{lp}", path=ted / lp.replace("-", "") / f"mqm_ted_{lp.replace('-', '')}.tsv", load={},
-                 methods=OUTPUT_METHODS, metric=None, props=DEFAULT_PROPS) for lp in ("en-de", "zh-en")]
-    out += [dict(group="esa", key=f"wmt24-esa-{lp}", path=esa, load=dict(campaign=lp), methods=OUTPUT_METHODS,
-                 metric=None, props=DEFAULT_PROPS) for lp in ("en-cs", "en-hi", "en-ja")]
-    out += [dict(group="summeval", key=f"summeval-{dim}", path=raw / "summeval" / "SummEval.data.pkl", load={}, target=dim,
-                 methods=OUTPUT_METHODS, metric=None, props=SUMMEVAL_PROPS) for dim in ("coherence", "consistency", "fluency", "relevance")]
+    wmt = {"path": mtme, "methods": WMT_METHODS, "metric": "MetricX-23-c", "props": DEFAULT_PROPS}
+    out = [{**wmt, "group": "wmt23", "key": f"wmt23-{lp}", "load": {"campaign": f"wmt23/{lp}", "human": "mqm"}}
+           for lp in ("en-de", "zh-en")]
+    out += [{**wmt, "group": "variants", "key": f"wmt23-en-de-{name}", "load": {"campaign": "wmt23/en-de", "human": "mqm"},
+             "variant": name} for name in VARIANTS]
+    out += [{"group": "ted", "key": f"ted-{lp}", "path": ted / lp.replace("-", "") / f"mqm_ted_{lp.replace('-', '')}.tsv",
+             "load": {}, "methods": OUTPUT_METHODS, "metric": None, "props": DEFAULT_PROPS} for lp in ("en-de", "zh-en")]
+    out += [{"group": "esa", "key": f"wmt24-esa-{lp}", "path": esa, "load": {"campaign": lp}, "methods": OUTPUT_METHODS,
+             "metric": None, "props": DEFAULT_PROPS} for lp in ("en-cs", "en-hi", "en-ja")]
+    out += [{"group": "summeval", "key": f"summeval-{dim}", "path": raw / "summeval" / "SummEval.data.pkl", "load": {},
+             "target": dim, "methods": ["diversity"], "metric": None, "props": SUMMEVAL_PROPS}
+            for dim in ("coherence", "consistency", "fluency", "relevance")]
     return out
 
 
@@ -85,6 +107,12 @@ def run_peer(campaign, seeds: int) -> dict:
         return json.loads(files[2].read_text())
 
 
+def peer_like_utilities(campaign) -> dict[str, np.ndarray]:
+    """Our MetricCons with Kendall τ-b and our Diversity with sentence BLEU: the peer's choices, for the comparison."""
+    return {"metric_cons_kendall": compute_utility(campaign, "metric_cons", score="MetricX-23-c", options={"correlation": "kendall"}),
+            "diversity_bleu": compute_utility(campaign, "diversity", options={"similarity": "bleu"})}
+
+
 def pct(x: float | None) -> str:
     return "–" if x is None else f"{100 * x:.1f}"
 
@@ -93,80 +121,134 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--raw", type=Path, default=REPO.parent / "shared" / "data" / "raw")
     parser.add_argument("--seeds", type=int, default=100)
+    parser.add_argument("--variant-seeds", type=int, default=100)
     parser.add_argument("--peer-seeds", type=int, default=100)
     parser.add_argument("--irt-epochs", type=int, default=1000)
-    parser.add_argument("--only", default="wmt23,ted,esa,summeval")
+    parser.add_argument("--only", default="wmt23,variants,ted,esa,summeval")
     parser.add_argument("--no-peer", action="store_true")
-    parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "precomet-embeddings")
+    parser.add_argument("--cache", type=Path, default=REPO / "benchmarks" / "out" / "embed-cache", help="shared embedding cache")
     args = parser.parse_args()
     only = args.only.split(",")
     (OUT / "metaeval").mkdir(parents=True, exist_ok=True)
-    results, peers, missing = {}, {}, []
+    torch.set_num_threads(1)
+    with threadpool_limits(limits=1):  # sklearn's k-means was 40-80x slower with threads on this busy 2-core machine
+        run_cases(args, [case for case in cases(args.raw) if case["group"] in only])
+
+
+def run_cases(args: argparse.Namespace, todo: list[dict]) -> None:
     options = {"irt_diffdisc": {"epochs": args.irt_epochs}, "diversity": {"cache_dir": str(args.cache)},
                "kmeans": {"cache_dir": str(args.cache)}}
-    for case in cases(args.raw):
-        if case["group"] not in only:
-            continue
+    for case in todo:
         try:
             campaign = load(case["path"], **case["load"])
         except Exception as err:  # noqa: BLE001 - report what could not be loaded and go on
-            missing.append(f"{case['key']}: {type(err).__name__}: {err}")
+            print(f"{case['key']}: not run: {type(err).__name__}: {err}", file=sys.stderr, flush=True)
             continue
         start = time.perf_counter()
-        result = run_benchmark(campaign, methods=case["methods"], metric=case["metric"], score=case.get("target", "human"),
-                               props=case["props"], seeds=args.seeds,
-                               method_options={m: options[m] for m in case["methods"] if m in options})
-        print(f"{case['key']}: {time.perf_counter() - start:.0f} s", file=sys.stderr)
-        results[case["key"]] = result
+        external = peer_like_utilities(campaign) if case["group"] == "wmt23" else {}
+        result = run_benchmark(campaign, methods=case["methods"], external=external, metric=case["metric"],
+                               score=case.get("target", "human"), props=case["props"],
+                               seeds=args.variant_seeds if "variant" in case else args.seeds,
+                               method_options={m: options[m] for m in case["methods"] if m in options},
+                               **VARIANTS.get(case.get("variant"), {}))
+        result["wall_seconds"] = time.perf_counter() - start
+        print(f"{case['key']}: {result['wall_seconds']:.0f} s", file=sys.stderr, flush=True)
         (OUT / "metaeval" / f"{case['key']}.json").write_text(json.dumps(result, indent=1))
         plot_benchmark(result, OUT / "metaeval" / f"{case['key']}.png")
         if case["group"] == "wmt23" and not args.no_peer:
-            peers[case["key"]] = run_peer(campaign, args.peer_seeds)
-    (OUT / "metaeval.md").write_text(render(results, peers, missing, args))
+            start = time.perf_counter()
+            peer = run_peer(campaign, args.peer_seeds)
+            print(f"{case['key']} peer: {time.perf_counter() - start:.0f} s", file=sys.stderr, flush=True)
+            (OUT / "metaeval" / f"{case['key']}.peer.json").write_text(json.dumps(peer, indent=1))
+        (OUT / "metaeval.md").write_text(render(args))
 
 
-def render(results: dict, peers: dict, missing: list[str], args: argparse.Namespace) -> str:
-    command = (f"`.venv/bin/python benchmarks/make_benchmarks_md.py --seeds {args.seeds} --peer-seeds {args.peer_seeds}"
-               f" --irt-epochs {args.irt_epochs} --only {args.only}{' --no-peer' if args.no_peer else ''}`")
+def render(args: argparse.Namespace) -> str:
+    """The markdown tables from every result JSON under benchmarks/results/metaeval/."""
+    results, peers = {}, {}
+    for path in sorted((OUT / "metaeval").glob("*.json")):
+        if path.name.endswith(".peer.json"):
+            peers[path.name.removesuffix(".peer.json")] = json.loads(path.read_text())
+        else:
+            results[path.stem] = json.loads(path.read_text())
+    seconds = {k: r["wall_seconds"] for k, r in results.items() if "wall_seconds" in r}
+    command = (f"`.venv/bin/python benchmarks/make_benchmarks_md.py --seeds {args.seeds} --variant-seeds {args.variant_seeds}"
+               f" --peer-seeds {args.peer_seeds} --irt-epochs {args.irt_epochs} --only {args.only}{' --no-peer' if args.no_peer else ''}`")
     lines = ["# Output-based meta-evaluation (precomet benchmark)", "", f"Command: {command}", "",
              "SPA = soft pairwise accuracy (%) averaged over budgets; clusters = mean cluster count; parity = budget needed to",
-             "reach random's mean SPA, as a share of random's budget (Eq. 12, lower is better). Random = mean of "
-             f"{args.seeds} seeds. JSON and figures: benchmarks/results/metaeval/.", ""]
-    wmt = [k for k in ("wmt23-en-de", "wmt23-zh-en") if k in results]
-    if wmt:
-        lines += ["## WMT23 (human = MQM, metric = MetricX-23-c, budgets 5–50 %)", "",
-                  "| method | " + " | ".join(f"{k[6:]} SPA | {k[6:]} clusters | {k[6:]} parity" for k in wmt)
-                  + " | mean SPA | subset2evaluate SPA (same data) | subset2evaluate clusters | paper SPA (9 WMT23 pairs) | paper parity |",
-                  "|---" * (1 + 3 * len(wmt) + 5) + "|"]
-        for name in ["random", *WMT_METHODS]:
-            cells, spas = [], []
-            for key in wmt:
-                m = results[key]["random"] if name == "random" else results[key]["methods"][name]
-                spas.append(m["spa"])
-                cells += [pct(m["spa"]), f"{m['clusters']:.2f}", "–" if name == "random" else pct(m["parity"]) + "%"]
-            peer = [peers[k].get(name) for k in wmt if k in peers]
-            peer_spa = pct(np.mean([p["spa"] for p in peer])) if peer and all(peer) else "–"
-            peer_clu = f"{np.mean([p['clusters'] for p in peer]):.2f}" if peer and all(peer) else "–"
-            paper_parity = f"{PAPER_PARITY[name]}%" if name in PAPER_PARITY else "–"
-            lines.append(f"| {LABEL[name]} | " + " | ".join(cells) + f" | {pct(np.mean(spas))} | {peer_spa} | {peer_clu} | {PAPER_SPA.get(name, '–')} | {paper_parity} |")
-        lines.append("")
-    for title, prefix in (("WMT21 TED, Google MQM (outputs only)", "ted-"), ("WMT24 ESA (outputs only)", "wmt24-esa-"),
-                          ("SummEval, one table row per human dimension (budgets 25–75 %)", "summeval-")):
+             f"reach random's mean SPA, as a share of random's budget (Eq. 12, lower is better). Random = mean of {args.seeds} seeds.",
+             "JSON and figures: benchmarks/results/metaeval/. Wall time per campaign (whole benchmark, incl. utilities): "
+             + ", ".join(f"{k} {v:.0f} s" for k, v in seconds.items()) + ".", ""]
+    lines += wmt_section(results, peers)
+    lines += variant_section(results, args)
+    for title, prefix in (("WMT21 TED, Google MQM (outputs only, no metrics)", "ted-"), ("WMT24 ESA (outputs only)", "wmt24-esa-"),
+                          ("SummEval, one row per human dimension (--target; budgets 25–75 %)", "summeval-")):
         keys = [k for k in results if k.startswith(prefix)]
-        if not keys:
-            continue
-        methods = list(results[keys[0]]["methods"])
-        lines += [f"## {title}", "", "| campaign | items × systems | Random SPA | Random clusters | "
-                  + " | ".join(f"{LABEL.get(m, m)} SPA | {LABEL.get(m, m)} clusters | {LABEL.get(m, m)} parity" for m in methods) + " |",
-                  "|---" * (4 + 3 * len(methods)) + "|"]
-        for key in keys:
-            r = results[key]
-            cells = [f"{pct(r['methods'][m]['spa'])} | {r['methods'][m]['clusters']:.2f} | {pct(r['methods'][m]['parity'])}%" for m in methods]
-            lines.append(f"| {key[len(prefix):]} | {r['items']} × {len(r['systems'])} | {pct(r['random']['spa'])} | {r['random']['clusters']:.2f} | " + " | ".join(cells) + " |")
-        lines.append("")
-    if missing:
-        lines += ["## Not run", ""] + [f"- {m}" for m in missing] + [""]
+        if keys:
+            lines += plain_table(title, prefix, keys, results)
     return "\n".join(lines)
+
+
+def wmt_section(results: dict, peers: dict) -> list[str]:
+    wmt = [k for k in ("wmt23-en-de", "wmt23-zh-en") if k in results]
+    if not wmt:
+        return []
+    lp = [k[6:] for k in wmt]
+    lines = ["## WMT23 (human = MQM, metric = MetricX-23-c, budgets 5–50 %)", "",
+             "| method | " + " | ".join(f"{x} SPA | {x} clusters | {x} parity" for x in lp) + " | mean SPA | "
+             + " | ".join(f"peer {x} SPA | peer {x} clusters" for x in lp) + " | paper SPA (9 WMT23 pairs) | paper parity |",
+             "|---" * (1 + 3 * len(wmt) + 1 + 2 * len(wmt) + 2) + "|"]
+    for name in ["random", *WMT_METHODS, *PEER_ROWS]:
+        cells, spas = [], []
+        for key in wmt:
+            m = results[key]["random"] if name == "random" else results[key]["methods"][name]
+            spas.append(m["spa"])
+            cells += [pct(m["spa"]), f"{m['clusters']:.2f}", "–" if name == "random" else pct(m["parity"]) + "%"]
+        peer_cells = []
+        for key in wmt:
+            p = peers.get(key, {}).get(PEER_ROW_OF.get(name, ""))
+            peer_cells += [pct(p["spa"]), f"{p['clusters']:.2f}"] if p else ["–", "–"]
+        paper_parity = f"{PAPER_PARITY[name]}%" if name in PAPER_PARITY else "–"
+        lines.append(f"| {LABEL[name]} | " + " | ".join(cells) + f" | {pct(np.mean(spas))} | " + " | ".join(peer_cells)
+                     + f" | {PAPER_SPA.get(name, '–')} | {paper_parity} |")
+    peer_seconds = {k: sum(v["seconds"] for v in p.values()) for k, p in peers.items()}
+    if peer_seconds:
+        lines += ["", "subset2evaluate wall time (utilities + eval_spa/eval_clucor, 10 budgets, random seeds): "
+                  + ", ".join(f"{k} {v:.0f} s" for k, v in peer_seconds.items()) + "."]
+    return [*lines, ""]
+
+
+def variant_section(results: dict, args: argparse.Namespace) -> list[str]:
+    keys = [f"wmt23-en-de-{name}" for name in VARIANTS if f"wmt23-en-de-{name}" in results]
+    if not keys:
+        return []
+    plain = results.get("wmt23-en-de")
+    lines = [f"## WMT23 en-de selection variants (paper Tables 1–3; random = {args.variant_seeds} seeds)", "",
+             "Each subset is chosen by the subset builder (precomet.select) at every budget; cost-aware budgets are shares of",
+             "the total estimated annotation time (0.15·len(src)+33.7 s) and parity is measured in cost.", "",
+             "| method | " + ("plain SPA | " if plain else "") + " | ".join(f"{VARIANT_TITLE[k.rsplit('-', 1)[1]]} SPA | clusters | parity"
+                                                                for k in keys) + " |",
+             "|---" * (1 + (1 if plain else 0) + 3 * len(keys)) + "|"]
+    for name in ["random", *WMT_METHODS]:
+        cells = [pct((plain["random"] if name == "random" else plain["methods"][name])["spa"])] if plain else []
+        for key in keys:
+            m = results[key]["random"] if name == "random" else results[key]["methods"][name]
+            cells += [pct(m["spa"]), f"{m['clusters']:.2f}", "–" if name == "random" else pct(m["parity"]) + "%"]
+        lines.append(f"| {LABEL[name]} | " + " | ".join(cells) + " |")
+    return [*lines, ""]
+
+
+def plain_table(title: str, prefix: str, keys: list[str], results: dict) -> list[str]:
+    methods = list(results[keys[0]]["methods"])
+    lines = [f"## {title}", "", "| campaign | items × systems | Random SPA | Random clusters | "
+             + " | ".join(f"{LABEL.get(m, m)} SPA | {LABEL.get(m, m)} clusters | {LABEL.get(m, m)} parity" for m in methods) + " |",
+             "|---" * (4 + 3 * len(methods)) + "|"]
+    for key in keys:
+        r = results[key]
+        cells = [f"{pct(r['methods'][m]['spa'])} | {r['methods'][m]['clusters']:.2f} | {pct(r['methods'][m]['parity'])}%" for m in methods]
+        lines.append(f"| {key[len(prefix):]} | {r['items']} × {len(r['systems'])} | {pct(r['random']['spa'])} | "
+                     f"{r['random']['clusters']:.2f} | " + " | ".join(cells) + " |")
+    return [*lines, ""]
 
 
 if __name__ == "__main__":

@@ -23,6 +23,7 @@ from precomet.errors import PrecometError
 from precomet.metaeval import (
     Reference,
     evaluate_indices,
+    evaluate_orderings,
     evaluate_prefixes,
     full_reference,
 )
@@ -33,6 +34,7 @@ DEFAULT_PROPS = (0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5)
 BENCH_MEASURES = ("spa", "clusters", "kendall")
 LEVELS = ("item", "doc")
 BALANCE = (None, "domain")
+_SEED_BATCH = 25  # random orderings meta-evaluated per batched call (progress granularity)
 
 Select = Callable[[np.ndarray, float], np.ndarray]
 
@@ -144,11 +146,20 @@ def random_baseline(
     if seeds < 1:
         raise PrecometError(f"--seeds must be at least 1, got {seeds}")
     runs = np.zeros((seeds, len(props), len(BENCH_MEASURES)))
-    for r in range(seeds):
-        utility = np.random.default_rng([seed, r]).random(len(ref))
-        for q, values in enumerate(evaluate_props(ref, select, utility, props)):
-            runs[r, q] = [values[m] for m in BENCH_MEASURES]
-            tick()
+    utilities = [np.random.default_rng([seed, r]).random(len(ref)) for r in range(seeds)]
+    if select is None:  # nested top-k subsets: all seeds' orderings in batched calls
+        sizes = np.array([budget_items(prop, len(ref)) for prop in props])
+        by_size = np.argsort(sizes, kind="stable")
+        for start in range(0, seeds, _SEED_BATCH):
+            orders = [top_k(u, int(sizes.max())) for u in utilities[start:start + _SEED_BATCH]]
+            runs[start:start + _SEED_BATCH, by_size] = evaluate_orderings(ref, orders, sizes[by_size].tolist(), measures=BENCH_MEASURES)
+            for _ in range(len(orders) * len(props)):
+                tick()
+    else:
+        for r, utility in enumerate(utilities):
+            for q, values in enumerate(evaluate_props(ref, select, utility, props)):
+                runs[r, q] = [values[m] for m in BENCH_MEASURES]
+                tick()
     spa, clu, cor = (runs[:, :, k] for k in range(3))
     return {
         "spa": float(spa.mean()), "spa_by_prop": spa.mean(axis=0).tolist(),

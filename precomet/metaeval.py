@@ -23,7 +23,7 @@ import functools
 import hashlib
 import logging
 import weakref
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -38,6 +38,7 @@ MEASURES = ("spa", "pairwise_accuracy", "kendall", "spearman", "pearson", "top1"
 
 CLUSTER_ALPHA = 0.05
 _CHUNK = 8192
+_BATCH = 8_000_000  # elements of the largest temporary array in a batched SPA step
 _CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _CONTROLLER = None  # threadpoolctl.ThreadpoolController, created on first use (its library scan is slow)
 
@@ -64,9 +65,13 @@ def item_signs(ids: Sequence[str], *, permutations: int = 1000, seed: int = 0) -
     return (bits[:, :permutations].astype(np.int8) * 2 - 1).astype(np.int8)
 
 
+@functools.lru_cache(maxsize=32)
 def pair_indices(n_systems: int) -> tuple[np.ndarray, np.ndarray]:
-    """Upper-triangle system pairs ``(i, j)``, ``i < j``, in row-major order (as subset2evaluate)."""
-    return np.triu_indices(n_systems, 1)
+    """Upper-triangle system pairs ``(i, j)``, ``i < j``, in row-major order (as subset2evaluate); read-only."""
+    pairs = np.triu_indices(n_systems, 1)
+    for index in pairs:
+        index.flags.writeable = False
+    return pairs
 
 
 def pairwise_pvalues(scores: np.ndarray, signs: np.ndarray) -> np.ndarray:
@@ -122,47 +127,46 @@ def wilcoxon_less(diffs: np.ndarray) -> np.ndarray:
     """
     from scipy.special import ndtr
 
-    diffs = np.asarray(diffs, dtype=float)
-    n, k = diffs.shape
-    nonzero = diffs != 0
-    count = nonzero.sum(axis=0)
-    # average ranks of |d| among the nonzero entries of each column; zeros sort last as +inf
-    magnitude = np.where(nonzero, np.abs(diffs), np.inf)
-    order = np.argsort(magnitude, axis=0, kind="stable")
-    ordered = np.take_along_axis(magnitude, order, axis=0)
-    starts = np.vstack([np.ones((1, k), bool), ordered[1:] != ordered[:-1]])
-    group = np.cumsum(starts, axis=0) - 1 + n * np.arange(k)  # tie groups, numbered per column
+    n, k = np.shape(diffs)
+    rows = np.ascontiguousarray(np.asarray(diffs, dtype=float).T)  # one row per column: contiguous sorts
+    nonzero = rows != 0
+    count = nonzero.sum(axis=1)
+    # average ranks of |d| among the nonzero entries of each row; zeros sort last as +inf
+    magnitude = np.where(nonzero, np.abs(rows), np.inf)
+    order = np.argsort(magnitude, axis=1)  # tied values get average ranks: their order is irrelevant
+    ordered = np.take_along_axis(magnitude, order, axis=1)
+    starts = np.hstack([np.ones((k, 1), bool), ordered[:, 1:] != ordered[:, :-1]])
+    group = np.cumsum(starts, axis=1) - 1 + n * np.arange(k)[:, None]  # tie groups, numbered per row
     sizes = np.bincount(group.ravel(), minlength=n * k)
     first = np.cumsum(sizes) - sizes - n * (np.arange(n * k) // n)  # 0-based position where each group starts
     ranks = np.empty_like(magnitude)
-    np.put_along_axis(ranks, order, (first + (sizes + 1) / 2.0)[group], axis=0)
-    r_plus = np.where(diffs > 0, ranks, 0.0).sum(axis=0)
+    np.put_along_axis(ranks, order, (first + (sizes + 1) / 2.0)[group], axis=1)
+    r_plus = np.where(rows > 0, ranks, 0.0).sum(axis=1)  # half-integers: exact in any summation order
     tie_sizes = np.where(np.isfinite(ordered) & starts, sizes[group], 0)
-    ties = (tie_sizes**3 - tie_sizes).sum(axis=0)
+    ties = (tie_sizes**3 - tie_sizes).sum(axis=1)
     with np.errstate(divide="ignore", invalid="ignore"):
         se = np.sqrt((count * (count + 1) * (2 * count + 1) - ties / 2.0) / 24.0)
         pvalues = ndtr((r_plus - count * (count + 1) / 4.0) / se)
     if n <= 50:  # scipy's small-sample methods
-        for col in range(k):
-            if count[col] == n and ties[col] == 0:
-                null = _signed_rank_null(n)
-                pvalues[col] = null[: int(np.ceil(r_plus[col])) + 1].sum() / null.sum()
-            elif n <= 13 and count[col]:
-                signs = ((np.arange(2 ** count[col])[:, None] >> np.arange(count[col])) & 1).astype(float)
-                null = signs @ ranks[nonzero[:, col], col]  # zeros only duplicate every pattern
-                pvalues[col] = np.mean(null <= r_plus[col] + abs(r_plus[col]) * np.finfo(float).eps * 100)
+        exact = (count == n) & (ties == 0)
+        if exact.any():
+            pvalues[exact] = _signed_rank_cdf(n)[np.ceil(r_plus[exact]).astype(int)]
+        for col in np.flatnonzero(~exact & (count > 0)) if n <= 13 else ():
+            signs = ((np.arange(2 ** count[col])[:, None] >> np.arange(count[col])) & 1).astype(float)
+            null = signs @ ranks[col, nonzero[col]]  # zeros only duplicate every pattern
+            pvalues[col] = np.mean(null <= r_plus[col] + abs(r_plus[col]) * np.finfo(float).eps * 100)
     pvalues[count == 0] = 1.0
     return pvalues
 
 
 @functools.lru_cache(maxsize=64)
-def _signed_rank_null(n: int) -> np.ndarray:
-    """Number of sign patterns giving each signed-rank sum 0..n(n+1)/2 (ranks 1..n, no ties)."""
+def _signed_rank_cdf(n: int) -> np.ndarray:
+    """P(signed-rank sum ≤ r) for r = 0..n(n+1)/2 (ranks 1..n, no ties), from exact pattern counts."""
     counts = np.zeros(n * (n + 1) // 2 + 1)
     counts[0] = 1
     for k in range(1, n + 1):
         counts[k:] = counts[k:] + counts[:-k].copy()
-    return counts
+    return np.cumsum(counts) / counts.sum()
 
 
 def clusters(scores: np.ndarray, *, alpha: float = CLUSTER_ALPHA) -> list[list[int]]:
@@ -273,74 +277,141 @@ def full_reference(campaign: Campaign, *, score: str = HUMAN, permutations: int 
 def spa_indices(ref: Reference, indices: np.ndarray) -> float:
     """Soft pairwise accuracy of the subset at campaign positions ``indices``."""
     scores = ref.matrix[indices]
-    return _spa_from_sums(ref, _partial_sums(scores, ref.signs[indices]), scores.sum(axis=0), float(np.abs(scores).sum()))
+    p = _pvalues(_partial_sums(scores, ref.signs[indices]), scores.sum(axis=0), float(np.abs(scores).sum()), ref.permutations)
+    return float(1.0 - np.abs(p - ref.pvalues).mean())
 
 
 def evaluate_indices(ref: Reference, indices: Sequence[int] | np.ndarray, *, measures: Sequence[str] = MEASURES) -> dict[str, float]:
     """The requested :data:`MEASURES` for the subset at campaign positions ``indices`` (order irrelevant)."""
-    _check_measures(measures)
     idx = np.unique(np.asarray(indices, dtype=int))
     if len(idx) != len(indices):
         raise CampaignError(f"subset lists {len(indices) - len(idx)} item(s) more than once")
     if len(idx) < 2:
         raise CampaignError(f"a subset needs at least 2 items, got {len(idx)}")
-    if idx[0] < 0 or idx[-1] >= len(ref):
-        raise CampaignError(f"subset position out of range for a campaign of {len(ref)} items")
-    return _measures(ref, idx, ref.matrix[idx], measures, lambda: spa_indices(ref, idx))
+    return evaluate_prefixes(ref, idx, [len(idx)], measures=measures)[0]
 
 
 def evaluate_prefixes(
     ref: Reference, order: Sequence[int] | np.ndarray, sizes: Sequence[int], *, measures: Sequence[str] = MEASURES
 ) -> list[dict[str, float]]:
-    """:func:`evaluate_indices` of ``order[:k]`` for every ``k`` in ``sizes`` (the top-k subsets of one
-    ranking), sharing the SPA matrix products between nested prefixes: each item enters the sums once."""
-    order = np.asarray(order, dtype=int)
-    sizes = [int(k) for k in sizes]
-    if sorted(sizes) != sizes or not sizes or sizes[0] < 2 or sizes[-1] > len(order):
-        raise CampaignError(f"prefix sizes must be increasing within 2..{len(order)}, got {sizes}")
+    """:func:`evaluate_indices` of ``order[:k]`` for every ``k`` in ``sizes`` (the top-k subsets of one ranking)."""
+    values = evaluate_orderings(ref, [order], sizes, measures=measures)[0]
+    return [dict(zip(measures, map(float, row))) for row in values]
+
+
+def evaluate_orderings(
+    ref: Reference, orders: Sequence[Sequence[int] | np.ndarray], sizes: Sequence[int], *, measures: Sequence[str] = MEASURES
+) -> np.ndarray:
+    """The ``measures`` of ``order[:k]`` for every ordering and every ``k`` in ``sizes`` (non-decreasing): an array
+    ``(len(orders), len(sizes), len(measures))``.
+
+    Batched for benchmark loops (many random orderings × budgets): nested prefixes share the SPA products
+    (each item enters the sign-flip sums once per ordering, all orderings in one batched product), and all
+    subsets of one size share a single vectorised Wilcoxon call for the cluster counts.
+    """
     _check_measures(measures)
-    head = order[: sizes[-1]]
-    if len(np.unique(head)) != len(head) or head.min() < 0 or head.max() >= len(ref):
+    sizes = [int(k) for k in sizes]
+    if not sizes or sorted(sizes) != sizes or sizes[0] < 2:
+        raise CampaignError(f"prefix sizes must be increasing and at least 2, got {sizes}")
+    heads = [np.asarray(o, dtype=int)[: sizes[-1]] for o in orders]
+    if not heads or min(len(h) for h in heads) < sizes[-1]:
+        raise CampaignError(f"every ordering needs at least {sizes[-1]} positions (the largest size)")
+    heads = np.stack(heads)
+    ordered = np.sort(heads, axis=1)
+    if (ordered[:, 1:] == ordered[:, :-1]).any() or ordered.min() < 0 or ordered.max() >= len(ref):
         raise CampaignError(f"an ordering must list distinct campaign positions in 0..{len(ref) - 1}")
-    scores = ref.matrix[head]
-    partial, observed, abs_total, start, out = 0.0, 0.0, 0.0, 0, []
-    for k in sizes:
-        block = scores[start:k]
-        if "spa" in measures:
-            partial = partial + _partial_sums(block, ref.signs[head[start:k]])
-        observed, abs_total, start = observed + block.sum(axis=0), abs_total + float(np.abs(block).sum()), k
-        idx = np.sort(head[:k])  # canonical row order for the order-sensitive float sums below
-        out.append(_measures(ref, idx, ref.matrix[idx], measures, functools.partial(
-            _spa_from_sums, ref, partial, observed, abs_total)))
+    out = np.empty((len(heads), len(sizes), len(measures)))
+    step = max(1, _BATCH // (len(ref.pvalues) * ref.permutations))  # bounds the (orderings, pairs, P) null array
+    with _one_blas_thread():
+        for start in range(0, len(heads), step):
+            out[start:start + step] = _evaluate_batch(ref, heads[start:start + step], sizes, measures)
     return out
 
 
-def _spa_from_sums(ref: Reference, partial: np.ndarray, observed: np.ndarray, abs_total: float) -> float:
-    return float(1.0 - np.abs(_pvalues(partial, observed, abs_total, ref.permutations) - ref.pvalues).mean())
+def _evaluate_batch(ref: Reference, heads: np.ndarray, sizes: list[int], measures: Sequence[str]) -> np.ndarray:
+    out = np.empty((len(heads), len(sizes), len(measures)))
+    spa = _spa_prefixes(ref, heads, sizes) if "spa" in measures else None
+    for q, k in enumerate(sizes):
+        sub = ref.matrix[np.sort(heads[:, :k], axis=1)]  # (B, k, S) in canonical row order
+        values = _batch_measures(ref, sub, measures)
+        for m, name in enumerate(measures):
+            out[:, q, m] = spa[:, q] if name == "spa" else values[name]
+    return out
+
+
+def _spa_prefixes(ref: Reference, heads: np.ndarray, sizes: list[int]) -> np.ndarray:
+    """SPA of every prefix: block sums of ``scores.T @ signs`` accumulated along each ordering."""
+    n_orders, n_systems = len(heads), ref.matrix.shape[1]
+    partial = np.zeros((n_orders, n_systems, ref.permutations))
+    observed, abs_total = np.zeros((n_orders, n_systems)), np.zeros(n_orders)
+    i, j = pair_indices(n_systems)
+    out, start = np.empty((n_orders, len(sizes))), 0
+    for q, k in enumerate(sizes):
+        block = heads[:, start:k]
+        scores = ref.matrix[block]  # (B, block, S)
+        partial += np.matmul(scores.transpose(0, 2, 1), ref.signs[block].astype(float))
+        observed += scores.sum(axis=1)
+        abs_total += np.abs(scores).sum(axis=(1, 2))
+        start = k
+        threshold = observed[:, i] - observed[:, j] - 1e-9 * np.maximum(1.0, abs_total)[:, None]
+        out[:, q] = 1.0 - np.abs(_batch_pvalues(partial, threshold) - ref.pvalues).mean(axis=1)
+    return out
+
+
+def _batch_pvalues(partial: np.ndarray, threshold: np.ndarray) -> np.ndarray:
+    """``_pvalues`` for a batch: ``partial`` (B, S, P) sign-flip sums, ``threshold`` (B, pairs) observed
+    differences minus tolerance. System by system and a few orderings at a time, so that the (orderings,
+    pairs, P) null differences never exist at once (4× faster than one fancy-indexed array: cache)."""
+    n_orders, n_systems, permutations = partial.shape
+    counts = np.empty(threshold.shape)
+    for start in range(0, n_orders, 8):
+        rows, col = slice(start, start + 8), 0
+        for a in range(n_systems - 1):
+            width = n_systems - a - 1
+            null = partial[rows, a, None, :] - partial[rows, a + 1:, :]  # pairs (a, a+1..S-1), as pair_indices
+            counts[rows, col:col + width] = np.count_nonzero(null >= threshold[rows, col:col + width, None], axis=2)
+            col += width
+    return counts / permutations
+
+
+def _batch_measures(ref: Reference, sub: np.ndarray, measures: Sequence[str]) -> dict[str, np.ndarray]:
+    """Every measure but SPA for a batch of equal-size subsets ``sub`` (B, k, S)."""
+    means = np.round(sub.mean(axis=1), 10)
+    wanted, found = set(measures), {}
+    if {"clusters", "top1_dice"} & wanted:
+        found["clusters"], first = _batch_clusters(sub, means)
+        found["top1_dice"] = np.array([dice(members, ref.clusters[0]) for members in first])
+    if "kendall" in wanted:
+        sx = np.sign(means[:, :, None] - means[:, None, :])
+        sy = np.sign(np.subtract.outer(ref.means, ref.means))
+        denominator = np.sqrt(np.count_nonzero(sx, axis=(1, 2)) * np.count_nonzero(sy))
+        found["kendall"] = np.divide((sx * sy).sum(axis=(1, 2)), denominator, out=np.zeros(len(sub)), where=denominator > 0)
+    if "pairwise_accuracy" in wanted:
+        i, j = pair_indices(len(ref.means))
+        found["pairwise_accuracy"] = np.mean((means[:, i] < means[:, j]) == (ref.means[i] < ref.means[j]), axis=1)
+    found["spearman"] = [spearman(m, ref.means) for m in means] if "spearman" in wanted else None
+    found["pearson"] = [pearson(m, ref.means) for m in means] if "pearson" in wanted else None
+    found["top1"] = (ref.means[np.argmax(means, axis=1)] == ref.means.max()).astype(float)
+    found["mae"] = np.abs(means - ref.means).mean(axis=1)
+    found["rmse"] = np.sqrt(((means - ref.means) ** 2).mean(axis=1))
+    return found
+
+
+def _batch_clusters(sub: np.ndarray, means: np.ndarray, alpha: float = CLUSTER_ALPHA) -> tuple[np.ndarray, list[np.ndarray]]:
+    """Cluster counts (Algorithm 1) and best-cluster members of a batch ``sub`` (B, k, S): one Wilcoxon call."""
+    n_orders, k, n_systems = sub.shape
+    order = np.lexsort((np.broadcast_to(np.arange(n_systems), means.shape), -means))  # per row, as clusters()
+    ranked = np.take_along_axis(sub, order[:, None, :], axis=2)
+    diffs = (ranked[:, :, 1:] - ranked[:, :, :-1]).transpose(1, 0, 2).reshape(k, -1)
+    split = (wilcoxon_less(diffs) < alpha).reshape(n_orders, n_systems - 1)
+    first = np.where(split.any(axis=1), split.argmax(axis=1) + 1, n_systems)
+    return 1.0 + split.sum(axis=1), [row[:size] for row, size in zip(order, first)]
 
 
 def _check_measures(measures: Sequence[str]) -> None:
     unknown = [m for m in measures if m not in MEASURES]
     if unknown:
         raise CampaignError(f"unknown measure(s) {unknown}; valid: {list(MEASURES)}")
-
-
-def _measures(ref: Reference, idx: np.ndarray, sub: np.ndarray, measures: Sequence[str], spa: Callable[[], float]) -> dict[str, float]:
-    means = system_means(sub)
-    found = clusters(sub) if {"clusters", "top1_dice"} & set(measures) else None
-    compute = {
-        "spa": spa,
-        "pairwise_accuracy": lambda: pairwise_accuracy(means, ref.means),
-        "kendall": lambda: kendall_tau_b(means, ref.means),
-        "spearman": lambda: spearman(means, ref.means),
-        "pearson": lambda: pearson(means, ref.means),
-        "top1": lambda: float(ref.means[int(np.argmax(means))] == ref.means.max()),
-        "clusters": lambda: float(len(found)),
-        "top1_dice": lambda: dice(found[0], ref.clusters[0]),
-        "mae": lambda: float(np.abs(means - ref.means).mean()),
-        "rmse": lambda: float(np.sqrt(((means - ref.means) ** 2).mean())),
-    }
-    return {name: compute[name]() for name in measures}
 
 
 def subset_positions(campaign: Campaign, subset_ids: Iterable[object]) -> np.ndarray:

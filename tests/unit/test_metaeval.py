@@ -195,3 +195,32 @@ def test_evaluate_prefixes_equals_evaluate_indices():
         me.evaluate_prefixes(ref, order, [20, 10])
     with pytest.raises(CampaignError, match="distinct"):
         me.evaluate_prefixes(ref, np.r_[order[:3], order[:3]], [2, 6])
+
+
+def test_evaluate_orderings_batch_equals_scalar_measures():
+    rng = np.random.default_rng(11)
+    matrix = np.round(rng.normal(size=(60, 6)) + np.linspace(0, 0.8, 6), 1)  # ties within items
+    matrix[:, 5] = matrix[:, 4]  # identical systems stay in one cluster
+    campaign = _campaign(matrix)
+    ref = me.full_reference(campaign, permutations=200)
+    orders = [rng.permutation(60) for _ in range(9)]
+    sizes = [4, 12, 12, 33, 60]  # ≤ 13: exact Wilcoxon paths; repeated size: an empty block
+    got = me.evaluate_orderings(ref, orders, sizes)
+    assert got.shape == (9, 5, len(me.MEASURES))
+    for b, order in enumerate(orders):
+        for q, k in enumerate(sizes):
+            sub = ref.matrix[np.sort(order[:k])]
+            means, found = me.system_means(sub), me.clusters(sub)
+            expected = {
+                "spa": me.spa_indices(ref, order[:k]), "pairwise_accuracy": me.pairwise_accuracy(means, ref.means),
+                "kendall": me.kendall_tau_b(means, ref.means), "spearman": me.spearman(means, ref.means),
+                "pearson": me.pearson(means, ref.means), "top1": float(ref.means[np.argmax(means)] == ref.means.max()),
+                "clusters": len(found), "top1_dice": me.dice(found[0], ref.clusters[0]),
+                "mae": np.abs(means - ref.means).mean(), "rmse": np.sqrt(((means - ref.means) ** 2).mean()),
+            }
+            for m, name in enumerate(me.MEASURES):
+                assert got[b, q, m] == pytest.approx(expected[name], abs=1e-12), (b, k, name)
+    with pytest.raises(CampaignError, match="at least 60 positions"):
+        me.evaluate_orderings(ref, [orders[0][:30]], sizes)
+    with pytest.raises(CampaignError, match="distinct"):
+        me.evaluate_orderings(ref, [orders[0], np.r_[orders[0][:3], orders[0][:57]]], [2, 60])
