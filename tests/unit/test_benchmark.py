@@ -158,3 +158,16 @@ def test_cli_bad_input(tmp_path, campaign, capsys):
     assert "(0, 1]" in capsys.readouterr().err
     assert main(base + ["--scores", "nofile"]) == 2
     assert "NAME=FILE" in capsys.readouterr().err
+
+
+def test_random_baseline_batched_equals_subset_by_subset(campaign):
+    ref = full_reference(campaign, permutations=200)
+    props = [0.3, 0.05, 0.5]  # unsorted; 30 seeds = two batches
+
+    def plain_top_k(utility, prop):
+        return bm.top_k(utility, bm.budget_items(prop, len(campaign)))
+
+    batched = bm.random_baseline(ref, None, props, seeds=30, seed=4)
+    one_by_one = bm.random_baseline(ref, plain_top_k, props, seeds=30, seed=4)
+    for key, value in batched.items():
+        assert np.allclose(value, one_by_one[key], rtol=0, atol=1e-12), key
