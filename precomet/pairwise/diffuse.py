@@ -93,8 +93,8 @@ class DiffuseTree:
             block = self.ordered[begin : begin + count]
             centre = block.mean(axis=0, dtype=np.float64)
             dots = (block @ centre.astype(block.dtype)).astype(np.float64)
-            norms = self.norms[begin : begin + count] * np.linalg.norm(centre)
-            cosine = np.divide(dots, norms, out=np.zeros_like(dots), where=norms > 0)
+            norms = self.norms[begin : begin + count] * float(np.sqrt(centre @ centre))
+            cosine = np.divide(dots, norms, out=np.zeros(count), where=norms > 0)
             members = self.order[begin : begin + count]
             self._reps[node] = int(members[np.lexsort((members, -np.round(cosine, 12)))[0]])
         return self._reps[node]
@@ -106,13 +106,14 @@ class DiffuseTree:
         return np.array([self.representative(int(node)) for node in nodes], dtype=int)
 
 
-def _condensed_distances(vectors: np.ndarray) -> np.ndarray:
-    """Pairwise Euclidean distances in scipy's condensed order from the Gram matrix (computed in the vectors'
-    precision: float32 embeddings take half the time of float64), only the upper triangle turned into distances."""
+def _condensed_distances(vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Pairwise Euclidean distances in scipy's condensed order, and the row norms, from one Gram matrix in the
+    vectors' precision (numpy computes ``X @ X.T`` with BLAS ``syrk``: half the work of a general product)."""
     gram = vectors @ vectors.T
+    squared = np.diag(gram).astype(np.float64)
     rows, cols = np.triu_indices(len(vectors), 1)
-    squared = np.einsum("ij,ij->i", vectors, vectors, dtype=np.float64)
-    return np.sqrt(np.clip(squared[rows] + squared[cols] - 2.0 * gram[rows, cols], 0.0, None))
+    distances = np.sqrt(np.clip(squared[rows] + squared[cols] - 2.0 * gram[rows, cols], 0.0, None))
+    return distances, np.sqrt(np.clip(squared, 0.0, None))
 
 
 def diffuse_tree(vectors: np.ndarray) -> DiffuseTree:
@@ -126,11 +127,11 @@ def diffuse_tree(vectors: np.ndarray) -> DiffuseTree:
     if not np.isfinite(vectors).all():
         raise PrecometError("DiffUse vectors contain NaN or infinite values")
     n = len(vectors)
-    norms = np.linalg.norm(vectors, axis=1).astype(np.float64)
     if n == 1:
-        one = np.ones(1, dtype=int)
-        return DiffuseTree(vectors, np.zeros((0, 4)), np.zeros(1, dtype=int), np.zeros(1, dtype=int), one, vectors, norms)
-    merges = linkage(_condensed_distances(np.ascontiguousarray(vectors)), method="ward")
+        one, zero = np.ones(1, dtype=int), np.zeros(1, dtype=int)
+        return DiffuseTree(vectors, np.zeros((0, 4)), zero, zero, one, vectors, np.linalg.norm(vectors, axis=1))
+    distances, norms = _condensed_distances(np.ascontiguousarray(vectors))
+    merges = linkage(distances, method="ward")
     size = np.ones(2 * n - 1, dtype=int)
     size[n:] = merges[:, 3].astype(int)
     start = np.zeros(2 * n - 1, dtype=int)

@@ -61,4 +61,4 @@ def embed_outputs(
         raise PrecometError(f"campaign {campaign.name!r} has no output texts for system(s) {missing}; DiffUse needs them")
     texts = [t for s in systems for t in campaign.outputs[s]]
     flat = embed_texts(texts, encoder=encoder, cache_dir=cache_dir)
-    return flat.reshape(len(systems), len(campaign), -1).transpose(1, 0, 2).astype(np.float32)
+    return np.ascontiguousarray(flat.reshape(len(systems), len(campaign), -1).transpose(1, 0, 2), dtype=np.float32)
