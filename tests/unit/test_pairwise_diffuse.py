@@ -43,6 +43,15 @@ def test_cuts_match_scipy_fcluster_partitions():
         assert ours == theirs
 
 
+def test_float32_vectors_give_the_float64_tree_and_selection():
+    x = np.random.default_rng(5).normal(size=(80, 48))
+    tree64, tree32 = diffuse_tree(x), diffuse_tree(x.astype(np.float32))
+    np.testing.assert_allclose(tree32.merges, tree64.merges, rtol=1e-4)
+    np.testing.assert_allclose(tree32.norms, np.linalg.norm(x[tree32.order], axis=1), rtol=1e-5)
+    for n in (1, 5, 17, 80):
+        assert tree32.select(n).tolist() == tree64.select(n).tolist()
+
+
 def test_representative_is_closest_in_cosine_to_cluster_mean():
     x = np.random.default_rng(1).normal(size=(40, 4))
     tree = diffuse_tree(x)
