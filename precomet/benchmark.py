@@ -74,10 +74,15 @@ def top_k(utility: np.ndarray, k: int) -> np.ndarray:
     return np.argsort(-np.asarray(utility, dtype=float), kind="stable")[:k]
 
 
-def make_selector(campaign: Campaign, *, budget_cost: bool = False, balance: str | None = None, level: str = "item") -> Select | None:
+def make_selector(
+    campaign: Campaign, *, budget_cost: bool = False, balance: str | None = None, level: str = "item", time_limit: float = 10.0
+) -> Select | None:
     """``select(utility, prop) -> positions`` through the subset builder (:func:`precomet.select.select_subset`)
     with the cost budget ``prop · total cost``, domain quotas and/or document units; ``None`` when no option is
-    set: plain top-k, whose nested subsets :func:`evaluate_props` meta-evaluates in one pass."""
+    set: plain top-k, whose nested subsets :func:`evaluate_props` meta-evaluates in one pass.
+
+    A benchmark makes hundreds of selections, so a knapsack the solver has not certified optimal within
+    ``time_limit`` seconds is used as found (its gap is logged at debug level)."""
     if level not in LEVELS:
         raise PrecometError(f"unknown level {level!r}; valid: {list(LEVELS)}")
     if balance not in BALANCE:
@@ -86,21 +91,29 @@ def make_selector(campaign: Campaign, *, budget_cost: bool = False, balance: str
     if not budget_cost and balance is None and level == "item":
         return None
 
+    import warnings
+
     from precomet.select import select_subset
 
     total = float(campaign.cost.sum())
 
     def select(utility: np.ndarray, prop: float) -> np.ndarray:
-        chosen = select_subset(
-            utility,
-            cost=campaign.cost if budget_cost else None,
-            domain=campaign.domain if balance else None,
-            doc=campaign.doc if level == "doc" else None,
-            budget=None if budget_cost else budget_items(prop, n),
-            budget_cost=prop * total if budget_cost else None,
-            balance=balance,
-            level=level,
-        )
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="solver .* stopped at relative gap")
+            chosen = select_subset(
+                utility,
+                cost=campaign.cost if budget_cost else None,
+                domain=campaign.domain if balance else None,
+                doc=campaign.doc if level == "doc" else None,
+                budget=None if budget_cost else budget_items(prop, n),
+                budget_cost=prop * total if budget_cost else None,
+                balance=balance,
+                level=level,
+                time_limit=time_limit,
+                allow_gap=True,
+            )
+        if chosen.status != "optimal":
+            log.debug("budget %.3f: knapsack gap %.2g accepted after %.0f s", prop, chosen.gap, time_limit)
         return np.asarray(chosen.indices, dtype=int)
 
     return select
