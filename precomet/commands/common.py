@@ -22,3 +22,11 @@ def load_campaign(args: argparse.Namespace) -> Campaign:
     from precomet.io import load
 
     return load(args.data, campaign=args.campaign, human=args.human, complete=not args.keep_incomplete)
+
+
+def comma_list(text: str) -> list[str]:
+    """argparse type for ``a,b,c`` lists (``--systems``, ``--models``): names, stripped, empty ones dropped."""
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    if not names:
+        raise argparse.ArgumentTypeError(f"expected comma-separated names, got {text!r}")
+    return names

@@ -8,7 +8,7 @@ import sys
 
 import numpy as np
 
-from precomet.commands.common import add_data_arguments, load_campaign
+from precomet.commands.common import add_data_arguments, comma_list, load_campaign
 from precomet.errors import PrecometError
 
 HELP = "DiffUse: select items whose output differences are representative; iterate until a winner is reliable"
@@ -16,7 +16,7 @@ HELP = "DiffUse: select items whose output differences are representative; itera
 
 def _common(parser: argparse.ArgumentParser) -> None:
     add_data_arguments(parser)
-    parser.add_argument("--systems", nargs="+", help="systems to compare (default: all; DiffUse on > 2 uses centred concatenation)")
+    parser.add_argument("--systems", type=comma_list, help="comma-separated systems to compare (default: all; DiffUse on > 2 uses centred concatenation)")
     parser.add_argument("--encoder", help="sentence-transformers name or path (default: offline all-MiniLM-L6-v2)")
     parser.add_argument("--cache-dir", help="directory for the embedding cache (reused across runs)")
 
@@ -107,7 +107,7 @@ def _iterate(args: argparse.Namespace, campaign, diffuse) -> int:
 
     systems = args.systems or list(campaign.systems)
     if len(systems) != 2:
-        raise PrecometError(f"iterate compares exactly two systems (--systems A B), got {systems}")
+        raise PrecometError(f"iterate compares exactly two systems (--systems A,B), got {systems}")
     if args.oracle == "interactive":
         oracle = _interactive_oracle(campaign, systems)
     else:

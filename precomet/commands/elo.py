@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 
+from precomet.commands.common import comma_list
+
 HELP = "Elo or Bradley-Terry ratings with bootstrap 5-95% intervals from preferences (file or campaign scores)"
 
 
@@ -25,7 +27,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     rating.add_argument("--seed", type=int, default=0)
     rating.add_argument("--ties", choices=["half", "drop"], default="half", help="ties as half wins or dropped")
     rating.add_argument("--k", type=float, default=4.0, help="Elo K-factor (default 4)")
-    rating.add_argument("--models", nargs="+", help="rate exactly these models; records naming others are an error")
+    rating.add_argument("--models", type=comma_list, help="comma-separated: rate exactly these models; records naming others are an error")
     out = parser.add_argument_group("output")
     out.add_argument("--figure", help="write a PNG of the intervals")
     out.add_argument("--json", help="write the table, judge diagnostics and signature as JSON")

@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from precomet.commands.common import add_data_arguments, load_campaign
+from precomet.commands.common import add_data_arguments, comma_list, load_campaign
 from precomet.errors import PrecometError
 
 HELP = "compute an output-based item utility (higher = annotate first) and write {id, utility} JSONL"
@@ -20,7 +20,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         " kmeans, random, mixture (an unknown name lists all registered ones)",
     )
     parser.add_argument("--metric", help="score name the utility reads, e.g. MetricX-23-c or human")
-    parser.add_argument("--systems", help="comma-separated systems to use (artificial crowd); default: all")
+    parser.add_argument("--systems", type=comma_list, help="comma-separated systems to use (artificial crowd); default: all")
     parser.add_argument("--budget", type=int, help="number of items (methods that need it, e.g. kmeans)")
     parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     parser.add_argument(
@@ -58,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
         options["missing"] = "exclude"
     resolve_options(args.method, options)
     campaign = load_campaign(args)
-    systems = [s.strip() for s in args.systems.split(",") if s.strip()] if args.systems else None
+    systems = args.systems
     if systems is not None:
         campaign.system_index(systems)
     if spec.needs_score and args.metric is None:

@@ -53,3 +53,13 @@ def test_cli_bad_input_exits_2(tiny_campaign, tmp_path, capsys):
     assert main(base + ["--method", "metric_var", "--metric", "human", "--option", "bad"]) == 2
     assert main(base + ["--method", "kmeans"]) == 2
     assert "budget" in capsys.readouterr().err
+
+
+def test_comma_list_type():
+    import argparse
+
+    from precomet.commands.common import comma_list
+
+    assert comma_list(" a, b ,,c") == ["a", "b", "c"]
+    with pytest.raises(argparse.ArgumentTypeError):
+        comma_list(" , ")
