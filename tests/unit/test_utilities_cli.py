@@ -58,6 +58,8 @@ def test_cli_bad_input_exits_2(tiny_campaign, tmp_path, capsys):
 def test_comma_list_type():
     import argparse
 
+    import pytest
+
     from precomet.commands.common import comma_list
 
     assert comma_list(" a, b ,,c") == ["a", "b", "c"]
