@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 
 import numpy as np
+import pytest
 
 from precomet.cli import main
 from precomet.io import write_jsonl
@@ -56,10 +58,6 @@ def test_cli_bad_input_exits_2(tiny_campaign, tmp_path, capsys):
 
 
 def test_comma_list_type():
-    import argparse
-
-    import pytest
-
     from precomet.commands.common import comma_list
 
     assert comma_list(" a, b ,,c") == ["a", "b", "c"]
