@@ -54,7 +54,11 @@ def embed_texts(
     if todo:
         vectors = _encode([str(unique[i]) for i in todo], encoder=encoder, batch_size=batch_size, device=device)
         cached.update(zip((keys[i] for i in todo), vectors))
-        if cache_file is not None:
+        if cache_file is not None:  # merge with entries another process saved meanwhile, then replace atomically
+            if cache_file.exists():
+                with np.load(cache_file) as stored:
+                    for key, vector in zip(stored["keys"].tolist(), stored["vectors"]):
+                        cached.setdefault(key, vector)
             with atomic_write(cache_file, "wb") as handle:
                 np.savez(handle, keys=np.array(list(cached)), vectors=np.stack(list(cached.values())))
     log.info("embedded %d distinct texts (%d from cache)", len(unique), len(unique) - len(todo))
