@@ -53,6 +53,28 @@ def load_all(names: list[str]) -> dict:
     return loaded
 
 
+def stem(args: argparse.Namespace, seed: int) -> str:
+    """File-name suffix of a training run: none for --seed, ``.seedK`` for the other --train-seeds."""
+    return "" if seed == args.seed else f".seed{seed}"
+
+
+def run_one(args: argparse.Namespace, *, test: str, method: str, seed: int, rows: list, campaign, true: np.ndarray, cache: dict) -> dict:
+    """Train on ``rows``, predict the held-out ``campaign``, write its scores file; the result entry."""
+    from precomet.estimator import predict_campaign, train
+
+    t0 = time.perf_counter()
+    name = f"{test.replace('/', '_')}.{method}{stem(args, seed)}"
+    result = train(rows, out_dir=args.out / name, config=REPO / "configs" / "precomet-minilm.yaml",
+                   overrides={"trainer.accelerator": "cpu", "seed_everything": seed}, progress=False, feature_cache=cache)
+    train_s = time.perf_counter() - t0
+    predicted = predict_campaign(args.out / name, campaign, progress=False)
+    scores = args.out / f"{name}.scores.jsonl"
+    scores.write_text("".join(json.dumps({"id": i, "utility": float(u)}) + "\n" for i, u in zip(campaign.ids, predicted)))
+    return {"test": test, "method": method, "seed": seed, "train_rows": len(rows), "train_s": round(train_s, 1),
+            "dev_pearson": result.dev_metrics.get("val_pearson"), "pearson": float(pearsonr(predicted, true)[0]),
+            "kendall": float(kendalltau(predicted, true)[0]), "scores": str(scores)}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=REPO / "benchmarks" / "out" / "estimator")
@@ -65,13 +87,13 @@ def main() -> None:
                         help="shared sentence-embedding cache for embedding diversity")
     parser.add_argument("--irt-epochs", type=int, default=1000, help="py-irt epochs for irt_diffdisc targets")
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=int, default=0, help="seed of the targets (IRT fit) and of the first training run")
+    parser.add_argument("--train-seeds", type=int, nargs="+", help="training seeds (default: --seed); one estimator per seed")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
     import torch
 
     torch.set_num_threads(args.threads)
-    from precomet.estimator import predict_campaign, train
     from precomet.estimator.targets import build_targets
 
     args.out.mkdir(parents=True, exist_ok=True)
@@ -88,23 +110,13 @@ def main() -> None:
             print(f"targets {method} on {name}: {time.perf_counter() - t0:.1f} s", flush=True)
         for test in args.tests:
             rows = [r for name, part in utilities.items() if name != test for r in part]
-            t0 = time.perf_counter()
-            out_dir = args.out / f"{test.replace('/', '_')}.{method}"
-            result = train(rows, out_dir=out_dir, config=REPO / "configs" / "precomet-minilm.yaml",
-                           overrides={"trainer.accelerator": "cpu", "seed_everything": args.seed}, progress=False, feature_cache=cache)
-            train_s = time.perf_counter() - t0
-            predicted = predict_campaign(out_dir, campaigns[test], progress=False)
-            true = np.array([r["target"] for r in utilities[test]])
-            scores = args.out / f"{test.replace('/', '_')}.{method}.scores.jsonl"
-            scores.write_text("".join(json.dumps({"id": i, "utility": float(u)}) + "\n" for i, u in zip(campaigns[test].ids, predicted)))
-            entry = {"test": test, "method": method, "train_rows": len(rows), "train_s": round(train_s, 1),
-                     "dev_pearson": result.dev_metrics.get("val_pearson"), "pearson": float(pearsonr(predicted, true)[0]),
-                     "kendall": float(kendalltau(predicted, true)[0]), "scores": str(scores)}
-            results.append(entry)
-            print(json.dumps(entry), flush=True)
-            (args.out / "heldout.json").write_text(json.dumps(results, indent=2) + "\n")
+            for train_seed in args.train_seeds or [args.seed]:
+                results.append(run_one(args, test=test, method=method, seed=train_seed, rows=rows, campaign=campaigns[test],
+                                       true=np.array([r["target"] for r in utilities[test]]), cache=cache))
+                print(json.dumps(results[-1]), flush=True)
+                (args.out / "heldout.json").write_text(json.dumps(results, indent=2) + "\n")
     for test in args.tests:
-        specs = " ".join(f"--scores {m}_src={args.out}/{test.replace('/', '_')}.{m}.scores.jsonl" for m in args.methods)
+        specs = " ".join(f"--scores {e['method']}_src{stem(args, e['seed'])}={e['scores']}" for e in results if e["test"] == test)
         print(f"precomet benchmark {BENCH_DATA[test].format(raw=RAW)} {specs} --seeds 100 --json {args.out}/{test.replace('/', '_')}.bench.json")
 
 
