@@ -269,7 +269,13 @@ def variant_section(results: dict, args: argparse.Namespace) -> list[str]:
              "the total estimated annotation time (0.15·len(src)+33.7 s) and parity is measured in cost, so the knapsack",
              "takes more (shorter) items than the plain budget: 46 instead of 23 items at 5 % for a random utility. Domain",
              "quotas round down to equal counts per domain (20 instead of 23 items at 5 %, 4 domains); document-level",
-             "subsets take whole documents up to the same item count. \"plain\" = the item-level table above.", "",
+             "subsets take whole documents up to the same item count. \"plain\" = the item-level table above.",
+             "Document level: the knapsack maximises the summed unit utilities under an item budget, so it favours small",
+             "documents — random utilities picked 1.1-item documents on average (3.3 for item-level random at 10 %), mostly",
+             "user reviews, the most discriminative domain here (SPA of that domain alone 96.2 %, news 92.5 %). That is why",
+             "document-level *random* beats item-level random; compare methods with the row of their own variant. Cost-aware",
+             "random favours short items, which separate systems less (91.6 % with more items than the plain 94.3 %).",
+             "Knapsacks not certified optimal within 10 s are used as found (2 of over 1,000 cost-aware solves, gap ≤ 0.04 %).", "",
              "| method | " + ("plain SPA | " if plain else "") + " | ".join(f"{VARIANT_TITLE[k.rsplit('-', 1)[1]]} SPA | clusters | parity"
                                                                 for k in keys) + " |",
              "|---" * (1 + (1 if plain else 0) + 3 * len(keys)) + "|"]
