@@ -184,7 +184,11 @@ def render(args: argparse.Namespace) -> str:
              "SPA = soft pairwise accuracy (%) averaged over budgets; clusters = mean cluster count; parity = budget needed to",
              f"reach random's mean SPA, as a share of random's budget (Eq. 12, lower is better). Random = mean of {args.seeds} seeds.",
              "JSON and figures: benchmarks/results/metaeval/. Wall time per campaign (whole benchmark, incl. utilities): "
-             + ", ".join(f"{k} {v:.0f} s" for k, v in seconds.items()) + ".", ""]
+             + ", ".join(f"{k} {v:.0f} s" for k, v in seconds.items()) + ".",
+             f"DiffDisc = py-irt 4PL on the metric, {args.irt_epochs} epochs; Diversity = 1 − mean cosine of all-MiniLM-L6-v2",
+             "output embeddings (English vocabulary, so Czech/Hindi/Japanese/German outputs are embedded poorly); k-means on",
+             "source embeddings, k = budget (its parity search refits per budget: the slowest method here). Output",
+             "embeddings come from the shared cache benchmarks/out/embed-cache.", ""]
     lines += wmt_section(results, peers)
     lines += variant_section(results, args)
     for title, prefix in (("WMT21 TED, Google MQM (outputs only, no metrics)", "ted-"), ("WMT24 ESA (outputs only)", "wmt24-esa-"),
