@@ -82,7 +82,7 @@ def main() -> None:
         reference = None
         for precision in ("fp32", "int8"):
             predict_sources(estimator, batch[:64], precision=precision, progress=False)  # warm-up
-            values, wall, cpu = timed(lambda: predict_sources(
+            values, wall, cpu = timed(lambda batch=batch, precision=precision: predict_sources(
                 estimator, batch, batch_size=args.batch_size, precision=precision, progress=False
             ))
             corr = "" if reference is None else f"{np.corrcoef(reference, values)[0, 1]:.4f}"

@@ -10,8 +10,16 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 __all__ = [
-    "predict_campaign", "predict_sources", "load_estimator", "export_checkpoint", "train", "train_on_campaigns",
-    "build_targets", "read_targets", "write_targets", "leave_one_campaign_out",
+    "build_targets",
+    "export_checkpoint",
+    "leave_one_campaign_out",
+    "load_estimator",
+    "predict_campaign",
+    "predict_sources",
+    "read_targets",
+    "train",
+    "train_on_campaigns",
+    "write_targets",
 ]
 
 _WHERE = {
@@ -25,7 +33,12 @@ _WHERE = {
 if TYPE_CHECKING:
     from precomet.estimator.checkpoint import export_checkpoint, load_estimator
     from precomet.estimator.predict import predict_campaign, predict_sources
-    from precomet.estimator.targets import build_targets, leave_one_campaign_out, read_targets, write_targets
+    from precomet.estimator.targets import (
+        build_targets,
+        leave_one_campaign_out,
+        read_targets,
+        write_targets,
+    )
     from precomet.estimator.training import train, train_on_campaigns
 
 

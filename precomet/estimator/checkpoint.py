@@ -125,7 +125,7 @@ def export_checkpoint(ckpt_path: str | Path, out_dir: str | Path) -> Path:
         raise PrecometError(f"{ckpt_path}: checkpoint file not found")
     try:
         ckpt = torch.load(ckpt_path, map_location="cpu", weights_only=True)
-    except Exception as err:  # torch raises UnpicklingError / RuntimeError for foreign or corrupt files
+    except Exception as err:  # noqa: BLE001 -- torch raises UnpicklingError / RuntimeError for foreign or corrupt files
         raise PrecometError(f"{ckpt_path}: cannot read as a weights-only Lightning checkpoint ({err})") from None
     meta = ckpt.get("precomet") if isinstance(ckpt, dict) else None
     if not isinstance(meta, dict) or "state_dict" not in ckpt:

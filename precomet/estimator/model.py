@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import os
+from itertools import pairwise
 from pathlib import Path
 
 import torch
@@ -34,7 +35,7 @@ def resolve_model(name: str) -> Path:
         from huggingface_hub import snapshot_download
 
         return Path(snapshot_download(name, local_files_only=offline))
-    except Exception as err:  # huggingface_hub raises many types (offline, not found, invalid id)
+    except Exception as err:  # noqa: BLE001 -- huggingface_hub raises many types (offline, not found, invalid id)
         raise PrecometError(
             f"encoder {name!r} not found {'offline ' if offline else ''}({type(err).__name__}); provide a local "
             f"directory saved with save_pretrained (model.encoder: /path/to/dir), run "
@@ -94,7 +95,7 @@ class UtilityEstimator(nn.Module):
         self.mix = ScalarMix(n_layers) if pooling == "mix" else None
         sizes = [encoder.config.hidden_size, *hidden_sizes]
         layers: list[nn.Module] = []
-        for a, b in zip(sizes[:-1], sizes[1:]):
+        for a, b in pairwise(sizes):
             layers += [nn.Linear(a, b), nn.Tanh(), nn.Dropout(dropout)]
         layers.append(nn.Linear(sizes[-1], 1))
         self.head = nn.Sequential(*layers)

@@ -13,7 +13,12 @@ from tqdm.auto import tqdm
 from precomet.campaign import Campaign
 from precomet.errors import PrecometError
 from precomet.estimator.checkpoint import Estimator, load_estimator
-from precomet.estimator.data import length_sorted_batches, pad_batch, tokenize, warn_truncated
+from precomet.estimator.data import (
+    length_sorted_batches,
+    pad_batch,
+    tokenize,
+    warn_truncated,
+)
 
 logger = logging.getLogger(__name__)
 

@@ -15,7 +15,15 @@ def build_tiny_encoder(
     """Train a WordPiece tokenizer on ``texts``, random-initialise an XLM-R config of ``layers`` × ``hidden_size``
     and ``save_pretrained`` both into ``out_dir`` (safetensors). Returns ``out_dir``."""
     import torch
-    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
+    from tokenizers import (
+        Tokenizer,
+        decoders,
+        models,
+        normalizers,
+        pre_tokenizers,
+        processors,
+        trainers,
+    )
     from transformers import PreTrainedTokenizerFast, XLMRobertaConfig, XLMRobertaModel
 
     out_dir = Path(out_dir)

@@ -16,7 +16,12 @@ import numpy as np
 from precomet.campaign import HUMAN, Campaign
 from precomet.errors import PrecometError
 from precomet.estimator.config import load_config
-from precomet.estimator.targets import build_targets, read_targets, rows_hash, validate_rows
+from precomet.estimator.targets import (
+    build_targets,
+    read_targets,
+    rows_hash,
+    validate_rows,
+)
 from precomet.quiet import quiet_third_party
 
 logger = logging.getLogger(__name__)
@@ -62,7 +67,12 @@ def train(
     import torch
 
     from precomet.estimator.checkpoint import export_checkpoint
-    from precomet.estimator.data import TargetDataModule, group_split, tokenize, warn_truncated
+    from precomet.estimator.data import (
+        TargetDataModule,
+        group_split,
+        tokenize,
+        warn_truncated,
+    )
     from precomet.estimator.model import UtilityEstimator, load_encoder, resolve_model
     from precomet.estimator.module import EstimatorModule
     from precomet.estimator.predict import compute_features
@@ -109,7 +119,7 @@ def train(
                 cache.update(zip(first, fresh))
         inputs = [torch.stack([cache[r["src"]] for r in part]) if part else torch.empty(0) for part in (train_set, dev_set)]
         model.to("cpu")
-    standardise = lambda part: (np.array([r["target"] for r in part], dtype=float) - mean) / std  # noqa: E731
+    standardise = lambda part: (np.array([r["target"] for r in part], dtype=float) - mean) / std
     data = TargetDataModule(
         train_inputs=inputs[0], train_targets=standardise(train_set), dev_inputs=inputs[1], dev_targets=standardise(dev_set),
         pad_id=pad_id, batch_size=int(dcfg["batch_size"]), bucket_batches=int(dcfg["bucket_batches"]),

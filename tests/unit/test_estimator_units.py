@@ -15,7 +15,11 @@ from precomet.errors import PrecometError
 from precomet.estimator import targets as targets_module
 from precomet.estimator.config import load_config
 from precomet.estimator.data import BucketBatchSampler, group_split
-from precomet.estimator.targets import build_targets, leave_one_campaign_out, read_targets
+from precomet.estimator.targets import (
+    build_targets,
+    leave_one_campaign_out,
+    read_targets,
+)
 
 torch = pytest.importorskip("torch")
 TEXTS = ["the cat sat on a mat", "notwithstanding idiosyncratic jurisprudence", "people walk home after work"] * 10
@@ -156,7 +160,7 @@ def test_hub_id_resolved_through_snapshot_download(encoder_dir, monkeypatch):
 
     calls = []
     monkeypatch.setattr(huggingface_hub, "snapshot_download", lambda name, local_files_only: calls.append(name) or str(encoder_dir))
-    model, tokenizer = load_encoder("some-org/tiny-xlmr")
+    model, _tokenizer = load_encoder("some-org/tiny-xlmr")
     assert calls == ["some-org/tiny-xlmr"] and model.config.hidden_size == 32
 
 
@@ -164,7 +168,7 @@ def test_encoder_dropout_active_in_training_mode(encoder_dir):
     model, tokenizer = _model(encoder_dir)
     assert model.encoder.training  # load_encoder undoes from_pretrained's eval mode
     ids, mask = _batch(tokenizer, TEXTS[:4])
-    hidden = lambda: model.encoder(input_ids=ids, attention_mask=mask).last_hidden_state  # noqa: E731
+    hidden = lambda: model.encoder(input_ids=ids, attention_mask=mask).last_hidden_state
     assert not torch.allclose(hidden(), hidden())
     model.eval()
     torch.testing.assert_close(hidden(), hidden())
@@ -202,7 +206,7 @@ def test_encoder_frozen_for_fraction_of_first_epoch(encoder_dir):
     model, _ = _model(encoder_dir)
     module = EstimatorModule(model, encoder_lr=1e-3, head_lr=1e-2, freeze_fraction=0.5)
     module._trainer = SimpleNamespace(num_training_batches=10, current_epoch=0)
-    grads = lambda: {p.requires_grad for p in model.encoder.parameters()}  # noqa: E731
+    grads = lambda: {p.requires_grad for p in model.encoder.parameters()}
     module.on_train_epoch_start()
     for batch_idx in range(5):
         module.on_train_batch_start(None, batch_idx)
