@@ -31,6 +31,7 @@ from precomet.campaign import HUMAN, Campaign
 from precomet.errors import CampaignError
 from precomet.significance import (
     batch_pvalues,
+    exact_float32,
     item_signs,
     one_blas_thread,
     pair_indices,
@@ -124,6 +125,7 @@ class Reference:
     pvalues: np.ndarray
     means: np.ndarray
     clusters: list[list[int]]
+    exact: np.ndarray | None = None  # scores on a whole-number grid as float32 (see significance.exact_float32)
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -150,7 +152,7 @@ def full_reference(campaign: Campaign, *, score: str = HUMAN, permutations: int 
         cached[key] = Reference(
             ids=campaign.ids, systems=campaign.systems, score=score, matrix=matrix, signs=signs,
             permutations=permutations, seed=seed, pvalues=pairwise_pvalues(matrix, signs),
-            means=system_means(matrix), clusters=clusters(matrix),
+            means=system_means(matrix), clusters=clusters(matrix), exact=exact_float32(matrix),
         )
         log.debug("full-set reference for %s/%s computed (%d items)", campaign.name, score, len(campaign))
     return cached[key]
@@ -222,20 +224,24 @@ def _evaluate_batch(ref: Reference, heads: np.ndarray, sizes: list[int], measure
 
 
 def _spa_prefixes(ref: Reference, heads: np.ndarray, sizes: list[int]) -> np.ndarray:
-    """SPA of every prefix: block sums of ``scores.T @ signs`` accumulated along each ordering."""
-    n_orders, n_systems = len(heads), ref.matrix.shape[1]
-    partial = np.zeros((n_orders, n_systems, ref.permutations))
-    observed, abs_total = np.zeros((n_orders, n_systems)), np.zeros(n_orders)
+    """SPA of every prefix: block sums of ``scores.T @ signs`` accumulated along each ordering. Scores on a
+    whole-number grid are summed and compared exactly in float32; others in float64 with the 1e-9 tolerance."""
+    values = ref.matrix if ref.exact is None else ref.exact
+    n_orders, n_systems = len(heads), values.shape[1]
+    partial = np.zeros((n_orders, n_systems, ref.permutations), dtype=values.dtype)
+    observed, abs_total = np.zeros((n_orders, n_systems), dtype=values.dtype), np.zeros(n_orders)
     i, j = pair_indices(n_systems)
     out, start = np.empty((n_orders, len(sizes))), 0
     for q, k in enumerate(sizes):
         block = heads[:, start:k]
-        scores = ref.matrix[block]  # (B, block, S)
-        partial += np.matmul(scores.transpose(0, 2, 1), ref.signs[block].astype(float))
+        scores = values[block]  # (B, block, S)
+        partial += np.matmul(scores.transpose(0, 2, 1), ref.signs[block].astype(values.dtype))
         observed += scores.sum(axis=1)
-        abs_total += np.abs(scores).sum(axis=(1, 2))
         start = k
-        threshold = observed[:, i] - observed[:, j] - 1e-9 * np.maximum(1.0, abs_total)[:, None]
+        threshold = observed[:, i] - observed[:, j]
+        if ref.exact is None:
+            abs_total += np.abs(scores).sum(axis=(1, 2))
+            threshold = threshold - 1e-9 * np.maximum(1.0, abs_total)[:, None]
         out[:, q] = 1.0 - np.abs(batch_pvalues(partial, threshold) - ref.pvalues).mean(axis=1)
     return out
 

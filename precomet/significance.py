@@ -145,14 +145,27 @@ def _signed_rank_cdf(n: int) -> np.ndarray:
     return np.cumsum(counts) / counts.sum()
 
 
+def exact_float32(matrix: np.ndarray) -> np.ndarray | None:
+    """``matrix × q`` as float32 for the smallest ``q`` in 1, 2, 4, 5, 10, 20, 100, 1000 that makes every score
+    a whole number while every sign-flip sum stays below 2**24 (e.g. q = 10 for MQM, 1 for ESA); ``None`` if
+    there is none. On such a grid float32 sums and comparisons are exact (and twice as fast as float64)."""
+    bound = float(np.abs(matrix).sum(axis=0).max(initial=0.0))
+    for q in (1, 2, 4, 5, 10, 20, 100, 1000):
+        scaled = matrix * q
+        if bound * q < 2**24 and np.all(np.abs(scaled - np.rint(scaled)) <= 1e-9 * np.maximum(1.0, np.abs(scaled))):
+            return np.rint(scaled).astype(np.float32)
+    return None
+
+
 def batch_pvalues(partial: np.ndarray, threshold: np.ndarray) -> np.ndarray:
     """:func:`pvalues_from_sums` for a batch: ``partial`` (B, S, P) sign-flip sums, ``threshold`` (B, pairs) observed
-    differences minus tolerance. System by system and a few orderings at a time, so that the (orderings,
-    pairs, P) null differences never exist at once (4× faster than one fancy-indexed array: cache)."""
+    differences (minus the tolerance in float64; exact in float32 on the :func:`exact_float32` grid). System by
+    system and 32 orderings at a time, so the (orderings, pairs, P) null differences never exist at once (4×
+    faster than one fancy-indexed array: cache)."""
     n_orders, n_systems, permutations = partial.shape
     counts = np.empty(threshold.shape)
-    for start in range(0, n_orders, 8):
-        rows, col = slice(start, start + 8), 0
+    for start in range(0, n_orders, 32):
+        rows, col = slice(start, start + 32), 0
         for a in range(n_systems - 1):
             width = n_systems - a - 1
             null = partial[rows, a, None, :] - partial[rows, a + 1:, :]  # pairs (a, a+1..S-1), as pair_indices

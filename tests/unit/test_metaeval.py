@@ -197,12 +197,16 @@ def test_evaluate_prefixes_equals_evaluate_indices():
         me.evaluate_prefixes(ref, np.r_[order[:3], order[:3]], [2, 6])
 
 
-def test_evaluate_orderings_batch_equals_scalar_measures():
+@pytest.mark.parametrize("grid", [True, False])
+def test_evaluate_orderings_batch_equals_scalar_measures(grid):
     rng = np.random.default_rng(11)
     matrix = np.round(rng.normal(size=(60, 6)) + np.linspace(0, 0.8, 6), 1)  # ties within items
+    if not grid:
+        matrix = matrix + rng.normal(size=matrix.shape) * 1e-3 * (matrix != 0)  # off the 0.1 grid: float64 path
     matrix[:, 5] = matrix[:, 4]  # identical systems stay in one cluster
     campaign = _campaign(matrix)
     ref = me.full_reference(campaign, permutations=200)
+    assert (ref.exact is not None) == grid
     orders = [rng.permutation(60) for _ in range(9)]
     sizes = [4, 12, 12, 33, 60]  # ≤ 13: exact Wilcoxon paths; repeated size: an empty block
     got = me.evaluate_orderings(ref, orders, sizes)
