@@ -110,14 +110,14 @@ def wilcoxon_less(diffs: np.ndarray) -> np.ndarray:
     # average ranks of |d| among the nonzero entries of each row; zeros sort last as +inf
     magnitude = np.where(nonzero, np.abs(rows), np.inf)
     order = np.argsort(magnitude, axis=1)  # tied values get average ranks: their order is irrelevant
-    ordered = np.take_along_axis(magnitude, order, axis=1)
+    signed = np.take_along_axis(rows, order, axis=1)  # sorted by |d|, zeros last
+    ordered = np.where(signed != 0, np.abs(signed), np.inf)
     starts = np.hstack([np.ones((k, 1), bool), ordered[:, 1:] != ordered[:, :-1]])
     group = np.cumsum(starts, axis=1) - 1 + n * np.arange(k)[:, None]  # tie groups, numbered per row
     sizes = np.bincount(group.ravel(), minlength=n * k)
     first = np.cumsum(sizes) - sizes - n * (np.arange(n * k) // n)  # 0-based position where each group starts
-    ranks = np.empty_like(magnitude)
-    np.put_along_axis(ranks, order, (first + (sizes + 1) / 2.0)[group], axis=1)
-    r_plus = np.where(rows > 0, ranks, 0.0).sum(axis=1)  # half-integers: exact in any summation order
+    ranks = (first + (sizes + 1) / 2.0)[group]  # average rank at each sorted position
+    r_plus = np.where(signed > 0, ranks, 0.0).sum(axis=1)  # half-integers: exact in any summation order
     tie_sizes = np.where(np.isfinite(ordered) & starts, sizes[group], 0)
     ties = (tie_sizes**3 - tie_sizes).sum(axis=1)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -129,7 +129,7 @@ def wilcoxon_less(diffs: np.ndarray) -> np.ndarray:
             pvalues[exact] = _signed_rank_cdf(n)[np.ceil(r_plus[exact]).astype(int)]
         for col in np.flatnonzero(~exact & (count > 0)) if n <= 13 else ():
             signs = ((np.arange(2 ** count[col])[:, None] >> np.arange(count[col])) & 1).astype(float)
-            null = signs @ ranks[col, nonzero[col]]  # zeros only duplicate every pattern
+            null = signs @ ranks[col, : count[col]]  # the nonzero entries; zeros only duplicate every pattern
             pvalues[col] = np.mean(null <= r_plus[col] + abs(r_plus[col]) * np.finfo(float).eps * 100)
     pvalues[count == 0] = 1.0
     return pvalues
