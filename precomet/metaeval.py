@@ -47,7 +47,7 @@ MEASURES = ("spa", "pairwise_accuracy", "kendall", "spearman", "pearson", "top1"
 """Everything :func:`evaluate_indices` can compute; ``corr`` in benchmark results is ``kendall``."""
 
 CLUSTER_ALPHA = 0.05
-_BATCH = 8_000_000  # elements of the largest temporary array in a batched SPA step
+_BATCH = 1_000_000  # orderings per batch = _BATCH // (pairs × P): ~15 on WMT23; cache-sized arrays were 1.5× faster than 8e6
 _CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
