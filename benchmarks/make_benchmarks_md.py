@@ -238,7 +238,8 @@ def wmt_section(results: dict, peers: dict) -> list[str]:
                      + f" | {PAPER_SPA.get(name, '–')} | {paper_parity} |")
     peer_seconds = {k: sum(v["seconds"] for v in p.values()) for k, p in peers.items()}
     if peer_seconds:
-        lines += ["", "subset2evaluate wall time (utilities + eval_spa/eval_clucor, 10 budgets, random seeds): "
+        lines += ["", "subset2evaluate wall time (utilities + eval_spa/eval_clucor, 10 budgets, random seeds; its BLAS threads on, busy machine;"
+                  " the like-for-like speed comparison is benchmarks/results/metaeval_speed.md): "
                   + ", ".join(f"{k} {v:.0f} s" for k, v in peer_seconds.items()) + "."]
     return [*lines, "", *peer_differences(results, peers, wmt)]
 
