@@ -7,7 +7,9 @@ paper's fine-tuned XLM-R), the test campaign's sources are scored, and we report
 between predicted and true utilities and write ``{"id", "utility"}`` files for ``precomet benchmark --scores``.
 
     .venv/bin/python training/heldout.py --out benchmarks/out/estimator [--methods diversity metric_var ...]
-Then, per test campaign, the printed ``precomet benchmark`` command.
+        [--train-seeds 0 1 2]   # one estimator per training seed (single-seed parities vary by ±15 points)
+Then, per test campaign, the printed ``precomet benchmark`` command; ``training/ensemble.py`` averages the
+per-seed predictions.
 """
 
 from __future__ import annotations
