@@ -38,7 +38,10 @@ def kmeans_utility(vectors: np.ndarray, *, budget: int, seed: int, n_init: int =
     """The k-means utility of :func:`kmeans` on given feature vectors (``N × d``)."""
     from sklearn.cluster import KMeans
 
-    fitted = KMeans(n_clusters=budget, random_state=seed, n_init=n_init).fit(vectors)
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=1):  # OpenMP/BLAS threads made small k-means 40-80x slower on a busy machine
+        fitted = KMeans(n_clusters=budget, random_state=seed, n_init=n_init).fit(vectors)
     centres = fitted.cluster_centers_
     sizes = np.bincount(fitted.labels_, minlength=budget)
     taken = np.zeros(len(vectors), dtype=bool)
