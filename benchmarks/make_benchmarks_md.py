@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from assemble_benchmarks_md import main as assemble_benchmarks_md  # sibling script (benchmarks/ is on sys.path)
 from threadpoolctl import threadpool_limits
 
 from precomet.benchmark import DEFAULT_PROPS, plot_benchmark, run_benchmark
@@ -146,10 +147,11 @@ def main() -> None:
     (OUT / "metaeval").mkdir(parents=True, exist_ok=True)
     if args.render_only:
         (OUT / "metaeval.md").write_text(render(args))
-        return
-    torch.set_num_threads(1)
-    with threadpool_limits(limits=1):  # sklearn's k-means was 40-80x slower with threads on this busy 2-core machine
-        run_cases(args, [case for case in cases(args.raw) if case["group"] in only])
+    else:
+        torch.set_num_threads(1)
+        with threadpool_limits(limits=1):  # sklearn's k-means was 40-80x slower with threads on this busy 2-core machine
+            run_cases(args, [case for case in cases(args.raw) if case["group"] in only])
+    assemble_benchmarks_md()  # BENCHMARKS.md = every benchmarks/results/*.md, this one first
 
 
 def run_cases(args: argparse.Namespace, todo: list[dict]) -> None:
