@@ -18,6 +18,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--device", default="cpu", help="cpu, cuda, cuda:1, …")
     parser.add_argument("--precision", default="fp32", choices=["fp32", "int8"],
                         help="int8: dynamic int8 quantisation on CPU (~2x faster, predictions close to fp32)")
+    parser.add_argument("--devices", type=int,
+                        help="predict through Lightning's Trainer.predict on N devices (multi-GPU); --device is then ignored")
+    parser.add_argument("--strategy", help="Lightning strategy with --devices, e.g. ddp, ddp_spawn (default: auto)")
+    parser.add_argument("--accelerator", help="Lightning accelerator with --devices: gpu, cpu, … (default: auto)")
     parser.add_argument("-o", "--output", required=True, help="output JSONL of {\"id\", \"utility\"}")
 
 
@@ -54,8 +58,12 @@ def run(args: argparse.Namespace) -> int:
     from precomet.utilities.output import write_utilities
 
     ids, sources = read_sources(args.data, text=args.text, campaign=args.campaign)
-    estimator = load_estimator(args.checkpoint, device=args.device)
-    utilities = predict_sources(estimator, sources, batch_size=args.batch_size, device=args.device, precision=args.precision)
+    device = "cpu" if args.devices is not None else args.device
+    estimator = load_estimator(args.checkpoint, device=device)
+    utilities = predict_sources(
+        estimator, sources, batch_size=args.batch_size, device=device, precision=args.precision,
+        devices=args.devices, strategy=args.strategy, accelerator=args.accelerator,
+    )
     signature = {
         "method": "estimator", "checkpoint": str(args.checkpoint), "target": estimator.meta["target"],
         "data": str(args.data), "campaign": args.campaign, "n_items": len(ids), "precision": args.precision,

@@ -29,13 +29,18 @@ def _progress_default() -> bool:
     return sys.stderr.isatty()
 
 
+def _check_batch_size(batch_size: int) -> int:
+    if batch_size < 1:
+        raise PrecometError(f"batch_size must be >= 1, got {batch_size}")
+    return batch_size
+
+
 def run_batches(
     fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor], ids: Sequence[Sequence[int]], *, pad_id: int,
     batch_size: int, device: str, progress: bool | None = None, desc: str = "predict",
 ) -> torch.Tensor:
     """Apply ``fn(input_ids, attention_mask)`` to length-sorted batches; rows come back in input order."""
-    if batch_size < 1:
-        raise PrecometError(f"batch_size must be >= 1, got {batch_size}")
+    _check_batch_size(batch_size)
     if not ids:
         raise PrecometError("no sources to run")
     out = torch.empty(0)
@@ -83,34 +88,53 @@ def quantize_int8(estimator: Estimator) -> Estimator:
 
 def predict_sources(
     checkpoint_dir: str | Path | Estimator, sources: Sequence[str], *, batch_size: int = 64, device: str = "cpu",
-    progress: bool | None = None, precision: str = "fp32",
+    progress: bool | None = None, precision: str = "fp32", devices: int | str | list[int] | None = None,
+    strategy: str | None = None, accelerator: str | None = None,
 ) -> np.ndarray:
     """Utility (higher = annotate first) of each source, in input order. Sources longer than the
     checkpoint's ``max_length`` tokens are truncated and counted in a warning. ``precision="int8"``
-    quantises a copy of the model (CPU only, see :data:`PRECISIONS`)."""
+    quantises a copy of the model (CPU only, see :data:`PRECISIONS`). With ``devices`` (Lightning's
+    ``Trainer(devices=, strategy=, accelerator=)``, e.g. ``devices=4, strategy="ddp"``) prediction runs
+    through ``Trainer.predict`` (:mod:`precomet.estimator.multidevice`) and ``device`` is ignored."""
     if precision not in PRECISIONS:
         raise PrecometError(f"unknown precision {precision!r}; valid: {', '.join(PRECISIONS)}")
+    if devices is None and (strategy is not None or accelerator is not None):
+        raise PrecometError("strategy and accelerator need devices (the Lightning predict path)")
+    if precision == "int8" and devices is not None:
+        raise PrecometError("precision int8 runs on the single-device path only (without devices)")
     if precision == "int8" and device != "cpu":
         raise PrecometError(f"precision int8 runs on CPU only, got device {device!r}")
     sources = check_sources(sources)
+    device = "cpu" if devices is not None else device
     estimator = checkpoint_dir if isinstance(checkpoint_dir, Estimator) else load_estimator(checkpoint_dir, device=device)
     if precision == "int8":
         estimator = quantize_int8(estimator)
-    model = estimator.model.to(device).eval()
     ids, n_truncated = tokenize(estimator.tokenizer, sources, max_length=estimator.max_length)
     warn_truncated(n_truncated, len(sources), estimator.max_length)
     pad_id = estimator.tokenizer.pad_token_id or 0
-    values = run_batches(model, ids, pad_id=pad_id, batch_size=batch_size, device=device, progress=progress)
+    if devices is not None:
+        from precomet.estimator.multidevice import predict_lightning
+
+        show = _progress_default() if progress is None else progress
+        values = predict_lightning(
+            estimator.model.eval(), ids, pad_id=pad_id, batch_size=_check_batch_size(batch_size), devices=devices,
+            strategy=strategy, accelerator=accelerator, progress=show,
+        )
+    else:
+        model = estimator.model.to(device).eval()
+        values = run_batches(model, ids, pad_id=pad_id, batch_size=batch_size, device=device, progress=progress)
     return estimator.to_utility(values.double()).numpy()
 
 
 def predict_campaign(
     checkpoint_dir: str | Path | Estimator, campaign: Campaign, *, batch_size: int = 64, device: str = "cpu",
-    progress: bool | None = None, precision: str = "fp32",
+    progress: bool | None = None, precision: str = "fp32", devices: int | str | list[int] | None = None,
+    strategy: str | None = None, accelerator: str | None = None,
 ) -> np.ndarray:
     """:func:`predict_sources` on ``campaign.src`` (aligned with ``campaign.ids``)."""
     return predict_sources(
-        checkpoint_dir, list(campaign.src), batch_size=batch_size, device=device, progress=progress, precision=precision
+        checkpoint_dir, list(campaign.src), batch_size=batch_size, device=device, progress=progress, precision=precision,
+        devices=devices, strategy=strategy, accelerator=accelerator,
     )
 
 

@@ -253,3 +253,20 @@ def test_train_rejects_mixed_methods(tmp_path, encoder_dir):
         train(rows, out_dir=tmp_path / "o", overrides={"model.encoder": str(encoder_dir)})
     assert not (tmp_path / "o").exists()
     json.dumps(rows)  # rows were not mutated into something unserialisable
+
+
+def test_multidevice_rank_batches_cover_every_source_once_and_merge_checks():
+    from precomet.estimator.multidevice import FILLER, PredictModule, merge
+
+    ids = [[1] * (i % 5 + 1) for i in range(13)]  # 13 sources, batch 2 -> 7 batches over 3 ranks
+    module = PredictModule(torch.nn.Identity(), ids, pad_id=0, batch_size=2, out_dir="unused")
+    shares = [module.rank_batches(rank, 3) for rank in range(3)]
+    assert [len(s) for s in shares] == [3, 3, 3]  # ranks 1 and 2 run one filler batch each
+    positions = sorted(p for share in shares for batch in share for p in batch)
+    assert positions == list(range(13)) + [13, 13]
+    batch = module.collate([13])
+    assert batch["index"].tolist() == [FILLER] and batch["input_ids"].shape == (1, 1)
+    gathered = [(torch.tensor([2, FILLER, 0]), torch.tensor([0.2, 9.0, 0.0])), (torch.tensor([1]), torch.tensor([0.1]))]
+    np.testing.assert_allclose(merge(gathered, 3), [0.0, 0.1, 0.2])
+    with pytest.raises(RuntimeError, match="unevenly"):
+        merge(gathered + [(torch.tensor([1]), torch.tensor([0.1]))], 3)
