@@ -30,7 +30,7 @@ def demo_pairwise(*, seed: int = 0, n_items: int = 200, encoder=hashed_words) ->
     tree = campaign_tree(campaign, systems=pair, encoder=encoder)
     rng = np.random.default_rng(seed)
     lines = [f"SYNTHETIC campaign, {n_items} items; {pair[0]} vs {pair[1]}: {pair[0] if winner > 0 else pair[1]} "
-             f"wins on all items ({(signs > 0).sum()} vs {(signs < 0).sum()}, {(signs == 0).sum()} ties)"]
+             f"wins on the full set ({(signs > 0).sum()} vs {(signs < 0).sum()}, {(signs == 0).sum()} ties)"]
     for budget in (5, 10, 20):
         diffuse_ok = np.sign(signs[tree.select(budget)].sum()) == winner
         random_ok = np.mean([np.sign(signs[rng.choice(n_items, budget, replace=False)].sum()) == winner for _ in range(200)])
