@@ -27,6 +27,7 @@ from precomet.metaeval import (
     evaluate_prefixes,
     full_reference,
 )
+from precomet.selection.units import budget_items
 
 log = logging.getLogger(__name__)
 
@@ -62,11 +63,6 @@ def validate_props(props: Sequence[float]) -> list[float]:
     if not props or bad:
         raise PrecometError(f"budget proportions must lie in (0, 1], got {bad or 'none'}")
     return props
-
-
-def budget_items(prop: float, n_items: int) -> int:
-    """Items in a budget of ``prop`` of ``n_items`` (floor, as subset2evaluate's ``int(N * prop)``)."""
-    return int(np.floor(prop * n_items + 1e-9))
 
 
 def top_k(utility: np.ndarray, k: int) -> np.ndarray:

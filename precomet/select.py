@@ -21,7 +21,7 @@ import numpy as np
 
 from precomet.errors import PrecometError
 from precomet.io.atomic import atomic_write
-from precomet.selection.units import build_units, group_codes, normalise, quota_targets, top_per_group
+from precomet.selection.units import budget_items, build_units, group_codes, normalise, quota_targets, top_per_group
 
 if TYPE_CHECKING:
     from precomet.campaign import Campaign
@@ -195,7 +195,7 @@ def _budget(n, cost, names, budget, proportion, budget_cost) -> tuple[np.ndarray
     elif proportion is not None:
         if not 0 < proportion <= 1:
             raise PrecometError(f"proportion must lie in (0, 1], got {proportion!r}")
-        capacity = proportion * float(weight.sum()) if cost_aware else float(round(proportion * n))
+        capacity = proportion * float(weight.sum()) if cost_aware else float(budget_items(proportion, n))
     else:
         if not budget_cost > 0:
             raise PrecometError(f"budget_cost must be positive, got {budget_cost!r}")

@@ -82,9 +82,15 @@ def _utilities(args: argparse.Namespace, campaign: Campaign) -> tuple[np.ndarray
         from precomet.estimator import predict_campaign
 
         return np.asarray(predict_campaign(args.checkpoint, campaign), dtype=float), "checkpoint", {"checkpoint": args.checkpoint}
+    from precomet.selection.units import budget_items
     from precomet.utilities import compute_utility
 
-    budget = args.budget if args.proportion is None else max(1, round(args.proportion * len(campaign)))
+    if args.budget is not None:
+        budget = args.budget
+    elif args.proportion is not None:
+        budget = max(1, budget_items(args.proportion, len(campaign)))
+    else:  # --budget-cost: as many items as the budget buys at the mean item cost (k for kmeans / diffuse)
+        budget = max(1, int(args.budget_cost / float(campaign.cost.mean())))
     utility = compute_utility(campaign, args.method, score=args.metric, budget=budget, seed=args.seed)
     return np.asarray(utility, dtype=float), args.method, {"metric": args.metric, "seed": args.seed}
 

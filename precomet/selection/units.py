@@ -10,6 +10,12 @@ import numpy as np
 from precomet.errors import PrecometError
 
 
+def budget_items(proportion: float, n_items: int) -> int:
+    """Items in a budget of ``proportion`` of ``n_items``: ``floor(P·N)`` (subset2evaluate's ``int(N * P)``;
+    the tiny epsilon keeps 0.3·10 at 3 despite floating point)."""
+    return int(np.floor(proportion * n_items + 1e-9))
+
+
 @dataclass(frozen=True)
 class Units:
     """What the optimiser chooses from: one unit per item, or per document (paper Table 2)."""

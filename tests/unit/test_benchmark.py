@@ -13,6 +13,7 @@ from precomet.cli import main
 from precomet.errors import PrecometError
 from precomet.io import write_jsonl
 from precomet.metaeval import evaluate_indices, full_reference
+from precomet.selection.units import budget_items
 from precomet.simulate import simulate_campaign
 
 
@@ -30,7 +31,7 @@ def test_parse_props():
 
 
 def test_budget_items_and_top_k():
-    assert bm.budget_items(0.05, 460) == 23 and bm.budget_items(0.15, 460) == 69 and bm.budget_items(0.3, 10) == 3
+    assert budget_items(0.05, 460) == 23 and budget_items(0.15, 460) == 69 and budget_items(0.3, 10) == 3
     assert list(bm.top_k(np.array([0.1, 0.5, 0.5, 0.9]), 3)) == [3, 1, 2]
 
 
@@ -86,7 +87,7 @@ def test_evaluate_props_unsorted_matches_subsets(campaign):
     utility = np.random.default_rng(5).random(len(campaign))
     got = bm.evaluate_props(ref, None, utility, [0.5, 0.1, 0.3])
     for prop, values in zip([0.5, 0.1, 0.3], got):
-        assert values == evaluate_indices(ref, bm.top_k(utility, bm.budget_items(prop, len(campaign))), measures=bm.BENCH_MEASURES)
+        assert values == evaluate_indices(ref, bm.top_k(utility, budget_items(prop, len(campaign))), measures=bm.BENCH_MEASURES)
 
 
 def test_run_benchmark_schema_and_parity(campaign):
@@ -165,7 +166,7 @@ def test_random_baseline_batched_equals_subset_by_subset(campaign):
     props = [0.3, 0.05, 0.5]  # unsorted; 30 seeds = two batches
 
     def plain_top_k(utility, prop):
-        return bm.top_k(utility, bm.budget_items(prop, len(campaign)))
+        return bm.top_k(utility, budget_items(prop, len(campaign)))
 
     batched = bm.random_baseline(ref, None, props, seeds=30, seed=4)
     one_by_one = bm.random_baseline(ref, plain_top_k, props, seeds=30, seed=4)
