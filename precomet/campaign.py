@@ -67,6 +67,13 @@ class Campaign:
     protocol: str | None = None
     info: Mapping[str, Any] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        """Lock every column: a campaign is immutable, so caches keyed on it (e.g. the meta-evaluation's
+        full-set reference) can never go stale."""
+        columns = [self.ids, self.src, self.doc, self.domain, self.cost, *self.outputs.values(), *self.scores.values()]
+        for column in columns + ([] if self.ref is None else [self.ref]):
+            column.flags.writeable = False
+
     # ------------------------------------------------------------------ construction
     @classmethod
     def build(
@@ -153,14 +160,12 @@ class Campaign:
         return list(self.scores)
 
     def score(self, name: str) -> np.ndarray:
-        """The ``(N, S)`` matrix of a score name (a read-only view); unknown names list the valid ones."""
+        """The ``(N, S)`` matrix of a score name (read-only, like every column); unknown names list the valid ones."""
         if name not in self.scores:
             raise CampaignError(
                 f"campaign {self.name!r} has no score {name!r}; available: {sorted(self.scores) or 'none'}"
             )
-        view = self.scores[name].view()
-        view.flags.writeable = False
-        return view
+        return self.scores[name]
 
     def index_of(self, ids: Iterable[Any]) -> np.ndarray:
         """Positions of the given item ids; unknown ids raise naming a few of them."""
@@ -186,8 +191,9 @@ class Campaign:
     def take(self, indices: Sequence[int] | np.ndarray) -> Campaign:
         """A campaign with the items at ``indices`` (in that order)."""
         idx = np.asarray(indices, dtype=int)
-        if len(idx) and (idx.min() < -len(self) or idx.max() >= len(self)):
-            raise CampaignError(f"item index out of range for campaign of {len(self)} items")
+        bad = idx[(idx < 0) | (idx >= len(self))]
+        if len(bad):
+            raise CampaignError(f"item index {int(bad[0])} out of range for campaign {self.name!r} of {len(self)} items")
         return replace(
             self,
             ids=self.ids[idx],
@@ -255,11 +261,15 @@ class Campaign:
             yield item
 
     def data_hash(self) -> str:
-        """A short content hash (ids, sources, systems, scores) for result signatures."""
+        """A short content hash of everything a result can depend on (ids, texts, systems, outputs, documents,
+        domains, scores, costs) for result signatures."""
         digest = hashlib.sha256()
-        for value in (*self.ids, "\x00", *self.src, "\x00", *self.systems):
-            digest.update(str(value).encode("utf-8"))
-            digest.update(b"\x1f")
+        texts = [self.ids, self.src, self.systems, self.doc, self.domain, *(self.outputs.get(s, ()) for s in self.systems)]
+        for column in texts + [() if self.ref is None else self.ref]:
+            for value in column:
+                digest.update(b"\x00" if value is None else str(value).encode("utf-8"))
+                digest.update(b"\x1f")
+            digest.update(b"\x1e")
         for name in sorted(self.scores):
             digest.update(name.encode("utf-8"))
             digest.update(np.ascontiguousarray(self.scores[name]).tobytes())

@@ -28,9 +28,18 @@ def test_take_and_restrict_return_new_objects(tiny_campaign):
     assert tiny_campaign.take_ids(["d"]).src.tolist() == ["seven eight"]
 
 
-def test_score_view_is_read_only(tiny_campaign):
+def test_columns_are_read_only(tiny_campaign):
     with pytest.raises(ValueError):
         tiny_campaign.score(HUMAN)[0, 0] = 99
+    for column in (tiny_campaign.cost, tiny_campaign.src, tiny_campaign.outputs["s1"], tiny_campaign.take([1]).doc):
+        with pytest.raises(ValueError):
+            column[0] = column[0]
+
+
+def test_take_rejects_out_of_range_and_negative_indices(tiny_campaign):
+    for bad in ([4], [-1]):
+        with pytest.raises(CampaignError, match=f"item index {bad[0]} out of range"):
+            tiny_campaign.take(bad)
 
 
 def test_build_copies_caller_arrays():
@@ -57,6 +66,10 @@ def test_iter_items_format(tiny_campaign):
 def test_data_hash_depends_on_content(tiny_campaign):
     assert tiny_campaign.data_hash() == tiny_campaign.take(range(4)).data_hash()
     assert tiny_campaign.data_hash() != tiny_campaign.take([1, 0, 2, 3]).data_hash()
+    changed = Campaign.build(**{**tiny_campaign._columns(), "outputs": {**tiny_campaign.outputs, "s1": ["x"] * 4}})
+    assert tiny_campaign.data_hash() != changed.data_hash()
+    regrouped = Campaign.build(**{**tiny_campaign._columns(), "domain": ["a"] * 4})
+    assert tiny_campaign.data_hash() != regrouped.data_hash()
 
 
 @pytest.mark.parametrize(
