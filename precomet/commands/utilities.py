@@ -66,6 +66,8 @@ def run(args: argparse.Namespace) -> int:
     if args.save_irt:
         if not args.method.startswith("irt_"):
             raise PrecometError("--save-irt only applies to irt_* methods")
+        if args.exclude_missing:
+            raise PrecometError("--save-irt fits every item and needs every score: drop --exclude-missing")
         from precomet.utilities.irt import FIT_OPTIONS, fit_irt
 
         crowd = campaign if systems is None else campaign.restrict_systems(systems)

@@ -37,7 +37,7 @@ def resolve_model(name: str) -> Path:
         return Path(snapshot_download(name, local_files_only=offline))
     except Exception as err:  # noqa: BLE001 -- huggingface_hub raises many types (offline, not found, invalid id)
         raise PrecometError(
-            f"encoder {name!r} not found {'offline ' if offline else ''}({type(err).__name__}); provide a local "
+            f"encoder {name!r} not found {'offline ' if offline else ''}({type(err).__name__}: {err}); provide a local "
             f"directory saved with save_pretrained (model.encoder: /path/to/dir), run "
             f"`huggingface-cli download {name}` on a machine with network access, or use "
             f"model.encoder: minilm (the packaged all-MiniLM-L6-v2)"

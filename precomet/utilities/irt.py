@@ -148,7 +148,12 @@ def irt_utility_method(kind: str):
 
 
 def align_params(params: IrtParams, campaign: Campaign) -> IrtParams:
-    """Item parameters reordered to the campaign's items (all must be present)."""
+    """Item parameters reordered to the campaign's items (all must be present; same systems)."""
+    if set(params.systems) != set(campaign.systems):
+        raise PrecometError(
+            f"IRT parameters were fitted on systems {list(params.systems)}, but campaign {campaign.name!r} has "
+            f"{list(campaign.systems)}; fit again or pass the same systems"
+        )
     lookup = {item_id: i for i, item_id in enumerate(params.item_ids)}
     missing = [i for i in campaign.ids if i not in lookup]
     if missing:

@@ -47,8 +47,11 @@ def test_params_json_round_trip_and_reuse(tmp_path, tiny_campaign):
     u = compute_utility(tiny_campaign, "irt_diff", score=HUMAN, options={"params": str(path)})
     assert np.allclose(u, [1, 2, 3, 4])
     with pytest.raises(PrecometError, match="lack 1 item"):
-        compute_utility(tiny_campaign.with_scores(HUMAN, tiny_campaign.score(HUMAN)).take([0]), "irt_diff", score=HUMAN,
-                        options={"params": IrtParams(("x",), ("s1",), np.ones(1), np.ones(1), np.ones(1), np.ones(1))})
+        compute_utility(tiny_campaign.take([0]), "irt_diff", score=HUMAN,
+                        options={"params": IrtParams(("x",), tiny_campaign.systems, np.ones(1), np.ones(1), np.ones(1), np.ones(3))})
+    with pytest.raises(PrecometError, match=r"fitted on systems \['s1'\]"):
+        compute_utility(tiny_campaign.take([0]), "irt_diff", score=HUMAN,
+                        options={"params": IrtParams(("a",), ("s1",), np.ones(1), np.ones(1), np.ones(1), np.ones(1))})
 
 
 def test_rescale():
