@@ -346,7 +346,7 @@ def _evaluate_method(ref, select, utility_at, needs_budget, props, random_spa, c
 def _signature(campaign: Campaign, **params: Any) -> dict[str, Any]:
     from precomet import __version__
 
-    return {"tool": "precomet benchmark", "precomet": __version__, "campaign": campaign.name, "lp": campaign.lp,
+    return {"tool": "precomet benchmark", "precomet_version": __version__, "campaign": campaign.name, "lp": campaign.lp,
             "protocol": campaign.protocol, "data_hash": campaign.data_hash(), **params}
 
 

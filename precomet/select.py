@@ -76,7 +76,7 @@ class Selection:
             "details": dict(self.details),
             "data_hash": data_hash,
             "seed": self.seed,
-            "version": __version__,
+            "precomet_version": __version__,
         }
 
 

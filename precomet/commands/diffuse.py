@@ -136,4 +136,4 @@ def _write_json(path: str, payload: dict) -> None:
     from precomet.io.atomic import atomic_write
 
     with atomic_write(path) as handle:
-        json.dump({**payload, "precomet": __version__}, handle, indent=1, default=float)
+        json.dump({**payload, "precomet_version": __version__}, handle, indent=1, default=float)

@@ -73,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
 
         payload = dict(ratings=table.rows(), position_bias=bias, agreement=agree, signature=dict(
             method=args.method, rounds=args.rounds, seed=args.seed, ties=args.ties, k=args.k, source=prefs.source,
-            records=len(prefs), precomet=__version__))
+            records=len(prefs), precomet_version=__version__))
         with atomic_write(args.json) as handle:
             json.dump(payload, handle, indent=1, default=float)
     return 0

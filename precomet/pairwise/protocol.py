@@ -144,7 +144,7 @@ def evaluate_pairwise(
         method="diffuse-protocol", campaign=campaign.name, data_hash=campaign.data_hash(), score=score,
         systems=systems, pairs=len(pairs), seeds=seeds, test_fraction=test_fraction, test_items=n_test,
         margin=margin, p_values=list(p_values), n_min=n_min, max_budget=max_budget,
-        encoder=encoder_name(encoder), precomet=__version__,
+        encoder=encoder_name(encoder), precomet_version=__version__,
     )
     return PairwiseEvaluation(success, iterative, signature)
 

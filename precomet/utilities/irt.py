@@ -237,7 +237,7 @@ def fit_irt(
         feasibility=np.asarray(best.get("lambdas", ones), float)[inverse],
         ability=np.asarray(best["ability"], float)[subject_inverse],
         info={"model": model, "score": score, "rescale": rescale, "lr": lr, "lr_decay": lr_decay,
-              "epochs": int(epochs), "seed": seed, "py_irt": "0.7.1", "precomet": __version__},
+              "epochs": int(epochs), "seed": seed, "py_irt": "0.7.1", "precomet_version": __version__},
     )
 
 

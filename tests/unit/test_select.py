@@ -236,7 +236,7 @@ def test_cli_writes_subset_and_manifest(tmp_path, capsys):
     assert manifest["status"] == "optimal" and manifest["n_selected"] == len(rows)
     assert sum(r["cost"] for r in rows) <= 0.3 * campaign.cost.sum() + 1e-6
     assert set(rows[0]) == {"id", "doc", "domain", "cost", "utility"}
-    assert manifest["data_hash"] and manifest["method"] == "scores" and manifest["version"]
+    assert manifest["data_hash"] and manifest["method"] == "scores" and manifest["precomet_version"]
     rc = main(["select", "--data", str(data), "--keep-incomplete", "--scores", str(scores), "--budget", "5",
                "--solver", "nosuch", "--cost-aware", "-o", str(out)])
     assert rc == 2
