@@ -27,6 +27,7 @@ from precomet.metaeval import (
     evaluate_prefixes,
     full_reference,
 )
+from precomet.selection.random_fill import make_random_selector
 from precomet.selection.units import budget_items
 
 log = logging.getLogger(__name__)
@@ -243,7 +244,9 @@ def run_benchmark(
     select = make_selector(campaign, budget_cost=budget_cost, balance=balance, level=level)
     bar = tqdm(total=(seeds + len(specs) + len(external)) * len(props), desc=f"benchmark {campaign.name}", disable=None if progress is None else not progress)
     started = time.perf_counter()
-    random = random_baseline(ref, select, props, seeds=seeds, seed=seed, tick=lambda: bar.update())
+    # random under a cost budget, quotas or documents: a random subset that fits (not a knapsack over noise)
+    random_select = None if select is None else make_random_selector(campaign, budget_cost=budget_cost, balance=balance, level=level)
+    random = random_baseline(ref, random_select, props, seeds=seeds, seed=seed, tick=lambda: bar.update())
     random["seconds"] = time.perf_counter() - started
     results = {}
     for name in [*specs, *external]:
