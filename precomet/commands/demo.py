@@ -55,9 +55,9 @@ def run(args: argparse.Namespace) -> int:
 
     _step("2. output-based utilities on sim/year0 (higher = annotate first)")
     year0 = history[0]
+    human_var = compute_utility(year0, "metric_var", score=HUMAN)
     for method, options in (("metric_var", None), ("metric_cons", None), ("diversity", {"similarity": "chrf"})):
         utility = compute_utility(year0, method, score=METRIC, seed=args.seed, options=options)
-        human_var = compute_utility(year0, "metric_var", score=HUMAN)
         top = int(np.argmax(utility))
         print(f"{method:<12} Kendall τ with human-score variance {kendalltau(utility, human_var)[0]:+.2f}; "
               f"top item {year0.ids[top]!r}: {year0.src[top][:60]!r}")
