@@ -221,6 +221,7 @@ def run_benchmark(
     seed: int = 0,
     parity_grid: int = 32,
     method_options: Mapping[str, Mapping[str, Any]] | None = None,
+    time_limit: float = 10.0,
     progress: bool | None = None,
 ) -> dict[str, Any]:
     """Benchmark utility ``methods`` (names in ``UTILITY_METHODS``, computed on ``metric``) and ``external``
@@ -241,7 +242,7 @@ def run_benchmark(
     if metric is not None:
         campaign.score(metric)  # fails early, listing the valid names
     ref = full_reference(campaign, score=score, permutations=permutations, seed=seed)
-    select = make_selector(campaign, budget_cost=budget_cost, balance=balance, level=level)
+    select = make_selector(campaign, budget_cost=budget_cost, balance=balance, level=level, time_limit=time_limit)
     bar = tqdm(total=(seeds + len(specs) + len(external)) * len(props), desc=f"benchmark {campaign.name}", disable=None if progress is None else not progress)
     started = time.perf_counter()
     # random under a cost budget, quotas or documents: a random subset that fits (not a knapsack over noise)
@@ -265,7 +266,8 @@ def run_benchmark(
         "random": random, "methods": results,
         "signature": _signature(campaign, methods=[*specs, *external], metric=metric, score=score, props=props, seeds=seeds,
                                 budget_cost=budget_cost, balance=balance, level=level, permutations=permutations,
-                                seed=seed, parity_grid=parity_grid, method_options=method_options),
+                                seed=seed, parity_grid=parity_grid, method_options=method_options,
+                                time_limit=time_limit),
     }
 
 

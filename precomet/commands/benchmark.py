@@ -27,6 +27,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--props", default="0.05:0.5:0.05", help="budget proportions: start:stop:step or a comma list (default 0.05:0.5:0.05)")
     parser.add_argument("--seeds", type=int, default=100, help="random-selection runs (default 100)")
     parser.add_argument("--permutations", type=int, default=1000, help="sign-flip permutations for SPA (default 1000)")
+    parser.add_argument(
+        "--time-limit", type=float, default=10.0,
+        help="seconds per knapsack with --budget-cost/--balance/--level doc; a solution not proven optimal by then is used (default 10)",
+    )
     parser.add_argument("--seed", type=int, default=0, help="seed of the utilities, random runs and permutations")
     parser.add_argument("--budget-cost", action="store_true", help="budgets are shares of the total annotation cost (ILP knapsack)")
     parser.add_argument("--balance", choices=["domain"], help="equal share of the budget per domain")
@@ -62,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
     result = run_benchmark(
         campaign, methods=methods, external=external, metric=args.metric, score=args.target, props=props, seeds=args.seeds,
         budget_cost=args.budget_cost, balance=args.balance, level=args.level, permutations=args.permutations,
-        seed=args.seed,
+        seed=args.seed, time_limit=args.time_limit,
     )
     result["signature"]["data"] = str(args.data)
     result["signature"]["scores_files"] = list(args.scores)
