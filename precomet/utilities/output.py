@@ -58,6 +58,7 @@ def read_utilities(path: str | Path) -> tuple[list[str], np.ndarray, dict[str, A
     """Ids, utilities (NaN for ``null``) and signature of a ``{"id", "utility"}`` JSONL file (an optional first
     ``{"signature": ...}`` line, as :func:`write_utilities` writes)."""
     ids, values, signature = [], [], {}
+    seen: dict[str, int] = {}
     for position, row in enumerate(read_jsonl(path)):
         number = row["_line"]
         if position == 0 and "signature" in row:
@@ -69,21 +70,20 @@ def read_utilities(path: str | Path) -> tuple[list[str], np.ndarray, dict[str, A
             value = np.nan if row["utility"] is None else float(row["utility"])
         except (TypeError, ValueError):
             raise DataError(path, f"utility of {row['id']!r} is not a number: {row['utility']!r}", line=number) from None
+        if str(row["id"]) in seen:
+            raise DataError(path, f"duplicate id {row['id']!r} (first on line {seen[str(row['id'])]})", line=number)
+        seen[str(row["id"])] = number
         ids.append(str(row["id"]))
         values.append(value)
     return ids, np.array(values, dtype=float), signature
 
 
 def utilities_for(path: str | Path, ids: Sequence[str] | np.ndarray, *, allow_extra: bool = False) -> np.ndarray:
-    """Utilities of a ``{"id", "utility"}`` file aligned with ``ids`` (a campaign's order). Missing, duplicate
-    or null entries raise, naming how many and a few of them; so do ids not in ``ids`` unless ``allow_extra``
-    (e.g. scores of every source when the campaign kept only its fully rated items)."""
+    """Utilities of a ``{"id", "utility"}`` file aligned with ``ids`` (a campaign's order). Missing or null entries
+    raise, naming how many and a few of them; so do ids not in ``ids`` unless ``allow_extra`` (e.g. scores of every
+    source when the campaign kept only its fully rated items). Duplicates raise in :func:`read_utilities`."""
     found_ids, values, _ = read_utilities(path)
-    found: dict[str, float] = {}
-    for item_id, value in zip(found_ids, values):
-        if item_id in found:
-            raise DataError(path, f"duplicate id {item_id!r}")
-        found[item_id] = value
+    found = dict(zip(found_ids, values))
     wanted = [str(i) for i in ids]
     missing = [i for i in wanted if i not in found]
     extra = sorted(set(found) - set(wanted))
