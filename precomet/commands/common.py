@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import json
 
 from precomet.campaign import Campaign
+from precomet.errors import PrecometError
 
 
 def add_data_arguments(parser: argparse.ArgumentParser) -> None:
@@ -30,3 +32,17 @@ def comma_list(text: str) -> list[str]:
     if not names:
         raise argparse.ArgumentTypeError(f"expected comma-separated names, got {text!r}")
     return names
+
+
+def parse_options(pairs: list[str]) -> dict:
+    """``KEY=VALUE`` strings -> dict; values are JSON when they parse, strings otherwise."""
+    options = {}
+    for pair in pairs:
+        key, sep, raw = pair.partition("=")
+        if not sep or not key:
+            raise PrecometError(f"--option expects KEY=VALUE, got {pair!r}")
+        try:
+            options[key] = json.loads(raw)
+        except json.JSONDecodeError:
+            options[key] = raw
+    return options

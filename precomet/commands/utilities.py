@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
-from precomet.commands.common import add_data_arguments, comma_list, load_campaign
+from precomet.commands.common import add_data_arguments, comma_list, load_campaign, parse_options
 from precomet.errors import PrecometError
 
 HELP = "compute an output-based item utility (higher = annotate first) and write {id, utility} JSONL"
@@ -32,24 +31,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-o", "--output", required=True, help="output JSONL path")
 
 
-def parse_options(pairs: list[str]) -> dict:
-    """``KEY=VALUE`` strings -> dict; values are JSON when they parse, strings otherwise."""
-    options = {}
-    for pair in pairs:
-        key, sep, raw = pair.partition("=")
-        if not sep or not key:
-            raise PrecometError(f"--option expects KEY=VALUE, got {pair!r}")
-        try:
-            options[key] = json.loads(raw)
-        except json.JSONDecodeError:
-            options[key] = raw
-    return options
-
-
 def run(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from precomet.utilities import compute_utility, get_spec, resolve_options
+    from precomet.utilities import compute_utility, get_spec, require_scores, resolve_options
     from precomet.utilities.output import utility_signature, write_utilities
 
     spec = get_spec(args.method)
@@ -61,6 +46,7 @@ def run(args: argparse.Namespace) -> int:
     systems = args.systems
     if systems is not None:
         campaign.system_index(systems)
+    require_scores(campaign, args.method)
     if spec.needs_score and args.metric is None:
         raise PrecometError(f"--method {args.method} needs --metric; available: {', '.join(sorted(campaign.scores))}")
     if args.save_irt:

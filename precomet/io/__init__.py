@@ -15,12 +15,15 @@ from precomet.io.csvfile import load_csv
 from precomet.io.esa import is_wmt24_esa_root, list_esa_campaigns, load_wmt24_esa
 from precomet.io.jsonl import load_jsonl, write_jsonl
 from precomet.io.mtme import is_mtme_root, load_mtme
+from precomet.io.mtme import list_campaigns as list_mtme_campaigns
 from precomet.io.summ import load_summ_pickle
 from precomet.io.ted import load_mqm_avg, load_mqm_tsv
+from precomet.io.wmt_release import is_wmt_release_root, list_release_campaigns, load_wmt_release
 
 __all__ = [
     "load", "load_jsonl", "write_jsonl", "load_mtme", "detect_format", "load_mqm_tsv", "load_mqm_avg",
     "load_wmt24_esa", "load_summ_pickle", "load_csv", "annotation_cost", "load_wmt23_esa",
+    "load_wmt_release", "list_release_campaigns", "is_wmt_release_root", "list_esa_campaigns", "list_campaigns",
 ]
 
 
@@ -34,7 +37,14 @@ def detect_format(path: str | Path) -> str:
             return "mt-metrics-eval"
         if is_wmt24_esa_root(path):
             return "wmt24-esa"
-        raise DataError(path, "directory is neither an mt-metrics-eval root (wmtYY/sources/...) nor WMT24 ESA (humeval/, txt/)")
+        if is_wmt_release_root(path):
+            return "wmt-release"
+        if path.name.startswith("wmt") and is_wmt_release_root(path.parent):
+            raise DataError(path, f"this is one year of a WMT release: pass its parent {path.parent} and --campaign")
+        raise DataError(
+            path, "directory is neither an mt-metrics-eval root (wmtYY/sources/...), WMT24 ESA (humeval/, txt/)"
+            " nor a WMT release root (wmtYY/txt/sources/<testset>.<lp>.src.<sl>)",
+        )
     suffixes = "".join(path.suffixes[-2:]).lower()
     if suffixes.endswith(".jsonl") or suffixes.endswith(".json"):
         return "jsonl"
@@ -78,15 +88,44 @@ def _load_esa(path: Path, campaign: str | None, human: str | None) -> Campaign:
     return load_wmt24_esa(path, campaign)
 
 
+def _load_release(path: Path, campaign: str | None, human: str | None) -> Campaign:
+    if campaign is None:
+        raise PrecometError(f"{path}: a WMT release root needs --campaign; found {list_release_campaigns(path)}")
+    if human is not None:
+        raise PrecometError(f"{path}: a WMT release has no human scores; --human {human!r} is not available")
+    return load_wmt_release(path, campaign)
+
+
 LOADERS = {
     "mt-metrics-eval": _load_mtme,
     "jsonl": _load_jsonl,
     "wmt24-esa": _load_esa,
+    "wmt-release": _load_release,
     "mqm-tsv": _no_options(load_mqm_tsv),
     "mqm-avg": _no_options(load_mqm_avg),
     "summ-pickle": _no_options(load_summ_pickle),
     "csv": _no_options(load_csv),
 }
+
+
+MULTI_CAMPAIGN = {
+    "mt-metrics-eval": list_mtme_campaigns,
+    "wmt24-esa": list_esa_campaigns,
+    "wmt-release": list_release_campaigns,
+}
+
+
+def list_campaigns(path: str | Path) -> list[str]:
+    """The campaign names (values for ``campaign=`` / ``--campaign``) of a multi-campaign root:
+    mt-metrics-eval (``wmt23/en-de``), WMT24 ESA (``en-cs``) or WMT release (``wmt22/en-de``).
+    Single-campaign inputs (JSONL, CSV, TSV, pickle) raise :class:`PrecometError`."""
+    path = Path(path)
+    kind = detect_format(path)
+    if kind not in MULTI_CAMPAIGN:
+        raise PrecometError(
+            f"{path}: a {kind} input holds a single campaign; campaigns are listed for {', '.join(MULTI_CAMPAIGN)} roots"
+        )
+    return MULTI_CAMPAIGN[kind](path)
 
 
 def load(

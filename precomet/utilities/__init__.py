@@ -78,6 +78,7 @@ def compute_utility(
             raise PrecometError(f"utility {method!r}: budget must be in 1..{len(campaign)}, got {budget}")
     keep = None
     if spec.needs_score:
+        require_scores(campaign, method)
         if score is None:
             raise PrecometError(f"utility {method!r} needs a score name; available: {sorted(campaign.scores)}")
         matrix = campaign.score(score)
@@ -104,6 +105,17 @@ def compute_utility(
     out = np.full(len(campaign), np.nan)
     out[keep] = values
     return out
+
+
+def require_scores(campaign: Campaign, method: str) -> None:
+    """Raise a one-line :class:`PrecometError` when ``method`` needs a score matrix and ``campaign`` has none
+    (an output-only input such as a WMT release), naming the utilities that need none."""
+    if get_spec(method).needs_score and not campaign.scores:
+        free = [name for name, spec in UTILITY_METHODS.items() if not spec.needs_score]
+        raise PrecometError(
+            f"utility {method!r} needs scores, but campaign {campaign.name!r} has none (outputs only);"
+            f" utilities that need no score: {', '.join(free)}"
+        )
 
 
 def get_spec(method: str) -> UtilitySpec:
@@ -170,4 +182,4 @@ UTILITY_METHODS: dict[str, UtilitySpec] = _registry()
 """Name -> :class:`UtilitySpec`. Add a method with one line, e.g.
 ``UTILITY_METHODS["diffuse"] = UtilitySpec(diffuse, "...", needs_budget=True, needs_score=False)``."""
 
-__all__ = ["UTILITY_METHODS", "UtilitySpec", "compute_utility", "get_spec", "resolve_options"]
+__all__ = ["UTILITY_METHODS", "UtilitySpec", "compute_utility", "get_spec", "require_scores", "resolve_options"]
