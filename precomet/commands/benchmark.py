@@ -35,19 +35,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--budget-cost", action="store_true", help="budgets are shares of the total annotation cost (ILP knapsack)")
     parser.add_argument("--balance", choices=["domain"], help="equal share of the budget per domain")
     parser.add_argument("--level", choices=["item", "doc"], default="item", help="select whole documents with --level doc")
+    parser.add_argument("--strict", action="store_true",
+                        help="--scores from an estimator: refuse a campaign with sources it was trained on (default: warn)")
     parser.add_argument("--json", required=True, type=Path, help="write the results here")
     parser.add_argument("--plot", type=Path, help="write the SPA/clusters figure here (PNG, PDF or SVG)")
 
 
-def read_external_scores(spec: str, campaign: Campaign) -> tuple[str, np.ndarray]:
-    """``NAME=FILE`` -> (name, utilities aligned with the campaign). Every campaign id must be present;
-    extra ids (e.g. items dropped for lacking human scores) are ignored."""
-    from precomet.utilities.output import utilities_for
+def read_external_scores(spec: str, campaign: Campaign, *, strict: bool = False) -> tuple[str, np.ndarray, int | None]:
+    """``NAME=FILE`` -> (name, utilities aligned with the campaign, campaign sources seen in training or
+    ``None`` when the file's signature has no training-source fingerprint). Every campaign id must be
+    present; extra ids (e.g. items dropped for lacking human scores) are ignored."""
+    from precomet.estimator.leakage import fingerprint_in, report_seen
+    from precomet.utilities.output import read_utilities, utilities_for
 
     name, sep, file = spec.partition("=")
     if not sep or not name or not file:
         raise PrecometError(f"--scores: expected NAME=FILE, got {spec!r}")
-    return name, utilities_for(file, campaign.ids, allow_extra=True)
+    values = utilities_for(file, campaign.ids, allow_extra=True)
+    fingerprint = fingerprint_in(read_utilities(file)[2], where=file)
+    seen = report_seen(fingerprint, campaign.src, strict=strict, what=f"the estimator behind {file}")
+    return name, values, seen if fingerprint else None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -61,7 +68,8 @@ def run(args: argparse.Namespace) -> int:
 
     props = parse_props(args.props)
     campaign = load_campaign(args)
-    external = dict(read_external_scores(spec, campaign) for spec in args.scores)
+    read = [read_external_scores(spec, campaign, strict=args.strict) for spec in args.scores]
+    external = {name: values for name, values, _ in read}
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
     result = run_benchmark(
         campaign, methods=methods, external=external, metric=args.metric, score=args.target, props=props, seeds=args.seeds,
@@ -70,6 +78,7 @@ def run(args: argparse.Namespace) -> int:
     )
     result["signature"]["data"] = str(args.data)
     result["signature"]["scores_files"] = list(args.scores)
+    result["signature"]["seen_in_training"] = {name: seen for name, _, seen in read}
     with atomic_write(args.json) as handle:
         json.dump(result, handle, indent=1)
     if args.plot:

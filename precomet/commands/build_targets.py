@@ -3,19 +3,41 @@
 from __future__ import annotations
 
 import argparse
+import fnmatch
+
+from precomet.commands.common import parse_options
 
 HELP = "compute a utility per item of each input campaign (normalised per campaign) as estimator training targets"
+GLOB = set("*?[")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--data", nargs="+", required=True, metavar="PATH[:CAMPAIGN]",
-                        help="inputs; an mt-metrics-eval root needs ':wmt23/en-de' after the path")
+    parser.add_argument(
+        "--data", nargs="+", action="extend", required=True, metavar="PATH[:CAMPAIGN]",
+        help="inputs, repeatable; a multi-campaign root needs ':NAME' or a glob over its campaign names, e.g."
+        " '$RAW/wmt-news-systems:wmt2[12]/en-*' or '$RAW/mt-metrics-eval-v2:wmt23/en-de'",
+    )
     parser.add_argument("--human", help="human protocol for mt-metrics-eval inputs (default: the first available)")
-    parser.add_argument("--method", required=True, help="utility method, e.g. metric_var, metric_cons, metric_avg, diversity, irt_diffdisc")
+    parser.add_argument("--method", required=True, help="utility method, e.g. diversity, metric_var, metric_cons, metric_avg, irt_diffdisc")
     parser.add_argument("--metric", default="human", help="score the utility is computed from (default: human, as in the paper)")
+    parser.add_argument(
+        "--option", action="append", default=[], metavar="KEY=VALUE",
+        help="utility option, e.g. similarity=chrf for diversity (see precomet utilities --help)",
+    )
     parser.add_argument("--normalise", default="zscore", choices=["zscore", "rank", "none"], help="per-campaign normalisation")
-    parser.add_argument("--exclude", action="append", default=[], metavar="CAMPAIGN",
-                        help="leave this campaign out (e.g. the test campaign); repeatable")
+    parser.add_argument(
+        "--exclude", action="append", default=[], metavar="PATTERN",
+        help="leave out the input campaigns whose name matches (glob), and every row whose source text occurs in"
+        " them; a pattern that matches no input is an error; repeatable",
+    )
+    parser.add_argument(
+        "--holdout", action="append", default=[], metavar="PATH[:CAMPAIGN]",
+        help="a test set (any input, globs as in --data): every row whose source text occurs in it is dropped; repeatable",
+    )
+    parser.add_argument(
+        "--per-campaign", action="store_true",
+        help="keep one row per (campaign, item) instead of one row per distinct source (mean of its campaigns)",
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("-o", "--output", required=True, help="output JSONL")
 
@@ -30,24 +52,75 @@ def split_spec(spec: str) -> tuple[str, str | None]:
     return path, campaign
 
 
-def run(args: argparse.Namespace) -> int:
+def expand_spec(spec: str) -> list[tuple[str, str | None]]:
+    """``PATH[:CAMPAIGN]`` with a glob in CAMPAIGN -> one ``(path, campaign)`` per matching campaign name."""
     from precomet.errors import PrecometError
-    from precomet.estimator.targets import build_targets, write_targets
+    from precomet.io import list_campaigns
+
+    path, name = split_spec(spec)
+    if name is None or not GLOB & set(name):
+        return [(path, name)]
+    names = list_campaigns(path)
+    matched = [n for n in names if fnmatch.fnmatchcase(n, name)]
+    if not matched:
+        raise PrecometError(f"{spec}: pattern {name!r} matches no campaign of {path}; campaigns: {names}")
+    return [(path, n) for n in matched]
+
+
+def load_specs(specs: list[str], human: str | None, *, complete: bool = True) -> list:
+    """Every campaign named by the specs (globs expanded); campaign names must be distinct. ``complete``:
+    drop items without a human score for every system (as :func:`precomet.io.load`)."""
+    from dataclasses import replace
+
+    from precomet.errors import PrecometError
     from precomet.io import load
 
-    campaigns = []
-    for spec in args.data:
-        path, name = split_spec(spec)
-        campaign = load(path, campaign=name, human=args.human)
-        if campaign.name in args.exclude or name in args.exclude:
-            print(f"excluded {campaign.name}")
-            continue
-        campaigns.append(campaign)
-    if not campaigns:
+    campaigns, origin = [], {}
+    for spec in specs:
+        for path, name in expand_spec(spec):
+            campaign = load(path, campaign=name, human=human, complete=complete)
+            if name is not None and campaign.name != name:
+                campaign = replace(campaign, name=name)
+            if campaign.name in origin:
+                raise PrecometError(
+                    f"campaign name {campaign.name!r} comes from both {origin[campaign.name]} and {path};"
+                    " targets are grouped by campaign name"
+                )
+            origin[campaign.name] = path
+            campaigns.append(campaign)
+    return campaigns
+
+
+def run(args: argparse.Namespace) -> int:
+    from precomet.errors import PrecometError
+    from precomet.estimator.leakage import drop_sources
+    from precomet.estimator.targets import build_targets, merge_by_source, write_targets
+    from precomet.utilities import resolve_options
+
+    options = parse_options(args.option)
+    resolve_options(args.method, options)
+    campaigns = load_specs(args.data, args.human)
+    excluded = {p: [c for c in campaigns if fnmatch.fnmatchcase(c.name, p)] for p in args.exclude}
+    unmatched = [p for p, hits in excluded.items() if not hits]
+    if unmatched:
+        raise PrecometError(f"--exclude {unmatched[0]!r} matches no input campaign; inputs: {[c.name for c in campaigns]}")
+    left_out = {c.name: c for hits in excluded.values() for c in hits}
+    kept = [c for c in campaigns if c.name not in left_out]
+    if not kept:
         raise PrecometError("every input campaign was excluded")
-    rows = build_targets(campaigns, method=args.method, score=args.metric, normalisation=args.normalise, seed=args.seed)
-    write_targets(rows, args.output)
-    for campaign in campaigns:
+    held = list(left_out.values()) + (load_specs(args.holdout, None, complete=False) if args.holdout else [])
+    rows = build_targets(kept, method=args.method, score=args.metric, normalisation=args.normalise, seed=args.seed, options=options)
+    for campaign in kept:
         print(f"{campaign.name}: {len(campaign)} targets")
-    print(f"wrote {len(rows)} rows ({args.method}, {args.normalise} per campaign) to {args.output}")
+    for campaign in held:
+        rows, dropped = drop_sources(rows, campaign.src)
+        print(f"left out {campaign.name}: dropped {dropped} row(s) of the kept campaigns with one of its {len(campaign)} source texts")
+    if not rows:
+        raise PrecometError("no target rows left after dropping the left-out sources")
+    n_rows = len(rows)
+    if not args.per_campaign:
+        rows = merge_by_source(rows)
+    write_targets(rows, args.output)
+    shape = "per campaign" if args.per_campaign else f"one per distinct source, merged from {n_rows} campaign rows"
+    print(f"wrote {len(rows)} rows ({args.method}, {args.normalise} per campaign; {shape}) to {args.output}")
     return 0

@@ -36,6 +36,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--time-limit", type=float, default=60.0, help="solver time limit in seconds (default 60)")
     parser.add_argument("--allow-gap", action="store_true", help="accept a non-optimal answer (warns with its gap)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--strict", action="store_true",
+                        help="--checkpoint / --scores from an estimator: refuse sources it was trained on (default: warn)")
     parser.add_argument("-o", "--output", required=True, help="subset JSONL; the manifest goes beside it (.manifest.json)")
 
 
@@ -74,14 +76,22 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _utilities(args: argparse.Namespace, campaign: Campaign) -> tuple[np.ndarray, str, dict]:
+    from precomet.estimator.leakage import fingerprint_in, report_seen
+
     if args.scores:
-        from precomet.utilities.output import utilities_for
+        from precomet.utilities.output import read_utilities, utilities_for
 
-        return utilities_for(args.scores, campaign.ids), "scores", {"scores": args.scores}
+        fingerprint = fingerprint_in(read_utilities(args.scores)[2], where=args.scores)
+        seen = report_seen(fingerprint, campaign.src, strict=args.strict, what=f"the estimator behind {args.scores}")
+        return utilities_for(args.scores, campaign.ids), "scores", {"scores": args.scores, "seen_in_training": seen if fingerprint else None}
     if args.checkpoint:
-        from precomet.estimator import predict_campaign
+        from precomet.estimator import load_estimator, predict_campaign
 
-        return np.asarray(predict_campaign(args.checkpoint, campaign), dtype=float), "checkpoint", {"checkpoint": args.checkpoint}
+        estimator = load_estimator(args.checkpoint)
+        fingerprint = fingerprint_in(estimator.meta, where=f"{args.checkpoint}/precomet.json")
+        seen = report_seen(fingerprint, campaign.src, strict=args.strict, what=f"checkpoint {args.checkpoint}")
+        utility = np.asarray(predict_campaign(estimator, campaign), dtype=float)
+        return utility, "checkpoint", {"checkpoint": args.checkpoint, "seen_in_training": seen if fingerprint else None}
     from precomet.selection.units import budget_items
     from precomet.utilities import compute_utility
 

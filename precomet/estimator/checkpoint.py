@@ -1,8 +1,10 @@
 """The checkpoint directory (see checkpoints/README.md) and ``.ckpt`` export.
 
 ``DIR/precomet.json`` (metadata), ``DIR/encoder/`` (``save_pretrained`` weights in safetensors plus the
-tokenizer), ``DIR/head.safetensors`` (MLP head and scalar-mix weights). Loading never touches the network
-and never unpickles; :func:`export_checkpoint` is the only place that reads a Lightning ``.ckpt``, with
+tokenizer), ``DIR/head.safetensors`` (MLP head and scalar-mix weights). A checkpoint whose encoder was
+frozen and comes from an installed package (``minilm``) names the package instead of copying the encoder
+(``encoder_package`` in the metadata, with the sha256 of its weights, checked on load): a few MB instead
+of ~90. Loading never touches the network and never unpickles; :func:`export_checkpoint` is the only place that reads a Lightning ``.ckpt``, with
 ``torch.load(weights_only=True)``.
 """
 
@@ -50,14 +52,38 @@ class Estimator:
         return value if self.meta["direction"] == "higher_first" else -value
 
 
+def packaged_encoder(name: str, *, frozen: bool) -> dict[str, str] | None:
+    """``{"name", "weights_sha256"}`` when ``name`` is an installed-package encoder alias and the encoder is
+    frozen (so the package's weights are exactly the ones the head was trained on), else ``None``."""
+    from precomet.estimator.model import ALIASES, resolve_model
+
+    if not frozen or name not in ALIASES:
+        return None
+    return {"name": name, "weights_sha256": weights_digest(resolve_model(name))}
+
+
+def weights_digest(path: Path) -> str:
+    """sha256 over the ``*.safetensors`` files of an encoder directory (sorted by name)."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    for file in sorted(path.glob("*.safetensors")):
+        with open(file, "rb") as handle:
+            for block in iter(lambda: handle.read(1 << 22), b""):
+                digest.update(block)
+    return digest.hexdigest()
+
+
 def save_checkpoint(out_dir: str | Path, *, model: UtilityEstimator, tokenizer: Any, meta: dict[str, Any]) -> Path:
-    """Write the directory format; ``meta`` gets ``format_version`` and ``precomet_version`` added."""
+    """Write the directory format; ``meta`` gets ``format_version`` and ``precomet_version`` added. With
+    ``meta["encoder_package"]`` the encoder is not copied (see the module doc)."""
     from safetensors.torch import save_file
 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    model.encoder.save_pretrained(out_dir / ENCODER, safe_serialization=True)
-    tokenizer.save_pretrained(out_dir / ENCODER)
+    if not meta.get("encoder_package"):
+        model.encoder.save_pretrained(out_dir / ENCODER, safe_serialization=True)
+        tokenizer.save_pretrained(out_dir / ENCODER)
     save_file(model.head_state(), str(out_dir / HEAD))
     full = {"format_version": FORMAT_VERSION, "precomet_version": __version__, **meta}
     missing = [k for k in REQUIRED_META if k not in full]
@@ -74,15 +100,19 @@ def read_meta(checkpoint_dir: str | Path) -> dict[str, Any]:
     path = Path(checkpoint_dir)
     if not path.is_dir():
         raise PrecometError(f"{path}: checkpoint directory not found")
-    missing = [n for n in (META, HEAD, f"{ENCODER}/config.json") if not (path / n).is_file()]
-    if not any((path / ENCODER).glob("*.safetensors")):
-        missing.append(f"{ENCODER}/*.safetensors")
+    missing = [n for n in (META, HEAD) if not (path / n).is_file()]
     if missing:
         raise PrecometError(f"{path}: not a precomet checkpoint, missing {missing} (see checkpoints/README.md)")
     try:
         meta = json.loads((path / META).read_text(encoding="utf-8"))
     except json.JSONDecodeError as err:
         raise PrecometError(f"{path / META}: invalid JSON ({err.msg})") from None
+    if not (isinstance(meta, dict) and meta.get("encoder_package")):
+        missing = [] if (path / ENCODER / "config.json").is_file() else [f"{ENCODER}/config.json"]
+        if not any((path / ENCODER).glob("*.safetensors")):
+            missing.append(f"{ENCODER}/*.safetensors")
+        if missing:
+            raise PrecometError(f"{path}: not a precomet checkpoint, missing {missing} (see checkpoints/README.md)")
     version = meta.get("format_version") if isinstance(meta, dict) else None
     if version != FORMAT_VERSION:
         raise PrecometError(f"{path / META}: unknown format_version {version!r}; this precomet reads {FORMAT_VERSION}")
@@ -106,7 +136,7 @@ def load_estimator(checkpoint_dir: str | Path, *, device: str = "cpu") -> Estima
 
     path = Path(checkpoint_dir)
     meta = read_meta(path)
-    encoder, tokenizer = load_encoder(str(path / ENCODER))
+    encoder, tokenizer = load_encoder(_encoder_location(path, meta))
     model = build_model(encoder, meta)
     head = load_file(str(path / HEAD))
     result = model.load_state_dict(head, strict=False)
@@ -116,8 +146,27 @@ def load_estimator(checkpoint_dir: str | Path, *, device: str = "cpu") -> Estima
     return Estimator(model=model.to(device).eval(), tokenizer=tokenizer, meta=meta, path=path)
 
 
-def export_checkpoint(ckpt_path: str | Path, out_dir: str | Path) -> Path:
-    """Turn a Lightning ``.ckpt`` written by ``precomet train`` into the directory format."""
+def _encoder_location(path: Path, meta: dict[str, Any]) -> str:
+    """``DIR/encoder``, or the installed package's encoder after checking its weights are the trained-on ones."""
+    package = meta.get("encoder_package")
+    if not package:
+        return str(path / ENCODER)
+    from precomet.estimator.model import ALIASES, resolve_model
+
+    if not isinstance(package, dict) or package.get("name") not in ALIASES:
+        raise PrecometError(f"{path / META}: encoder_package {package!r} is not an installed encoder; known: {sorted(ALIASES)}")
+    location = resolve_model(package["name"])
+    if weights_digest(location) != package.get("weights_sha256"):
+        raise PrecometError(
+            f"{path}: the installed encoder {package['name']!r} ({location}) has other weights than the one this"
+            " estimator was trained on; install the package version named in precomet.json or retrain"
+        )
+    return str(location)
+
+
+def export_checkpoint(ckpt_path: str | Path, out_dir: str | Path, *, extra_meta: dict[str, Any] | None = None) -> Path:
+    """Turn a Lightning ``.ckpt`` written by ``precomet train`` into the directory format; ``extra_meta``
+    (e.g. the training history) is added to ``precomet.json``, which is written once, atomically."""
     from precomet.estimator.model import load_encoder
 
     ckpt_path = Path(ckpt_path)
@@ -130,9 +179,10 @@ def export_checkpoint(ckpt_path: str | Path, out_dir: str | Path) -> Path:
     meta = ckpt.get("precomet") if isinstance(ckpt, dict) else None
     if not isinstance(meta, dict) or "state_dict" not in ckpt:
         raise PrecometError(f"{ckpt_path}: not written by precomet train (no 'precomet' metadata)")
-    encoder, tokenizer = load_encoder(meta["encoder_path"])
+    package = meta.get("encoder_package")
+    encoder, tokenizer = load_encoder(package["name"] if package else meta["encoder_path"])
     model = build_model(encoder, meta)
     state = {k[len("model."):]: v for k, v in ckpt["state_dict"].items() if k.startswith("model.")}
     model.load_state_dict(state)
     logger.info("exported %s (epoch %s) to %s", ckpt_path, ckpt.get("epoch"), out_dir)
-    return save_checkpoint(out_dir, model=model.eval(), tokenizer=tokenizer, meta=meta)
+    return save_checkpoint(out_dir, model=model.eval(), tokenizer=tokenizer, meta={**meta, **(extra_meta or {})})

@@ -21,25 +21,30 @@ def group_split(
     rows: Sequence[dict[str, Any]], *, by: str = "doc", fraction: float = 0.1, seed: int = 0
 ) -> tuple[np.ndarray, np.ndarray]:
     """``(train_idx, dev_idx)`` where whole groups go to dev: ``by="campaign"`` keeps campaigns together,
-    ``by="doc"`` keeps (campaign, doc) documents together. Never splits a group across the two sides."""
+    ``by="doc"`` keeps (campaign, doc) documents together, and rows whose normalised source texts are equal
+    are always in one group (:func:`~precomet.estimator.leakage.connected_groups`): no source text is on
+    both sides, even when several campaigns translate it."""
+    from precomet.estimator.leakage import connected_groups
+
     if by not in ("doc", "campaign"):
         raise PrecometError(f"group_by must be 'doc' or 'campaign', got {by!r}")
     keys = [r["campaign"] if by == "campaign" else (r["campaign"], str(r["doc"])) for r in rows]
-    groups = sorted(set(keys), key=str)
+    labels = connected_groups(rows, keys)
+    groups, sizes = np.unique(labels, return_counts=True)
     if len(groups) < 2:
-        raise PrecometError(f"cannot make a dev split by {by}: only {len(groups)} group(s); pass --dev or group by doc")
+        raise PrecometError(
+            f"cannot make a dev split by {by}: only {len(groups)} group(s) of rows not linked by a shared source text;"
+            " give separate dev targets or group by doc"
+        )
     order = np.random.default_rng(seed).permutation(len(groups))
-    sizes: dict[Any, int] = {}
-    for k in keys:
-        sizes[k] = sizes.get(k, 0) + 1
-    dev_groups: set = set()
+    dev_groups: set[int] = set()
     count, wanted = 0, max(1, round(fraction * len(rows)))
     for g in order[:-1]:  # the last group always stays in train
         if count >= wanted:
             break
-        dev_groups.add(groups[g])
-        count += sizes[groups[g]]
-    is_dev = np.array([k in dev_groups for k in keys])
+        dev_groups.add(int(groups[g]))
+        count += int(sizes[g])
+    is_dev = np.isin(labels, list(dev_groups))
     return np.flatnonzero(~is_dev), np.flatnonzero(is_dev)
 
 

@@ -5,6 +5,11 @@ Normalisation is **per campaign** because utility scales differ between campaign
 human protocol, score range): ``zscore`` subtracts the campaign mean and divides by its standard
 deviation; ``rank`` maps to the average rank scaled to [0, 1] (ties averaged); ``none`` keeps raw values.
 Higher target = annotate first, always (the utilities' convention).
+
+A source that occurs in several campaigns (within a WMT year every ``en-*`` pair translates the same
+English lines) becomes one row with :func:`merge_by_source`: the mean of its per-campaign normalised
+targets, with ``count`` and ``campaigns`` kept. Sources are compared after
+:func:`~precomet.estimator.leakage.normalise_source`.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from scipy.stats import rankdata
 
 from precomet.campaign import HUMAN, Campaign
 from precomet.errors import PrecometError
+from precomet.estimator.leakage import drop_sources, normalise_source
 from precomet.io.atomic import atomic_write
 from precomet.io.jsonl import read_jsonl
 
@@ -58,15 +64,22 @@ def compute_utility(campaign: Campaign, method: str, *, score: str, seed: int, o
 
 def build_targets(
     campaigns: Iterable[Campaign], *, method: str, score: str = HUMAN, normalisation: str = "zscore", seed: int = 0,
-    options: dict[str, Any] | None = None,
+    options: dict[str, Any] | None = None, progress: bool | None = None,
 ) -> list[dict[str, Any]]:
     """Target rows for every item of every campaign (campaign names must be distinct); ``options`` are the
-    utility method's own settings (e.g. ``{"similarity": "chrf"}`` for diversity)."""
+    utility method's own settings (e.g. ``{"similarity": "chrf"}`` for diversity). One row per item and
+    campaign: merge repeated sources with :func:`merge_by_source`."""
+    import sys
+
+    from tqdm.auto import tqdm
+
     if normalisation not in NORMALISERS:
         raise PrecometError(f"unknown normalisation {normalisation!r}; valid: {', '.join(NORMALISERS)}")
     rows: list[dict[str, Any]] = []
     seen: set[str] = set()
-    for campaign in campaigns:
+    campaigns = list(campaigns)
+    show = sys.stderr.isatty() if progress is None else progress
+    for campaign in tqdm(campaigns, desc=f"targets ({method})", unit="campaign", disable=not show):
         if campaign.name in seen:
             raise PrecometError(f"campaign name {campaign.name!r} given twice; targets are grouped by campaign name")
         seen.add(campaign.name)
@@ -89,6 +102,24 @@ def build_targets(
     if not rows:
         raise PrecometError("no campaigns given")
     return rows
+
+
+def merge_by_source(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per normalised source text: the mean target of its rows, ``count`` (how many campaign rows
+    were merged) and ``campaigns``; other fields come from its first row. Input order of first occurrences
+    is kept."""
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        groups.setdefault(normalise_source(row["src"]), []).append(row)
+    merged = []
+    for group in groups.values():
+        first = group[0]
+        merged.append({
+            **first, "target": float(np.mean([r["target"] for r in group])), "count": len(group),
+            "campaigns": sorted({r["campaign"] for r in group}),
+            "lp": first.get("lp") if len({r.get("lp") for r in group}) == 1 else None,
+        })
+    return merged
 
 
 def validate_rows(rows: Sequence[dict[str, Any]], *, where: str = "targets") -> list[dict[str, Any]]:
@@ -133,8 +164,13 @@ def rows_hash(rows: Iterable[dict[str, Any]]) -> str:
 
 
 def leave_one_campaign_out(rows: Sequence[dict[str, Any]], campaign: str) -> tuple[list[dict], list[dict]]:
-    """``(train, held_out)``: rows of every other campaign, and the rows of ``campaign``."""
+    """``(train, held_out)``: the rows of ``campaign``, and the rows of every other campaign whose source
+    text does not occur in it (a source shared with the held-out campaign never stays in training)."""
     names = sorted({r["campaign"] for r in rows})
     if campaign not in names:
         raise PrecometError(f"campaign {campaign!r} not in targets; campaigns: {names}")
-    return [r for r in rows if r["campaign"] != campaign], [r for r in rows if r["campaign"] == campaign]
+    held_out = [r for r in rows if r["campaign"] == campaign]
+    train, dropped = drop_sources([r for r in rows if r["campaign"] != campaign], [r["src"] for r in held_out])
+    if dropped:
+        logger.info("left out %s: also dropped %d rows of other campaigns with the same source text", campaign, dropped)
+    return train, held_out

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 import time
@@ -16,6 +15,7 @@ import numpy as np
 from precomet.campaign import HUMAN, Campaign
 from precomet.errors import PrecometError
 from precomet.estimator.config import load_config
+from precomet.estimator.leakage import SourceFingerprint, drop_sources
 from precomet.estimator.targets import (
     build_targets,
     read_targets,
@@ -42,6 +42,11 @@ def _rows(value: str | Path | Sequence[dict[str, Any]], where: str) -> list[dict
     return read_targets(value) if isinstance(value, (str, Path)) else validate_rows(list(value), where=where)
 
 
+def _campaigns(rows: Sequence[dict[str, Any]]) -> list[str]:
+    """Every campaign a row came from (merged rows list several under ``campaigns``)."""
+    return sorted({name for r in rows for name in r.get("campaigns", [r["campaign"]])})
+
+
 def _history_callback(history: list[dict[str, float]]):
     import pytorch_lightning as pl
 
@@ -66,7 +71,7 @@ def train(
     import pytorch_lightning as pl
     import torch
 
-    from precomet.estimator.checkpoint import export_checkpoint
+    from precomet.estimator.checkpoint import export_checkpoint, packaged_encoder
     from precomet.estimator.data import (
         TargetDataModule,
         group_split,
@@ -82,14 +87,19 @@ def train(
     mcfg, dcfg, tcfg = cfg["model"], cfg["data"], dict(cfg["trainer"])
     seed = int(cfg["seed_everything"])
     rows = _rows(train_rows, "train")
+    methods = sorted({str(r.get("method", "unknown")) for r in rows})
+    if len(methods) > 1:
+        raise PrecometError(f"targets mix several utility methods {methods}; train one estimator per method")
     if dev_rows is None:
         train_idx, dev_idx = group_split(rows, by=dcfg["group_by"], fraction=float(dcfg["dev_fraction"]), seed=seed) if dcfg["dev_fraction"] > 0 else (np.arange(len(rows)), np.array([], dtype=int))
         train_set, dev_set = [rows[i] for i in train_idx], [rows[i] for i in dev_idx]
     else:
-        train_set, dev_set = rows, _rows(dev_rows, "dev")
-    methods = sorted({str(r.get("method", "unknown")) for r in rows})
-    if len(methods) > 1:
-        raise PrecometError(f"targets mix several utility methods {methods}; train one estimator per method")
+        dev_set = _rows(dev_rows, "dev")
+        train_set, dropped = drop_sources(rows, [r["src"] for r in dev_set])
+        if dropped:
+            logger.warning("dropped %d training rows whose source text is also in the dev rows", dropped)
+        if not train_set:
+            raise PrecometError("every training row shares its source text with a dev row")
     y = np.array([r["target"] for r in train_set], dtype=float)
     mean, std = float(y.mean()), float(y.std()) or 1.0
 
@@ -125,14 +135,17 @@ def train(
         pad_id=pad_id, batch_size=int(dcfg["batch_size"]), bucket_batches=int(dcfg["bucket_batches"]),
         num_workers=int(dcfg["num_workers"]), seed=seed,
     )
+    package = packaged_encoder(mcfg["encoder"], frozen=bool(mcfg["freeze_encoder"]))
     meta = {
         "target": {"method": methods[0], "normalisation": sorted({str(r.get("normalisation", "unknown")) for r in rows})},
         "direction": "higher_first", "standardisation": {"mean": mean, "std": std},
         "pooling": mcfg["pooling"], "hidden_sizes": list(mcfg["hidden_sizes"]), "dropout": float(mcfg["dropout"]),
-        "max_length": max_length, "encoder": mcfg["encoder"], "encoder_path": str(resolve_model(mcfg["encoder"]).resolve()),
+        "max_length": max_length, "encoder": mcfg["encoder"], "encoder_package": package,
+        "encoder_path": None if package else str(resolve_model(mcfg["encoder"]).resolve()),
+        "training_sources": SourceFingerprint.of(r["src"] for part in (train_set, dev_set) for r in part).to_json(),
         "training_data": {
             "hash": rows_hash(train_set), "rows": len(train_set), "dev_rows": len(dev_set),
-            "campaigns": sorted({r["campaign"] for r in train_set}), "dev_campaigns": sorted({r["campaign"] for r in dev_set}),
+            "campaigns": _campaigns(train_set), "dev_campaigns": _campaigns(dev_set),
         },
         "seed": seed, "config": cfg,
     }
@@ -175,11 +188,7 @@ def train(
             dev_metrics = pick(scored, key=lambda h: h[monitor])
     if trainer.is_global_zero:
         with quiet_third_party():
-            export_checkpoint(best, out_dir)
-        meta_path = out_dir / "precomet.json"
-        full = json.loads(meta_path.read_text(encoding="utf-8"))
-        full.update(dev_metrics=dev_metrics, history=history)
-        meta_path.write_text(json.dumps(full, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+            export_checkpoint(best, out_dir, extra_meta={"dev_metrics": dev_metrics, "history": history})
     return TrainResult(checkpoint_dir=out_dir, best_ckpt=best, dev_metrics=dev_metrics, history=history, seconds=time.perf_counter() - started)
 
 

@@ -15,6 +15,7 @@ from precomet.errors import PrecometError
 from precomet.estimator import targets as targets_module
 from precomet.estimator.config import load_config
 from precomet.estimator.data import BucketBatchSampler, group_split
+from precomet.estimator.leakage import normalise_source
 from precomet.estimator.targets import (
     build_targets,
     leave_one_campaign_out,
@@ -90,29 +91,53 @@ def test_read_targets_rejects_nan(tmp_path):
         read_targets(path)
 
 
-def test_leave_one_campaign_out():
-    rows = [{"campaign": c, "id": i} for i, c in enumerate("aabbc")]
+def test_leave_one_campaign_out_drops_shared_sources_from_training():
+    rows = [{"campaign": c, "id": i, "src": s} for i, (c, s) in enumerate(zip("aabbc", ["x", "y", "z", "w", " Y  "]))]
     train, held = leave_one_campaign_out(rows, "b")
     assert [r["id"] for r in train] == [0, 1, 4] and [r["id"] for r in held] == [2, 3]
+    train, held = leave_one_campaign_out(rows, "c")  # "y" (row 1) is the same text as " Y  " (row 4)
+    assert [r["id"] for r in train] == [0, 2, 3] and [r["id"] for r in held] == [4]
     with pytest.raises(PrecometError, match="campaigns: \\['a', 'b', 'c'\\]"):
         leave_one_campaign_out(rows, "z")
 
 
 # ---------------------------------------------------------------- dev split and batches
 @settings(max_examples=40, deadline=None)
-@given(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 5)), min_size=2, max_size=60), st.sampled_from(["doc", "campaign"]),
-       st.integers(0, 5))
-def test_dev_split_never_shares_a_group(pairs, by, seed):
-    rows = [{"campaign": f"c{c}", "doc": f"d{d}"} for c, d in pairs]
+@given(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 5), st.integers(0, 9)), min_size=2, max_size=60),
+       st.sampled_from(["doc", "campaign"]), st.integers(0, 5))
+def test_dev_split_never_shares_a_group_or_a_source_text(triples, by, seed):
+    # sources repeat across campaigns and documents (as every en-* pair of a WMT year shares its sources);
+    # case and spacing differ, which must not matter
+    rows = [{"campaign": f"c{c}", "doc": f"d{d}", "src": f"Source {s}" if c % 2 else f"  source   {s}"} for c, d, s in triples]
     key = (lambda r: r["campaign"]) if by == "campaign" else (lambda r: (r["campaign"], r["doc"]))
-    if len({key(r) for r in rows}) < 2:
-        with pytest.raises(PrecometError, match="only 1 group"):
-            group_split(rows, by=by, fraction=0.3, seed=seed)
+    try:
+        train, dev = group_split(rows, by=by, fraction=0.3, seed=seed)
+    except PrecometError as err:
+        assert "only 1 group" in str(err)
+        # oracle: every row is reachable from row 0 through shared keys or shared texts
+        reached, frontier = {0}, [0]
+        while frontier:
+            i = frontier.pop()
+            for j, r in enumerate(rows):
+                linked = key(r) == key(rows[i]) or normalise_source(r["src"]) == normalise_source(rows[i]["src"])
+                if j not in reached and linked:
+                    reached.add(j)
+                    frontier.append(j)
+        assert len(reached) == len(rows)
         return
-    train, dev = group_split(rows, by=by, fraction=0.3, seed=seed)
     assert sorted([*train, *dev]) == list(range(len(rows))) and len(train) > 0 and len(dev) > 0
     assert not {key(rows[i]) for i in train} & {key(rows[i]) for i in dev}
+    assert not {normalise_source(rows[i]["src"]) for i in train} & {normalise_source(rows[i]["src"]) for i in dev}
     # the same document name in two campaigns is two documents: grouping is by (campaign, doc)
+
+
+def test_dev_split_keeps_a_source_of_two_campaigns_on_one_side():
+    # the leak of the old split: documents differ, the text is the same
+    rows = [{"campaign": c, "doc": f"{c}-{i}", "src": f"sentence {i}"} for c in ("en-cs", "en-hi", "en-ja") for i in range(20)]
+    for seed in range(5):
+        train, dev = group_split(rows, by="doc", fraction=0.2, seed=seed)
+        dev_texts = {rows[i]["src"] for i in dev}
+        assert len(dev) == 3 * len(dev_texts) and not dev_texts & {rows[i]["src"] for i in train}
 
 
 def test_bucket_sampler_covers_each_row_once_and_buckets_lengths():
