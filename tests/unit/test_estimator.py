@@ -226,3 +226,51 @@ def test_lightning_predict_bad_options(trained, options, message):
 
     with pytest.raises(PrecometError, match=message):
         predict_sources(trained["dir"], ["a cat"], **options)
+
+
+# ---------------------------------------------------------------- training-source fingerprint (leakage guard)
+def test_checkpoint_fingerprint_covers_train_and_dev_sources(trained):
+    from precomet.estimator import load_estimator
+    from precomet.estimator.leakage import fingerprint_in
+
+    fingerprint = fingerprint_in(load_estimator(trained["dir"]).meta, where="test")
+    sources = [r["src"] for r in trained["rows"]]
+    assert fingerprint.contains(sources).all() and len(fingerprint) == len({s.casefold() for s in sources})
+    assert not fingerprint.contains(["a sentence no simulated campaign contains, surely"]).any()
+
+
+def _simulated_campaign_file(tmp_path: Path) -> Path:
+    from precomet.io import write_jsonl
+
+    campaign = simulate_history(n_campaigns=3, n_items=40, n_systems=4, seed=3)[0]  # the first training campaign
+    write_jsonl(campaign, tmp_path / "seen.jsonl")
+    return tmp_path / "seen.jsonl"
+
+
+def test_predict_counts_training_sources_and_strict_refuses(trained, tmp_path, caplog):
+    data = _simulated_campaign_file(tmp_path)
+    out = tmp_path / "pred.jsonl"
+    with caplog.at_level(logging.WARNING):
+        assert main(["predict", "--checkpoint", str(trained["dir"]), "--data", str(data), "-o", str(out)]) == 0
+    assert "40 of 40 sources scored by checkpoint" in caplog.text
+    signature = json.loads(out.read_text().splitlines()[0])["signature"]
+    assert signature["seen_in_training"] == 40 and signature["training_sources"]["count"] > 0
+    strict = tmp_path / "strict.jsonl"
+    assert main(["predict", "--checkpoint", str(trained["dir"]), "--data", str(data), "--strict", "-o", str(strict)]) == 2
+    assert not strict.exists()
+
+
+def test_select_and_benchmark_report_seen_sources(trained, tmp_path, caplog, capsys):
+    data = _simulated_campaign_file(tmp_path)
+    subset = tmp_path / "subset.jsonl"
+    assert main(["select", "--data", str(data), "--checkpoint", str(trained["dir"]), "--budget", "5", "--strict", "-o", str(subset)]) == 2
+    assert "40 of 40 sources" in capsys.readouterr().err and not subset.exists()
+    assert main(["select", "--data", str(data), "--checkpoint", str(trained["dir"]), "--budget", "5", "-o", str(subset)]) == 0
+    assert json.loads(subset.with_suffix(".manifest.json").read_text())["parameters"]["seen_in_training"] == 40
+    scores = tmp_path / "pred.jsonl"
+    assert main(["predict", "--checkpoint", str(trained["dir"]), "--data", str(data), "-o", str(scores)]) == 0
+    bench = tmp_path / "bench.json"
+    common = ["benchmark", "--data", str(data), "--scores", f"est={scores}", "--seeds", "2", "--props", "0.2,0.4", "--json", str(bench)]
+    assert main([*common, "--strict"]) == 2 and not bench.exists()
+    assert main(common) == 0
+    assert json.loads(bench.read_text())["signature"]["seen_in_training"] == {"est": 40}
