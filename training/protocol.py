@@ -44,25 +44,42 @@ SETTINGS = {
         f"wmt24/{lp}": (RAW / "wmt24-esa", lp, None) for lp in ("en-cs", "en-hi", "en-ja")}},
 }
 CONFIGS = {  # name -> (config file, overrides); frozen variants share cached features per (pooling, max_length)
-    "frozen": ("precomet-minilm.yaml", {"model.hidden_sizes": [2048, 1024]}),
-    "frozen-small": ("precomet-minilm.yaml", {"model.hidden_sizes": [512, 128]}),
+    "frozen": ("precomet-minilm.yaml", {"model.hidden_sizes": [2048, 1024], "model.pooling": "mean"}),
+    "frozen-small": ("precomet-minilm.yaml", {"model.hidden_sizes": [512, 128], "model.pooling": "mean"}),
+    "frozen-small-256": ("precomet-minilm.yaml", {"model.hidden_sizes": [512, 128], "model.pooling": "mean", "data.max_length": 256}),
     "frozen-small-mix": ("precomet-minilm.yaml", {"model.hidden_sizes": [512, 128], "model.pooling": "mix"}),
-    "frozen-small-256": ("precomet-minilm.yaml", {"model.hidden_sizes": [512, 128], "data.max_length": 256}),
+    "frozen-mix": ("precomet-minilm.yaml", {"model.hidden_sizes": [2048, 1024], "model.pooling": "mix"}),
     "ft": ("precomet-minilm-ft.yaml", {}),
 }
 TARGET_OPTIONS = {"diversity": {"similarity": "chrf"}}
+METRIC = "chrF"  # metric targets: sentence chrF against the reference (computed for the output-only history)
+
+
+def target(campaign, method: str, seed: int):
+    """The output-based utility ``method`` of ``campaign`` (metric methods on chrF against the reference)."""
+    from precomet.utilities import compute_utility, get_spec
+    from precomet.utilities.reference import with_reference_score
+
+    needs_score = get_spec(method).needs_score
+    campaign = with_reference_score(campaign, "chrf") if needs_score else campaign
+    return compute_utility(campaign, method, score=METRIC if needs_score else None, seed=seed, options=TARGET_OPTIONS.get(method))
 
 
 def history_rows(method: str, seed: int) -> dict[str, list[dict]]:
     """Per-campaign target rows of every history campaign (z-scored per campaign)."""
     from precomet.estimator.targets import build_targets
     from precomet.io import list_campaigns, load
+    from precomet.utilities import get_spec
+    from precomet.utilities.reference import with_reference_score
 
     rows = {}
     started = time.perf_counter()
+    needs_score = get_spec(method).needs_score
     for name in list_campaigns(HISTORY):
         campaign = load(HISTORY, campaign=name)
-        rows[name] = build_targets([campaign], method=method, seed=seed, options=TARGET_OPTIONS.get(method), progress=False)
+        campaign = with_reference_score(campaign, "chrf") if needs_score else campaign
+        rows[name] = build_targets([campaign], method=method, score=METRIC if needs_score else None, seed=seed,
+                                   options=TARGET_OPTIONS.get(method), progress=False)
     print(f"targets {method} on {len(rows)} history campaigns: {time.perf_counter() - started:.1f} s", flush=True)
     return rows
 
@@ -131,88 +148,95 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=REPO / "benchmarks" / "out" / "protocol")
     parser.add_argument("--settings", nargs="+", default=list(SETTINGS), choices=list(SETTINGS))
-    parser.add_argument("--configs", nargs="+", default=["frozen", "frozen-small"], choices=list(CONFIGS))
+    parser.add_argument("--configs", nargs="+", default=["frozen-small-mix"], choices=list(CONFIGS))
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    parser.add_argument("--method", default="diversity", help="target utility (diversity with chrF by default)")
+    parser.add_argument("--methods", nargs="+", default=["diversity"],
+                        help="target utilities: diversity (chrF), metric_avg / metric_var / metric_cons (on chrF against the reference)")
     parser.add_argument("--random-seeds", type=int, default=100)
+    parser.add_argument("--ft-epochs", type=int, help="override trainer.max_epochs of the fine-tuning config (CPU budget)")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--report-only", action="store_true", help="rewrite the markdown from OUT/protocol.json and stop")
     args = parser.parse_args()
+    report_path = REPO / "benchmarks" / "results" / "estimator-protocol.md"
     if args.report_only:
-        print(write_report(json.loads((args.out / "protocol.json").read_text()), REPO / "benchmarks" / "results" / "estimator-protocol.md"))
+        print(write_report(json.loads((args.out / "protocol.json").read_text()), report_path))
         return
     import torch
 
     torch.set_num_threads(args.threads)
     from precomet.benchmark import run_benchmark
     from precomet.estimator import predict_campaign, train
-    from precomet.utilities import compute_utility
 
     register_kmeans_prior()
     args.out.mkdir(parents=True, exist_ok=True)
     results_path = args.out / "protocol.json"
     results = json.loads(results_path.read_text()) if results_path.exists() else {"runs": [], "benchmarks": {}}
-    per_campaign = history_rows(args.method, 0)
+    history = {method: history_rows(method, 0) for method in args.methods}
     feature_caches: dict = {}
+
+    def record(run: dict) -> None:
+        key = ("setting", "test", "method", "config", "seed")
+        results["runs"] = [r for r in results["runs"] if tuple(r.get(k) for k in key) != tuple(run[k] for k in key)] + [run]
+
     for setting_name in args.settings:
         setting = SETTINGS[setting_name]
         tests = load_tests(setting)
-        rows, dropped = training_rows(setting, per_campaign, tests)
-        print(f"{setting_name}: {len(rows)} distinct training sources; test sources dropped from history: {dropped}", flush=True)
-        truth = {name: compute_utility(scored, args.method, seed=0, options=TARGET_OPTIONS.get(args.method))
-                 for name, (_, scored) in tests.items()}
         predictions: dict[str, dict[str, np.ndarray]] = {name: {} for name in tests}
-        for config in args.configs:
-            file, overrides = CONFIGS[config]
-            for seed in args.seeds:
-                tag = f"{setting_name}.{args.method}.{config}.seed{seed}"
-                started = time.perf_counter()
-                result = train(rows, out_dir=args.out / tag, config=REPO / "configs" / file, progress=False,
-                               overrides={**overrides, "trainer.accelerator": "cpu", "seed_everything": seed},
-                               feature_cache=None if config == "ft" else feature_caches.setdefault(
-                                   (overrides.get("model.pooling"), overrides.get("data.max_length")), {}))
-                train_s = time.perf_counter() - started
-                for name, (_, scored) in tests.items():
-                    started = time.perf_counter()
-                    predicted = predict_campaign(args.out / tag, scored, progress=False)
-                    predictions[name][f"{config}.seed{seed}"] = predicted
-                    run = {
-                        "setting": setting_name, "test": name, "config": config, "seed": seed, "train_rows": len(rows),
-                        "train_s": round(train_s, 1), "predict_s": round(time.perf_counter() - started, 2),
-                        "epochs": len(result.history), "dev_pearson": result.dev_metrics.get("val_pearson"),
-                        "pearson": float(pearsonr(predicted, truth[name])[0]),
-                        "spearman": float(spearmanr(predicted, truth[name])[0]),
-                        "test_sources_dropped": dropped[name],
-                    }
-                    results["runs"] = [r for r in results["runs"] if (r["setting"], r["test"], r["config"], r["seed"]) !=
-                                       (setting_name, name, config, seed)] + [run]
-                    print(json.dumps(run), flush=True)
-                results_path.write_text(json.dumps(results, indent=1) + "\n")
+        truths: dict[str, dict[str, np.ndarray]] = {name: {} for name in tests}
+        for method in args.methods:
+            rows, dropped = training_rows(setting, history[method], tests)
+            print(f"{setting_name} {method}: {len(rows)} distinct training sources; test sources dropped: {dropped}", flush=True)
+            truth = {name: target(scored, method, 0) for name, (_, scored) in tests.items()}
             for name in tests:
-                members = [predictions[name][f"{config}.seed{s}"] for s in args.seeds]
-                ensemble = np.mean([zscore(p) for p in members], axis=0)
-                predictions[name][f"{config}.ensemble"] = ensemble
-                results["runs"].append({
-                    "setting": setting_name, "test": name, "config": config, "seed": "ensemble",
-                    "pearson": float(pearsonr(ensemble, truth[name])[0]), "spearman": float(spearmanr(ensemble, truth[name])[0]),
-                })
+                truths[name][method] = truth[name]
+            for config in args.configs:
+                file, overrides = CONFIGS[config]
+                if config == "ft" and args.ft_epochs:
+                    overrides = {**overrides, "trainer.max_epochs": args.ft_epochs}
+                cache = None if config == "ft" else feature_caches.setdefault(
+                    (overrides.get("model.pooling"), overrides.get("data.max_length")), {})
+                for seed in args.seeds:
+                    tag = f"{setting_name}.{method}.{config}.seed{seed}"
+                    started = time.perf_counter()
+                    result = train(rows, out_dir=args.out / tag, config=REPO / "configs" / file, progress=False,
+                                   overrides={**overrides, "trainer.accelerator": "cpu", "seed_everything": seed}, feature_cache=cache)
+                    train_s = time.perf_counter() - started
+                    for name, (_, scored) in tests.items():
+                        started = time.perf_counter()
+                        predicted = predict_campaign(args.out / tag, scored, progress=False)
+                        predictions[name][f"{method}.{config}.seed{seed}"] = predicted
+                        record({
+                            "setting": setting_name, "test": name, "method": method, "config": config, "seed": seed,
+                            "train_rows": len(rows), "train_s": round(train_s, 1), "predict_s": round(time.perf_counter() - started, 2),
+                            "epochs": len(result.history), "dev_pearson": result.dev_metrics.get("val_pearson"),
+                            "pearson": float(pearsonr(predicted, truth[name])[0]), "spearman": float(spearmanr(predicted, truth[name])[0]),
+                            "test_sources_dropped": dropped[name],
+                        })
+                        print(json.dumps(results["runs"][-1]), flush=True)
+                    results_path.write_text(json.dumps(results, indent=1) + "\n")
+                for name in tests:
+                    ensemble = np.mean([zscore(predictions[name][f"{method}.{config}.seed{s}"]) for s in args.seeds], axis=0)
+                    predictions[name][f"{method}.{config}.ensemble"] = ensemble
+                    record({"setting": setting_name, "test": name, "method": method, "config": config, "seed": "ensemble",
+                            "pearson": float(pearsonr(ensemble, truth[name])[0]), "spearman": float(spearmanr(ensemble, truth[name])[0])})
         for name, (_, scored) in tests.items():
-            external = {"length": np.array([len(s) for s in scored.src], dtype=float), "diversity_output": truth[name],
-                        **{f"{args.method}_src.{k}": v for k, v in predictions[name].items()}}
+            external = {"length": np.array([len(s) for s in scored.src], dtype=float),
+                        **{f"{m}_output": v for m, v in truths[name].items()},
+                        **{f"{k.split('.')[0]}_src.{k.split('.', 1)[1]}": v for k, v in predictions[name].items()}}
             started = time.perf_counter()
-            cache = str(args.out / "embed-cache")
-            prior = predictions[name][f"{args.configs[0]}.ensemble"]
+            cache_dir = str(args.out / "embed-cache")
+            prior = predictions[name][f"{args.methods[0]}.{args.configs[0]}.ensemble"]
             bench = run_benchmark(scored, methods=["kmeans", "kmeans_prior"], external=external, seeds=args.random_seeds, seed=0,
-                                  progress=False, method_options={"kmeans": {"cache_dir": cache},
-                                                                  "kmeans_prior": {"cache_dir": cache, "prior": prior}})
+                                  progress=False, method_options={"kmeans": {"cache_dir": cache_dir},
+                                                                  "kmeans_prior": {"cache_dir": cache_dir, "prior": prior}})
             print(f"benchmark {name}: {time.perf_counter() - started:.0f} s", flush=True)
-            results["benchmarks"][f"{name}|{','.join(args.configs)}"] = {
+            results["benchmarks"][f"{name}|{','.join(args.methods)}|{','.join(args.configs)}"] = {
                 "items": bench["items"], "systems": len(bench["systems"]), "random_spa": float(np.mean(bench["random"]["spa_by_prop"])),
+                "kmeans_prior": f"{args.methods[0]}.{args.configs[0]}.ensemble",
                 "methods": {m: {"spa": v["spa"], "parity": v["parity"]} for m, v in bench["methods"].items()},
             }
             results_path.write_text(json.dumps(results, indent=1) + "\n")
-    report = write_report(results, REPO / "benchmarks" / "results" / "estimator-protocol.md")
-    print(f"wrote {results_path} and {report}")
+    print(f"wrote {results_path} and {write_report(results, report_path)}")
 
 
 def _mean_sd(values: list[float], scale: float = 1.0, digits: int = 2) -> str:
@@ -227,22 +251,23 @@ def write_report(results: dict, path: Path) -> Path:
     runs = results["runs"]
     lines = [
         "# Source-based estimator on WMT history: the paper's protocol (issue 10)", "",
-        "`.venv/bin/python training/protocol.py --configs " + " ".join(dict.fromkeys(r["config"] for r in runs)) + " --seeds 0 1 2`",
+        "`.venv/bin/python training/protocol.py --methods M... --configs C... --seeds 0 1 2` (the runs below: see each table)",
         "", "Targets: chrF output diversity of every history campaign (`wmt-news-systems`), z-scored per campaign, one row per",
         "distinct source. Test sources are dropped from the history by normalised text before training. Dev = 10 % of the",
         "history split by source text (early stopping only). Means ± sd over 3 training seeds; `ensemble` = mean of the",
         "3 seeds' z-scored predictions.", "",
         "## a. Distillation: Pearson / Spearman with the test campaign's own output diversity (chrF)", "",
-        "| setting | test | config | train rows | train s | dev Pearson | test Pearson | test Spearman | ensemble Pearson |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| setting | test | target | config | train rows | train s | dev Pearson | test Pearson | test Spearman | ensemble Pearson |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
-    keys = dict.fromkeys((r["setting"], r["test"], r["config"]) for r in runs)
-    for setting, test, config in keys:
-        seeds = [r for r in runs if (r["setting"], r["test"], r["config"]) == (setting, test, config) and r["seed"] != "ensemble"]
-        ens = [r for r in runs if (r["setting"], r["test"], r["config"], r["seed"]) == (setting, test, config, "ensemble")]
+    keys = dict.fromkeys((r["setting"], r["test"], r["method"], r["config"]) for r in runs)
+    for setting, test, method, config in keys:
+        mine = [r for r in runs if (r["setting"], r["test"], r["method"], r["config"]) == (setting, test, method, config)]
+        seeds = [r for r in mine if r["seed"] != "ensemble"]
+        ens = [r for r in mine if r["seed"] == "ensemble"]
         ens_text = f"{ens[-1]['pearson']:.2f}" if ens else "—"
         lines.append(
-            f"| {setting} | {test} | {config} | {seeds[0]['train_rows'] if seeds else '—'} | {_mean_sd([r['train_s'] for r in seeds], digits=0)} "
+            f"| {setting} | {test} | {method} | {config} | {seeds[0]['train_rows'] if seeds else '—'} | {_mean_sd([r['train_s'] for r in seeds], digits=0)} "
             f"| {_mean_sd([r['dev_pearson'] for r in seeds])} | {_mean_sd([r['pearson'] for r in seeds])} "
             f"| {_mean_sd([r['spearman'] for r in seeds])} | {ens_text} |"
         )
@@ -250,15 +275,16 @@ def write_report(results: dict, path: Path) -> Path:
     for key, bench in results["benchmarks"].items():
         test = key.split("|")[0]
         methods = bench["methods"]
-        lines += [f"**{test}** ({bench['items']} items x {bench['systems']} systems; random SPA {100 * bench['random_spa']:.2f})", "",
+        lines += [f"**{test}**, targets {key.split('|')[1]}, configs {key.split('|')[2]} ({bench['items']} items x {bench['systems']}"
+                  f" systems; random SPA {100 * bench['random_spa']:.2f})", "",
                   "| selector | SPA | parity |", "|---|---|---|"]
         groups: dict[str, list[str]] = {}
         for name in methods:
             groups.setdefault(name.rsplit(".seed", 1)[0] if ".seed" in name else name, []).append(name)
         for label, names in groups.items():
             shown = {"length": "longer source first", "kmeans": "k-means on source embeddings",
-                     "diversity_output": "Diversity on the test outputs (needs outputs: the ceiling)",
-                     "kmeans_prior": "k-means clusters, best predicted item in each (first config's ensemble)"}.get(label, label)
+                     "kmeans_prior": f"k-means clusters, best item of {bench['kmeans_prior']} in each"}.get(label, label)
+            shown = f"{label[:-len('_output')]} on the test outputs (needs outputs)" if label.endswith("_output") else shown
             lines.append(f"| {shown} | {_mean_sd([methods[n]['spa'] for n in names], 100)} | {_mean_sd([methods[n]['parity'] for n in names], 100, 0)} |")
         lines.append("")
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")

@@ -24,6 +24,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--option", action="append", default=[], metavar="KEY=VALUE",
         help="utility option, e.g. similarity=chrf for diversity (see precomet utilities --help)",
     )
+    parser.add_argument(
+        "--reference-metric", choices=["chrf", "bleu"],
+        help="add sentence chrF/BLEU of every output against the reference (score 'chrF'/'BLEU') to inputs that lack it,"
+        " so metric utilities run on output-only history: --reference-metric chrf --metric chrF --method metric_cons",
+    )
     parser.add_argument("--normalise", default="zscore", choices=["zscore", "rank", "none"], help="per-campaign normalisation")
     parser.add_argument(
         "--exclude", action="append", default=[], metavar="PATTERN",
@@ -100,6 +105,10 @@ def run(args: argparse.Namespace) -> int:
     options = parse_options(args.option)
     resolve_options(args.method, options)
     campaigns = load_specs(args.data, args.human)
+    if args.reference_metric:
+        from precomet.utilities.reference import with_reference_score
+
+        campaigns = [with_reference_score(c, args.reference_metric) for c in campaigns]
     excluded = {p: [c for c in campaigns if fnmatch.fnmatchcase(c.name, p)] for p in args.exclude}
     unmatched = [p for p, hits in excluded.items() if not hits]
     if unmatched:

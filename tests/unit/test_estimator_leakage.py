@@ -121,3 +121,37 @@ def test_build_targets_errors_write_nothing(tmp_path, capsys, args, message):
     out = tmp_path / "t.jsonl"
     assert main(["build-targets", *args, "--method", "diversity", "--option", "similarity=chrf", "-o", str(out)]) == 2
     assert message.replace("\\", "") in capsys.readouterr().err and not out.exists()
+
+
+def test_reference_chrf_equals_sacrebleu_and_enables_metric_targets(tmp_path):
+    import sacrebleu
+
+    from precomet.io import load
+    from precomet.utilities.reference import reference_scores, with_reference_score
+
+    campaign = load(FIXTURE, campaign="wmt21/en-de")
+    scores = reference_scores(campaign)
+    for i in range(len(campaign)):
+        for j, system in enumerate(campaign.systems):
+            expected = sacrebleu.sentence_chrf(campaign.outputs[system][i], [campaign.ref[i]]).score
+            assert scores[i, j] == pytest.approx(expected, abs=1e-9)
+    assert with_reference_score(campaign).score("chrF").tolist() == scores.tolist()
+    out = tmp_path / "t.jsonl"
+    assert main(["build-targets", "--data", f"{FIXTURE}:wmt21/*", "--reference-metric", "chrf", "--metric", "chrF",
+                 "--method", "metric_avg", "-o", str(out)]) == 0
+    rows = {r["src"]: r for r in _targets(out)}
+    per = [with_reference_score(load(FIXTURE, campaign=n)).score("chrF").mean(axis=1) for n in ("wmt21/en-de", "wmt21/en-ja")]
+    # metric_avg: a low average chrF = annotate first; z-scored per campaign, then averaged over the two campaigns
+    expected = np.mean([-(v - v.mean()) / v.std() for v in per], axis=0)
+    assert [rows[s]["target"] for s in ("The cat sat.", "It rained.", "Good night.")] == pytest.approx(expected)
+
+
+def test_reference_metric_needs_a_reference():
+    from precomet.campaign import Campaign
+    from precomet.utilities.reference import reference_scores
+
+    campaign = Campaign.build(src=["a", "b"], systems=["x", "y"], outputs={"x": ["a", "b"], "y": ["a", "c"]}, name="noref")
+    with pytest.raises(PrecometError, match="campaign 'noref' has no reference"):
+        reference_scores(campaign)
+    with pytest.raises(PrecometError, match="unknown reference metric 'ter'"):
+        reference_scores(campaign, "ter")
