@@ -96,6 +96,7 @@ def main() -> None:
     import torch
 
     torch.set_num_threads(args.threads)
+    from precomet.estimator.leakage import drop_sources
     from precomet.estimator.targets import build_targets
 
     args.out.mkdir(parents=True, exist_ok=True)
@@ -111,7 +112,8 @@ def main() -> None:
             utilities[name] = build_targets([campaign], method=method, normalisation="zscore", seed=args.seed, options=options)
             print(f"targets {method} on {name}: {time.perf_counter() - t0:.1f} s", flush=True)
         for test in args.tests:
-            rows = [r for name, part in utilities.items() if name != test for r in part]
+            # leave the test campaign out, and every row of another campaign with one of its source texts
+            rows, _ = drop_sources([r for name, part in utilities.items() if name != test for r in part], campaigns[test].src)
             for train_seed in args.train_seeds or [args.seed]:
                 results.append(run_one(args, test=test, method=method, seed=train_seed, rows=rows, campaign=campaigns[test],
                                        true=np.array([r["target"] for r in utilities[test]]), cache=cache))
