@@ -92,6 +92,8 @@ def _utilities(args: argparse.Namespace, campaign: Campaign) -> tuple[np.ndarray
         seen = report_seen(fingerprint, campaign.src, strict=args.strict, what=f"checkpoint {args.checkpoint}")
         utility = np.asarray(predict_campaign(estimator, campaign), dtype=float)
         return utility, "checkpoint", {"checkpoint": args.checkpoint, "seen_in_training": seen if fingerprint else None}
+    if args.strict:
+        raise PrecometError("--strict applies to utilities from an estimator (--checkpoint or --scores), not --method")
     from precomet.selection.units import budget_items
     from precomet.utilities import compute_utility
 
