@@ -48,7 +48,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--n-predict", type=int, default=1000, help="sources per prediction run (cycled)")
-    parser.add_argument("--n-train", type=int, default=5000)
+    parser.add_argument("--n-train", type=int, default=5000, help="0 skips the training run (needs --checkpoint)")
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--checkpoint", help="predict with this checkpoint instead of the one trained here")
     args = parser.parse_args()
@@ -67,14 +67,17 @@ def main() -> None:
         for i, s in enumerate(train_src)
     ]
     print(f"torch threads {args.threads}; cores visible {os.cpu_count()}; load average {os.getloadavg()[0]:.1f}")
+    if args.n_train == 0 and not args.checkpoint:
+        parser.error("--n-train 0 needs --checkpoint")
     with tempfile.TemporaryDirectory() as tmp:
-        result, wall, cpu = timed(lambda: train(
-            rows, out_dir=Path(tmp) / "ckpt", config=config, overrides={"trainer.accelerator": "cpu"}, progress=False
-        ))
-        print(f"train: {args.n_train} distinct TED-length targets, frozen MiniLM, {len(result.history)} epochs: "
-              f"{wall:.1f} s wall, {cpu:.1f} CPU-s ({cpu / wall:.2f} cores)")
+        if args.n_train:
+            result, wall, cpu = timed(lambda: train(
+                rows, out_dir=Path(tmp) / "ckpt", config=config, overrides={"trainer.accelerator": "cpu"}, progress=False
+            ))
+            print(f"train: {args.n_train} distinct TED-length targets, frozen MiniLM, {len(result.history)} epochs: "
+                  f"{wall:.1f} s wall, {cpu:.1f} CPU-s ({cpu / wall:.2f} cores)")
         estimator = load_estimator(args.checkpoint or result.checkpoint_dir)
-    print(f"predict with {args.checkpoint or 'the checkpoint trained above'}, batch {args.batch_size}, max_length {estimator.max_length}")
+    print(f"predict with {args.checkpoint or 'the checkpoint trained above'} ({estimator.meta['pooling']} pooling), batch {args.batch_size}, max_length {estimator.max_length}")
     print("| sources | mean chars | precision | sources/s wall | cores used | sources per CPU-s | Pearson int8 vs fp32 |")
     print("|---|---|---|---|---|---|---|")
     for name, src in sets.items():

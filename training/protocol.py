@@ -19,8 +19,9 @@ b. usefulness: SPA and parity (Eq. 12) against 100 random subsets, next to the s
    training: "longer source first" and k-means on source embeddings; plus the 3-seed ensemble (mean of
    z-scored predictions).
 
-    .venv/bin/python training/protocol.py --out benchmarks/out/protocol --configs frozen frozen-small ft --seeds 0 1 2
-Writes ``OUT/protocol.json`` and ``benchmarks/results/estimator-protocol.md``.
+    .venv/bin/python training/protocol.py [--methods ...] [--configs ...] [--settings ...] [--seeds 0 1 2]
+Runs accumulate in ``OUT/protocol.json`` (a rerun of the same setting/test/target/config/seed replaces it);
+``benchmarks/results/estimator-protocol.md`` is rewritten from it. The published tables: see RUNS.
 """
 
 from __future__ import annotations
@@ -35,6 +36,13 @@ from pathlib import Path
 import numpy as np
 from scipy.stats import pearsonr, spearmanr
 
+RUNS = (  # the invocations behind BENCHMARKS.md, in order (about 75 minutes on 2 CPU cores in all)
+    # run 1 chose the default config; it ran with max_epochs 40 (then the default; only one run reached it)
+    "--methods diversity --configs frozen-small frozen frozen-small-mix frozen-small-256 --settings wmt23",
+    "--methods diversity metric_avg metric_var metric_cons --configs frozen-small-mix",
+    "--methods metric_cons --configs frozen-mix ft --ft-epochs 1 --settings wmt23",  # its ft rows: "ft-1epoch" below
+    "--methods metric_cons --configs frozen-small-mix ft",
+)
 RAW = Path(os.environ.get("PRECOMET_RAW_DATA", Path(__file__).resolve().parents[2] / "shared" / "data" / "raw"))
 REPO = Path(__file__).resolve().parents[1]
 HISTORY = RAW / "wmt-news-systems"
@@ -251,7 +259,10 @@ def write_report(results: dict, path: Path) -> Path:
     runs = results["runs"]
     lines = [
         "# Source-based estimator on WMT history: the paper's protocol (issue 10)", "",
-        "`.venv/bin/python training/protocol.py --methods M... --configs C... --seeds 0 1 2` (the runs below: see each table)",
+        "Commands, in order (`--seeds 0 1 2`, 100 random seeds by default):", "",
+        *[f"    .venv/bin/python training/protocol.py {run}" for run in RUNS], "",
+        "Run 1 chose the default config (with max_epochs 40, the default then; its frozen-small-mix rows were re-run",
+        "by run 2 with 60); run 3's fine-tuning rows are `ft-1epoch` (`--ft-epochs 1`); run 4 fine-tunes for 2 epochs.",
         "", "Targets, from every history campaign (`wmt-news-systems`, outputs only): `diversity` = chrF output diversity;",
         "`metric_avg` / `metric_var` / `metric_cons` = the metric utilities on sentence chrF of every output against the",
         "reference. Z-scored per campaign, one row per distinct source. Test sources are dropped from the history by",
