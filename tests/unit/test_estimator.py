@@ -274,3 +274,32 @@ def test_select_and_benchmark_report_seen_sources(trained, tmp_path, caplog, cap
     assert main([*common, "--strict"]) == 2 and not bench.exists()
     assert main(common) == 0
     assert json.loads(bench.read_text())["signature"]["seen_in_training"] == {"est": 40}
+
+
+def test_explicit_dev_rows_take_their_sources_out_of_training(tmp_path, tiny_encoder, caplog):
+    from precomet.estimator import train
+    from precomet.estimator.leakage import normalise_source
+
+    rows = _rows()
+    train_rows, dev_rows = rows[:60], rows[50:70]  # ten rows on both sides
+    dev_texts = {normalise_source(r["src"]) for r in dev_rows}
+    expected = sum(normalise_source(r["src"]) not in dev_texts for r in train_rows)
+    with caplog.at_level(logging.WARNING):
+        train(train_rows, dev_rows=dev_rows, out_dir=tmp_path / "ckpt", config=REPO / "configs" / "tiny.yaml",
+              overrides={"model.encoder": str(tiny_encoder), "trainer.max_epochs": 1}, progress=False)
+    meta = json.loads((tmp_path / "ckpt" / "precomet.json").read_text())
+    assert meta["training_data"]["rows"] == expected < 60 and meta["training_data"]["dev_rows"] == 20
+    assert f"dropped {60 - expected} training rows" in caplog.text
+
+
+def test_frozen_packaged_encoder_is_named_not_copied(tmp_path):
+    from precomet.estimator import load_estimator, predict_sources, train
+
+    rows = _rows()[:40]
+    train(rows, out_dir=tmp_path / "ckpt", config=REPO / "configs" / "precomet-minilm.yaml",
+          overrides={"trainer.max_epochs": 1, "trainer.accelerator": "cpu"}, progress=False)
+    meta = json.loads((tmp_path / "ckpt" / "precomet.json").read_text())
+    assert not (tmp_path / "ckpt" / "encoder").exists() and meta["encoder_package"]["name"] == "minilm"
+    assert meta["encoder_path"] is None and len(meta["encoder_package"]["weights_sha256"]) == 64
+    values = predict_sources(load_estimator(tmp_path / "ckpt"), [r["src"] for r in rows[:5]])
+    assert np.isfinite(values).all()
