@@ -63,31 +63,34 @@ TARGET_OPTIONS = {"diversity": {"similarity": "chrf"}}
 METRIC = "chrF"  # metric targets: sentence chrF against the reference (computed for the output-only history)
 
 
-def target(campaign, method: str, seed: int):
-    """The output-based utility ``method`` of ``campaign`` (metric methods on chrF against the reference)."""
-    from precomet.utilities import compute_utility, get_spec
+def prepare(campaign, method: str):
+    """``(campaign, score)`` for a target: metric methods read sentence chrF against the reference (added to
+    output-only campaigns), the others need no score."""
+    from precomet.utilities import get_spec
     from precomet.utilities.reference import with_reference_score
 
-    needs_score = get_spec(method).needs_score
-    campaign = with_reference_score(campaign, "chrf") if needs_score else campaign
-    return compute_utility(campaign, method, score=METRIC if needs_score else None, seed=seed, options=TARGET_OPTIONS.get(method))
+    return (with_reference_score(campaign, "chrf"), METRIC) if get_spec(method).needs_score else (campaign, None)
+
+
+def target(campaign, method: str, seed: int):
+    """The output-based utility ``method`` of ``campaign``."""
+    from precomet.utilities import compute_utility
+
+    campaign, score = prepare(campaign, method)
+    return compute_utility(campaign, method, score=score, seed=seed, options=TARGET_OPTIONS.get(method))
 
 
 def history_rows(method: str, seed: int) -> dict[str, list[dict]]:
     """Per-campaign target rows of every history campaign (z-scored per campaign)."""
     from precomet.estimator.targets import build_targets
     from precomet.io import list_campaigns, load
-    from precomet.utilities import get_spec
-    from precomet.utilities.reference import with_reference_score
 
     rows = {}
     started = time.perf_counter()
-    needs_score = get_spec(method).needs_score
     for name in list_campaigns(HISTORY):
-        campaign = load(HISTORY, campaign=name)
-        campaign = with_reference_score(campaign, "chrf") if needs_score else campaign
-        rows[name] = build_targets([campaign], method=method, score=METRIC if needs_score else None, seed=seed,
-                                   options=TARGET_OPTIONS.get(method), progress=False)
+        campaign, score = prepare(load(HISTORY, campaign=name), method)
+        rows[name] = build_targets([campaign], method=method, score=score, seed=seed, options=TARGET_OPTIONS.get(method),
+                                   progress=False)
     print(f"targets {method} on {len(rows)} history campaigns: {time.perf_counter() - started:.1f} s", flush=True)
     return rows
 

@@ -45,16 +45,14 @@ def read_external_scores(spec: str, campaign: Campaign, *, strict: bool = False)
     """``NAME=FILE`` -> (name, utilities aligned with the campaign, campaign sources seen in training or
     ``None`` when the file's signature has no training-source fingerprint). Every campaign id must be
     present; extra ids (e.g. items dropped for lacking human scores) are ignored."""
-    from precomet.estimator.leakage import fingerprint_in, report_seen
-    from precomet.utilities.output import read_utilities, utilities_for
+    from precomet.estimator.leakage import check_seen
+    from precomet.utilities.output import aligned_utilities
 
     name, sep, file = spec.partition("=")
     if not sep or not name or not file:
         raise PrecometError(f"--scores: expected NAME=FILE, got {spec!r}")
-    values = utilities_for(file, campaign.ids, allow_extra=True)
-    fingerprint = fingerprint_in(read_utilities(file)[2], where=file)
-    seen = report_seen(fingerprint, campaign.src, strict=strict, what=f"the estimator behind {file}")
-    return name, values, seen if fingerprint else None
+    values, signature = aligned_utilities(file, campaign.ids, allow_extra=True)
+    return name, values, check_seen(signature, campaign.src, strict=strict, what=f"the estimator behind {file}", where=file)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -59,17 +59,12 @@ def split_spec(spec: str) -> tuple[str, str | None]:
 
 def expand_spec(spec: str) -> list[tuple[str, str | None]]:
     """``PATH[:CAMPAIGN]`` with a glob in CAMPAIGN -> one ``(path, campaign)`` per matching campaign name."""
-    from precomet.errors import PrecometError
-    from precomet.io import list_campaigns
+    from precomet.io import match_campaigns
 
     path, name = split_spec(spec)
     if name is None or not GLOB & set(name):
         return [(path, name)]
-    names = list_campaigns(path)
-    matched = [n for n in names if fnmatch.fnmatchcase(n, name)]
-    if not matched:
-        raise PrecometError(f"{spec}: pattern {name!r} matches no campaign of {path}; campaigns: {names}")
-    return [(path, n) for n in matched]
+    return [(path, n) for n in match_campaigns(path, name)]
 
 
 def load_specs(specs: list[str], human: str | None, *, complete: bool = True) -> list:

@@ -56,15 +56,15 @@ def run(args: argparse.Namespace) -> int:
 
     from precomet import __version__
     from precomet.estimator.checkpoint import load_estimator
-    from precomet.estimator.leakage import fingerprint_in, report_seen
+    from precomet.estimator.leakage import check_seen
     from precomet.estimator.predict import predict_sources
     from precomet.utilities.output import write_utilities
 
     ids, sources = read_sources(args.data, text=args.text, campaign=args.campaign)
     device = "cpu" if args.devices is not None else args.device
     estimator = load_estimator(args.checkpoint, device=device)
-    fingerprint = fingerprint_in(estimator.meta, where=f"{args.checkpoint}/precomet.json")
-    seen = report_seen(fingerprint, sources, strict=args.strict, what=f"checkpoint {args.checkpoint}")
+    seen = check_seen(estimator.meta, sources, strict=args.strict, what=f"checkpoint {args.checkpoint}",
+                      where=f"{args.checkpoint}/precomet.json")
     utilities = predict_sources(
         estimator, sources, batch_size=args.batch_size, device=device, precision=args.precision,
         devices=args.devices, strategy=args.strategy, accelerator=args.accelerator,
@@ -73,11 +73,11 @@ def run(args: argparse.Namespace) -> int:
         "method": "estimator", "checkpoint": str(args.checkpoint), "target": estimator.meta["target"],
         "data": str(args.data), "campaign": args.campaign, "n_items": len(ids), "precision": args.precision,
         "data_hash": hashlib.sha256("\x1f".join(sources).encode("utf-8")).hexdigest()[:16],
-        "seed": None, "precomet_version": __version__, "seen_in_training": seen if fingerprint else None,
+        "seed": None, "precomet_version": __version__, "seen_in_training": seen,
         "training_sources": estimator.meta.get("training_sources"),
     }
     write_utilities(args.output, ids, np.asarray(utilities, dtype=float), signature)
     print(f"wrote {len(ids)} utilities ({estimator.meta['target']['method']}) to {args.output}")
-    if fingerprint is None:
+    if seen is None:
         print("the checkpoint has no training-source fingerprint: sources seen in training cannot be counted")
     return 0

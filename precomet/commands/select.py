@@ -76,22 +76,22 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _utilities(args: argparse.Namespace, campaign: Campaign) -> tuple[np.ndarray, str, dict]:
-    from precomet.estimator.leakage import fingerprint_in, report_seen
+    from precomet.estimator.leakage import check_seen
 
     if args.scores:
-        from precomet.utilities.output import read_utilities, utilities_for
+        from precomet.utilities.output import aligned_utilities
 
-        fingerprint = fingerprint_in(read_utilities(args.scores)[2], where=args.scores)
-        seen = report_seen(fingerprint, campaign.src, strict=args.strict, what=f"the estimator behind {args.scores}")
-        return utilities_for(args.scores, campaign.ids), "scores", {"scores": args.scores, "seen_in_training": seen if fingerprint else None}
+        utility, signature = aligned_utilities(args.scores, campaign.ids)
+        seen = check_seen(signature, campaign.src, strict=args.strict, what=f"the estimator behind {args.scores}", where=args.scores)
+        return utility, "scores", {"scores": args.scores, "seen_in_training": seen}
     if args.checkpoint:
         from precomet.estimator import load_estimator, predict_campaign
 
         estimator = load_estimator(args.checkpoint)
-        fingerprint = fingerprint_in(estimator.meta, where=f"{args.checkpoint}/precomet.json")
-        seen = report_seen(fingerprint, campaign.src, strict=args.strict, what=f"checkpoint {args.checkpoint}")
+        seen = check_seen(estimator.meta, campaign.src, strict=args.strict, what=f"checkpoint {args.checkpoint}",
+                          where=f"{args.checkpoint}/precomet.json")
         utility = np.asarray(predict_campaign(estimator, campaign), dtype=float)
-        return utility, "checkpoint", {"checkpoint": args.checkpoint, "seen_in_training": seen if fingerprint else None}
+        return utility, "checkpoint", {"checkpoint": args.checkpoint, "seen_in_training": seen}
     if args.strict:
         raise PrecometError("--strict applies to utilities from an estimator (--checkpoint or --scores), not --method")
     from precomet.selection.units import budget_items

@@ -97,13 +97,13 @@ def fingerprint_in(mapping: Any, *, where: str) -> SourceFingerprint | None:
     return None if data is None else SourceFingerprint.from_json(data, where=where)
 
 
-def report_seen(
-    fingerprint: SourceFingerprint | None, sources: Sequence[str], *, strict: bool, what: str
-) -> int:
-    """Count the ``sources`` seen in training; warn (or, with ``strict``, raise) when any were. Returns the
-    count (0 when there is no fingerprint to check against)."""
+def check_seen(mapping: Any, sources: Sequence[str], *, strict: bool, what: str, where: str) -> int | None:
+    """How many ``sources`` the estimator behind ``mapping`` (a checkpoint's metadata or a utility file's
+    signature, read at ``where``) was trained on; ``None`` when ``mapping`` has no fingerprint. Any seen
+    source is a warning, or with ``strict`` a :class:`PrecometError`."""
+    fingerprint = fingerprint_in(mapping, where=where)
     if fingerprint is None:
-        return 0
+        return None
     seen = int(fingerprint.contains(sources).sum())
     if seen:
         message = (

@@ -24,6 +24,7 @@ __all__ = [
     "load", "load_jsonl", "write_jsonl", "load_mtme", "detect_format", "load_mqm_tsv", "load_mqm_avg",
     "load_wmt24_esa", "load_summ_pickle", "load_csv", "annotation_cost", "load_wmt23_esa",
     "load_wmt_release", "list_release_campaigns", "is_wmt_release_root", "list_esa_campaigns", "list_campaigns",
+    "match_campaigns",
 ]
 
 
@@ -126,6 +127,18 @@ def list_campaigns(path: str | Path) -> list[str]:
             f"{path}: a {kind} input holds a single campaign; campaigns are listed for {', '.join(MULTI_CAMPAIGN)} roots"
         )
     return MULTI_CAMPAIGN[kind](path)
+
+
+def match_campaigns(path: str | Path, pattern: str) -> list[str]:
+    """The campaign names of a multi-campaign root that match a glob (``wmt2[12]/en-*``, case-sensitive);
+    a pattern matching none raises, listing the campaigns."""
+    from fnmatch import fnmatchcase
+
+    names = list_campaigns(path)
+    matched = [name for name in names if fnmatchcase(name, pattern)]
+    if not matched:
+        raise PrecometError(f"{path}: pattern {pattern!r} matches no campaign; campaigns: {names}")
+    return matched
 
 
 def load(

@@ -79,10 +79,18 @@ def read_utilities(path: str | Path) -> tuple[list[str], np.ndarray, dict[str, A
 
 
 def utilities_for(path: str | Path, ids: Sequence[str] | np.ndarray, *, allow_extra: bool = False) -> np.ndarray:
-    """Utilities of a ``{"id", "utility"}`` file aligned with ``ids`` (a campaign's order). Missing or null entries
-    raise, naming how many and a few of them; so do ids not in ``ids`` unless ``allow_extra`` (e.g. scores of every
-    source when the campaign kept only its fully rated items). Duplicates raise in :func:`read_utilities`."""
-    found_ids, values, _ = read_utilities(path)
+    """Utilities of a ``{"id", "utility"}`` file aligned with ``ids`` (see :func:`aligned_utilities`)."""
+    return aligned_utilities(path, ids, allow_extra=allow_extra)[0]
+
+
+def aligned_utilities(
+    path: str | Path, ids: Sequence[str] | np.ndarray, *, allow_extra: bool = False
+) -> tuple[np.ndarray, dict[str, Any]]:
+    """Utilities of a ``{"id", "utility"}`` file aligned with ``ids`` (a campaign's order), and the file's
+    signature. Missing or null entries raise, naming how many and a few of them; so do ids not in ``ids``
+    unless ``allow_extra`` (e.g. scores of every source when the campaign kept only its fully rated items).
+    Duplicates raise in :func:`read_utilities`."""
+    found_ids, values, signature = read_utilities(path)
     found = dict(zip(found_ids, values))
     wanted = [str(i) for i in ids]
     missing = [i for i in wanted if i not in found]
@@ -97,4 +105,4 @@ def utilities_for(path: str | Path, ids: Sequence[str] | np.ndarray, *, allow_ex
         problems.append(f"{len(null)} utility value(s) are null, e.g. {null[:5]}")
     if problems:
         raise DataError(path, "utilities do not match the campaign: " + "; ".join(problems))
-    return np.array([found[i] for i in wanted], dtype=float)
+    return np.array([found[i] for i in wanted], dtype=float), signature
