@@ -24,6 +24,7 @@ COMMANDS = {
     "predict": "precomet.commands.predict",
     "export": "precomet.commands.export",
     "benchmark": "precomet.commands.benchmark",
+    "rank": "precomet.commands.rank",
     "diffuse": "precomet.commands.diffuse",
     "elo": "precomet.commands.elo",
 }

@@ -1,0 +1,88 @@
+"""``precomet rank``: rank systems from (annotated) human scores: means, bootstrap CIs, clusters, win probabilities."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+from pathlib import Path
+
+from precomet.commands.common import add_data_arguments, load_campaign
+from precomet.errors import PrecometError
+
+HELP = "rank systems from human scores: means, bootstrap CIs, significance clusters, win probabilities; JSON and figure"
+
+log = logging.getLogger(__name__)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_data_arguments(parser)
+    parser.add_argument("--score", default="human", help="score to rank by (default human), e.g. coherence or a metric")
+    parser.add_argument("--subset", type=Path, help="rank only the items of this subset JSONL (from precomet select); "
+                        "its .manifest.json beside it is recorded unless --manifest is given")
+    parser.add_argument("--manifest", type=Path, help="manifest of the selection (.manifest.json) to record in the signature")
+    parser.add_argument("--level", type=float, default=0.95, help="confidence level of the bootstrap intervals (default 0.95)")
+    parser.add_argument("--rounds", type=int, default=1000, help="bootstrap rounds (default 1000)")
+    parser.add_argument("--alpha", type=float, default=0.05, help="p-value below which the Wilcoxon test opens a new cluster (default 0.05)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (default 0)")
+    parser.add_argument("--json", type=Path, help="write the ranking with its signature here")
+    parser.add_argument("--plot", type=Path, help="write the figure here (PNG, PDF or SVG)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from precomet.io.atomic import atomic_write
+    from precomet.rank import check_manifest, plot_ranking, rank_systems, ranking_table, read_manifest
+
+    if args.rounds < 1:
+        raise PrecometError(f"--rounds must be at least 1, got {args.rounds}")
+    if not 0 < args.level < 1:
+        raise PrecometError(f"--level must lie in (0, 1), got {args.level}")
+    campaign = load_campaign(args)
+    manifest_path = args.manifest
+    if args.subset is not None:
+        campaign = campaign.take_ids(_subset_ids(args.subset))
+        beside = args.subset.with_name(args.subset.name.removesuffix(".jsonl") + ".manifest.json")
+        if manifest_path is None and beside.exists():
+            manifest_path = beside
+    manifest = read_manifest(manifest_path) if manifest_path is not None else None
+    ranking = rank_systems(campaign, score=args.score, level=args.level, rounds=args.rounds, alpha=args.alpha,
+                           seed=args.seed, manifest=manifest)
+    if manifest is not None:
+        problem = check_manifest(int(ranking.signature["items"]), manifest)
+        if problem:
+            log.warning("%s: %s", manifest_path, problem)
+    result = ranking.to_dict()
+    result["signature"].update(data=str(args.data), subset=None if args.subset is None else str(args.subset))
+    print(ranking_table(ranking))
+    if args.json:
+        with atomic_write(args.json) as handle:
+            json.dump(result, handle, indent=1, ensure_ascii=False)
+            handle.write("\n")
+    if args.plot:
+        plot_ranking(ranking, args.plot)
+    written = [str(p) for p in (args.json, args.plot) if p]
+    if written:
+        print("wrote " + " and ".join(written))
+    return 0
+
+
+def _subset_ids(path: Path) -> list[str]:
+    """Item ids of a subset JSONL (one ``{"id": ...}`` object per line)."""
+    ids = []
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError as err:
+        raise PrecometError(f"{path}: cannot read subset ({err.strerror})") from None
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as err:
+            raise PrecometError(f"{path}:{number}: not JSON ({err.msg})") from None
+        if not isinstance(row, dict) or "id" not in row:
+            raise PrecometError(f"{path}:{number}: expected an object with an 'id'")
+        ids.append(str(row["id"]))
+    if not ids:
+        raise PrecometError(f"{path}: the subset lists no item")
+    return ids
