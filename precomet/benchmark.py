@@ -223,10 +223,14 @@ def run_benchmark(
     method_options: Mapping[str, Mapping[str, Any]] | None = None,
     time_limit: float = 10.0,
     progress: bool | None = None,
+    oracle: bool = True,
+    oracle_candidates: int = 100,
+    oracle_step: int = 10,
 ) -> dict[str, Any]:
     """Benchmark utility ``methods`` (names in ``UTILITY_METHODS``, computed on ``metric``) and ``external``
     utilities (``{name: array aligned with the campaign}``) against random selection. Returns the JSON-ready
-    result (``props``, ``random``, ``methods``, ``signature``); see the module docstring."""
+    result (``props``, ``random``, ``methods``, ``signature``, and with ``oracle`` the headroom row ``oracle``:
+    greedy on the ``score`` itself, :mod:`precomet.oracle`, flagged ``"usable": false``); see the module docstring."""
     from tqdm.auto import tqdm
 
     props = validate_props(props)
@@ -243,7 +247,7 @@ def run_benchmark(
         campaign.score(metric)  # fails early, listing the valid names
     ref = full_reference(campaign, score=score, permutations=permutations, seed=seed)
     select = make_selector(campaign, budget_cost=budget_cost, balance=balance, level=level, time_limit=time_limit)
-    bar = tqdm(total=(seeds + len(specs) + len(external)) * len(props), desc=f"benchmark {campaign.name}", disable=None if progress is None else not progress)
+    bar = tqdm(total=(seeds + len(specs) + len(external) + int(oracle)) * len(props), desc=f"benchmark {campaign.name}", disable=None if progress is None else not progress)
     started = time.perf_counter()
     # random under a cost budget, quotas or documents: a random subset that fits (not a knapsack over noise)
     random_select = None if select is None else make_random_selector(campaign, budget_cost=budget_cost, balance=balance, level=level)
@@ -259,16 +263,36 @@ def run_benchmark(
             utility_at = _utility_at(campaign, name, needs_budget, metric, seed, (method_options or {}).get(name))
         results[name] = _evaluate_method(ref, select, utility_at, needs_budget, props, random["spa_by_prop"], campaign, budget_cost, parity_grid, bar)
         results[name]["seconds"] = time.perf_counter() - started
+    headroom = None
+    if oracle:
+        headroom = _evaluate_oracle(ref, select, props, random["spa_by_prop"], campaign, budget_cost, parity_grid, bar,
+                                    candidates=oracle_candidates, step=oracle_step, seed=seed)
     bar.close()
     return {
         "campaign": campaign.name, "items": len(campaign), "systems": list(campaign.systems),
         "props": props, "budgets": [budget_value(campaign, p, budget_cost=budget_cost) for p in props],
-        "random": random, "methods": results,
+        "random": random, "methods": results, **({"oracle": headroom} if oracle else {}),
         "signature": _signature(campaign, methods=[*specs, *external], metric=metric, score=score, props=props, seeds=seeds,
                                 budget_cost=budget_cost, balance=balance, level=level, permutations=permutations,
                                 seed=seed, parity_grid=parity_grid, method_options=method_options,
-                                time_limit=time_limit),
+                                time_limit=time_limit, oracle=oracle,
+                                oracle_candidates=oracle_candidates if oracle else None,
+                                oracle_step=oracle_step if oracle else None),
     }
+
+
+def _evaluate_oracle(ref, select, props, random_spa, campaign, budget_cost, grid, bar, *, candidates, step, seed) -> dict[str, Any]:
+    """The headroom row: the greedy oracle's order (:func:`precomet.oracle.greedy_oracle_order`) evaluated like a
+    method (its prefixes; through the subset builder as utilities when budgets are in cost, quotas or documents)."""
+    from precomet.oracle import ORACLE_DESCRIPTION, greedy_oracle_order, oracle_utility
+
+    started = time.perf_counter()
+    utility = oracle_utility(greedy_oracle_order(ref, candidates=candidates, step=step, seed=seed))
+    row = _evaluate_method(ref, select, _constant(utility), False, props, random_spa, campaign, budget_cost, grid, bar)
+    row.update(usable=False, uses=ref.score, candidates=candidates, step=step,
+               description=ORACLE_DESCRIPTION.format(step=step, candidates=candidates),
+               seconds=time.perf_counter() - started)
+    return row
 
 
 def _method_specs(methods: Sequence[str], external: Mapping[str, np.ndarray]) -> dict[str, Any]:
@@ -364,6 +388,10 @@ def summary_table(result: Mapping[str, Any]) -> str:
     lines.append(f"{'random':<{width}} {r['spa']:>7.2%} {r['clusters']:>8.2f} {r['corr']:>8.3f} {'':>7} {r['seconds']:>8.1f}")
     for name, m in result["methods"].items():
         lines.append(f"{name:<{width}} {m['spa']:>7.2%} {m['clusters']:>8.2f} {m['corr']:>8.3f} {m['parity']:>7.1%} {m['seconds']:>8.1f}")
+    if result.get("oracle"):
+        m = result["oracle"]
+        lines.append(f"{'oracle (not usable)':<{width}} {m['spa']:>7.2%} {m['clusters']:>8.2f} {m['corr']:>8.3f} {m['parity']:>7.1%} {m['seconds']:>8.1f}")
+        lines.append(f"  {m['description']}")
     return "\n".join(lines)
 
 
@@ -386,6 +414,11 @@ def plot_benchmark(result: Mapping[str, Any], path: str | Path) -> None:
         for name, m in result["methods"].items():
             mean = f"{m[key] * scale:.1f}%" if key == "spa" else f"{m[key]:.2f}"
             ax.plot(x, np.asarray(m[f"{key}_by_prop"]) * scale, marker="o", markersize=3, label=f"{name} {mean}")
+        if result.get("oracle"):
+            m = result["oracle"]
+            mean = f"{m[key] * scale:.1f}%" if key == "spa" else f"{m[key]:.2f}"
+            ax.plot(x, np.asarray(m[f"{key}_by_prop"]) * scale, color="black", linestyle=":", linewidth=1.2,
+                    label=f"oracle {mean} (human scores; not a selector)")
         ax.set_xlabel("budget (% of " + ("annotation cost" if result["signature"].get("budget_cost") else "items") + ")")
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8, loc="lower right")

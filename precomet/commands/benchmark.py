@@ -37,6 +37,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--level", choices=["item", "doc"], default="item", help="select whole documents with --level doc")
     parser.add_argument("--strict", action="store_true",
                         help="--scores from an estimator: refuse a campaign with sources it was trained on (default: warn)")
+    parser.add_argument("--no-oracle", dest="oracle", action="store_false",
+                        help="leave out the oracle row (greedy on the human scores, seed 002 Eq. 13: headroom, not a usable selector)")
+    parser.add_argument("--oracle-candidates", type=int, default=100, help="random extensions the oracle tries per step (default 100)")
+    parser.add_argument("--oracle-step", type=int, default=10, help="items the oracle adds per step (default 10)")
     parser.add_argument("--json", required=True, type=Path, help="write the results here")
     parser.add_argument("--plot", type=Path, help="write the SPA/clusters figure here (PNG, PDF or SVG)")
 
@@ -72,7 +76,8 @@ def run(args: argparse.Namespace) -> int:
     result = run_benchmark(
         campaign, methods=methods, external=external, metric=args.metric, score=args.target, props=props, seeds=args.seeds,
         budget_cost=args.budget_cost, balance=args.balance, level=args.level, permutations=args.permutations,
-        seed=args.seed, time_limit=args.time_limit,
+        seed=args.seed, time_limit=args.time_limit, oracle=args.oracle, oracle_candidates=args.oracle_candidates,
+        oracle_step=args.oracle_step,
     )
     result["signature"]["data"] = str(args.data)
     result["signature"]["scores_files"] = list(args.scores)
