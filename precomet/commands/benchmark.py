@@ -41,6 +41,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="leave out the oracle row (greedy on the human scores, seed 002 Eq. 13: headroom, not a usable selector)")
     parser.add_argument("--oracle-candidates", type=int, default=100, help="random extensions the oracle tries per step (default 100)")
     parser.add_argument("--oracle-step", type=int, default=10, help="items the oracle adds per step (default 10)")
+    parser.add_argument("--crowd", type=int, metavar="K",
+                        help="artificial crowd (seed 002 Table 4): utilities on K random systems, subsets evaluated on the others")
+    parser.add_argument("--crowd-runs", type=int, default=100, metavar="R", help="artificial-crowd runs (default 100)")
     parser.add_argument("--json", required=True, type=Path, help="write the results here")
     parser.add_argument("--plot", type=Path, help="write the SPA/clusters figure here (PNG, PDF or SVG)")
 
@@ -70,6 +73,8 @@ def run(args: argparse.Namespace) -> int:
 
     props = parse_props(args.props)
     campaign = load_campaign(args)
+    if args.crowd is not None:
+        return _run_crowd(args, campaign, props)
     read = [read_external_scores(spec, campaign, strict=args.strict) for spec in args.scores]
     external = {name: values for name, values, _ in read}
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
@@ -88,4 +93,25 @@ def run(args: argparse.Namespace) -> int:
         plot_benchmark(result, args.plot)
     print(summary_table(result))
     print(f"wrote {args.json}" + (f" and {args.plot}" if args.plot else ""))
+    return 0
+
+
+def _run_crowd(args: argparse.Namespace, campaign: Campaign, props: list[float]) -> int:
+    from precomet.crowd import crowd_table, run_crowd_benchmark
+    from precomet.io.atomic import atomic_write
+
+    unsupported = [flag for flag, used in (("--scores", args.scores), ("--plot", args.plot), ("--budget-cost", args.budget_cost),
+                                           ("--balance", args.balance), ("--level doc", args.level != "item")) if used]
+    if unsupported:
+        raise PrecometError(f"--crowd evaluates item-count top-k subsets of computed utilities; drop {', '.join(unsupported)}")
+    methods = [m.strip() for m in args.methods.split(",") if m.strip()]
+    result = run_crowd_benchmark(
+        campaign, methods=methods, crowd=args.crowd, runs=args.crowd_runs, metric=args.metric, score=args.target,
+        props=props, seeds=args.seeds, permutations=args.permutations, seed=args.seed,
+    )
+    result["signature"]["data"] = str(args.data)
+    with atomic_write(args.json) as handle:
+        json.dump(result, handle, indent=1)
+    print(crowd_table(result))
+    print(f"wrote {args.json}")
     return 0
