@@ -317,3 +317,27 @@ def cluster_count(campaign: Campaign, subset_ids: Iterable[object] | None = None
     if subset_ids is not None:
         matrix = matrix[subset_positions(campaign, subset_ids)]
     return len(clusters(matrix))
+
+
+def evaluate_weighted(ref: Reference, indices: Sequence[int] | np.ndarray, weights: Sequence[float] | np.ndarray) -> dict[str, float]:
+    """SPA, cluster count and Kendall τ-b of a *weighted* subset (weighted k-means, seed 002 App. A): item ``i``'s
+    scores count ``weights[i]`` times, as if every item of its cluster had its scores.
+
+    SPA: sign-flip sums and observed sums of ``weight × score`` (a replicated item keeps its one id-tied sign);
+    clusters: Algorithm 1 on the rows replicated by their (integer) weights; Kendall: weighted system means.
+    With all weights equal this is :func:`evaluate_indices` (p-values do not change when every weight is scaled).
+    """
+    idx = np.asarray(indices, dtype=int)
+    w = np.asarray(weights, dtype=float)
+    if w.shape != idx.shape or len(idx) < 2 or len(np.unique(idx)) != len(idx):
+        raise CampaignError(f"a weighted subset needs ≥ 2 distinct items and one weight per item, got {len(idx)} items, {w.shape} weights")
+    if (w <= 0).any() or not np.allclose(w, np.rint(w)):
+        raise CampaignError("weights must be positive whole numbers (cluster sizes)")
+    scores = ref.matrix[idx]
+    weighted = scores * w[:, None]
+    with one_blas_thread():
+        p = pvalues_from_sums(partial_sums(weighted, ref.signs[idx]), weighted.sum(axis=0), float(np.abs(weighted).sum()), ref.permutations)
+    replicated = np.repeat(scores, np.rint(w).astype(int), axis=0)
+    means = np.round(weighted.sum(axis=0) / w.sum(), 10)
+    return {"spa": float(1.0 - np.abs(p - ref.pvalues).mean()), "clusters": float(len(clusters(replicated))),
+            "kendall": kendall_tau_b(means, ref.means)}

@@ -16,7 +16,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--method", required=True,
         help="metric_avg, metric_var, metric_cons, diversity, irt_diff, irt_disc, irt_feas, irt_diffdisc, irt_fic,"
-        " kmeans, random, mixture (an unknown name lists all registered ones)",
+        " kmeans, kmeans_outputs, random, mixture (an unknown name lists all registered ones)",
     )
     parser.add_argument("--metric", help="score name the utility reads, e.g. MetricX-23-c or human")
     parser.add_argument("--systems", type=comma_list, help="comma-separated systems to use (artificial crowd); default: all")

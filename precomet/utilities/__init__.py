@@ -164,6 +164,10 @@ def _registry() -> dict[str, UtilitySpec]:
             cluster.kmeans, "k-means (k = budget) on source embeddings; items nearest the centres first",
             needs_budget=True, needs_score=False, min_systems=0, options=dict(cluster.KMEANS_OPTIONS),
         ),
+        kmeans_outputs=UtilitySpec(
+            cluster.kmeans_outputs, "k-means (k = budget) on output embeddings (all systems' outputs concatenated); items nearest the centres first",
+            needs_budget=True, needs_score=False, options=dict(cluster.KMEANS_OPTIONS),
+        ),
         random=UtilitySpec(
             cluster.random_utility, "seeded uniform random values (hash of seed and item id)",
             needs_score=False, min_systems=0,

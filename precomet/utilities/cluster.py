@@ -34,8 +34,37 @@ def kmeans(campaign: Campaign, *, score: str | None, budget: int, seed: int, opt
     return kmeans_utility(vectors, budget=int(budget), seed=seed, n_init=int(options["n_init"]))
 
 
+def kmeans_outputs(campaign: Campaign, *, score: str | None, budget: int, seed: int, options: Mapping[str, Any]) -> np.ndarray:
+    """k-means (k = ``budget``) on the *output* embeddings (seed 002 App. A), chosen as :func:`kmeans`.
+
+    An item's vector is the concatenation of its systems' L2-normalised output embeddings divided by √S (unit
+    norm), so two items are close when every system's outputs are close — not merely their averages. With an
+    artificial crowd (``systems=``) only those systems' outputs are embedded.
+    """
+    from precomet.utilities.diversity import output_matrix
+
+    outputs = output_matrix(campaign)
+    vectors = embed_texts(
+        list(outputs.ravel()), encoder=options["encoder"], cache_dir=options["cache_dir"],
+        batch_size=options["batch_size"], device=options["device"],
+    ).reshape(len(campaign), -1) / np.sqrt(outputs.shape[1])
+    return kmeans_utility(vectors, budget=int(budget), seed=seed, n_init=int(options["n_init"]))
+
+
 def kmeans_utility(vectors: np.ndarray, *, budget: int, seed: int, n_init: int = 3) -> np.ndarray:
     """The k-means utility of :func:`kmeans` on given feature vectors (``N × d``)."""
+    chosen, _, centres = kmeans_representatives(vectors, budget=budget, seed=seed, n_init=n_init)
+    taken = np.zeros(len(vectors), dtype=bool)
+    taken[chosen] = True
+    return 0.5 / (1.0 + _nearest_distance(vectors, centres)) + taken.astype(float)
+
+
+def kmeans_representatives(vectors: np.ndarray, *, budget: int, seed: int, n_init: int = 3) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """k-means with k = ``budget``: (representative positions, cluster size each represents, centres).
+
+    Centres are served in order of cluster size (largest first); each takes its nearest item not yet taken. The
+    sizes are the weights of *weighted k-means* (seed 002 App. A): each representative stands for its cluster.
+    """
     from sklearn.cluster import KMeans
 
     from threadpoolctl import threadpool_limits
@@ -45,11 +74,38 @@ def kmeans_utility(vectors: np.ndarray, *, budget: int, seed: int, n_init: int =
     centres = fitted.cluster_centers_
     sizes = np.bincount(fitted.labels_, minlength=budget)
     taken = np.zeros(len(vectors), dtype=bool)
+    chosen, weights = [], []
     for c in np.argsort(-sizes, kind="stable"):
         dist = np.linalg.norm(vectors - centres[c], axis=1)
         dist[taken] = np.inf
-        taken[int(np.argmin(dist))] = True
-    return 0.5 / (1.0 + _nearest_distance(vectors, centres)) + taken.astype(float)
+        pick = int(np.argmin(dist))
+        taken[pick] = True
+        chosen.append(pick)
+        weights.append(int(sizes[c]))
+    return np.asarray(chosen, dtype=int), np.asarray(weights, dtype=float), centres
+
+
+def weighted_kmeans(
+    campaign: Campaign, *, budget: int, on: str = "src", seed: int = 0, options: Mapping[str, Any] | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Weighted k-means selection (seed 002 App. A): ``budget`` representatives and their weights (cluster sizes,
+    summing to N), on source (``on="src"``) or output (``on="tgt"``) embeddings. The weights belong to the
+    evaluation (each representative's scores count as many times as its cluster has items; see
+    :func:`precomet.metaeval.evaluate_weighted`), so this is a selector, not a utility."""
+    from precomet.utilities.diversity import output_matrix
+
+    opts = {**KMEANS_OPTIONS, **dict(options or {})}
+    if on not in ("src", "tgt"):
+        raise PrecometError(f"weighted k-means: on must be 'src' or 'tgt', got {on!r}")
+    if not 1 <= int(budget) <= len(campaign):
+        raise PrecometError(f"weighted k-means: budget must be in 1..{len(campaign)}, got {budget}")
+    texts = list(campaign.src) if on == "src" else list(output_matrix(campaign).ravel())
+    vectors = embed_texts(texts, encoder=opts["encoder"], cache_dir=opts["cache_dir"], batch_size=opts["batch_size"],
+                          device=opts["device"]).reshape(len(campaign), -1)
+    if on == "tgt":
+        vectors = vectors / np.sqrt(len(campaign.systems))
+    chosen, weights, _ = kmeans_representatives(vectors, budget=int(budget), seed=seed, n_init=int(opts["n_init"]))
+    return chosen, weights
 
 
 def _nearest_distance(vectors: np.ndarray, centres: np.ndarray) -> np.ndarray:
