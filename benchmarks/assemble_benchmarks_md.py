@@ -12,6 +12,10 @@ HERE = Path(__file__).resolve().parent
 SECTIONS = (  # (results file, what it measures) in reading order
     ("metaeval.md", "Selection quality: output-based methods vs random and vs subset2evaluate (issue 5)"),
     ("metaeval_speed.md", "Meta-evaluation speed vs subset2evaluate (issue 5)"),
+    ("oracle.md", "Headroom: the oracle row of precomet benchmark (issue 14)"),
+    ("crowd.md", "Artificial crowd, seed 002 Table 4 (issue 14)"),
+    ("kmeans.md", "k-means on outputs and weighted k-means vs k-means on sources (issue 14)"),
+    ("rank.md", "precomet rank: speed (issue 14)"),
     ("utilities.md", "Utilities: speed, peer comparison, IRT recovery, real campaigns (issue 3)"),
     ("select.md", "Subset building: knapsack speed and optimality vs subset2evaluate (issue 4)"),
     ("estimator-protocol.md", "Source-based estimator on WMT history: the paper's protocol, leak-free (issue 10)"),
