@@ -89,7 +89,12 @@ def main() -> None:
                      f"{a['fit_seconds']:.0f} / {b['fit_seconds']:.0f} | {PAPER[(on, flag)]} |")
     lines += ["", "Plain and weighted rows share the representatives (one fit per embedding and budget); the fit time is "
               "for all 10 budgets. Weighted = each representative's scores count as often as its cluster has items "
-              "(`metaeval.evaluate_weighted`)."]
+              "(`metaeval.evaluate_weighted`). Its cluster counts are inflated by the replication (a Wilcoxon test on rows "
+              "repeated by weight sees more evidence than was annotated), so compare weighted rows by SPA only. "
+              "Finding: as in the paper's Table 8, plain k-means on sources is the best of the four; on outputs it is "
+              "slightly worse, weighting hurts, and on zh-en no variant beats random (Chinese sources through an English "
+              "encoder; the output variant embeds English outputs but still trails random there). Output k-means is "
+              "also 8× slower (S × 384 dimensions)."]
     (REPO / "benchmarks" / "results" / "kmeans.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
     print("\n".join(lines))
 
