@@ -102,6 +102,9 @@ def main() -> None:
     ours_s = np.array([s.seconds for s in ours])
     peer_s = np.array([t["seconds"] for t in peer])
     print(f"max ours {ours_s.max():.3f} s, max peer {peer_s.max():.3f} s; total ratio {peer_s.sum() / ours_s.sum():.1f}x")
+    default = [select_subset(utility, cost=cost, budget_cost=b, length=source_length(campaign.src)) for b in budgets]
+    print(f"default objective rank-length, same budgets: max {max(s.seconds for s in default):.3f} s, "
+          f"statuses {sorted({s.status for s in default})}, max gap {max(s.gap for s in default):.1e}")
 
     rng = np.random.default_rng(1)
     big = simulate_campaign(n_items=args.large, n_systems=2, seed=1)

@@ -106,6 +106,19 @@ def test_cost_aware_matches_brute_force(seed, objective):
 
 
 @pytest.mark.parametrize("objective", OBJECTIVES)
+@pytest.mark.parametrize("seed", range(6))
+def test_length_model_costs_match_brute_force(seed, objective):
+    """Costs of the length model (0.15·len + 33.7: the exact DP core works in steps of 0.05 s)."""
+    rng = np.random.default_rng(seed)
+    length = rng.integers(0, 400, int(rng.integers(6, 13))).astype(float)
+    utility, cost = rng.normal(size=len(length)), 0.15 * length + 33.7
+    capacity = cost.sum() * rng.uniform(0.2, 0.6)
+    sel = select_subset(utility, cost=cost, budget_cost=capacity, gap_tolerance=0.0, cost_objective=objective, length=length)
+    assert sel.objective == pytest.approx(brute_force(knapsack_value(objective, utility, cost, length), cost, capacity), abs=1e-9)
+    assert sel.total_cost <= capacity + 1e-9 and sel.details["solver_calls"] == 0  # solved by the DP core
+
+
+@pytest.mark.parametrize("objective", OBJECTIVES)
 @pytest.mark.parametrize("seed", range(10))
 def test_balanced_cost_aware_matches_brute_force(seed, objective):
     rng, utility, cost, domain = random_case(seed)
