@@ -18,6 +18,8 @@ SECTIONS = (  # (results file, what it measures) in reading order
     ("rank.md", "precomet rank: speed (issue 14)"),
     ("utilities.md", "Utilities: speed, peer comparison, IRT recovery, real campaigns (issue 3)"),
     ("select.md", "Subset building: knapsack speed and optimality vs subset2evaluate (issue 4)"),
+    ("cost-aware.md", "Cost-aware selection at equal real annotation cost: objectives vs random, paper protocol (issue 11)"),
+    ("cost-aware-findings.md", "Cost-aware selection: choice of the default, where it does not help, speed (issue 11)"),
     ("estimator-protocol.md", "Source-based estimator on WMT history: the paper's protocol, leak-free (issue 10)"),
     ("estimator-findings.md", "Source-based estimator on WMT history: findings, config choice, speed (issue 10)"),
     ("estimator.md", "Source-based estimator: held-out quality, source-based selection, speed (issue 6)"),

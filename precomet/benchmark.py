@@ -27,6 +27,7 @@ from precomet.metaeval import (
     evaluate_prefixes,
     full_reference,
 )
+from precomet.selection.objective import DEFAULT_COST_OBJECTIVE
 from precomet.selection.random_fill import make_random_selector
 from precomet.selection.units import budget_items
 
@@ -72,10 +73,12 @@ def top_k(utility: np.ndarray, k: int) -> np.ndarray:
 
 
 def make_selector(
-    campaign: Campaign, *, budget_cost: bool = False, balance: str | None = None, level: str = "item", time_limit: float = 10.0
+    campaign: Campaign, *, budget_cost: bool = False, balance: str | None = None, level: str = "item", time_limit: float = 10.0,
+    cost_objective: str = DEFAULT_COST_OBJECTIVE,
 ) -> Select | None:
     """``select(utility, prop) -> positions`` through the subset builder (:func:`precomet.select.select_subset`)
-    with the cost budget ``prop · total cost``, domain quotas and/or document units; ``None`` when no option is
+    with the cost budget ``prop · total cost`` (knapsack over ``cost_objective``), domain quotas and/or
+    document units; ``None`` when no option is
     set: plain top-k, whose nested subsets :func:`evaluate_props` meta-evaluates in one pass.
 
     A benchmark makes hundreds of selections, so a knapsack the solver has not certified optimal within
@@ -90,9 +93,11 @@ def make_selector(
 
     import warnings
 
+    from precomet.campaign import source_length
     from precomet.select import select_subset
 
     total = float(campaign.cost.sum())
+    length = source_length(campaign.src)
 
     def select(utility: np.ndarray, prop: float) -> np.ndarray:
         with warnings.catch_warnings():
@@ -108,6 +113,8 @@ def make_selector(
                 level=level,
                 time_limit=time_limit,
                 allow_gap=True,
+                cost_objective=cost_objective,
+                length=length,
             )
         if chosen.status != "optimal":
             log.debug("budget %.3f: knapsack gap %.2g accepted after %.0f s", prop, chosen.gap, time_limit)
@@ -215,6 +222,7 @@ def run_benchmark(
     props: Sequence[float] = DEFAULT_PROPS,
     seeds: int = 100,
     budget_cost: bool = False,
+    cost_objective: str = DEFAULT_COST_OBJECTIVE,
     balance: str | None = None,
     level: str = "item",
     permutations: int = 1000,
@@ -246,7 +254,8 @@ def run_benchmark(
     if metric is not None:
         campaign.score(metric)  # fails early, listing the valid names
     ref = full_reference(campaign, score=score, permutations=permutations, seed=seed)
-    select = make_selector(campaign, budget_cost=budget_cost, balance=balance, level=level, time_limit=time_limit)
+    select = make_selector(campaign, budget_cost=budget_cost, balance=balance, level=level, time_limit=time_limit,
+                           cost_objective=cost_objective)
     bar = tqdm(total=(seeds + len(specs) + len(external) + int(oracle)) * len(props), desc=f"benchmark {campaign.name}", disable=None if progress is None else not progress)
     started = time.perf_counter()
     # random under a cost budget, quotas or documents: a random subset that fits (not a knapsack over noise)
@@ -273,7 +282,7 @@ def run_benchmark(
         "props": props, "budgets": [budget_value(campaign, p, budget_cost=budget_cost) for p in props],
         "random": random, "methods": results, **({"oracle": headroom} if oracle else {}),
         "signature": _signature(campaign, methods=[*specs, *external], metric=metric, score=score, props=props, seeds=seeds,
-                                budget_cost=budget_cost, balance=balance, level=level, permutations=permutations,
+                                budget_cost=budget_cost, cost_objective=cost_objective if budget_cost else None, balance=balance, level=level, permutations=permutations,
                                 seed=seed, parity_grid=parity_grid, method_options=method_options,
                                 time_limit=time_limit, oracle=oracle,
                                 oracle_candidates=oracle_candidates if oracle else None,

@@ -21,6 +21,7 @@ import numpy as np
 
 from precomet.errors import PrecometError
 from precomet.io.atomic import atomic_write
+from precomet.selection.objective import DEFAULT_COST_OBJECTIVE, check_cost_objective, unit_values
 from precomet.selection.units import budget_items, build_units, group_codes, normalise, quota_targets, top_per_group
 
 if TYPE_CHECKING:
@@ -34,8 +35,9 @@ class Selection:
     """A chosen subset and how good the optimiser proved it to be.
 
     ``indices`` are item positions, most useful unit first (ties: earlier position first; a document's
-    items stay together in their original order). ``objective``/``bound`` are on the normalised
-    utilities (see :func:`precomet.selection.units.normalise`); ``gap = (bound - objective) / objective``.
+    items stay together in their original order). ``objective``/``bound`` are on the knapsack's values: the
+    normalised utilities (:func:`precomet.selection.units.normalise`) for a count budget, the cost
+    objective's values (:mod:`precomet.selection.objective`) for a cost budget; ``gap = (bound - objective) / objective``.
     """
 
     indices: np.ndarray
@@ -98,15 +100,21 @@ def select_subset(
     allow_gap: bool = False,
     gap_tolerance: float = 1e-4,
     seed: int = 0,
+    cost_objective: str = DEFAULT_COST_OBJECTIVE,
+    length: Sequence[float] | np.ndarray | None = None,
 ) -> Selection:
     """Choose the items to annotate. Higher ``utility`` = annotate first.
 
     Exactly one budget: ``budget`` (items), ``proportion`` in (0, 1] (of the items, or of the total cost
     when ``cost`` is given) or ``budget_cost`` (cost units). ``balance="domain"``: every domain gets the same
     number of units; ``quotas``: ``{domain: count}`` exact counts or ``{domain: share}`` budget shares.
-    ``level="doc"``: units are documents. ``ids`` only name items in error messages.
+    ``level="doc"``: units are documents. ``ids`` only name items in error messages. Under a cost budget the
+    knapsack maximises ``cost_objective`` (see :mod:`precomet.selection.objective`; the default
+    ``"rank-length"`` needs ``length``, e.g. the characters of each source; ``"paper"`` is Eq. 2 with
+    utilities shifted onto [0.1, 0.6]).
     """
     start = time.perf_counter()
+    check_cost_objective(cost_objective)
     u = np.array(utility, dtype=float)
     n = len(u)
     names = np.array([str(i) for i in (range(n) if ids is None else ids)], dtype=object)
@@ -114,8 +122,11 @@ def select_subset(
         raise PrecometError(f"utility must be a non-empty 1-D array, got shape {u.shape}")
     _check_finite(u, names, "utility")
     weight, capacity, budget_info = _budget(n, cost, names, budget, proportion, budget_cost)
+    cost_aware = budget_info["unit"] == "cost"
+    lengths = _lengths(length, n, names) if cost_aware and length is not None else None
     domain_arr = _column(domain, n, "domain")
-    units = build_units(u, weight, level=level, doc=_column(doc, n, "doc"), domain=domain_arr)
+    doc_arr = _column(doc, n, "doc")
+    units = build_units(u, weight, level=level, doc=doc_arr, domain=domain_arr)
     cheapest = int(np.argmin(units.weight))
     if capacity < units.weight[cheapest] * (1 - 1e-12):
         first = names[units.members[cheapest][0]]
@@ -123,7 +134,12 @@ def select_subset(
             f"budget {capacity:g} is below the cheapest {'document' if level == 'doc' else 'item'} "
             f"({first!r}, cost {units.weight[cheapest]:g})"
         )
-    value = normalise(units.utility)
+    order_value = normalise(units.utility)
+    value = order_value
+    if cost_aware:
+        unit_length = None if lengths is None else np.array([lengths[m].sum() for m in units.members])
+        value = unit_values(cost_objective, units.utility, units.weight, unit_length)
+        budget_info["objective"] = cost_objective
     chosen, outcome = _optimise(
         units, value, capacity, balance=balance, quotas=quotas,
         knapsack=dict(solver=solver, time_limit=time_limit, gap_tolerance=gap_tolerance, seed=seed),
@@ -140,7 +156,7 @@ def select_subset(
         warnings.warn(message, stacklevel=2)
         log.warning(message)
     picked = np.flatnonzero(chosen)
-    picked = picked[np.argsort(-value[picked], kind="stable")]
+    picked = picked[np.argsort(-order_value[picked], kind="stable")]
     indices = np.concatenate([units.members[p] for p in picked])
     domains = {}
     if domain_arr is not None:
@@ -162,6 +178,17 @@ def _column(values: Sequence[Any] | np.ndarray | None, n: int, what: str) -> np.
     if len(column) != n:
         raise PrecometError(f"{what}: expected {n} values (one per utility), got {len(column)}")
     return column
+
+
+def _lengths(length: Sequence[float] | np.ndarray, n: int, names: np.ndarray) -> np.ndarray:
+    values = np.array(length, dtype=float)
+    if values.shape != (n,):
+        raise PrecometError(f"length: expected {n} values (one per utility), got shape {values.shape}")
+    _check_finite(values, names, "length")
+    bad = np.flatnonzero(values < 0)
+    if len(bad):
+        raise PrecometError(f"length of item {names[bad[0]]!r} is {values[bad[0]]:g}; lengths must not be negative")
+    return values
 
 
 def _check_finite(values: np.ndarray, names: np.ndarray, what: str) -> None:

@@ -9,8 +9,9 @@ from pathlib import Path
 import numpy as np
 
 from precomet.campaign import Campaign
-from precomet.commands.common import add_data_arguments, load_campaign
+from precomet.commands.common import add_cost_arguments, add_data_arguments, apply_cost_from_times, load_campaign
 from precomet.errors import PrecometError
+from precomet.selection.objective import DEFAULT_COST_OBJECTIVE
 
 HELP = "benchmark selection methods against random selection: SPA, clusters, parity; JSON and figure"
 
@@ -33,6 +34,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--seed", type=int, default=0, help="seed of the utilities, random runs and permutations")
     parser.add_argument("--budget-cost", action="store_true", help="budgets are shares of the total annotation cost (ILP knapsack)")
+    add_cost_arguments(parser)
     parser.add_argument("--balance", choices=["domain"], help="equal share of the budget per domain")
     parser.add_argument("--level", choices=["item", "doc"], default="item", help="select whole documents with --level doc")
     parser.add_argument("--strict", action="store_true",
@@ -72,7 +74,9 @@ def run(args: argparse.Namespace) -> int:
     from precomet.io.atomic import atomic_write
 
     props = parse_props(args.props)
-    campaign = load_campaign(args)
+    if (args.cost_from_times or args.cost_objective != DEFAULT_COST_OBJECTIVE) and not args.budget_cost:
+        raise PrecometError("--cost-from-times and --cost-objective apply to cost budgets: add --budget-cost")
+    campaign = apply_cost_from_times(args, load_campaign(args))
     if args.crowd is not None:
         return _run_crowd(args, campaign, props)
     read = [read_external_scores(spec, campaign, strict=args.strict) for spec in args.scores]
@@ -80,11 +84,12 @@ def run(args: argparse.Namespace) -> int:
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
     result = run_benchmark(
         campaign, methods=methods, external=external, metric=args.metric, score=args.target, props=props, seeds=args.seeds,
-        budget_cost=args.budget_cost, balance=args.balance, level=args.level, permutations=args.permutations,
+        budget_cost=args.budget_cost, cost_objective=args.cost_objective, balance=args.balance, level=args.level, permutations=args.permutations,
         seed=args.seed, time_limit=args.time_limit, oracle=args.oracle, oracle_candidates=args.oracle_candidates,
         oracle_step=args.oracle_step,
     )
     result["signature"]["data"] = str(args.data)
+    result["signature"]["cost_from_times"] = args.cost_from_times
     result["signature"]["scores_files"] = list(args.scores)
     result["signature"]["seen_in_training"] = {name: seen for name, _, seen in read}
     with atomic_write(args.json) as handle:

@@ -26,6 +26,28 @@ def load_campaign(args: argparse.Namespace) -> Campaign:
     return load(args.data, campaign=args.campaign, human=args.human, complete=not args.keep_incomplete)
 
 
+def add_cost_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--cost-from-times PATH`` and ``--cost-objective NAME`` (what a cost-aware knapsack maximises)."""
+    from precomet.selection.objective import COST_OBJECTIVES, DEFAULT_COST_OBJECTIVE
+
+    group = parser.add_argument_group("annotation cost")
+    group.add_argument("--cost-from-times", metavar="PATH", help="use real annotation times (WMT23 ESA CSV file or dir) as cost")
+    group.add_argument(
+        "--cost-objective", choices=list(COST_OBJECTIVES), default=DEFAULT_COST_OBJECTIVE,
+        help="what a cost budget's knapsack maximises: rank-length = utility rank x source length (default; wins at "
+             "equal real cost on WMT), rank-cost = utility rank x cost, paper = utilities shifted onto [0.1, 0.6] (Eq. 2)",
+    )
+
+
+def apply_cost_from_times(args: argparse.Namespace, campaign: Campaign) -> Campaign:
+    """The campaign with real annotation seconds as cost when ``--cost-from-times`` is given."""
+    if not args.cost_from_times:
+        return campaign
+    from precomet.io.annotation_times import annotation_cost
+
+    return annotation_cost(campaign, args.cost_from_times)
+
+
 def comma_list(text: str) -> list[str]:
     """argparse type for ``a,b,c`` lists (``--systems``, ``--models``): names, stripped, empty ones dropped."""
     names = [name.strip() for name in text.split(",") if name.strip()]

@@ -37,6 +37,7 @@ def run(args: argparse.Namespace) -> int:
     from precomet.estimator.training import train_on_campaigns
     from precomet.io import write_jsonl
     from precomet.pairwise.demo import demo_pairwise
+    from precomet.campaign import source_length
     from precomet.select import select_subset, write_subset
     from precomet.simulate import METRIC, simulate_campaign, simulate_history
     from precomet.utilities import compute_utility
@@ -75,9 +76,10 @@ def run(args: argparse.Namespace) -> int:
           f"{pearsonr(predicted, true_var)[0]:+.3f}, Kendall {kendalltau(predicted, true_var)[0]:+.3f}")
 
     _step(f"5. cost-aware, domain-balanced subset: {args.proportion:.0%} of the blind set's annotation cost")
-    selection = select_subset(predicted, cost=blind.cost, domain=blind.domain, ids=blind.ids,
-                              proportion=args.proportion, balance="domain", seed=args.seed)
-    manifest = selection.manifest(method="estimator", parameters={"proportion": args.proportion, "balance": "domain"},
+    selection = select_subset(predicted, cost=blind.cost, domain=blind.domain, ids=blind.ids, proportion=args.proportion,
+                              balance="domain", seed=args.seed, length=source_length(blind.src))
+    manifest = selection.manifest(method="estimator", parameters={"proportion": args.proportion, "balance": "domain",
+                                                                  "cost_objective": selection.budget["objective"]},
                                   data_hash=blind.data_hash())
     subset_path = out / "blind-subset.jsonl"
     write_subset(subset_path, blind, selection, predicted, manifest)

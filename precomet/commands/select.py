@@ -8,7 +8,7 @@ import json
 import numpy as np
 
 from precomet.campaign import Campaign
-from precomet.commands.common import add_data_arguments, load_campaign
+from precomet.commands.common import add_cost_arguments, add_data_arguments, apply_cost_from_times, load_campaign
 from precomet.errors import PrecometError
 
 HELP = "select the subset to annotate (top-k or cost-aware knapsack; domain balance; documents)"
@@ -28,7 +28,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     budget.add_argument("--budget-cost", type=float, help="budget in cost units (cost-aware knapsack)")
     parser.add_argument("--cost-aware", action="store_true", help="--proportion is a share of the total cost (knapsack)")
-    parser.add_argument("--cost-from-times", metavar="PATH", help="use real annotation times (WMT23 ESA CSV file or dir) as cost")
+    add_cost_arguments(parser)
     parser.add_argument("--balance", choices=["domain"], help="the same number of units from every domain")
     parser.add_argument("--quotas", help='JSON {domain: count} (exact counts) or {domain: share} (budget shares)')
     parser.add_argument("--level", choices=["item", "doc"], default="item", help="select items or whole documents")
@@ -42,13 +42,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from precomet.campaign import source_length
     from precomet.select import select_subset, write_subset
 
-    campaign = load_campaign(args)
-    if args.cost_from_times:
-        from precomet.io.annotation_times import annotation_cost
-
-        campaign = annotation_cost(campaign, args.cost_from_times)
+    campaign = apply_cost_from_times(args, load_campaign(args))
     utility, method, parameters = _utilities(args, campaign)
     quotas = _quotas(args.quotas)
     if args.cost_aware and args.proportion is None:
@@ -58,11 +55,11 @@ def run(args: argparse.Namespace) -> int:
         utility, cost=campaign.cost if cost_aware else None, domain=campaign.domain, doc=campaign.doc,
         ids=campaign.ids, budget=args.budget, proportion=args.proportion, budget_cost=args.budget_cost,
         balance=args.balance, quotas=quotas, level=args.level, solver=args.solver, time_limit=args.time_limit,
-        allow_gap=args.allow_gap, seed=args.seed,
+        allow_gap=args.allow_gap, seed=args.seed, cost_objective=args.cost_objective, length=source_length(campaign.src),
     )
     parameters.update(
         budget=args.budget, proportion=args.proportion, budget_cost=args.budget_cost, cost_aware=cost_aware,
-        cost_from_times=args.cost_from_times, balance=args.balance, quotas=quotas, level=args.level,
+        cost_from_times=args.cost_from_times, cost_objective=args.cost_objective if cost_aware else None, balance=args.balance, quotas=quotas, level=args.level,
         solver=args.solver, time_limit=args.time_limit, allow_gap=args.allow_gap, campaign=campaign.name,
     )
     manifest = selection.manifest(method=method, parameters=parameters, data_hash=campaign.data_hash())

@@ -229,7 +229,8 @@ def _greedy(value: np.ndarray, weight: np.ndarray, capacity: float) -> np.ndarra
 
 def _dp_core(problem: Problem, side: np.ndarray, core: np.ndarray) -> tuple[np.ndarray, bool, float] | None:
     """Exact dynamic programme over the core when weights are whole numbers after scaling by 10^0..10^3
-    (e.g. ``0.15·len + 33.7`` costs); None when they are not or the table would be too large."""
+    (e.g. ``0.15·len + 33.7`` costs), in units of their greatest common divisor; None when they are not or
+    the table would be too large."""
     fixed = side.copy()
     fixed[core] = False
     weight = problem.weight[core]
@@ -239,7 +240,9 @@ def _dp_core(problem: Problem, side: np.ndarray, core: np.ndarray) -> tuple[np.n
             break
     else:
         return None
-    capacity = int(np.floor((problem.capacity - problem.weight[fixed].sum()) * scale + 1e-6))
+    step = int(np.gcd.reduce(scaled.astype(np.int64))) or 1  # 0.15·len + 33.7 s: every weight is a multiple of 0.05
+    scaled = scaled / step
+    capacity = int(np.floor((problem.capacity - problem.weight[fixed].sum()) * scale / step + 1e-6))
     if capacity < 0 or len(core) * (capacity + 1) > _DP_CELLS:
         return None
     best = np.zeros(capacity + 1)

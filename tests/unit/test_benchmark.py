@@ -172,3 +172,37 @@ def test_random_baseline_batched_equals_subset_by_subset(campaign):
     one_by_one = bm.random_baseline(ref, plain_top_k, props, seeds=30, seed=4)
     for key, value in batched.items():
         assert np.allclose(value, one_by_one[key], rtol=0, atol=1e-12), key
+
+
+def test_cost_objective_changes_the_subsets_and_is_signed(campaign):
+    """Under a cost budget each objective is its own knapsack: the subsets differ from the paper's and equal a
+    direct select_subset call; the signature names the objective."""
+    from precomet.campaign import source_length
+    from precomet.select import select_subset
+
+    utility = campaign.score("MetricSim").mean(axis=1)
+    chosen = {}
+    for objective in ("rank-length", "paper"):
+        select = bm.make_selector(campaign, budget_cost=True, cost_objective=objective)
+        chosen[objective] = sorted(select(utility, 0.2).tolist())
+        direct = select_subset(utility, cost=campaign.cost, budget_cost=0.2 * campaign.cost.sum(), allow_gap=True,
+                               time_limit=10.0, cost_objective=objective, length=source_length(campaign.src))
+        assert chosen[objective] == sorted(direct.indices.tolist())
+    assert chosen["rank-length"] != chosen["paper"]
+    result = bm.run_benchmark(campaign, external={"u": utility}, props=[0.2], seeds=2, permutations=50,
+                              budget_cost=True, cost_objective="rank-cost")
+    assert result["signature"]["cost_objective"] == "rank-cost"
+    plain = bm.run_benchmark(campaign, external={"u": utility}, props=[0.2], seeds=2, permutations=50)
+    assert plain["signature"]["cost_objective"] is None  # a count budget uses no cost objective
+
+
+def test_cli_cost_options_need_a_cost_budget(tmp_path, campaign, capsys):
+    data = tmp_path / "campaign.jsonl"
+    write_jsonl(campaign, data)
+    scores = tmp_path / "u.jsonl"
+    _write_scores(scores, campaign.ids, np.arange(len(campaign), dtype=float))
+    base = ["benchmark", "--data", str(data), "--scores", f"u={scores}", "--json", str(tmp_path / "o.json"), "--seeds", "2"]
+    assert main(base + ["--cost-objective", "paper"]) == 2
+    assert "add --budget-cost" in capsys.readouterr().err and not (tmp_path / "o.json").exists()
+    assert main(base + ["--budget-cost", "--cost-objective", "paper", "--props", "0.2", "--permutations", "50"]) == 0
+    assert json.loads((tmp_path / "o.json").read_text())["signature"]["cost_objective"] == "paper"

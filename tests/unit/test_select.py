@@ -8,6 +8,7 @@ import json
 import numpy as np
 import pytest
 
+from precomet.campaign import source_length
 from precomet.cli import main
 from precomet.errors import PrecometError
 from precomet.select import Selection, select_subset
@@ -72,40 +73,84 @@ def random_case(seed, n=None):
     return rng, utility, cost, domain
 
 
+def lengths_for(seed, n):
+    """Source lengths independent of the costs (so rank-length and rank-cost choose differently)."""
+    return np.random.default_rng(seed + 1000).integers(0, 400, n).astype(float)
+
+
+def knapsack_value(objective, utility, cost, length):
+    """The value every cost objective gives a unit, written out independently of precomet.selection.objective."""
+    from scipy.stats import rankdata
+
+    if objective == "paper":
+        return normalise(utility)
+    rank = rankdata(utility, method="average") / len(utility)
+    return rank * (cost if objective == "rank-cost" else np.maximum(length, 1.0))
+
+
+OBJECTIVES = ["rank-length", "rank-cost", "paper"]
+
+
+@pytest.mark.parametrize("objective", OBJECTIVES)
 @pytest.mark.parametrize("seed", range(12))
-def test_cost_aware_matches_brute_force(seed):
+def test_cost_aware_matches_brute_force(seed, objective):
     rng, utility, cost, _ = random_case(seed)
+    length = lengths_for(seed, len(utility))
     capacity = cost.sum() * rng.uniform(0.15, 0.7)
-    sel = select_subset(utility, cost=cost, budget_cost=capacity, gap_tolerance=0.0)
-    assert sel.objective == pytest.approx(brute_force(normalise(utility), cost, capacity), abs=1e-9)
+    sel = select_subset(utility, cost=cost, budget_cost=capacity, gap_tolerance=0.0, cost_objective=objective, length=length)
+    value = knapsack_value(objective, utility, cost, length)
+    assert sel.objective == pytest.approx(brute_force(value, cost, capacity), abs=1e-9)
+    assert sel.objective == pytest.approx(value[sel.indices].sum(), abs=1e-9)
     assert sel.total_cost <= capacity + 1e-9 and sel.status == "optimal"
+    assert sel.budget["objective"] == objective
 
 
+@pytest.mark.parametrize("objective", OBJECTIVES)
+@pytest.mark.parametrize("seed", range(6))
+def test_length_model_costs_match_brute_force(seed, objective):
+    """Costs of the length model (0.15·len + 33.7: the exact DP core works in steps of 0.05 s)."""
+    rng = np.random.default_rng(seed)
+    length = rng.integers(0, 400, int(rng.integers(6, 13))).astype(float)
+    utility, cost = rng.normal(size=len(length)), 0.15 * length + 33.7
+    capacity = cost.sum() * rng.uniform(0.2, 0.6)
+    sel = select_subset(utility, cost=cost, budget_cost=capacity, gap_tolerance=0.0, cost_objective=objective, length=length)
+    assert sel.objective == pytest.approx(brute_force(knapsack_value(objective, utility, cost, length), cost, capacity), abs=1e-9)
+    assert sel.total_cost <= capacity + 1e-9 and sel.details["solver_calls"] == 0  # solved by the DP core
+
+
+@pytest.mark.parametrize("objective", OBJECTIVES)
 @pytest.mark.parametrize("seed", range(10))
-def test_balanced_cost_aware_matches_brute_force(seed):
+def test_balanced_cost_aware_matches_brute_force(seed, objective):
     rng, utility, cost, domain = random_case(seed)
+    length = lengths_for(seed, len(utility))
     capacity = cost.sum() * rng.uniform(0.3, 0.8)
-    sel = select_subset(utility, cost=cost, domain=domain, budget_cost=capacity, balance="domain", gap_tolerance=0.0)
+    sel = select_subset(utility, cost=cost, domain=domain, budget_cost=capacity, balance="domain", gap_tolerance=0.0,
+                        cost_objective=objective, length=length)
     _, codes = np.unique(domain, return_inverse=True)
-    assert sel.objective == pytest.approx(brute_force(normalise(utility), cost, capacity, codes, equal=True), abs=1e-9)
+    value = knapsack_value(objective, utility, cost, length)
+    assert sel.objective == pytest.approx(brute_force(value, cost, capacity, codes, equal=True), abs=1e-9)
     assert len(set(sel.domains.values())) == 1 and len(sel.domains) == len(set(domain))
 
 
 @pytest.mark.parametrize("seed", range(8))
 def test_quota_counts_with_cost_match_brute_force(seed):
     rng, utility, cost, domain = random_case(seed)
+    length = lengths_for(seed, len(utility))
     names, codes = np.unique(domain, return_inverse=True)
     counts = np.array([min(1, (codes == g).sum()) for g in range(len(names))])
     capacity = cost.sum() * 0.6
     quotas = {str(d): int(c) for d, c in zip(names, counts)}
-    sel = select_subset(utility, cost=cost, domain=domain, budget_cost=capacity, quotas=quotas, gap_tolerance=0.0)
-    assert sel.objective == pytest.approx(brute_force(normalise(utility), cost, capacity, codes, counts), abs=1e-9)
+    sel = select_subset(utility, cost=cost, domain=domain, budget_cost=capacity, quotas=quotas, gap_tolerance=0.0, length=length)
+    value = knapsack_value("rank-length", utility, cost, length)
+    assert sel.objective == pytest.approx(brute_force(value, cost, capacity, codes, counts), abs=1e-9)
     assert sel.domains == {k: v for k, v in quotas.items() if v}
 
 
+@pytest.mark.parametrize("objective", OBJECTIVES)
 @pytest.mark.parametrize("seed", range(8))
-def test_doc_level_matches_brute_force(seed):
+def test_doc_level_matches_brute_force(seed, objective):
     rng, utility, cost, domain = random_case(seed, n=int(np.random.default_rng(seed).integers(8, 20)))
+    length = lengths_for(seed, len(utility))
     n_docs = min(len(utility), int(rng.integers(5, 12)))
     doc = np.r_[np.arange(n_docs), rng.integers(0, n_docs, len(utility) - n_docs)].astype(str)
     doc_domain = {d: domain[i] for i, d in reversed(list(enumerate(doc)))}
@@ -113,17 +158,21 @@ def test_doc_level_matches_brute_force(seed):
     names = list(dict.fromkeys(doc))
     mean = np.array([utility[doc == d].mean() for d in names])
     weight = np.array([cost[doc == d].sum() for d in names])
+    doc_length = np.array([length[doc == d].sum() for d in names])
     capacity = cost.sum() * rng.uniform(0.3, 0.7)
-    sel = select_subset(utility, cost=cost, doc=doc, budget_cost=capacity, level="doc", gap_tolerance=0.0)
-    assert sel.objective == pytest.approx(brute_force(normalise(mean), weight, capacity), abs=1e-9)
+    sel = select_subset(utility, cost=cost, doc=doc, budget_cost=capacity, level="doc", gap_tolerance=0.0,
+                        cost_objective=objective, length=length)
+    value = knapsack_value(objective, mean, weight, doc_length)
+    assert sel.objective == pytest.approx(brute_force(value, weight, capacity), abs=1e-9)
     sizes = select_subset(utility, doc=doc, proportion=0.5, level="doc", gap_tolerance=0.0)  # count budget: weight = size
     counts = np.array([(doc == d).sum() for d in names], dtype=float)
     assert sizes.objective == pytest.approx(brute_force(normalise(mean), counts, round(0.5 * len(doc))), abs=1e-9)
     udomain = np.array([doc_domain[d] for d in names])
     if len(set(udomain)) > 1:
         _, codes = np.unique(udomain, return_inverse=True)
-        kwargs = dict(cost=cost, doc=doc, domain=domain, budget_cost=capacity, level="doc", balance="domain")
-        oracle = brute_force(normalise(mean), weight, capacity, codes, equal=True)
+        kwargs = dict(cost=cost, doc=doc, domain=domain, budget_cost=capacity, level="doc", balance="domain",
+                      cost_objective=objective, length=length)
+        oracle = brute_force(value, weight, capacity, codes, equal=True)
         if oracle == 0:  # only the empty selection balances: an error, never an empty subset
             with pytest.raises(PrecometError, match="no unit to select"):
                 select_subset(utility, gap_tolerance=0.0, **kwargs)
@@ -154,7 +203,8 @@ def test_large_instance_is_certified():
     n = 5000
     utility, cost = rng.normal(size=n), rng.uniform(30, 200, n)
     domain = rng.choice(["a", "b", "c", "d", "e"], n)
-    sel = select_subset(utility, cost=cost, domain=domain, proportion=0.2, balance="domain")
+    length = rng.integers(1, 600, n)
+    sel = select_subset(utility, cost=cost, domain=domain, proportion=0.2, balance="domain", length=length)
     assert sel.status == "optimal" and sel.gap <= 1e-4 and sel.total_cost <= 0.2 * cost.sum() + 1e-6
     assert sel.bound >= sel.objective
 
@@ -168,9 +218,9 @@ def test_non_optimal_answer_needs_allow_gap(monkeypatch):
 
     monkeypatch.setattr(knapsack, "solve", stopped)
     with pytest.raises(PrecometError, match="gap 1"):
-        select_subset([1.0, 2.0, 3.0], cost=[1.0, 2.0, 3.0], budget_cost=3.0)
+        select_subset([1.0, 2.0, 3.0], cost=[1.0, 2.0, 3.0], budget_cost=3.0, cost_objective="rank-cost")
     with pytest.warns(UserWarning, match="gap 1"):
-        sel = select_subset([1.0, 2.0, 3.0], cost=[1.0, 2.0, 3.0], budget_cost=3.0, allow_gap=True)
+        sel = select_subset([1.0, 2.0, 3.0], cost=[1.0, 2.0, 3.0], budget_cost=3.0, allow_gap=True, cost_objective="rank-cost")
     assert sel.status == "feasible" and sel.gap == pytest.approx(1.0)
 
 
@@ -187,18 +237,34 @@ def test_non_optimal_answer_needs_allow_gap(monkeypatch):
         (dict(budget=2, proportion=0.5), "exactly one"),
         (dict(), "exactly one"),
         (dict(budget=0), "positive whole number"),
-        (dict(cost=[1.0, 2.0, 3.0], budget_cost=3.0, solver="nosuch"), "unknown solver 'nosuch'; choose one of"),
+        (dict(cost=[1.0, 2.0, 3.0], budget_cost=3.0, solver="nosuch", length=[9, 9, 9]), "unknown solver 'nosuch'; choose one of"),
+        (dict(cost=[1.0, 2.0, 3.0], budget_cost=3.0), "'rank-length' needs the source length of every item"),
+        (dict(budget=2, cost_objective="cheapest"), "unknown cost objective 'cheapest'; choose one of"),
+        (dict(cost=[1.0, 2.0, 3.0], budget_cost=3.0, length=[1, 2]), r"length: expected 3 values"),
+        (dict(cost=[1.0, 2.0, 3.0], budget_cost=3.0, length=[1, -2, 3]), "length of item '2' is -2"),
+        (dict(cost=[1.0, 2.0, 3.0], budget_cost=3.0, length=[1, np.inf, 3]), "length of item '2' is inf"),
         (dict(budget=2, level="page"), "unknown level"),
         (dict(budget=2, balance="domain", domain=["a", "a", "b"], quotas={"a": 1}), "not both"),
         (dict(budget=4, balance="domain", domain=["a", "a", "b"]), "domain 'b' has only 1"),
         (dict(budget=2, quotas={"b": 2}, domain=["a", "a", "b"]), "domain 'b' asks 2 units but the domain has only 1"),
         (dict(budget=2, quotas={"z": 1}, domain=["a", "a", "b"]), "unknown domain"),
-        (dict(cost=[5.0, 5.0, 1.0], budget_cost=6.0, quotas={"a": 2}, domain=["a", "a", "b"]), "cost at least 10"),
+        (dict(cost=[5.0, 5.0, 1.0], budget_cost=6.0, quotas={"a": 2}, domain=["a", "a", "b"], length=[1, 1, 1]), "cost at least 10"),
     ],
 )
 def test_bad_input_is_named(kwargs, message):
     with pytest.raises(PrecometError, match=message):
         select_subset([1.0, 2.0, 3.0], ids=["1", "2", "3"], **kwargs)
+
+
+def test_rank_length_prefers_long_items_and_lists_by_utility():
+    """Equal costs: rank x length (2/3·5, 1/3·50, 1·1) takes the two longer sources, the paper's shift the two
+    most useful; the output lists the chosen items by utility either way."""
+    sel = select_subset([2.0, 1.0, 3.0], cost=[10.0, 10.0, 10.0], budget_cost=20.0, length=[5, 50, 1])
+    assert sel.indices.tolist() == [0, 1] and sel.objective == pytest.approx(2 / 3 * 5 + 1 / 3 * 50)
+    paper = select_subset([2.0, 1.0, 3.0], cost=[10.0, 10.0, 10.0], budget_cost=20.0, cost_objective="paper")
+    assert paper.indices.tolist() == [2, 0]
+    # a count budget ignores the cost objective: top-k by utility
+    assert select_subset([1.0, 2.0, 3.0], budget=1, length=[100, 1, 1]).indices.tolist() == [2]
 
 
 def test_nan_utility_names_the_item():
@@ -237,6 +303,7 @@ def test_cli_writes_subset_and_manifest(tmp_path, capsys):
     assert sum(r["cost"] for r in rows) <= 0.3 * campaign.cost.sum() + 1e-6
     assert set(rows[0]) == {"id", "doc", "domain", "cost", "utility"}
     assert manifest["data_hash"] and manifest["method"] == "scores" and manifest["precomet_version"]
+    assert manifest["budget"]["objective"] == manifest["parameters"]["cost_objective"] == "rank-length"
     rc = main(["select", "--data", str(data), "--keep-incomplete", "--scores", str(scores), "--budget", "5",
                "--solver", "nosuch", "--cost-aware", "-o", str(out)])
     assert rc == 2
@@ -248,7 +315,7 @@ def test_real_wmt23_cost_aware_balanced_documents(raw_data):
     campaign = load(raw_data / "mt-metrics-eval-v2", campaign="wmt23/en-de", human="mqm")
     utility = -np.nanmean(campaign.score("MetricX-23-c"), axis=1)
     sel = select_subset(utility, cost=campaign.cost, domain=campaign.domain, doc=campaign.doc, ids=campaign.ids,
-                        proportion=0.25, balance="domain", level="doc")
+                        proportion=0.25, balance="domain", level="doc", length=source_length(campaign.src))
     assert isinstance(sel, Selection) and sel.status == "optimal"
     assert sel.total_cost <= 0.25 * campaign.cost.sum() + 1e-6
     chosen = set(sel.indices.tolist())
