@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 import numpy as np
@@ -62,8 +61,12 @@ def run(args: argparse.Namespace) -> int:
         run_benchmark,
         summary_table,
     )
-    from precomet.io.atomic import atomic_write
+    from precomet.io import jsonsafe
+    from precomet.io.atomic import FIGURE_SUFFIXES, check_output, output_set
 
+    check_output(args.json)
+    if args.plot:
+        check_output(args.plot, suffixes=FIGURE_SUFFIXES)
     props = parse_props(args.props)
     campaign = load_campaign(args)
     read = [read_external_scores(spec, campaign, strict=args.strict) for spec in args.scores]
@@ -77,10 +80,11 @@ def run(args: argparse.Namespace) -> int:
     result["signature"]["data"] = str(args.data)
     result["signature"]["scores_files"] = list(args.scores)
     result["signature"]["seen_in_training"] = {name: seen for name, _, seen in read}
-    with atomic_write(args.json) as handle:
-        json.dump(result, handle, indent=1)
-    if args.plot:
-        plot_benchmark(result, args.plot)
+    with output_set(args.json, args.plot) as out:
+        with out.open(args.json) as handle:
+            jsonsafe.dump(result, handle, indent=1)
+        if args.plot:
+            plot_benchmark(result, out.path(args.plot))
     print(summary_table(result))
     print(f"wrote {args.json}" + (f" and {args.plot}" if args.plot else ""))
     return 0

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 
 from precomet.commands.common import comma_list
 
@@ -37,10 +36,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from precomet.errors import PrecometError
+    from precomet.io import jsonsafe
+    from precomet.io.atomic import FIGURE_SUFFIXES, check_output, output_set
     from precomet.pairwise import preference, ratings
 
     if bool(args.prefs) == bool(args.data):
         raise PrecometError("give exactly one of --prefs FILE or --data INPUT")
+    if args.figure:
+        check_output(args.figure, suffixes=FIGURE_SUFFIXES)
+    if args.save_prefs:
+        check_output(args.save_prefs, suffixes=(".csv", ".jsonl"))
+    if args.json:
+        check_output(args.json)
     if args.prefs:
         prefs = preference.load_preferences(args.prefs, likert_ties=args.likert_ties, margin=args.margin)
     else:
@@ -63,17 +70,17 @@ def run(args: argparse.Namespace) -> int:
         agree = ratings.agreement(prefs, preference.load_preferences(args.agree_with, likert_ties=args.likert_ties))
         print(f"agreement on {agree['pairs']} shared pairs: accuracy {agree['accuracy']:.3f}, Cohen's kappa {agree['kappa']:.3f};"
               f" accuracy {agree['decided_accuracy']:.3f} on the {agree['decided_pairs']} pairs neither calls a tie")
-    if args.figure:
-        ratings.plot_ratings(table, args.figure)
-    if args.save_prefs:
-        preference.save_preferences(prefs, args.save_prefs)
-    if args.json:
-        from precomet import __version__
-        from precomet.io.atomic import atomic_write
+    with output_set(args.figure, args.save_prefs, args.json) as out:
+        if args.figure:
+            ratings.plot_ratings(table, out.path(args.figure))
+        if args.save_prefs:
+            preference.save_preferences(prefs, out.path(args.save_prefs))
+        if args.json:
+            from precomet import __version__
 
-        payload = dict(ratings=table.rows(), position_bias=bias, agreement=agree, signature=dict(
-            method=args.method, rounds=args.rounds, seed=args.seed, ties=args.ties, k=args.k, source=prefs.source,
-            records=len(prefs), precomet_version=__version__))
-        with atomic_write(args.json) as handle:
-            json.dump(payload, handle, indent=1, default=float)
+            payload = dict(ratings=table.rows(), position_bias=bias, agreement=agree, signature=dict(
+                method=args.method, rounds=args.rounds, seed=args.seed, ties=args.ties, k=args.k, source=prefs.source,
+                records=len(prefs), precomet_version=__version__))
+            with out.open(args.json) as handle:
+                jsonsafe.dump(payload, handle, indent=1, default=float)
     return 0

@@ -21,6 +21,7 @@ import torch
 from precomet import __version__
 from precomet.errors import PrecometError
 from precomet.estimator.model import UtilityEstimator
+from precomet.io import jsonsafe
 from precomet.io.atomic import atomic_write
 
 logger = logging.getLogger(__name__)
@@ -90,7 +91,7 @@ def save_checkpoint(out_dir: str | Path, *, model: UtilityEstimator, tokenizer: 
     if missing:
         raise PrecometError(f"checkpoint metadata lacks {missing}")
     with atomic_write(out_dir / META) as handle:
-        json.dump(full, handle, indent=2, sort_keys=True)
+        jsonsafe.dump(full, handle, indent=2, sort_keys=True)
         handle.write("\n")
     return out_dir
 

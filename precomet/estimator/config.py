@@ -16,6 +16,7 @@ from typing import Any
 import yaml
 
 from precomet.errors import PrecometError
+from precomet.values import check_like
 
 DEFAULTS: dict[str, Any] = {
     "seed_everything": 12,
@@ -56,6 +57,9 @@ DEFAULTS: dict[str, Any] = {
         "enable_progress_bar": None,  # None: on when stderr is a terminal
     },
 }
+FREE_TYPED = {f"trainer.{k}" for k in ("accelerator", "devices", "strategy", "num_nodes", "precision", "val_check_interval", "limit_train_batches")}
+"""Keys passed to Lightning unchanged, whose type varies (``devices: auto`` or ``[0, 1]``); every other key must
+have the type of its default (:func:`precomet.values.check_like`)."""
 CHOICES = {("model", "pooling"): ("mean", "mix"), ("data", "group_by"): ("doc", "campaign")}
 
 
@@ -98,7 +102,7 @@ def _merge(config: dict[str, Any], update: dict[str, Any], *, where: str) -> Non
         if section not in DEFAULTS:
             raise PrecometError(f"{where}: unknown config section {section!r}; valid: {list(DEFAULTS)}")
         if not isinstance(DEFAULTS[section], dict):
-            config[section] = value
+            config[section] = _typed(value, section, DEFAULTS[section], where)
             continue
         if not isinstance(value, dict):
             raise PrecometError(f"{where}: section {section!r} must be a mapping")
@@ -107,7 +111,18 @@ def _merge(config: dict[str, Any], update: dict[str, Any], *, where: str) -> Non
                 raise PrecometError(
                     f"{where}: unknown key {section}.{key}; valid: {', '.join(sorted(DEFAULTS[section]))}"
                 )
-            config[section][key] = item
+            config[section][key] = _typed(item, f"{section}.{key}", DEFAULTS[section][key], where)
+
+
+def _typed(value: Any, dotted: str, default: Any, where: str) -> Any:
+    if dotted in FREE_TYPED:
+        return value
+    if isinstance(default, float) and isinstance(value, str):  # YAML 1.1 reads "1e-3" as a string
+        try:
+            value = float(value)
+        except ValueError:
+            pass
+    return check_like(value, default, what=f"{where}: {dotted}")
 
 
 def _check_choices(config: dict[str, Any]) -> None:

@@ -246,6 +246,7 @@ def load_preferences(path: str | Path, *, likert_ties: bool = False, margin: flo
 
 def save_preferences(prefs: Preferences, path: str | Path) -> None:
     """Write records as CSV or JSONL (by suffix), readable by :func:`load_preferences`."""
+    from precomet.io import jsonsafe
     from precomet.io.atomic import atomic_write
 
     path = Path(path)
@@ -258,4 +259,4 @@ def save_preferences(prefs: Preferences, path: str | Path) -> None:
             writer.writeheader()
             writer.writerows(rows)
         else:
-            handle.writelines(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
+            handle.writelines(jsonsafe.dumps(row) + "\n" for row in rows)
