@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from precomet.campaign import Campaign
-from precomet.commands.common import add_data_arguments, load_campaign
+from precomet.commands.common import add_data_arguments, load_campaign, positive_float, positive_int, require_documents
 from precomet.errors import PrecometError
 
 HELP = "benchmark selection methods against random selection: SPA, clusters, parity; JSON and figure"
@@ -24,10 +24,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--target", default="human", help="score the subsets are meta-evaluated on (default human), e.g. coherence")
     parser.add_argument("--props", default="0.05:0.5:0.05", help="budget proportions: start:stop:step or a comma list (default 0.05:0.5:0.05)")
-    parser.add_argument("--seeds", type=int, default=100, help="random-selection runs (default 100)")
-    parser.add_argument("--permutations", type=int, default=1000, help="sign-flip permutations for SPA (default 1000)")
+    parser.add_argument("--seeds", type=positive_int, default=100, help="random-selection runs (default 100)")
+    parser.add_argument("--permutations", type=positive_int, default=1000, help="sign-flip permutations for SPA (default 1000)")
     parser.add_argument(
-        "--time-limit", type=float, default=10.0,
+        "--time-limit", type=positive_float, default=10.0,
         help="seconds per knapsack with --budget-cost/--balance/--level doc; a solution not proven optimal by then is used (default 10)",
     )
     parser.add_argument("--seed", type=int, default=0, help="seed of the utilities, random runs and permutations")
@@ -69,6 +69,8 @@ def run(args: argparse.Namespace) -> int:
         check_output(args.plot, suffixes=FIGURE_SUFFIXES)
     props = parse_props(args.props)
     campaign = load_campaign(args)
+    if args.level == "doc":
+        require_documents(campaign)
     read = [read_external_scores(spec, campaign, strict=args.strict) for spec in args.scores]
     external = {name: values for name, values, _ in read}
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]

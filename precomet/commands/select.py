@@ -8,7 +8,7 @@ import json
 import numpy as np
 
 from precomet.campaign import Campaign
-from precomet.commands.common import add_data_arguments, load_campaign
+from precomet.commands.common import add_data_arguments, load_campaign, positive_float, require_documents
 from precomet.errors import PrecometError
 
 HELP = "select the subset to annotate (top-k or cost-aware knapsack; domain balance; documents)"
@@ -33,7 +33,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quotas", help='JSON {domain: count} (exact counts) or {domain: share} (budget shares)')
     parser.add_argument("--level", choices=["item", "doc"], default="item", help="select items or whole documents")
     parser.add_argument("--solver", default="cbc", help="pulp solver: cbc (default), highs, glpk, scip, gurobi, cplex, coin")
-    parser.add_argument("--time-limit", type=float, default=60.0, help="solver time limit in seconds (default 60)")
+    parser.add_argument("--time-limit", type=positive_float, default=60.0, help="solver time limit in seconds (default 60)")
     parser.add_argument("--allow-gap", action="store_true", help="accept a non-optimal answer (warns with its gap)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--strict", action="store_true",
@@ -42,9 +42,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from precomet.select import select_subset, write_subset
+    from precomet.io.atomic import check_output
+    from precomet.select import select_subset, subset_manifest_path, write_subset
 
+    check_output(args.output)
+    check_output(subset_manifest_path(args.output))
     campaign = load_campaign(args)
+    if args.level == "doc":
+        require_documents(campaign)
     if args.cost_from_times:
         from precomet.io.annotation_times import annotation_cost
 

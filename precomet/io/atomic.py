@@ -117,8 +117,9 @@ class OutputSet:
             yield handle
 
     def directory(self, target: str | Path) -> Path:
-        """A fresh temporary directory beside ``target`` that replaces ``target`` (file-free or a previous
-        output directory) on success."""
+        """A fresh temporary directory beside ``target``. On success it becomes ``target``; when ``target``
+        already exists, each entry of the temporary directory replaces the entry of the same name in it (other
+        entries, e.g. a previous run's ``lightning/``, are kept)."""
         target = check_output(target, directory=True)
         self._parent(target)
         temporary = _temporary_name(target)
@@ -133,23 +134,24 @@ class OutputSet:
         done: list[tuple[Path, Path | None]] = []  # (target, the previous directory moved aside)
         try:
             for target, temporary in self._pending:
-                old = None
                 if temporary.is_dir() and target.is_dir():
-                    old = _temporary_name(target)
-                    os.replace(target, old)
-                os.replace(temporary, target)
-                done.append((target, old))
+                    for entry in sorted(temporary.iterdir()):
+                        done += _replace(entry, target / entry.name)
+                    temporary.rmdir()
+                else:
+                    os.replace(temporary, target)
+                    done.append((target, None))
         except OSError as err:
-            for target, old in reversed(done):  # put back what was there
-                shutil.rmtree(target, ignore_errors=True) if target.is_dir() else target.unlink(missing_ok=True)
+            for placed, old in reversed(done):  # put back what was there
+                shutil.rmtree(placed, ignore_errors=True) if placed.is_dir() else placed.unlink(missing_ok=True)
                 if old is not None:
-                    os.replace(old, target)
+                    os.replace(old, placed)
             raise output_error(target, err) from None
         finally:
             self._pending = [(t, p) for t, p in self._pending if p.exists()]
         for _, old in done:
             if old is not None:
-                shutil.rmtree(old, ignore_errors=True)
+                shutil.rmtree(old, ignore_errors=True) if old.is_dir() else old.unlink(missing_ok=True)
         self._created_dirs = []
 
     def abort(self) -> None:
@@ -165,6 +167,22 @@ class OutputSet:
             except OSError:
                 pass
         self._created_dirs = []
+
+
+def _replace(source: Path, target: Path) -> list[tuple[Path, Path | None]]:
+    """Move ``source`` to ``target``; an existing ``target`` is moved aside first (returned, to delete on
+    success or to put back on failure)."""
+    old = None
+    if target.exists() or target.is_symlink():
+        old = _temporary_name(target)
+        os.replace(target, old)
+    try:
+        os.replace(source, target)
+    except OSError:
+        if old is not None:
+            os.replace(old, target)
+        raise
+    return [(target, old)]
 
 
 @contextmanager
