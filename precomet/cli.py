@@ -78,17 +78,19 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with _sigterm_as_interrupt():
             return int(args._run(args) or 0)
-    except PrecometError as err:
-        message, status = f"error: {err}", 2
-    except OSError as err:  # a file that cannot be read or written: bad input, not a bug
-        where = f"{err.filename}: " if err.filename else ""
-        message, status = f"error: {where}{err.strerror or err}", 2
-    except KeyboardInterrupt:
+    except (PrecometError, OSError, KeyboardInterrupt, Exception) as err:  # noqa: BLE001 -- classified below
+        failure = err
+    if isinstance(failure, PrecometError):
+        message, status = f"error: {failure}", 2
+    elif isinstance(failure, OSError):  # a file that cannot be read or written: bad input, not a bug
+        where = f"{failure.filename}: " if failure.filename else ""
+        message, status = f"error: {where}{failure.strerror or failure}", 2
+    elif isinstance(failure, KeyboardInterrupt):
         message, status = "interrupted; no output was written (outputs are written only when a command completes)", 130
-    except Exception as err:  # noqa: BLE001 -- a bug: one line for the user, the traceback with -v
-        message, status = f"internal error: {type(err).__name__}: {err} (run with -v for the traceback)", 1
+    else:  # a bug: one line for the user, the traceback with -v
+        message, status = f"internal error: {type(failure).__name__}: {failure} (run with -v for the traceback)", 1
     if args.verbose:
-        traceback.print_exc()
+        traceback.print_exception(failure)
     print(f"{prefix}: {message}", file=sys.stderr)
     return status
 

@@ -58,6 +58,17 @@ def positive_int(text: str) -> int:
     return value
 
 
+def share(text: str) -> float:
+    """argparse type for a proportion in (0, 1] (``--proportion``)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"expected a share in (0, 1], got {text!r}")
+    return value
+
+
 def require_documents(campaign: Campaign, option: str = "--level doc") -> None:
     """Refuse document-level selection on an input without documents (every item its own document, ``doc`` =
     the item id): it would silently behave as item level."""

@@ -11,24 +11,15 @@ import argparse
 import time
 from pathlib import Path
 
+from precomet.commands.common import share
+
 HELP = "run the main job end to end on a seeded simulator of historical campaigns (synthetic data)"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", default="demo-output", help="folder for the demo's outputs")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--proportion", type=proportion, default=0.25, help="share in (0, 1] of the blind set's cost to annotate")
-
-
-def proportion(text: str) -> float:
-    """argparse type: a share in (0, 1], checked before the demo's minute of work."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = float("nan")
-    if not 0 < value <= 1:
-        raise argparse.ArgumentTypeError(f"expected a share in (0, 1], got {text!r}")
-    return value
+    parser.add_argument("--proportion", type=share, default=0.25, help="share in (0, 1] of the blind set's cost to annotate")
 
 
 def _step(title: str) -> float:

@@ -55,6 +55,17 @@ def read_sources(path: str, *, text: bool, campaign: str | None) -> tuple[list[s
     return [str(i) for i in loaded.ids], list(loaded.src)
 
 
+def _check_device(name: str) -> None:
+    import torch
+
+    from precomet.errors import PrecometError
+
+    try:
+        torch.device(name)
+    except (RuntimeError, ValueError) as err:
+        raise PrecometError(f"--device {name!r} is not a device name such as cpu, cuda or cuda:1 ({str(err).split(':')[0]})") from None
+
+
 def run(args: argparse.Namespace) -> int:
     import hashlib
 
@@ -68,6 +79,7 @@ def run(args: argparse.Namespace) -> int:
     from precomet.utilities.output import write_utilities
 
     check_output(args.output)
+    _check_device(args.device)
     ids, sources = read_sources(args.data, text=args.text, campaign=args.campaign)
     device = "cpu" if args.devices is not None else args.device
     estimator = load_estimator(args.checkpoint, device=device)

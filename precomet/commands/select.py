@@ -8,7 +8,7 @@ import json
 import numpy as np
 
 from precomet.campaign import Campaign
-from precomet.commands.common import add_data_arguments, load_campaign, positive_float, require_documents
+from precomet.commands.common import add_data_arguments, load_campaign, positive_float, require_documents, share
 from precomet.errors import PrecometError
 
 HELP = "select the subset to annotate (top-k or cost-aware knapsack; domain balance; documents)"
@@ -24,9 +24,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     budget = parser.add_argument_group("budget (one of)").add_mutually_exclusive_group(required=True)
     budget.add_argument("--budget", type=int, help="number of items (constant cost: top-k)")
     budget.add_argument(
-        "--proportion", type=float, help="share in (0, 1] of the items, or of the total cost with --cost-aware / --cost-from-times"
+        "--proportion", type=share, help="share in (0, 1] of the items, or of the total cost with --cost-aware / --cost-from-times"
     )
-    budget.add_argument("--budget-cost", type=float, help="budget in cost units (cost-aware knapsack)")
+    budget.add_argument("--budget-cost", type=positive_float, help="budget in cost units (cost-aware knapsack)")
     parser.add_argument("--cost-aware", action="store_true", help="--proportion is a share of the total cost (knapsack)")
     parser.add_argument("--cost-from-times", metavar="PATH", help="use real annotation times (WMT23 ESA CSV file or dir) as cost")
     parser.add_argument("--balance", choices=["domain"], help="the same number of units from every domain")
@@ -45,8 +45,11 @@ def run(args: argparse.Namespace) -> int:
     from precomet.io.atomic import check_output
     from precomet.select import select_subset, subset_manifest_path, write_subset
 
+    from precomet.selection.knapsack import check_solver
+
     check_output(args.output)
     check_output(subset_manifest_path(args.output))
+    check_solver(args.solver)
     campaign = load_campaign(args)
     if args.level == "doc":
         require_documents(campaign)
