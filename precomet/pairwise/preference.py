@@ -203,6 +203,9 @@ def _from_rows(rows: Iterable[tuple[int, dict]], path: Path, likert_ties: bool) 
             item, model_a, model_b = row["item"], row["model_a"], row["model_b"]
         except (KeyError, TypeError):
             raise DataError(path, "a record needs item, model_a, model_b and label (or likert)", line=line) from None
+        for key, value in (("model_a", model_a), ("model_b", model_b), ("item", item)):
+            if isinstance(value, bool) or not isinstance(value, (str, int)) or str(value).strip() == "":
+                raise DataError(path, f"item {item!r}: field {key!r} must be a name (text), got {value!r}", line=line)
         if row.get("likert") not in (None, ""):
             try:
                 (label,) = likert_labels([row["likert"]], likert_ties=likert_ties, items=[item])
