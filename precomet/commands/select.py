@@ -44,7 +44,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from precomet.io.atomic import check_output
     from precomet.select import select_subset, subset_manifest_path, write_subset
-
     from precomet.selection.knapsack import check_solver
 
     check_output(args.output)
