@@ -332,3 +332,16 @@ def test_interrupted_train_keeps_nothing_and_says_so(tiny_encoder, tmp_path, mon
     assert "interrupted; no output was written" in capsys.readouterr().err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["targets.jsonl"]
     assert signal.getsignal(signal.SIGINT) is handler
+
+
+def test_train_into_a_relative_folder(tiny_encoder, tmp_path, monkeypatch):
+    """The checkpoint is built in a temporary folder and moved into place; Lightning reports absolute paths,
+    the user gives a relative one (the demo's default ``demo-output``)."""
+    from precomet.estimator.training import train
+
+    monkeypatch.chdir(tmp_path)
+    result = train(_rows(), out_dir="out/ckpt", config=REPO / "configs" / "tiny.yaml",
+                   overrides={"model.encoder": str(tiny_encoder), "trainer.max_epochs": 1})
+    assert result.checkpoint_dir == Path("out/ckpt") and (tmp_path / "out" / "ckpt" / "precomet.json").is_file()
+    assert result.best_ckpt.is_file() and result.best_ckpt.parent == Path("out/ckpt/lightning")
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["ckpt"]  # no temporary left beside it
