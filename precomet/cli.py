@@ -91,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
         message, status = f"internal error: {type(failure).__name__}: {failure} (run with -v for the traceback)", 1
     if args.verbose:
         traceback.print_exception(failure)
-    print(f"{prefix}: {message}", file=sys.stderr)
+    print(f"{prefix}: {' '.join(message.splitlines())}", file=sys.stderr)  # one line, whatever a library said
     return status
 
 

@@ -45,7 +45,7 @@ def check_like(value: Any, default: Any, *, what: str) -> Any:
     """``value`` checked against the type of ``default`` (the value used when the option is not given):
     a float default takes any finite number, an int default an integer, a bool default a bool, a string
     default a string; ``None`` and container defaults accept anything (checked by their consumer)."""
-    if default is None or value is None or isinstance(default, (list, tuple, dict)):
+    if default is None or isinstance(default, (list, tuple, dict)):
         return value
     if isinstance(default, bool):
         if not isinstance(value, bool):

@@ -60,7 +60,13 @@ DEFAULTS: dict[str, Any] = {
 FREE_TYPED = {f"trainer.{k}" for k in ("accelerator", "devices", "strategy", "num_nodes", "precision", "val_check_interval", "limit_train_batches")}
 """Keys passed to Lightning unchanged, whose type varies (``devices: auto`` or ``[0, 1]``); every other key must
 have the type of its default (:func:`precomet.values.check_like`)."""
-CHOICES = {("model", "pooling"): ("mean", "mix"), ("data", "group_by"): ("doc", "campaign")}
+CHOICES = {("model", "pooling"): ("mean", "mix"), ("data", "group_by"): ("doc", "campaign"), ("early_stopping", "mode"): ("min", "max")}
+AT_LEAST = {
+    ("data", "batch_size"): 1, ("data", "effective_batch_size"): 1, ("data", "max_length"): 1, ("data", "bucket_batches"): 1,
+    ("data", "num_workers"): 0, ("early_stopping", "patience"): 0, ("trainer", "max_epochs"): 1, ("trainer", "log_every_n_steps"): 1,
+    ("model", "encoder_lr"): 0.0, ("model", "head_lr"): 0.0, ("model", "weight_decay"): 0.0,
+}
+"""Smallest valid value of numeric keys (checked once the config is merged)."""
 
 
 def override_keys() -> list[str]:
@@ -129,6 +135,16 @@ def _check_choices(config: dict[str, Any]) -> None:
     for (section, key), valid in CHOICES.items():
         if config[section][key] not in valid:
             raise PrecometError(f"{section}.{key} must be one of {list(valid)}, got {config[section][key]!r}")
+    for (section, key), low in AT_LEAST.items():
+        if config[section][key] < low:
+            raise PrecometError(f"{section}.{key} must be >= {low}, got {config[section][key]!r}")
+    sizes = config["model"]["hidden_sizes"]
+    if not isinstance(sizes, list) or any(isinstance(h, bool) or not isinstance(h, int) or h < 1 for h in sizes):
+        raise PrecometError(f"model.hidden_sizes must be a list of positive integers (layer widths), got {sizes!r}")
+    if not 0.0 <= config["model"]["dropout"] < 1.0:
+        raise PrecometError(f"model.dropout must be in [0, 1), got {config['model']['dropout']!r}")
+    if not 0.0 < config["model"]["layerwise_decay"] <= 1.0:
+        raise PrecometError(f"model.layerwise_decay must be in (0, 1], got {config['model']['layerwise_decay']!r}")
     if not 0.0 <= float(config["data"]["dev_fraction"]) < 1.0:
         raise PrecometError(f"data.dev_fraction must be in [0, 1), got {config['data']['dev_fraction']!r}")
     if not 0.0 <= float(config["model"]["freeze_fraction"]) <= 1.0:

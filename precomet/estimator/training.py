@@ -173,6 +173,7 @@ def _fit(
     import threading
 
     import pytorch_lightning as pl
+    from lightning_fabric.utilities.exceptions import MisconfigurationException
 
     from precomet.estimator.checkpoint import read_lightning_checkpoint, write_checkpoint_files
 
@@ -189,11 +190,14 @@ def _fit(
 
         tcfg["enable_progress_bar"] = sys.stderr.isatty() if progress is None else progress
     tcfg = {k: v for k, v in tcfg.items() if v is not None}
-    with quiet_third_party():
-        trainer = pl.Trainer(
-            **tcfg, callbacks=callbacks, logger=False, enable_model_summary=False, use_distributed_sampler=False,
-            num_sanity_val_steps=0, default_root_dir=out_dir / "lightning",
-        )
+    try:
+        with quiet_third_party():
+            trainer = pl.Trainer(
+                **tcfg, callbacks=callbacks, logger=False, enable_model_summary=False, use_distributed_sampler=False,
+                num_sanity_val_steps=0, default_root_dir=out_dir / "lightning",
+            )
+    except (MisconfigurationException, ModuleNotFoundError, ValueError, TypeError) as err:  # bad trainer.* values
+        raise PrecometError(f"trainer settings {tcfg} are refused by Lightning: {err}") from None
     per_step = int(dcfg["batch_size"]) * max(trainer.world_size, 1)
     trainer.accumulate_grad_batches = max(1, math.ceil(int(dcfg["effective_batch_size"]) / per_step))
     logger.info("training on %d rows (dev %d), gradient accumulation %d", n_train, len(dev_set), trainer.accumulate_grad_batches)

@@ -112,6 +112,12 @@ CASES = {
     "train-config-dropout-lots": Case((T + " --config c.yaml").split(), {"targets.jsonl": TARGETS, "c.yaml": "model:\n  dropout: lots\n"},
                                       ("c.yaml", "model.dropout", "'lots'")),
     "train-override-max-epochs-foo": Case((T + " --trainer.max_epochs foo").split(), {"targets.jsonl": TARGETS}, ("trainer.max_epochs", "'foo'")),
+    "train-config-hidden-sizes-text": Case((T + " --config c.yaml").split(), {"targets.jsonl": TARGETS, "c.yaml": "model:\n  hidden_sizes: wide\n"},
+                                           ("model.hidden_sizes", "'wide'")),
+    "train-override-dropout-out-of-range": Case((T + " --model.dropout 2").split(), {"targets.jsonl": TARGETS}, ("model.dropout", "[0, 1)")),
+    "train-override-batch-size-zero": Case((T + " --data.batch_size 0").split(), {"targets.jsonl": TARGETS}, ("data.batch_size", ">= 1")),
+    "train-config-early-stopping-mode": Case((T + " --config c.yaml").split(), {"targets.jsonl": TARGETS, "c.yaml": "early_stopping:\n  mode: sideways\n"},
+                                             ("early_stopping.mode", "'sideways'")),
     "demo-proportion-out-of-range": Case(["demo", "--out", "{d}/demo", "--proportion", "1.5"], {}, ("--proportion", "'1.5'")),
     # ---- outputs that cannot be written: checked before the work
     "convert-output-is-a-directory": Case(["convert", "--data", "items.jsonl", "-o", "{d}/folder"], {"items.jsonl": GOOD, "folder/keep": ""}, ("folder", "is a directory")),
