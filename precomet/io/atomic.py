@@ -96,10 +96,15 @@ class OutputSet:
             raise output_error(path, err) from None
         self._created_dirs += reversed(missing)
 
+    def _new(self, target: Path) -> Path:
+        if any(target.resolve() == pending.resolve() for pending, _ in self._pending):
+            raise OutputError(f"{target} is given for two outputs of one command; give each its own path")
+        return target
+
     def path(self, target: str | Path) -> Path:
         """A fresh (empty) temporary file beside ``target`` that becomes ``target`` on success: hand it to
         writers that take a path (``savefig``, ``np.save``)."""
-        target = check_output(target)
+        target = self._new(check_output(target))
         self._parent(target)
         temporary = _temporary_name(target)
         try:
@@ -120,7 +125,7 @@ class OutputSet:
         """A fresh temporary directory beside ``target``. On success it becomes ``target``; when ``target``
         already exists, each entry of the temporary directory replaces the entry of the same name in it (other
         entries, e.g. a previous run's ``lightning/``, are kept)."""
-        target = check_output(target, directory=True)
+        target = self._new(check_output(target, directory=True))
         self._parent(target)
         temporary = _temporary_name(target)
         try:
@@ -196,9 +201,13 @@ def output_set(*targets: str | Path | None) -> Iterator[OutputSet]:
     ``targets`` (``None`` entries are skipped) are validated up front with :func:`check_output`; every
     output must still be requested through :meth:`OutputSet.open`, :meth:`~OutputSet.path` or
     :meth:`~OutputSet.directory`. Nothing appears unless the block completes."""
-    for target in targets:
-        if target is not None:
-            check_output(target)
+    given = [Path(t) for t in targets if t is not None]
+    for target in given:
+        check_output(target)
+    resolved = [t.resolve() for t in given]
+    twice = [str(t) for t, r in zip(given, resolved) if resolved.count(r) > 1]
+    if twice:
+        raise OutputError(f"{twice[0]} is given for two outputs of one command; give each its own path")
     out = OutputSet()
     try:
         yield out

@@ -128,6 +128,7 @@ CASES = {
     "benchmark-plot-unknown-format": Case((B + " --plot {d}/b.xyz").split(), {"items.jsonl": GOOD}, ("b.xyz", ".png")),
     "benchmark-json-under-a-file": Case(B.replace("{d}/b.json", "{d}/items.jsonl/b.json").split(), {"items.jsonl": GOOD}, ("items.jsonl", "is a file")),
     "elo-figure-onto-a-directory": Case((E + " --figure {d}/fig.png --json {d}/e.json").split(), {"prefs.csv": PREFS, "fig.png/keep": ""}, ("fig.png", "is a directory")),
+    "elo-json-and-figure-same-path": Case((E + " --figure {d}/out.png --json {d}/out.png").split(), {"prefs.csv": PREFS}, ("out.png", "two outputs")),
     "elo-save-prefs-bad-suffix": Case((E + " --save-prefs {d}/p.txt --json {d}/e.json").split(), {"prefs.csv": PREFS}, ("p.txt", ".csv")),
     "diffuse-out-is-a-directory": Case(["diffuse", "select", "--data", "items.jsonl", "--systems", "A,B", "--budget", "2", "--out", "{d}/sel"],
                                        {"items.jsonl": GOOD, "sel/keep": ""}, ("sel", "is a directory")),

@@ -167,3 +167,14 @@ def test_keyboard_interrupt_in_select_leaves_neither_subset_nor_manifest(tmp_pat
     status = main(["select", "--data", str(items), "--method", "metric_var", "--metric", "m", "--budget", "2", "-o", str(tmp_path / "s.jsonl")])
     assert status == 130 and "interrupted" in capsys.readouterr().err
     assert _files(tmp_path) == before
+
+
+def test_one_path_for_two_outputs_is_refused(tmp_path):
+    with pytest.raises(OutputError, match="two outputs"):
+        with output_set(tmp_path / "a.json", tmp_path / "sub" / ".." / "a.json"):
+            pass
+    with pytest.raises(OutputError, match="two outputs"):
+        with output_set() as out:
+            out.path(tmp_path / "b.json")
+            out.path(tmp_path / "b.json")
+    assert _files(tmp_path) == []
