@@ -160,7 +160,7 @@ def train(
     with output_set() as out:  # an interrupted or failed run leaves nothing behind; a finished one everything
         work = out.directory(final_dir)
         result = _fit(module, data, cfg, tcfg, len(train_set), dev_set, work, progress)
-    best = final_dir / Path(result.best_ckpt).resolve().relative_to(work.resolve())  # Lightning reports absolute paths
+    best = final_dir / "lightning" / Path(result.best_ckpt).name  # where ModelCheckpoint wrote it, once moved into place
     return TrainResult(checkpoint_dir=final_dir, best_ckpt=best, dev_metrics=result.dev_metrics, history=result.history,
                        seconds=time.perf_counter() - started)
 
