@@ -78,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with _sigterm_as_interrupt():
             return int(args._run(args) or 0)
-    except (PrecometError, OSError, KeyboardInterrupt, Exception) as err:  # noqa: BLE001 -- classified below
+    except (Exception, KeyboardInterrupt) as err:  # noqa: BLE001 -- classified below; SystemExit passes
         failure = err
     if isinstance(failure, PrecometError):
         message, status = f"error: {failure}", 2
