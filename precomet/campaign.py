@@ -125,6 +125,8 @@ class Campaign:
                 raise CampaignError(f"outputs given for unknown system {system!r}; systems are {list(systems)}")
             out_cols[system] = _text_column(texts, f"outputs of system {system!r}", n)
         score_cols = {score: _score_matrix(values, systems, n, score) for score, values in (scores or {}).items()}
+        for score, matrix in score_cols.items():
+            _check_no_infinity(matrix, ids_col, systems, score)
         if cost is None:
             cost_col = estimate_cost(src_col)
         else:  # a missing (None) entry gets the length estimate
@@ -236,6 +238,7 @@ class Campaign:
         """A campaign with score ``name`` added or replaced."""
         scores = dict(self.scores)
         scores[name] = _score_matrix(matrix, self.systems, len(self), name)
+        _check_no_infinity(scores[name], self.ids, self.systems, name)
         return replace(self, scores=scores)
 
     def with_cost(self, cost: Sequence[float]) -> Campaign:
@@ -300,6 +303,18 @@ class Campaign:
 
 def _json_float(value: float) -> float | int:
     return int(value) if float(value).is_integer() else float(value)
+
+
+def _check_no_infinity(matrix: np.ndarray, ids: np.ndarray, systems: Sequence[str], name: str) -> None:
+    """NaN means "not scored"; ±inf is never a score (the loaders refuse it with file and line; this is the
+    last guard for campaigns built in code)."""
+    bad = np.isinf(matrix)
+    if bad.any():
+        row, col = (int(x[0]) for x in np.nonzero(bad))
+        raise CampaignError(
+            f"item {ids[row]!r}, system {systems[col]!r}, score {name!r}: expected a finite number, got"
+            f" {matrix[row, col]!r} ({int(bad.sum())} value(s) affected)"
+        )
 
 
 def _score_matrix(values: Any, systems: tuple[str, ...], n: int, name: str) -> np.ndarray:

@@ -7,8 +7,13 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import signal
 import sys
+import threading
+import traceback
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from precomet import __version__
 from precomet.errors import PrecometError
@@ -44,20 +49,51 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+@contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """SIGTERM raises KeyboardInterrupt (like Ctrl-C) while a command runs, so every output set is rolled back
+    instead of the process dying with half-written files; the previous handler is restored afterwards."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def main(argv: list[str] | None = None) -> int:
+    """Run one subcommand. Bad input (:class:`PrecometError`, an unreadable or unwritable path) exits 2 with one
+    line; an interruption exits 130 saying that no output was written; the traceback only with ``-v``."""
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     if not args.verbose:  # third-party deprecation notices are for developers, not for users of the CLI
         warnings.filterwarnings("ignore", category=DeprecationWarning)
         warnings.filterwarnings("ignore", category=FutureWarning)
+    prefix = f"precomet {args.command}"
     try:
-        return int(args._run(args) or 0)
-    except PrecometError as err:
-        print(f"precomet {args.command}: error: {err}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print(f"precomet {args.command}: interrupted", file=sys.stderr)
-        return 130
+        with _sigterm_as_interrupt():
+            return int(args._run(args) or 0)
+    except (Exception, KeyboardInterrupt) as err:  # noqa: BLE001 -- classified below; SystemExit passes
+        failure = err
+    if isinstance(failure, PrecometError):
+        message, status = f"error: {failure}", 2
+    elif isinstance(failure, OSError):  # a file that cannot be read or written: bad input, not a bug
+        where = f"{failure.filename}: " if failure.filename else ""
+        message, status = f"error: {where}{failure.strerror or failure}", 2
+    elif isinstance(failure, KeyboardInterrupt):
+        message, status = "interrupted; no output was written (outputs are written only when a command completes)", 130
+    else:  # a bug: one line for the user, the traceback with -v
+        message, status = f"internal error: {type(failure).__name__}: {failure} (run with -v for the traceback)", 1
+    if args.verbose:
+        traceback.print_exception(failure)
+    print(f"{prefix}: {' '.join(message.splitlines())}", file=sys.stderr)  # one line, whatever a library said
+    return status
 
 
 if __name__ == "__main__":

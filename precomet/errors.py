@@ -18,3 +18,7 @@ class DataError(PrecometError):
 
 class CampaignError(PrecometError):
     """Invalid campaign content or an invalid request on a campaign."""
+
+
+class OutputError(PrecometError):
+    """An output that cannot be written (a directory in the way, a parent that is a file, no permission)."""

@@ -8,7 +8,6 @@ meaning of every budget and constraint.
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 import warnings
@@ -20,7 +19,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from precomet.errors import PrecometError
-from precomet.io.atomic import atomic_write
+from precomet.io import jsonsafe
+from precomet.io.atomic import output_set
 from precomet.selection.objective import DEFAULT_COST_OBJECTIVE, check_cost_objective, unit_values
 from precomet.selection.units import budget_items, build_units, group_codes, normalise, quota_targets, top_per_group
 
@@ -307,15 +307,22 @@ def _check_counts(counts, names, codes, weight, capacity) -> None:
 
 def write_subset(path: str | Path, campaign: Campaign, selection: Selection, utility: np.ndarray, manifest: Mapping[str, Any]) -> Path:
     """Write the subset JSONL (id, doc, domain, cost, utility; most useful first) and ``<name>.manifest.json``
-    beside it, both atomically. Returns the manifest path."""
+    beside it, as one set (both or neither). Returns the manifest path."""
     path = Path(path)
-    manifest_path = path.with_name(path.name.removesuffix(".jsonl") + ".manifest.json")
-    with atomic_write(path) as handle:
-        for i in selection.indices:
-            row = {"id": campaign.ids[i], "doc": campaign.doc[i], "domain": campaign.domain[i],
-                   "cost": float(campaign.cost[i]), "utility": float(utility[i])}
-            handle.write(json.dumps(row, ensure_ascii=False) + "\n")
-    with atomic_write(manifest_path) as handle:
-        json.dump(dict(manifest), handle, indent=2, ensure_ascii=False, default=str)
-        handle.write("\n")
+    manifest_path = subset_manifest_path(path)
+    with output_set(path, manifest_path) as out:
+        with out.open(path) as handle:
+            for i in selection.indices:
+                row = {"id": campaign.ids[i], "doc": campaign.doc[i], "domain": campaign.domain[i],
+                       "cost": float(campaign.cost[i]), "utility": float(utility[i])}
+                handle.write(jsonsafe.dumps(row) + "\n")
+        with out.open(manifest_path) as handle:
+            jsonsafe.dump(dict(manifest), handle, indent=2, default=str)
+            handle.write("\n")
     return manifest_path
+
+
+def subset_manifest_path(path: str | Path) -> Path:
+    """``subset.jsonl`` -> ``subset.manifest.json`` (the manifest written beside a subset)."""
+    path = Path(path)
+    return path.with_name(path.name.removesuffix(".jsonl") + ".manifest.json")

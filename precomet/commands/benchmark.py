@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 import numpy as np
 
 from precomet.campaign import Campaign
-from precomet.commands.common import add_cost_arguments, add_data_arguments, apply_cost_from_times, load_campaign
+from precomet.commands.common import (
+    add_cost_arguments, add_data_arguments, apply_cost_from_times, load_campaign, positive_float, positive_int,
+    require_documents,
+)
 from precomet.errors import PrecometError
 from precomet.selection.objective import DEFAULT_COST_OBJECTIVE
 
@@ -26,10 +28,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--target", default="human", help="score the subsets are meta-evaluated on (default human), e.g. coherence")
     parser.add_argument("--props", default="0.05:0.5:0.05", help="budget proportions: start:stop:step or a comma list (default 0.05:0.5:0.05)")
-    parser.add_argument("--seeds", type=int, default=100, help="random-selection runs (default 100)")
-    parser.add_argument("--permutations", type=int, default=1000, help="sign-flip permutations for SPA (default 1000)")
+    parser.add_argument("--seeds", type=positive_int, default=100, help="random-selection runs (default 100)")
+    parser.add_argument("--permutations", type=positive_int, default=1000, help="sign-flip permutations for SPA (default 1000)")
     parser.add_argument(
-        "--time-limit", type=float, default=10.0,
+        "--time-limit", type=positive_float, default=10.0,
         help="seconds per knapsack with --budget-cost/--balance/--level doc; a solution not proven optimal by then is used (default 10)",
     )
     parser.add_argument("--seed", type=int, default=0, help="seed of the utilities, random runs and permutations")
@@ -71,12 +73,18 @@ def run(args: argparse.Namespace) -> int:
         run_benchmark,
         summary_table,
     )
-    from precomet.io.atomic import atomic_write
+    from precomet.io import jsonsafe
+    from precomet.io.atomic import FIGURE_SUFFIXES, check_output, output_set
 
+    check_output(args.json)
+    if args.plot:
+        check_output(args.plot, suffixes=FIGURE_SUFFIXES)
     props = parse_props(args.props)
     if (args.cost_from_times or args.cost_objective != DEFAULT_COST_OBJECTIVE) and not args.budget_cost:
         raise PrecometError("--cost-from-times and --cost-objective apply to cost budgets: add --budget-cost")
     campaign = apply_cost_from_times(args, load_campaign(args))
+    if args.level == "doc":
+        require_documents(campaign)
     if args.crowd is not None:
         return _run_crowd(args, campaign, props)
     read = [read_external_scores(spec, campaign, strict=args.strict) for spec in args.scores]
@@ -92,10 +100,11 @@ def run(args: argparse.Namespace) -> int:
     result["signature"]["cost_from_times"] = args.cost_from_times
     result["signature"]["scores_files"] = list(args.scores)
     result["signature"]["seen_in_training"] = {name: seen for name, _, seen in read}
-    with atomic_write(args.json) as handle:
-        json.dump(result, handle, indent=1)
-    if args.plot:
-        plot_benchmark(result, args.plot)
+    with output_set(args.json, args.plot) as out:
+        with out.open(args.json) as handle:
+            jsonsafe.dump(result, handle, indent=1)
+        if args.plot:
+            plot_benchmark(result, out.path(args.plot))
     print(summary_table(result))
     print(f"wrote {args.json}" + (f" and {args.plot}" if args.plot else ""))
     return 0

@@ -97,6 +97,9 @@ def run(args: argparse.Namespace) -> int:
     from precomet.estimator.targets import build_targets, merge_by_source, write_targets
     from precomet.utilities import resolve_options
 
+    from precomet.io.atomic import check_output
+
+    check_output(args.output)
     options = parse_options(args.option)
     resolve_options(args.method, options)
     campaigns = load_specs(args.data, args.human)

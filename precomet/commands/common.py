@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 
 from precomet.campaign import Campaign
 from precomet.errors import PrecometError
@@ -54,6 +55,50 @@ def comma_list(text: str) -> list[str]:
     if not names:
         raise argparse.ArgumentTypeError(f"expected comma-separated names, got {text!r}")
     return names
+
+
+def positive_float(text: str) -> float:
+    """argparse type for a finite number > 0 (``--time-limit``, ``--k``): ``-1``, ``0``, ``nan`` and ``inf`` are refused
+    where the option is parsed, naming it."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive finite number, got {text!r}")
+    return value
+
+
+def positive_int(text: str) -> int:
+    """argparse type for a whole number >= 1 (``--seeds``, ``--rounds``, ``--batch-size``)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
+    return value
+
+
+def share(text: str) -> float:
+    """argparse type for a proportion in (0, 1] (``--proportion``)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"expected a share in (0, 1], got {text!r}")
+    return value
+
+
+def require_documents(campaign: Campaign, option: str = "--level doc") -> None:
+    """Refuse document-level selection on an input without documents (every item its own document, ``doc`` =
+    the item id): it would silently behave as item level."""
+    if len(campaign) and all(doc == item_id for doc, item_id in zip(campaign.doc, campaign.ids)):
+        raise PrecometError(
+            f"{option}: campaign {campaign.name!r} has no documents (no 'doc' field: every item is its own"
+            " document); give documents in the input or select items"
+        )
 
 
 def parse_options(pairs: list[str]) -> dict:

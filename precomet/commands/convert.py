@@ -16,7 +16,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from precomet.io import write_jsonl
+    from precomet.io.atomic import check_output
 
+    check_output(args.output)
     campaign = load_campaign(args)
     write_jsonl(campaign, args.output)
     print(campaign.summary())

@@ -8,10 +8,10 @@ pairwise example.
 from __future__ import annotations
 
 import argparse
-import json
-import shutil
 import time
 from pathlib import Path
+
+from precomet.commands.common import share
 
 HELP = "run the main job end to end on a seeded simulator of historical campaigns (synthetic data)"
 
@@ -19,7 +19,7 @@ HELP = "run the main job end to end on a seeded simulator of historical campaign
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", default="demo-output", help="folder for the demo's outputs")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--proportion", type=float, default=0.25, help="share of the blind set's cost to annotate")
+    parser.add_argument("--proportion", type=share, default=0.25, help="share in (0, 1] of the blind set's cost to annotate")
 
 
 def _step(title: str) -> float:
@@ -28,6 +28,16 @@ def _step(title: str) -> float:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Every output is written into a temporary folder beside ``--out`` and moved there only when all seven
+    steps succeeded: a failed or interrupted demo leaves nothing (see :func:`precomet.io.atomic.output_set`)."""
+    from precomet.io.atomic import output_set
+
+    with output_set() as outputs:
+        work = outputs.directory(args.out)
+        return _run(args, work)
+
+
+def _run(args: argparse.Namespace, work: Path) -> int:
     import numpy as np
     from scipy.stats import kendalltau, pearsonr
 
@@ -35,22 +45,21 @@ def run(args: argparse.Namespace) -> int:
     from precomet.campaign import HUMAN
     from precomet.estimator import predict_campaign
     from precomet.estimator.training import train_on_campaigns
-    from precomet.io import write_jsonl
+    from precomet.io import jsonsafe, write_jsonl
     from precomet.pairwise.demo import demo_pairwise
     from precomet.campaign import source_length
     from precomet.select import select_subset, write_subset
     from precomet.simulate import METRIC, simulate_campaign, simulate_history
     from precomet.utilities import compute_utility
 
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+    out = Path(args.out)  # where the outputs appear at the end (named in messages); written into ``work``
     print("precomet demo — SYNTHETIC campaigns from precomet.simulate (no real data, no download)")
 
     started = _step("1. historical campaigns (items × systems with human scores and a noisy metric)")
     history = simulate_history(n_campaigns=6, n_items=400, seed=args.seed)
     blind = simulate_campaign(n_items=400, n_systems=8, seed=args.seed + 999, name="sim/blind")
     for campaign in history:
-        write_jsonl(campaign, out / f"{campaign.name.replace('/', '_')}.jsonl")
+        write_jsonl(campaign, work / f"{campaign.name.replace('/', '_')}.jsonl")
     print(history[0].summary())
     print(f"{len(history)} campaigns written to {out}/sim_year*.jsonl")
 
@@ -64,9 +73,8 @@ def run(args: argparse.Namespace) -> int:
               f"top item {year0.ids[top]!r}: {year0.src[top][:60]!r}")
 
     _step("3. train a source-based estimator (PreCOMET) on the history: target = metric_var on human scores")
-    shutil.rmtree(out / "estimator", ignore_errors=True)  # a fresh checkpoint on every run
-    result = train_on_campaigns(history, out_dir=out / "estimator", method="metric_var", seed=args.seed, progress=False)
-    print(f"checkpoint {result.checkpoint_dir} in {result.seconds:.1f} s; on held-out documents: "
+    result = train_on_campaigns(history, out_dir=work / "estimator", method="metric_var", seed=args.seed, progress=False)
+    print(f"checkpoint {out / 'estimator'} in {result.seconds:.1f} s; on held-out documents: "
           + ", ".join(f"{k.removeprefix('val_')} {v:.3f}" for k, v in result.dev_metrics.items() if k.startswith("val_")))
 
     _step("4. predict utilities of the unseen sources of sim/blind (no outputs, no scores used)")
@@ -82,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
                                                                   "cost_objective": selection.budget["objective"]},
                                   data_hash=blind.data_hash())
     subset_path = out / "blind-subset.jsonl"
-    write_subset(subset_path, blind, selection, predicted, manifest)
+    write_subset(work / subset_path.name, blind, selection, predicted, manifest)
     print(f"{len(selection)} of {len(blind)} items, cost {selection.total_cost:.0f} s of {blind.cost.sum():.0f} s; "
           f"per domain {dict(selection.domains)}; {selection.solver} {selection.status} (gap {selection.gap:.1e})")
     print(f"-> {subset_path} (+ manifest)")
@@ -92,8 +100,8 @@ def run(args: argparse.Namespace) -> int:
                           external={"estimator (sources only)": predicted}, props=[0.1, 0.2, 0.3, 0.4, 0.5],
                           seeds=20, seed=args.seed, method_options={"diversity": {"similarity": "chrf"}}, progress=False)
     print(summary_table(bench))
-    (out / "benchmark.json").write_text(json.dumps(bench, indent=2, default=str) + "\n")
-    plot_benchmark(bench, out / "benchmark.png")
+    (work / "benchmark.json").write_text(jsonsafe.dumps(bench, indent=2, default=str) + "\n", encoding="utf-8")
+    plot_benchmark(bench, work / "benchmark.png")
     print(f"-> {out}/benchmark.json, {out}/benchmark.png")
 
     _step("7. pairwise: DiffUse vs random for two systems, annotate-until-decided, Bradley-Terry ratings")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
 import numpy as np
@@ -78,6 +77,10 @@ def _interactive_oracle(campaign, systems):
 def run(args: argparse.Namespace) -> int:
     from precomet.pairwise import diffuse
 
+    if getattr(args, "out", None):
+        from precomet.io.atomic import check_output
+
+        check_output(args.out)
     campaign = load_campaign(args)
     if args.action == "select":
         chosen = diffuse.diffuse_select(campaign, budget=args.budget, systems=args.systems, encoder=args.encoder, cache_dir=args.cache_dir)
@@ -133,7 +136,8 @@ def _iterate(args: argparse.Namespace, campaign, diffuse) -> int:
 
 def _write_json(path: str, payload: dict) -> None:
     from precomet import __version__
+    from precomet.io import jsonsafe
     from precomet.io.atomic import atomic_write
 
     with atomic_write(path) as handle:
-        json.dump({**payload, "precomet_version": __version__}, handle, indent=1, default=float)
+        jsonsafe.dump({**payload, "precomet_version": __version__}, handle, indent=1, default=float)

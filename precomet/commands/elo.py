@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import json
 
-from precomet.commands.common import comma_list
+from precomet.commands.common import comma_list, positive_float, positive_int
 
 HELP = "Elo or Bradley-Terry ratings with bootstrap 5-95% intervals from preferences (file or campaign scores)"
 
@@ -23,10 +22,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     source.add_argument("--margin", type=float, default=0.0, help="tie margin (scores; AlpacaEval: |preference − 1.5|)")
     rating = parser.add_argument_group("ratings")
     rating.add_argument("--method", choices=["elo", "bt"], default="elo", help="online Elo or Bradley-Terry MLE")
-    rating.add_argument("--rounds", type=int, default=1000, help="bootstrap rounds (default 1000)")
+    rating.add_argument("--rounds", type=positive_int, default=1000, help="bootstrap rounds (default 1000)")
     rating.add_argument("--seed", type=int, default=0)
     rating.add_argument("--ties", choices=["half", "drop"], default="half", help="ties as half wins or dropped")
-    rating.add_argument("--k", type=float, default=4.0, help="Elo K-factor (default 4)")
+    rating.add_argument("--k", type=positive_float, default=4.0, help="Elo K-factor (default 4)")
     rating.add_argument("--models", type=comma_list, help="comma-separated: rate exactly these models; records naming others are an error")
     out = parser.add_argument_group("output")
     out.add_argument("--figure", help="write a PNG of the intervals")
@@ -37,10 +36,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from precomet.errors import PrecometError
+    from precomet.io import jsonsafe
+    from precomet.io.atomic import FIGURE_SUFFIXES, check_output, output_set
     from precomet.pairwise import preference, ratings
 
     if bool(args.prefs) == bool(args.data):
         raise PrecometError("give exactly one of --prefs FILE or --data INPUT")
+    if args.figure:
+        check_output(args.figure, suffixes=FIGURE_SUFFIXES)
+    if args.save_prefs:
+        check_output(args.save_prefs, suffixes=(".csv", ".jsonl"))
+    if args.json:
+        check_output(args.json)
     if args.prefs:
         prefs = preference.load_preferences(args.prefs, likert_ties=args.likert_ties, margin=args.margin)
     else:
@@ -63,17 +70,17 @@ def run(args: argparse.Namespace) -> int:
         agree = ratings.agreement(prefs, preference.load_preferences(args.agree_with, likert_ties=args.likert_ties))
         print(f"agreement on {agree['pairs']} shared pairs: accuracy {agree['accuracy']:.3f}, Cohen's kappa {agree['kappa']:.3f};"
               f" accuracy {agree['decided_accuracy']:.3f} on the {agree['decided_pairs']} pairs neither calls a tie")
-    if args.figure:
-        ratings.plot_ratings(table, args.figure)
-    if args.save_prefs:
-        preference.save_preferences(prefs, args.save_prefs)
-    if args.json:
-        from precomet import __version__
-        from precomet.io.atomic import atomic_write
+    with output_set(args.figure, args.save_prefs, args.json) as out:
+        if args.figure:
+            ratings.plot_ratings(table, out.path(args.figure))
+        if args.save_prefs:
+            preference.save_preferences(prefs, out.path(args.save_prefs))
+        if args.json:
+            from precomet import __version__
 
-        payload = dict(ratings=table.rows(), position_bias=bias, agreement=agree, signature=dict(
-            method=args.method, rounds=args.rounds, seed=args.seed, ties=args.ties, k=args.k, source=prefs.source,
-            records=len(prefs), precomet_version=__version__))
-        with atomic_write(args.json) as handle:
-            json.dump(payload, handle, indent=1, default=float)
+            payload = dict(ratings=table.rows(), position_bias=bias, agreement=agree, signature=dict(
+                method=args.method, rounds=args.rounds, seed=args.seed, ties=args.ties, k=args.k, source=prefs.source,
+                records=len(prefs), precomet_version=__version__))
+            with out.open(args.json) as handle:
+                jsonsafe.dump(payload, handle, indent=1, default=float)
     return 0

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import logging
 
+from precomet.commands.common import positive_int
+
 HELP = "predict source-based utilities (higher = annotate first) with a trained estimator checkpoint"
 logger = logging.getLogger(__name__)
 
@@ -14,7 +16,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data", required=True, help="any supported input, or a .txt file with one source per line")
     parser.add_argument("--campaign", help="campaign inside a multi-campaign input, e.g. wmt23/en-de")
     parser.add_argument("--text", action="store_true", help="read --data as plain text (default for .txt files)")
-    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--batch-size", type=positive_int, default=64)
     parser.add_argument("--device", default="cpu", help="cpu, cuda, cuda:1, …")
     parser.add_argument("--precision", default="fp32", choices=["fp32", "int8"],
                         help="int8: dynamic int8 quantisation on CPU (~2x faster, predictions close to fp32)")
@@ -42,11 +44,26 @@ def read_sources(path: str, *, text: bool, campaign: str | None) -> tuple[list[s
             logger.warning("%s: skipped %d empty line(s) (line %s)", path, len(empty), shown)
             print(f"skipped {len(empty)} empty line(s) of {path} (line {shown})")
         keep = [i for i, line in enumerate(lines) if line.strip()]
+        if not keep:
+            from precomet.errors import DataError
+
+            raise DataError(path, "no source text: the file is empty or has only empty lines")
         return [str(i) for i in keep], [lines[i] for i in keep]
     from precomet.io import load
 
     loaded = load(path, campaign=campaign, complete=False)
     return [str(i) for i in loaded.ids], list(loaded.src)
+
+
+def _check_device(name: str) -> None:
+    import torch
+
+    from precomet.errors import PrecometError
+
+    try:
+        torch.device(name)
+    except (RuntimeError, ValueError) as err:
+        raise PrecometError(f"--device {name!r} is not a device name such as cpu, cuda or cuda:1 ({str(err).split(':')[0]})") from None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -58,8 +75,11 @@ def run(args: argparse.Namespace) -> int:
     from precomet.estimator.checkpoint import load_estimator
     from precomet.estimator.leakage import check_seen
     from precomet.estimator.predict import predict_sources
+    from precomet.io.atomic import check_output
     from precomet.utilities.output import write_utilities
 
+    check_output(args.output)
+    _check_device(args.device)
     ids, sources = read_sources(args.data, text=args.text, campaign=args.campaign)
     device = "cpu" if args.devices is not None else args.device
     estimator = load_estimator(args.checkpoint, device=device)

@@ -8,7 +8,9 @@ import json
 import numpy as np
 
 from precomet.campaign import Campaign
-from precomet.commands.common import add_cost_arguments, add_data_arguments, apply_cost_from_times, load_campaign
+from precomet.commands.common import (
+    add_cost_arguments, add_data_arguments, apply_cost_from_times, load_campaign, positive_float, require_documents, share,
+)
 from precomet.errors import PrecometError
 
 HELP = "select the subset to annotate (top-k or cost-aware knapsack; domain balance; documents)"
@@ -24,16 +26,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     budget = parser.add_argument_group("budget (one of)").add_mutually_exclusive_group(required=True)
     budget.add_argument("--budget", type=int, help="number of items (constant cost: top-k)")
     budget.add_argument(
-        "--proportion", type=float, help="share in (0, 1] of the items, or of the total cost with --cost-aware / --cost-from-times"
+        "--proportion", type=share, help="share in (0, 1] of the items, or of the total cost with --cost-aware / --cost-from-times"
     )
-    budget.add_argument("--budget-cost", type=float, help="budget in cost units (cost-aware knapsack)")
+    budget.add_argument("--budget-cost", type=positive_float, help="budget in cost units (cost-aware knapsack)")
     parser.add_argument("--cost-aware", action="store_true", help="--proportion is a share of the total cost (knapsack)")
     add_cost_arguments(parser)
     parser.add_argument("--balance", choices=["domain"], help="the same number of units from every domain")
     parser.add_argument("--quotas", help='JSON {domain: count} (exact counts) or {domain: share} (budget shares)')
     parser.add_argument("--level", choices=["item", "doc"], default="item", help="select items or whole documents")
     parser.add_argument("--solver", default="cbc", help="pulp solver: cbc (default), highs, glpk, scip, gurobi, cplex, coin")
-    parser.add_argument("--time-limit", type=float, default=60.0, help="solver time limit in seconds (default 60)")
+    parser.add_argument("--time-limit", type=positive_float, default=60.0, help="solver time limit in seconds (default 60)")
     parser.add_argument("--allow-gap", action="store_true", help="accept a non-optimal answer (warns with its gap)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--strict", action="store_true",
@@ -43,9 +45,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from precomet.campaign import source_length
-    from precomet.select import select_subset, write_subset
+    from precomet.io.atomic import check_output
+    from precomet.select import select_subset, subset_manifest_path, write_subset
+    from precomet.selection.knapsack import check_solver
 
+    check_output(args.output)
+    check_output(subset_manifest_path(args.output))
+    check_solver(args.solver)
     campaign = apply_cost_from_times(args, load_campaign(args))
+    if args.level == "doc":
+        require_documents(campaign)
     utility, method, parameters = _utilities(args, campaign)
     quotas = _quotas(args.quotas)
     if args.cost_aware and args.proportion is None:

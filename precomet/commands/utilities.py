@@ -34,9 +34,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     import numpy as np
 
+    from precomet.io.atomic import check_output, output_set
     from precomet.utilities import compute_utility, get_spec, require_scores, resolve_options
     from precomet.utilities.output import utility_signature, write_utilities
 
+    check_output(args.output)
+    if args.save_irt:
+        check_output(args.save_irt)
     spec = get_spec(args.method)
     options = parse_options(args.option)
     if args.exclude_missing:
@@ -59,7 +63,6 @@ def run(args: argparse.Namespace) -> int:
         crowd = campaign if systems is None else campaign.restrict_systems(systems)
         fit_options = {k: v for k, v in resolve_options(args.method, options).items() if k in FIT_OPTIONS and k != "params"}
         params = fit_irt(crowd, score=args.metric, seed=args.seed, **fit_options)
-        params.to_json(args.save_irt)
         options["params"] = params
     values = compute_utility(
         campaign, args.method, score=args.metric if spec.needs_score else None, systems=systems,
@@ -71,7 +74,10 @@ def run(args: argparse.Namespace) -> int:
     )
     if args.save_irt:
         signature["options"]["params"] = args.save_irt
-    write_utilities(args.output, campaign.ids, values, signature)
+    with output_set(args.output, args.save_irt) as out:  # the utilities and the IRT parameters: both or neither
+        if args.save_irt:
+            params.to_json(out.path(args.save_irt))
+        write_utilities(out.path(args.output), campaign.ids, values, signature)
     n_null = int(np.isnan(values).sum())
     print(
         f"wrote {len(values)} utilities ({args.method}) to {args.output}"

@@ -21,7 +21,8 @@ import torch
 from precomet import __version__
 from precomet.errors import PrecometError
 from precomet.estimator.model import UtilityEstimator
-from precomet.io.atomic import atomic_write
+from precomet.io import jsonsafe
+from precomet.io.atomic import check_output, output_set
 
 logger = logging.getLogger(__name__)
 
@@ -75,12 +76,19 @@ def weights_digest(path: Path) -> str:
 
 
 def save_checkpoint(out_dir: str | Path, *, model: UtilityEstimator, tokenizer: Any, meta: dict[str, Any]) -> Path:
-    """Write the directory format; ``meta`` gets ``format_version`` and ``precomet_version`` added. With
-    ``meta["encoder_package"]`` the encoder is not copied (see the module doc)."""
+    """Write the directory format, all files or none; ``meta`` gets ``format_version`` and ``precomet_version``
+    added. With ``meta["encoder_package"]`` the encoder is not copied (see the module doc)."""
+    with output_set() as out:
+        write_checkpoint_files(out.directory(out_dir), model=model, tokenizer=tokenizer, meta=meta)
+    return Path(out_dir)
+
+
+def write_checkpoint_files(out_dir: Path, *, model: UtilityEstimator, tokenizer: Any, meta: dict[str, Any]) -> None:
+    """The files of :func:`save_checkpoint` written straight into ``out_dir`` (a temporary directory of an
+    output set)."""
     from safetensors.torch import save_file
 
     out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
     if not meta.get("encoder_package"):
         model.encoder.save_pretrained(out_dir / ENCODER, safe_serialization=True)
         tokenizer.save_pretrained(out_dir / ENCODER)
@@ -89,10 +97,9 @@ def save_checkpoint(out_dir: str | Path, *, model: UtilityEstimator, tokenizer: 
     missing = [k for k in REQUIRED_META if k not in full]
     if missing:
         raise PrecometError(f"checkpoint metadata lacks {missing}")
-    with atomic_write(out_dir / META) as handle:
-        json.dump(full, handle, indent=2, sort_keys=True)
+    with open(out_dir / META, "w", encoding="utf-8") as handle:
+        jsonsafe.dump(full, handle, indent=2, sort_keys=True)
         handle.write("\n")
-    return out_dir
 
 
 def read_meta(checkpoint_dir: str | Path) -> dict[str, Any]:
@@ -122,10 +129,25 @@ def read_meta(checkpoint_dir: str | Path) -> dict[str, Any]:
     return meta
 
 
-def build_model(encoder: torch.nn.Module, meta: dict[str, Any]) -> UtilityEstimator:
-    return UtilityEstimator(
-        encoder, pooling=meta["pooling"], hidden_sizes=tuple(meta["hidden_sizes"]), dropout=float(meta.get("dropout", 0.1))
-    )
+def build_model(encoder: torch.nn.Module, meta: dict[str, Any], *, where: Any = META) -> UtilityEstimator:
+    try:
+        return UtilityEstimator(
+            encoder, pooling=meta["pooling"], hidden_sizes=tuple(meta["hidden_sizes"]), dropout=float(meta.get("dropout", 0.1))
+        )
+    except (TypeError, ValueError, RuntimeError, PrecometError) as err:
+        raise PrecometError(
+            f"{where}: pooling {meta.get('pooling')!r}, hidden_sizes {meta.get('hidden_sizes')!r}, dropout"
+            f" {meta.get('dropout')!r} do not describe a head ({err})"
+        ) from None
+
+
+def _load_weights(model: UtilityEstimator, state: dict[str, Any], *, where: Any, strict: bool) -> Any:
+    """``model.load_state_dict`` with a one-line error naming the file when names or shapes do not match."""
+    try:
+        return model.load_state_dict(state, strict=strict)
+    except RuntimeError as err:
+        detail = " ".join(str(err).split())
+        raise PrecometError(f"{where}: weights do not match the head described in {META} ({detail[:300]})") from None
 
 
 def load_estimator(checkpoint_dir: str | Path, *, device: str = "cpu") -> Estimator:
@@ -137,9 +159,12 @@ def load_estimator(checkpoint_dir: str | Path, *, device: str = "cpu") -> Estima
     path = Path(checkpoint_dir)
     meta = read_meta(path)
     encoder, tokenizer = load_encoder(_encoder_location(path, meta))
-    model = build_model(encoder, meta)
-    head = load_file(str(path / HEAD))
-    result = model.load_state_dict(head, strict=False)
+    model = build_model(encoder, meta, where=path / META)
+    try:
+        head = load_file(str(path / HEAD))
+    except Exception as err:  # noqa: BLE001 -- safetensors raises its own SafetensorError for truncated/corrupt files
+        raise PrecometError(f"{path / HEAD}: not a readable safetensors file ({err}); the checkpoint is damaged") from None
+    result = _load_weights(model, head, where=path / HEAD, strict=False)
     missing = [k for k in result.missing_keys if not k.startswith("encoder.")]
     if missing or result.unexpected_keys:
         raise PrecometError(f"{path / HEAD}: head does not match precomet.json (missing {missing}, unexpected {result.unexpected_keys})")
@@ -165,8 +190,16 @@ def _encoder_location(path: Path, meta: dict[str, Any]) -> str:
 
 
 def export_checkpoint(ckpt_path: str | Path, out_dir: str | Path, *, extra_meta: dict[str, Any] | None = None) -> Path:
-    """Turn a Lightning ``.ckpt`` written by ``precomet train`` into the directory format; ``extra_meta``
-    (e.g. the training history) is added to ``precomet.json``, which is written once, atomically."""
+    """Turn a Lightning ``.ckpt`` written by ``precomet train`` into the directory format (all files or none);
+    ``extra_meta`` (e.g. the training history) is added to ``precomet.json``."""
+    check_output(out_dir, directory=True)
+    model, tokenizer, meta = read_lightning_checkpoint(ckpt_path, extra_meta=extra_meta)
+    logger.info("exported %s to %s", ckpt_path, out_dir)
+    return save_checkpoint(out_dir, model=model, tokenizer=tokenizer, meta=meta)
+
+
+def read_lightning_checkpoint(ckpt_path: str | Path, *, extra_meta: dict[str, Any] | None = None) -> tuple[UtilityEstimator, Any, dict[str, Any]]:
+    """``(model in eval mode, tokenizer, metadata)`` of a Lightning ``.ckpt`` written by ``precomet train``."""
     from precomet.estimator.model import load_encoder
 
     ckpt_path = Path(ckpt_path)
@@ -181,8 +214,7 @@ def export_checkpoint(ckpt_path: str | Path, out_dir: str | Path, *, extra_meta:
         raise PrecometError(f"{ckpt_path}: not written by precomet train (no 'precomet' metadata)")
     package = meta.get("encoder_package")
     encoder, tokenizer = load_encoder(package["name"] if package else meta["encoder_path"])
-    model = build_model(encoder, meta)
+    model = build_model(encoder, meta, where=ckpt_path)
     state = {k[len("model."):]: v for k, v in ckpt["state_dict"].items() if k.startswith("model.")}
-    model.load_state_dict(state)
-    logger.info("exported %s (epoch %s) to %s", ckpt_path, ckpt.get("epoch"), out_dir)
-    return save_checkpoint(out_dir, model=model.eval(), tokenizer=tokenizer, meta={**meta, **(extra_meta or {})})
+    _load_weights(model, state, where=ckpt_path, strict=True)
+    return model.eval(), tokenizer, {**meta, **(extra_meta or {})}

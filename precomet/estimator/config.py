@@ -16,6 +16,7 @@ from typing import Any
 import yaml
 
 from precomet.errors import PrecometError
+from precomet.values import check_like
 
 DEFAULTS: dict[str, Any] = {
     "seed_everything": 12,
@@ -56,7 +57,16 @@ DEFAULTS: dict[str, Any] = {
         "enable_progress_bar": None,  # None: on when stderr is a terminal
     },
 }
-CHOICES = {("model", "pooling"): ("mean", "mix"), ("data", "group_by"): ("doc", "campaign")}
+FREE_TYPED = {f"trainer.{k}" for k in ("accelerator", "devices", "strategy", "num_nodes", "precision", "val_check_interval", "limit_train_batches")}
+"""Keys passed to Lightning unchanged, whose type varies (``devices: auto`` or ``[0, 1]``); every other key must
+have the type of its default (:func:`precomet.values.check_like`)."""
+CHOICES = {("model", "pooling"): ("mean", "mix"), ("data", "group_by"): ("doc", "campaign"), ("early_stopping", "mode"): ("min", "max")}
+AT_LEAST = {
+    ("data", "batch_size"): 1, ("data", "effective_batch_size"): 1, ("data", "max_length"): 1, ("data", "bucket_batches"): 1,
+    ("data", "num_workers"): 0, ("early_stopping", "patience"): 0, ("trainer", "max_epochs"): 1, ("trainer", "log_every_n_steps"): 1,
+    ("model", "encoder_lr"): 0.0, ("model", "head_lr"): 0.0, ("model", "weight_decay"): 0.0,
+}
+"""Smallest valid value of numeric keys (checked once the config is merged)."""
 
 
 def override_keys() -> list[str]:
@@ -98,7 +108,7 @@ def _merge(config: dict[str, Any], update: dict[str, Any], *, where: str) -> Non
         if section not in DEFAULTS:
             raise PrecometError(f"{where}: unknown config section {section!r}; valid: {list(DEFAULTS)}")
         if not isinstance(DEFAULTS[section], dict):
-            config[section] = value
+            config[section] = _typed(value, section, DEFAULTS[section], where)
             continue
         if not isinstance(value, dict):
             raise PrecometError(f"{where}: section {section!r} must be a mapping")
@@ -107,13 +117,34 @@ def _merge(config: dict[str, Any], update: dict[str, Any], *, where: str) -> Non
                 raise PrecometError(
                     f"{where}: unknown key {section}.{key}; valid: {', '.join(sorted(DEFAULTS[section]))}"
                 )
-            config[section][key] = item
+            config[section][key] = _typed(item, f"{section}.{key}", DEFAULTS[section][key], where)
+
+
+def _typed(value: Any, dotted: str, default: Any, where: str) -> Any:
+    if dotted in FREE_TYPED:
+        return value
+    if isinstance(default, float) and isinstance(value, str):  # YAML 1.1 reads "1e-3" as a string
+        try:
+            value = float(value)
+        except ValueError:
+            pass
+    return check_like(value, default, what=f"{where}: {dotted}")
 
 
 def _check_choices(config: dict[str, Any]) -> None:
     for (section, key), valid in CHOICES.items():
         if config[section][key] not in valid:
             raise PrecometError(f"{section}.{key} must be one of {list(valid)}, got {config[section][key]!r}")
+    for (section, key), low in AT_LEAST.items():
+        if config[section][key] < low:
+            raise PrecometError(f"{section}.{key} must be >= {low}, got {config[section][key]!r}")
+    sizes = config["model"]["hidden_sizes"]
+    if not isinstance(sizes, list) or any(isinstance(h, bool) or not isinstance(h, int) or h < 1 for h in sizes):
+        raise PrecometError(f"model.hidden_sizes must be a list of positive integers (layer widths), got {sizes!r}")
+    if not 0.0 <= config["model"]["dropout"] < 1.0:
+        raise PrecometError(f"model.dropout must be in [0, 1), got {config['model']['dropout']!r}")
+    if not 0.0 < config["model"]["layerwise_decay"] <= 1.0:
+        raise PrecometError(f"model.layerwise_decay must be in (0, 1], got {config['model']['layerwise_decay']!r}")
     if not 0.0 <= float(config["data"]["dev_fraction"]) < 1.0:
         raise PrecometError(f"data.dev_fraction must be in [0, 1), got {config['data']['dev_fraction']!r}")
     if not 0.0 <= float(config["model"]["freeze_fraction"]) <= 1.0:

@@ -28,6 +28,7 @@ from scipy.stats import rankdata
 from precomet.campaign import HUMAN, Campaign
 from precomet.errors import PrecometError
 from precomet.estimator.leakage import drop_sources, normalise_source
+from precomet.io import jsonsafe
 from precomet.io.atomic import atomic_write
 from precomet.io.jsonl import read_jsonl
 
@@ -150,7 +151,7 @@ def write_targets(rows: Iterable[dict[str, Any]], path: str | Path) -> int:
     count = 0
     with atomic_write(path) as handle:
         for row in rows:
-            handle.write(json.dumps({k: v for k, v in row.items() if not k.startswith("_")}, ensure_ascii=False) + "\n")
+            handle.write(jsonsafe.dumps({k: v for k, v in row.items() if not k.startswith("_")}) + "\n")
             count += 1
     return count
 

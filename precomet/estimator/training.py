@@ -22,6 +22,7 @@ from precomet.estimator.targets import (
     rows_hash,
     validate_rows,
 )
+from precomet.io.atomic import check_output, output_set
 from precomet.quiet import quiet_third_party
 
 logger = logging.getLogger(__name__)
@@ -71,7 +72,7 @@ def train(
     import pytorch_lightning as pl
     import torch
 
-    from precomet.estimator.checkpoint import export_checkpoint, packaged_encoder
+    from precomet.estimator.checkpoint import packaged_encoder
     from precomet.estimator.data import (
         TargetDataModule,
         group_split,
@@ -83,6 +84,7 @@ def train(
     from precomet.estimator.predict import compute_features
 
     started = time.perf_counter()
+    check_output(out_dir, directory=True)
     cfg = load_config(config, overrides)
     mcfg, dcfg, tcfg = cfg["model"], cfg["data"], dict(cfg["trainer"])
     seed = int(cfg["seed_everything"])
@@ -154,7 +156,28 @@ def train(
         weight_decay=float(mcfg["weight_decay"]), freeze_fraction=float(mcfg["freeze_fraction"]),
         freeze_encoder=bool(mcfg["freeze_encoder"]), meta=meta,
     )
-    out_dir = Path(out_dir)
+    final_dir = Path(out_dir)
+    with output_set() as out:  # an interrupted or failed run leaves nothing behind; a finished one everything
+        work = out.directory(final_dir)
+        result = _fit(module, data, cfg, tcfg, len(train_set), dev_set, work, progress)
+    best = final_dir / "lightning" / Path(result.best_ckpt).name  # where ModelCheckpoint wrote it, once moved into place
+    return TrainResult(checkpoint_dir=final_dir, best_ckpt=best, dev_metrics=result.dev_metrics, history=result.history,
+                       seconds=time.perf_counter() - started)
+
+
+def _fit(
+    module, data, cfg: dict[str, Any], tcfg: dict[str, Any], n_train: int, dev_set: list, out_dir: Path, progress: bool | None,
+) -> TrainResult:
+    """Fit with Lightning into ``out_dir`` and write the checkpoint files there."""
+    import signal
+    import threading
+
+    import pytorch_lightning as pl
+    from lightning_fabric.utilities.exceptions import MisconfigurationException
+
+    from precomet.estimator.checkpoint import read_lightning_checkpoint, write_checkpoint_files
+
+    dcfg = cfg["data"]
     history: list[dict[str, float]] = []
     es = cfg["early_stopping"]
     monitor = es["monitor"] if dev_set else None
@@ -167,16 +190,27 @@ def train(
 
         tcfg["enable_progress_bar"] = sys.stderr.isatty() if progress is None else progress
     tcfg = {k: v for k, v in tcfg.items() if v is not None}
-    with quiet_third_party():
-        trainer = pl.Trainer(
-            **tcfg, callbacks=callbacks, logger=False, enable_model_summary=False, use_distributed_sampler=False,
-            num_sanity_val_steps=0, default_root_dir=out_dir / "lightning",
-        )
+    try:
+        with quiet_third_party():
+            trainer = pl.Trainer(
+                **tcfg, callbacks=callbacks, logger=False, enable_model_summary=False, use_distributed_sampler=False,
+                num_sanity_val_steps=0, default_root_dir=out_dir / "lightning",
+            )
+    except (MisconfigurationException, ModuleNotFoundError, ValueError, TypeError) as err:  # bad trainer.* values
+        raise PrecometError(f"trainer settings {tcfg} are refused by Lightning: {err}") from None
     per_step = int(dcfg["batch_size"]) * max(trainer.world_size, 1)
     trainer.accumulate_grad_batches = max(1, math.ceil(int(dcfg["effective_batch_size"]) / per_step))
-    logger.info("training on %d rows (dev %d), gradient accumulation %d", len(train_set), len(dev_set), trainer.accumulate_grad_batches)
-    with quiet_third_party():
-        trainer.fit(module, datamodule=data)
+    logger.info("training on %d rows (dev %d), gradient accumulation %d", n_train, len(dev_set), trainer.accumulate_grad_batches)
+    main_thread = threading.current_thread() is threading.main_thread()
+    sigint = signal.getsignal(signal.SIGINT) if main_thread else None
+    try:
+        with quiet_third_party():
+            trainer.fit(module, datamodule=data)
+    except SystemExit:  # Lightning turns Ctrl-C into sys.exit(1) after its own shutdown: report it as the interrupt it was
+        raise KeyboardInterrupt from None
+    finally:
+        if main_thread and signal.getsignal(signal.SIGINT) is not sigint:  # Lightning ignores SIGINT after an interrupt
+            signal.signal(signal.SIGINT, sigint)
     best = Path(ckpt.best_model_path) if ckpt.best_model_path else None
     if best is None:
         raise PrecometError("training produced no checkpoint (zero training batches?)")
@@ -188,8 +222,9 @@ def train(
             dev_metrics = pick(scored, key=lambda h: h[monitor])
     if trainer.is_global_zero:
         with quiet_third_party():
-            export_checkpoint(best, out_dir, extra_meta={"dev_metrics": dev_metrics, "history": history})
-    return TrainResult(checkpoint_dir=out_dir, best_ckpt=best, dev_metrics=dev_metrics, history=history, seconds=time.perf_counter() - started)
+            model, tokenizer, meta = read_lightning_checkpoint(best, extra_meta={"dev_metrics": dev_metrics, "history": history})
+            write_checkpoint_files(out_dir, model=model, tokenizer=tokenizer, meta=meta)
+    return TrainResult(checkpoint_dir=out_dir, best_ckpt=best, dev_metrics=dev_metrics, history=history)
 
 
 def train_on_campaigns(

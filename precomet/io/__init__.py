@@ -68,10 +68,6 @@ def _load_mtme(path: Path, campaign: str | None, human: str | None) -> Campaign:
     return load_mtme(path, campaign, human=human)
 
 
-def _load_jsonl(path: Path, campaign: str | None, human: str | None) -> Campaign:
-    return load_jsonl(path)
-
-
 def _no_options(loader):
     def load_file(path: Path, campaign: str | None, human: str | None) -> Campaign:
         if human not in (None, HUMAN):
@@ -99,7 +95,7 @@ def _load_release(path: Path, campaign: str | None, human: str | None) -> Campai
 
 LOADERS = {
     "mt-metrics-eval": _load_mtme,
-    "jsonl": _load_jsonl,
+    "jsonl": _no_options(load_jsonl),
     "wmt24-esa": _load_esa,
     "wmt-release": _load_release,
     "mqm-tsv": _no_options(load_mqm_tsv),
@@ -151,7 +147,13 @@ def load(
     """Load any supported input. With ``complete`` (default), items lacking a human score for some kept
     system are dropped and the count is recorded in ``campaign.info['dropped']``."""
     path = Path(path)
-    loaded = LOADERS[detect_format(path)](path, campaign, human)
+    kind = detect_format(path)
+    if campaign is not None and kind not in MULTI_CAMPAIGN:
+        raise PrecometError(
+            f"{path}: a {kind} input holds a single campaign; a campaign name ({campaign!r}) applies to"
+            f" {', '.join(MULTI_CAMPAIGN)} roots only"
+        )
+    loaded = LOADERS[kind](path, campaign, human)
     if complete and HUMAN in loaded.scores:
         loaded, dropped = loaded.complete(HUMAN)
         if dropped:

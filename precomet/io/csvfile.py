@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import csv
 import io
-import math
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +18,7 @@ import numpy as np
 from precomet.campaign import Campaign
 from precomet.errors import DataError
 from precomet.io.text import read_text
+from precomet.values import finite_number
 
 FIXED_COLUMNS = ("id", "src", "ref", "doc", "domain", "cost")
 
@@ -31,6 +31,8 @@ def _columns(path: Path, header: list[str]) -> tuple[dict[str, int], dict[str, i
                 raise DataError(path, f"duplicate column {column!r}", line=1)
             fixed[column] = position
         elif column.startswith("tgt:") and len(column) > 4:
+            if column[4:] in outputs:
+                raise DataError(path, f"duplicate column {column!r} (columns {outputs[column[4:]] + 1} and {position + 1})", line=1)
             outputs[column[4:]] = position
             systems[column[4:]] = None
         elif column.startswith("score:") and column.count(":") >= 2 and all(column.split(":", 2)[1:]):
@@ -90,12 +92,9 @@ def load_csv(path: str | Path, *, name: str | None = None) -> Campaign:
         for (score, system), position in score_cols.items():
             cell = row[position].strip()
             if cell:
-                try:
-                    matrices[score][i, column[system]] = float(cell)
-                except ValueError:
-                    raise DataError(
-                        path, f"item {item_id!r}, system {system!r}, score {score!r}: not a number: {cell!r}", line=number
-                    ) from None
+                matrices[score][i, column[system]] = finite_number(
+                    cell, what=f"item {item_id!r}, system {system!r}, score {score!r}", path=path, line=number
+                )
     return Campaign.build(
         ids=ids,
         src=src,
@@ -113,10 +112,4 @@ def load_csv(path: str | Path, *, name: str | None = None) -> Campaign:
 def _cost(path: Path, line: int, item_id: str, cell: str) -> float | None:
     if not cell.strip():
         return None
-    try:
-        value = float(cell)
-    except ValueError:
-        raise DataError(path, f"item {item_id!r}: cost is not a number: {cell!r}", line=line) from None
-    if not math.isfinite(value) or value <= 0:
-        raise DataError(path, f"item {item_id!r}: cost must be a positive finite number, got {cell!r}", line=line)
-    return value
+    return finite_number(cell, what=f"item {item_id!r}, field 'cost'", path=path, line=line, positive=True)

@@ -22,6 +22,7 @@ import numpy as np
 from precomet.campaign import HUMAN, Campaign
 from precomet.errors import DataError, PrecometError
 from precomet.io.text import read_lines
+from precomet.values import finite_number
 
 ISO3_TO_2 = {
     "eng": "en", "deu": "de", "ces": "cs", "hrv": "hr", "plk": "pl", "pol": "pl", "rus": "ru", "zho": "zh",
@@ -55,10 +56,7 @@ def read_appraise_csv(path: str | Path) -> list[AppraiseRow]:
             item = int(fields[2])
         except ValueError:
             raise DataError(path, f"segment/item id must be an integer, got {fields[2]!r}", line=number) from None
-        try:
-            start, end = float(fields[10]), float(fields[11])
-        except ValueError:
-            raise DataError(path, f"start/end time must be numbers, got {fields[10]!r}, {fields[11]!r}", line=number) from None
+        start, end = (finite_number(fields[k], what=f"field '{name}'", path=path, line=number) for k, name in ((10, "start"), (11, "end")))
         rows.append(AppraiseRow(*fields[:2], item, *fields[3:8], start, end, number))
     return rows
 
@@ -135,10 +133,9 @@ def load_wmt24_esa(root: str | Path, campaign: str, *, include_refs: bool = Fals
                 path, f"system {row.system!r}: document {row.doc!r} does not match line {row.item} of {docs_path}"
                 f" ({doc_rows[row.item][1]!r})", line=row.line,
             )
-        try:
-            ratings[(row.item, row.system)].append(float(row.score))
-        except ValueError:
-            raise DataError(path, f"system {row.system!r}: non-numeric score {row.score!r}", line=row.line) from None
+        ratings[(row.item, row.system)].append(
+            finite_number(row.score, what=f"segment {row.item}, system {row.system!r}, field 'score'", path=path, line=row.line)
+        )
 
     refs = {p.name[len(campaign) + 1 : -len(".txt")]: p for p in (txt / "references").glob(f"{campaign}.*.txt")}
     rated = sorted({system for _, system in ratings})

@@ -21,8 +21,10 @@ from typing import Any
 
 from precomet.campaign import Campaign
 from precomet.errors import CampaignError, DataError
+from precomet.io import jsonsafe
 from precomet.io.atomic import atomic_write
 from precomet.io.text import read_lines
+from precomet.values import finite_number
 
 
 def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
@@ -47,12 +49,25 @@ def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
 def campaign_from_items(items: Iterable[Mapping[str, Any]], *, source: str = "items", name: str | None = None) -> Campaign:
     """Build a campaign from item dicts in the canonical format (``source`` names them in errors)."""
     items = list(items)
+    where = [f"{source}:{item['_line']}" if "_line" in item else f"{source}[{position}]" for position, item in enumerate(items)]
+    with_id = [("id" in item or "i" in item) for item in items]
+    if any(with_id) and not all(with_id):
+        position = with_id.index(False)
+        first = with_id.index(True)
+        raise CampaignError(f"{where[position]}: item has no 'id' although {where[first]} and others have one")
     systems: dict[str, None] = {}
     score_names: dict[str, None] = {}
-    for item in items:
+    for place, item in zip(where, items):
+        for key in ("tgt", "scores"):
+            if item.get(key) is not None and not isinstance(item[key], Mapping):
+                raise CampaignError(
+                    f"{place}: {key!r} must be an object {{system: …}}, got {type(item[key]).__name__} {_short(item[key])}"
+                )
         for system in (item.get("tgt") or {}):
             systems[str(system)] = None
         for system, values in (item.get("scores") or {}).items():
+            if values is not None and not isinstance(values, Mapping):
+                raise CampaignError(f"{place}: scores of system {system!r} must be an object {{score name: number}}, got {_short(values)}")
             systems[str(system)] = None
             for score in (values or {}):
                 score_names[str(score)] = None
@@ -62,31 +77,38 @@ def campaign_from_items(items: Iterable[Mapping[str, Any]], *, source: str = "it
     scores = {k: [[math.nan] * len(system_list) for _ in range(n)] for k in score_names}
     column = {s: j for j, s in enumerate(system_list)}
     ids, src, refs, docs, domains, costs = [], [], [], [], [], []
-    for position, item in enumerate(items):
-        where = f"{source}:{item['_line']}" if "_line" in item else f"{source}[{position}]"
+    first_line: dict[str, str] = {}
+    for position, (place, item) in enumerate(zip(where, items)):
         item_id = item.get("id", item.get("i", position))
+        if isinstance(item_id, bool) or not isinstance(item_id, (str, int)):
+            raise CampaignError(f"{place}: 'id' must be a string or an integer, got {_short(item_id)}")
+        if str(item_id) in first_line:
+            raise CampaignError(f"{place}: duplicate item id {str(item_id)!r} (first at {first_line[str(item_id)]})")
+        first_line[str(item_id)] = place
         if "src" not in item:
-            raise CampaignError(f"{where}: item {item_id!r} has no 'src'")
+            raise CampaignError(f"{place}: item {item_id!r} has no 'src'")
+        for key in ("src", "ref", "doc", "domain"):
+            value = item.get(key)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, (str, int))):
+                raise CampaignError(f"{place}: item {item_id!r}: {key!r} must be a string, got {_short(value)}")
         ids.append(item_id)
         src.append(item["src"])
         refs.append(item.get("ref"))
         docs.append(item.get("doc", item_id))
         domains.append(item.get("domain", "all"))
-        costs.append(item.get("cost"))
+        cost = item.get("cost")
+        costs.append(None if cost is None else finite_number(cost, what=f"{place}: item {item_id!r}, field 'cost'", positive=True))
         for system, text in (item.get("tgt") or {}).items():
+            if text is not None and not isinstance(text, str):
+                raise CampaignError(f"{place}: item {item_id!r}, system {system!r}: output 'tgt' must be a string, got {_short(text)}")
             outputs[str(system)][position] = text
         for system, values in (item.get("scores") or {}).items():
             for score, value in (values or {}).items():
                 if value is None:
                     continue
-                if isinstance(value, bool) or not isinstance(value, (int, float)):
-                    raise CampaignError(
-                        f"{where}: item {item_id!r}, system {system!r}, score {score!r}: expected a number, got {value!r}"
-                    )
-                scores[str(score)][position][column[str(system)]] = float(value)
-    for position, cost in enumerate(costs):
-        if cost is not None and (isinstance(cost, bool) or not isinstance(cost, (int, float))):
-            raise CampaignError(f"{source}: item {ids[position]!r}: cost must be a number, got {cost!r}")
+                scores[str(score)][position][column[str(system)]] = finite_number(
+                    value, what=f"{place}: item {item_id!r}, system {system!r}, score {score!r}"
+                )
     campaign_names = {item.get("campaign") for item in items if item.get("campaign")}
     return Campaign.build(
         ids=ids,
@@ -102,6 +124,11 @@ def campaign_from_items(items: Iterable[Mapping[str, Any]], *, source: str = "it
     )
 
 
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
 def load_jsonl(path: str | Path, *, name: str | None = None) -> Campaign:
     """Load a canonical JSONL file."""
     return campaign_from_items(read_jsonl(path), source=str(path), name=name)
@@ -111,7 +138,7 @@ def write_jsonl(campaign: Campaign, path: str | Path) -> None:
     """Write the campaign as canonical JSONL (atomically)."""
     with atomic_write(path) as handle:
         for item in campaign.iter_items():
-            handle.write(json.dumps(item, ensure_ascii=False) + "\n")
+            handle.write(jsonsafe.dumps(item) + "\n")
 
 
 def to_dataset(campaign: Campaign):

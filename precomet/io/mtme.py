@@ -17,6 +17,7 @@ import numpy as np
 from precomet.campaign import HUMAN, Campaign
 from precomet.errors import DataError, PrecometError
 from precomet.io.text import read_lines
+from precomet.values import finite_number
 
 PROTOCOL_PREFERENCE = ("mqm", "da-sqm", "wmt-appraise", "wmt", "wmt-z", "wmt-appraise-z")
 _REF_SUFFIX = re.compile(r"-(ref[A-Za-z0-9_]*|src)$")
@@ -61,16 +62,16 @@ def read_seg_scores(path: Path, n_items: int) -> dict[str, np.ndarray]:
         try:
             scores[system] = np.array([v if v != "None" else "nan" for v in values], dtype=float)
         except ValueError:
+            scores[system] = None
+        if scores[system] is None or not np.isfinite(scores[system][[v != "None" for v in values]]).all():
+            position = 0
             for number, line in enumerate(lines, start=1):
                 system_name, value = line.split("\t")
-                if system_name == system and value != "None":
-                    try:
-                        float(value)
-                    except ValueError:
-                        raise DataError(
-                            path, f"system {system!r}: non-numeric score {value!r}", line=number
-                        ) from None
-            raise
+                if system_name != system:
+                    continue
+                position += 1
+                if value != "None":  # position = the 1-based segment line of the sources
+                    finite_number(value, what=f"segment {position}, system {system!r}, field 'score'", path=path, line=number)
     return scores
 
 

@@ -13,7 +13,6 @@ Human scores (:data:`HUMAN_DIMENSIONS`): SummEval's expert ``coherence``, ``cons
 from __future__ import annotations
 
 import io
-import math
 import pickle
 from collections.abc import Mapping
 from pathlib import Path
@@ -22,6 +21,7 @@ import numpy as np
 
 from precomet.campaign import HUMAN, Campaign
 from precomet.errors import DataError
+from precomet.values import finite_number
 
 HUMAN_DIMENSIONS = {
     "summeval": ("coherence", "consistency", "fluency", "relevance"),
@@ -82,9 +82,9 @@ def load_summ_pickle(path: str | Path, *, name: str | None = None) -> Campaign:
         for system, summ in entry["sys_summs"].items():
             outputs[str(system)][i] = summ["sys_summ"]
             for key, value in (summ.get("scores") or {}).items():
-                if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
-                    raise DataError(path, f"document {docs[i]!r}, system {system!r}, score {key!r}: expected a number, got {value!r}")
-                matrices[str(key)][i, column[str(system)]] = float(value)
+                matrices[str(key)][i, column[str(system)]] = finite_number(
+                    value, what=f"document {docs[i]!r}, system {system!r}, score {key!r}", path=path
+                )
     dims = HUMAN_DIMENSIONS[dataset]
     scores = {HUMAN: sum(matrices[d] for d in dims), **matrices}
     refs = [entry.get("ref_summ") for entry in data.values()]

@@ -29,6 +29,7 @@ import numpy as np
 from precomet.campaign import HUMAN, Campaign
 from precomet.errors import DataError
 from precomet.io.text import read_lines
+from precomet.values import finite_number
 
 _TAG = re.compile(r"</?v>")
 _REQUIRED = ("system", "doc", "seg_id", "rater", "source", "target", "category", "severity")
@@ -173,9 +174,11 @@ def read_avg_seg_scores(path: str | Path) -> dict[tuple[str, int], float]:
         if value == "None":
             continue
         try:
-            scores[(AVG_REF_NAMES.get(system, system), int(seg))] = float(value)
+            seg_id = int(seg)
         except ValueError:
-            raise DataError(path, f"system {system!r}: non-numeric score {value!r} or seg_id {seg!r}", line=number) from None
+            raise DataError(path, f"system {system!r}: seg_id {seg!r} is not an integer", line=number) from None
+        what = f"segment {seg_id}, system {system!r}, field 'mqm_avg_score'"
+        scores[(AVG_REF_NAMES.get(system, system), seg_id)] = finite_number(value, what=what, path=path, line=number)
     return scores
 
 

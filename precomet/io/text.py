@@ -12,6 +12,8 @@ def read_text(path: str | Path) -> str:
     path = Path(path)
     if not path.exists():
         raise DataError(path, "no such file")
+    if path.is_dir():
+        raise DataError(path, "is a directory; expected a file")
     raw = path.read_bytes()
     try:
         return raw.decode("utf-8")

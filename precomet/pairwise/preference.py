@@ -203,6 +203,9 @@ def _from_rows(rows: Iterable[tuple[int, dict]], path: Path, likert_ties: bool) 
             item, model_a, model_b = row["item"], row["model_a"], row["model_b"]
         except (KeyError, TypeError):
             raise DataError(path, "a record needs item, model_a, model_b and label (or likert)", line=line) from None
+        for key, value in (("model_a", model_a), ("model_b", model_b), ("item", item)):
+            if isinstance(value, bool) or not isinstance(value, (str, int)) or str(value).strip() == "":
+                raise DataError(path, f"item {item!r}: field {key!r} must be a name (text), got {value!r}", line=line)
         if row.get("likert") not in (None, ""):
             try:
                 (label,) = likert_labels([row["likert"]], likert_ties=likert_ties, items=[item])
@@ -246,6 +249,7 @@ def load_preferences(path: str | Path, *, likert_ties: bool = False, margin: flo
 
 def save_preferences(prefs: Preferences, path: str | Path) -> None:
     """Write records as CSV or JSONL (by suffix), readable by :func:`load_preferences`."""
+    from precomet.io import jsonsafe
     from precomet.io.atomic import atomic_write
 
     path = Path(path)
@@ -258,4 +262,4 @@ def save_preferences(prefs: Preferences, path: str | Path) -> None:
             writer.writeheader()
             writer.writerows(rows)
         else:
-            handle.writelines(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
+            handle.writelines(jsonsafe.dumps(row) + "\n" for row in rows)

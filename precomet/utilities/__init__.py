@@ -17,6 +17,7 @@ import numpy as np
 
 from precomet.campaign import Campaign
 from precomet.errors import PrecometError
+from precomet.values import check_like
 
 log = logging.getLogger(__name__)
 
@@ -133,6 +134,8 @@ def resolve_options(method: str, options: Mapping[str, Any] | None) -> dict[str,
     unknown = sorted(set(given) - set(valid))
     if unknown:
         raise PrecometError(f"utility {method!r}: unknown option(s) {unknown}; valid: {sorted(valid)}")
+    for key, value in given.items():
+        check_like(value, valid[key], what=f"utility {method!r}: option {key!r}")
     merged = {**valid, **given}
     if merged["missing"] not in MISSING_POLICIES:
         raise PrecometError(f"option 'missing' must be one of {MISSING_POLICIES}, got {merged['missing']!r}")

@@ -27,6 +27,8 @@ def kmeans(campaign: Campaign, *, score: str | None, budget: int, seed: int, opt
     items get ``1 + 0.5/(1 + d)`` ∈ (1, 1.5] and all others ``0.5/(1 + d)`` ∈ (0, 0.5] (``d`` = distance to
     their nearest centre): the top-``budget`` items are the representatives, the rest follow by closeness.
     """
+    if options["n_init"] < 1:
+        raise PrecometError(f"kmeans: option 'n_init' (k-means restarts) must be >= 1, got {options['n_init']!r}")
     vectors = embed_texts(
         list(campaign.src), encoder=options["encoder"], cache_dir=options["cache_dir"],
         batch_size=options["batch_size"], device=options["device"],

@@ -31,6 +31,7 @@ from scipy.stats import rankdata
 
 from precomet.campaign import Campaign
 from precomet.errors import PrecometError
+from precomet.io import jsonsafe
 from precomet.io.atomic import atomic_write
 
 log = logging.getLogger(__name__)
@@ -94,7 +95,7 @@ class IrtParams:
 
     def to_json(self, path: str | Path) -> None:
         with atomic_write(path) as handle:
-            json.dump(self.to_dict(), handle)
+            jsonsafe.dump(self.to_dict(), handle)
 
     @classmethod
     def from_json(cls, path: str | Path) -> IrtParams:

@@ -13,7 +13,9 @@ import numpy as np
 
 from precomet.campaign import Campaign
 from precomet.errors import DataError
+from precomet.io import jsonsafe
 from precomet.io.atomic import atomic_write
+from precomet.values import finite_number
 from precomet.io.jsonl import read_jsonl
 
 
@@ -48,10 +50,9 @@ def _jsonable(value: Any) -> Any:
 def write_utilities(path: str | Path, ids: Sequence[str], values: np.ndarray, signature: Mapping[str, Any]) -> None:
     """Write the signature line and one line per item, atomically."""
     with atomic_write(path) as handle:
-        handle.write(json.dumps({"signature": dict(signature)}, ensure_ascii=False) + "\n")
+        handle.write(jsonsafe.dumps({"signature": dict(signature)}) + "\n")
         for item_id, value in zip(ids, values):
-            value = None if math.isnan(value) else float(value)
-            handle.write(json.dumps({"id": item_id, "utility": value}, ensure_ascii=False) + "\n")
+            handle.write(jsonsafe.dumps({"id": item_id, "utility": float(value)}) + "\n")
 
 
 def read_utilities(path: str | Path) -> tuple[list[str], np.ndarray, dict[str, Any]]:
@@ -66,10 +67,8 @@ def read_utilities(path: str | Path) -> tuple[list[str], np.ndarray, dict[str, A
             continue
         if "id" not in row or "utility" not in row:
             raise DataError(path, "expected keys 'id' and 'utility'", line=number)
-        try:
-            value = np.nan if row["utility"] is None else float(row["utility"])
-        except (TypeError, ValueError):
-            raise DataError(path, f"utility of {row['id']!r} is not a number: {row['utility']!r}", line=number) from None
+        what = f"item {row['id']!r}, field 'utility'"
+        value = np.nan if row["utility"] is None else finite_number(row["utility"], what=what, path=path, line=number)
         if str(row["id"]) in seen:
             raise DataError(path, f"duplicate id {row['id']!r} (first on line {seen[str(row['id'])]})", line=number)
         seen[str(row["id"])] = number

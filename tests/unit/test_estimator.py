@@ -303,3 +303,45 @@ def test_frozen_packaged_encoder_is_named_not_copied(tmp_path):
     assert meta["encoder_path"] is None and len(meta["encoder_package"]["weights_sha256"]) == 64
     values = predict_sources(load_estimator(tmp_path / "ckpt"), [r["src"] for r in rows[:5]])
     assert np.isfinite(values).all()
+
+
+def test_interrupted_train_keeps_nothing_and_says_so(tiny_encoder, tmp_path, monkeypatch, capsys):
+    """Lightning answers Ctrl-C with its own shutdown and ``sys.exit(1)``, after writing ``lightning/*.ckpt``:
+    the command reports the interruption (exit 130), keeps no half-written checkpoint directory, and
+    SIGINT handling is restored."""
+    import signal
+    import sys
+
+    import pytorch_lightning as pl
+
+    def fit(self, module, datamodule=None):
+        folder = Path(self.checkpoint_callback.dirpath)
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "best-epoch=0.ckpt").write_bytes(b"partial")
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # as Lightning does on an interrupt
+        sys.exit(1)
+
+    monkeypatch.setattr(pl.Trainer, "fit", fit)
+    write_targets(_rows(), tmp_path / "targets.jsonl")
+    handler = signal.getsignal(signal.SIGINT)
+    status = main([
+        "train", "--config", str(REPO / "configs" / "tiny.yaml"), "--model.encoder", str(tiny_encoder),
+        "--train", str(tmp_path / "targets.jsonl"), "--out", str(tmp_path / "out" / "ckpt"),
+    ])
+    assert status == 130
+    assert "interrupted; no output was written" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["targets.jsonl"]
+    assert signal.getsignal(signal.SIGINT) is handler
+
+
+def test_train_into_a_relative_folder(tiny_encoder, tmp_path, monkeypatch):
+    """The checkpoint is built in a temporary folder and moved into place; Lightning reports absolute paths,
+    the user gives a relative one (the demo's default ``demo-output``)."""
+    from precomet.estimator.training import train
+
+    monkeypatch.chdir(tmp_path)
+    result = train(_rows(), out_dir="out/ckpt", config=REPO / "configs" / "tiny.yaml",
+                   overrides={"model.encoder": str(tiny_encoder), "trainer.max_epochs": 1})
+    assert result.checkpoint_dir == Path("out/ckpt") and (tmp_path / "out" / "ckpt" / "precomet.json").is_file()
+    assert result.best_ckpt.is_file() and result.best_ckpt.parent == Path("out/ckpt/lightning")
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["ckpt"]  # no temporary left beside it

@@ -21,7 +21,7 @@ def _bad_inputs(tmp_path: Path) -> dict[str, tuple[list[str], str]]:
     csv_dir = tmp_path / "csv"
     csv_dir.mkdir()
     cases = {
-        "non-numeric score": ("a,x,1\nb,y,oops\n", r"dup.csv:3: item 'b', system 'A', score 'human': not a number"),
+        "non-numeric score": ("a,x,1\nb,y,oops\n", r"dup.csv:3: item 'b', system 'A', score 'human': must be a finite number"),
         "duplicate id": ("a,x,1\na,y,2\n", r"dup.csv:3: duplicate id 'a'"),
         "empty source": ("a,,1\n", r"dup.csv:2: item 'a': empty source"),
     }
@@ -33,7 +33,7 @@ def _bad_inputs(tmp_path: Path) -> dict[str, tuple[list[str], str]]:
         inputs[name] = ([str(path)], message)
     cost = csv_dir / "cost.csv"
     cost.write_text("id,src,cost,score:human:A\na,x,-1,3\n", encoding="utf-8")
-    inputs["negative cost"] = ([str(cost)], r"cost.csv:2: item 'a': cost must be a positive finite number")
+    inputs["negative cost"] = ([str(cost)], r"cost.csv:2: item 'a', field 'cost': must be a positive finite number")
     utf = csv_dir / "utf.csv"
     utf.write_bytes(b"id,src\na,\xc3\x28\n")
     inputs["invalid UTF-8"] = ([str(utf)], r"utf.csv:2: invalid UTF-8")

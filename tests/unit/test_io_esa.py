@@ -76,7 +76,7 @@ def test_non_numeric_score_names_file_line_system(esa_copy):
     lines = path.read_text(encoding="utf-8").splitlines()
     lines[3] = lines[3].replace(",70,", ",seventy,")
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    with pytest.raises(DataError, match=r"wave1.csv:4: system 'B': non-numeric score 'seventy'"):
+    with pytest.raises(DataError, match=r"wave1.csv:4: segment 1, system 'B', field 'score': must be a finite number, got 'seventy'"):
         load_wmt24_esa(esa_copy, "en-cs")
 
 

@@ -54,7 +54,7 @@ def test_subset2evaluate_style_items(tmp_path):
         ('{"id": 1, "src": "a"}\n{"id": 1, "src": "b"}\n', CampaignError, "duplicate item id '1'"),
         ('{"id": 1, "src": ""}\n', CampaignError, "empty source"),
         ('{"id": 1, "src": "a", "scores": {"A": {"human": "good"}}}\n', CampaignError, "items.jsonl:1: item 1, system 'A', score 'human'"),
-        ('{"id": 1, "src": "a", "cost": -1}\n', CampaignError, "cost must be a positive"),
+        ('{"id": 1, "src": "a", "cost": -1}\n', CampaignError, "items.jsonl:1: item 1, field .cost.: must be a positive"),
         ('{"id": 1, "src": "a"}\nnot json\n', DataError, "items.jsonl:2: invalid JSON"),
     ],
 )

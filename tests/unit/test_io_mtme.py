@@ -79,7 +79,7 @@ def test_bad_inputs(mtme_root):
 def test_non_numeric_score_names_line(mtme_root):
     _write(mtme_root / "wmt99" / "human-scores" / "en-de.mqm.seg.score",
            ["A\t-1", "A\tbad", "A\t0", "B\t-5", "B\t-2.5", "B\t-0.1"])
-    with pytest.raises(DataError, match=r"en-de.mqm.seg.score:2: system 'A': non-numeric score 'bad'"):
+    with pytest.raises(DataError, match=r"en-de.mqm.seg.score:2: segment 2, system 'A', field 'score': must be a finite number, got 'bad'"):
         load_mtme(mtme_root, "wmt99/en-de", human="mqm")
 
 

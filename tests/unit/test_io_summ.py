@@ -94,7 +94,7 @@ def test_not_a_pickle_and_bad_structure(tmp_path):
     with pytest.raises(DataError, match=r"no known human score set among \['rouge'\]"):
         load_summ_pickle(_write(tmp_path, unknown))
     text_score = {"d": {"src": "s", "ref_summ": "r", "sys_summs": {"m": {"sys_summ": "x", "scores": {"litepyramid_recall": "high"}}}}}
-    with pytest.raises(DataError, match=r"document 'd', system 'm', score 'litepyramid_recall': expected a number"):
+    with pytest.raises(DataError, match=r"document 'd', system 'm', score 'litepyramid_recall': must be a finite number"):
         load_summ_pickle(_write(tmp_path, text_score))
 
 

@@ -1,0 +1,45 @@
+"""JSON that every parser reads: NaN and ±Infinity are written as ``null`` (``json.dumps`` would write the
+non-standard literals ``NaN`` / ``Infinity``), numpy scalars and arrays as plain numbers and lists. Every
+JSON or JSONL output of precomet is encoded here."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from typing import IO, Any
+
+import numpy as np
+
+
+def json_safe(value: Any, default=None) -> Any:
+    """``value`` with non-finite floats replaced by ``None`` (recursively through dicts, lists, tuples and
+    numpy arrays); other objects go through ``default`` when given (e.g. ``str``)."""
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (float, np.floating)):
+        value = float(value)
+        return value if math.isfinite(value) else None
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, Mapping):
+        return {(k if isinstance(k, str) else str(k)): json_safe(v, default) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [json_safe(v, default) for v in value]
+    if isinstance(value, np.ndarray):
+        return [json_safe(v, default) for v in value.tolist()]
+    if default is not None:
+        return json_safe(default(value))
+    return value  # json.dumps raises its usual TypeError for unknown types
+
+
+def dumps(value: Any, *, default=None, **kwargs: Any) -> str:
+    """``json.dumps`` of :func:`json_safe` (``allow_nan=False``: a literal NaN can never slip through)."""
+    kwargs.setdefault("ensure_ascii", False)
+    return json.dumps(json_safe(value, default), allow_nan=False, **kwargs)
+
+
+def dump(value: Any, handle: IO[str], *, default=None, **kwargs: Any) -> None:
+    handle.write(dumps(value, default=default, **kwargs))

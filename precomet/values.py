@@ -1,0 +1,61 @@
+"""One rule per kind of input value, used by every loader and option parser.
+
+* :func:`finite_number` — a score, cost, utility or target read from a file must be a finite number:
+  ``NaN`` / ``inf`` literals are refused where they are read (a missing value is written as an empty cell
+  or ``null``/``None``, never as ``NaN``), with the file, line, item, system and field in the message.
+* :func:`check_like` — an option or config value must have the type of its default (``lr=foo`` is refused
+  where it is parsed, not deep inside a fit).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from precomet.errors import CampaignError, DataError, PrecometError
+
+
+def finite_number(value: Any, *, what: str, path: Any = None, line: int | None = None, positive: bool = False) -> float:
+    """``value`` (a JSON number or a text cell) as a finite float; otherwise raise ``"{what}: must be a finite
+    number, got …"``, as a :class:`~precomet.errors.DataError` of ``path`` (and ``line``) when given, else a
+    :class:`~precomet.errors.CampaignError`. ``what`` names the item, system and field (``"item 'a', system
+    'A', score 'human'"``). With ``positive`` the number must also be > 0 (costs)."""
+    if isinstance(value, bool) or value is None:
+        number = None
+    elif isinstance(value, (int, float)):
+        number = float(value)
+    elif isinstance(value, str):
+        try:
+            number = float(value.strip())
+        except ValueError:
+            number = None
+    else:
+        try:
+            number = float(value)  # numpy scalars
+        except (TypeError, ValueError):
+            number = None
+    kind = "a positive finite number" if positive else "a finite number"
+    if number is None or not math.isfinite(number) or (positive and number <= 0):
+        message = f"{what}: must be {kind}, got {value!r}"
+        raise CampaignError(message) if path is None else DataError(path, message, line=line)
+    return number
+
+
+def check_like(value: Any, default: Any, *, what: str) -> Any:
+    """``value`` checked against the type of ``default`` (the value used when the option is not given):
+    a float default takes any finite number, an int default an integer, a bool default a bool, a string
+    default a string; ``None`` and container defaults accept anything (checked by their consumer)."""
+    if default is None or isinstance(default, (list, tuple, dict)):
+        return value
+    if isinstance(default, bool):
+        if not isinstance(value, bool):
+            raise PrecometError(f"{what} must be true or false, got {value!r}")
+    elif isinstance(default, int):
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise PrecometError(f"{what} must be an integer, got {value!r}")
+    elif isinstance(default, float):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise PrecometError(f"{what} must be a finite number, got {value!r}")
+    elif isinstance(default, str) and not isinstance(value, str):
+        raise PrecometError(f"{what} must be a string, got {value!r}")
+    return value
