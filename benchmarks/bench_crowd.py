@@ -12,11 +12,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 from pathlib import Path
 
-import numpy as np
 
 from precomet.crowd import crowd_table, run_crowd_benchmark
 from precomet.io import load

@@ -112,7 +112,8 @@ def run(args: argparse.Namespace) -> int:
 
 def _run_crowd(args: argparse.Namespace, campaign: Campaign, props: list[float]) -> int:
     from precomet.crowd import crowd_table, run_crowd_benchmark
-    from precomet.io.atomic import atomic_write
+    from precomet.io import jsonsafe
+    from precomet.io.atomic import output_set
 
     unsupported = [flag for flag, used in (("--scores", args.scores), ("--plot", args.plot), ("--budget-cost", args.budget_cost),
                                            ("--balance", args.balance), ("--level doc", args.level != "item")) if used]
@@ -124,8 +125,8 @@ def _run_crowd(args: argparse.Namespace, campaign: Campaign, props: list[float])
         props=props, seeds=args.seeds, permutations=args.permutations, seed=args.seed,
     )
     result["signature"]["data"] = str(args.data)
-    with atomic_write(args.json) as handle:
-        json.dump(result, handle, indent=1)
+    with output_set(args.json) as out, out.open(args.json) as handle:
+        jsonsafe.dump(result, handle, indent=1)
     print(crowd_table(result))
     print(f"wrote {args.json}")
     return 0
