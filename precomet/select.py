@@ -123,10 +123,9 @@ def select_subset(
     _check_finite(u, names, "utility")
     weight, capacity, budget_info = _budget(n, cost, names, budget, proportion, budget_cost)
     cost_aware = budget_info["unit"] == "cost"
-    lengths = _lengths(length, n, names) if cost_aware and length is not None else None
+    lengths = _item_numbers(length, names, "length", positive=False) if cost_aware and length is not None else None
     domain_arr = _column(domain, n, "domain")
-    doc_arr = _column(doc, n, "doc")
-    units = build_units(u, weight, level=level, doc=doc_arr, domain=domain_arr)
+    units = build_units(u, weight, level=level, doc=_column(doc, n, "doc"), domain=domain_arr, length=lengths)
     cheapest = int(np.argmin(units.weight))
     if capacity < units.weight[cheapest] * (1 - 1e-12):
         first = names[units.members[cheapest][0]]
@@ -137,8 +136,7 @@ def select_subset(
     order_value = normalise(units.utility)
     value = order_value
     if cost_aware:
-        unit_length = None if lengths is None else np.array([lengths[m].sum() for m in units.members])
-        value = unit_values(cost_objective, units.utility, units.weight, unit_length)
+        value = unit_values(cost_objective, units.utility, units.weight, units.length)
         budget_info["objective"] = cost_objective
     chosen, outcome = _optimise(
         units, value, capacity, balance=balance, quotas=quotas,
@@ -180,15 +178,17 @@ def _column(values: Sequence[Any] | np.ndarray | None, n: int, what: str) -> np.
     return column
 
 
-def _lengths(length: Sequence[float] | np.ndarray, n: int, names: np.ndarray) -> np.ndarray:
-    values = np.array(length, dtype=float)
-    if values.shape != (n,):
-        raise PrecometError(f"length: expected {n} values (one per utility), got shape {values.shape}")
-    _check_finite(values, names, "length")
-    bad = np.flatnonzero(values < 0)
+def _item_numbers(values: Sequence[float] | np.ndarray, names: np.ndarray, what: str, *, positive: bool) -> np.ndarray:
+    """One finite number per item (costs: positive; lengths: not negative), as a float array."""
+    array = np.array(values, dtype=float)
+    if array.shape != (len(names),):
+        raise PrecometError(f"{what}: expected {len(names)} values (one per utility), got shape {array.shape}")
+    _check_finite(array, names, what)
+    bad = np.flatnonzero(array <= 0 if positive else array < 0)
     if len(bad):
-        raise PrecometError(f"length of item {names[bad[0]]!r} is {values[bad[0]]:g}; lengths must not be negative")
-    return values
+        rule = "be positive" if positive else "not be negative"
+        raise PrecometError(f"{what} of item {names[bad[0]]!r} is {array[bad[0]]:g}; {what}s must {rule}")
+    return array
 
 
 def _check_finite(values: np.ndarray, names: np.ndarray, what: str) -> None:
@@ -204,15 +204,7 @@ def _budget(n, cost, names, budget, proportion, budget_cost) -> tuple[np.ndarray
     given = [k for k, v in (("budget", budget), ("proportion", proportion), ("budget_cost", budget_cost)) if v is not None]
     if len(given) != 1:
         raise PrecometError(f"give exactly one of budget, proportion, budget_cost (got {given or 'none'})")
-    cost_arr = None
-    if cost is not None:
-        cost_arr = np.array(cost, dtype=float)
-        if cost_arr.shape != (n,):
-            raise PrecometError(f"cost: expected {n} values (one per utility), got shape {cost_arr.shape}")
-        _check_finite(cost_arr, names, "cost")
-        bad = np.flatnonzero(cost_arr <= 0)
-        if len(bad):
-            raise PrecometError(f"cost of item {names[bad[0]]!r} is {cost_arr[bad[0]]:g}; costs must be positive")
+    cost_arr = None if cost is None else _item_numbers(cost, names, "cost", positive=True)
     cost_aware = cost_arr is not None and budget is None
     weight = cost_arr.copy() if cost_aware else np.ones(n)
     if budget is not None:

@@ -24,17 +24,21 @@ class Units:
     utility: np.ndarray  # raw unit utility (mean over members)
     weight: np.ndarray  # unit weight (sum over members)
     domain: np.ndarray | None  # unit domain (object), None when no domain data
+    length: np.ndarray | None = None  # unit source length (sum over members), None when not given
 
     def __len__(self) -> int:
         return len(self.members)
 
 
 def build_units(
-    utility: np.ndarray, weight: np.ndarray, *, level: str, doc: np.ndarray | None, domain: np.ndarray | None
+    utility: np.ndarray, weight: np.ndarray, *, level: str, doc: np.ndarray | None, domain: np.ndarray | None,
+    length: np.ndarray | None = None,
 ) -> Units:
-    """Items as units, or documents: utility = mean of the items', weight = sum (first-appearance order)."""
+    """Items as units, or documents: utility = mean of the items', weight and length = sums (first-appearance
+    order)."""
     if level == "item":
-        return Units([np.array([i]) for i in range(len(utility))], utility.copy(), weight.copy(), domain)
+        return Units([np.array([i]) for i in range(len(utility))], utility.copy(), weight.copy(), domain,
+                     None if length is None else length.copy())
     if level != "doc":
         raise PrecometError(f"unknown level {level!r}; choose one of ['doc', 'item']")
     if doc is None:
@@ -57,6 +61,7 @@ def build_units(
         np.array([utility[m].mean() for m in members]),
         np.array([weight[m].sum() for m in members]),
         unit_domain,
+        None if length is None else np.array([length[m].sum() for m in members]),
     )
 
 
