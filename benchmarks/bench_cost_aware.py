@@ -1,6 +1,7 @@
 """Cost-aware selection vs a random subset of the same real annotation cost (issue 11).
 
 Usage: .venv/bin/python benchmarks/bench_cost_aware.py [--seeds 100] [--only KEY,...] [--paper-seeds 100]
+       .venv/bin/python benchmarks/bench_cost_aware.py --explore [--seeds 30]   (how the default was chosen)
 
 For every campaign, budgets are 5 %..50 % of the total annotation cost (real WMT23 ESA seconds or the length
 model 0.15·len+33.7 s). Each utility selects through the exact knapsack under each cost objective
@@ -8,8 +9,9 @@ model 0.15·len+33.7 s). Each utility selects through the exact knapsack under e
 same budget (100 seeds); parity is in cost (Eq. 12). Beside it, the paper's protocol: costs normalised to
 (c − c_min)/(c̄ − c_min) (floored at 1e-3 because our knapsack needs positive costs), the paper objective and,
 as random baseline, the knapsack over random utilities. WMT22 zh-en is the development campaign the default
-was chosen on; the others confirm it. JSON per campaign in benchmarks/out/cost/, markdown in
-benchmarks/results/cost-aware.md.
+was chosen on; the others confirm it. ``--explore`` measures the candidate formulations on that campaign
+alone, and how the spread of human scores across systems grows with source length on every campaign. JSON per
+campaign in benchmarks/out/cost/, markdown in benchmarks/results/cost-aware.md.
 """
 
 from __future__ import annotations
@@ -21,11 +23,16 @@ from pathlib import Path
 
 import numpy as np
 
-from precomet.benchmark import DEFAULT_PROPS, make_selector, random_baseline, run_benchmark
+from precomet.benchmark import DEFAULT_PROPS, _evaluate_method, evaluate_props, make_selector, random_baseline
+from precomet.campaign import source_length
 from precomet.io import load
 from precomet.io.annotation_times import annotation_cost
 from precomet.metaeval import full_reference
-from precomet.selection.objective import COST_OBJECTIVES
+from precomet.selection.knapsack import Problem, solve
+from precomet.selection.objective import COST_OBJECTIVES, _percentile
+from precomet.selection.random_fill import make_random_selector, random_fill
+from precomet.selection.units import normalise
+from precomet.utilities import compute_utility
 
 REPO = Path(__file__).resolve().parent.parent
 RAW = REPO.parent / "shared" / "data" / "raw"
@@ -53,43 +60,108 @@ PAPER_TIME_LIMIT = 2.0  # s per knapsack over normalised (non-integer) costs, us
 OPTIONS = {"diversity": {"cache_dir": str(REPO / "benchmarks" / "out" / "embed-cache")}}
 
 
-def paper_protocol(campaign, methods, metric, seeds: int) -> dict:
+class _NoBar:
+    def update(self, n: int = 1) -> None:
+        pass
+
+
+def utilities(campaign, methods, metric) -> dict[str, np.ndarray]:
+    return {m: np.asarray(compute_utility(campaign, m, score=metric, options=OPTIONS.get(m)), dtype=float) for m in methods}
+
+
+def evaluate(campaign, ref, random, select, utility) -> dict:
+    """SPA, clusters and parity in cost of the subsets ``select(utility, prop)`` picks, against ``random``."""
+    result = _evaluate_method(ref, select, lambda k: utility, False, DEFAULT_PROPS, random["spa_by_prop"], campaign, True, 32, _NoBar())
+    return {k: result[k] for k in ("spa", "clusters", "parity", "spa_by_prop", "parity_by_prop")}
+
+
+def paper_protocol(campaign, found: dict[str, np.ndarray], seeds: int) -> dict:
     """The paper's setting: normalised costs, paper objective, knapsack over random utilities as random."""
     cost = campaign.cost
-    normalised = np.maximum((cost - cost.min()) / (cost.mean() - cost.min()), 1e-3)
-    norm = campaign.with_cost(normalised)
+    norm = campaign.with_cost(np.maximum((cost - cost.min()) / (cost.mean() - cost.min()), 1e-3))
     ref = full_reference(norm, score="human", permutations=1000, seed=0)
     select = make_selector(norm, budget_cost=True, cost_objective="paper", time_limit=PAPER_TIME_LIMIT)
     knapsack_random = random_baseline(ref, select, DEFAULT_PROPS, seeds=seeds)
-    result = run_benchmark(norm, methods=methods, metric=metric, budget_cost=True, cost_objective="paper", seeds=1,
-                           method_options=OPTIONS, progress=False, time_limit=PAPER_TIME_LIMIT)
-    return {"random_knapsack_spa": knapsack_random["spa"], "seeds": seeds,
-            "methods": {m: {"spa": r["spa"], "spa_by_prop": r["spa_by_prop"]} for m, r in result["methods"].items()},
+    methods = {}
+    for m, utility in found.items():
+        spa = [r["spa"] for r in evaluate_props(ref, select, utility, DEFAULT_PROPS, measures=("spa",))]
+        methods[m] = {"spa": float(np.mean(spa)), "spa_by_prop": spa}
+    return {"random_knapsack_spa": knapsack_random["spa"], "seeds": seeds, "methods": methods,
             "random_knapsack_spa_by_prop": knapsack_random["spa_by_prop"]}
 
 
 def run_case(key: str, seeds: int, paper_seeds: int) -> dict:
+    """Reference, random baseline and utilities once; then every cost objective's knapsack on them."""
     title, loader, methods, metric = CASES[key]
     campaign = loader()
+    ref = full_reference(campaign, score="human", permutations=1000, seed=0)
+    random = random_baseline(ref, make_random_selector(campaign, budget_cost=True, balance=None, level="item"), DEFAULT_PROPS, seeds=seeds)
+    found = utilities(campaign, methods, metric)
     out = {"key": key, "title": title, "items": len(campaign), "systems": len(campaign.systems),
-           "cost_note": campaign.info.get("cost", "length model 0.15·len+33.7 s"), "objectives": {}}
+           "cost_note": campaign.info.get("cost", "length model 0.15·len+33.7 s"), "random": random, "objectives": {}}
     for objective in COST_OBJECTIVES:
         start = time.perf_counter()
-        result = run_benchmark(campaign, methods=methods, metric=metric, budget_cost=True, cost_objective=objective,
-                               seeds=seeds, method_options=OPTIONS, progress=False)
-        out["random"] = result["random"]
-        out["objectives"][objective] = {m: {k: r[k] for k in ("spa", "clusters", "parity", "spa_by_prop", "parity_by_prop")}
-                                        for m, r in result["methods"].items()}
+        select = make_selector(campaign, budget_cost=True, cost_objective=objective)
+        out["objectives"][objective] = {m: evaluate(campaign, ref, random, select, u) for m, u in found.items()}
         print(f"{key} {objective}: " + ", ".join(f"{m} {100 * r['spa']:.1f}/{100 * r['parity']:.0f}%"
-                                                 for m, r in result["methods"].items())
-              + f" (random {100 * result['random']['spa']:.1f}; {time.perf_counter() - start:.0f} s)", flush=True)
+                                                 for m, r in out["objectives"][objective].items())
+              + f" (random {100 * random['spa']:.1f}; {time.perf_counter() - start:.0f} s)", flush=True)
     if paper_seeds and key in PAPER_CASES:
-        out["paper_protocol"] = paper_protocol(campaign, methods, metric, paper_seeds)
-    out["signature"] = {**result["signature"], "cost_objective": list(COST_OBJECTIVES)}
+        out["paper_protocol"] = paper_protocol(campaign, found, paper_seeds)
+    out["signature"] = {"tool": "benchmarks/bench_cost_aware.py", "data_hash": campaign.data_hash(), "seeds": seeds,
+                        "props": list(DEFAULT_PROPS), "permutations": 1000, "metric": metric, "methods": methods,
+                        "cost_objective": list(COST_OBJECTIVES)}
     return out
 
 
-def render(results: list[dict], command: str, seeds: int) -> str:
+def candidates(campaign) -> dict:
+    """The formulations tried on the development campaign: knapsack values, and two fills that need no solver."""
+    cost, length = campaign.cost, source_length(campaign.src)
+    total = float(cost.sum())
+    strata = np.minimum(np.searchsorted(np.quantile(cost, np.linspace(0, 1, 6)), cost, side="right") - 1, 4)
+
+    def knapsack(value):
+        return lambda u, prop: np.flatnonzero(solve(Problem(value(u), cost, prop * total), time_limit=10.0).chosen)
+
+    def by_stratum(u, prop):  # each of five cost quintiles gets prop of its own cost, filled in utility order
+        return np.concatenate([np.flatnonzero(strata == g)[random_fill(-u[strata == g], cost[strata == g], prop * cost[strata == g].sum())]
+                               for g in range(5)])
+
+    return {
+        "paper (shift onto [0.1, 0.6])": knapsack(normalise),
+        "shift onto [0.01, 1.01]": knapsack(lambda u: 2 * (normalise(u) - 0.1) + 0.01),
+        "rank": knapsack(_percentile),
+        "rank × cost (rank-cost)": knapsack(lambda u: _percentile(u) * cost),
+        "rank × √cost": knapsack(lambda u: _percentile(u) * np.sqrt(cost)),
+        "rank × cost^1.5": knapsack(lambda u: _percentile(u) * cost ** 1.5),
+        "rank × length (rank-length)": knapsack(lambda u: _percentile(u) * np.maximum(length, 1.0)),
+        "rank × (length + 30)": knapsack(lambda u: _percentile(u) * (length + 30)),
+        "fill in utility order": lambda u, prop: random_fill(-u, cost, prop * total),
+        "five cost strata, each filled in utility order": by_stratum,
+    }
+
+
+def explore(seeds: int) -> dict:
+    """Candidates on the development campaign; human-score spread vs source length on every campaign."""
+    title, loader, methods, metric = CASES["wmt22-zh-en"]
+    campaign = loader()
+    ref = full_reference(campaign, score="human", permutations=1000, seed=0)
+    random = random_baseline(ref, make_random_selector(campaign, budget_cost=True, balance=None, level="item"), DEFAULT_PROPS, seeds=seeds)
+    found = utilities(campaign, methods, metric)
+    rows = {}
+    for name, select in candidates(campaign).items():
+        rows[name] = {m: evaluate(campaign, ref, random, select, u)["parity"] for m, u in found.items()}
+        print(f"{name}: " + ", ".join(f"{m} {100 * p:.0f}%" for m, p in rows[name].items()), flush=True)
+    spread = {}
+    for key, (_, load_case, _, _) in CASES.items():
+        case = load_case()
+        std, length = np.nanstd(case.score("human"), axis=1), source_length(case.src)
+        slope, intercept = np.polyfit(length, std, 1)
+        spread[key] = {"pearson": float(np.corrcoef(std, length)[0, 1]), "intercept_chars": float(intercept / slope)}
+    return {"campaign": title, "seeds": seeds, "random_spa": random["spa"], "parity": rows, "spread": spread}
+
+
+def render(results: list[dict], command: str, seeds: int, explored: dict | None) -> str:
     lines = ["# Cost-aware selection at equal real annotation cost (issue 11)", "",
              f"Command: `{command}` (random = {seeds} seeds of a random subset that fits the same cost budget; budgets",
              "5 %..50 % of the total cost; parity = the share of the cost at which a method first reaches random's mean",
@@ -122,6 +194,21 @@ def render(results: list[dict], command: str, seeds: int) -> str:
                              f"{100 * res['objectives']['paper'][m]['spa']:.1f} | {100 * res['objectives']['rank-length'][m]['spa']:.1f} | "
                              f"{100 * res['random']['spa']:.1f} |")
     lines += ["", "Cost notes: " + "; ".join(f"{r['key']}: {r['cost_note']}" for r in results), ""]
+    if explored is not None:
+        lines += ["## How the default was chosen (`--explore`)", "",
+                  f"Command: `.venv/bin/python benchmarks/bench_cost_aware.py --explore --seeds {explored['seeds']}`. Parity in cost",
+                  f"on the development campaign ({explored['campaign']}; random SPA {100 * explored['random_spa']:.1f}),",
+                  "lower is better:", "",
+                  "| formulation | " + " | ".join(LABEL[m] for m in next(iter(explored["parity"].values()))) + " | mean |",
+                  "|---|---|---|---|---|"]
+        for name, row in explored["parity"].items():
+            lines.append(f"| {name} | " + " | ".join(f"{100 * p:.0f} %" for p in row.values())
+                         + f" | {100 * np.mean(list(row.values())):.0f} % |")
+        lines += ["", "Spread of human scores across systems vs source length (Pearson of each item's standard deviation",
+                  "with its source characters; the intercept of the linear fit in characters):", "",
+                  "| campaign | Pearson | intercept (chars) |", "|---|---|---|"]
+        lines += [f"| {key} | {v['pearson']:.2f} | {v['intercept_chars']:.0f} |" for key, v in explored["spread"].items()]
+        lines.append("")
     return "\n".join(lines)
 
 
@@ -130,17 +217,23 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=100)
     parser.add_argument("--paper-seeds", type=int, default=100, help="random-knapsack runs of the paper protocol (0 = skip)")
     parser.add_argument("--only", help=f"comma list of {list(CASES)}")
+    parser.add_argument("--explore", action="store_true", help="the candidates on the development campaign and spread vs length")
     args = parser.parse_args()
     if not RAW.exists():
         raise SystemExit(f"no real data at {RAW}: nothing to benchmark")
-    keys = args.only.split(",") if args.only else list(CASES)
     OUT.mkdir(parents=True, exist_ok=True)
-    for key in keys:
-        (OUT / f"{key}.json").write_text(json.dumps(run_case(key, args.seeds, args.paper_seeds), indent=1))
+    if args.explore:
+        (OUT / "explore.json").write_text(json.dumps(explore(args.seeds), indent=1))
+    else:
+        for key in args.only.split(",") if args.only else list(CASES):
+            (OUT / f"{key}.json").write_text(json.dumps(run_case(key, args.seeds, args.paper_seeds), indent=1))
     results = [json.loads((OUT / f"{k}.json").read_text()) for k in CASES if (OUT / f"{k}.json").exists()]
-    command = ".venv/bin/python benchmarks/bench_cost_aware.py" + (f" --seeds {args.seeds}" if args.seeds != 100 else "") \
-        + (f" --paper-seeds {args.paper_seeds}" if args.paper_seeds != 100 else "")
-    RESULT.write_text(render(results, command, args.seeds))
+    explored = json.loads((OUT / "explore.json").read_text()) if (OUT / "explore.json").exists() else None
+    seeds = results[0]["signature"]["seeds"] if results else args.seeds
+    paper_seeds = next((r["paper_protocol"]["seeds"] for r in results if "paper_protocol" in r), 100)
+    command = ".venv/bin/python benchmarks/bench_cost_aware.py" + (f" --seeds {seeds}" if seeds != 100 else "") \
+        + (f" --paper-seeds {paper_seeds}" if paper_seeds != 100 else "")
+    RESULT.write_text(render(results, command, seeds, explored))
     print(f"wrote {RESULT}")
 
 

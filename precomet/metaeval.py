@@ -60,7 +60,12 @@ def clusters(scores: np.ndarray, *, alpha: float = CLUSTER_ALPHA) -> list[list[i
     """
     scores = np.asarray(scores, dtype=float)
     order = np.lexsort((np.arange(scores.shape[1]), -system_means(scores)))
-    pvalues = wilcoxon_less(scores[:, order[1:]] - scores[:, order[:-1]])
+    return split_clusters(order, wilcoxon_less(scores[:, order[1:]] - scores[:, order[:-1]]), alpha=alpha)
+
+
+def split_clusters(order: Sequence[int], pvalues: Sequence[float], *, alpha: float = CLUSTER_ALPHA) -> list[list[int]]:
+    """Algorithm 1's grouping: systems in ``order``; p-value ``i`` (``order[i+1]`` vs ``order[i]``) below
+    ``alpha`` opens a new cluster."""
     result = [[int(order[0])]]
     for system, p in zip(order[1:], pvalues):
         if p < alpha:

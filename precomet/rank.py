@@ -34,7 +34,7 @@ import numpy as np
 
 from precomet.campaign import HUMAN, Campaign
 from precomet.errors import PrecometError
-from precomet.metaeval import CLUSTER_ALPHA, clusters
+from precomet.metaeval import CLUSTER_ALPHA, split_clusters
 from precomet.significance import one_blas_thread, wilcoxon_less
 
 log = logging.getLogger(__name__)
@@ -194,19 +194,11 @@ def rank_systems(
 
     with np.errstate(invalid="ignore"):
         means = np.round(np.nanmean(matrix, axis=0), 10)  # as metaeval.system_means: ties are ties
-    if complete:
-        groups = clusters(matrix, alpha=alpha)  # the meta-evaluation's own function: identical clusters
-        order = np.array([i for members in groups for i in members])
-        pvalues = wilcoxon_less(matrix[:, order[1:]] - matrix[:, order[:-1]])
-    else:
-        order = np.lexsort((np.arange(len(means)), -means))
-        pvalues = _adjacent_tests(matrix, order)
-        groups = [[int(order[0])]]
-        for system, p in zip(order[1:], pvalues):
-            if p < alpha:
-                groups.append([int(system)])
-            else:
-                groups[-1].append(int(system))
+    order = np.lexsort((np.arange(len(means)), -means))  # as metaeval.clusters
+    pvalues = wilcoxon_less(matrix[:, order[1:]] - matrix[:, order[:-1]]) if complete else _adjacent_tests(matrix, order)
+    groups = split_clusters(order, pvalues, alpha=alpha)
+
+    from precomet import __version__
 
     boot = bootstrap_means(matrix, rounds=rounds, seed=seed)[:, order]
     with np.errstate(invalid="ignore"):
@@ -214,7 +206,7 @@ def rank_systems(
     names = tuple(campaign.systems[i] for i in order)
     signature = {
         "tool": "precomet rank", "method": "mean + paired item bootstrap (percentile CI) + Wilcoxon clusters (Alg. 1)",
-        "precomet_version": _version(), "campaign": campaign.name, "lp": campaign.lp, "protocol": campaign.protocol,
+        "precomet_version": __version__, "campaign": campaign.name, "lp": campaign.lp, "protocol": campaign.protocol,
         "data_hash": campaign.data_hash(), "score": score, "level": level, "rounds": rounds, "alpha": alpha,
         "seed": seed, "items": int(len(matrix)), "systems": len(names), "complete": complete,
         "manifest": None if manifest is None else dict(manifest),
@@ -224,12 +216,6 @@ def rank_systems(
         clusters=[[campaign.systems[i] for i in members] for members in groups], adjacent_pvalues=np.asarray(pvalues, dtype=float),
         win_probability=win_probabilities(boot), level=level, rounds=rounds, seed=seed, signature=signature,
     )
-
-
-def _version() -> str:
-    from precomet import __version__
-
-    return __version__
 
 
 # --------------------------------------------------------------------------- manifest

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 from pathlib import Path
 
 from precomet.commands.common import add_data_arguments, load_campaign, positive_int
-from precomet.errors import PrecometError
+from precomet.errors import DataError
 
 HELP = "rank systems from human scores: means, bootstrap CIs, significance clusters, win probabilities; JSON and figure"
 
@@ -33,6 +32,7 @@ def run(args: argparse.Namespace) -> int:
     from precomet.io import jsonsafe
     from precomet.io.atomic import FIGURE_SUFFIXES, check_output, output_set
     from precomet.rank import check_manifest, plot_ranking, rank_systems, ranking_table, read_manifest
+    from precomet.select import subset_manifest_path
 
     if args.json:
         check_output(args.json)
@@ -42,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
     manifest_path = args.manifest
     if args.subset is not None:
         campaign = campaign.take_ids(_subset_ids(args.subset))
-        beside = args.subset.with_name(args.subset.name.removesuffix(".jsonl") + ".manifest.json")
+        beside = subset_manifest_path(args.subset)
         if manifest_path is None and beside.exists():
             manifest_path = beside
     manifest = read_manifest(manifest_path) if manifest_path is not None else None
@@ -80,22 +80,11 @@ def _open_share(text: str) -> float:
 
 
 def _subset_ids(path: Path) -> list[str]:
-    """Item ids of a subset JSONL (one ``{"id": ...}`` object per line)."""
-    ids = []
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except OSError as err:
-        raise PrecometError(f"{path}: cannot read subset ({err.strerror})") from None
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as err:
-            raise PrecometError(f"{path}:{number}: not JSON ({err.msg})") from None
-        if not isinstance(row, dict) or "id" not in row:
-            raise PrecometError(f"{path}:{number}: expected an object with an 'id'")
-        ids.append(str(row["id"]))
-    if not ids:
-        raise PrecometError(f"{path}: the subset lists no item")
-    return ids
+    """Item ids of a subset JSONL (one ``{"id": ...}`` object per line, as ``precomet select`` writes)."""
+    from precomet.io.jsonl import read_jsonl
+
+    rows = read_jsonl(path)
+    missing = next((row for row in rows if "id" not in row), None)
+    if missing is not None:
+        raise DataError(path, "expected an object with an 'id'", line=missing["_line"])
+    return [str(row["id"]) for row in rows]
