@@ -144,14 +144,15 @@ def budget_value(campaign: Campaign, prop: float, *, budget_cost: bool) -> float
 
 
 # --------------------------------------------------------------------------- random baseline and parity
-def ci90(values: Sequence[float]) -> tuple[float, float]:
-    """90 % Student-t interval of a single run: ``mean ± t(0.95, R−1) · s`` (s with ddof=1)."""
+def ci90(values: Sequence[float], *, of_mean: bool = False) -> tuple[float, float]:
+    """90 % Student-t interval of a single run: ``mean ± t(0.95, R−1) · s`` (s with ddof=1); with ``of_mean``
+    the interval of the mean (``s / √R``)."""
     from scipy.stats import t
 
     values = np.asarray(values, dtype=float)
     if len(values) < 2:
         return float(values.mean()), float(values.mean())
-    half = float(t.ppf(0.95, len(values) - 1) * values.std(ddof=1))
+    half = float(t.ppf(0.95, len(values) - 1) * values.std(ddof=1)) / (np.sqrt(len(values)) if of_mean else 1.0)
     return float(values.mean() - half), float(values.mean() + half)
 
 
@@ -381,10 +382,10 @@ def _evaluate_method(ref, select, utility_at, needs_budget, props, random_spa, c
     }
 
 
-def _signature(campaign: Campaign, **params: Any) -> dict[str, Any]:
+def _signature(campaign: Campaign, *, tool: str = "precomet benchmark", **params: Any) -> dict[str, Any]:
     from precomet import __version__
 
-    return {"tool": "precomet benchmark", "precomet_version": __version__, "campaign": campaign.name, "lp": campaign.lp,
+    return {"tool": tool, "precomet_version": __version__, "campaign": campaign.name, "lp": campaign.lp,
             "protocol": campaign.protocol, "data_hash": campaign.data_hash(), **params}
 
 
@@ -406,28 +407,22 @@ def summary_table(result: Mapping[str, Any]) -> str:
 
 def plot_benchmark(result: Mapping[str, Any], path: str | Path) -> None:
     """Paper Figure 4: SPA vs budget per method with random's 90 % band, and a cluster-count panel."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure  # a bare Figure: no pyplot state, no backend switch
 
     x = 100 * np.asarray(result["props"])
     random = result["random"]
-    fig, (ax_spa, ax_clu) = plt.subplots(1, 2, figsize=(11, 4.2))
+    fig = Figure(figsize=(11, 4.2))
+    ax_spa, ax_clu = fig.subplots(1, 2)
+    rows = [(name, m, dict(marker="o", markersize=3), "") for name, m in result["methods"].items()]
+    if result.get("oracle"):
+        rows.append(("oracle", result["oracle"], dict(color="black", linestyle=":", linewidth=1.2), " (human scores; not a selector)"))
     for ax, key in ((ax_spa, "spa"), (ax_clu, "clusters")):
         scale = 100 if key == "spa" else 1
         band = np.asarray(random[f"{key}_ci90_by_prop"]) * scale
         ax.fill_between(x, band[:, 0], band[:, 1], color="0.8", alpha=0.6, linewidth=0)
-        mean = f"{random[key] * scale:.1f}%" if key == "spa" else f"{random[key]:.2f}"
-        ax.plot(x, np.asarray(random[f"{key}_by_prop"]) * scale, color="0.3", linestyle="--", label=f"Random {mean}")
-        for name, m in result["methods"].items():
-            mean = f"{m[key] * scale:.1f}%" if key == "spa" else f"{m[key]:.2f}"
-            ax.plot(x, np.asarray(m[f"{key}_by_prop"]) * scale, marker="o", markersize=3, label=f"{name} {mean}")
-        if result.get("oracle"):
-            m = result["oracle"]
-            mean = f"{m[key] * scale:.1f}%" if key == "spa" else f"{m[key]:.2f}"
-            ax.plot(x, np.asarray(m[f"{key}_by_prop"]) * scale, color="black", linestyle=":", linewidth=1.2,
-                    label=f"oracle {mean} (human scores; not a selector)")
+        ax.plot(x, np.asarray(random[f"{key}_by_prop"]) * scale, color="0.3", linestyle="--", label=f"Random {_mean(random, key)}")
+        for name, m, style, note in rows:
+            ax.plot(x, np.asarray(m[f"{key}_by_prop"]) * scale, label=f"{name} {_mean(m, key)}{note}", **style)
         ax.set_xlabel("budget (% of " + ("annotation cost" if result["signature"].get("budget_cost") else "items") + ")")
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8, loc="lower right")
@@ -436,4 +431,7 @@ def plot_benchmark(result: Mapping[str, Any], path: str | Path) -> None:
     fig.suptitle(f"{result['campaign']}: {result['items']} items × {len(result['systems'])} systems; random band = 90% t-interval ({random['seeds']} runs)", fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
-    plt.close(fig)
+
+
+def _mean(row: Mapping[str, Any], key: str) -> str:
+    return f"{row[key] * 100:.1f}%" if key == "spa" else f"{row[key]:.2f}"

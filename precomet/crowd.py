@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from precomet.benchmark import BENCH_MEASURES, ci90, top_k, validate_props
+from precomet.benchmark import BENCH_MEASURES, _signature, ci90, top_k, validate_props
 from precomet.campaign import HUMAN, Campaign
 from precomet.errors import PrecometError
 from precomet.metaeval import Reference, clusters, evaluate_orderings, system_means
@@ -144,7 +144,7 @@ def run_crowd_benchmark(
         "random": {**_summary(random_runs), "seeds_per_run": seeds, "seconds": time.perf_counter() - started_all - sum(seconds.values())},
         "methods": {m: {**_summary(method_runs[m]), **_paired(method_runs[m][:, :, 0].mean(axis=1), random_spa),
                         "utility_seconds": seconds[m]} for m in names},
-        "signature": _signature(campaign, methods=names, crowd=crowd, runs=runs, metric=metric, score=score, props=props,
+        "signature": _signature(campaign, tool="precomet benchmark --crowd", methods=names, crowd=crowd, runs=runs, metric=metric, score=score, props=props,
                                 seeds=seeds, permutations=permutations, seed=seed, method_options=options),
     }
 
@@ -162,19 +162,9 @@ def _summary(runs: np.ndarray) -> dict[str, Any]:
 
 def _paired(method_spa: np.ndarray, random_spa: np.ndarray) -> dict[str, Any]:
     """SPA minus random's, paired by run: mean, 90 % t-interval of the mean, share of runs above random."""
-    from scipy.stats import t
-
     diff = method_spa - random_spa
-    half = float(t.ppf(0.95, len(diff) - 1) * diff.std(ddof=1) / np.sqrt(len(diff))) if len(diff) > 1 else 0.0
-    return {"spa_minus_random": float(diff.mean()), "spa_minus_random_ci90": [float(diff.mean() - half), float(diff.mean() + half)],
+    return {"spa_minus_random": float(diff.mean()), "spa_minus_random_ci90": list(ci90(diff, of_mean=True)),
             "runs_above_random": float(np.mean(diff > 0))}
-
-
-def _signature(campaign: Campaign, **params: Any) -> dict[str, Any]:
-    from precomet import __version__
-
-    return {"tool": "precomet benchmark --crowd", "precomet_version": __version__, "campaign": campaign.name, "lp": campaign.lp,
-            "protocol": campaign.protocol, "data_hash": campaign.data_hash(), **params}
 
 
 def crowd_table(result: Mapping[str, Any]) -> str:

@@ -206,13 +206,11 @@ def bootstrap_ratings(
 
 
 def plot_ratings(table: RatingTable, path: str, *, title: str | None = None) -> None:
-    """A PNG of bootstrap medians with 5–95% intervals (matplotlib, Agg backend)."""
-    import matplotlib
+    """A PNG of bootstrap medians with 5–95% intervals (a bare matplotlib Figure: no backend switch)."""
+    from matplotlib.figure import Figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(7, 0.45 * len(table.models) + 1.2))
+    fig = Figure(figsize=(7, 0.45 * len(table.models) + 1.2))
+    ax = fig.subplots()
     y = np.arange(len(table.models))[::-1]
     ax.errorbar(table.median, y, xerr=[table.median - table.low, table.high - table.median], fmt="o", capsize=3)
     ax.set_yticks(y, table.models)
@@ -221,7 +219,6 @@ def plot_ratings(table: RatingTable, path: str, *, title: str | None = None) -> 
     ax.grid(axis="x", alpha=0.3)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
-    plt.close(fig)
 
 
 # ------------------------------------------------------------------------------------- judge diagnostics
