@@ -5,7 +5,8 @@ Usage: PYTHONPATH=. .venv/bin/python benchmarks/bench_crowd.py [--crowd 4] [--ru
 
 MetricAvg / MetricVar / MetricCons (MetricX-23-c) and Diversity (all-MiniLM-L6-v2 cosine, embedding cache) run
 ``--runs`` crowds; DiffDisc (py-irt 4PL, one fit per crowd) runs the first ``--irt-runs`` crowds only (same crowds,
-so its random column is computed on those runs), because 100 IRT fits per campaign do not fit on 2 shared cores.
+so its random column is computed on those runs): 10 fits took 388 s on en-de and 226 s on zh-en (2 shared cores),
+so 100 would take about an hour per campaign.
 """
 
 from __future__ import annotations
@@ -60,13 +61,16 @@ def diff(result, name) -> str:
     return f"{100 * m['spa_minus_random']:+.2f} [{100 * lo:+.2f}, {100 * hi:+.2f}]"
 
 
-def render(args) -> None:
+def render() -> None:
     results = {(lp, tag): json.loads((OUT / f"wmt23-{lp}.{tag}.json").read_text()) for lp in LPS for tag in ("main", "irt")
                if (OUT / f"wmt23-{lp}.{tag}.json").exists()}
     first = next(iter(results.values()))
-    command = ("PYTHONPATH=. .venv/bin/python benchmarks/bench_crowd.py --only en-de`, then `... --only zh-en` "
-               f"(defaults: --crowd {args.crowd} --runs {args.runs} --seeds {args.seeds} --irt-runs {args.irt_runs} "
-               f"--irt-epochs {args.irt_epochs}), then `... --render-only")
+    main_run, irt = results.get((LPS[0], "main")), results.get((LPS[0], "irt"))
+    options = f"--crowd {first['crowd']} --seeds {first['signature']['seeds']}" \
+        + (f" --runs {main_run['runs']}" if main_run else "") \
+        + (f" --irt-runs {irt['runs']} --irt-epochs {irt['signature']['method_options']['irt_diffdisc']['epochs']}" if irt else "")
+    command = (f"PYTHONPATH=. .venv/bin/python benchmarks/bench_crowd.py {options} --only en-de`, then `... --only zh-en`, "
+               "then `... --render-only")
     lines = [
         "# Artificial crowd (seed 002 §4.2, Table 4)",
         "",
@@ -98,12 +102,12 @@ def render(args) -> None:
             row += [str(results[(LPS[0], "irt")]["runs"]) if (LPS[0], "irt") in results else "–", PAPER[name] if name != "random" else "–"]
             lines.append("| " + " | ".join(row) + " |")
     walls = ", ".join(f"{lp} {tag} {r['wall_seconds']:.0f} s" for (lp, tag), r in results.items())
-    irt = results.get((LPS[0], "irt"))
     lines += [
         "",
         f"Wall time (2 shared cores; includes utilities): {walls}. "
         + (f"DiffDisc runs only the first {irt['runs']} crowds (py-irt 4PL, {irt['signature']['method_options']['irt_diffdisc']['epochs']} epochs, "
-           "one fit per crowd): 100 fits per campaign did not fit the time on 2 shared cores. " if irt else "")
+           f"one fit per crowd): {irt['runs']} crowds took {irt['wall_seconds']:.0f} s on {LPS[0]}, so "
+           f"{first['runs']} would take about {irt['wall_seconds'] / irt['runs'] * first['runs'] / 60:.0f} min. " if irt else "")
         + "Reused across runs: sign flips (drawn once from item ids), the random orderings (drawn once, re-scored per "
         "run), and output embeddings (cache). JSON: benchmarks/out/crowd/ (not committed).",
         "",
@@ -134,7 +138,7 @@ def main() -> None:
     args = parser.parse_args()
     if not args.render_only:
         run(args)
-    render(args)
+    render()
 
 
 if __name__ == "__main__":

@@ -31,7 +31,7 @@ def main() -> None:
         campaign = load(RAW / "mt-metrics-eval-v2", campaign=f"wmt23/{lp}", human="mqm")
         res[lp] = run_benchmark(campaign, methods=list(METHODS), metric="MetricX-23-c", seeds=args.seeds,
                                 oracle_candidates=args.candidates, oracle_step=args.step, progress=False)
-        small[lp] = run_benchmark(campaign, external={"none": campaign.cost * 0}, seeds=2, oracle_candidates=10,
+        small[lp] = run_benchmark(campaign, external={"none": campaign.cost * 0}, seeds=args.seeds, oracle_candidates=10,
                                   oracle_step=args.step, progress=False)["oracle"]
         print(lp, res[lp]["oracle"]["spa"], small[lp]["spa"], flush=True)
 

@@ -16,7 +16,7 @@ subset) into what a findings paper prints:
   ``b``'s, ties counted half (so ``win[a, b] + win[b, a] = 1``).
 
 Vectorised: a chunk of rounds is one ``(rounds, N)`` count matrix (``bincount`` of uniform draws) times the
-``(N, S)`` score matrix, so 1000 rounds on 100k items × 30 systems take a few seconds on one core
+``(N, S)`` score matrix, so 1000 rounds on 100k items × 30 systems take about 1.7 s on 2 cores
 (``benchmarks/bench_rank.py``).
 """
 

@@ -7,8 +7,8 @@ the utility decides how much cost wins over usefulness:
   source length in characters. How far an item separates systems grows with its length (human-score spread
   across systems vs source length: Pearson 0.53–0.81 on WMT22/23 MQM), while its annotation time has a large
   fixed part (33.7 s in the length model), so a long item buys more separation per second. Chosen on the
-  development campaign WMT22 zh-en and confirmed on WMT23 en-de (length model and real ESA times), WMT23
-  zh-en and TED (BENCHMARKS.md, cost-aware selection).
+  development campaign WMT22 zh-en and confirmed on WMT23 en-de (length model and real ESA times) and WMT23
+  zh-en; measured by ``benchmarks/bench_cost_aware.py`` (``--explore`` for the choice; BENCHMARKS.md).
 - ``"rank-cost"``: ``v_i = rank(u_i)/N · c_i`` — every annotation second is worth the same at a given
   utility rank, so cost neither attracts nor repels: close to filling the budget in utility order.
 - ``"paper"``: ``v_i`` = the utility mapped affinely onto [0.1, 0.6] (the paper's "shift to positive", as
