@@ -22,9 +22,7 @@ from precomet.benchmark import DEFAULT_PROPS, random_baseline
 from precomet.io import load
 from precomet.metaeval import evaluate_indices, evaluate_weighted, full_reference
 from precomet.selection.units import budget_items
-from precomet.utilities.cluster import kmeans_representatives
-from precomet.utilities.diversity import output_matrix
-from precomet.utilities.embed import embed_texts
+from precomet.utilities.cluster import KMEANS_OPTIONS, item_vectors, kmeans_representatives
 
 REPO = Path(__file__).resolve().parent.parent
 RAW = REPO.parent / "shared" / "data" / "raw"
@@ -38,10 +36,8 @@ def measure(lp: str, args) -> dict:
     ref = full_reference(campaign)
     n = len(campaign)
     random = random_baseline(ref, None, list(DEFAULT_PROPS), seeds=args.seeds)
-    vectors = {
-        "src": embed_texts(list(campaign.src), cache_dir=args.cache),
-        "tgt": embed_texts(list(output_matrix(campaign).ravel()), cache_dir=args.cache).reshape(n, -1) / np.sqrt(len(campaign.systems)),
-    }
+    options = {**KMEANS_OPTIONS, "cache_dir": args.cache}
+    vectors = {on: item_vectors(campaign, on, options) for on in ("src", "tgt")}
     out = {"random": {"spa": random["spa"], "clusters": random["clusters"], "corr": random["corr"]}, "n": n,
            "systems": len(campaign.systems)}
     for on in ("src", "tgt"):

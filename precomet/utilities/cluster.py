@@ -27,12 +27,7 @@ def kmeans(campaign: Campaign, *, score: str | None, budget: int, seed: int, opt
     items get ``1 + 0.5/(1 + d)`` ∈ (1, 1.5] and all others ``0.5/(1 + d)`` ∈ (0, 0.5] (``d`` = distance to
     their nearest centre): the top-``budget`` items are the representatives, the rest follow by closeness.
     """
-    if options["n_init"] < 1:
-        raise PrecometError(f"kmeans: option 'n_init' (k-means restarts) must be >= 1, got {options['n_init']!r}")
-    vectors = embed_texts(
-        list(campaign.src), encoder=options["encoder"], cache_dir=options["cache_dir"],
-        batch_size=options["batch_size"], device=options["device"],
-    )
+    vectors = item_vectors(campaign, "src", options)
     return kmeans_utility(vectors, budget=int(budget), seed=seed, n_init=int(options["n_init"]))
 
 
@@ -43,14 +38,23 @@ def kmeans_outputs(campaign: Campaign, *, score: str | None, budget: int, seed: 
     norm), so two items are close when every system's outputs are close — not merely their averages. With an
     artificial crowd (``systems=``) only those systems' outputs are embedded.
     """
+    vectors = item_vectors(campaign, "tgt", options)
+    return kmeans_utility(vectors, budget=int(budget), seed=seed, n_init=int(options["n_init"]))
+
+
+def item_vectors(campaign: Campaign, on: str, options: Mapping[str, Any]) -> np.ndarray:
+    """One vector per item for k-means: its source embedding (``on="src"``), or its systems' output embeddings
+    concatenated and divided by √S (``on="tgt"``, unit norm). Checks ``n_init`` before anything is embedded."""
     from precomet.utilities.diversity import output_matrix
 
-    outputs = output_matrix(campaign)
-    vectors = embed_texts(
-        list(outputs.ravel()), encoder=options["encoder"], cache_dir=options["cache_dir"],
-        batch_size=options["batch_size"], device=options["device"],
-    ).reshape(len(campaign), -1) / np.sqrt(outputs.shape[1])
-    return kmeans_utility(vectors, budget=int(budget), seed=seed, n_init=int(options["n_init"]))
+    if options["n_init"] < 1:
+        raise PrecometError(f"kmeans: option 'n_init' (k-means restarts) must be >= 1, got {options['n_init']!r}")
+    if on not in ("src", "tgt"):
+        raise PrecometError(f"k-means: on must be 'src' or 'tgt', got {on!r}")
+    texts = list(campaign.src) if on == "src" else list(output_matrix(campaign).ravel())
+    vectors = embed_texts(texts, encoder=options["encoder"], cache_dir=options["cache_dir"], batch_size=options["batch_size"],
+                          device=options["device"]).reshape(len(campaign), -1)
+    return vectors if on == "src" else vectors / np.sqrt(len(campaign.systems))
 
 
 def kmeans_utility(vectors: np.ndarray, *, budget: int, seed: int, n_init: int = 3) -> np.ndarray:
@@ -94,18 +98,12 @@ def weighted_kmeans(
     summing to N), on source (``on="src"``) or output (``on="tgt"``) embeddings. The weights belong to the
     evaluation (each representative's scores count as many times as its cluster has items; see
     :func:`precomet.metaeval.evaluate_weighted`), so this is a selector, not a utility."""
-    from precomet.utilities.diversity import output_matrix
-
     opts = {**KMEANS_OPTIONS, **dict(options or {})}
     if on not in ("src", "tgt"):
         raise PrecometError(f"weighted k-means: on must be 'src' or 'tgt', got {on!r}")
     if not 1 <= int(budget) <= len(campaign):
         raise PrecometError(f"weighted k-means: budget must be in 1..{len(campaign)}, got {budget}")
-    texts = list(campaign.src) if on == "src" else list(output_matrix(campaign).ravel())
-    vectors = embed_texts(texts, encoder=opts["encoder"], cache_dir=opts["cache_dir"], batch_size=opts["batch_size"],
-                          device=opts["device"]).reshape(len(campaign), -1)
-    if on == "tgt":
-        vectors = vectors / np.sqrt(len(campaign.systems))
+    vectors = item_vectors(campaign, on, opts)
     chosen, weights, _ = kmeans_representatives(vectors, budget=int(budget), seed=seed, n_init=int(opts["n_init"]))
     return chosen, weights
 
