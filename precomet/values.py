@@ -22,16 +22,11 @@ def finite_number(value: Any, *, what: str, path: Any = None, line: int | None =
     'A', score 'human'"``). With ``positive`` the number must also be > 0 (costs)."""
     if isinstance(value, bool) or value is None:
         number = None
-    elif isinstance(value, (int, float)):
+    elif isinstance(value, (int, float)):  # the common case, without a try
         number = float(value)
-    elif isinstance(value, str):
-        try:
-            number = float(value.strip())
-        except ValueError:
-            number = None
     else:
         try:
-            number = float(value)  # numpy scalars
+            number = float(value)  # text cells (float() strips whitespace), numpy scalars
         except (TypeError, ValueError):
             number = None
     kind = "a positive finite number" if positive else "a finite number"

@@ -43,11 +43,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="--scores from an estimator: refuse a campaign with sources it was trained on (default: warn)")
     parser.add_argument("--no-oracle", dest="oracle", action="store_false",
                         help="leave out the oracle row (greedy on the human scores, seed 002 Eq. 13: headroom, not a usable selector)")
-    parser.add_argument("--oracle-candidates", type=int, default=100, help="random extensions the oracle tries per step (default 100)")
-    parser.add_argument("--oracle-step", type=int, default=10, help="items the oracle adds per step (default 10)")
-    parser.add_argument("--crowd", type=int, metavar="K",
+    parser.add_argument("--oracle-candidates", type=positive_int, default=100, help="random extensions the oracle tries per step (default 100)")
+    parser.add_argument("--oracle-step", type=positive_int, default=10, help="items the oracle adds per step (default 10)")
+    parser.add_argument("--crowd", type=positive_int, metavar="K",
                         help="artificial crowd (seed 002 Table 4): utilities on K random systems, subsets evaluated on the others")
-    parser.add_argument("--crowd-runs", type=int, default=100, metavar="R", help="artificial-crowd runs (default 100)")
+    parser.add_argument("--crowd-runs", type=positive_int, default=100, metavar="R", help="artificial-crowd runs (default 100)")
     parser.add_argument("--json", required=True, type=Path, help="write the results here")
     parser.add_argument("--plot", type=Path, help="write the SPA/clusters figure here (PNG, PDF or SVG)")
 
@@ -74,22 +74,24 @@ def run(args: argparse.Namespace) -> int:
         summary_table,
     )
     from precomet.io import jsonsafe
-    from precomet.io.atomic import FIGURE_SUFFIXES, check_output, output_set
+    from precomet.io.atomic import FIGURE_SUFFIXES, check_output, check_outputs, output_set
 
-    check_output(args.json)
+    check_outputs(args.json, args.plot)
     if args.plot:
         check_output(args.plot, suffixes=FIGURE_SUFFIXES)
     props = parse_props(args.props)
     if (args.cost_from_times or args.cost_objective != DEFAULT_COST_OBJECTIVE) and not args.budget_cost:
         raise PrecometError("--cost-from-times and --cost-objective apply to cost budgets: add --budget-cost")
+    if args.crowd is not None:
+        _check_crowd_options(args)
     campaign = apply_cost_from_times(args, load_campaign(args))
     if args.level == "doc":
         require_documents(campaign)
+    methods = [m.strip() for m in args.methods.split(",") if m.strip()]
     if args.crowd is not None:
-        return _run_crowd(args, campaign, props)
+        return _run_crowd(args, campaign, props, methods)
     read = [read_external_scores(spec, campaign, strict=args.strict) for spec in args.scores]
     external = {name: values for name, values, _ in read}
-    methods = [m.strip() for m in args.methods.split(",") if m.strip()]
     result = run_benchmark(
         campaign, methods=methods, external=external, metric=args.metric, score=args.target, props=props, seeds=args.seeds,
         budget_cost=args.budget_cost, cost_objective=args.cost_objective, balance=args.balance, level=args.level, permutations=args.permutations,
@@ -110,22 +112,24 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _run_crowd(args: argparse.Namespace, campaign: Campaign, props: list[float]) -> int:
-    from precomet.crowd import crowd_table, run_crowd_benchmark
-    from precomet.io import jsonsafe
-    from precomet.io.atomic import output_set
-
+def _check_crowd_options(args: argparse.Namespace) -> None:
     unsupported = [flag for flag, used in (("--scores", args.scores), ("--plot", args.plot), ("--budget-cost", args.budget_cost),
                                            ("--balance", args.balance), ("--level doc", args.level != "item")) if used]
     if unsupported:
         raise PrecometError(f"--crowd evaluates item-count top-k subsets of computed utilities; drop {', '.join(unsupported)}")
-    methods = [m.strip() for m in args.methods.split(",") if m.strip()]
+
+
+def _run_crowd(args: argparse.Namespace, campaign: Campaign, props: list[float], methods: list[str]) -> int:
+    from precomet.crowd import crowd_table, run_crowd_benchmark
+    from precomet.io import jsonsafe
+    from precomet.io.atomic import atomic_write
+
     result = run_crowd_benchmark(
         campaign, methods=methods, crowd=args.crowd, runs=args.crowd_runs, metric=args.metric, score=args.target,
         props=props, seeds=args.seeds, permutations=args.permutations, seed=args.seed,
     )
     result["signature"]["data"] = str(args.data)
-    with output_set(args.json) as out, out.open(args.json) as handle:
+    with atomic_write(args.json) as handle:
         jsonsafe.dump(result, handle, indent=1)
     print(crowd_table(result))
     print(f"wrote {args.json}")

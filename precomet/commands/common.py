@@ -57,38 +57,29 @@ def comma_list(text: str) -> list[str]:
     return names
 
 
-def positive_float(text: str) -> float:
-    """argparse type for a finite number > 0 (``--time-limit``, ``--k``): ``-1``, ``0``, ``nan`` and ``inf`` are refused
-    where the option is parsed, naming it."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not math.isfinite(value) or value <= 0:
-        raise argparse.ArgumentTypeError(f"expected a positive finite number, got {text!r}")
-    return value
+def _number_type(convert, accept, expected: str, name: str):
+    """An argparse type: ``convert`` the text, refuse it (naming the option) unless ``accept(value)``."""
+    def parse(text: str):
+        try:
+            value = convert(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}") from None
+        if not accept(value):
+            raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}")
+        return value
+
+    parse.__name__ = name  # argparse names the type in its messages
+    return parse
 
 
-def positive_int(text: str) -> int:
-    """argparse type for a whole number >= 1 (``--seeds``, ``--rounds``, ``--batch-size``)."""
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
-    return value
-
-
-def share(text: str) -> float:
-    """argparse type for a proportion in (0, 1] (``--proportion``)."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not 0 < value <= 1:
-        raise argparse.ArgumentTypeError(f"expected a share in (0, 1], got {text!r}")
-    return value
+positive_float = _number_type(float, lambda v: math.isfinite(v) and v > 0, "a positive finite number", "positive_float")
+"""A finite number > 0 (``--time-limit``, ``--k``): ``-1``, ``0``, ``nan`` and ``inf`` are refused where parsed."""
+positive_int = _number_type(int, lambda v: v >= 1, "a whole number >= 1", "positive_int")
+"""A whole number >= 1 (``--seeds``, ``--rounds``, ``--batch-size``)."""
+share = _number_type(float, lambda v: 0 < v <= 1, "a share in (0, 1]", "share")
+"""A proportion in (0, 1] (``--proportion``)."""
+open_share = _number_type(float, lambda v: 0 < v < 1, "a number in (0, 1)", "open_share")
+"""A probability in (0, 1) (``--level``, ``--alpha``)."""
 
 
 def require_documents(campaign: Campaign, option: str = "--level doc") -> None:

@@ -37,7 +37,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from precomet.errors import PrecometError
     from precomet.io import jsonsafe
-    from precomet.io.atomic import FIGURE_SUFFIXES, check_output, output_set
+    from precomet.io.atomic import FIGURE_SUFFIXES, check_output, check_outputs, output_set
     from precomet.pairwise import preference, ratings
 
     if bool(args.prefs) == bool(args.data):
@@ -45,9 +45,8 @@ def run(args: argparse.Namespace) -> int:
     if args.figure:
         check_output(args.figure, suffixes=FIGURE_SUFFIXES)
     if args.save_prefs:
-        check_output(args.save_prefs, suffixes=(".csv", ".jsonl"))
-    if args.json:
-        check_output(args.json)
+        check_output(args.save_prefs, suffixes=preference.PREFERENCE_SUFFIXES)
+    check_outputs(args.figure, args.save_prefs, args.json)
     if args.prefs:
         prefs = preference.load_preferences(args.prefs, likert_ties=args.likert_ties, margin=args.margin)
     else:

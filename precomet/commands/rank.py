@@ -6,7 +6,7 @@ import argparse
 import logging
 from pathlib import Path
 
-from precomet.commands.common import add_data_arguments, load_campaign, positive_int
+from precomet.commands.common import add_data_arguments, load_campaign, open_share, positive_int
 from precomet.errors import DataError
 
 HELP = "rank systems from human scores: means, bootstrap CIs, significance clusters, win probabilities; JSON and figure"
@@ -20,9 +20,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--subset", type=Path, help="rank only the items of this subset JSONL (from precomet select); "
                         "its .manifest.json beside it is recorded unless --manifest is given")
     parser.add_argument("--manifest", type=Path, help="manifest of the selection (.manifest.json) to record in the signature")
-    parser.add_argument("--level", type=_open_share, default=0.95, help="confidence level of the bootstrap intervals (default 0.95)")
+    parser.add_argument("--level", type=open_share, default=0.95, help="confidence level of the bootstrap intervals (default 0.95)")
     parser.add_argument("--rounds", type=positive_int, default=1000, help="bootstrap rounds (default 1000)")
-    parser.add_argument("--alpha", type=_open_share, default=0.05, help="p-value below which the Wilcoxon test opens a new cluster (default 0.05)")
+    parser.add_argument("--alpha", type=open_share, default=0.05, help="p-value below which the Wilcoxon test opens a new cluster (default 0.05)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (default 0)")
     parser.add_argument("--json", type=Path, help="write the ranking with its signature here")
     parser.add_argument("--plot", type=Path, help="write the figure here (PNG, PDF or SVG)")
@@ -30,12 +30,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from precomet.io import jsonsafe
-    from precomet.io.atomic import FIGURE_SUFFIXES, check_output, output_set
+    from precomet.io.atomic import FIGURE_SUFFIXES, check_output, check_outputs, output_set
     from precomet.rank import check_manifest, plot_ranking, rank_systems, ranking_table, read_manifest
     from precomet.select import subset_manifest_path
 
-    if args.json:
-        check_output(args.json)
+    check_outputs(args.json, args.plot)
     if args.plot:
         check_output(args.plot, suffixes=FIGURE_SUFFIXES)
     campaign = load_campaign(args)
@@ -66,17 +65,6 @@ def run(args: argparse.Namespace) -> int:
     if written:
         print("wrote " + " and ".join(written))
     return 0
-
-
-def _open_share(text: str) -> float:
-    """argparse type for a probability in (0, 1) (``--level``, ``--alpha``)."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = float("nan")
-    if not 0 < value < 1:
-        raise argparse.ArgumentTypeError(f"expected a number in (0, 1), got {text!r}")
-    return value
 
 
 def _subset_ids(path: Path) -> list[str]:

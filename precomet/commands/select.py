@@ -45,12 +45,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from precomet.campaign import source_length
-    from precomet.io.atomic import check_output
+    from precomet.io.atomic import check_outputs
     from precomet.select import select_subset, subset_manifest_path, write_subset
     from precomet.selection.knapsack import check_solver
 
-    check_output(args.output)
-    check_output(subset_manifest_path(args.output))
+    check_outputs(args.output, subset_manifest_path(args.output))
     check_solver(args.solver)
     campaign = apply_cost_from_times(args, load_campaign(args))
     if args.level == "doc":

@@ -34,13 +34,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from precomet.io.atomic import check_output, output_set
+    from precomet.io.atomic import check_outputs, output_set
     from precomet.utilities import compute_utility, get_spec, require_scores, resolve_options
     from precomet.utilities.output import utility_signature, write_utilities
 
-    check_output(args.output)
-    if args.save_irt:
-        check_output(args.save_irt)
+    check_outputs(args.output, args.save_irt)
     spec = get_spec(args.method)
     options = parse_options(args.option)
     if args.exclude_missing:

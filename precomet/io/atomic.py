@@ -136,7 +136,7 @@ class OutputSet:
         return temporary
 
     def commit(self) -> None:
-        done: list[tuple[Path, Path | None]] = []  # (target, the previous directory moved aside)
+        done: list[tuple[Path, Path | None]] = []  # (target, what was there before, moved aside)
         try:
             for target, temporary in self._pending:
                 if temporary.is_dir() and target.is_dir():
@@ -144,8 +144,7 @@ class OutputSet:
                         done += _replace(entry, target / entry.name)
                     temporary.rmdir()
                 else:
-                    os.replace(temporary, target)
-                    done.append((target, None))
+                    done += _replace(temporary, target)
         except OSError as err:
             for placed, old in reversed(done):  # put back what was there
                 shutil.rmtree(placed, ignore_errors=True) if placed.is_dir() else placed.unlink(missing_ok=True)
@@ -201,24 +200,25 @@ def output_set(*targets: str | Path | None) -> Iterator[OutputSet]:
     ``targets`` (``None`` entries are skipped) are validated up front with :func:`check_output`; every
     output must still be requested through :meth:`OutputSet.open`, :meth:`~OutputSet.path` or
     :meth:`~OutputSet.directory`. Nothing appears unless the block completes."""
-    given = [Path(t) for t in targets if t is not None]
-    for target in given:
-        check_output(target)
-    resolved = [t.resolve() for t in given]
-    twice = [str(t) for t, r in zip(given, resolved) if resolved.count(r) > 1]
-    if twice:
-        raise OutputError(f"{twice[0]} is given for two outputs of one command; give each its own path")
+    check_outputs(*targets)
     out = OutputSet()
     try:
         yield out
-    except BaseException:
-        out.abort()
-        raise
-    try:
         out.commit()
     except BaseException:
         out.abort()
         raise
+
+
+def check_outputs(*targets: str | Path | None) -> list[Path]:
+    """:func:`check_output` on every target (``None`` skipped), and no path given for two of them: what a
+    command calls before its work, so that :func:`output_set` cannot refuse after it."""
+    given = [check_output(t) for t in targets if t is not None]
+    resolved = [t.resolve() for t in given]
+    twice = [str(t) for t, r in zip(given, resolved) if resolved.count(r) > 1]
+    if twice:
+        raise OutputError(f"{twice[0]} is given for two outputs of one command; give each its own path")
+    return given
 
 
 @contextmanager

@@ -247,6 +247,10 @@ def load_preferences(path: str | Path, *, likert_ties: bool = False, margin: flo
     raise DataError(path, "unknown preference format; use .csv, .jsonl, AlpacaEval .json or a directory")
 
 
+PREFERENCE_SUFFIXES = (".csv", ".jsonl")
+"""The formats :func:`save_preferences` writes (suffixes compared case-insensitively, as output checks do)."""
+
+
 def save_preferences(prefs: Preferences, path: str | Path) -> None:
     """Write records as CSV or JSONL (by suffix), readable by :func:`load_preferences`."""
     from precomet.io import jsonsafe
@@ -254,10 +258,11 @@ def save_preferences(prefs: Preferences, path: str | Path) -> None:
 
     path = Path(path)
     rows = [dict(item=i, model_a=a, model_b=b, label=lab) for i, a, b, lab in zip(prefs.item, prefs.model_a, prefs.model_b, prefs.label)]
-    if path.suffix not in (".csv", ".jsonl"):
+    suffix = path.suffix.lower()
+    if suffix not in PREFERENCE_SUFFIXES:
         raise PrecometError(f"{path}: preferences are written as .csv or .jsonl")
     with atomic_write(path, "w") as handle:
-        if path.suffix == ".csv":
+        if suffix == ".csv":
             writer = csv.DictWriter(handle, fieldnames=["item", "model_a", "model_b", "label"], lineterminator="\n")
             writer.writeheader()
             writer.writerows(rows)

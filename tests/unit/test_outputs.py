@@ -178,3 +178,19 @@ def test_one_path_for_two_outputs_is_refused(tmp_path):
             out.path(tmp_path / "b.json")
             out.path(tmp_path / "b.json")
     assert _files(tmp_path) == []
+
+
+def test_failed_set_puts_back_a_file_the_user_had(tmp_path):
+    """A set that fails while placing its second output restores the first target's previous content."""
+    from precomet.errors import PrecometError
+    from precomet.io.atomic import output_set
+
+    first, second = tmp_path / "a.json", tmp_path / "b.png"
+    first.write_text("OLD")
+    with pytest.raises(PrecometError):
+        with output_set(first, second) as out:
+            with out.open(first) as handle:
+                handle.write("NEW")
+            out.path(second).unlink()  # its temporary vanishes: placing it fails after a.json was placed
+    assert first.read_text() == "OLD" and not second.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.json"]
