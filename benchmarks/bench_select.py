@@ -1,6 +1,6 @@
 """Cost-aware selection speed and quality: precomet vs subset2evaluate 1.0.27 ``costaware`` on the same data.
 
-Usage: .venv/bin/python benchmarks/bench_select.py [--n 1000] [--large 50000] [--plain-cbc] [--peer-large]
+Usage: .venv/bin/python benchmarks/bench_select.py [--n 1000] [--large 50000] [--plain-cbc] [--peer-large] [--real]
 
 1. ``--n`` items (synthetic campaign: sources -> cost = 0.15·len + 33.7, utility ~ N(0, 1)); every budget
    from 5 % to 50 % of the total cost. Both tools get identical utilities/costs; the peer runs in
@@ -9,6 +9,9 @@ Usage: .venv/bin/python benchmarks/bench_select.py [--n 1000] [--large 50000] [-
 2. ``--large`` items with a cost budget (20 %) alone and with 5 equal-count domain constraints; precomet's
    certified gap is printed. ``--plain-cbc`` also solves the 5-domain case with the straightforward pulp/CBC
    model (the ~30 s baseline); ``--peer-large`` runs the peer on the plain large case (60 s time limit).
+3. ``--real``: the default objective (rank-length) on real campaigns in ../shared/data/raw (WMT22/23 zh-en,
+   WMT23 en-de with real ESA seconds), MetricX utilities, budgets 5 %..50 % of the cost: slowest solve and
+   whether every one was certified optimal.
 """
 
 from __future__ import annotations
@@ -78,6 +81,7 @@ def main() -> None:
     parser.add_argument("--large", type=int, default=50000)
     parser.add_argument("--plain-cbc", action="store_true")
     parser.add_argument("--peer-large", action="store_true")
+    parser.add_argument("--real", action="store_true", help="rank-length solves on real campaigns (needs ../shared)")
     args = parser.parse_args()
 
     campaign = simulate_campaign(n_items=args.n, n_systems=4, seed=0)
@@ -128,6 +132,32 @@ def main() -> None:
         theirs = peer_costaware(big_u, big.cost, [0.2 * float(big.cost.sum())])[0]
         idx = np.array(theirs["indices"], dtype=int)
         print(f"{'peer costaware (plain)':24} {theirs['seconds']:7.2f} s  items {len(idx)}  objective {normalise(big_u)[idx].sum():.4f}")
+    if args.real:
+        real_campaigns()
+
+
+def real_campaigns() -> None:
+    from precomet.io import load
+    from precomet.io.annotation_times import annotation_cost
+    from precomet.utilities import compute_utility
+
+    raw = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "raw"
+    mtme = raw / "mt-metrics-eval-v2"
+    cases = {
+        "WMT22 zh-en": (lambda: load(mtme, campaign="wmt22/zh-en", human="mqm"), "metricx_xxl_MQM_2020"),
+        "WMT23 zh-en": (lambda: load(mtme, campaign="wmt23/zh-en", human="mqm"), "MetricX-23-c"),
+        "WMT23 en-de, ESA seconds": (lambda: annotation_cost(load(mtme, campaign="wmt23/en-de", human="mqm"),
+                                                             raw / "wmt23-esa-campaign"), "MetricX-23-c"),
+    }
+    print("\n== rank-length on real campaigns, budgets 5%..50% of the cost ==")
+    for name, (loader, metric) in cases.items():
+        campaign = loader()
+        for method in ("metric_avg", "metric_var", "metric_cons"):
+            utility = compute_utility(campaign, method, score=metric)
+            sels = [select_subset(utility, cost=campaign.cost, proportion=p, length=source_length(campaign.src))
+                    for p in np.arange(1, 11) / 20]
+            print(f"{name:26} {method:11} max {max(s.seconds for s in sels):.2f} s  {sorted({s.status for s in sels})}"
+                  f"  max gap {max(s.gap for s in sels):.1e}")
 
 
 if __name__ == "__main__":
