@@ -8,7 +8,8 @@ A :class:`Campaign` holds, for ``N`` items and ``S`` systems:
 * ``scores`` — ``{score name: (N, S) float array}``, NaN = missing. Human judgements live under
   :data:`HUMAN`; automatic metrics under their own names (``MetricX-23-c``, ``chrF``, ...).
 
-Every operation returns a new ``Campaign``; arrays handed in by callers are copied, never mutated.
+Every operation returns a new ``Campaign``; arrays handed in by callers are copied, never mutated. A campaign is
+immutable: its arrays are read-only and ``outputs``, ``scores`` and ``info`` are read-only mappings.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from __future__ import annotations
 import hashlib
 import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 import numpy as np
@@ -44,6 +45,23 @@ def source_length(src: Sequence[str]) -> np.ndarray:
     return np.array([len(s) for s in src], dtype=float)
 
 
+class ReadOnlyMapping(Mapping):
+    """A read-only view of a private copy of a mapping (unlike ``types.MappingProxyType`` it can be pickled)."""
+
+    def __init__(self, data: Mapping[str, Any] | None = None) -> None:
+        self._data = dict(data or {})
+
+    def __getitem__(self, key: str) -> Any:
+        return self._data[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._data)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def __repr__(self) -> str:
+        return f"ReadOnlyMapping({self._data!r})"
 
 
 def _text_column(values: Iterable[Any], what: str, n: int | None = None) -> np.ndarray:
@@ -74,11 +92,17 @@ class Campaign:
     info: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        """Lock every column: a campaign is immutable, so caches keyed on it (e.g. the meta-evaluation's
-        full-set reference) can never go stale."""
+        """Lock every column and mapping: a campaign is immutable, so caches keyed on it (e.g. the
+        meta-evaluation's full-set reference) can never go stale."""
+        for name in ("outputs", "scores", "info"):
+            object.__setattr__(self, name, ReadOnlyMapping(getattr(self, name)))
         columns = [self.ids, self.src, self.doc, self.domain, self.cost, *self.outputs.values(), *self.scores.values()]
         for column in columns + ([] if self.ref is None else [self.ref]):
             column.flags.writeable = False
+
+    def __reduce__(self) -> tuple[type, tuple[Any, ...]]:
+        """Pickle and deep-copy through the constructor, so copies are locked too."""
+        return type(self), tuple(getattr(self, f.name) for f in fields(self))
 
     # ------------------------------------------------------------------ construction
     @classmethod
