@@ -10,7 +10,7 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(PIP) --upgrade pip
-	$(PIP) torch==2.13.0
+	$(PIP) torch  # pinned by constraints.txt: installed first so pip never resolves a CUDA build
 	$(PIP) -e '.[test]'
 	touch $(STAMP)
 

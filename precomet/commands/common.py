@@ -13,7 +13,7 @@ from precomet.errors import PrecometError
 def add_data_arguments(parser: argparse.ArgumentParser) -> None:
     """``--data PATH [--campaign NAME] [--human PROTOCOL] [--keep-incomplete]``."""
     group = parser.add_argument_group("input data")
-    group.add_argument("--data", required=True, help="any supported input: mt-metrics-eval root, WMT release root (wmtYY/txt/...), MQM TSV, ESA dir, pickle, JSONL, CSV")
+    group.add_argument("--data", required=True, help="any supported input: mt-metrics-eval root, WMT release root (wmtYY/txt/...), MQM TSV, ESA dir, pickle, JSONL, CSV, Parquet, saved datasets dir")
     group.add_argument("--campaign", help="campaign inside a multi-campaign input, e.g. wmt23/en-de")
     group.add_argument("--human", help="human protocol, e.g. mqm, da-sqm (default: the first available)")
     group.add_argument(

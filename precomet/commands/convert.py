@@ -1,4 +1,4 @@
-"""``precomet convert``: any supported input -> canonical JSONL."""
+"""``precomet convert``: any supported input -> canonical JSONL (or Parquet)."""
 
 from __future__ import annotations
 
@@ -6,21 +6,22 @@ import argparse
 
 from precomet.commands.common import add_data_arguments, load_campaign
 
-HELP = "convert any supported input to canonical JSONL items and print a summary"
+HELP = "convert any supported input to canonical JSONL (or Parquet) items and print a summary"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_data_arguments(parser)
-    parser.add_argument("-o", "--output", required=True, help="output JSONL path")
+    parser.add_argument("-o", "--output", required=True, help="output path: canonical JSONL, or Parquet when it ends in .parquet")
 
 
 def run(args: argparse.Namespace) -> int:
-    from precomet.io import write_jsonl
+    from precomet.io import PARQUET_SUFFIX, write_jsonl, write_parquet
     from precomet.io.atomic import check_output
 
     check_output(args.output)
     campaign = load_campaign(args)
-    write_jsonl(campaign, args.output)
+    write = write_parquet if str(args.output).lower().endswith(PARQUET_SUFFIX) else write_jsonl
+    write(campaign, args.output)
     print(campaign.summary())
     print(f"wrote {len(campaign)} items to {args.output}")
     return 0

@@ -13,6 +13,9 @@ from precomet.errors import DataError, PrecometError
 from precomet.io.annotation_times import annotation_cost, load_wmt23_esa
 from precomet.io.csvfile import load_csv
 from precomet.io.esa import is_wmt24_esa_root, list_esa_campaigns, load_wmt24_esa
+from precomet.io.hf import (
+    PARQUET_SUFFIX, is_saved_dataset, is_saved_dataset_dict, list_splits, load_parquet, load_saved_dataset, write_parquet,
+)
 from precomet.io.jsonl import load_jsonl, write_jsonl
 from precomet.io.mtme import is_mtme_root, load_mtme
 from precomet.io.mtme import list_campaigns as list_mtme_campaigns
@@ -24,7 +27,7 @@ __all__ = [
     "load", "load_jsonl", "write_jsonl", "load_mtme", "detect_format", "load_mqm_tsv", "load_mqm_avg",
     "load_wmt24_esa", "load_summ_pickle", "load_csv", "annotation_cost", "load_wmt23_esa",
     "load_wmt_release", "list_release_campaigns", "is_wmt_release_root", "list_esa_campaigns", "list_campaigns",
-    "match_campaigns",
+    "match_campaigns", "load_parquet", "load_saved_dataset", "write_parquet",
 ]
 
 
@@ -40,11 +43,15 @@ def detect_format(path: str | Path) -> str:
             return "wmt24-esa"
         if is_wmt_release_root(path):
             return "wmt-release"
+        if is_saved_dataset_dict(path):
+            return "hf-dataset-dict"
+        if is_saved_dataset(path):
+            return "hf-dataset"
         if path.name.startswith("wmt") and is_wmt_release_root(path.parent):
             raise DataError(path, f"this is one year of a WMT release: pass its parent {path.parent} and --campaign")
         raise DataError(
             path, "directory is neither an mt-metrics-eval root (wmtYY/sources/...), WMT24 ESA (humeval/, txt/)"
-            " nor a WMT release root (wmtYY/txt/sources/<testset>.<lp>.src.<sl>)",
+            ", a WMT release root (wmtYY/txt/sources/<testset>.<lp>.src.<sl>) nor a saved datasets Dataset/DatasetDict",
         )
     suffixes = "".join(path.suffixes[-2:]).lower()
     if suffixes.endswith(".jsonl") or suffixes.endswith(".json"):
@@ -57,6 +64,8 @@ def detect_format(path: str | Path) -> str:
         return "summ-pickle"
     if suffixes.endswith(".csv"):
         return "csv"
+    if suffixes.endswith(PARQUET_SUFFIX):
+        return "parquet"
     raise DataError(path, f"unsupported input format {path.suffix!r}; supported: {', '.join(LOADERS)}")
 
 
@@ -93,6 +102,12 @@ def _load_release(path: Path, campaign: str | None, human: str | None) -> Campai
     return load_wmt_release(path, campaign)
 
 
+def _load_dataset_dict(path: Path, campaign: str | None, human: str | None) -> Campaign:
+    if human not in (None, HUMAN):
+        raise PrecometError(f"{path}: this format has one human protocol; --human {human!r} is not available")
+    return load_saved_dataset(path, split=campaign)
+
+
 LOADERS = {
     "mt-metrics-eval": _load_mtme,
     "jsonl": _no_options(load_jsonl),
@@ -102,6 +117,9 @@ LOADERS = {
     "mqm-avg": _no_options(load_mqm_avg),
     "summ-pickle": _no_options(load_summ_pickle),
     "csv": _no_options(load_csv),
+    "parquet": _no_options(load_parquet),
+    "hf-dataset": _no_options(load_saved_dataset),
+    "hf-dataset-dict": _load_dataset_dict,
 }
 
 
@@ -109,6 +127,7 @@ MULTI_CAMPAIGN = {
     "mt-metrics-eval": list_mtme_campaigns,
     "wmt24-esa": list_esa_campaigns,
     "wmt-release": list_release_campaigns,
+    "hf-dataset-dict": list_splits,
 }
 
 

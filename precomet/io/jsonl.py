@@ -1,4 +1,5 @@
-"""Canonical JSONL items (subset2evaluate-compatible) and ``datasets.Dataset`` round trips.
+"""Canonical JSONL items (subset2evaluate-compatible); the same items as Parquet or a saved ``datasets``
+dataset are read by :mod:`precomet.io.hf`.
 
 One JSON object per line::
 
@@ -139,20 +140,3 @@ def write_jsonl(campaign: Campaign, path: str | Path) -> None:
     with atomic_write(path) as handle:
         for item in campaign.iter_items():
             handle.write(jsonsafe.dumps(item) + "\n")
-
-
-def to_dataset(campaign: Campaign):
-    """The campaign as a ``datasets.Dataset`` with one row per item (canonical item fields)."""
-    import datasets
-
-    rows = list(campaign.iter_items())
-    for row in rows:  # Arrow structs need every key on every row: missing scores become None
-        row["scores"] = {
-            s: {k: row.get("scores", {}).get(s, {}).get(k) for k in campaign.score_names} for s in campaign.systems
-        }
-    return datasets.Dataset.from_list(rows)
-
-
-def from_dataset(dataset, *, name: str | None = None) -> Campaign:
-    """Inverse of :func:`to_dataset` (any dataset whose rows follow the canonical item format)."""
-    return campaign_from_items((dict(row) for row in dataset), source="dataset", name=name)

@@ -7,7 +7,7 @@ import pytest
 from precomet.campaign import HUMAN
 from precomet.errors import CampaignError, DataError
 from precomet.io import load, load_jsonl, write_jsonl
-from precomet.io.jsonl import from_dataset, to_dataset
+from precomet.io.hf import from_dataset, to_dataset
 
 
 def _same(a, b):
