@@ -30,6 +30,7 @@ from precomet.metaeval import (
 from precomet.selection.objective import DEFAULT_COST_OBJECTIVE
 from precomet.selection.random_fill import make_random_selector
 from precomet.selection.units import budget_items
+from precomet.signature import signature
 
 log = logging.getLogger(__name__)
 
@@ -282,12 +283,14 @@ def run_benchmark(
         "campaign": campaign.name, "items": len(campaign), "systems": list(campaign.systems),
         "props": props, "budgets": [budget_value(campaign, p, budget_cost=budget_cost) for p in props],
         "random": random, "methods": results, **({"oracle": headroom} if oracle else {}),
-        "signature": _signature(campaign, methods=[*specs, *external], metric=metric, score=score, props=props, seeds=seeds,
-                                budget_cost=budget_cost, cost_objective=cost_objective if budget_cost else None, balance=balance, level=level, permutations=permutations,
-                                seed=seed, parity_grid=parity_grid, method_options=method_options,
-                                time_limit=time_limit, oracle=oracle,
-                                oracle_candidates=oracle_candidates if oracle else None,
-                                oracle_step=oracle_step if oracle else None),
+        "signature": signature(
+            "precomet benchmark", campaign=campaign, seed=seed, methods=[*specs, *external], metric=metric,
+            score=score, props=props, seeds=seeds, budget_cost=budget_cost,
+            cost_objective=cost_objective if budget_cost else None, balance=balance, level=level,
+            permutations=permutations, parity_grid=parity_grid, method_options=method_options,
+            time_limit=time_limit, oracle=oracle, oracle_candidates=oracle_candidates if oracle else None,
+            oracle_step=oracle_step if oracle else None,
+        ),
     }
 
 
@@ -380,13 +383,6 @@ def _evaluate_method(ref, select, utility_at, needs_budget, props, random_spa, c
         "corr": float(rows[:, 2].mean()), "corr_by_prop": rows[:, 2].tolist(),
         "parity": float(np.mean(parity)), "parity_by_prop": parity,
     }
-
-
-def _signature(campaign: Campaign, *, tool: str = "precomet benchmark", **params: Any) -> dict[str, Any]:
-    from precomet import __version__
-
-    return {"tool": tool, "precomet_version": __version__, "campaign": campaign.name, "lp": campaign.lp,
-            "protocol": campaign.protocol, "data_hash": campaign.data_hash(), **params}
 
 
 # --------------------------------------------------------------------------- output

@@ -26,11 +26,12 @@ from typing import Any
 
 import numpy as np
 
-from precomet.benchmark import BENCH_MEASURES, _signature, ci90, top_k, validate_props
+from precomet.benchmark import BENCH_MEASURES, ci90, top_k, validate_props
 from precomet.campaign import HUMAN, Campaign
 from precomet.errors import PrecometError
 from precomet.metaeval import Reference, clusters, evaluate_orderings, system_means
 from precomet.selection.units import budget_items
+from precomet.signature import signature
 from precomet.significance import exact_float32, item_signs, pairwise_pvalues
 
 log = logging.getLogger(__name__)
@@ -144,8 +145,10 @@ def run_crowd_benchmark(
         "random": {**_summary(random_runs), "seeds_per_run": seeds, "seconds": time.perf_counter() - started_all - sum(seconds.values())},
         "methods": {m: {**_summary(method_runs[m]), **_paired(method_runs[m][:, :, 0].mean(axis=1), random_spa),
                         "utility_seconds": seconds[m]} for m in names},
-        "signature": _signature(campaign, tool="precomet benchmark --crowd", methods=names, crowd=crowd, runs=runs, metric=metric, score=score, props=props,
-                                seeds=seeds, permutations=permutations, seed=seed, method_options=options),
+        "signature": signature(
+            "precomet benchmark --crowd", campaign=campaign, seed=seed, methods=names, crowd=crowd, runs=runs,
+            metric=metric, score=score, props=props, seeds=seeds, permutations=permutations, method_options=options,
+        ),
     }
 
 

@@ -35,6 +35,7 @@ import numpy as np
 from precomet.campaign import HUMAN, Campaign
 from precomet.errors import PrecometError
 from precomet.metaeval import CLUSTER_ALPHA, split_clusters
+from precomet.signature import signature
 from precomet.significance import one_blas_thread, wilcoxon_less
 
 log = logging.getLogger(__name__)
@@ -198,23 +199,19 @@ def rank_systems(
     pvalues = wilcoxon_less(matrix[:, order[1:]] - matrix[:, order[:-1]]) if complete else _adjacent_tests(matrix, order)
     groups = split_clusters(order, pvalues, alpha=alpha)
 
-    from precomet import __version__
-
     boot = bootstrap_means(matrix, rounds=rounds, seed=seed)[:, order]
     with np.errstate(invalid="ignore"):
         low, high = np.nanquantile(boot, [(1 - level) / 2, (1 + level) / 2], axis=0)
     names = tuple(campaign.systems[i] for i in order)
-    signature = {
-        "tool": "precomet rank", "method": "mean + paired item bootstrap (percentile CI) + Wilcoxon clusters (Alg. 1)",
-        "precomet_version": __version__, "campaign": campaign.name, "lp": campaign.lp, "protocol": campaign.protocol,
-        "data_hash": campaign.data_hash(), "score": score, "level": level, "rounds": rounds, "alpha": alpha,
-        "seed": seed, "items": int(len(matrix)), "systems": len(names), "complete": complete,
-        "manifest": None if manifest is None else dict(manifest),
-    }
+    run = signature(
+        "precomet rank", method="mean + paired item bootstrap (percentile CI) + Wilcoxon clusters (Alg. 1)",
+        campaign=campaign, seed=seed, score=score, level=level, rounds=rounds, alpha=alpha, items=int(len(matrix)),
+        systems=len(names), complete=complete, manifest=None if manifest is None else dict(manifest),
+    )
     return Ranking(
         systems=names, means=means[order], ci_low=low, ci_high=high, n_rated=n_rated[order],
         clusters=[[campaign.systems[i] for i in members] for members in groups], adjacent_pvalues=np.asarray(pvalues, dtype=float),
-        win_probability=win_probabilities(boot), level=level, rounds=rounds, seed=seed, signature=signature,
+        win_probability=win_probabilities(boot), level=level, rounds=rounds, seed=seed, signature=run,
     )
 
 

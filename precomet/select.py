@@ -59,11 +59,11 @@ class Selection:
 
     def manifest(self, *, method: str, parameters: Mapping[str, Any], data_hash: str | None) -> dict[str, Any]:
         """The signature written beside a subset: method, parameters, budget, solver outcome, data hash, version."""
-        from precomet import __version__
+        from precomet.signature import jsonable, signature
 
         return {
-            "method": method,
-            "parameters": dict(parameters),
+            **signature("precomet select", method=method, data_hash=data_hash, seed=self.seed),
+            "parameters": jsonable(parameters),
             "level": self.level,
             "budget": dict(self.budget),
             "n_selected": len(self.indices),
@@ -76,9 +76,6 @@ class Selection:
             "gap": self.gap,
             "seconds": round(self.seconds, 4),
             "details": dict(self.details),
-            "data_hash": data_hash,
-            "seed": self.seed,
-            "precomet_version": __version__,
         }
 
 

@@ -87,8 +87,11 @@ def run(args: argparse.Namespace) -> int:
         for rank, index in enumerate(chosen, start=1):
             print(f"{rank}\t{campaign.ids[index]}")
         if args.out:
-            _write_json(args.out, dict(method="diffuse", budget=args.budget, systems=args.systems or list(campaign.systems),
-                                       encoder=args.encoder, data_hash=campaign.data_hash(), ids=[campaign.ids[i] for i in chosen]))
+            from precomet.signature import signature
+
+            run = signature("precomet diffuse select", method="diffuse", campaign=campaign, budget=args.budget,
+                            systems=args.systems or list(campaign.systems), encoder=args.encoder)
+            _write_json(args.out, dict(signature=run, ids=[campaign.ids[i] for i in chosen]))
         return 0
     if args.action == "iterate":
         return _iterate(args, campaign, diffuse)
@@ -135,9 +138,8 @@ def _iterate(args: argparse.Namespace, campaign, diffuse) -> int:
 
 
 def _write_json(path: str, payload: dict) -> None:
-    from precomet import __version__
     from precomet.io import jsonsafe
     from precomet.io.atomic import atomic_write
 
     with atomic_write(path) as handle:
-        jsonsafe.dump({**payload, "precomet_version": __version__}, handle, indent=1, default=float)
+        jsonsafe.dump(payload, handle, indent=1, default=float)

@@ -75,11 +75,11 @@ def run(args: argparse.Namespace) -> int:
         if args.save_prefs:
             preference.save_preferences(prefs, out.path(args.save_prefs))
         if args.json:
-            from precomet import __version__
+            from precomet.signature import signature
 
-            payload = dict(ratings=table.rows(), position_bias=bias, agreement=agree, signature=dict(
-                method=args.method, rounds=args.rounds, seed=args.seed, ties=args.ties, k=args.k, source=prefs.source,
-                records=len(prefs), precomet_version=__version__))
+            run = signature("precomet elo", method=args.method, seed=args.seed, rounds=args.rounds, ties=args.ties,
+                            k=args.k, source=prefs.source, records=len(prefs))
+            payload = dict(ratings=table.rows(), position_bias=bias, agreement=agree, signature=run)
             with out.open(args.json) as handle:
                 jsonsafe.dump(payload, handle, indent=1, default=float)
     return 0

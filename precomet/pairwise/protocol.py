@@ -22,11 +22,11 @@ from pathlib import Path
 import numpy as np
 from tqdm.auto import tqdm
 
-from precomet import __version__
 from precomet.campaign import HUMAN, Campaign
 from precomet.errors import PrecometError
 from precomet.pairwise.diffuse import diffuse_tree, iterate_order, iterate_tree
 from precomet.pairwise.embed import Encoder, embed_outputs, encoder_name
+from precomet.signature import signature
 
 log = logging.getLogger(__name__)
 
@@ -140,13 +140,12 @@ def evaluate_pairwise(
         for (m, b), v in hits.items()
     ]
     iterative = [_iterative_row(m, p, v) for (m, p), v in outcomes.items()]
-    signature = dict(
-        method="diffuse-protocol", campaign=campaign.name, data_hash=campaign.data_hash(), score=score,
-        systems=systems, pairs=len(pairs), seeds=seeds, test_fraction=test_fraction, test_items=n_test,
-        margin=margin, p_values=list(p_values), n_min=n_min, max_budget=max_budget,
-        encoder=encoder_name(encoder), precomet_version=__version__,
+    run = signature(
+        "precomet diffuse protocol", method="diffuse-protocol", campaign=campaign, score=score, systems=systems,
+        pairs=len(pairs), seeds=seeds, test_fraction=test_fraction, test_items=n_test, margin=margin,
+        p_values=list(p_values), n_min=n_min, max_budget=max_budget, encoder=encoder_name(encoder),
     )
-    return PairwiseEvaluation(success, iterative, signature)
+    return PairwiseEvaluation(success, iterative, run)
 
 
 def _iterative_row(method: str, p: float, runs: list[tuple[int, str, float]]) -> dict[str, object]:

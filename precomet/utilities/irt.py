@@ -23,6 +23,7 @@ import logging
 import random
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,7 @@ from precomet.campaign import Campaign
 from precomet.errors import PrecometError
 from precomet.io import jsonsafe
 from precomet.io.atomic import atomic_write
+from precomet.signature import signature
 
 log = logging.getLogger(__name__)
 
@@ -228,7 +230,6 @@ def fit_irt(
     subjects = [int(best["subject_ids"][ix][1:]) for ix in range(s)]
     inverse, subject_inverse = np.argsort(order), np.argsort(subjects)
     ones = np.ones(n)
-    from precomet import __version__
 
     return IrtParams(
         item_ids=tuple(campaign.ids),
@@ -237,8 +238,8 @@ def fit_irt(
         discrimination=np.asarray(best.get("disc", ones), float)[inverse],
         feasibility=np.asarray(best.get("lambdas", ones), float)[inverse],
         ability=np.asarray(best["ability"], float)[subject_inverse],
-        info={"model": model, "score": score, "rescale": rescale, "lr": lr, "lr_decay": lr_decay,
-              "epochs": int(epochs), "seed": seed, "py_irt": "0.7.1", "precomet_version": __version__},
+        info=signature("py-irt fit", method=model, campaign=campaign, seed=seed, model=model, score=score,
+                       rescale=rescale, lr=lr, lr_decay=lr_decay, epochs=int(epochs), py_irt=version("py-irt")),
     )
 
 

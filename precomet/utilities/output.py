@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -15,8 +14,9 @@ from precomet.campaign import Campaign
 from precomet.errors import DataError
 from precomet.io import jsonsafe
 from precomet.io.atomic import atomic_write
-from precomet.values import finite_number
 from precomet.io.jsonl import read_jsonl
+from precomet.signature import signature
+from precomet.values import finite_number
 
 
 def utility_signature(
@@ -30,21 +30,10 @@ def utility_signature(
     options: Mapping[str, Any],
 ) -> dict[str, Any]:
     """Method, parameters, data hash, seed and precomet version of a utility computation."""
-    from precomet import __version__
-
-    return {
-        "method": method, "score": score, "systems": None if systems is None else list(systems), "budget": budget,
-        "seed": seed, "options": {k: _jsonable(v) for k, v in options.items()}, "campaign": campaign.name,
-        "n_items": len(campaign), "data_hash": campaign.data_hash(), "precomet_version": __version__,
-    }
-
-
-def _jsonable(value: Any) -> Any:
-    try:
-        json.dumps(value)
-        return value
-    except TypeError:
-        return repr(value)
+    return signature(
+        "precomet utilities", method=method, campaign=campaign, seed=seed, score=score,
+        systems=None if systems is None else list(systems), budget=budget, options=dict(options),
+    )
 
 
 def write_utilities(path: str | Path, ids: Sequence[str], values: np.ndarray, signature: Mapping[str, Any]) -> None:
