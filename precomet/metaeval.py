@@ -40,6 +40,7 @@ from precomet.significance import (
     pvalues_from_sums,
     wilcoxon_less,
 )
+from precomet.utilities.metric import kendall_rows
 
 log = logging.getLogger(__name__)
 
@@ -89,10 +90,7 @@ def dice(a: Iterable[int], b: Iterable[int]) -> float:
 # --------------------------------------------------------------------------- system-level correlations
 def kendall_tau_b(x: np.ndarray, y: np.ndarray) -> float:
     """Kendall τ-b of two short vectors (O(S²), equals scipy's); 0 when either is constant (as the peer)."""
-    sx = np.sign(np.subtract.outer(x, x))
-    sy = np.sign(np.subtract.outer(y, y))
-    denominator = np.sqrt(np.count_nonzero(sx) * np.count_nonzero(sy))
-    return float((sx * sy).sum() / denominator) if denominator else 0.0
+    return float(kendall_rows(np.asarray(x, dtype=float)[None, :], np.asarray(y, dtype=float))[0])
 
 
 def pearson(x: np.ndarray, y: np.ndarray) -> float:
@@ -259,10 +257,7 @@ def _batch_measures(ref: Reference, sub: np.ndarray, measures: Sequence[str]) ->
         found["clusters"], first = _batch_clusters(sub, means)
         found["top1_dice"] = np.array([dice(members, ref.clusters[0]) for members in first])
     if "kendall" in wanted:
-        sx = np.sign(means[:, :, None] - means[:, None, :])
-        sy = np.sign(np.subtract.outer(ref.means, ref.means))
-        denominator = np.sqrt(np.count_nonzero(sx, axis=(1, 2)) * np.count_nonzero(sy))
-        found["kendall"] = np.divide((sx * sy).sum(axis=(1, 2)), denominator, out=np.zeros(len(sub)), where=denominator > 0)
+        found["kendall"] = kendall_rows(means, ref.means)
     if "pairwise_accuracy" in wanted:
         i, j = pair_indices(len(ref.means))
         found["pairwise_accuracy"] = np.mean((means[:, i] < means[:, j]) == (ref.means[i] < ref.means[j]), axis=1)

@@ -119,7 +119,7 @@ def _iterate(args: argparse.Namespace, campaign, diffuse) -> int:
     else:
         scores = campaign.score(args.score)[:, campaign.system_index(systems)] * (-1.0 if args.lower_is_better else 1.0)
         signs = preference_signs(scores[:, 0], scores[:, 1], margin=args.margin)
-        oracle = lambda k: {1: "a", -1: "b", 0: "tie"}[int(signs[k])]  # noqa: E731
+        oracle = diffuse.sign_oracle(signs)
     max_budget = min(args.max_budget, len(campaign))
     if args.order == "diffuse":
         tree = diffuse.campaign_tree(campaign, systems=systems, encoder=args.encoder, cache_dir=args.cache_dir)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from precomet.pairwise.diffuse import campaign_tree, iterate_order, iterate_tree
+from precomet.pairwise.diffuse import campaign_tree, iterate_order, iterate_tree, sign_oracle
 from precomet.pairwise.preference import from_scores
 from precomet.pairwise.protocol import preference_signs
 from precomet.pairwise.ratings import bootstrap_ratings
@@ -35,7 +35,7 @@ def demo_pairwise(*, seed: int = 0, n_items: int = 200, encoder=hashed_words) ->
         diffuse_ok = np.sign(signs[tree.select(budget)].sum()) == winner
         random_ok = np.mean([np.sign(signs[rng.choice(n_items, budget, replace=False)].sum()) == winner for _ in range(200)])
         lines.append(f"  budget {budget:>2}: DiffUse picks the winner: {'yes' if diffuse_ok else 'no'}; random: {100 * random_ok:.0f}% of 200 draws")
-    oracle = lambda k: {1: "a", -1: "b", 0: "tie"}[int(signs[k])]  # noqa: E731
+    oracle = sign_oracle(signs)
     for name, run in (("DiffUse", iterate_tree(tree, oracle, p=0.1, max_budget=100)),
                       ("random", iterate_order(rng.permutation(n_items), oracle, p=0.1, max_budget=100))):
         verdict = pair[0 if run.winner == "a" else 1] if run.decided else "inconclusive"

@@ -34,6 +34,13 @@ from precomet.pairwise.embed import Encoder, embed_outputs
 log = logging.getLogger(__name__)
 
 LABELS = ("a", "b", "tie")
+_SIGN_LABELS = {1: "a", -1: "b", 0: "tie"}
+
+
+def sign_oracle(signs: np.ndarray) -> Callable[[int], str]:
+    """A simulated annotator answering item ``k`` from a preference sign: +1 ``"a"``, -1 ``"b"``, 0 ``"tie"``."""
+    signs = np.asarray(signs)
+    return lambda k: _SIGN_LABELS[int(signs[k])]
 
 
 def difference_vectors(embeddings: np.ndarray) -> np.ndarray:

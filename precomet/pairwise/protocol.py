@@ -24,7 +24,7 @@ from tqdm.auto import tqdm
 
 from precomet.campaign import HUMAN, Campaign
 from precomet.errors import PrecometError
-from precomet.pairwise.diffuse import diffuse_tree, iterate_order, iterate_tree
+from precomet.pairwise.diffuse import diffuse_tree, iterate_order, iterate_tree, sign_oracle
 from precomet.pairwise.embed import Encoder, embed_outputs, encoder_name
 from precomet.signature import signature
 
@@ -32,7 +32,6 @@ log = logging.getLogger(__name__)
 
 METHODS = ("diffuse", "random")
 DEFAULT_BUDGETS = tuple(range(5, 201, 5))
-_LABEL = {1: "a", -1: "b", 0: "tie"}
 
 
 def preference_signs(first: np.ndarray, second: np.ndarray, *, margin: float = 0.0) -> np.ndarray:
@@ -123,7 +122,7 @@ def evaluate_pairwise(
             for budget in usable:
                 hits["diffuse", budget].append(np.sign(labels[tree.select(budget)].sum()) == winner)
                 hits["random", budget].append(np.sign(labels[rng.choice(n_test, budget, replace=False)].sum()) == winner)
-            oracle = lambda k: _LABEL[int(labels[k])]  # noqa: E731
+            oracle = sign_oracle(labels)
             cap = min(max_budget, n_test)
             for p in p_values:
                 runs = {

@@ -9,7 +9,6 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
-from scipy.stats import rankdata
 
 from precomet.campaign import Campaign
 from precomet.errors import PrecometError
@@ -41,6 +40,8 @@ def metric_cons(campaign: Campaign, *, score: str, budget: int | None, seed: int
 
 def spearman_rows(matrix: np.ndarray, target: np.ndarray) -> np.ndarray:
     """Spearman correlation of every row of ``matrix`` with ``target`` (average ranks for ties)."""
+    from scipy.stats import rankdata
+
     return _pearson_rows(rankdata(matrix, axis=1), rankdata(target))
 
 
