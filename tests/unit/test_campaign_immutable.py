@@ -30,7 +30,7 @@ def test_mappings_refuse_item_assignment_and_deletion(mapping):
     with pytest.raises(TypeError):
         del container[key]
     with pytest.raises(AttributeError):
-        container.update({})  # noqa: the mapping has no update method
+        container.update({})  # a read-only mapping has no update method
     with pytest.raises(AttributeError):
         container.pop(key)
 
