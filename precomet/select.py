@@ -301,10 +301,9 @@ def write_subset(path: str | Path, campaign: Campaign, selection: Selection, uti
     manifest_path = subset_manifest_path(path)
     with output_set(path, manifest_path) as out:
         with out.open(path) as handle:
-            for i in selection.indices:
-                row = {"id": campaign.ids[i], "doc": campaign.doc[i], "domain": campaign.domain[i],
-                       "cost": float(campaign.cost[i]), "utility": float(utility[i])}
-                handle.write(jsonsafe.dumps(row) + "\n")
+            jsonsafe.dump_lines(({"id": campaign.ids[i], "doc": campaign.doc[i], "domain": campaign.domain[i],
+                                  "cost": float(campaign.cost[i]), "utility": float(utility[i])}
+                                 for i in selection.indices), handle)
         with out.open(manifest_path) as handle:
             jsonsafe.dump(dict(manifest), handle, indent=2, default=str)
             handle.write("\n")

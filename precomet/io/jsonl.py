@@ -138,5 +138,4 @@ def load_jsonl(path: str | Path, *, name: str | None = None) -> Campaign:
 def write_jsonl(campaign: Campaign, path: str | Path) -> None:
     """Write the campaign as canonical JSONL (atomically)."""
     with atomic_write(path) as handle:
-        for item in campaign.iter_items():
-            handle.write(jsonsafe.dumps(item) + "\n")
+        jsonsafe.dump_lines(campaign.iter_items(), handle)

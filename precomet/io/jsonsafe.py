@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import IO, Any
 
 import numpy as np
@@ -42,4 +42,10 @@ def dumps(value: Any, *, default=None, **kwargs: Any) -> str:
 
 
 def dump(value: Any, handle: IO[str], *, default=None, **kwargs: Any) -> None:
+    """:func:`dumps` into an open text file."""
     handle.write(dumps(value, default=default, **kwargs))
+
+
+def dump_lines(rows: Iterable[Any], handle: IO[str]) -> None:
+    """JSONL: one :func:`dumps` line per row into an open text file."""
+    handle.writelines(dumps(row) + "\n" for row in rows)

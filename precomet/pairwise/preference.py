@@ -267,4 +267,4 @@ def save_preferences(prefs: Preferences, path: str | Path) -> None:
             writer.writeheader()
             writer.writerows(rows)
         else:
-            handle.writelines(jsonsafe.dumps(row) + "\n" for row in rows)
+            jsonsafe.dump_lines(rows, handle)

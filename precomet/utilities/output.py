@@ -39,9 +39,8 @@ def utility_signature(
 def write_utilities(path: str | Path, ids: Sequence[str], values: np.ndarray, signature: Mapping[str, Any]) -> None:
     """Write the signature line and one line per item, atomically."""
     with atomic_write(path) as handle:
-        handle.write(jsonsafe.dumps({"signature": dict(signature)}) + "\n")
-        for item_id, value in zip(ids, values):
-            handle.write(jsonsafe.dumps({"id": item_id, "utility": float(value)}) + "\n")
+        jsonsafe.dump_lines([{"signature": dict(signature)}], handle)
+        jsonsafe.dump_lines(({"id": item_id, "utility": float(value)} for item_id, value in zip(ids, values)), handle)
 
 
 def read_utilities(path: str | Path) -> tuple[list[str], np.ndarray, dict[str, Any]]:
