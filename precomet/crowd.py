@@ -29,10 +29,10 @@ import numpy as np
 from precomet.benchmark import BENCH_MEASURES, ci90, top_k, validate_props
 from precomet.campaign import HUMAN, Campaign
 from precomet.errors import PrecometError
-from precomet.metaeval import Reference, clusters, evaluate_orderings, system_means
+from precomet.metaeval import evaluate_orderings, reference_from_matrix
 from precomet.selection.units import budget_items
 from precomet.signature import signature
-from precomet.significance import exact_float32, item_signs, pairwise_pvalues
+from precomet.significance import item_signs
 
 log = logging.getLogger(__name__)
 
@@ -51,16 +51,6 @@ def draw_crowds(systems: Sequence[str], *, k: int, runs: int, seed: int = 0) -> 
         chosen = np.sort(np.random.default_rng([seed, 14, r]).choice(len(systems), size=k, replace=False))
         out.append(tuple(systems[i] for i in chosen))
     return out
-
-
-def _reference(campaign: Campaign, rest: Sequence[str], score: str, signs: np.ndarray, permutations: int, seed: int) -> Reference:
-    """The full-set reference on the systems ``rest`` with the shared sign flips (as metaeval.full_reference)."""
-    matrix = np.asarray(campaign.score(score), dtype=float)[:, campaign.system_index(rest)]
-    return Reference(
-        ids=campaign.ids, systems=tuple(rest), score=score, matrix=matrix, signs=signs, permutations=permutations,
-        seed=seed, pvalues=pairwise_pvalues(matrix, signs), means=system_means(matrix), clusters=clusters(matrix),
-        exact=exact_float32(matrix),
-    )
 
 
 def run_crowd_benchmark(
@@ -123,7 +113,8 @@ def run_crowd_benchmark(
     bar = tqdm(total=runs, desc=f"crowd {crowd} on {campaign.name}", disable=None if progress is None else not progress)
     for r, members in enumerate(crowds):
         rest = [s for s in campaign.systems if s not in members]
-        ref = _reference(campaign, rest, score, signs, permutations, seed)
+        matrix = np.asarray(campaign.score(score), dtype=float)[:, campaign.system_index(rest)]
+        ref = reference_from_matrix(campaign, matrix, score=score, signs=signs, seed=seed, systems=rest)
         values = evaluate_orderings(ref, random_orders, sorted_sizes, measures=BENCH_MEASURES)  # (seeds, props, measures)
         random_runs[r, by_size] = values.mean(axis=0)
         for m in names:

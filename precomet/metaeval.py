@@ -134,6 +134,18 @@ class Reference:
         return len(self.ids)
 
 
+def reference_from_matrix(
+    campaign: Campaign, matrix: np.ndarray, *, score: str, signs: np.ndarray, seed: int, systems: Sequence[str] | None = None
+) -> Reference:
+    """The reference of a complete ``(N, S)`` score matrix of ``campaign``'s items (of ``systems``, default all)
+    with the given sign flips ``(N, permutations)``; :func:`full_reference` builds and caches it."""
+    return Reference(
+        ids=campaign.ids, systems=tuple(campaign.systems if systems is None else systems), score=score, matrix=matrix,
+        signs=signs, permutations=signs.shape[1], seed=seed, pvalues=pairwise_pvalues(matrix, signs),
+        means=system_means(matrix), clusters=clusters(matrix), exact=exact_float32(matrix),
+    )
+
+
 def full_reference(campaign: Campaign, *, score: str = HUMAN, permutations: int = 1000, seed: int = 0) -> Reference:
     """The full-set side of every measure (p-values, means, clusters); cached per campaign object."""
     key = (score, permutations, seed)
@@ -152,11 +164,7 @@ def full_reference(campaign: Campaign, *, score: str = HUMAN, permutations: int 
                 f" {campaign.systems[col]!r} ({int(missing.any(axis=1).sum())} items); use Campaign.complete({score!r})"
             )
         signs = item_signs(campaign.ids, permutations=permutations, seed=seed)
-        cached[key] = Reference(
-            ids=campaign.ids, systems=campaign.systems, score=score, matrix=matrix, signs=signs,
-            permutations=permutations, seed=seed, pvalues=pairwise_pvalues(matrix, signs),
-            means=system_means(matrix), clusters=clusters(matrix), exact=exact_float32(matrix),
-        )
+        cached[key] = reference_from_matrix(campaign, matrix, score=score, signs=signs, seed=seed)
         log.debug("full-set reference for %s/%s computed (%d items)", campaign.name, score, len(campaign))
     return cached[key]
 
