@@ -241,7 +241,6 @@ def _spa_prefixes(ref: Reference, heads: np.ndarray, sizes: list[int]) -> np.nda
     n_orders, n_systems = len(heads), values.shape[1]
     partial = np.zeros((n_orders, n_systems, ref.permutations), dtype=values.dtype)
     observed, abs_total = np.zeros((n_orders, n_systems), dtype=values.dtype), np.zeros(n_orders)
-    i, j = pair_indices(n_systems)
     out, start = np.empty((n_orders, len(sizes))), 0
     for q, k in enumerate(sizes):
         block = heads[:, start:k]
@@ -249,12 +248,21 @@ def _spa_prefixes(ref: Reference, heads: np.ndarray, sizes: list[int]) -> np.nda
         partial += np.matmul(scores.transpose(0, 2, 1), ref.signs[block].astype(values.dtype))
         observed += scores.sum(axis=1)
         start = k
-        threshold = observed[:, i] - observed[:, j]
         if ref.exact is None:
             abs_total += np.abs(scores).sum(axis=(1, 2))
-            threshold = threshold - 1e-9 * np.maximum(1.0, abs_total)[:, None]
-        out[:, q] = 1.0 - np.abs(batch_pvalues(partial, threshold) - ref.pvalues).mean(axis=1)
+        out[:, q] = spa_from_sums(ref, partial, observed, abs_total)
     return out
+
+
+def spa_from_sums(ref: Reference, partial: np.ndarray, observed: np.ndarray, abs_total: np.ndarray) -> np.ndarray:
+    """SPA of ``B`` subsets from their sums: sign-flipped scores ``partial`` (B, S, permutations), scores
+    ``observed`` (B, S) and, for scores that are not exact, absolute scores ``abs_total`` (B,) that scale the
+    1e-9 tie tolerance. The one place the subset p-values are compared with the full set's."""
+    i, j = pair_indices(len(ref.means))
+    threshold = observed[:, i] - observed[:, j]
+    if ref.exact is None:
+        threshold = threshold - 1e-9 * np.maximum(1.0, abs_total)[:, None]
+    return 1.0 - np.abs(batch_pvalues(partial, threshold) - ref.pvalues).mean(axis=1)
 
 
 def _batch_measures(ref: Reference, sub: np.ndarray, measures: Sequence[str]) -> dict[str, np.ndarray]:

@@ -21,8 +21,8 @@ from itertools import combinations
 import numpy as np
 
 from precomet.errors import PrecometError
-from precomet.metaeval import Reference
-from precomet.significance import batch_pvalues, one_blas_thread, pair_indices
+from precomet.metaeval import Reference, spa_from_sums
+from precomet.significance import one_blas_thread
 
 ORACLE_CANDIDATES = 100
 ORACLE_STEP = 10
@@ -43,7 +43,6 @@ def greedy_oracle_order(ref: Reference, *, candidates: int = ORACLE_CANDIDATES, 
     values = ref.exact if exact else ref.matrix
     dtype = values.dtype
     n, n_systems = values.shape
-    i, j = pair_indices(n_systems)
     partial = np.zeros((n_systems, ref.permutations), dtype=dtype)
     observed = np.zeros(n_systems, dtype=dtype)
     abs_total = 0.0
@@ -64,11 +63,8 @@ def greedy_oracle_order(ref: Reference, *, candidates: int = ORACLE_CANDIDATES, 
                 scores = values[ext]  # (C, m, S)
                 cand_partial = partial[None] + np.matmul(scores.transpose(0, 2, 1), ref.signs[ext].astype(dtype))
                 cand_observed = observed[None] + scores.sum(axis=1)
-                threshold = cand_observed[:, i] - cand_observed[:, j]
-                if not exact:
-                    totals = abs_total + np.abs(scores).sum(axis=(1, 2))
-                    threshold = threshold - 1e-9 * np.maximum(1.0, totals)[:, None]
-                spa = 1.0 - np.abs(batch_pvalues(cand_partial, threshold) - ref.pvalues).mean(axis=1)
+                totals = abs_total + np.abs(scores).sum(axis=(1, 2))
+                spa = spa_from_sums(ref, cand_partial, cand_observed, totals)
                 best = int(np.argmax(spa))  # first of equals: deterministic
             chosen = ext[best]
             block = values[chosen]
