@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import json
 import time
-from pathlib import Path
 
 import numpy as np
 
@@ -34,8 +33,7 @@ from precomet.selection.random_fill import make_random_selector, random_fill
 from precomet.selection.units import normalise
 from precomet.utilities import compute_utility
 
-REPO = Path(__file__).resolve().parent.parent
-RAW = REPO.parent / "shared" / "data" / "raw"
+from paths import RAW, REPO  # benchmarks/paths.py (the script's folder is on sys.path)
 OUT = REPO / "benchmarks" / "out" / "cost"
 RESULT = REPO / "benchmarks" / "results" / "cost-aware.md"
 METRIC_METHODS = ["metric_avg", "metric_var", "metric_cons"]

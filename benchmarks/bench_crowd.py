@@ -20,8 +20,7 @@ from pathlib import Path
 from precomet.crowd import crowd_table, run_crowd_benchmark
 from precomet.io import load
 
-REPO = Path(__file__).resolve().parent.parent
-RAW = REPO.parent / "shared" / "data" / "raw"
+from paths import RAW, REPO  # benchmarks/paths.py (the script's folder is on sys.path)
 OUT = REPO / "benchmarks" / "out" / "crowd"
 NAMES = {"metric_avg": "MetricAvg", "metric_var": "MetricVar", "metric_cons": "MetricCons", "diversity": "Diversity",
          "irt_diffdisc": "DiffDisc"}

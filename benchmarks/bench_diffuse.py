@@ -21,9 +21,8 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-RAW = ROOT.parent / "shared" / "data" / "raw"
-CACHE = ROOT / "benchmarks" / "out" / "embed-cache"
+from paths import RAW, REPO  # benchmarks/paths.py (the script's folder is on sys.path)
+CACHE = REPO / "benchmarks" / "out" / "embed-cache"
 PEER_SCRIPT = r"""
 import json, sys, time, numpy as np, torch
 import scipy.cluster, sentence_transformers  # diffuse() imports these inside; load them outside the timer
@@ -78,7 +77,7 @@ def speed(args: argparse.Namespace) -> None:
     ours = float(np.median(times))
     print(f"precomet select, same embeddings (representation dim {emb.shape[1] * emb.shape[2]}): "
           f"median {ours:.3f} s over {args.repeats} runs (min {min(times):.3f})")
-    peer_python = ROOT / "benchmarks" / ".peer-venv" / "bin" / "python"
+    peer_python = REPO / "benchmarks" / ".peer-venv" / "bin" / "python"
     if args.skip_peer or not peer_python.exists():
         print("peer skipped (run bash benchmarks/peer_env.sh first)")
         return

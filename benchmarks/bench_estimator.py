@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-RAW = Path(os.environ.get("PRECOMET_RAW_DATA", Path(__file__).resolve().parents[2] / "shared" / "data" / "raw"))
+from paths import RAW  # benchmarks/paths.py (the script's folder is on sys.path)
 
 
 def source_sets() -> dict[str, list[str]]:

@@ -24,8 +24,7 @@ from precomet.metaeval import evaluate_indices, evaluate_weighted, full_referenc
 from precomet.selection.units import budget_items
 from precomet.utilities.cluster import KMEANS_OPTIONS, item_vectors, kmeans_representatives
 
-REPO = Path(__file__).resolve().parent.parent
-RAW = REPO.parent / "shared" / "data" / "raw"
+from paths import RAW, REPO  # benchmarks/paths.py (the script's folder is on sys.path)
 ROWS = (("src", False, "k-means (sources) — existing `kmeans`"), ("tgt", False, "k-means (outputs) — `kmeans_outputs`"),
         ("src", True, "k-means (sources, weighted)"), ("tgt", True, "k-means (outputs, weighted)"))
 PAPER = {("src", False): "92.3", ("src", True): "91.5", ("tgt", False): "91.8", ("tgt", True): "89.3"}

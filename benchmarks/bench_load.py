@@ -17,7 +17,7 @@ from pathlib import Path
 import precomet
 from precomet.io import annotation_cost, load, load_mqm_tsv, load_summ_pickle, load_wmt23_esa, load_wmt24_esa
 
-REPO = Path(__file__).resolve().parent.parent
+from paths import REPO  # benchmarks/paths.py (the script's folder is on sys.path)
 
 
 def cases(raw: Path) -> list[tuple[str, str, callable]]:

@@ -26,7 +26,7 @@ import numpy as np
 from precomet import metaeval as me
 from precomet.io import load
 
-REPO = Path(__file__).resolve().parent.parent
+from paths import REPO  # benchmarks/paths.py (the script's folder is on sys.path)
 PROPS = np.linspace(0.05, 0.5, 10)
 
 PEER_SCRIPT = r"""

@@ -10,13 +10,11 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 from precomet.benchmark import run_benchmark
 from precomet.io import load
 
-REPO = Path(__file__).resolve().parent.parent
-RAW = REPO.parent / "shared" / "data" / "raw"
+from paths import RAW, REPO  # benchmarks/paths.py (the script's folder is on sys.path)
 METHODS = {"metric_avg": "MetricAvg", "metric_var": "MetricVar", "metric_cons": "MetricCons"}
 
 

@@ -27,7 +27,7 @@ import precomet
 from precomet.campaign import Campaign
 from precomet.rank import bootstrap_means, rank_systems
 
-REPO = Path(__file__).resolve().parent.parent
+from paths import REPO  # benchmarks/paths.py (the script's folder is on sys.path)
 
 
 def campaign(items: int, systems: int, missing: float, seed: int = 0) -> Campaign:

@@ -31,7 +31,7 @@ from precomet.select import select_subset
 from precomet.selection.units import normalise
 from precomet.simulate import simulate_campaign
 
-REPO = Path(__file__).resolve().parent.parent
+from paths import REPO  # benchmarks/paths.py (the script's folder is on sys.path)
 PROPS = np.linspace(0.05, 0.5, 10)
 
 PEER_SCRIPT = r"""

@@ -22,8 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-REPO = Path(__file__).resolve().parent.parent
-RAW = REPO.parent / "shared" / "data" / "raw"
+from paths import RAW, REPO  # benchmarks/paths.py (the script's folder is on sys.path)
 sys.path.insert(0, str(REPO))
 
 from precomet.campaign import HUMAN, Campaign  # noqa: E402

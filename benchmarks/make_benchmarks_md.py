@@ -30,7 +30,7 @@ from precomet.benchmark import DEFAULT_PROPS, plot_benchmark, run_benchmark
 from precomet.io import load
 from precomet.utilities import compute_utility
 
-REPO = Path(__file__).resolve().parent.parent
+from paths import REPO  # benchmarks/paths.py (the script's folder is on sys.path)
 OUT = REPO / "benchmarks" / "results"
 WMT_METHODS = ["metric_avg", "metric_var", "metric_cons", "diversity", "irt_diffdisc", "kmeans"]
 OUTPUT_METHODS = ["diversity", "kmeans"]
