@@ -49,18 +49,20 @@ def _rank(values: np.ndarray) -> np.ndarray:
 NORMALISERS = {"zscore": _zscore, "rank": _rank, "none": lambda values: values.astype(float)}
 
 
-def normalise(values: Sequence[float], how: str) -> np.ndarray:
-    """Apply one of :data:`NORMALISERS` to one campaign's utilities (returns a new array)."""
+def normalise_targets(values: Sequence[float], how: str) -> np.ndarray:
+    """Apply one of :data:`NORMALISERS` to one campaign's utilities (returns a new array). Not
+    :func:`precomet.selection.units.normalise`, which scales utilities for the knapsack objective."""
     if how not in NORMALISERS:
         raise PrecometError(f"unknown normalisation {how!r}; valid: {', '.join(NORMALISERS)}")
     return NORMALISERS[how](np.asarray(values, dtype=float))
 
 
-def compute_utility(campaign: Campaign, method: str, *, score: str, seed: int, options: dict | None = None) -> np.ndarray:
-    """The output-based utility of every item (delegates to :func:`precomet.utilities.compute_utility`)."""
-    from precomet.utilities import compute_utility as utility
+def raw_targets(campaign: Campaign, method: str, *, score: str, seed: int, options: dict | None = None) -> np.ndarray:
+    """One campaign's targets before normalisation: the output-based utility of every item as floats
+    (:func:`precomet.utilities.compute_utility`)."""
+    from precomet.utilities import compute_utility
 
-    return np.asarray(utility(campaign, method, score=score, seed=seed, options=options), dtype=float)
+    return np.asarray(compute_utility(campaign, method, score=score, seed=seed, options=options), dtype=float)
 
 
 def build_targets(
@@ -84,7 +86,7 @@ def build_targets(
         if campaign.name in seen:
             raise PrecometError(f"campaign name {campaign.name!r} given twice; targets are grouped by campaign name")
         seen.add(campaign.name)
-        raw = compute_utility(campaign, method, score=score, seed=seed, options=options)
+        raw = raw_targets(campaign, method, score=score, seed=seed, options=options)
         if raw.shape != (len(campaign),):
             raise PrecometError(f"utility {method!r} on {campaign.name!r}: expected {len(campaign)} values, got {raw.shape}")
         bad = np.flatnonzero(~np.isfinite(raw))
@@ -93,7 +95,7 @@ def build_targets(
                 f"utility {method!r} on campaign {campaign.name!r}: non-finite value for item {campaign.ids[bad[0]]!r}"
                 f" ({len(bad)} item(s))"
             )
-        values = normalise(raw, normalisation)
+        values = normalise_targets(raw, normalisation)
         for i in range(len(campaign)):
             rows.append({
                 "src": campaign.src[i], "target": float(values[i]), "campaign": campaign.name, "doc": campaign.doc[i],

@@ -50,7 +50,10 @@ def _batch(tokenizer, texts):
 
 # ---------------------------------------------------------------- targets
 def test_build_targets_zscore_per_campaign(tiny_campaign, monkeypatch):
-    monkeypatch.setattr(targets_module, "compute_utility", lambda c, m, *, score, seed, options: c.score(score).mean(axis=1))
+    def mean_score(campaign, method, *, score, seed, options):
+        return campaign.score(score).mean(axis=1)
+
+    monkeypatch.setattr(targets_module, "raw_targets", mean_score)
     second = tiny_campaign.take([0, 1, 2])
     from dataclasses import replace
 
@@ -67,10 +70,13 @@ def test_build_targets_zscore_per_campaign(tiny_campaign, monkeypatch):
 
 
 def test_build_targets_rejects_nan_and_duplicates(tiny_campaign, monkeypatch):
-    monkeypatch.setattr(targets_module, "compute_utility", lambda c, m, *, score, seed, options: np.array([1.0, np.nan, 2.0, 3.0]))
+    def fixed(values):
+        return lambda campaign, method, *, score, seed, options: np.array(values)
+
+    monkeypatch.setattr(targets_module, "raw_targets", fixed([1.0, np.nan, 2.0, 3.0]))
     with pytest.raises(PrecometError, match="non-finite value for item 'b'"):
         build_targets([tiny_campaign], method="avg")
-    monkeypatch.setattr(targets_module, "compute_utility", lambda c, m, *, score, seed, options: np.arange(4.0))
+    monkeypatch.setattr(targets_module, "raw_targets", fixed([0.0, 1.0, 2.0, 3.0]))
     with pytest.raises(PrecometError, match="given twice"):
         build_targets([tiny_campaign, tiny_campaign], method="avg")
     with pytest.raises(PrecometError, match="unknown normalisation 'minmax'"):
