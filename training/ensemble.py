@@ -1,33 +1,48 @@
-"""Average several estimators' predictions: each ``{"id", "utility"}`` file is z-scored, then the mean is
-written (ids must match in order; a first signature line is skipped).
+"""Average several estimators' predictions: each utility file (``precomet predict`` / ``training/heldout.py``
+output, read with :func:`precomet.utilities.output.read_utilities`) is z-scored, then the mean is written as a
+utility file whose signature names the members; ids must match in order.
 
     .venv/bin/python training/ensemble.py OUT.jsonl A.scores.jsonl B.scores.jsonl [...]
 """
 
 from __future__ import annotations
 
-import json
 import sys
 
 import numpy as np
 
 
 def main() -> None:
+    from precomet import __version__
+    from precomet.errors import PrecometError
+    from precomet.estimator.leakage import SourceFingerprint, fingerprint_in
+    from precomet.utilities.output import read_utilities, write_utilities
+
     if len(sys.argv) < 4:
         sys.exit(__doc__)
     out, *files = sys.argv[1:]
-    parts = []
-    for f in files:
-        with open(f, encoding="utf-8") as handle:
-            parts.append([json.loads(line) for line in handle if '"utility"' in line])
-    ids = [r["id"] for r in parts[0]]
-    for f, part in zip(files, parts):
-        if [r["id"] for r in part] != ids:
+    try:
+        parts = [read_utilities(f) for f in files]
+        prints = [fingerprint_in(signature, where=f) for f, (_, _, signature) in zip(files, parts)]
+    except PrecometError as err:
+        sys.exit(str(err))
+    ids = parts[0][0]
+    for f, (part_ids, values, _) in zip(files, parts):
+        if part_ids != ids:
             sys.exit(f"{f}: ids differ from {files[0]}")
-    values = [np.array([r["utility"] for r in part], dtype=float) for part in parts]
-    mean = np.mean([(v - v.mean()) / v.std() for v in values], axis=0)
-    with open(out, "w", encoding="utf-8") as handle:
-        handle.writelines(json.dumps({"id": i, "utility": float(u)}) + "\n" for i, u in zip(ids, mean))
+        if np.isnan(values).any():
+            sys.exit(f"{f}: {int(np.isnan(values).sum())} utility value(s) are null")
+    mean = np.mean([(v - v.mean()) / v.std() for _, v, _ in parts], axis=0)
+    members = [{"file": f, "signature": {k: v for k, v in signature.items() if k != "training_sources"}}
+               for f, (_, _, signature) in zip(files, parts)]
+    hashes = {m["signature"].get("data_hash") for m in members}
+    signature = {"method": "ensemble", "combination": "mean of z-scored utilities", "members": members,
+                 "n_items": len(ids), "data_hash": hashes.pop() if len(hashes) == 1 else None, "seed": None,
+                 "precomet_version": __version__}
+    if all(p is not None for p in prints):  # a source seen in training by any member was seen by the ensemble
+        union = SourceFingerprint(np.unique(np.concatenate([p.hashes for p in prints])))
+        signature["training_sources"] = union.to_json()
+    write_utilities(out, ids, mean, signature)
 
 
 if __name__ == "__main__":

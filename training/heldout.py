@@ -4,7 +4,8 @@ For each test campaign (default: WMT23 en-de MQM and TED en-de MQM) and each tar
 built from every OTHER campaign (per-campaign z-score of the human-score utility), a MiniLM estimator is
 trained with configs/precomet-minilm.yaml (FROZEN encoder, cached features: a CPU-budget choice, not the
 paper's fine-tuned XLM-R), the test campaign's sources are scored, and we report Pearson / Kendall
-between predicted and true utilities and write ``{"id", "utility"}`` files for ``precomet benchmark --scores``.
+between predicted and true utilities and write utility files (signature line, then ``{"id", "utility"}``) for
+``precomet benchmark --scores``.
 
     .venv/bin/python training/heldout.py --out benchmarks/out/estimator [--methods diversity metric_var ...]
         [--train-seeds 0 1 2]   # one estimator per training seed (single-seed parities vary by ±15 points)
@@ -71,10 +72,26 @@ def run_one(args: argparse.Namespace, *, test: str, method: str, seed: int, rows
     train_s = time.perf_counter() - t0
     predicted = predict_campaign(args.out / name, campaign, progress=False)
     scores = args.out / f"{name}.scores.jsonl"
-    scores.write_text("".join(json.dumps({"id": i, "utility": float(u)}) + "\n" for i, u in zip(campaign.ids, predicted)))
+    write_scores(scores, args.out / name, campaign, predicted, seed=seed)
     return {"test": test, "method": method, "seed": seed, "train_rows": len(rows), "train_s": round(train_s, 1),
             "dev_pearson": result.dev_metrics.get("val_pearson"), "pearson": float(pearsonr(predicted, true)[0]),
             "kendall": float(kendalltau(predicted, true)[0]), "scores": str(scores)}
+
+
+def write_scores(path: Path, checkpoint: Path, campaign, predicted: np.ndarray, *, seed: int) -> None:
+    """A utility file with its signature line (as ``precomet predict`` writes), so that ``precomet benchmark
+    --scores`` checks the training-source fingerprint against the test campaign."""
+    from precomet import __version__
+    from precomet.estimator.checkpoint import read_meta
+    from precomet.utilities.output import write_utilities
+
+    meta = read_meta(checkpoint)
+    signature = {
+        "method": "estimator", "checkpoint": str(checkpoint), "target": meta["target"], "campaign": campaign.name,
+        "n_items": len(campaign), "data_hash": campaign.data_hash(), "seed": seed, "precomet_version": __version__,
+        "training_sources": meta.get("training_sources"),
+    }
+    write_utilities(path, campaign.ids, np.asarray(predicted, dtype=float), signature)
 
 
 def main() -> None:
