@@ -4,22 +4,36 @@ from __future__ import annotations
 
 import argparse
 
-from precomet.estimator.config import override_keys
+from precomet.estimator.config import DEFAULTS, override_keys
 
 HELP = "train a source-based utility estimator (config YAML + targets JSONL) into a checkpoint directory"
+DOCS = 'docs/estimator.md, "Configuration"'
+
+
+def overrides_help() -> str:
+    """The override group's text: the syntax, the precedence and every key, by section."""
+    sections = [
+        f"{name}.{{{', '.join(value)}}}" if isinstance(value, dict) else name for name, value in DEFAULTS.items()
+    ]
+    return (
+        "--SECTION.KEY VALUE sets one key of the configuration (VALUE is read as YAML: 3, 1e-4, '[512, 128]',"
+        " null), e.g. --trainer.max_epochs 3 --model.head_lr 1e-4. Precedence: built-in defaults < --config"
+        f" < these. Keys: {'; '.join(sections)}. Defaults and meanings: {DOCS}."
+    )
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--config", help="LightningCLI-style YAML (configs/precomet-minilm.yaml, …); default: built-in defaults")
+    parser.add_argument("--config", help=f"YAML configuration (configs/precomet-minilm.yaml, …; see {DOCS});"
+                        " default: built-in defaults")
     parser.add_argument("--train", required=True, help="targets JSONL from precomet build-targets")
     parser.add_argument("--dev", help="dev targets JSONL (default: a split by document or campaign of --train)")
     parser.add_argument("--out", required=True, help="checkpoint directory to write")
-    group = parser.add_argument_group(
-        "config overrides", "--KEY VALUE for any config key, e.g. --trainer.max_epochs 3 --trainer.devices 2; keys: "
-        + " ".join(override_keys()),
-    )
-    for key in override_keys():
-        group.add_argument(f"--{key}", dest=f"override:{key}", metavar="VALUE", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+    usage = " ".join(parser.format_usage().split()[1:]).replace(parser.prog, "%(prog)s", 1)
+    parser.usage = f"{usage}\n{' ' * (len('usage: ') + len(parser.prog))} [--SECTION.KEY VALUE ...]"
+    group = parser.add_argument_group("configuration overrides", overrides_help())
+    for key in override_keys():  # one option per key, described together by the group text above
+        group.add_argument(f"--{key}", dest=f"override:{key}", metavar="VALUE", default=argparse.SUPPRESS,
+                           help=argparse.SUPPRESS)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -1,10 +1,8 @@
-"""Training configuration: LightningCLI-style YAML (``seed_everything``, ``model``, ``data``, ``trainer``,
-``early_stopping``) validated against explicit defaults, plus ``--section.key VALUE`` overrides.
+"""The training configuration: :data:`DEFAULTS`, :func:`load_config` (defaults < YAML file < overrides) and
+the checks. Sections, keys, defaults, the ``--section.key VALUE`` syntax and the precedence are documented
+once, in docs/estimator.md, "Configuration".
 
-This module imports neither torch nor Lightning so that ``precomet --help`` stays fast. Every key a
-config may set is listed here; an unknown key raises :class:`~precomet.errors.PrecometError` naming the
-valid ones. ``trainer`` keys are passed to ``pytorch_lightning.Trainer`` unchanged (``devices``,
-``strategy``, ``num_nodes``, ``precision`` … give multi-GPU / multi-node training).
+It imports neither torch nor Lightning, so that ``precomet --help`` stays fast.
 """
 
 from __future__ import annotations

@@ -176,6 +176,33 @@ def test_config_overrides_and_unknown_keys(tmp_path):
         load_config(None, {"model.pooling": "max"})
 
 
+def test_configuration_documented_once_with_every_key_and_its_default(capsys):
+    """docs/estimator.md "Configuration" lists every key with its built-in default; ``precomet train --help``
+    names every key and points there."""
+    import re
+
+    import yaml
+
+    from precomet.cli import main
+    from precomet.estimator.config import DEFAULTS, override_keys
+
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "estimator.md").read_text(encoding="utf-8")
+    section = docs.split("\n## Configuration\n", 1)[1].split("\n## ", 1)[0]
+    documented = dict(re.findall(r"^\| `([\w.]+)` \| `([^`]*)` \|", section, flags=re.M))
+    assert list(documented) == override_keys()
+    for key, text in documented.items():
+        section_name, _, name = key.partition(".")
+        default = DEFAULTS[section_name][name] if name else DEFAULTS[section_name]
+        assert yaml.safe_load(text) == default, key
+    with pytest.raises(SystemExit):
+        main(["train", "--help"])
+    shown = " ".join(capsys.readouterr().out.split())
+    assert '"Configuration"' in shown and "[--SECTION.KEY VALUE ...]" in shown
+    for section_name, value in DEFAULTS.items():
+        names = ", ".join(value) if isinstance(value, dict) else ""
+        assert (f"{section_name}.{{{names}}}" if names else section_name) in shown
+
+
 # ---------------------------------------------------------------- model
 def test_unknown_offline_model_names_it():
     from precomet.estimator.model import resolve_model
