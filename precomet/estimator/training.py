@@ -1,4 +1,11 @@
-"""``train()``: target rows + a config -> a checkpoint directory (callable from tests and the demo)."""
+"""``train()``: target rows + a config -> a checkpoint directory (callable from tests and the demo).
+
+:func:`train` is a short sequence of steps, each a function that can be read and tested alone (the
+lightning-hydra-template ``train(cfg)`` layout): :func:`split_rows` (rows -> train/dev :class:`Split`),
+:func:`build_network` (encoder + head), :func:`encode_rows` (token ids, or cached features for a frozen
+encoder), :func:`build_datamodule`, :func:`checkpoint_meta` and :func:`build_module`, :func:`build_trainer`
+(callbacks, Trainer, gradient accumulation), :func:`fit`, :func:`best_metrics` and :func:`export_best`
+(the checkpoint directory files, ``precomet.json`` written once)."""
 
 from __future__ import annotations
 
@@ -8,7 +15,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -24,6 +31,13 @@ from precomet.estimator.targets import (
 )
 from precomet.io.atomic import check_output, output_set
 from precomet.quiet import quiet_third_party
+
+if TYPE_CHECKING:
+    import pytorch_lightning as pl
+
+    from precomet.estimator.data import TargetDataModule
+    from precomet.estimator.model import UtilityEstimator
+    from precomet.estimator.module import EstimatorModule
 
 logger = logging.getLogger(__name__)
 
@@ -53,47 +67,88 @@ def _history_callback(history: list[dict[str, float]]):
 
     class History(pl.Callback):
         def on_train_epoch_end(self, trainer: pl.Trainer, module: pl.LightningModule) -> None:
-            metrics = {k: float(v) for k, v in trainer.callback_metrics.items() if k.startswith(("val_", "train_loss_epoch"))}
+            logged = trainer.callback_metrics.items()
+            metrics = {k: float(v) for k, v in logged if k.startswith(("val_", "train_loss_epoch"))}
             history.append({"epoch": trainer.current_epoch, **metrics})
 
     return History()
 
 
 def train(
-    train_rows: str | Path | Sequence[dict[str, Any]], *, out_dir: str | Path, dev_rows: str | Path | Sequence[dict[str, Any]] | None = None,
-    config: str | Path | None = None, overrides: dict[str, Any] | None = None, progress: bool | None = None,
-    feature_cache: dict[str, Any] | None = None,
+    train_rows: str | Path | Sequence[dict[str, Any]], *, out_dir: str | Path,
+    dev_rows: str | Path | Sequence[dict[str, Any]] | None = None, config: str | Path | None = None,
+    overrides: dict[str, Any] | None = None, progress: bool | None = None, feature_cache: dict[str, Any] | None = None,
 ) -> TrainResult:
     """Train an estimator on target rows (``precomet build-targets`` output) and write ``out_dir`` in the
     checkpoint directory format. Without ``dev_rows`` a dev split is taken by document or campaign.
+    ``config`` and ``overrides``: docs/estimator.md, "Configuration".
 
     ``feature_cache`` ({source text: pooled features}) is read and filled when the encoder is frozen, so
-    several runs with the same encoder, pooling and max length encode each source once."""
-    import pytorch_lightning as pl
-    import torch
+    several runs with the same encoder, pooling and max length encode each source once.
 
-    from precomet.estimator.checkpoint import packaged_encoder
-    from precomet.estimator.data import (
-        TargetDataModule,
-        group_split,
-        tokenize,
-        warn_truncated,
-    )
-    from precomet.estimator.model import UtilityEstimator, load_encoder, resolve_model
-    from precomet.estimator.module import EstimatorModule
-    from precomet.estimator.predict import compute_features
+    The steps below (rows, network, inputs, data module, module, trainer, fit, export) can each be called
+    alone; this function runs them in order, seeding once before the network is built."""
+    import pytorch_lightning as pl
 
     started = time.perf_counter()
     check_output(out_dir, directory=True)
     cfg = load_config(config, overrides)
-    mcfg, dcfg, tcfg = cfg["model"], cfg["data"], dict(cfg["trainer"])
     seed = int(cfg["seed_everything"])
+    split = split_rows(train_rows, dev_rows, data=cfg["data"], seed=seed)
+    pl.seed_everything(seed, workers=True, verbose=False)
+    network = build_network(cfg["model"], max_length=int(cfg["data"]["max_length"]))
+    inputs = encode_rows(network, split, freeze_encoder=bool(cfg["model"]["freeze_encoder"]),
+                         accelerator=cfg["trainer"]["accelerator"], feature_cache=feature_cache, progress=progress)
+    data = build_datamodule(split, inputs, pad_id=network.pad_id, data=cfg["data"], seed=seed)
+    module = build_module(network, cfg["model"], meta=checkpoint_meta(cfg, split, network))
+    final_dir = Path(out_dir)
+    with output_set() as out:  # an interrupted or failed run leaves nothing behind; a finished one everything
+        work = out.directory(final_dir)
+        trainer, history = build_trainer(cfg, out_dir=work, has_dev=bool(split.dev), progress=progress)
+        fit(trainer, module, data)
+        dev_metrics = best_metrics(history, cfg["early_stopping"], has_dev=bool(split.dev))
+        best = export_best(trainer, work, dev_metrics=dev_metrics, history=history)
+    return TrainResult(checkpoint_dir=final_dir, best_ckpt=final_dir / "lightning" / best.name,  # where it was moved
+                       dev_metrics=dev_metrics, history=history, seconds=time.perf_counter() - started)
+
+
+# ---------------------------------------------------------------------------------------------- data: rows
+@dataclass(frozen=True)
+class Split:
+    """The training and dev rows of one run (``dev`` may be empty), the utility method they share, the
+    normalisations named by the given training rows, and the mean and standard deviation of the training
+    targets (the standardisation stored in the checkpoint)."""
+
+    train: list[dict[str, Any]]
+    dev: list[dict[str, Any]]
+    method: str
+    normalisations: list[str]
+    mean: float
+    std: float
+
+    def standardised(self, rows: Sequence[dict[str, Any]]) -> np.ndarray:
+        """Targets of ``rows`` (``self.train`` or ``self.dev``) standardised with the training statistics."""
+        return (np.array([r["target"] for r in rows], dtype=float) - self.mean) / self.std
+
+
+def split_rows(
+    train_rows: str | Path | Sequence[dict[str, Any]], dev_rows: str | Path | Sequence[dict[str, Any]] | None, *,
+    data: dict[str, Any], seed: int,
+) -> Split:
+    """Read and check the rows (a targets JSONL path or row dicts); one utility method only. Without
+    ``dev_rows`` the dev split is ``data["dev_fraction"]`` of the rows by ``data["group_by"]``
+    (:func:`~precomet.estimator.data.group_split`); with them, training rows sharing a dev source are dropped."""
+    from precomet.estimator.data import group_split
+
     rows = _rows(train_rows, "train")
     methods = sorted({str(r.get("method", "unknown")) for r in rows})
     if len(methods) > 1:
         raise PrecometError(f"targets mix several utility methods {methods}; train one estimator per method")
     if dev_rows is None:
-        train_idx, dev_idx = group_split(rows, by=dcfg["group_by"], fraction=float(dcfg["dev_fraction"]), seed=seed) if dcfg["dev_fraction"] > 0 else (np.arange(len(rows)), np.array([], dtype=int))
+        if data["dev_fraction"] > 0:
+            train_idx, dev_idx = group_split(rows, by=data["group_by"], fraction=float(data["dev_fraction"]), seed=seed)
+        else:
+            train_idx, dev_idx = np.arange(len(rows)), np.array([], dtype=int)
         train_set, dev_set = [rows[i] for i in train_idx], [rows[i] for i in dev_idx]
     else:
         dev_set = _rows(dev_rows, "dev")
@@ -103,128 +158,212 @@ def train(
         if not train_set:
             raise PrecometError("every training row shares its source text with a dev row")
     y = np.array([r["target"] for r in train_set], dtype=float)
-    mean, std = float(y.mean()), float(y.std()) or 1.0
+    return Split(train=train_set, dev=dev_set, method=methods[0], mean=float(y.mean()), std=float(y.std()) or 1.0,
+                 normalisations=sorted({str(r.get("normalisation", "unknown")) for r in rows}))
 
-    pl.seed_everything(seed, workers=True, verbose=False)
-    encoder, tokenizer = load_encoder(mcfg["encoder"])
-    model = UtilityEstimator(encoder, pooling=mcfg["pooling"], hidden_sizes=tuple(mcfg["hidden_sizes"]), dropout=float(mcfg["dropout"]))
+
+# ---------------------------------------------------------------------------------------------- module: network
+@dataclass(frozen=True)
+class Network:
+    """The network to train (encoder + head), its tokenizer, the token limit per source and the padding id."""
+
+    model: UtilityEstimator
+    tokenizer: Any
+    max_length: int
+    pad_id: int
+
+
+def build_network(model: dict[str, Any], *, max_length: int) -> Network:
+    """Load ``model["encoder"]`` (offline) and put a freshly initialised head on it (seed first, for a
+    reproducible head); ``max_length`` is capped by the tokenizer's own limit."""
+    from precomet.estimator.model import UtilityEstimator, load_encoder
+
+    encoder, tokenizer = load_encoder(model["encoder"])
+    network = UtilityEstimator(encoder, pooling=model["pooling"], hidden_sizes=tuple(model["hidden_sizes"]),
+                               dropout=float(model["dropout"]))
     limit = getattr(tokenizer, "model_max_length", None)
-    max_length = int(min(dcfg["max_length"], limit)) if isinstance(limit, int) and limit < 100_000 else int(dcfg["max_length"])
-    pad_id = tokenizer.pad_token_id or 0
+    if isinstance(limit, int) and limit < 100_000:  # tokenizers without a limit report a huge number
+        max_length = min(max_length, limit)
+    return Network(model=network, tokenizer=tokenizer, max_length=int(max_length), pad_id=tokenizer.pad_token_id or 0)
+
+
+# ---------------------------------------------------------------------------------------------- data: inputs
+def encode_rows(
+    network: Network, split: Split, *, freeze_encoder: bool, accelerator: str = "cpu",
+    feature_cache: dict[str, Any] | None = None, progress: bool | None = None,
+) -> tuple[Any, Any]:
+    """``(train inputs, dev inputs)``: token ids per row (truncated sources counted in a warning); with a
+    frozen encoder, pooled features per row instead (a tensor), each distinct source not in ``feature_cache``
+    encoded once and added to it. Features are computed on the GPU when ``accelerator`` allows one."""
+    import torch
+
+    from precomet.estimator.data import tokenize, warn_truncated
+    from precomet.estimator.predict import compute_features
+
+    parts = (split.train, split.dev)
     inputs = []
-    for part in (train_set, dev_set):
-        ids, n_truncated = tokenize(tokenizer, [r["src"] for r in part], max_length=max_length) if part else ([], 0)
-        warn_truncated(n_truncated, len(part), max_length)
+    for part in parts:
+        ids, n_truncated = ([], 0) if not part else tokenize(
+            network.tokenizer, [r["src"] for r in part], max_length=network.max_length
+        )
+        warn_truncated(n_truncated, len(part), network.max_length)
         inputs.append(ids)
-    accelerator = tcfg["accelerator"]
-    if mcfg["freeze_encoder"]:  # encode once; only the head (and scalar mix) is trained
-        device = "cuda" if accelerator in ("auto", "gpu", "cuda") and torch.cuda.is_available() else "cpu"
-        model.to(device)
-        cache = {} if feature_cache is None else feature_cache
-        for part, ids in zip((train_set, dev_set), inputs):
-            first: dict[str, int] = {}  # each distinct uncached source is encoded once
-            for i, r in enumerate(part):
-                if r["src"] not in cache:
-                    first.setdefault(r["src"], i)
-            if first:
-                fresh = compute_features(model, [ids[i] for i in first.values()], pad_id=pad_id, batch_size=64, device=device, progress=progress)
-                cache.update(zip(first, fresh))
-        inputs = [torch.stack([cache[r["src"]] for r in part]) if part else torch.empty(0) for part in (train_set, dev_set)]
-        model.to("cpu")
-    standardise = lambda part: (np.array([r["target"] for r in part], dtype=float) - mean) / std
-    data = TargetDataModule(
-        train_inputs=inputs[0], train_targets=standardise(train_set), dev_inputs=inputs[1], dev_targets=standardise(dev_set),
-        pad_id=pad_id, batch_size=int(dcfg["batch_size"]), bucket_batches=int(dcfg["bucket_batches"]),
-        num_workers=int(dcfg["num_workers"]), seed=seed,
+    if not freeze_encoder:
+        return inputs[0], inputs[1]
+    use_gpu = accelerator in ("auto", "gpu", "cuda") and torch.cuda.is_available()
+    device = "cuda" if use_gpu else "cpu"
+    network.model.to(device)
+    cache = {} if feature_cache is None else feature_cache
+    for part, ids in zip(parts, inputs):
+        first: dict[str, int] = {}  # each distinct uncached source is encoded once
+        for i, r in enumerate(part):
+            if r["src"] not in cache:
+                first.setdefault(r["src"], i)
+        if first:
+            fresh = compute_features(network.model, [ids[i] for i in first.values()], pad_id=network.pad_id,
+                                     batch_size=64, device=device, progress=progress)
+            cache.update(zip(first, fresh))
+    network.model.to("cpu")
+    features = [torch.stack([cache[r["src"]] for r in part]) if part else torch.empty(0) for part in parts]
+    return features[0], features[1]
+
+
+# ---------------------------------------------------------------------------------------------- data: module
+def build_datamodule(
+    split: Split, inputs: tuple[Any, Any], *, pad_id: int, data: dict[str, Any], seed: int,
+) -> TargetDataModule:
+    """The ``TargetDataModule`` over :func:`encode_rows`' inputs and the standardised targets."""
+    from precomet.estimator.data import TargetDataModule
+
+    return TargetDataModule(
+        train_inputs=inputs[0], train_targets=split.standardised(split.train), dev_inputs=inputs[1],
+        dev_targets=split.standardised(split.dev), pad_id=pad_id, batch_size=int(data["batch_size"]),
+        bucket_batches=int(data["bucket_batches"]), num_workers=int(data["num_workers"]), seed=seed,
     )
-    package = packaged_encoder(mcfg["encoder"], frozen=bool(mcfg["freeze_encoder"]))
-    meta = {
-        "target": {"method": methods[0], "normalisation": sorted({str(r.get("normalisation", "unknown")) for r in rows})},
-        "direction": "higher_first", "standardisation": {"mean": mean, "std": std},
-        "pooling": mcfg["pooling"], "hidden_sizes": list(mcfg["hidden_sizes"]), "dropout": float(mcfg["dropout"]),
-        "max_length": max_length, "encoder": mcfg["encoder"], "encoder_package": package,
-        "encoder_path": None if package else str(resolve_model(mcfg["encoder"]).resolve()),
-        "training_sources": SourceFingerprint.of(r["src"] for part in (train_set, dev_set) for r in part).to_json(),
+
+
+# ---------------------------------------------------------------------------------------------- module
+def checkpoint_meta(cfg: dict[str, Any], split: Split, network: Network) -> dict[str, Any]:
+    """The checkpoint metadata known before training (``precomet.json`` without ``dev_metrics`` and
+    ``history``, which :func:`export_best` adds); stored in every Lightning ``.ckpt``."""
+    from precomet.estimator.checkpoint import packaged_encoder
+    from precomet.estimator.model import resolve_model
+
+    model = cfg["model"]
+    package = packaged_encoder(model["encoder"], frozen=bool(model["freeze_encoder"]))
+    return {
+        "target": {"method": split.method, "normalisation": split.normalisations},
+        "direction": "higher_first", "standardisation": {"mean": split.mean, "std": split.std},
+        "pooling": model["pooling"], "hidden_sizes": list(model["hidden_sizes"]), "dropout": float(model["dropout"]),
+        "max_length": network.max_length, "encoder": model["encoder"], "encoder_package": package,
+        "encoder_path": None if package else str(resolve_model(model["encoder"]).resolve()),
+        "training_sources": SourceFingerprint.of(r["src"] for part in (split.train, split.dev) for r in part).to_json(),
         "training_data": {
-            "hash": rows_hash(train_set), "rows": len(train_set), "dev_rows": len(dev_set),
-            "campaigns": _campaigns(train_set), "dev_campaigns": _campaigns(dev_set),
+            "hash": rows_hash(split.train), "rows": len(split.train), "dev_rows": len(split.dev),
+            "campaigns": _campaigns(split.train), "dev_campaigns": _campaigns(split.dev),
         },
-        "seed": seed, "config": cfg,
+        "seed": int(cfg["seed_everything"]), "config": cfg,
     }
-    module = EstimatorModule(
-        model, encoder_lr=float(mcfg["encoder_lr"]), head_lr=float(mcfg["head_lr"]), layerwise_decay=float(mcfg["layerwise_decay"]),
-        weight_decay=float(mcfg["weight_decay"]), freeze_fraction=float(mcfg["freeze_fraction"]),
-        freeze_encoder=bool(mcfg["freeze_encoder"]), meta=meta,
+
+
+def build_module(network: Network, model: dict[str, Any], *, meta: dict[str, Any]) -> EstimatorModule:
+    """The ``EstimatorModule`` (loss, optimiser groups, freezing) around ``network.model``."""
+    from precomet.estimator.module import EstimatorModule
+
+    return EstimatorModule(
+        network.model, encoder_lr=float(model["encoder_lr"]), head_lr=float(model["head_lr"]),
+        layerwise_decay=float(model["layerwise_decay"]), weight_decay=float(model["weight_decay"]),
+        freeze_fraction=float(model["freeze_fraction"]), freeze_encoder=bool(model["freeze_encoder"]), meta=meta,
     )
-    final_dir = Path(out_dir)
-    with output_set() as out:  # an interrupted or failed run leaves nothing behind; a finished one everything
-        work = out.directory(final_dir)
-        result = _fit(module, data, cfg, tcfg, len(train_set), dev_set, work, progress)
-    best = final_dir / "lightning" / Path(result.best_ckpt).name  # where ModelCheckpoint wrote it, once moved into place
-    return TrainResult(checkpoint_dir=final_dir, best_ckpt=best, dev_metrics=result.dev_metrics, history=result.history,
-                       seconds=time.perf_counter() - started)
 
 
-def _fit(
-    module, data, cfg: dict[str, Any], tcfg: dict[str, Any], n_train: int, dev_set: list, out_dir: Path, progress: bool | None,
-) -> TrainResult:
-    """Fit with Lightning into ``out_dir`` and write the checkpoint files there."""
-    import signal
-    import threading
+# ---------------------------------------------------------------------------------------------- trainer
+def build_trainer(
+    cfg: dict[str, Any], *, out_dir: Path, has_dev: bool, progress: bool | None = None,
+) -> tuple[pl.Trainer, list[dict[str, float]]]:
+    """``(pl.Trainer, history)``: the Trainer from ``cfg["trainer"]`` with the best-epoch checkpoint (under
+    ``out_dir/lightning``), early stopping when there is a dev set, and gradient accumulation up to
+    ``data.effective_batch_size``; ``history`` is filled with one dict per epoch during fitting. Settings
+    Lightning refuses raise :class:`PrecometError`."""
+    import sys
 
     import pytorch_lightning as pl
     from lightning_fabric.utilities.exceptions import MisconfigurationException
 
-    from precomet.estimator.checkpoint import read_lightning_checkpoint, write_checkpoint_files
-
-    dcfg = cfg["data"]
-    history: list[dict[str, float]] = []
     es = cfg["early_stopping"]
-    monitor = es["monitor"] if dev_set else None
-    ckpt = pl.callbacks.ModelCheckpoint(dirpath=out_dir / "lightning", filename="best-{epoch}", monitor=monitor, mode=es["mode"], save_top_k=1)
+    monitor = es["monitor"] if has_dev else None
+    history: list[dict[str, float]] = []
+    ckpt = pl.callbacks.ModelCheckpoint(dirpath=out_dir / "lightning", filename="best-{epoch}", monitor=monitor,
+                                        mode=es["mode"], save_top_k=1)
     callbacks = [ckpt, _history_callback(history)]
     if monitor:
         callbacks.append(pl.callbacks.EarlyStopping(monitor=monitor, mode=es["mode"], patience=int(es["patience"])))
-    if tcfg["enable_progress_bar"] is None:
-        import sys
-
-        tcfg["enable_progress_bar"] = sys.stderr.isatty() if progress is None else progress
-    tcfg = {k: v for k, v in tcfg.items() if v is not None}
+    settings = dict(cfg["trainer"])
+    if settings["enable_progress_bar"] is None:
+        settings["enable_progress_bar"] = sys.stderr.isatty() if progress is None else progress
+    settings = {k: v for k, v in settings.items() if v is not None}
     try:
         with quiet_third_party():
             trainer = pl.Trainer(
-                **tcfg, callbacks=callbacks, logger=False, enable_model_summary=False, use_distributed_sampler=False,
-                num_sanity_val_steps=0, default_root_dir=out_dir / "lightning",
+                **settings, callbacks=callbacks, logger=False, enable_model_summary=False,
+                use_distributed_sampler=False, num_sanity_val_steps=0, default_root_dir=out_dir / "lightning",
             )
     except (MisconfigurationException, ModuleNotFoundError, ValueError, TypeError) as err:  # bad trainer.* values
-        raise PrecometError(f"trainer settings {tcfg} are refused by Lightning: {err}") from None
-    per_step = int(dcfg["batch_size"]) * max(trainer.world_size, 1)
-    trainer.accumulate_grad_batches = max(1, math.ceil(int(dcfg["effective_batch_size"]) / per_step))
-    logger.info("training on %d rows (dev %d), gradient accumulation %d", n_train, len(dev_set), trainer.accumulate_grad_batches)
+        raise PrecometError(f"trainer settings {settings} are refused by Lightning: {err}") from None
+    per_step = int(cfg["data"]["batch_size"]) * max(trainer.world_size, 1)
+    trainer.accumulate_grad_batches = max(1, math.ceil(int(cfg["data"]["effective_batch_size"]) / per_step))
+    return trainer, history
+
+
+# ---------------------------------------------------------------------------------------------- fit
+def fit(trainer: pl.Trainer, module: EstimatorModule, data: TargetDataModule) -> None:
+    """``trainer.fit``; Lightning's answer to Ctrl-C (``sys.exit(1)``) becomes a ``KeyboardInterrupt`` and the
+    SIGINT handler it replaces is put back."""
+    import signal
+    import threading
+
+    logger.info("training on %d rows (dev %d), gradient accumulation %d", len(data.train_set), len(data.dev_set),
+                trainer.accumulate_grad_batches)
     main_thread = threading.current_thread() is threading.main_thread()
     sigint = signal.getsignal(signal.SIGINT) if main_thread else None
     try:
         with quiet_third_party():
             trainer.fit(module, datamodule=data)
-    except SystemExit:  # Lightning turns Ctrl-C into sys.exit(1) after its own shutdown: report it as the interrupt it was
+    except SystemExit:  # Lightning turns Ctrl-C into sys.exit(1) after its own shutdown: report the interrupt
         raise KeyboardInterrupt from None
     finally:
-        if main_thread and signal.getsignal(signal.SIGINT) is not sigint:  # Lightning ignores SIGINT after an interrupt
+        if main_thread and signal.getsignal(signal.SIGINT) is not sigint:  # Lightning ignores SIGINT after one
             signal.signal(signal.SIGINT, sigint)
-    best = Path(ckpt.best_model_path) if ckpt.best_model_path else None
-    if best is None:
+
+
+# ---------------------------------------------------------------------------------------------- export
+def best_metrics(history: list[dict[str, float]], early_stopping: dict[str, Any], *, has_dev: bool) -> dict[str, float]:
+    """The history entry of the best epoch by ``early_stopping["monitor"]`` (empty without a dev set)."""
+    monitor = early_stopping["monitor"] if has_dev else None
+    scored = [h for h in history if monitor in h] if monitor else []
+    if not scored:
+        return {}
+    pick = max if early_stopping["mode"] == "max" else min
+    return pick(scored, key=lambda h: h[monitor])
+
+
+def export_best(
+    trainer: pl.Trainer, out_dir: Path, *, dev_metrics: dict[str, float], history: list[dict[str, float]],
+) -> Path:
+    """Write the checkpoint directory files of the best ``.ckpt`` into ``out_dir`` (the temporary directory of
+    an output set: ``precomet.json`` is written once, complete with ``dev_metrics`` and ``history``, and moved
+    into place with the rest). Only the global-zero process writes. Returns the ``.ckpt`` path."""
+    from precomet.estimator.checkpoint import read_lightning_checkpoint, write_checkpoint_files
+
+    best = trainer.checkpoint_callback.best_model_path
+    if not best:
         raise PrecometError("training produced no checkpoint (zero training batches?)")
-    dev_metrics: dict[str, float] = {}
-    if monitor and history:
-        scored = [h for h in history if monitor in h]
-        if scored:
-            pick = max if es["mode"] == "max" else min
-            dev_metrics = pick(scored, key=lambda h: h[monitor])
     if trainer.is_global_zero:
         with quiet_third_party():
-            model, tokenizer, meta = read_lightning_checkpoint(best, extra_meta={"dev_metrics": dev_metrics, "history": history})
+            model, tokenizer, meta = read_lightning_checkpoint(best, extra_meta={"dev_metrics": dev_metrics,
+                                                                                  "history": history})
             write_checkpoint_files(out_dir, model=model, tokenizer=tokenizer, meta=meta)
-    return TrainResult(checkpoint_dir=out_dir, best_ckpt=best, dev_metrics=dev_metrics, history=history)
+    return Path(best)
 
 
 def train_on_campaigns(
