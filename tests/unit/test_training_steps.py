@@ -1,0 +1,282 @@
+"""The steps of ``precomet.estimator.training.train`` one by one (tiny random-init XLM-R, CPU), the metadata
+written once and atomically, and ``train`` reproducible for a fixed seed."""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+import signal
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from precomet.errors import PrecometError
+from precomet.estimator.config import load_config
+from precomet.estimator.leakage import normalise_source
+from precomet.estimator.targets import write_targets
+from precomet.estimator.training import (
+    Split,
+    best_metrics,
+    build_datamodule,
+    build_module,
+    build_network,
+    build_trainer,
+    checkpoint_meta,
+    encode_rows,
+    export_best,
+    fit,
+    split_rows,
+    train,
+)
+from precomet.simulate import simulate_history
+
+torch = pytest.importorskip("torch")
+REPO = Path(__file__).resolve().parents[2]
+TINY = REPO / "configs" / "tiny.yaml"
+
+
+def _rows(n_items: int = 16) -> list[dict]:
+    rows = []
+    for campaign in simulate_history(n_campaigns=2, n_items=n_items, n_systems=3, seed=5):
+        human = campaign.score("human").mean(axis=1)
+        for i in range(len(campaign)):
+            rows.append({
+                "src": campaign.src[i], "target": float(-human[i]), "campaign": campaign.name, "doc": campaign.doc[i],
+                "lp": campaign.lp, "id": campaign.ids[i], "method": "neg_avg", "normalisation": "zscore",
+            })
+    return rows
+
+
+@pytest.fixture(scope="module")
+def encoder(tmp_path_factory) -> Path:
+    from precomet.estimator.tiny import build_tiny_encoder
+
+    return build_tiny_encoder(tmp_path_factory.mktemp("tiny") / "encoder", texts=[r["src"] for r in _rows()], seed=0)
+
+
+@pytest.fixture
+def cfg(encoder) -> dict:
+    return load_config(TINY, {"model.encoder": str(encoder), "trainer.max_epochs": 1})
+
+
+def _split(cfg: dict) -> Split:
+    return split_rows(_rows(), None, data=cfg["data"], seed=0)
+
+
+# ---------------------------------------------------------------------------------------------- rows
+def test_split_rows_by_document_with_training_statistics(cfg):
+    rows = _rows()
+    split = split_rows(rows, None, data={**cfg["data"], "dev_fraction": 0.25}, seed=3)
+    assert len(split.train) + len(split.dev) == len(rows) and split.dev
+    docs = {(r["campaign"], r["doc"]) for r in split.dev}
+    assert not docs & {(r["campaign"], r["doc"]) for r in split.train}  # whole documents on one side
+    assert not {normalise_source(r["src"]) for r in split.dev} & {normalise_source(r["src"]) for r in split.train}
+    y = np.array([r["target"] for r in split.train])
+    assert (split.mean, split.std) == (float(y.mean()), float(y.std()))
+    assert split.method == "neg_avg" and split.normalisations == ["zscore"]
+    z = split.standardised(split.train)
+    assert z.mean() == pytest.approx(0.0, abs=1e-12) and z.std() == pytest.approx(1.0)
+    assert split_rows(rows, None, data={**cfg["data"], "dev_fraction": 0.25}, seed=3) == split  # seeded
+
+
+def test_split_rows_explicit_dev_no_dev_and_a_targets_file(cfg, tmp_path, caplog):
+    rows = _rows()
+    split = split_rows(rows[:20], rows[15:25], data=cfg["data"], seed=0)
+    assert split.dev == rows[15:25] and split.train == rows[:15]  # the five shared sources left training
+    assert "dropped 5 training rows" in caplog.text
+    whole = split_rows(rows, None, data={**cfg["data"], "dev_fraction": 0.0}, seed=0)
+    assert whole.train == rows and whole.dev == [] and whole.standardised(whole.dev).shape == (0,)
+    write_targets(rows, tmp_path / "targets.jsonl")
+    from_file = split_rows(tmp_path / "targets.jsonl", None, data=cfg["data"], seed=0)
+    assert [r["id"] for r in from_file.train] == [r["id"] for r in _split(cfg).train]
+
+
+def test_split_rows_refuses_mixed_methods_and_a_dev_set_covering_training(cfg):
+    rows = _rows()
+    with pytest.raises(PrecometError, match="mix several utility methods"):
+        split_rows(rows[:2] + [{**rows[2], "method": "other"}], None, data=cfg["data"], seed=0)
+    with pytest.raises(PrecometError, match="every training row shares its source text"):
+        split_rows(rows[:4], rows[:4], data=cfg["data"], seed=0)
+
+
+# ---------------------------------------------------------------------------------------------- network
+def test_build_network_seeded_head_and_capped_length(cfg):
+    torch.manual_seed(1)
+    first = build_network(cfg["model"], max_length=1000)
+    torch.manual_seed(1)
+    second = build_network(cfg["model"], max_length=1000)
+    assert first.max_length == 128  # the tiny tokenizer's model_max_length
+    assert build_network(cfg["model"], max_length=16).max_length == 16
+    assert first.pad_id == first.tokenizer.pad_token_id == 0
+    assert first.model.training and first.model.encoder.training  # dropout on for training
+    heads = first.model.head_state(), second.model.head_state()
+    assert heads[0].keys() == heads[1].keys() and all(torch.equal(heads[0][k], heads[1][k]) for k in heads[0])
+
+
+# ---------------------------------------------------------------------------------------------- inputs
+def test_encode_rows_token_ids_or_cached_features(cfg, monkeypatch):
+    from precomet.estimator import predict
+
+    split = _split(cfg)
+    network = build_network(cfg["model"], max_length=8)
+    train_ids, dev_ids = encode_rows(network, split, freeze_encoder=False)
+    assert len(train_ids) == len(split.train) and len(dev_ids) == len(split.dev)
+    assert all(2 <= len(ids) <= 8 and ids[0] == 2 for ids in train_ids)  # <s> first, truncated to 8
+
+    encoded = []
+    real = predict.compute_features
+    monkeypatch.setattr(predict, "compute_features", lambda model, ids, **kw: encoded.append(len(ids)) or real(
+        model, ids, **kw))
+    cache: dict = {}
+    train_x, dev_x = encode_rows(network, split, freeze_encoder=True, feature_cache=cache)
+    assert train_x.shape == (len(split.train), 32) and dev_x.shape == (len(split.dev), 32)
+    assert sum(encoded) == len(cache) == len({r["src"] for r in split.train + split.dev})  # each source once
+    again = encode_rows(network, split, freeze_encoder=True, feature_cache=cache)
+    assert sum(encoded) == len(cache) and torch.equal(again[0], train_x) and torch.equal(again[1], dev_x)
+    assert next(network.model.parameters()).device.type == "cpu"
+
+
+def test_build_datamodule_standardised_batches(cfg):
+    split = _split(cfg)
+    network = build_network(cfg["model"], max_length=cfg["data"]["max_length"])
+    data = build_datamodule(split, encode_rows(network, split, freeze_encoder=False), pad_id=network.pad_id,
+                            data={**cfg["data"], "batch_size": 5}, seed=0)
+    batches = list(data.train_dataloader())
+    assert sum(len(b["target"]) for b in batches) == len(split.train) and max(len(b["target"]) for b in batches) == 5
+    targets = torch.cat([b["target"] for b in batches]).double().numpy()
+    np.testing.assert_allclose(np.sort(targets), np.sort(split.standardised(split.train)), rtol=1e-6)
+    dev = next(iter(data.val_dataloader()))
+    assert dev["input_ids"].shape == dev["attention_mask"].shape and set(dev) == {"input_ids", "attention_mask", "target"}
+
+
+# ---------------------------------------------------------------------------------------------- module
+def test_checkpoint_meta_and_module(cfg, encoder):
+    from precomet.estimator.checkpoint import REQUIRED_META
+
+    split = _split(cfg)
+    network = build_network(cfg["model"], max_length=cfg["data"]["max_length"])
+    meta = checkpoint_meta(cfg, split, network)
+    assert set(REQUIRED_META) - {"format_version"} <= set(meta)
+    assert meta["standardisation"] == {"mean": split.mean, "std": split.std} and meta["max_length"] == 64
+    assert meta["target"] == {"method": "neg_avg", "normalisation": ["zscore"]} and meta["seed"] == 0
+    assert meta["training_data"]["rows"] == len(split.train) and meta["training_data"]["dev_rows"] == len(split.dev)
+    assert meta["encoder_package"] is None and meta["encoder_path"] == str(encoder.resolve())
+    assert meta["training_sources"]["count"] == len({normalise_source(r["src"]) for r in split.train + split.dev})
+    json.dumps(meta)  # plain JSON types: stored in every .ckpt
+    module = build_module(network, cfg["model"], meta=meta)
+    assert module.model is network.model and module.meta == meta
+    assert (module.head_lr, module.encoder_lr, module.freeze_fraction) == (1e-3, 1e-4, 0.5)
+
+
+# ---------------------------------------------------------------------------------------------- trainer
+def test_build_trainer_callbacks_accumulation_and_refusals(cfg, tmp_path):
+    import pytorch_lightning as pl
+
+    cfg = {**cfg, "data": {**cfg["data"], "batch_size": 8, "effective_batch_size": 20}}
+    trainer, history = build_trainer(cfg, out_dir=tmp_path, has_dev=True, progress=False)
+    assert trainer.accumulate_grad_batches == 3 and history == [] and not trainer.progress_bar_callback
+    assert any(isinstance(c, pl.callbacks.EarlyStopping) for c in trainer.callbacks)
+    assert Path(trainer.checkpoint_callback.dirpath) == tmp_path / "lightning"
+    assert trainer.checkpoint_callback.monitor == "val_pearson"
+    alone, _ = build_trainer(cfg, out_dir=tmp_path, has_dev=False, progress=False)
+    assert not any(isinstance(c, pl.callbacks.EarlyStopping) for c in alone.callbacks)
+    assert alone.checkpoint_callback.monitor is None  # no dev set: the last epoch is kept
+    assert cfg["trainer"]["enable_progress_bar"] is None  # the config is not changed
+    bad = {**cfg, "trainer": {**cfg["trainer"], "precision": "nope"}}
+    with pytest.raises(PrecometError, match="refused by Lightning"):
+        build_trainer(bad, out_dir=tmp_path, has_dev=True, progress=False)
+
+
+def test_best_metrics_follow_monitor_and_mode():
+    history = [{"epoch": 0, "val_pearson": 0.2, "val_loss": 0.9}, {"epoch": 1, "val_pearson": 0.5, "val_loss": 1.1},
+               {"epoch": 2, "val_pearson": 0.4, "val_loss": 0.8}]
+    assert best_metrics(history, {"monitor": "val_pearson", "mode": "max"}, has_dev=True)["epoch"] == 1
+    assert best_metrics(history, {"monitor": "val_loss", "mode": "min"}, has_dev=True)["epoch"] == 2
+    assert best_metrics(history, {"monitor": "val_pearson", "mode": "max"}, has_dev=False) == {}
+    assert best_metrics([{"epoch": 0}], {"monitor": "val_pearson", "mode": "max"}, has_dev=True) == {}
+
+
+def test_fit_reports_lightnings_exit_as_an_interrupt_and_restores_sigint():
+    class Exiting:
+        accumulate_grad_batches = 1
+
+        def fit(self, module, datamodule):
+            signal.signal(signal.SIGINT, signal.SIG_IGN)  # as Lightning does on Ctrl-C
+            raise SystemExit(1)
+
+    data = type("Data", (), {"train_set": [0] * 3, "dev_set": [0]})()
+    handler = signal.getsignal(signal.SIGINT)
+    with pytest.raises(KeyboardInterrupt):
+        fit(Exiting(), None, data)
+    assert signal.getsignal(signal.SIGINT) is handler
+
+
+# ---------------------------------------------------------------------------------------------- fit + export
+@pytest.mark.slow
+def test_steps_fit_and_export_a_loadable_checkpoint(cfg, tmp_path):
+    import pytorch_lightning as pl
+
+    from precomet.estimator import load_estimator, predict_sources
+
+    split = _split(cfg)
+    pl.seed_everything(0, workers=True, verbose=False)
+    network = build_network(cfg["model"], max_length=cfg["data"]["max_length"])
+    data = build_datamodule(split, encode_rows(network, split, freeze_encoder=False), pad_id=network.pad_id,
+                            data=cfg["data"], seed=0)
+    module = build_module(network, cfg["model"], meta=checkpoint_meta(cfg, split, network))
+    trainer, history = build_trainer(cfg, out_dir=tmp_path, has_dev=True, progress=False)
+    fit(trainer, module, data)
+    assert [h["epoch"] for h in history] == [0] and math.isfinite(history[0]["val_pearson"])
+    dev_metrics = best_metrics(history, cfg["early_stopping"], has_dev=True)
+    best = export_best(trainer, tmp_path, dev_metrics=dev_metrics, history=history)
+    assert best.is_file() and best.parent == tmp_path / "lightning"
+    estimator = load_estimator(tmp_path)
+    assert estimator.meta["history"] == history and estimator.meta["dev_metrics"] == dev_metrics
+    assert np.isfinite(predict_sources(estimator, [r["src"] for r in split.dev])).all()
+
+
+@pytest.mark.slow
+def test_train_twice_with_one_seed_gives_identical_checkpoints(encoder, tmp_path):
+    from safetensors.torch import load_file
+
+    overrides = {"model.encoder": str(encoder), "trainer.max_epochs": 2, "seed_everything": 7}
+    results = [train(_rows(), out_dir=tmp_path / name, config=TINY, overrides=overrides, progress=False)
+               for name in ("a", "b")]
+    assert results[0].dev_metrics == results[1].dev_metrics and results[0].history == results[1].history
+    assert len(results[0].history) == 2
+    heads = [load_file(str(tmp_path / name / "head.safetensors")) for name in ("a", "b")]
+    assert heads[0].keys() == heads[1].keys() and all(torch.equal(heads[0][k], heads[1][k]) for k in heads[0])
+    metas = [json.loads((tmp_path / name / "precomet.json").read_text()) for name in ("a", "b")]
+    assert metas[0] == metas[1] and metas[0]["seed"] == 7
+    other = train(_rows(), out_dir=tmp_path / "c", config=TINY, overrides={**overrides, "seed_everything": 8},
+                  progress=False)
+    assert other.history != results[0].history  # the seed matters
+
+
+@pytest.mark.slow
+def test_precomet_json_written_once_into_the_temporary_directory(encoder, tmp_path, monkeypatch):
+    """``precomet.json`` is opened for writing exactly once per run, complete, inside the output set's
+    temporary directory (never at its final path), and renamed into place: a fresh directory or over an
+    existing checkpoint."""
+    writes: list[Path] = []
+    real_open = io.open
+
+    def recording_open(file, mode="r", *args, **kwargs):
+        if isinstance(file, (str, Path)) and Path(file).name == "precomet.json" and set(mode) & set("wax+"):
+            writes.append(Path(file).absolute())
+        return real_open(file, mode, *args, **kwargs)
+
+    monkeypatch.setattr("builtins.open", recording_open)
+    monkeypatch.setattr(io, "open", recording_open)
+    out = tmp_path / "ckpt"
+    overrides = {"model.encoder": str(encoder), "trainer.max_epochs": 1}
+    for run in (1, 2):  # the second run replaces an existing checkpoint
+        result = train(_rows(), out_dir=out, config=TINY, overrides=overrides, progress=False)
+        assert len(writes) == run
+        assert writes[-1].parent != out.absolute() and writes[-1].parent.name.startswith(".ckpt.")
+        meta = json.loads((out / "precomet.json").read_text())
+        assert meta["history"] == result.history and meta["dev_metrics"] == result.dev_metrics
+        assert meta["config"]["trainer"]["max_epochs"] == 1 and meta["format_version"] == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ckpt"]  # no temporary left
