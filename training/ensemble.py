@@ -13,9 +13,9 @@ import numpy as np
 
 
 def main() -> None:
-    from precomet import __version__
     from precomet.errors import PrecometError
     from precomet.estimator.leakage import SourceFingerprint, fingerprint_in
+    from precomet.signature import signature
     from precomet.utilities.output import read_utilities, write_utilities
 
     if len(sys.argv) < 4:
@@ -23,7 +23,7 @@ def main() -> None:
     out, *files = sys.argv[1:]
     try:
         parts = [read_utilities(f) for f in files]
-        prints = [fingerprint_in(signature, where=f) for f, (_, _, signature) in zip(files, parts)]
+        prints = [fingerprint_in(signed, where=f) for f, (_, _, signed) in zip(files, parts)]
     except PrecometError as err:
         sys.exit(str(err))
     ids = parts[0][0]
@@ -33,16 +33,16 @@ def main() -> None:
         if np.isnan(values).any():
             sys.exit(f"{f}: {int(np.isnan(values).sum())} utility value(s) are null")
     mean = np.mean([(v - v.mean()) / v.std() for _, v, _ in parts], axis=0)
-    members = [{"file": f, "signature": {k: v for k, v in signature.items() if k != "training_sources"}}
-               for f, (_, _, signature) in zip(files, parts)]
+    members = [{"file": f, "signature": {k: v for k, v in signed.items() if k != "training_sources"}}
+               for f, (_, _, signed) in zip(files, parts)]
     hashes = {m["signature"].get("data_hash") for m in members}
-    signature = {"method": "ensemble", "combination": "mean of z-scored utilities", "members": members,
-                 "n_items": len(ids), "data_hash": hashes.pop() if len(hashes) == 1 else None, "seed": None,
-                 "precomet_version": __version__}
-    if all(p is not None for p in prints):  # a source seen in training by any member was seen by the ensemble
-        union = SourceFingerprint(np.unique(np.concatenate([p.hashes for p in prints])))
-        signature["training_sources"] = union.to_json()
-    write_utilities(out, ids, mean, signature)
+    union = None  # a source seen in training by any member was seen by the ensemble
+    if all(p is not None for p in prints):
+        union = SourceFingerprint(np.unique(np.concatenate([p.hashes for p in prints]))).to_json()
+    signed = signature("training/ensemble.py", method="ensemble", data_hash=hashes.pop() if len(hashes) == 1 else None,
+                       n_items=len(ids), combination="mean of z-scored utilities", members=members,
+                       training_sources=union)
+    write_utilities(out, ids, mean, signed)
 
 
 if __name__ == "__main__":

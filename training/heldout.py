@@ -81,17 +81,14 @@ def run_one(args: argparse.Namespace, *, test: str, method: str, seed: int, rows
 def write_scores(path: Path, checkpoint: Path, campaign, predicted: np.ndarray, *, seed: int) -> None:
     """A utility file with its signature line (as ``precomet predict`` writes), so that ``precomet benchmark
     --scores`` checks the training-source fingerprint against the test campaign."""
-    from precomet import __version__
     from precomet.estimator.checkpoint import read_meta
+    from precomet.signature import signature
     from precomet.utilities.output import write_utilities
 
     meta = read_meta(checkpoint)
-    signature = {
-        "method": "estimator", "checkpoint": str(checkpoint), "target": meta["target"], "campaign": campaign.name,
-        "n_items": len(campaign), "data_hash": campaign.data_hash(), "seed": seed, "precomet_version": __version__,
-        "training_sources": meta.get("training_sources"),
-    }
-    write_utilities(path, campaign.ids, np.asarray(predicted, dtype=float), signature)
+    signed = signature("training/heldout.py", method="estimator", campaign=campaign, seed=seed,
+                       checkpoint=str(checkpoint), target=meta["target"], training_sources=meta.get("training_sources"))
+    write_utilities(path, campaign.ids, np.asarray(predicted, dtype=float), signed)
 
 
 def main() -> None:
