@@ -148,7 +148,8 @@ def test_build_datamodule_standardised_batches(cfg):
     targets = torch.cat([b["target"] for b in batches]).double().numpy()
     np.testing.assert_allclose(np.sort(targets), np.sort(split.standardised(split.train)), rtol=1e-6)
     dev = next(iter(data.val_dataloader()))
-    assert dev["input_ids"].shape == dev["attention_mask"].shape and set(dev) == {"input_ids", "attention_mask", "target"}
+    assert set(dev) == {"input_ids", "attention_mask", "target"}
+    assert dev["input_ids"].shape == dev["attention_mask"].shape
 
 
 # ---------------------------------------------------------------------------------------------- module
