@@ -15,21 +15,24 @@ def signature(
     tool: str,
     *,
     method: str | None = None,
-    campaign: Campaign | None = None,
+    campaign: Campaign | str | None = None,
     data_hash: str | None = None,
     seed: int | None = None,
     **parameters: Any,
 ) -> dict[str, Any]:
     """The signature dict of a result: ``tool``, ``method``, ``precomet_version``, the campaign's name,
-    language pair, human protocol, item count and data hash (``data_hash`` when there is no campaign),
-    ``seed``, then ``parameters`` (values that are not JSON become their ``repr``)."""
+    language pair, human protocol, item count and data hash (``campaign`` may also be just a name; ``data_hash``
+    is for results without a campaign), ``seed``, then ``parameters`` (values that are not JSON become their
+    ``repr``)."""
     from precomet import __version__
 
     result: dict[str, Any] = {"tool": tool, "method": method, "precomet_version": __version__}
-    if campaign is not None:
+    if isinstance(campaign, str):
+        result["campaign"] = campaign
+    elif campaign is not None:
         result.update(campaign=campaign.name, lp=campaign.lp, protocol=campaign.protocol, n_items=len(campaign),
                       data_hash=campaign.data_hash())
-    elif data_hash is not None:
+    if data_hash is not None and "data_hash" not in result:
         result["data_hash"] = data_hash
     result["seed"] = seed
     result.update({key: jsonable(value) for key, value in parameters.items()})

@@ -71,11 +71,11 @@ def run(args: argparse.Namespace) -> int:
 
     import numpy as np
 
-    from precomet import __version__
     from precomet.estimator.checkpoint import load_estimator
     from precomet.estimator.leakage import check_seen
     from precomet.estimator.predict import predict_sources
     from precomet.io.atomic import check_output
+    from precomet.signature import signature
     from precomet.utilities.output import write_utilities
 
     check_output(args.output)
@@ -89,14 +89,13 @@ def run(args: argparse.Namespace) -> int:
         estimator, sources, batch_size=args.batch_size, device=device, precision=args.precision,
         devices=args.devices, strategy=args.strategy, accelerator=args.accelerator,
     )
-    signature = {
-        "method": "estimator", "checkpoint": str(args.checkpoint), "target": estimator.meta["target"],
-        "data": str(args.data), "campaign": args.campaign, "n_items": len(ids), "precision": args.precision,
-        "data_hash": hashlib.sha256("\x1f".join(sources).encode("utf-8")).hexdigest()[:16],
-        "seed": None, "precomet_version": __version__, "seen_in_training": seen,
-        "training_sources": estimator.meta.get("training_sources"),
-    }
-    write_utilities(args.output, ids, np.asarray(utilities, dtype=float), signature)
+    sources_hash = hashlib.sha256("\x1f".join(sources).encode("utf-8")).hexdigest()[:16]
+    run = signature(
+        "precomet predict", method="estimator", campaign=args.campaign, data_hash=sources_hash,
+        checkpoint=str(args.checkpoint), target=estimator.meta["target"], data=str(args.data), n_items=len(ids),
+        precision=args.precision, seen_in_training=seen, training_sources=estimator.meta.get("training_sources"),
+    )
+    write_utilities(args.output, ids, np.asarray(utilities, dtype=float), run)
     print(f"wrote {len(ids)} utilities ({estimator.meta['target']['method']}) to {args.output}")
     if seen is None:
         print("the checkpoint has no training-source fingerprint: sources seen in training cannot be counted")

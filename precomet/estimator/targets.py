@@ -150,12 +150,10 @@ def read_targets(path: str | Path) -> list[dict[str, Any]]:
 
 def write_targets(rows: Iterable[dict[str, Any]], path: str | Path) -> int:
     """Write rows as JSONL (atomically); returns the count."""
-    count = 0
+    public = [{k: v for k, v in row.items() if not k.startswith("_")} for row in rows]
     with atomic_write(path) as handle:
-        for row in rows:
-            handle.write(jsonsafe.dumps({k: v for k, v in row.items() if not k.startswith("_")}) + "\n")
-            count += 1
-    return count
+        jsonsafe.dump_lines(public, handle)
+    return len(public)
 
 
 def rows_hash(rows: Iterable[dict[str, Any]]) -> str:

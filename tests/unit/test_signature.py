@@ -47,3 +47,8 @@ def test_every_result_uses_the_same_fields(tiny_campaign):
         assert not missing, f"{name} signature lacks {missing}"
         assert sig["precomet_version"] == __version__ and sig["tool"].startswith("precomet")
         assert sig["data_hash"] == tiny_campaign.data_hash()
+
+
+def test_campaign_may_be_a_name_and_data_hash_is_kept_for_results_without_a_campaign():
+    sig = signature("precomet predict", campaign="wmt23/en-de", data_hash="0123")
+    assert sig["campaign"] == "wmt23/en-de" and sig["data_hash"] == "0123" and sig["seed"] is None
