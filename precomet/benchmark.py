@@ -148,12 +148,12 @@ def budget_value(campaign: Campaign, prop: float, *, budget_cost: bool) -> float
 def ci90(values: Sequence[float], *, of_mean: bool = False) -> tuple[float, float]:
     """90 % Student-t interval of a single run: ``mean ± t(0.95, R−1) · s`` (s with ddof=1); with ``of_mean``
     the interval of the mean (``s / √R``)."""
-    from scipy.stats import t
+    from scipy.special import stdtrit  # = scipy.stats.t.ppf(0.95, df), without importing scipy.stats
 
     values = np.asarray(values, dtype=float)
     if len(values) < 2:
         return float(values.mean()), float(values.mean())
-    half = float(t.ppf(0.95, len(values) - 1) * values.std(ddof=1)) / (np.sqrt(len(values)) if of_mean else 1.0)
+    half = float(stdtrit(len(values) - 1, 0.95) * values.std(ddof=1)) / (np.sqrt(len(values)) if of_mean else 1.0)
     return float(values.mean() - half), float(values.mean() + half)
 
 
