@@ -25,8 +25,8 @@ from tqdm.auto import tqdm
 from precomet.campaign import HUMAN, Campaign
 from precomet.errors import PrecometError
 from precomet.pairwise.diffuse import diffuse_tree, iterate_order, iterate_tree, sign_oracle
-from precomet.pairwise.embed import Encoder, embed_outputs, encoder_name
 from precomet.signature import signature
+from precomet.utilities.diffuse import Encoder, embed_outputs, encoder_name
 
 log = logging.getLogger(__name__)
 

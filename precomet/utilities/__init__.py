@@ -143,7 +143,7 @@ def resolve_options(method: str, options: Mapping[str, Any] | None) -> dict[str,
 
 
 def _registry() -> dict[str, UtilitySpec]:
-    from precomet.utilities import cluster, diversity, irt, metric
+    from precomet.utilities import cluster, diffuse, diversity, irt, metric
 
     irt_options = dict(irt.FIT_OPTIONS)
     methods = {
@@ -180,8 +180,10 @@ def _registry() -> dict[str, UtilitySpec]:
             options={"weights": None, "method_options": None},
         ),
     )
-    from precomet.pairwise import diffuse as pairwise_diffuse  # DiffUse lives with the pairwise tools
-    methods["diffuse"] = UtilitySpec(pairwise_diffuse.diffuse_method, "DiffUse: one representative per Ward cluster of output differences (k = budget)", needs_budget=True, needs_score=False, options=dict(pairwise_diffuse.UTILITY_OPTIONS))
+    methods["diffuse"] = UtilitySpec(
+        diffuse.diffuse_method, "DiffUse: one representative per Ward cluster of output differences (k = budget)",
+        needs_budget=True, needs_score=False, options=dict(diffuse.UTILITY_OPTIONS),
+    )
     return methods
 
 
