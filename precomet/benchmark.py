@@ -27,6 +27,7 @@ from precomet.metaeval import (
     evaluate_prefixes,
     full_reference,
 )
+from precomet.progress import progress as progress_bar
 from precomet.selection.objective import DEFAULT_COST_OBJECTIVE
 from precomet.selection.random_fill import make_random_selector
 from precomet.selection.units import budget_items
@@ -241,8 +242,6 @@ def run_benchmark(
     utilities (``{name: array aligned with the campaign}``) against random selection. Returns the JSON-ready
     result (``props``, ``random``, ``methods``, ``signature``, and with ``oracle`` the headroom row ``oracle``:
     greedy on the ``score`` itself, :mod:`precomet.oracle`, flagged ``"usable": false``); see the module docstring."""
-    from tqdm.auto import tqdm
-
     props = validate_props(props)
     external = {name: _check_external(campaign, name, values) for name, values in (external or {}).items()}
     specs = _method_specs(methods, external)
@@ -258,7 +257,8 @@ def run_benchmark(
     ref = full_reference(campaign, score=score, permutations=permutations, seed=seed)
     select = make_selector(campaign, budget_cost=budget_cost, balance=balance, level=level, time_limit=time_limit,
                            cost_objective=cost_objective)
-    bar = tqdm(total=(seeds + len(specs) + len(external) + int(oracle)) * len(props), desc=f"benchmark {campaign.name}", disable=None if progress is None else not progress)
+    steps = (seeds + len(specs) + len(external) + int(oracle)) * len(props)
+    bar = progress_bar(total=steps, desc=f"benchmark {campaign.name}", enabled=progress)
     started = time.perf_counter()
     # random under a cost budget, quotas or documents: a random subset that fits (not a knapsack over noise)
     random_select = None if select is None else make_random_selector(campaign, budget_cost=budget_cost, balance=balance, level=level)

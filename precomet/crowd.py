@@ -30,6 +30,7 @@ from precomet.benchmark import BENCH_MEASURES, ci90, top_k, validate_props
 from precomet.campaign import HUMAN, Campaign
 from precomet.errors import PrecometError
 from precomet.metaeval import evaluate_orderings, reference_from_matrix
+from precomet.progress import progress as progress_bar
 from precomet.selection.units import budget_items
 from precomet.signature import signature
 from precomet.significance import item_signs
@@ -69,8 +70,6 @@ def run_crowd_benchmark(
     progress: bool | None = None,
 ) -> dict[str, Any]:
     """The artificial-crowd benchmark (see the module docstring); JSON-ready result with a signature."""
-    from tqdm.auto import tqdm
-
     from precomet.utilities import UTILITY_METHODS, compute_utility
 
     props = validate_props(props)
@@ -110,7 +109,7 @@ def run_crowd_benchmark(
     random_runs = np.empty((runs, len(props), len(BENCH_MEASURES)))
     method_runs = {m: np.empty((runs, len(props), len(BENCH_MEASURES))) for m in names}
     started_all = time.perf_counter()
-    bar = tqdm(total=runs, desc=f"crowd {crowd} on {campaign.name}", disable=None if progress is None else not progress)
+    bar = progress_bar(total=runs, desc=f"crowd {crowd} on {campaign.name}", enabled=progress)
     for r, members in enumerate(crowds):
         rest = [s for s in campaign.systems if s not in members]
         matrix = np.asarray(campaign.score(score), dtype=float)[:, campaign.system_index(rest)]

@@ -3,21 +3,7 @@ higher one)."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-from pathlib import Path
-
-REPO = Path(__file__).resolve().parent.parent.parent
-
-
-def loaded_after(code: str) -> set[str]:
-    """Names in ``sys.modules`` after running ``code`` in a fresh interpreter on this source tree."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
-    script = f"{code}\nimport json, sys\nprint(json.dumps(sorted(sys.modules)))"
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, env=env, cwd=REPO)
-    return set(json.loads(out.stdout.strip().splitlines()[-1]))
+from tests.conftest import loaded_after
 
 
 def test_utilities_do_not_import_pairwise_or_higher_layers():
