@@ -73,7 +73,9 @@ def embed_outputs(
     campaign.system_index(systems)
     missing = [s for s in systems if s not in campaign.outputs]
     if missing:
-        raise PrecometError(f"campaign {campaign.name!r} has no output texts for system(s) {missing}; DiffUse needs them")
+        raise PrecometError(
+            f"campaign {campaign.name!r} has no output texts for system(s) {missing}; DiffUse needs them"
+        )
     texts = [t for s in systems for t in campaign.outputs[s]]
     flat = encode_texts(texts, encoder=encoder, cache_dir=cache_dir)
     return np.ascontiguousarray(flat.reshape(len(systems), len(campaign), -1).transpose(1, 0, 2), dtype=np.float32)
@@ -212,7 +214,9 @@ def campaign_tree(
     if embeddings is None:
         embeddings = embed_outputs(campaign, systems=systems, encoder=encoder, cache_dir=cache_dir)
     elif embeddings.shape[:2] != (len(campaign), len(systems)):
-        raise PrecometError(f"embeddings of shape {embeddings.shape} do not match {len(campaign)} items × {len(systems)} systems")
+        raise PrecometError(
+            f"embeddings of shape {embeddings.shape} do not match {len(campaign)} items × {len(systems)} systems"
+        )
     return diffuse_tree(difference_vectors(embeddings))
 
 
@@ -228,7 +232,8 @@ def diffuse_select(
     """Indices of the ``budget`` DiffUse representatives (largest cluster first) for ``systems`` (default all)."""
     if not 1 <= budget <= len(campaign):
         raise PrecometError(f"budget must be between 1 and the item count {len(campaign)}, got {budget}")
-    return campaign_tree(campaign, systems=systems, encoder=encoder, cache_dir=cache_dir, embeddings=embeddings).select(budget)
+    tree = campaign_tree(campaign, systems=systems, encoder=encoder, cache_dir=cache_dir, embeddings=embeddings)
+    return tree.select(budget)
 
 
 def diffuse_utility(
@@ -262,4 +267,6 @@ UTILITY_OPTIONS = {"encoder": None, "cache_dir": None}
 def diffuse_method(campaign: Campaign, *, score: str | None, budget: int, seed: int, options: dict) -> np.ndarray:
     """:func:`diffuse_utility` with the utility-registry signature (``score`` is not used)."""
     del score
-    return diffuse_utility(campaign, budget=budget, seed=seed, encoder=options["encoder"], cache_dir=options["cache_dir"])
+    return diffuse_utility(
+        campaign, budget=budget, seed=seed, encoder=options["encoder"], cache_dir=options["cache_dir"]
+    )
