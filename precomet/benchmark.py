@@ -56,7 +56,7 @@ def parse_props(text: str) -> list[float]:
         else:
             props = [float(x) for x in text.split(",") if x.strip()]
     except ValueError:
-        raise PrecometError(f"--props: expected start:stop:step or a comma list of proportions, got {text!r}") from None
+        raise PrecometError(f"props={text!r}: expected start:stop:step or a comma list of proportions") from None
     return validate_props(props)
 
 
@@ -164,7 +164,7 @@ def random_baseline(
 ) -> dict[str, Any]:
     """Random selection with ``seeds`` seeds: per-prop means and 90 % intervals of SPA, clusters, Kendall."""
     if seeds < 1:
-        raise PrecometError(f"--seeds must be at least 1, got {seeds}")
+        raise PrecometError(f"seeds={seeds}: the random baseline needs at least 1 seed")
     runs = np.zeros((seeds, len(props), len(BENCH_MEASURES)))
     utilities = [np.random.default_rng([seed, r]).random(len(ref)) for r in range(seeds)]
     if select is None:  # nested top-k subsets: all seeds' orderings in batched calls
@@ -249,9 +249,11 @@ def run_benchmark(
         raise PrecometError(f"campaign {campaign.name!r}: benchmarking needs at least 2 systems, got {len(campaign.systems)}")
     small = [p for p in props if budget_items(p, len(campaign)) < 2]
     if small:
-        raise PrecometError(f"budget proportion(s) {small} give fewer than 2 of {len(campaign)} items; use larger --props")
+        raise PrecometError(f"budget proportion(s) {small} give fewer than 2 of {len(campaign)} items;"
+                            " use larger proportions (props=...)")
     if any(spec.needs_score for spec in specs.values()) and metric is None:
-        raise PrecometError(f"choose the metric the utilities use (--metric); available: {sorted(set(campaign.scores) - {score})}")
+        available = sorted(set(campaign.scores) - {score})
+        raise PrecometError(f"choose the metric the utilities use (metric=NAME); available: {available}")
     if metric is not None:
         campaign.score(metric)  # fails early, listing the valid names
     ref = full_reference(campaign, score=score, permutations=permutations, seed=seed)
@@ -311,7 +313,8 @@ def _evaluate_oracle(ref, select, props, random_spa, campaign, budget_cost, grid
 def _method_specs(methods: Sequence[str], external: Mapping[str, np.ndarray]) -> dict[str, Any]:
     names = list(methods)
     if not names and not external:
-        raise PrecometError("nothing to benchmark: give --methods and/or --scores")
+        raise PrecometError("nothing to benchmark: give utility methods (methods=...)"
+                            " and/or external utilities (external={NAME: utilities})")
     clash = sorted(set(names) & set(external))
     if clash or len(set(names)) != len(names):
         raise PrecometError(f"method names must be unique; repeated: {clash or sorted({m for m in names if names.count(m) > 1})}")
@@ -321,7 +324,8 @@ def _method_specs(methods: Sequence[str], external: Mapping[str, np.ndarray]) ->
 
     unknown = [m for m in names if m not in UTILITY_METHODS]
     if unknown:
-        raise PrecometError(f"unknown method(s) {unknown}; valid: {', '.join(UTILITY_METHODS)} (or --scores NAME=FILE)")
+        raise PrecometError(f"unknown method(s) {unknown}; valid: {', '.join(UTILITY_METHODS)}"
+                            " (or external utilities: external={NAME: utilities})")
     return {m: UTILITY_METHODS[m] for m in names}
 
 

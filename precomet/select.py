@@ -147,7 +147,7 @@ def select_subset(
             f"(objective {outcome['objective']:.6g}, bound {outcome['bound']:.6g}, time limit {time_limit:g} s)"
         )
         if not allow_gap:
-            raise PrecometError(message + "; raise time_limit or pass allow_gap=True (--allow-gap)")
+            raise PrecometError(message + "; raise time_limit=... or pass allow_gap=True")
         warnings.warn(message, stacklevel=2)
         log.warning(message)
     picked = np.flatnonzero(chosen)
