@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from precomet.campaign import HUMAN, Campaign
-from precomet.errors import PrecometError
+from precomet.errors import PrecometError, SolverGapWarning
 from precomet.metaeval import (
     Reference,
     evaluate_indices,
@@ -102,8 +102,8 @@ def make_selector(
     length = source_length(campaign.src)
 
     def select(utility: np.ndarray, prop: float) -> np.ndarray:
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message="solver .* stopped at relative gap")
+        with warnings.catch_warnings():  # the gap is logged below; hundreds of selections need no warning each
+            warnings.simplefilter("ignore", SolverGapWarning)
             chosen = select_subset(
                 utility,
                 cost=campaign.cost if budget_cost else None,
