@@ -104,7 +104,7 @@ def _load_release(path: Path, campaign: str | None, human: str | None) -> Campai
 
 def _load_dataset_dict(path: Path, campaign: str | None, human: str | None) -> Campaign:
     if human not in (None, HUMAN):
-        raise PrecometError(f"{path}: this format has one human protocol; --human {human!r} is not available")
+        raise PrecometError(f"{path}: this format has one human protocol; human={human!r} is not available")
     return load_saved_dataset(path, split=campaign)
 
 
