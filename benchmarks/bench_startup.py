@@ -31,7 +31,8 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+from paths import RAW, REPO, RESULTS  # benchmarks/paths.py (the script's folder is on sys.path)
+
 METHODS = ("metric_avg", "metric_var", "metric_cons")
 ONE_THREAD = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 
@@ -119,14 +120,14 @@ def _export(revision: str, folder: Path) -> Path:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--raw", type=Path, default=REPO.parent / "shared" / "data" / "raw")
+    parser.add_argument("--raw", type=Path, default=RAW)
     parser.add_argument("--campaign", help="a real mt-metrics-eval campaign instead of the simulated one")
     parser.add_argument("--items", type=int, default=1000)
     parser.add_argument("--systems", type=int, default=12)
     parser.add_argument("--seeds", type=int, default=100)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--before", metavar="REV", help="also time precomet at this git revision (e.g. main)")
-    parser.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results" / "startup.md")
+    parser.add_argument("--out", type=Path, default=RESULTS / "startup.md")
     args = parser.parse_args()
     peer = subprocess.run(["bash", str(REPO / "benchmarks" / "peer_env.sh")], capture_output=True, text=True,
                           check=True).stdout.strip()

@@ -15,7 +15,7 @@ from tests.conftest import loaded_after
 
 HEAVY = ("scipy.stats", "scipy.sparse", "scipy.cluster", "sklearn", "torch", "transformers", "sentence_transformers",
          "pytorch_lightning", "matplotlib", "matplotlib.pyplot", "pulp", "sacrebleu", "pandas", "pyro", "py_irt",
-         "datasets", "tqdm", "yaml")
+         "datasets", "pyarrow", "tqdm", "yaml")
 """Modules the benchmark path, the parser and the library's import must not load: each is imported inside the
 function that needs it (``scipy.special``, numpy and threadpoolctl are the only third-party imports left)."""
 
