@@ -157,7 +157,8 @@ def main() -> None:
             for name, tree in trees.items():
                 for label, argv in light.items():
                     light_runs.setdefault((name, label), []).append(run_process(argv, tree=tree))
-        imports = {name: import_seconds(bench, tree) for name, tree in trees.items()}
+        imports = {name: statistics.median(import_seconds(bench, tree) for _ in range(args.repeats))
+                   for name, tree in trees.items()}
         ours_json = json.loads(Path(out_json).read_text())
         peer_json = json.loads(Path(tmp, "peer.json").read_text())
     median = {name: statistics.median(times) for name, times in runs.items()}
@@ -180,7 +181,8 @@ def main() -> None:
         "| **median** | " + " | ".join(f"**{median[name]:.2f} s**" for name in runs) + " |", "",
         f"- **whole-process speed-up vs subset2evaluate: {ratio:.0f}×** (median over median)"
         + (f"{before}{median['subset2evaluate'] / median['precomet before']:.0f}×" if args.before else ""),
-        "- importing on the `precomet benchmark` path (`-X importtime`, sum of the top-level cumulative times):"
+        "- importing on the `precomet benchmark` path (`-X importtime`, sum of the top-level cumulative times, median"
+        f" of {args.repeats} runs):"
         f" {imports['precomet']:.2f} s" + (f"{before}{imports['precomet before']:.2f} s" if args.before else ""),
         "- mean SPA over budgets, ours / peer: " + ", ".join(
             f"{m} {ours_json['methods'][m]['spa']:.4f} / {peer_json[m][0]:.4f}" for m in METHODS)
