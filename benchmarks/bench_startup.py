@@ -184,10 +184,18 @@ def main() -> None:
         "- importing on the `precomet benchmark` path (`-X importtime`, sum of the top-level cumulative times, median"
         f" of {args.repeats} runs):"
         f" {imports['precomet']:.2f} s" + (f"{before}{imports['precomet before']:.2f} s" if args.before else ""),
+        f"- the rest of the precomet process — reading the items, the random baseline, the methods with their parity"
+        f" search, writing the JSON — takes {median['precomet'] - imports['precomet']:.2f} s (whole minus imports):"
+        " what is left is the meta-evaluation itself (benchmarks/results/metaeval_speed.md)",
         "- mean SPA over budgets, ours / peer: " + ", ".join(
             f"{m} {ours_json['methods'][m]['spa']:.4f} / {peer_json[m][0]:.4f}" for m in METHODS)
         + f", random {ours_json['random']['spa']:.4f} / {peer_json['random'][0]:.4f} (same utilities for avg/var;"
         " our MetricCons is Spearman, the peer's Kendall; different random draws)", "",
+        "What keeps the start short: scipy.stats is not imported (average ranks in numpy, `precomet.stats`; the"
+        " t quantile from scipy.special), nor scipy.sparse/cluster, sklearn, torch, transformers, Lightning,"
+        " matplotlib, pulp, sacrebleu, pyro, py-irt, datasets, pyarrow, tqdm (bars off: no tqdm import) or yaml"
+        " (`cli.main` imports only the module of the command it runs); tests/unit/test_imports.py guards this."
+        " scipy.special (Wilcoxon normal tail, t quantile) and numpy remain.", "",
         "Start-up of light commands (median of the same runs):", "",
         "| command | " + " | ".join(trees) + " |", "|---" * (1 + len(trees)) + "|",
         *[f"| `{label}` | " + " | ".join(f"{statistics.median(light_runs[name, label]):.2f} s" for name in trees)
