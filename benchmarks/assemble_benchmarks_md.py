@@ -12,6 +12,7 @@ HERE = Path(__file__).resolve().parent
 SECTIONS = (  # (results file, what it measures) in reading order
     ("metaeval.md", "Selection quality: output-based methods vs random and vs subset2evaluate (issue 5)"),
     ("metaeval_speed.md", "Meta-evaluation speed vs subset2evaluate (issue 5)"),
+    ("startup.md", "Whole-process time and start-up: precomet benchmark vs subset2evaluate (issue 13)"),
     ("oracle.md", "Headroom: the oracle row of precomet benchmark (issue 14)"),
     ("crowd.md", "Artificial crowd, seed 002 Table 4 (issue 14)"),
     ("kmeans.md", "k-means on outputs and weighted k-means vs k-means on sources (issue 14)"),

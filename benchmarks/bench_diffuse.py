@@ -60,7 +60,7 @@ def _run_peer(peer_python: Path, tmp: Path, budget: int, source: str) -> dict:
 def speed(args: argparse.Namespace) -> None:
     from precomet.io import load
     from precomet.pairwise.diffuse import campaign_tree
-    from precomet.pairwise.embed import embed_outputs
+    from precomet.utilities.diffuse import embed_outputs
     from precomet.utilities.embed import default_encoder
 
     campaign = load(RAW / "mt-metrics-eval-v2", campaign="wmt23/zh-en", human="mqm")
@@ -108,8 +108,8 @@ def speed(args: argparse.Namespace) -> None:
 
 def protocol(args: argparse.Namespace) -> None:
     from precomet.io import load
-    from precomet.pairwise.embed import embed_outputs
     from precomet.pairwise.protocol import evaluate_pairwise
+    from precomet.utilities.diffuse import embed_outputs
 
     sets = {
         "WMT23 en-de (MQM)": lambda: load(RAW / "mt-metrics-eval-v2", campaign="wmt23/en-de", human="mqm"),

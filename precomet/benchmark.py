@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from precomet.campaign import HUMAN, Campaign
-from precomet.errors import PrecometError
+from precomet.errors import PrecometError, SolverGapWarning
 from precomet.metaeval import (
     Reference,
     evaluate_indices,
@@ -27,6 +27,7 @@ from precomet.metaeval import (
     evaluate_prefixes,
     full_reference,
 )
+from precomet.progress import progress as progress_bar
 from precomet.selection.objective import DEFAULT_COST_OBJECTIVE
 from precomet.selection.random_fill import make_random_selector
 from precomet.selection.units import budget_items
@@ -55,7 +56,7 @@ def parse_props(text: str) -> list[float]:
         else:
             props = [float(x) for x in text.split(",") if x.strip()]
     except ValueError:
-        raise PrecometError(f"--props: expected start:stop:step or a comma list of proportions, got {text!r}") from None
+        raise PrecometError(f"props={text!r}: expected start:stop:step or a comma list of proportions") from None
     return validate_props(props)
 
 
@@ -101,8 +102,8 @@ def make_selector(
     length = source_length(campaign.src)
 
     def select(utility: np.ndarray, prop: float) -> np.ndarray:
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message="solver .* stopped at relative gap")
+        with warnings.catch_warnings():  # the gap is logged below; hundreds of selections need no warning each
+            warnings.simplefilter("ignore", SolverGapWarning)
             chosen = select_subset(
                 utility,
                 cost=campaign.cost if budget_cost else None,
@@ -148,12 +149,12 @@ def budget_value(campaign: Campaign, prop: float, *, budget_cost: bool) -> float
 def ci90(values: Sequence[float], *, of_mean: bool = False) -> tuple[float, float]:
     """90 % Student-t interval of a single run: ``mean ± t(0.95, R−1) · s`` (s with ddof=1); with ``of_mean``
     the interval of the mean (``s / √R``)."""
-    from scipy.stats import t
+    from scipy.special import stdtrit  # = scipy.stats.t.ppf(0.95, df), without importing scipy.stats
 
     values = np.asarray(values, dtype=float)
     if len(values) < 2:
         return float(values.mean()), float(values.mean())
-    half = float(t.ppf(0.95, len(values) - 1) * values.std(ddof=1)) / (np.sqrt(len(values)) if of_mean else 1.0)
+    half = float(stdtrit(len(values) - 1, 0.95) * values.std(ddof=1)) / (np.sqrt(len(values)) if of_mean else 1.0)
     return float(values.mean() - half), float(values.mean() + half)
 
 
@@ -163,7 +164,7 @@ def random_baseline(
 ) -> dict[str, Any]:
     """Random selection with ``seeds`` seeds: per-prop means and 90 % intervals of SPA, clusters, Kendall."""
     if seeds < 1:
-        raise PrecometError(f"--seeds must be at least 1, got {seeds}")
+        raise PrecometError(f"seeds={seeds}: the random baseline needs at least 1 seed")
     runs = np.zeros((seeds, len(props), len(BENCH_MEASURES)))
     utilities = [np.random.default_rng([seed, r]).random(len(ref)) for r in range(seeds)]
     if select is None:  # nested top-k subsets: all seeds' orderings in batched calls
@@ -241,8 +242,6 @@ def run_benchmark(
     utilities (``{name: array aligned with the campaign}``) against random selection. Returns the JSON-ready
     result (``props``, ``random``, ``methods``, ``signature``, and with ``oracle`` the headroom row ``oracle``:
     greedy on the ``score`` itself, :mod:`precomet.oracle`, flagged ``"usable": false``); see the module docstring."""
-    from tqdm.auto import tqdm
-
     props = validate_props(props)
     external = {name: _check_external(campaign, name, values) for name, values in (external or {}).items()}
     specs = _method_specs(methods, external)
@@ -250,15 +249,18 @@ def run_benchmark(
         raise PrecometError(f"campaign {campaign.name!r}: benchmarking needs at least 2 systems, got {len(campaign.systems)}")
     small = [p for p in props if budget_items(p, len(campaign)) < 2]
     if small:
-        raise PrecometError(f"budget proportion(s) {small} give fewer than 2 of {len(campaign)} items; use larger --props")
+        raise PrecometError(f"budget proportion(s) {small} give fewer than 2 of {len(campaign)} items;"
+                            " use larger proportions (props=...)")
     if any(spec.needs_score for spec in specs.values()) and metric is None:
-        raise PrecometError(f"choose the metric the utilities use (--metric); available: {sorted(set(campaign.scores) - {score})}")
+        available = sorted(set(campaign.scores) - {score})
+        raise PrecometError(f"choose the metric the utilities use (metric=NAME); available: {available}")
     if metric is not None:
         campaign.score(metric)  # fails early, listing the valid names
     ref = full_reference(campaign, score=score, permutations=permutations, seed=seed)
     select = make_selector(campaign, budget_cost=budget_cost, balance=balance, level=level, time_limit=time_limit,
                            cost_objective=cost_objective)
-    bar = tqdm(total=(seeds + len(specs) + len(external) + int(oracle)) * len(props), desc=f"benchmark {campaign.name}", disable=None if progress is None else not progress)
+    steps = (seeds + len(specs) + len(external) + int(oracle)) * len(props)
+    bar = progress_bar(total=steps, desc=f"benchmark {campaign.name}", enabled=progress)
     started = time.perf_counter()
     # random under a cost budget, quotas or documents: a random subset that fits (not a knapsack over noise)
     random_select = None if select is None else make_random_selector(campaign, budget_cost=budget_cost, balance=balance, level=level)
@@ -311,7 +313,8 @@ def _evaluate_oracle(ref, select, props, random_spa, campaign, budget_cost, grid
 def _method_specs(methods: Sequence[str], external: Mapping[str, np.ndarray]) -> dict[str, Any]:
     names = list(methods)
     if not names and not external:
-        raise PrecometError("nothing to benchmark: give --methods and/or --scores")
+        raise PrecometError("nothing to benchmark: give utility methods (methods=...)"
+                            " and/or external utilities (external={NAME: utilities})")
     clash = sorted(set(names) & set(external))
     if clash or len(set(names)) != len(names):
         raise PrecometError(f"method names must be unique; repeated: {clash or sorted({m for m in names if names.count(m) > 1})}")
@@ -321,7 +324,8 @@ def _method_specs(methods: Sequence[str], external: Mapping[str, np.ndarray]) ->
 
     unknown = [m for m in names if m not in UTILITY_METHODS]
     if unknown:
-        raise PrecometError(f"unknown method(s) {unknown}; valid: {', '.join(UTILITY_METHODS)} (or --scores NAME=FILE)")
+        raise PrecometError(f"unknown method(s) {unknown}; valid: {', '.join(UTILITY_METHODS)}"
+                            " (or external utilities: external={NAME: utilities})")
     return {m: UTILITY_METHODS[m] for m in names}
 
 

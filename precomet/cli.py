@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import re
 import signal
 import sys
 import threading
@@ -17,6 +18,7 @@ from contextlib import contextmanager
 
 from precomet import __version__
 from precomet.errors import PrecometError
+from precomet.progress import progress_setting
 
 COMMANDS = {
     "convert": "precomet.commands.convert",
@@ -35,18 +37,73 @@ COMMANDS = {
 }
 
 
-def build_parser() -> argparse.ArgumentParser:
+PARAMETER_FLAGS = {
+    "external={NAME: utilities}": "--scores NAME=FILE",
+    "allow_gap=True": "--allow-gap",
+    "options={'missing': 'exclude'}": "--exclude-missing",
+    "campaign=": "--campaign ",
+    "human=": "--human ",
+    "metric=": "--metric ",
+    "methods=": "--methods ",
+    "props=": "--props ",
+    "seeds=": "--seeds ",
+    "time_limit=": "--time-limit ",
+}
+"""Library errors name parameters (``campaign=NAME``, ``allow_gap=True``); the CLI shows the options that set them."""
+_PARAMETER = re.compile(r"(?<![\w.-])(" + "|".join(map(re.escape, PARAMETER_FLAGS)) + ")")
+
+
+def as_flags(message: str) -> str:
+    """``message`` with every parameter of :data:`PARAMETER_FLAGS` written as its command-line option."""
+    return _PARAMETER.sub(lambda match: PARAMETER_FLAGS[match[1]], message)
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The parser of every subcommand. With ``only`` (a command name) only that command's module is imported and
+    the others get empty parsers: ``precomet benchmark`` need not import what ``precomet train`` needs."""
     parser = argparse.ArgumentParser(prog="precomet", description="Select the test items worth human evaluation.")
     parser.add_argument("--version", action="version", version=f"precomet {__version__}")
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress details")
+    parser.add_argument("--no-progress", dest="progress", action="store_const", const=False,
+                        help="no progress bars (default: shown when stderr is a terminal, unless PRECOMET_PROGRESS=0)")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, module_name in COMMANDS.items():
+        if only is not None and name != only:
+            sub.add_parser(name)
+            continue
         module = importlib.import_module(module_name)
         # argparse %-formats action help strings (not descriptions): escape a literal "%" like "5-95%"
         command = sub.add_parser(name, help=module.HELP.replace("%", "%%"), description=module.HELP)
         module.add_arguments(command)
         command.set_defaults(_run=module.run)
     return parser
+
+
+def _command_in(argv: list[str]) -> str | None:
+    """The subcommand ``argv`` names (the global options take no value: the first other word), if any."""
+    word = next((arg for arg in argv if not arg.startswith("-")), None)
+    return word if word in COMMANDS else None
+
+
+@contextmanager
+def _command_settings(*, verbose: bool, progress: bool | None) -> Iterator[None]:
+    """Logging to stderr, warning filters and the progress-bar setting for one command, all undone on exit, so that
+    ``main`` called in-process (tests, notebooks) leaves the caller's logging and warnings as they were."""
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING,
+                        format="%(levelname)s %(name)s: %(message)s")
+    try:
+        with warnings.catch_warnings(), progress_setting(progress):
+            if not verbose:  # third-party deprecation notices are for developers, not for users of the CLI
+                warnings.filterwarnings("ignore", category=DeprecationWarning)
+                warnings.filterwarnings("ignore", category=FutureWarning)
+            yield
+    finally:
+        for handler in [h for h in root.handlers if h not in handlers]:
+            root.removeHandler(handler)
+            handler.close()
+        root.setLevel(level)
 
 
 @contextmanager
@@ -70,19 +127,16 @@ def _sigterm_as_interrupt() -> Iterator[None]:
 def main(argv: list[str] | None = None) -> int:
     """Run one subcommand. Bad input (:class:`PrecometError`, an unreadable or unwritable path) exits 2 with one
     line; an interruption exits 130 saying that no output was written; the traceback only with ``-v``."""
-    args = build_parser().parse_args(argv)
-    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    if not args.verbose:  # third-party deprecation notices are for developers, not for users of the CLI
-        warnings.filterwarnings("ignore", category=DeprecationWarning)
-        warnings.filterwarnings("ignore", category=FutureWarning)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args = build_parser(only=_command_in(argv)).parse_args(argv)
     prefix = f"precomet {args.command}"
     try:
-        with _sigterm_as_interrupt():
+        with _command_settings(verbose=args.verbose, progress=args.progress), _sigterm_as_interrupt():
             return int(args._run(args) or 0)
     except (Exception, KeyboardInterrupt) as err:  # noqa: BLE001 -- classified below; SystemExit passes
         failure = err
-    if isinstance(failure, PrecometError):
-        message, status = f"error: {failure}", 2
+    if isinstance(failure, PrecometError):  # the library names parameters; the user typed options
+        message, status = f"error: {as_flags(str(failure))}", 2
     elif isinstance(failure, OSError):  # a file that cannot be read or written: bad input, not a bug
         where = f"{failure.filename}: " if failure.filename else ""
         message, status = f"error: {where}{failure.strerror or failure}", 2

@@ -30,6 +30,7 @@ from precomet.benchmark import BENCH_MEASURES, ci90, top_k, validate_props
 from precomet.campaign import HUMAN, Campaign
 from precomet.errors import PrecometError
 from precomet.metaeval import evaluate_orderings, reference_from_matrix
+from precomet.progress import progress as progress_bar
 from precomet.selection.units import budget_items
 from precomet.signature import signature
 from precomet.significance import item_signs
@@ -69,25 +70,24 @@ def run_crowd_benchmark(
     progress: bool | None = None,
 ) -> dict[str, Any]:
     """The artificial-crowd benchmark (see the module docstring); JSON-ready result with a signature."""
-    from tqdm.auto import tqdm
-
     from precomet.utilities import UTILITY_METHODS, compute_utility
 
     props = validate_props(props)
     names = list(methods)
     if not names:
-        raise PrecometError("the artificial crowd needs utility methods (--methods)")
+        raise PrecometError("the artificial crowd needs utility methods (methods=...)")
     unknown = [m for m in names if m not in UTILITY_METHODS]
     if unknown:
         raise PrecometError(f"unknown method(s) {unknown}; valid: {', '.join(UTILITY_METHODS)}")
     if any(UTILITY_METHODS[m].needs_score for m in names) and metric is None:
-        raise PrecometError(f"choose the metric the utilities use (--metric); available: {sorted(set(campaign.scores) - {score})}")
+        available = sorted(set(campaign.scores) - {score})
+        raise PrecometError(f"choose the metric the utilities use (metric=NAME); available: {available}")
     if seeds < 1:
-        raise PrecometError(f"--seeds must be at least 1, got {seeds}")
+        raise PrecometError(f"seeds={seeds}: the random baseline needs at least 1 seed")
     n = len(campaign)
     sizes = np.array([budget_items(p, n) for p in props])
     if sizes.min() < 2:
-        raise PrecometError(f"budget proportion(s) give fewer than 2 of {n} items; use larger --props")
+        raise PrecometError(f"budget proportion(s) give fewer than 2 of {n} items; use larger proportions (props=...)")
     by_size = np.argsort(sizes, kind="stable")
     sorted_sizes = sizes[by_size].tolist()
     crowds = draw_crowds(campaign.systems, k=crowd, runs=runs, seed=seed)
@@ -110,7 +110,7 @@ def run_crowd_benchmark(
     random_runs = np.empty((runs, len(props), len(BENCH_MEASURES)))
     method_runs = {m: np.empty((runs, len(props), len(BENCH_MEASURES))) for m in names}
     started_all = time.perf_counter()
-    bar = tqdm(total=runs, desc=f"crowd {crowd} on {campaign.name}", disable=None if progress is None else not progress)
+    bar = progress_bar(total=runs, desc=f"crowd {crowd} on {campaign.name}", enabled=progress)
     for r, members in enumerate(crowds):
         rest = [s for s in campaign.systems if s not in members]
         matrix = np.asarray(campaign.score(score), dtype=float)[:, campaign.system_index(rest)]

@@ -22,3 +22,8 @@ class CampaignError(PrecometError):
 
 class OutputError(PrecometError):
     """An output that cannot be written (a directory in the way, a parent that is a file, no permission)."""
+
+
+class SolverGapWarning(UserWarning):
+    """A knapsack solution used as found, not certified optimal (``allow_gap=True``); the message gives its gap.
+    Filter it by category (``warnings.simplefilter("ignore", SolverGapWarning)`` in a ``catch_warnings`` block)."""

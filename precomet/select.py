@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from precomet.errors import PrecometError
+from precomet.errors import PrecometError, SolverGapWarning
 from precomet.io import jsonsafe
 from precomet.io.atomic import output_set
 from precomet.selection.objective import DEFAULT_COST_OBJECTIVE, check_cost_objective, unit_values
@@ -147,8 +147,8 @@ def select_subset(
             f"(objective {outcome['objective']:.6g}, bound {outcome['bound']:.6g}, time limit {time_limit:g} s)"
         )
         if not allow_gap:
-            raise PrecometError(message + "; raise time_limit or pass allow_gap=True (--allow-gap)")
-        warnings.warn(message, stacklevel=2)
+            raise PrecometError(message + "; raise time_limit=... or pass allow_gap=True")
+        warnings.warn(message, SolverGapWarning, stacklevel=2)
         log.warning(message)
     picked = np.flatnonzero(chosen)
     picked = picked[np.argsort(-order_value[picked], kind="stable")]

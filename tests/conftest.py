@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import os
 import socket
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -65,3 +68,11 @@ def tiny_campaign() -> Campaign:
         cost=[10.0, 20.0, 5.0, 15.0],
         name="tiny",
     )
+
+
+def loaded_after(code: str) -> set[str]:
+    """Names in ``sys.modules`` after running ``code`` in a fresh interpreter on this source tree (import checks)."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
+    script = f"{code}\nimport json, sys\nprint(json.dumps(sorted(sys.modules)))"
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, env=env, cwd=REPO)
+    return set(json.loads(out.stdout.strip().splitlines()[-1]))

@@ -48,7 +48,7 @@ def detect_format(path: str | Path) -> str:
         if is_saved_dataset(path):
             return "hf-dataset"
         if path.name.startswith("wmt") and is_wmt_release_root(path.parent):
-            raise DataError(path, f"this is one year of a WMT release: pass its parent {path.parent} and --campaign")
+            raise DataError(path, f"this is one year of a WMT release: pass its parent {path.parent} and campaign=NAME")
         raise DataError(
             path, "directory is neither an mt-metrics-eval root (wmtYY/sources/...), WMT24 ESA (humeval/, txt/)"
             ", a WMT release root (wmtYY/txt/sources/<testset>.<lp>.src.<sl>) nor a saved datasets Dataset/DatasetDict",
@@ -73,14 +73,14 @@ def _load_mtme(path: Path, campaign: str | None, human: str | None) -> Campaign:
     if campaign is None:
         from precomet.io.mtme import list_campaigns
 
-        raise PrecometError(f"{path}: an mt-metrics-eval root needs --campaign; found {list_campaigns(path)}")
+        raise PrecometError(f"{path}: an mt-metrics-eval root needs campaign=NAME; found {list_campaigns(path)}")
     return load_mtme(path, campaign, human=human)
 
 
 def _no_options(loader):
     def load_file(path: Path, campaign: str | None, human: str | None) -> Campaign:
         if human not in (None, HUMAN):
-            raise PrecometError(f"{path}: this format has one human protocol; --human {human!r} is not available")
+            raise PrecometError(f"{path}: this format has one human protocol; human={human!r} is not available")
         return loader(path)
 
     return load_file
@@ -88,7 +88,7 @@ def _no_options(loader):
 
 def _load_esa(path: Path, campaign: str | None, human: str | None) -> Campaign:
     if campaign is None:
-        raise PrecometError(f"{path}: a WMT24 ESA directory needs --campaign; found {list_esa_campaigns(path)}")
+        raise PrecometError(f"{path}: a WMT24 ESA directory needs campaign=NAME; found {list_esa_campaigns(path)}")
     if human not in (None, "esa"):
         raise PrecometError(f"{path}: unknown human protocol {human!r}; available: ['esa']")
     return load_wmt24_esa(path, campaign)
@@ -96,15 +96,15 @@ def _load_esa(path: Path, campaign: str | None, human: str | None) -> Campaign:
 
 def _load_release(path: Path, campaign: str | None, human: str | None) -> Campaign:
     if campaign is None:
-        raise PrecometError(f"{path}: a WMT release root needs --campaign; found {list_release_campaigns(path)}")
+        raise PrecometError(f"{path}: a WMT release root needs campaign=NAME; found {list_release_campaigns(path)}")
     if human is not None:
-        raise PrecometError(f"{path}: a WMT release has no human scores; --human {human!r} is not available")
+        raise PrecometError(f"{path}: a WMT release has no human scores; human={human!r} is not available")
     return load_wmt_release(path, campaign)
 
 
 def _load_dataset_dict(path: Path, campaign: str | None, human: str | None) -> Campaign:
     if human not in (None, HUMAN):
-        raise PrecometError(f"{path}: this format has one human protocol; --human {human!r} is not available")
+        raise PrecometError(f"{path}: this format has one human protocol; human={human!r} is not available")
     return load_saved_dataset(path, split=campaign)
 
 

@@ -13,20 +13,19 @@ linkage once per (pair, seed); every budget is a cut of it.
 from __future__ import annotations
 
 import logging
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import combinations
 from pathlib import Path
 
 import numpy as np
-from tqdm.auto import tqdm
 
 from precomet.campaign import HUMAN, Campaign
 from precomet.errors import PrecometError
 from precomet.pairwise.diffuse import diffuse_tree, iterate_order, iterate_tree, sign_oracle
-from precomet.pairwise.embed import Encoder, embed_outputs, encoder_name
+from precomet.progress import progress as progress_bar
 from precomet.signature import signature
+from precomet.utilities.diffuse import Encoder, embed_outputs, encoder_name
 
 log = logging.getLogger(__name__)
 
@@ -109,7 +108,7 @@ def evaluate_pairwise(
     hits = {(m, b): [] for m in METHODS for b in usable}
     outcomes = {(m, p): [] for m in METHODS for p in p_values}
     pairs = list(combinations(range(len(systems)), 2))
-    progress = tqdm(total=len(pairs) * seeds, desc="pairs × seeds", disable=not sys.stderr.isatty())
+    progress = progress_bar(total=len(pairs) * seeds, desc="pairs × seeds")
     for i, j in pairs:
         signs = preference_signs(matrix[:, i], matrix[:, j], margin=margin)
         for seed in range(seeds):

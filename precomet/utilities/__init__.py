@@ -91,7 +91,7 @@ def compute_utility(
                 raise PrecometError(
                     f"score {score!r} is missing for item {campaign.ids[rows[0]]!r}, system"
                     f" {campaign.systems[cols[0]]!r} ({n_bad} item(s) affected); restrict systems or pass"
-                    " options={'missing': 'exclude'} (CLI: --exclude-missing)"
+                    " options={'missing': 'exclude'}"
                 )
             keep = np.flatnonzero(~bad.any(axis=1))
             log.warning("utility %s: %d item(s) lack %r for some system; excluded (utility NaN)", method, n_bad, score)
@@ -143,7 +143,7 @@ def resolve_options(method: str, options: Mapping[str, Any] | None) -> dict[str,
 
 
 def _registry() -> dict[str, UtilitySpec]:
-    from precomet.utilities import cluster, diversity, irt, metric
+    from precomet.utilities import cluster, diffuse, diversity, irt, metric
 
     irt_options = dict(irt.FIT_OPTIONS)
     methods = {
@@ -180,8 +180,10 @@ def _registry() -> dict[str, UtilitySpec]:
             options={"weights": None, "method_options": None},
         ),
     )
-    from precomet.pairwise import diffuse as pairwise_diffuse  # DiffUse lives with the pairwise tools
-    methods["diffuse"] = UtilitySpec(pairwise_diffuse.diffuse_method, "DiffUse: one representative per Ward cluster of output differences (k = budget)", needs_budget=True, needs_score=False, options=dict(pairwise_diffuse.UTILITY_OPTIONS))
+    methods["diffuse"] = UtilitySpec(
+        diffuse.diffuse_method, "DiffUse: one representative per Ward cluster of output differences (k = budget)",
+        needs_budget=True, needs_score=False, options=dict(diffuse.UTILITY_OPTIONS),
+    )
     return methods
 
 

@@ -8,10 +8,10 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
-from scipy.stats import rankdata
 
 from precomet.campaign import Campaign
 from precomet.errors import PrecometError
+from precomet.stats import rankdata
 from precomet.utilities.embed import EMBED_OPTIONS, embed_texts
 
 log = logging.getLogger(__name__)

@@ -16,6 +16,7 @@ import numpy as np
 
 from precomet.errors import PrecometError
 from precomet.io.atomic import atomic_write
+from precomet.progress import progress_enabled
 from precomet.quiet import quiet_third_party
 
 log = logging.getLogger(__name__)
@@ -81,7 +82,7 @@ def _encode(texts: list[str], *, encoder: str, batch_size: int, device: str) -> 
     try:
         vectors = model.encode(
             texts, batch_size=batch_size, convert_to_numpy=True, normalize_embeddings=True,
-            show_progress_bar=log.isEnabledFor(logging.INFO),
+            show_progress_bar=progress_enabled(),
         )
     finally:
         torch.set_num_threads(threads)

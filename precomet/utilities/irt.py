@@ -28,13 +28,13 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from scipy.stats import rankdata
 
 from precomet.campaign import Campaign
 from precomet.errors import PrecometError
 from precomet.io import jsonsafe
 from precomet.io.atomic import atomic_write
 from precomet.signature import signature
+from precomet.stats import rankdata
 
 log = logging.getLogger(__name__)
 

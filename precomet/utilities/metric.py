@@ -12,6 +12,7 @@ import numpy as np
 
 from precomet.campaign import Campaign
 from precomet.errors import PrecometError
+from precomet.stats import rankdata
 
 
 def metric_avg(campaign: Campaign, *, score: str, budget: int | None, seed: int, options: Mapping[str, Any]) -> np.ndarray:
@@ -40,8 +41,6 @@ def metric_cons(campaign: Campaign, *, score: str, budget: int | None, seed: int
 
 def spearman_rows(matrix: np.ndarray, target: np.ndarray) -> np.ndarray:
     """Spearman correlation of every row of ``matrix`` with ``target`` (average ranks for ties)."""
-    from scipy.stats import rankdata
-
     return _pearson_rows(rankdata(matrix, axis=1), rankdata(target))
 
 

@@ -20,7 +20,6 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 import numpy as np
-import scipy.sparse as sp
 
 CHRF_ORDER = 6
 CHRF_BETA = 2
@@ -58,6 +57,8 @@ _TOKENIZER = None
 
 def match_counts(units: Sequence[np.ndarray], n_systems: int, max_order: int) -> np.ndarray:
     """Clipped n-gram matches ``M[item, n-1, a, b]`` for texts laid out item-major (``n_systems`` per item)."""
+    import scipy.sparse as sp  # here, not at import: scipy.sparse is slow to import and only chrF/BLEU need it
+
     n_items = len(units) // n_systems
     out = np.zeros((n_items, max_order, n_systems, n_systems))
     lengths = np.array([len(u) for u in units], dtype=np.int64)

@@ -51,7 +51,7 @@ def test_include_refs_and_dispatch():
 def test_unknown_campaign_and_protocol_list_the_valid_ones():
     with pytest.raises(PrecometError, match=r"unknown campaign 'en-de'; found \['en-cs'\]"):
         load_wmt24_esa(ROOT, "en-de")
-    with pytest.raises(PrecometError, match=r"needs --campaign; found \['en-cs'\]"):
+    with pytest.raises(PrecometError, match=r"needs campaign=NAME; found \['en-cs'\]"):
         load(ROOT)
     with pytest.raises(PrecometError, match=r"unknown human protocol 'mqm'; available: \['esa'\]"):
         load(ROOT, campaign="en-cs", human="mqm")

@@ -174,10 +174,11 @@ def test_output_file_without_the_target_language_suffix(root_copy):
 
 
 def test_campaign_required_and_no_human_protocol():
-    with pytest.raises(PrecometError, match=r"needs --campaign; found \['wmt21/en-de', 'wmt21/en-ja', 'wmt22/en-de'\]"):
+    found = r"\['wmt21/en-de', 'wmt21/en-ja', 'wmt22/en-de'\]"
+    with pytest.raises(PrecometError, match=r"needs campaign=NAME; found " + found):
         load(ROOT)
     for human in ("human", "mqm"):
-        with pytest.raises(PrecometError, match=rf"has no human scores; --human '{human}' is not available"):
+        with pytest.raises(PrecometError, match=rf"has no human scores; human='{human}' is not available"):
             load(ROOT, campaign="wmt21/en-de", human=human)
 
 

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import itertools
 import json
+import warnings
 
 import numpy as np
 import pytest
 
 from precomet.campaign import source_length
 from precomet.cli import main
-from precomet.errors import PrecometError
+from precomet.errors import PrecometError, SolverGapWarning
 from precomet.select import Selection, select_subset
 from precomet.utilities.output import utilities_for
 from precomet.selection import knapsack
@@ -209,19 +210,36 @@ def test_large_instance_is_certified():
     assert sel.bound >= sel.objective
 
 
-def test_non_optimal_answer_needs_allow_gap(monkeypatch):
-    def stopped(problem, **_):
-        chosen = np.zeros(len(problem.value), dtype=bool)
-        chosen[0] = True
-        value = float(problem.value[0])
-        return knapsack.Solution(chosen, "feasible", value, value * 2, 1, len(chosen), value * 2)
+def _stopped(problem, **_):
+    """A solver stopped at relative gap 1: the first unit, bound twice its value."""
+    chosen = np.zeros(len(problem.value), dtype=bool)
+    chosen[0] = True
+    value = float(problem.value[0])
+    return knapsack.Solution(chosen, "feasible", value, value * 2, 1, len(chosen), value * 2)
 
-    monkeypatch.setattr(knapsack, "solve", stopped)
+
+def test_non_optimal_answer_needs_allow_gap(monkeypatch):
+    monkeypatch.setattr(knapsack, "solve", _stopped)
     with pytest.raises(PrecometError, match="gap 1"):
         select_subset([1.0, 2.0, 3.0], cost=[1.0, 2.0, 3.0], budget_cost=3.0, cost_objective="rank-cost")
     with pytest.warns(UserWarning, match="gap 1"):
         sel = select_subset([1.0, 2.0, 3.0], cost=[1.0, 2.0, 3.0], budget_cost=3.0, allow_gap=True, cost_objective="rank-cost")
     assert sel.status == "feasible" and sel.gap == pytest.approx(1.0)
+
+
+def test_gap_warning_has_its_own_category_which_benchmark_silences(monkeypatch, tiny_campaign):
+    from precomet.benchmark import make_selector
+
+    monkeypatch.setattr(knapsack, "solve", _stopped)
+    with pytest.warns(SolverGapWarning, match="gap 1"):
+        select_subset([1.0, 2.0, 3.0], cost=[1.0, 2.0, 3.0], budget_cost=3.0, allow_gap=True,
+                      cost_objective="rank-cost")
+    select = make_selector(tiny_campaign, budget_cost=True, cost_objective="rank-cost")
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        assert len(select(np.array([4.0, 3.0, 2.0, 1.0]), 0.5)) >= 1
+    assert not [w for w in seen if issubclass(w.category, SolverGapWarning)]
+    assert not any(f[2] is SolverGapWarning for f in warnings.filters)  # the filter was scoped to the selection
 
 
 # ---------------------------------------------------------------- bad input

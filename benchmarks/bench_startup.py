@@ -1,0 +1,210 @@
+"""Whole-process time of ``precomet benchmark`` vs subset2evaluate 1.0.27 doing the same work, side by side in one
+run, and the start-up (import) time of precomet's commands. Writes benchmarks/results/startup.md.
+
+Usage: PYTHONPATH=. .venv/bin/python benchmarks/bench_startup.py [--items 1000] [--systems 12] [--seeds 100]
+       [--repeats 3] [--campaign wmt23/en-de] [--before REV] [--out benchmarks/results/startup.md]
+
+Users run precomet as a process, so this times processes, imports included. The work is the one whose compute
+alone benchmarks/bench_metaeval.py compares (benchmarks/results/metaeval_speed.md) and that make_benchmarks_md.py
+runs for the peer: MetricAvg, MetricVar and MetricCons on the metric plus ``--seeds`` random orderings, each cut
+at the 10 budgets 5 %..50 % and meta-evaluated by SPA, cluster count and Kendall τ — for precomet the command
+``precomet benchmark --methods metric_avg,metric_var,metric_cons --no-oracle`` (it also searches each method's
+parity budget, which the peer does not), for the peer one ``python`` process running ``select_subset.basic`` and
+``eval_spa`` / ``eval_clucor`` (its CLI selects one method per process and has no random-seed loop). Data: a
+seeded simulated campaign (``--items`` × ``--systems``, human score and metric ``MetricSim``; precomet.simulate)
+or, with ``--campaign``, a real mt-metrics-eval campaign (MQM, MetricX-23-c) from ../shared/data/raw. Both sides
+read the same items from a file (precomet: canonical JSONL; the peer: its JSON list). Both run with one
+BLAS/OpenMP thread (OMP/OPENBLAS/MKL_NUM_THREADS=1), as in bench_metaeval.py. Runs alternate between the two
+tools; the table gives each run and the medians. ``--before REV`` also times the same command from the source tree
+of a git revision (``git archive``; e.g. the commit before a change) in the same alternation.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from paths import RAW, REPO, RESULTS  # benchmarks/paths.py (the script's folder is on sys.path)
+
+METHODS = ("metric_avg", "metric_var", "metric_cons")
+ONE_THREAD = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+
+PEER_SCRIPT = r"""
+import json, sys
+import numpy as np
+import subset2evaluate.select_subset as sel
+import subset2evaluate.evaluate as ev
+data, metric, seeds = json.load(open(sys.argv[1])), sys.argv[2], int(sys.argv[3])
+def run(ordered):
+    spa = ev.eval_spa(ordered, data)
+    clu, cor = ev.eval_clucor(ordered, data)
+    return [float(np.mean(spa)), float(np.mean(clu)), float(np.mean(cor))]
+out = {m: run(sel.basic(data, method=m, metric=metric)) for m in ("metric_avg", "metric_var", "metric_cons")}
+out["random"] = np.mean([run(sel.basic(data, method="random", seed=s)) for s in range(seeds)], axis=0).tolist()
+json.dump(out, open(sys.argv[4], "w"))
+"""
+
+
+def write_data(args: argparse.Namespace, folder: Path) -> tuple[Path, Path, str, str]:
+    """The campaign as canonical JSONL (ours) and the peer's JSON list; returns paths, metric and a description."""
+    from precomet.io import load, write_jsonl
+
+    if args.campaign:
+        campaign, metric = load(args.raw / "mt-metrics-eval-v2", campaign=args.campaign, human="mqm"), "MetricX-23-c"
+        what = f"{args.campaign} (MQM, {metric})"
+    else:
+        from precomet.simulate import METRIC, simulate_campaign
+
+        campaign, metric = simulate_campaign(n_items=args.items, n_systems=args.systems, seed=0), METRIC
+        what = f"simulated campaign (precomet.simulate, seed 0; human + {metric})"
+    ours, theirs = folder / "items.jsonl", folder / "items.json"
+    write_jsonl(campaign, ours)
+    human, scores = campaign.score("human"), campaign.score(metric)
+    theirs.write_text(json.dumps([
+        {"src": campaign.src[i], "scores": {s: {"human": float(human[i, j]), metric: float(scores[i, j])}
+                                            for j, s in enumerate(campaign.systems)}}
+        for i in range(len(campaign))
+    ]))
+    return ours, theirs, metric, f"{what}, {len(campaign)} items × {len(campaign.systems)} systems"
+
+
+def run_process(argv: list[str], *, tree: Path | None = None) -> float:
+    """Wall seconds of one process, from spawn to exit (it must succeed); ``tree`` goes first on PYTHONPATH."""
+    env = {**os.environ, **ONE_THREAD}
+    if tree is not None:
+        env["PYTHONPATH"] = os.pathsep.join([str(tree), os.environ.get("PYTHONPATH", "")])
+    start = time.perf_counter()
+    subprocess.run(argv, check=True, env=env, cwd=tree or REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    return time.perf_counter() - start
+
+
+def import_seconds(argv: list[str], tree: Path) -> float:
+    """Seconds the process spent importing (``-X importtime``: the sum of the top-level cumulative times)."""
+    env = {**os.environ, **ONE_THREAD, "PYTHONPATH": os.pathsep.join([str(tree), os.environ.get("PYTHONPATH", "")])}
+    err = subprocess.run([argv[0], "-X", "importtime", *argv[1:]], check=True, env=env, cwd=tree,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True).stderr
+    total = 0
+    for line in err.splitlines():
+        if line.startswith("import time:") and "|" in line:
+            _, cumulative, name = line.split("|")
+            if cumulative.strip().isdigit() and not name.startswith("  "):  # top level: one space of indent
+                total += int(cumulative)
+    return total / 1e6
+
+
+def _commit(revision: str = "HEAD") -> str:
+    """The short commit of ``revision`` in this repository (``+ changes`` for a working tree with uncommitted ones)."""
+    head = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", revision], capture_output=True, text=True,
+                          check=True).stdout.strip()
+    if revision != "HEAD":
+        return head
+    dirty = subprocess.run(["git", "-C", str(REPO), "status", "--porcelain", "--untracked-files=no"],
+                           capture_output=True, text=True).stdout.strip()
+    return head + (" + changes" if dirty else "")
+
+
+def _export(revision: str, folder: Path) -> Path:
+    """The source tree of ``revision`` (``git archive``) under ``folder``."""
+    folder.mkdir()
+    archive = subprocess.run(["git", "-C", str(REPO), "archive", revision], capture_output=True, check=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(folder)], input=archive, check=True)
+    return folder
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--raw", type=Path, default=RAW)
+    parser.add_argument("--campaign", help="a real mt-metrics-eval campaign instead of the simulated one")
+    parser.add_argument("--items", type=int, default=1000)
+    parser.add_argument("--systems", type=int, default=12)
+    parser.add_argument("--seeds", type=int, default=100)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--before", metavar="REV", help="also time precomet at this git revision (e.g. main)")
+    parser.add_argument("--out", type=Path, default=RESULTS / "startup.md")
+    args = parser.parse_args()
+    peer = subprocess.run(["bash", str(REPO / "benchmarks" / "peer_env.sh")], capture_output=True, text=True,
+                          check=True).stdout.strip()
+    with tempfile.TemporaryDirectory() as tmp:
+        trees = {"precomet": REPO}
+        commits = {"precomet": _commit()}
+        if args.before:
+            trees["precomet before"] = _export(args.before, Path(tmp, "before"))
+            commits["precomet before"] = _commit(args.before)
+        ours_data, peer_data, metric, what = write_data(args, Path(tmp))
+        out_json = str(Path(tmp, "ours.json"))
+        bench = [sys.executable, "-m", "precomet", "benchmark", "--data", str(ours_data), "--methods",
+                 ",".join(METHODS), "--metric", metric, "--seeds", str(args.seeds), "--no-oracle", "--json", out_json]
+        peer_argv = [peer, "-c", PEER_SCRIPT, str(peer_data), metric, str(args.seeds), str(Path(tmp, "peer.json"))]
+        light = {"python -c pass": [sys.executable, "-c", "pass"],
+                 "python -c 'import numpy'": [sys.executable, "-c", "import numpy"],
+                 "precomet --help": [sys.executable, "-m", "precomet", "--help"],
+                 "precomet info --data items.jsonl": [sys.executable, "-m", "precomet", "info", "--data",
+                                                      str(ours_data)]}
+        runs: dict[str, list[float]] = {name: [] for name in [*trees, "subset2evaluate"]}
+        light_runs: dict[tuple[str, str], list[float]] = {}
+        for repeat in range(args.repeats):
+            for name, tree in trees.items():
+                runs[name].append(run_process(bench, tree=tree))
+            runs["subset2evaluate"].append(run_process(peer_argv))
+            print(f"run {repeat + 1}: " + ", ".join(f"{k} {v[-1]:.2f} s" for k, v in runs.items()), flush=True)
+            for name, tree in trees.items():
+                for label, argv in light.items():
+                    light_runs.setdefault((name, label), []).append(run_process(argv, tree=tree))
+        imports = {name: statistics.median(import_seconds(bench, tree) for _ in range(args.repeats))
+                   for name, tree in trees.items()}
+        ours_json = json.loads(Path(out_json).read_text())
+        peer_json = json.loads(Path(tmp, "peer.json").read_text())
+    median = {name: statistics.median(times) for name, times in runs.items()}
+    ratio = median["subset2evaluate"] / median["precomet"]
+    data = f"--campaign {args.campaign}" if args.campaign else f"--items {args.items} --systems {args.systems}"
+    command = (f"`PYTHONPATH=. .venv/bin/python benchmarks/bench_startup.py {data} --seeds {args.seeds}"
+               f" --repeats {args.repeats}" + (f" --before {args.before}" if args.before else "") + "`")
+    before = f"; before ({commits['precomet before']}): " if args.before else ""
+    lines = [
+        f"# Whole-process time: precomet benchmark vs subset2evaluate 1.0.27 ({args.seeds} random seeds)", "",
+        f"Command: {command}", "",
+        f"Data: {what}. precomet: `precomet benchmark --data items.jsonl --methods {','.join(METHODS)}"
+        f" --metric {metric} --seeds {args.seeds} --no-oracle --json out.json` (also searches each method's parity"
+        f" budget); peer: one `python` process running `select_subset.basic` + `eval_spa` + `eval_clucor` for the"
+        f" same 3 methods and {args.seeds} random seeds (10 budgets 5–50 %). One BLAS thread on both sides; runs"
+        " alternate. Source trees: " + ", ".join(f"{name} = {commit}" for name, commit in commits.items()) + ".", "",
+        "| run | " + " | ".join(runs) + " |", "|---" * (1 + len(runs)) + "|",
+        *[f"| {r + 1} | " + " | ".join(f"{times[r]:.2f} s" for times in runs.values()) + " |"
+          for r in range(args.repeats)],
+        "| **median** | " + " | ".join(f"**{median[name]:.2f} s**" for name in runs) + " |", "",
+        f"- **whole-process speed-up vs subset2evaluate: {ratio:.0f}×** (median over median)"
+        + (f"{before}{median['subset2evaluate'] / median['precomet before']:.0f}×" if args.before else ""),
+        "- importing on the `precomet benchmark` path (`-X importtime`, sum of the top-level cumulative times, median"
+        f" of {args.repeats} runs):"
+        f" {imports['precomet']:.2f} s" + (f"{before}{imports['precomet before']:.2f} s" if args.before else ""),
+        f"- the rest of the precomet process — reading the items, the random baseline, the methods with their parity"
+        f" search, writing the JSON — takes {median['precomet'] - imports['precomet']:.2f} s (whole minus imports):"
+        " what is left is the meta-evaluation itself (benchmarks/results/metaeval_speed.md)",
+        "- mean SPA over budgets, ours / peer: " + ", ".join(
+            f"{m} {ours_json['methods'][m]['spa']:.4f} / {peer_json[m][0]:.4f}" for m in METHODS)
+        + f", random {ours_json['random']['spa']:.4f} / {peer_json['random'][0]:.4f} (same utilities for avg/var;"
+        " our MetricCons is Spearman, the peer's Kendall; different random draws)", "",
+        "What keeps the start short: scipy.stats is not imported (average ranks in numpy, `precomet.stats`; the"
+        " t quantile from scipy.special), nor scipy.sparse/cluster, sklearn, torch, transformers, Lightning,"
+        " matplotlib, pulp, sacrebleu, pyro, py-irt, datasets, pyarrow, tqdm (bars off: no tqdm import) or yaml"
+        " (`cli.main` imports only the module of the command it runs); tests/unit/test_imports.py guards this."
+        " scipy.special (Wilcoxon normal tail, t quantile) and numpy remain.", "",
+        "Start-up of light commands (median of the same runs):", "",
+        "| command | " + " | ".join(trees) + " |", "|---" * (1 + len(trees)) + "|",
+        *[f"| `{label}` | " + " | ".join(f"{statistics.median(light_runs[name, label]):.2f} s" for name in trees)
+          + " |" for label in light],
+    ]
+    print("\n".join(lines))
+    args.out.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,105 @@
+"""The boundary between the library and the CLI: library errors name parameters (a Python caller never reads about
+command-line options), the CLI shows the options; ``cli.main`` run in-process leaves the caller's warning filters,
+logging and progress setting as they were."""
+
+from __future__ import annotations
+
+import logging
+import warnings
+
+import numpy as np
+import pytest
+
+from precomet import cli
+from precomet.benchmark import parse_props, run_benchmark
+from precomet.errors import PrecometError
+from precomet.io import load, write_jsonl
+from precomet.progress import progress_enabled
+from precomet.simulate import simulate_campaign
+from precomet.utilities import compute_utility
+from tests.conftest import FIXTURES
+
+
+@pytest.fixture
+def simulated(tmp_path):
+    path = tmp_path / "sim.jsonl"
+    campaign = simulate_campaign(n_items=60, n_systems=3, seed=0)
+    write_jsonl(campaign, path)
+    return campaign, path
+
+
+def library_calls(campaign):
+    """Calls that used to raise messages naming CLI options, and the parameter each message must name instead."""
+    return [
+        (lambda: load(FIXTURES / "esa_tiny"), "campaign=NAME"),
+        (lambda: load(FIXTURES / "wmt_release_tiny", campaign="wmt21/en-de", human="mqm"), "human='mqm'"),
+        (lambda: parse_props("1:x"), "props='1:x'"),
+        (lambda: run_benchmark(campaign, methods=["metric_var"], seeds=2, oracle=False), "metric=NAME"),
+        (lambda: run_benchmark(campaign, methods=[], seeds=2, oracle=False), "methods=..."),
+        (lambda: run_benchmark(campaign, methods=["nope"], seeds=2, oracle=False), "external={NAME: utilities}"),
+        (lambda: run_benchmark(campaign, methods=["metric_var"], metric="MetricSim", props=[0.01], oracle=False),
+         "props=..."),
+        (lambda: run_benchmark(campaign, methods=["metric_var"], metric="MetricSim", seeds=0, oracle=False), "seeds=0"),
+    ]
+
+
+def test_a_python_caller_reads_parameter_names_not_options(simulated):
+    campaign, _ = simulated
+    for call, parameter in library_calls(campaign):
+        with pytest.raises(PrecometError) as error:
+            call()
+        assert parameter in str(error.value)
+        assert "--" not in str(error.value), str(error.value)
+
+
+def test_a_missing_score_error_names_the_option_not_the_cli_flag():
+    campaign = simulate_campaign(n_items=5, n_systems=2, seed=0)
+    matrix = campaign.score("MetricSim").copy()
+    matrix[0, 0] = np.nan
+    with pytest.raises(PrecometError, match=r"options=\{'missing': 'exclude'\}") as error:
+        compute_utility(campaign.with_scores("MetricSim", matrix), "metric_var", score="MetricSim")
+    assert "--" not in str(error.value)
+
+
+@pytest.mark.parametrize(("message", "shown"), [
+    ("x: a root needs campaign=NAME; found ['a']", "x: a root needs --campaign NAME; found ['a']"),
+    ("one human protocol; human='mqm' is not available", "one human protocol; --human 'mqm' is not available"),
+    ("use larger proportions (props=...)", "use larger proportions (--props ...)"),
+    ("(or external utilities: external={NAME: utilities})", "(or external utilities: --scores NAME=FILE)"),
+    ("raise time_limit=... or pass allow_gap=True", "raise --time-limit ... or pass --allow-gap"),
+    ("pass options={'missing': 'exclude'}", "pass --exclude-missing"),
+    ("seeds=0: the random baseline needs at least 1 seed", "--seeds 0: the random baseline needs at least 1 seed"),
+    ("score 'human_mqm' and the option my_metric=3 stay", "score 'human_mqm' and the option my_metric=3 stay"),
+])
+def test_cli_translates_parameters_into_options(message, shown):
+    assert cli.as_flags(message) == shown
+
+
+def test_cli_shows_the_option_for_a_library_error(capsys):
+    assert cli.main(["info", "--data", str(FIXTURES / "esa_tiny")]) == 2
+    assert "needs --campaign NAME; found ['en-cs']" in capsys.readouterr().err
+
+
+def test_cli_benchmark_error_names_options(simulated, tmp_path, capsys):
+    _, path = simulated
+    argv = ["benchmark", "--data", str(path), "--methods", "metric_var", "--props", "0.5",
+            "--json", str(tmp_path / "b.json")]
+    assert cli.main(argv) == 2
+    assert "(--metric NAME)" in capsys.readouterr().err
+
+
+def test_main_in_process_leaves_warnings_logging_and_progress_as_they_were(simulated, tmp_path, monkeypatch):
+    _, path = simulated
+    root = logging.getLogger()
+    monkeypatch.setattr(root, "handlers", [])  # as in a plain interpreter: main's logging.basicConfig then acts
+    monkeypatch.setattr(root, "level", logging.ERROR)
+    filters, level = list(warnings.filters), root.level
+    progress = progress_enabled()
+    for argv in (["info", "--data", str(path)], ["-v", "--no-progress", "info", "--data", str(path)],
+                 ["info", "--data", str(tmp_path / "missing.jsonl")],
+                 ["benchmark", "--data", str(path), "--methods", "metric_var", "--metric", "MetricSim", "--seeds", "2",
+                  "--props", "0.5", "--permutations", "10", "--no-oracle", "--json", str(tmp_path / "b.json")]):
+        cli.main(argv)
+        assert warnings.filters == filters, argv
+        assert root.handlers == [] and root.level == level, argv
+        assert progress_enabled() == progress, argv

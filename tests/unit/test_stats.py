@@ -1,0 +1,50 @@
+"""precomet.stats equals its scipy counterparts exactly (they replace scipy.stats on the common paths)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.stats import rankdata as scipy_rankdata
+
+from precomet.stats import rankdata
+
+
+def test_rankdata_hand_computed():
+    assert rankdata([3.0, 1.0, 3.0, 2.0]).tolist() == [3.5, 1.0, 3.5, 2.0]
+    assert rankdata([[1, 1], [2, 0]], axis=1).tolist() == [[1.5, 1.5], [2.0, 1.0]]
+    assert rankdata([]).tolist() == []
+
+
+@pytest.mark.parametrize("seed", range(20))
+@pytest.mark.parametrize("axis", [None, 0, 1, -1])
+def test_rankdata_equals_scipy_bit_for_bit(seed, axis):
+    rng = np.random.default_rng(seed)
+    shape = (int(rng.integers(1, 40)), int(rng.integers(1, 15)))
+    values = rng.integers(0, 6, shape) * 0.5 if seed % 2 else rng.normal(size=shape)  # many ties / none
+    ours, theirs = rankdata(values, axis=axis), scipy_rankdata(values, axis=axis)
+    assert ours.dtype == theirs.dtype and ours.shape == theirs.shape
+    assert np.array_equal(ours, theirs)
+
+
+def test_rankdata_nan_propagates_per_slice_like_scipy():
+    values = np.array([[1.0, np.nan, 2.0], [3.0, 3.0, 1.0]])
+    for axis in (None, 0, 1):
+        assert np.array_equal(rankdata(values, axis=axis), scipy_rankdata(values, axis=axis), equal_nan=True)
+
+
+def test_rankdata_three_dimensions_and_empty_axis():
+    values = np.random.default_rng(0).integers(0, 4, (3, 5, 4)).astype(float)
+    for axis in (None, 0, 1, 2):
+        assert np.array_equal(rankdata(values, axis=axis), scipy_rankdata(values, axis=axis))
+    assert rankdata(np.zeros((3, 0)), axis=1).shape == (3, 0)
+
+
+def test_benchmark_interval_uses_the_student_t_quantile_of_scipy_stats():
+    from scipy.stats import t
+
+    from precomet.benchmark import ci90
+
+    for n in (2, 3, 10, 100, 1000):
+        values = np.random.default_rng(n).normal(size=n)
+        half = t.ppf(0.95, n - 1) * values.std(ddof=1)
+        assert ci90(values) == (float(values.mean() - half), float(values.mean() + half))
