@@ -11,8 +11,6 @@ import copy
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from precomet.errors import PrecometError
 from precomet.values import check_like
 
@@ -80,6 +78,8 @@ def load_config(path: str | Path | None = None, overrides: dict[str, Any] | None
 
     Override values given as strings are parsed as YAML scalars (``"3"`` -> 3, ``"[0, 1]"`` -> list).
     """
+    import yaml
+
     config = copy.deepcopy(DEFAULTS)
     if path is not None:
         path = Path(path)

@@ -8,9 +8,10 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from tqdm.auto import tqdm
 
 from precomet.campaign import Campaign
+from precomet.progress import progress as progress_bar
+from precomet.progress import progress_enabled
 from precomet.errors import PrecometError
 from precomet.estimator.checkpoint import Estimator, load_estimator
 from precomet.estimator.data import (
@@ -21,12 +22,6 @@ from precomet.estimator.data import (
 )
 
 logger = logging.getLogger(__name__)
-
-
-def _progress_default() -> bool:
-    import sys
-
-    return sys.stderr.isatty()
 
 
 def _check_batch_size(batch_size: int) -> int:
@@ -45,9 +40,8 @@ def run_batches(
         raise PrecometError("no sources to run")
     out = torch.empty(0)
     batches = length_sorted_batches([len(x) for x in ids], batch_size)
-    show = _progress_default() if progress is None else progress
     with torch.inference_mode():
-        for batch in tqdm(batches, desc=desc, unit="batch", disable=not show):
+        for batch in progress_bar(batches, desc=desc, unit="batch", enabled=progress):
             input_ids, mask = pad_batch([ids[i] for i in batch], pad_id)
             values = fn(input_ids.to(device), mask.to(device)).float().cpu()
             if not out.numel():
@@ -115,7 +109,7 @@ def predict_sources(
     if devices is not None:
         from precomet.estimator.multidevice import predict_lightning
 
-        show = _progress_default() if progress is None else progress
+        show = progress_enabled(progress)
         values = predict_lightning(
             estimator.model.eval(), ids, pad_id=pad_id, batch_size=_check_batch_size(batch_size), devices=devices,
             strategy=strategy, accelerator=accelerator, progress=show,

@@ -23,9 +23,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from scipy.stats import rankdata
 
 from precomet.campaign import HUMAN, Campaign
+from precomet.progress import progress as progress_bar
+from precomet.stats import rankdata
 from precomet.errors import PrecometError
 from precomet.estimator.leakage import drop_sources, normalise_source
 from precomet.io import jsonsafe
@@ -72,17 +73,12 @@ def build_targets(
     """Target rows for every item of every campaign (campaign names must be distinct); ``options`` are the
     utility method's own settings (e.g. ``{"similarity": "chrf"}`` for diversity). One row per item and
     campaign: merge repeated sources with :func:`merge_by_source`."""
-    import sys
-
-    from tqdm.auto import tqdm
-
     if normalisation not in NORMALISERS:
         raise PrecometError(f"unknown normalisation {normalisation!r}; valid: {', '.join(NORMALISERS)}")
     rows: list[dict[str, Any]] = []
     seen: set[str] = set()
     campaigns = list(campaigns)
-    show = sys.stderr.isatty() if progress is None else progress
-    for campaign in tqdm(campaigns, desc=f"targets ({method})", unit="campaign", disable=not show):
+    for campaign in progress_bar(campaigns, desc=f"targets ({method})", unit="campaign", enabled=progress):
         if campaign.name in seen:
             raise PrecometError(f"campaign name {campaign.name!r} given twice; targets are grouped by campaign name")
         seen.add(campaign.name)

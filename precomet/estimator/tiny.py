@@ -44,8 +44,9 @@ def build_tiny_encoder(
         intermediate_size=2 * hidden_size, max_position_embeddings=130, pad_token_id=0, bos_token_id=2, eos_token_id=3,
         hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1,
     )
-    torch.manual_seed(seed)
-    model = XLMRobertaModel(config, add_pooling_layer=False)
+    with torch.random.fork_rng(devices=[]):  # seeds the weights without touching the caller's generator
+        torch.manual_seed(seed)
+        model = XLMRobertaModel(config, add_pooling_layer=False)
     model.save_pretrained(out_dir, safe_serialization=True)
     fast.save_pretrained(out_dir)
     return out_dir

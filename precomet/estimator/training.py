@@ -11,8 +11,11 @@ from __future__ import annotations
 
 import logging
 import math
+import os
+import random
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -20,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from precomet.campaign import HUMAN, Campaign
+from precomet.progress import progress_enabled
 from precomet.errors import PrecometError
 from precomet.estimator.config import load_config
 from precomet.estimator.leakage import SourceFingerprint, drop_sources
@@ -57,6 +61,29 @@ def _rows(value: str | Path | Sequence[dict[str, Any]], where: str) -> list[dict
     return read_targets(value) if isinstance(value, (str, Path)) else validate_rows(list(value), where=where)
 
 
+@contextmanager
+def seeded(seed: int) -> Iterator[None]:
+    """``pytorch_lightning.seed_everything(seed)`` for the block; Python's, numpy's and torch's global random
+    generators and Lightning's seed variables are restored on exit, so training leaves the caller's state alone."""
+    import pytorch_lightning as pl
+    import torch
+
+    python_state, numpy_state = random.getstate(), np.random.get_state()
+    variables = {name: os.environ.get(name) for name in ("PL_GLOBAL_SEED", "PL_SEED_WORKERS")}
+    with torch.random.fork_rng(devices=list(range(torch.cuda.device_count()))):
+        pl.seed_everything(seed, workers=True, verbose=False)
+        try:
+            yield
+        finally:
+            random.setstate(python_state)
+            np.random.set_state(numpy_state)
+            for name, value in variables.items():
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value
+
+
 def _campaigns(rows: Sequence[dict[str, Any]]) -> list[str]:
     """Every campaign a row came from (merged rows list several under ``campaigns``)."""
     return sorted({name for r in rows for name in r.get("campaigns", [r["campaign"]])})
@@ -87,22 +114,20 @@ def train(
     several runs with the same encoder, pooling and max length encode each source once.
 
     The steps below (rows, network, inputs, data module, module, trainer, fit, export) can each be called
-    alone; this function runs them in order, seeding once before the network is built."""
-    import pytorch_lightning as pl
-
+    alone; this function runs them in order, seeding once before the network is built (:func:`seeded`: the
+    caller's random generators are restored afterwards)."""
     started = time.perf_counter()
     check_output(out_dir, directory=True)
     cfg = load_config(config, overrides)
     seed = int(cfg["seed_everything"])
     split = split_rows(train_rows, dev_rows, data=cfg["data"], seed=seed)
-    pl.seed_everything(seed, workers=True, verbose=False)
-    network = build_network(cfg["model"], max_length=int(cfg["data"]["max_length"]))
-    inputs = encode_rows(network, split, freeze_encoder=bool(cfg["model"]["freeze_encoder"]),
-                         accelerator=cfg["trainer"]["accelerator"], feature_cache=feature_cache, progress=progress)
-    data = build_datamodule(split, inputs, pad_id=network.pad_id, data=cfg["data"], seed=seed)
-    module = build_module(network, cfg["model"], meta=checkpoint_meta(cfg, split, network))
     final_dir = Path(out_dir)
-    with output_set() as out:  # an interrupted or failed run leaves nothing behind; a finished one everything
+    with seeded(seed), output_set() as out:  # a failed or interrupted run leaves nothing; a finished one everything
+        network = build_network(cfg["model"], max_length=int(cfg["data"]["max_length"]))
+        inputs = encode_rows(network, split, freeze_encoder=bool(cfg["model"]["freeze_encoder"]),
+                             accelerator=cfg["trainer"]["accelerator"], feature_cache=feature_cache, progress=progress)
+        data = build_datamodule(split, inputs, pad_id=network.pad_id, data=cfg["data"], seed=seed)
+        module = build_module(network, cfg["model"], meta=checkpoint_meta(cfg, split, network))
         work = out.directory(final_dir)
         trainer, history = build_trainer(cfg, out_dir=work, has_dev=bool(split.dev), progress=progress)
         fit(trainer, module, data)
@@ -300,7 +325,7 @@ def build_trainer(
         callbacks.append(pl.callbacks.EarlyStopping(monitor=monitor, mode=es["mode"], patience=int(es["patience"])))
     settings = dict(cfg["trainer"])
     if settings["enable_progress_bar"] is None:
-        settings["enable_progress_bar"] = sys.stderr.isatty() if progress is None else progress
+        settings["enable_progress_bar"] = progress_enabled(progress)
     settings = {k: v for k, v in settings.items() if v is not None}
     try:
         with quiet_third_party():

@@ -281,3 +281,26 @@ def test_precomet_json_written_once_into_the_temporary_directory(encoder, tmp_pa
         assert meta["history"] == result.history and meta["dev_metrics"] == result.dev_metrics
         assert meta["config"]["trainer"]["max_epochs"] == 1 and meta["format_version"] == 1
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ckpt"]  # no temporary left
+
+
+def test_train_leaves_the_callers_random_generators_alone(encoder, tmp_path):
+    import os
+    import random
+
+    import numpy as np
+
+    from precomet.estimator.tiny import build_tiny_encoder
+
+    random.seed(123)
+    np.random.seed(123)
+    torch.manual_seed(123)
+    before = (random.getstate(), np.random.get_state()[1].copy(), torch.get_rng_state().clone(),
+              os.environ.get("PL_GLOBAL_SEED"))
+    overrides = {"model.encoder": str(encoder), "trainer.max_epochs": 1, "seed_everything": 7}
+    train(_rows(), out_dir=tmp_path / "run", config=TINY, overrides=overrides, progress=False)
+    build_tiny_encoder(tmp_path / "enc", texts=["one two", "three four"], seed=5)
+    after = (random.getstate(), np.random.get_state()[1], torch.get_rng_state(), os.environ.get("PL_GLOBAL_SEED"))
+    assert before[0] == after[0]
+    assert np.array_equal(before[1], after[1])
+    assert torch.equal(before[2], after[2])
+    assert before[3] == after[3]
