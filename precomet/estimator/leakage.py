@@ -108,7 +108,7 @@ def check_seen(mapping: Any, sources: Sequence[str], *, strict: bool, what: str,
     if seen:
         message = (
             f"{seen} of {len(sources)} sources scored by {what} were in its training data; their utilities are"
-            f" memorised, not predicted (train without them, e.g. build-targets --holdout)"
+            f" memorised, not predicted (train without them: hold their campaign out of the training targets)"
         )
         if strict:
             raise PrecometError(message)

@@ -24,6 +24,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from precomet.stats import rankdata
 from precomet.errors import PrecometError
 from precomet.selection.units import normalise
 
@@ -31,11 +32,8 @@ DEFAULT_COST_OBJECTIVE = "rank-length"
 
 
 def _percentile(utility: np.ndarray) -> np.ndarray:
-    """Average ranks of the utilities divided by N (scipy's ``rankdata``, without importing scipy.stats):
-    in (0, 1], ties share a value."""
-    _, inverse, counts = np.unique(utility, return_inverse=True, return_counts=True)
-    average_rank = np.cumsum(counts) - (counts - 1) / 2
-    return average_rank[inverse] / len(utility)
+    """Average ranks of the utilities divided by N: in (0, 1], ties share a value."""
+    return rankdata(utility) / len(utility)
 
 
 def _rank_length(utility: np.ndarray, cost: np.ndarray, length: np.ndarray | None) -> np.ndarray:
