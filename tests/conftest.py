@@ -36,6 +36,14 @@ def _block_network(monkeypatch):
     monkeypatch.setattr(socket, "create_connection", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("network blocked")))
 
 
+def pytest_collection_modifyitems(items):
+    """Every test that reads ../shared/data/raw (the ``raw_data`` fixture, directly or through another fixture)
+    carries the ``realdata`` marker, even where a new test forgot it: ``-m "not realdata"`` deselects them all."""
+    for item in items:
+        if "raw_data" in getattr(item, "fixturenames", ()) and item.get_closest_marker("realdata") is None:
+            item.add_marker(pytest.mark.realdata)
+
+
 @pytest.fixture
 def raw_data() -> Path:
     """../shared/data/raw; the test is skipped (with the reason) when it is absent."""
