@@ -6,6 +6,7 @@ import pytest
 
 from precomet.campaign import HUMAN, Campaign, estimate_cost
 from precomet.errors import CampaignError
+from tests.conftest import assert_unchanged
 
 
 def test_default_cost_is_length_estimate(tiny_campaign):
@@ -28,20 +29,7 @@ def test_take_and_restrict_return_new_objects(tiny_campaign):
     assert only.score("metric")[0].tolist() == [0.1, 0.9]
     assert set(only.outputs) == {"s3", "s1"}
     assert tiny_campaign.take_ids(["d"]).src.tolist() == ["seven eight"]
-    _assert_same_columns(before, tiny_campaign._columns())  # the original is untouched, column by column
-
-
-def _assert_same_columns(before, after):
-    assert before.keys() == after.keys()
-    for key, value in before.items():
-        if isinstance(value, dict):
-            assert value.keys() == after[key].keys(), key
-            for name in value:
-                assert np.array_equal(np.asarray(value[name]), np.asarray(after[key][name])), (key, name)
-        elif isinstance(value, np.ndarray):
-            assert value.dtype == after[key].dtype and np.array_equal(value, after[key]), key
-        else:
-            assert value == after[key], key
+    assert_unchanged(before, tiny_campaign._columns())  # the original is untouched, column by column
 
 
 def test_columns_are_read_only(tiny_campaign):

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from precomet.errors import PrecometError
 from precomet.select import select_subset
+from tests.conftest import assert_unchanged
 
 
 @st.composite
@@ -132,22 +133,9 @@ def test_constraints_always_hold(case):
             _check(witness, *rule)
             raise AssertionError(f"refused ({err}) although items {witness.tolist()} meet every constraint")
         sel = None
-    _unchanged(inputs, [utility, cost, length, doc, domain, kwargs])
+    assert_unchanged(inputs, [utility, cost, length, doc, domain, kwargs])  # the caller's arrays and options
     if sel is None:
         return
     _check(sel.indices, *rule)
     assert sel.bound >= sel.objective - 1e-9 and sel.status == "optimal"
 
-
-def _unchanged(before, after):
-    """The caller's arrays and options are untouched (values, dtype, shape)."""
-    for old, new in zip(before, after):
-        if isinstance(old, np.ndarray):
-            assert old.dtype == new.dtype and np.array_equal(old, new)
-        else:
-            assert old.keys() == new.keys()
-            for key in old:
-                if isinstance(old[key], np.ndarray):
-                    assert np.array_equal(old[key], new[key]), key
-                else:
-                    assert old[key] == new[key], key

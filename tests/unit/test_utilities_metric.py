@@ -13,6 +13,7 @@ from precomet.errors import PrecometError
 from precomet.simulate import simulate_campaign
 from precomet.utilities import UTILITY_METHODS, compute_utility
 from precomet.utilities.metric import kendall_rows, pairwise_rows, spearman_rows
+from tests.conftest import assert_unchanged
 
 # tiny human scores: [1,2,3], [4,4,4], [0,10,5], [3,1,2]; system means s1=2, s2=4.25, s3=3.5
 
@@ -140,18 +141,8 @@ def test_inputs_not_mutated(tiny_campaign, method):
     options = {"weights": {"metric_var": 1.0, "metric_avg": 2.0}} if method == "mixture" else {}
     options_before = copy.deepcopy(options)
     u = compute_utility(tiny_campaign, method, score=HUMAN, options=options)
-    after = tiny_campaign._columns()
-    assert before.keys() == after.keys()
-    for key, value in before.items():
-        if isinstance(value, dict):
-            assert value.keys() == after[key].keys(), key
-            for name in value:
-                assert np.array_equal(np.asarray(value[name]), np.asarray(after[key][name])), (key, name)
-        elif isinstance(value, np.ndarray):
-            assert np.array_equal(value, after[key]), key
-        else:
-            assert value == after[key], key
-    assert options == options_before
+    assert_unchanged(before, tiny_campaign._columns())
+    assert_unchanged(options_before, options)
     for name, matrix in scores.items():  # the same read-only arrays, not replaced or unlocked
         assert tiny_campaign.score(name) is matrix and not matrix.flags.writeable
     # the result is a new array the caller owns
