@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import socket
+from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
@@ -22,10 +23,10 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
 
 def assert_unchanged(before, after, where="value"):
-    """Deep equality of a deep copy taken before a call and the object after it (dicts, lists and tuples item by
+    """Deep equality of a deep copy taken before a call and the object after it (mappings, lists, tuples item by
     item, arrays by dtype, shape and values with NaN equal to NaN): the "never mutate the caller's data" check."""
-    if isinstance(before, dict):
-        assert isinstance(after, dict) and before.keys() == after.keys(), where
+    if isinstance(before, Mapping):
+        assert isinstance(after, Mapping) and before.keys() == after.keys(), where
         for key in before:
             assert_unchanged(before[key], after[key], f"{where}[{key!r}]")
     elif isinstance(before, (list, tuple)):
