@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 PIP := $(BIN)/pip install --constraint constraints.txt
 STAMP := $(VENV)/.installed
 
-.PHONY: install test demo clean
+.PHONY: install test test-fast demo clean
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -18,6 +18,9 @@ install: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q
+
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -q -m "not slow"
 
 demo: $(STAMP)
 	$(BIN)/precomet demo --out demo-output

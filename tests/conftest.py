@@ -7,6 +7,7 @@ import os
 import socket
 import subprocess
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
@@ -24,6 +25,24 @@ RAW = Path(os.environ.get("PRECOMET_RAW_DATA", REPO.parent / "shared" / "data" /
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
 
+def assert_unchanged(before, after, where="value"):
+    """Deep equality of a deep copy taken before a call and the object after it (mappings, lists, tuples item by
+    item, arrays by dtype, shape and values with NaN equal to NaN): the "never mutate the caller's data" check."""
+    if isinstance(before, Mapping):
+        assert isinstance(after, Mapping) and before.keys() == after.keys(), where
+        for key in before:
+            assert_unchanged(before[key], after[key], f"{where}[{key!r}]")
+    elif isinstance(before, (list, tuple)):
+        assert type(before) is type(after) and len(before) == len(after), where
+        for i, (old, new) in enumerate(zip(before, after)):
+            assert_unchanged(old, new, f"{where}[{i}]")
+    elif isinstance(before, np.ndarray):
+        assert isinstance(after, np.ndarray) and before.dtype == after.dtype and before.shape == after.shape, where
+        assert np.array_equal(before, after, equal_nan=before.dtype.kind in "fc"), where
+    else:
+        assert before == after, where
+
+
 @pytest.fixture(autouse=True)
 def _block_network(monkeypatch):
     """Any attempt to open a non-local socket fails the test."""
@@ -37,6 +56,14 @@ def _block_network(monkeypatch):
 
     monkeypatch.setattr(socket.socket, "connect", guarded)
     monkeypatch.setattr(socket, "create_connection", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("network blocked")))
+
+
+def pytest_collection_modifyitems(items):
+    """Every test that reads ../shared/data/raw (the ``raw_data`` fixture, directly or through another fixture)
+    carries the ``realdata`` marker, even where a new test forgot it: ``-m "not realdata"`` deselects them all."""
+    for item in items:
+        if "raw_data" in getattr(item, "fixturenames", ()) and item.get_closest_marker("realdata") is None:
+            item.add_marker(pytest.mark.realdata)
 
 
 @pytest.fixture

@@ -1,3 +1,4 @@
+import copy
 import math
 
 import numpy as np
@@ -5,6 +6,7 @@ import pytest
 
 from precomet.campaign import HUMAN, Campaign, estimate_cost
 from precomet.errors import CampaignError
+from tests.conftest import assert_unchanged
 
 
 def test_default_cost_is_length_estimate(tiny_campaign):
@@ -15,17 +17,19 @@ def test_default_cost_is_length_estimate(tiny_campaign):
 
 
 def test_take_and_restrict_return_new_objects(tiny_campaign):
+    before = copy.deepcopy(tiny_campaign._columns())
     sub = tiny_campaign.take([2, 0])
     assert sub.ids.tolist() == ["c", "a"]
     assert sub.score(HUMAN).tolist() == [[0.0, 10.0, 5.0], [1.0, 2.0, 3.0]]
     assert sub.outputs["s2"].tolist() == ["six", "one too"]
     assert sub.cost.tolist() == [5.0, 10.0]
-    assert len(tiny_campaign) == 4  # original untouched
+    assert len(tiny_campaign) == 4
     only = tiny_campaign.restrict_systems(["s3", "s1"])
     assert only.systems == ("s3", "s1")
     assert only.score("metric")[0].tolist() == [0.1, 0.9]
     assert set(only.outputs) == {"s3", "s1"}
     assert tiny_campaign.take_ids(["d"]).src.tolist() == ["seven eight"]
+    assert_unchanged(before, tiny_campaign._columns())  # the original is untouched, column by column
 
 
 def test_columns_are_read_only(tiny_campaign):

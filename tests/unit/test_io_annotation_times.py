@@ -105,6 +105,7 @@ def test_unknown_protocol_lists_the_available_ones(times_dir):
         load_wmt23_esa(times_dir, times_dir, protocol="ESA-9")
 
 
+@pytest.mark.realdata
 def test_real_wmt23_esa_times(raw_data):
     mtme, esa = raw_data / "mt-metrics-eval-v2", raw_data / "wmt23-esa-campaign"
     docs = mtme / "wmt23" / "documents" / "en-de.docs"

@@ -93,6 +93,7 @@ def test_invalid_utf8(esa_copy):
         load_wmt24_esa(esa_copy, "en-cs")
 
 
+@pytest.mark.realdata
 @pytest.mark.parametrize(("lp", "n_items", "n_systems"), [("en-ja", 634, 12), ("en-hi", 297, 10), ("en-cs", 297, 15)])
 def test_real_wmt24_esa(raw_data, lp, n_items, n_systems):
     root = raw_data / "wmt24-esa"

@@ -102,6 +102,7 @@ def test_detect_pickle(tmp_path):
     assert detect_format(_write(tmp_path, TINY)) == "summ-pickle"
 
 
+@pytest.mark.realdata
 def test_real_summeval(raw_data):
     campaign = load(raw_data / "summeval" / "SummEval.data.pkl")
     assert (len(campaign), len(campaign.systems)) == (100, 16)
@@ -112,6 +113,7 @@ def test_real_summeval(raw_data):
     assert campaign.score(HUMAN)[i, j] == pytest.approx(4 / 3 + 1.0 + 3.0 + 5 / 3)
 
 
+@pytest.mark.realdata
 def test_real_realsumm(raw_data):
     campaign = load(raw_data / "realsumm" / "REALSumm.data.pkl")
     assert (len(campaign), len(campaign.systems)) == (100, 24)

@@ -95,6 +95,7 @@ def test_avg_needs_texts(tmp_path):
         load_mqm_avg(lonely)
 
 
+@pytest.mark.realdata
 @pytest.mark.parametrize(("lp", "n_systems", "n_refs"), [("ende", 13, 1), ("zhen", 13, 2)])
 def test_real_ted(raw_data, lp, n_systems, n_refs):
     campaign = load(raw_data / "wmt-mqm-ted" / lp / f"mqm_ted_{lp}.tsv")
@@ -104,6 +105,7 @@ def test_real_ted(raw_data, lp, n_systems, n_refs):
     assert campaign.info.get("dropped") is None  # every segment rated for every system
 
 
+@pytest.mark.realdata
 @pytest.mark.parametrize("lp", ["ende", "zhen"])
 def test_real_ted_reproduces_published_averages_exactly(raw_data, lp):
     """Every published '%.6f' value, and every 'None', is reproduced from the error-level TSV."""

@@ -249,6 +249,7 @@ def release_root(raw_data) -> Path:
     return root
 
 
+@pytest.mark.realdata
 def test_real_release_all_22_campaigns(release_root):
     assert detect_format(release_root) == "wmt-release"
     assert list_campaigns(release_root) == sorted(REAL)
@@ -267,6 +268,7 @@ def test_real_release_all_22_campaigns(release_root):
     assert len(distinct) == 7556  # SOURCES.md §8
 
 
+@pytest.mark.realdata
 def test_real_release_oddities(release_root):
     assert "Allegro.eu" in load(release_root, campaign="wmt21/en-is").systems
     assert load(release_root, campaign="wmt22/en-ja").info["empty outputs"] == "Online-W 2"

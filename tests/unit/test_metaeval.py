@@ -170,6 +170,7 @@ def test_reference_is_cached_per_campaign(tiny_campaign):
     assert me.full_reference(tiny_campaign, seed=1) is not me.full_reference(tiny_campaign)
 
 
+@pytest.mark.realdata
 def test_real_wmt23_en_de(raw_data):
     from precomet.io import load
 

@@ -72,13 +72,75 @@ def test_hand_computed_two_clusters():
     assert sorted(tree.select(7).tolist()) == list(range(7))
 
 
+# three groups of items with identical output differences, interleaved: A (diff (2,0,0)) at 2, 4, 5, 8;
+# B (diff (0,3,0)) at 1, 6, 7; C (diff (0,0,1)) at 0, 3
+GROUPS = {"A": [2, 4, 5, 8], "B": [1, 6, 7], "C": [0, 3]}
+DIFFS = {"A": [2.0, 0.0, 0.0], "B": [0.0, 3.0, 0.0], "C": [0.0, 0.0, 1.0]}
+
+
+def _grouped_embeddings(seed):
+    """(9, 2, 3) output embeddings whose *outputs* differ item by item (a random base per item) but whose
+    difference (system 0 minus system 1) is the item's group vector."""
+    base = np.random.default_rng(seed).normal(scale=50.0, size=(9, 3))
+    emb = np.stack([base, base], axis=1)
+    for group, items in GROUPS.items():
+        emb[items, 0] += DIFFS[group]
+    return emb
+
+
+def _two_system_campaign(n):
+    return Campaign.build(src=[f"s{i}" for i in range(n)], systems=["x", "y"],
+                          outputs={"x": [f"x{i}" for i in range(n)], "y": [f"y{i}" for i in range(n)]})
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_identical_differences_form_clusters_with_lowest_index_representatives(seed):
+    """Hand-computed: the 3-cluster cut is exactly the three groups (identical difference vectors merge at
+    distance 0) whatever the outputs themselves are; every member ties on cosine, so each group is represented
+    by its lowest index; the largest group comes first. Ward costs n1·n2/(n1+n2)·|c1−c2|²: A–C 20/3 < B–C 12
+    < A–B 156/7, so the 2-cluster cut is {A∪C, B}; A∪C's mean (8,0,2)/6 is closest in cosine to A's vector
+    (4/√17 against 1/√17), not to the union's lowest index 0 (in C). The single cluster's mean (8,9,2)/9 is
+    closest to B's vector (9 > 8 > 2)."""
+    campaign, emb = _two_system_campaign(9), _grouped_embeddings(seed)
+    assert diffuse_select(campaign, budget=3, embeddings=emb).tolist() == [2, 1, 0]
+    assert diffuse_select(campaign, budget=2, embeddings=emb).tolist() == [2, 1]
+    assert diffuse_select(campaign, budget=1, embeddings=emb).tolist() == [1]
+    tree = diffuse_tree(difference_vectors(emb))
+    assert sorted(sorted(tree.members(int(node)).tolist()) for node in tree.clusters(3)) == sorted(GROUPS.values())
+    # representatives score 1 + (budget − position)/budget, the others 0.999·|diff| / max |diff| (A 2, B 3, C 1)
+    util = diffuse_utility(campaign, budget=3, embeddings=emb)
+    expected = np.empty(9)
+    expected[GROUPS["A"]], expected[GROUPS["B"]], expected[GROUPS["C"]] = 0.999 * 2 / 3, 0.999, 0.999 / 3
+    expected[[2, 1, 0]] = [2.0, 5 / 3, 4 / 3]
+    np.testing.assert_allclose(util, expected, rtol=1e-12)
+
+
+def test_selection_is_one_representative_per_scipy_cluster_largest_first():
+    """Against scipy's own cut (fcluster, maxclust) on tie-free data: the selection holds exactly one member of
+    every cluster, ordered by cluster size (descending)."""
+    x = np.random.default_rng(8).normal(size=(45, 6))
+    z = linkage(x, "ward")
+    tree = diffuse_tree(x)
+    for n in (1, 2, 5, 11, 30, 45):
+        labels = fcluster(z, n, "maxclust")
+        chosen = tree.select(n)
+        assert sorted(labels[chosen].tolist()) == sorted(np.unique(labels).tolist())
+        sizes = [int((labels == labels[i]).sum()) for i in chosen]
+        assert sizes == sorted(sizes, reverse=True)
+
+
 def test_zero_difference_vectors_do_not_crash():
     tree = diffuse_tree(np.zeros((10, 3)))
     chosen = tree.select(4)
-    assert len(set(chosen.tolist())) == 4
+    # every cosine is 0 (undefined): each cluster is represented by its lowest index, one per cluster
+    assert sorted(chosen.tolist()) == sorted(int(tree.members(int(node)).min()) for node in tree.clusters(4))
+    assert sorted(np.concatenate([tree.members(int(node)) for node in tree.clusters(4)]).tolist()) == list(range(10))
     mixed = np.zeros((12, 3))
     mixed[:3] = [[1, 0, 0], [0, 1, 0], [0, 0, 1]]
-    assert len(set(diffuse_tree(mixed).select(5).tolist())) == 5
+    # the 9 zero rows merge first (distance 0), so each distinct non-zero difference keeps its own cluster;
+    # the two zero clusters are represented by their lowest index (3 is the lowest zero row)
+    chosen = diffuse_tree(mixed).select(5).tolist()
+    assert len(set(chosen)) == 5 and {0, 1, 2, 3} <= set(chosen)
 
 
 def test_multi_model_representation_equals_all_pairwise_differences_up_to_scale():
@@ -98,9 +160,13 @@ def test_select_and_utility_on_campaign():
     chosen = diffuse_select(campaign, budget=6, systems=["sys00", "sys01"], encoder=bag_of_words)
     assert len(set(chosen.tolist())) == 6
     util = diffuse_utility(campaign, budget=6, encoder=bag_of_words)
-    top = np.argsort(-util)[:6]
-    assert set(top.tolist()) == set(diffuse_select(campaign, budget=6, encoder=bag_of_words).tolist())
-    assert (util[top] > 1).all() and (np.delete(util, top) < 1).all()
+    order = diffuse_select(campaign, budget=6, encoder=bag_of_words)
+    np.testing.assert_allclose(util[order], 1 + (6 - np.arange(6)) / 6)  # largest cluster first scores 2
+    # the other items: 0.999 · the norm of their difference vector over the largest norm
+    vectors = difference_vectors(np.stack([bag_of_words(campaign.outputs[s]) for s in campaign.systems], axis=1))
+    norms = np.linalg.norm(vectors, axis=1)
+    rest = np.setdiff1d(np.arange(40), order)
+    np.testing.assert_allclose(util[rest], 0.999 * norms[rest] / norms.max(), rtol=1e-6)  # float32 embeddings
 
 
 def test_bad_input():
@@ -119,7 +185,13 @@ def test_bad_input():
 def test_identical_outputs_campaign_selects_without_error():
     campaign = Campaign.build(src=[f"s{i}" for i in range(8)], systems=["x", "y"],
                               outputs={"x": ["same"] * 8, "y": ["same"] * 8})
-    assert len(diffuse_select(campaign, budget=3, encoder=bag_of_words)) == 3
+    chosen = diffuse_select(campaign, budget=3, encoder=bag_of_words)
+    assert len(set(chosen.tolist())) == 3
+    # every difference is 0: the three representatives score 2, 5/3, 4/3 and every other item 0
+    util = diffuse_utility(campaign, budget=3, encoder=bag_of_words)
+    expected = np.zeros(8)
+    expected[chosen] = [2.0, 5 / 3, 4 / 3]
+    np.testing.assert_allclose(util, expected)
 
 
 def test_stopping_sf_matches_paper_example():

@@ -168,6 +168,7 @@ def test_elo_cli_on_csv(tmp_path, capsys):
     assert "unknown model" in capsys.readouterr().err
 
 
+@pytest.mark.realdata
 def test_alpacaeval_real_files(raw_data):
     p = load_alpacaeval(raw_data / "alpacaeval")
     assert len(p) == 8 * 805 and "gpt4_1106_preview" in p.models and len(p.models) == 9

@@ -327,6 +327,7 @@ def test_cli_writes_subset_and_manifest(tmp_path, capsys):
     assert rc == 2
 
 
+@pytest.mark.realdata
 def test_real_wmt23_cost_aware_balanced_documents(raw_data):
     from precomet.io import load
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import re
 
 import numpy as np
@@ -10,6 +11,7 @@ from hypothesis import strategies as st
 
 from precomet.errors import PrecometError
 from precomet.select import select_subset
+from tests.conftest import assert_unchanged
 
 
 @st.composite
@@ -32,8 +34,75 @@ def campaigns(draw):
 
 # the only refusals a valid input may get: the budget or the domain constraints cannot be met
 INFEASIBLE = re.compile(
-    r"below the cheapest|cannot give each|balance needs|cost at least|no unit to select|no selection satisfies|budget share"
+    r"below the cheapest|cannot give each|balance needs|has only|cost at least|no unit to select"
+    r"|no selection satisfies|budget share"
 )
+
+
+def _units(doc, level):
+    """Item positions of every unit (an item, or a whole document), in first-appearance order."""
+    unit_of = doc if level == "doc" else np.arange(len(doc)).astype(str)
+    return {u: np.flatnonzero(unit_of == u) for u in dict.fromkeys(unit_of.tolist())}
+
+
+def _capacity(cost, share, cost_aware):
+    """The budget as select_subset documents it: share of the total cost, or floor(share · N) items."""
+    return share * cost.sum() if cost_aware else float(np.floor(share * len(cost) + 1e-9))
+
+
+def _witness(cost, doc, domain, share, level, mode, cost_aware):
+    """Item positions of a selection that plainly meets the budget and the domain constraints, or None when
+    there is no obvious one. A refusal is only allowed when this finds nothing (so an always-refusing
+    select_subset fails the property test)."""
+    weight = cost if cost_aware else np.ones(len(cost))
+    capacity = _capacity(cost, share, cost_aware)
+    units = _units(doc, level)
+    unit_weight = {u: float(weight[m].sum()) for u, m in units.items()}
+    by_domain = {}
+    for u, members in units.items():
+        by_domain.setdefault(domain[members[0]], []).append(u)
+    for names in by_domain.values():
+        names.sort(key=unit_weight.get)
+    cheapest_each = [names[0] for names in by_domain.values()]
+    equal = len(set(unit_weight.values())) == 1
+    if mode == "plain":
+        pick = [min(units, key=unit_weight.get)]
+    elif mode == "counts" or (mode == "balance" and not equal):  # one unit of every domain
+        pick = cheapest_each
+    elif mode == "balance":  # equal weights: the whole budget is spread, floor(slots / domains) units each
+        per = int(np.floor(capacity / next(iter(unit_weight.values())) + 1e-9)) // len(by_domain)
+        if not 1 <= per <= min(len(names) for names in by_domain.values()):
+            return None
+        pick = [u for names in by_domain.values() for u in names[:per]]
+    elif mode == "shares" and not equal:  # every domain's cheapest unit within its own share of the budget
+        if max(unit_weight[u] for u in cheapest_each) > capacity / len(by_domain) * (1 - 1e-9):
+            return None
+        pick = cheapest_each
+    else:  # equal-weight shares are rounded to counts: no obvious witness
+        return None
+    if sum(unit_weight[u] for u in pick) > capacity * (1 - 1e-9):
+        return None
+    return np.sort(np.concatenate([units[u] for u in pick]))
+
+
+def _check(chosen, cost, doc, domain, share, level, mode, cost_aware):
+    """Every promise a selection must keep: distinct items, the budget, whole documents, the domain rule."""
+    names = sorted(set(domain))
+    assert len(chosen) > 0 and len(set(chosen.tolist())) == len(chosen)
+    capacity = _capacity(cost, share, cost_aware)
+    spent = cost[chosen].sum() if cost_aware else len(chosen)
+    assert spent <= capacity + 1e-6
+    if level == "doc":  # documents are taken whole
+        taken = set(doc[chosen])
+        assert sorted(chosen.tolist()) == [i for i in range(len(doc)) if doc[i] in taken]
+    unit_of = doc if level == "doc" else np.arange(len(doc)).astype(str)
+    per_domain = {d: len(set(unit_of[chosen][domain[chosen] == d])) for d in names}
+    if mode == "balance":
+        assert len(set(per_domain.values())) == 1
+    if mode == "counts":
+        assert all(c == 1 for c in per_domain.values())
+    if mode == "shares" and cost_aware:
+        assert all(cost[chosen][domain[chosen] == d].sum() <= capacity / len(names) + 1e-6 for d in names)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -52,25 +121,21 @@ def test_constraints_always_hold(case):
         kwargs.update(cost=cost, proportion=share, cost_objective=objective, length=length)
     else:
         kwargs.update(proportion=share)
+    inputs = copy.deepcopy([utility, cost, length, doc, domain, kwargs])
+    rule = (cost, doc, domain, share, level, mode, cost_aware)
     try:
-        sel = select_subset(utility, domain=domain, doc=doc, level=level, gap_tolerance=0.0, **kwargs)
+        # gap 1e-6, not 0: CBC can stop at a relative gap of ~1e-8 that floating point cannot close
+        sel = select_subset(utility, domain=domain, doc=doc, level=level, gap_tolerance=1e-6, **kwargs)
     except PrecometError as err:  # an infeasible budget is refused with its reason, never a silent empty subset
         assert INFEASIBLE.search(str(err)), str(err)
+        witness = _witness(*rule)
+        if witness is not None:
+            _check(witness, *rule)
+            raise AssertionError(f"refused ({err}) although items {witness.tolist()} meet every constraint")
+        sel = None
+    assert_unchanged(inputs, [utility, cost, length, doc, domain, kwargs])  # the caller's arrays and options
+    if sel is None:
         return
-    chosen = sel.indices
-    assert len(chosen) > 0 and len(set(chosen.tolist())) == len(chosen)
-    capacity = share * cost.sum() if cost_aware else round(share * len(utility))
-    spent = cost[chosen].sum() if cost_aware else len(chosen)
-    assert spent <= capacity + 1e-6
-    if level == "doc":  # documents are taken whole
-        taken = set(doc[chosen])
-        assert sorted(chosen.tolist()) == [i for i in range(len(doc)) if doc[i] in taken]
-    unit_of = doc if level == "doc" else np.arange(len(doc)).astype(str)
-    per_domain = {d: len(set(unit_of[chosen][domain[chosen] == d])) for d in names}
-    if mode == "balance":
-        assert len(set(per_domain.values())) == 1
-    if mode == "counts":
-        assert all(c == 1 for c in per_domain.values())
-    if mode == "shares" and cost_aware:
-        assert all(cost[chosen][domain[chosen] == d].sum() <= capacity / len(names) + 1e-6 for d in names)
+    _check(sel.indices, *rule)
     assert sel.bound >= sel.objective - 1e-9 and sel.status == "optimal"
+

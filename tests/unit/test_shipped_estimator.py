@@ -39,6 +39,7 @@ def test_shipped_estimator_refuses_an_installed_encoder_with_other_weights(monke
         checkpoint.load_estimator(SHIPPED)
 
 
+@pytest.mark.realdata
 def test_shipped_estimator_knows_its_training_sources(raw_data, tmp_path, capsys):
     from precomet.io import load
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 
 from precomet.errors import PrecometError
 from precomet.estimator.config import load_config
@@ -32,7 +33,6 @@ from precomet.estimator.training import (
 )
 from precomet.simulate import simulate_history
 
-torch = pytest.importorskip("torch")
 REPO = Path(__file__).resolve().parents[2]
 TINY = REPO / "configs" / "tiny.yaml"
 

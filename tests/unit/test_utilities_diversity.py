@@ -73,6 +73,7 @@ def test_bad_input(tiny_campaign):
         compute_utility(tiny_campaign, "diversity", systems=["s1"], options={"similarity": "chrf"})
 
 
+@pytest.mark.slow  # loads the sentence encoder twice (~3 s)
 def test_embedding_cosine_matches_direct_encoder_and_cache(tiny_campaign, tmp_path, monkeypatch):
     from sentence_transformers import SentenceTransformer
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 import pytest
 from scipy.stats import kendalltau, spearmanr
@@ -11,6 +13,7 @@ from precomet.errors import PrecometError
 from precomet.simulate import simulate_campaign
 from precomet.utilities import UTILITY_METHODS, compute_utility
 from precomet.utilities.metric import kendall_rows, pairwise_rows, spearman_rows
+from tests.conftest import assert_unchanged
 
 # tiny human scores: [1,2,3], [4,4,4], [0,10,5], [3,1,2]; system means s1=2, s2=4.25, s3=3.5
 
@@ -19,6 +22,25 @@ def test_metric_avg_and_var_hand_computed(tiny_campaign):
     assert np.allclose(compute_utility(tiny_campaign, "metric_avg", score=HUMAN), [-2, -4, -5, -2])
     assert np.allclose(compute_utility(tiny_campaign, "metric_var", score=HUMAN), [2 / 3, 0, 50 / 3, 2 / 3])
     assert np.allclose(compute_utility(tiny_campaign, "metric_avg", score="metric"), [-0.5, -0.6, -0.6, -0.4])
+
+
+THREE = Campaign.build(ids=["i0", "i1", "i2"], src=["x", "y", "z"], systems=["A", "B", "C"],
+                       scores={"m": [[1.0, 2.0, 9.0], [5.0, 1.0, 0.0], [0.0, 6.0, 3.0]]})
+# 3 items x 3 systems; system means A 2, B 3, C 4 (target ranks 1, 2, 3)
+
+
+def test_three_by_three_hand_computed():
+    # MetricAvg = -row mean: -(12/3), -(6/3), -(9/3)
+    assert compute_utility(THREE, "metric_avg", score="m").tolist() == pytest.approx([-4.0, -2.0, -3.0])
+    # MetricVar, population (ddof 0): i0 (9+4+25)/3, i1 (9+1+4)/3, i2 (9+9+0)/3
+    assert compute_utility(THREE, "metric_var", score="m").tolist() == pytest.approx([38 / 3, 14 / 3, 6.0])
+    # MetricCons against the system means (2, 3, 4): i0 orders A<B<C like the means, i1 reverses them, i2 has
+    # ranks (1, 3, 2): Spearman 1 - 6·2/(3·8) = 1/2; Kendall (2 concordant - 1 discordant)/3; pairwise 2 of 3
+    cons = {name: compute_utility(THREE, "metric_cons", score="m", options={"correlation": name}).tolist()
+            for name in ("spearman", "kendall", "pairwise")}
+    assert cons["spearman"] == pytest.approx([1.0, -1.0, 0.5])
+    assert cons["kendall"] == pytest.approx([1.0, -1.0, 1 / 3])
+    assert cons["pairwise"] == pytest.approx([1.0, 0.0, 2 / 3])
 
 
 @pytest.mark.parametrize(
@@ -112,20 +134,52 @@ def test_missing_score_error_or_exclude(tiny_campaign):
     assert np.isnan(u[2]) and np.allclose(u[[0, 1, 3]], [2 / 3, 0, 2 / 3])
 
 
-def test_inputs_not_mutated(tiny_campaign):
-    before = np.array(tiny_campaign.score(HUMAN))
-    compute_utility(tiny_campaign, "metric_cons", score=HUMAN)
-    assert np.array_equal(before, tiny_campaign.score(HUMAN))
+@pytest.mark.parametrize("method", ["metric_avg", "metric_var", "metric_cons", "mixture"])
+def test_inputs_not_mutated(tiny_campaign, method):
+    before = copy.deepcopy(tiny_campaign._columns())
+    scores = {name: tiny_campaign.score(name) for name in tiny_campaign.scores}
+    options = {"weights": {"metric_var": 1.0, "metric_avg": 2.0}} if method == "mixture" else {}
+    options_before = copy.deepcopy(options)
+    u = compute_utility(tiny_campaign, method, score=HUMAN, options=options)
+    assert_unchanged(before, tiny_campaign._columns())
+    assert_unchanged(options_before, options)
+    for name, matrix in scores.items():  # the same read-only arrays, not replaced or unlocked
+        assert tiny_campaign.score(name) is matrix and not matrix.flags.writeable
+    # the result is a new array the caller owns
+    assert u.flags.writeable and not any(np.shares_memory(u, m) for m in scores.values())
 
 
+def _raw_segment_scores(path, systems):
+    """(segments, systems) matrix read straight from an mt-metrics-eval ``*.seg.score`` file (None -> NaN)."""
+    by_system = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        system, value = line.split("\t")
+        by_system.setdefault(system, []).append(np.nan if value == "None" else float(value))
+    return np.array([by_system[s] for s in systems]).T
+
+
+@pytest.mark.realdata
 def test_real_wmt23(raw_data):
+    """Against the raw files, read here without precomet: MQM and MetricX-23-c segment scores of WMT23 en-de,
+    items rated by MQM for every system, NumPy moments and scipy's Spearman against the system means."""
     from precomet.io import load
 
-    campaign = load(raw_data / "mt-metrics-eval-v2", campaign="wmt23/en-de", human="mqm")
-    for method in ("metric_avg", "metric_var", "metric_cons"):
-        for score in ("MetricX-23-c", HUMAN):
-            u = compute_utility(campaign, method, score=score)
-            assert u.shape == (len(campaign),) and np.isfinite(u).all()
+    root = raw_data / "mt-metrics-eval-v2"
+    campaign = load(root, campaign="wmt23/en-de", human="mqm")
+    rows = np.array([int(i.rsplit("/", 1)[1]) for i in campaign.ids])
+    scores = root / "wmt23"
+    raw = {HUMAN: _raw_segment_scores(scores / "human-scores" / "en-de.mqm.seg.score", campaign.systems),
+           "MetricX-23-c": _raw_segment_scores(scores / "metric-scores" / "en-de" / "MetricX-23-c-refA.seg.score",
+                                               campaign.systems)}
+    rated = np.flatnonzero(~np.isnan(raw[HUMAN]).any(axis=1))
+    assert rows.tolist() == rated.tolist() and len(rows) == 460
+    for score, matrix in raw.items():
+        matrix = matrix[rows]
+        np.testing.assert_allclose(compute_utility(campaign, "metric_avg", score=score), -matrix.mean(axis=1))
+        np.testing.assert_allclose(compute_utility(campaign, "metric_var", score=score), matrix.var(axis=1))
+        means = matrix.mean(axis=0)
+        expected = [spearmanr(row, means).statistic if np.ptp(row) > 0 else 0.0 for row in matrix]
+        np.testing.assert_allclose(compute_utility(campaign, "metric_cons", score=score), expected, atol=1e-12)
 
 
 def test_one_system_campaign_for_metric_avg():
