@@ -10,13 +10,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 
 from precomet.cli import main
 from precomet.errors import PrecometError
 from precomet.estimator.targets import write_targets
 from precomet.simulate import simulate_history
 
-torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.slow  # one Lightning training run shared by the file (~15-40 s on 2 busy cores)
 REPO = Path(__file__).resolve().parents[2]
 

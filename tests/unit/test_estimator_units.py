@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import json
+import copy
 from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
 import pytest
+import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -21,8 +22,8 @@ from precomet.estimator.targets import (
     leave_one_campaign_out,
     read_targets,
 )
+from tests.conftest import assert_unchanged
 
-torch = pytest.importorskip("torch")
 TEXTS = ["the cat sat on a mat", "notwithstanding idiosyncratic jurisprudence", "people walk home after work"] * 10
 
 
@@ -84,9 +85,9 @@ def test_build_targets_rejects_nan_and_duplicates(tiny_campaign, monkeypatch):
 
 
 def test_build_targets_real_utility(tiny_campaign):
-    pytest.importorskip("precomet.utilities")
     rows = build_targets([tiny_campaign], method="metric_avg", normalisation="none")
-    assert len(rows) == 4 and all(np.isfinite(r["target"]) for r in rows)
+    assert [r["id"] for r in rows] == ["a", "b", "c", "d"]
+    assert [r["target"] for r in rows] == [-2.0, -4.0, -5.0, -2.0]  # minus the mean human score of each item
 
 
 def test_read_targets_rejects_nan(tmp_path):
@@ -285,13 +286,17 @@ def test_loss_decreases_when_overfitting_16_rows(encoder_dir):
     batch = {"input_ids": ids, "attention_mask": mask, "target": target}
     module.train()
     torch.manual_seed(0)
-    losses = []
-    for _ in range(60):
-        optimiser.zero_grad()
-        loss = torch.nn.functional.mse_loss(module(batch), target)
-        loss.backward()
-        optimiser.step()
-        losses.append(loss.item())
+    losses, threads = [], torch.get_num_threads()
+    torch.set_num_threads(1)  # two threads on a busy second core made these 60 steps up to 60x slower
+    try:
+        for _ in range(60):
+            optimiser.zero_grad()
+            loss = torch.nn.functional.mse_loss(module(batch), target)
+            loss.backward()
+            optimiser.step()
+            losses.append(loss.item())
+    finally:
+        torch.set_num_threads(threads)
     assert np.mean(losses[-5:]) < 0.3 * np.mean(losses[:5])
 
 
@@ -307,10 +312,11 @@ def test_train_rejects_mixed_methods(tmp_path, encoder_dir):
     from precomet.estimator import train
 
     rows = [{"src": "a b", "target": 1.0, "campaign": "c", "doc": str(i), "id": str(i), "method": m} for i, m in enumerate("xy")]
+    before = copy.deepcopy(rows)
     with pytest.raises(PrecometError, match="mix several utility methods"):
         train(rows, out_dir=tmp_path / "o", overrides={"model.encoder": str(encoder_dir)})
     assert not (tmp_path / "o").exists()
-    json.dumps(rows)  # rows were not mutated into something unserialisable
+    assert_unchanged(before, rows, "the caller's rows")
 
 
 def test_multidevice_rank_batches_cover_every_source_once_and_merge_checks():
