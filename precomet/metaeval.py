@@ -39,6 +39,7 @@ from precomet.significance import (
     partial_sums,
     pvalues_from_sums,
     wilcoxon_less,
+    wilcoxon_less_rows,
 )
 from precomet.utilities.metric import kendall_rows
 
@@ -226,11 +227,17 @@ def evaluate_orderings(
 def _evaluate_batch(ref: Reference, heads: np.ndarray, sizes: list[int], measures: Sequence[str]) -> np.ndarray:
     out = np.empty((len(heads), len(sizes), len(measures)))
     spa = _spa_prefixes(ref, heads, sizes) if "spa" in measures else None
-    for q, k in enumerate(sizes):
+    others = []  # the measures of the subsets themselves, not of the prefix sums
+    for m, name in enumerate(measures):
+        if name == "spa":
+            out[:, :, m] = spa
+        else:
+            others.append((m, name))
+    for q, k in enumerate(sizes if others else []):
         sub = ref.matrix[np.sort(heads[:, :k], axis=1)]  # (B, k, S) in canonical row order
         values = _batch_measures(ref, sub, measures)
-        for m, name in enumerate(measures):
-            out[:, q, m] = spa[:, q] if name == "spa" else values[name]
+        for m, name in others:
+            out[:, q, m] = values[name]
     return out
 
 
@@ -289,9 +296,9 @@ def _batch_clusters(sub: np.ndarray, means: np.ndarray, alpha: float = CLUSTER_A
     """Cluster counts (Algorithm 1) and best-cluster members of a batch ``sub`` (B, k, S): one Wilcoxon call."""
     n_orders, k, n_systems = sub.shape
     order = np.lexsort((np.broadcast_to(np.arange(n_systems), means.shape), -means))  # per row, as clusters()
-    ranked = np.take_along_axis(sub, order[:, None, :], axis=2)
-    diffs = (ranked[:, :, 1:] - ranked[:, :, :-1]).transpose(1, 0, 2).reshape(k, -1)
-    split = (wilcoxon_less(diffs) < alpha).reshape(n_orders, n_systems - 1)
+    ranked = np.take_along_axis(sub.transpose(0, 2, 1), order[:, :, None], axis=1)  # (B, S, k): one row a system
+    diffs = (ranked[:, 1:] - ranked[:, :-1]).reshape(-1, k)  # one row per adjacent pair, as wilcoxon_less_rows wants
+    split = (wilcoxon_less_rows(diffs) < alpha).reshape(n_orders, n_systems - 1)
     first = np.where(split.any(axis=1), split.argmax(axis=1) + 1, n_systems)
     return 1.0 + split.sum(axis=1), [row[:size] for row, size in zip(order, first)]
 
