@@ -190,6 +190,26 @@ def random_baseline(
     }
 
 
+def coarse_grid(n_items: int, *, grid: int = 32, start: int = 2) -> np.ndarray:
+    """The grid positions :func:`parity_search` tries first: ``grid`` evenly spaced positions ``start..n_items``."""
+    return np.unique(np.linspace(start, n_items, max(2, grid)).round().astype(int))
+
+
+def bisection_candidates(spa: Mapping[int, float], targets: Sequence[float], *, n_items: int, grid: int = 32,
+                         start: int = 2) -> list[int]:
+    """Every position :func:`parity_search` may try between coarse positions, given the SPA ``spa`` of the
+    :func:`coarse_grid` positions: those strictly between each target's crossing and the coarse position before it
+    (so that one batched call can evaluate them all before the searches)."""
+    coarse = [int(g) for g in coarse_grid(n_items, grid=grid, start=start)]
+    candidates: set[int] = set()
+    for target in targets:
+        reached = [position for position, g in enumerate(coarse) if spa[g] >= target]
+        if reached:
+            lo = coarse[reached[0] - 1] if reached[0] > 0 else start - 1
+            candidates.update(range(lo + 1, coarse[reached[0]]))
+    return sorted(candidates)
+
+
 def parity_search(spa_at: Callable[[int], float], target: float, *, n_items: int, grid: int = 32, start: int = 2) -> int:
     """Smallest grid position ``g`` (budget proportion ``g / n_items``) with ``spa_at(g) ≥ target``.
 
@@ -197,9 +217,8 @@ def parity_search(spa_at: Callable[[int], float], target: float, *, n_items: int
     bisection between it and the previous coarse position finds the crossing (exactly the smallest when SPA
     grows with the budget inside that interval). ``spa_at`` should be memoised by the caller.
     """
-    coarse = np.unique(np.linspace(start, n_items, max(2, grid)).round().astype(int))
     previous = start - 1
-    for g in coarse:
+    for g in coarse_grid(n_items, grid=grid, start=start):
         if spa_at(int(g)) >= target:
             lo, hi = previous, int(g)
             while hi - lo > 1:
@@ -370,6 +389,17 @@ def _evaluate_method(ref, select, utility_at, needs_budget, props, random_spa, c
                 log.debug("parity search: budget %d/%d infeasible (%s)", g, n, err)
                 memo[g] = -np.inf
         return memo[g]
+
+    if select is None and not needs_budget:  # nested top-k subsets: evaluate the search's positions in 2 calls
+        utility = utility_at(0)
+
+        def prefetch(positions: Sequence[int]) -> None:
+            if positions:
+                values = evaluate_props(ref, None, utility, [g / n for g in positions], measures=("spa",))
+                memo.update((g, value["spa"]) for g, value in zip(positions, values))
+
+        prefetch([int(g) for g in coarse_grid(n, grid=grid)])
+        prefetch(bisection_candidates(memo, random_spa, n_items=n, grid=grid))
 
     if needs_budget:
         found = [evaluate_props(ref, select, utility_at(budget_items(p, n)), [p])[0] for p in props]
