@@ -170,11 +170,13 @@ def batch_pvalues(partial: np.ndarray, threshold: np.ndarray) -> np.ndarray:
     faster than one fancy-indexed array: cache)."""
     n_orders, n_systems, permutations = partial.shape
     counts = np.empty(threshold.shape)
+    total = np.uint16 if permutations < 2**16 else np.int64  # counting bytes into uint16 was 3× faster
     for start in range(0, n_orders, 32):
         rows, col = slice(start, start + 32), 0
         for a in range(n_systems - 1):
             width = n_systems - a - 1
             null = partial[rows, a, None, :] - partial[rows, a + 1:, :]  # pairs (a, a+1..S-1), as pair_indices
-            counts[rows, col:col + width] = np.count_nonzero(null >= threshold[rows, col:col + width, None], axis=2)
+            reached = null >= threshold[rows, col:col + width, None]
+            counts[rows, col:col + width] = reached.view(np.uint8).sum(axis=2, dtype=total)
             col += width
     return counts / permutations
