@@ -284,7 +284,8 @@ def _batch_measures(ref: Reference, sub: np.ndarray, measures: Sequence[str]) ->
     wanted, found = set(measures), {}
     if {"clusters", "top1_dice"} & wanted:
         found["clusters"], first = _batch_clusters(sub, means)
-        found["top1_dice"] = np.array([dice(members, ref.clusters[0]) for members in first])
+        if "top1_dice" in wanted:
+            found["top1_dice"] = np.array([dice(members, ref.clusters[0]) for members in first])
     if "kendall" in wanted:
         found["kendall"] = kendall_rows(means, ref.means)
     if "pairwise_accuracy" in wanted:
