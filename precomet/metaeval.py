@@ -303,7 +303,7 @@ def _batch_clusters(sub: np.ndarray, means: np.ndarray, alpha: float = CLUSTER_A
     """Cluster counts (Algorithm 1) and best-cluster members of a batch ``sub`` (B, k, S): one Wilcoxon call."""
     n_orders, k, n_systems = sub.shape
     order = np.lexsort((np.broadcast_to(np.arange(n_systems), means.shape), -means))  # per row, as clusters()
-    ranked = np.take_along_axis(sub.transpose(0, 2, 1), order[:, :, None], axis=1)  # (B, S, k): one row a system
+    ranked = sub[np.arange(n_orders)[:, None], :, order]  # (B, S, k): row s = the scores of system order[b, s]
     diffs = (ranked[:, 1:] - ranked[:, :-1]).reshape(-1, k)  # one row per adjacent pair, as wilcoxon_less_rows wants
     split = (wilcoxon_less_rows(diffs) < alpha).reshape(n_orders, n_systems - 1)
     first = np.where(split.any(axis=1), split.argmax(axis=1) + 1, n_systems)
