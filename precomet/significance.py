@@ -113,9 +113,12 @@ def wilcoxon_less_rows(rows: np.ndarray) -> np.ndarray:
     # average ranks of |d| among the nonzero entries of each row; zeros sort last as +inf
     magnitude = np.abs(rows)
     magnitude[magnitude == 0] = np.inf
-    order = np.argsort(magnitude, axis=1)  # tied values get average ranks: their order is irrelevant
-    ordered = np.take_along_axis(magnitude, order, axis=1)  # |d| sorted, zeros last
-    positive = np.take_along_axis(rows > 0, order, axis=1)
+    # sort |d| with the sign alongside: the bits of a non-negative float order like the float (the top bit, the
+    # sign, is 0), so key = bits · 2 + (d > 0) sorts by |d|; tied |d| share one average rank, so their order is
+    # irrelevant. One value sort is ~2× faster than argsort + two gathers.
+    keys = np.sort((magnitude.view(np.uint64) << np.uint64(1)) | (rows > 0), axis=1)
+    ordered = (keys >> np.uint64(1)).view(np.float64)  # |d| sorted, zeros last
+    positive = (keys & np.uint64(1)).astype(bool)
     # tie groups: each sorted position's group spans first..last (0-based); its average rank is their mean + 1
     starts, ends = np.ones((k, n), bool), np.ones((k, n), bool)
     starts[:, 1:] = ends[:, :-1] = ordered[:, 1:] != ordered[:, :-1]
