@@ -190,6 +190,11 @@ def random_baseline(
     }
 
 
+def coarse_grid(n_items: int, *, grid: int = 32, start: int = 2) -> np.ndarray:
+    """The grid positions :func:`parity_search` tries first: ``grid`` evenly spaced positions ``start..n_items``."""
+    return np.unique(np.linspace(start, n_items, max(2, grid)).round().astype(int))
+
+
 def parity_search(spa_at: Callable[[int], float], target: float, *, n_items: int, grid: int = 32, start: int = 2) -> int:
     """Smallest grid position ``g`` (budget proportion ``g / n_items``) with ``spa_at(g) ≥ target``.
 
@@ -197,9 +202,8 @@ def parity_search(spa_at: Callable[[int], float], target: float, *, n_items: int
     bisection between it and the previous coarse position finds the crossing (exactly the smallest when SPA
     grows with the budget inside that interval). ``spa_at`` should be memoised by the caller.
     """
-    coarse = np.unique(np.linspace(start, n_items, max(2, grid)).round().astype(int))
     previous = start - 1
-    for g in coarse:
+    for g in coarse_grid(n_items, grid=grid, start=start):
         if spa_at(int(g)) >= target:
             lo, hi = previous, int(g)
             while hi - lo > 1:
@@ -212,6 +216,36 @@ def parity_search(spa_at: Callable[[int], float], target: float, *, n_items: int
         previous = int(g)
     log.warning("SPA never reaches %.4f, not even on the full budget; parity capped at the full set", target)
     return n_items
+
+
+def parity_searches(spa_of: Callable[[list[int]], list[float]], targets: Sequence[float], *, n_items: int,
+                    grid: int = 32, start: int = 2) -> list[int]:
+    """:func:`parity_search` for several targets in lockstep, for an ``spa_of(positions)`` that evaluates many
+    positions at once (nested top-k prefixes: one batched call): the whole coarse grid in one call, then each
+    bisection round's midpoints of all targets in one call. Same answers as :func:`parity_search` per target."""
+    coarse = [int(g) for g in coarse_grid(n_items, grid=grid, start=start)]
+    spa = dict(zip(coarse, spa_of(coarse)))
+    brackets: list[list[int] | None] = []  # [lo, hi] per target: spa(hi) ≥ target > spa(lo) (or lo = start − 1)
+    for target in targets:
+        reached = [position for position, g in enumerate(coarse) if spa[g] >= target]
+        if not reached:
+            log.warning("SPA never reaches %.4f, not even on the full budget; parity capped at the full set", target)
+            brackets.append(None)
+        else:
+            brackets.append([coarse[reached[0] - 1] if reached[0] > 0 else start - 1, coarse[reached[0]]])
+    while True:
+        open_brackets = [(target, bracket) for target, bracket in zip(targets, brackets)
+                         if bracket is not None and bracket[1] - bracket[0] > 1]
+        if not open_brackets:
+            return [n_items if bracket is None else bracket[1] for bracket in brackets]
+        mids = sorted({(lo + hi) // 2 for _, (lo, hi) in open_brackets})
+        spa.update(zip(mids, spa_of(mids)))
+        for target, bracket in open_brackets:
+            mid = sum(bracket) // 2
+            if spa[mid] >= target:
+                bracket[1] = mid
+            else:
+                bracket[0] = mid
 
 
 # --------------------------------------------------------------------------- the benchmark loop
@@ -371,16 +405,22 @@ def _evaluate_method(ref, select, utility_at, needs_budget, props, random_spa, c
                 memo[g] = -np.inf
         return memo[g]
 
+    def spa_of(positions: list[int]) -> list[float]:  # nested top-k subsets: all positions in one batched call
+        values = evaluate_props(ref, None, utility_at(0), [g / n for g in positions], measures=("spa",))
+        return [value["spa"] for value in values]
+
     if needs_budget:
         found = [evaluate_props(ref, select, utility_at(budget_items(p, n)), [p])[0] for p in props]
     else:
         found = evaluate_props(ref, select, utility_at(0), props)
     bar.update(len(props))
     rows = np.array([[values[m] for m in BENCH_MEASURES] for values in found])
-    parity = []
-    for prop, target in zip(props, random_spa):
-        g = parity_search(spa_at, target, n_items=n, grid=grid)
-        parity.append(budget_value(campaign, g / n, budget_cost=budget_cost) / budget_value(campaign, prop, budget_cost=budget_cost))
+    if select is None and not needs_budget:
+        positions = parity_searches(spa_of, random_spa, n_items=n, grid=grid)
+    else:
+        positions = [parity_search(spa_at, target, n_items=n, grid=grid) for target in random_spa]
+    parity = [budget_value(campaign, g / n, budget_cost=budget_cost)
+              / budget_value(campaign, prop, budget_cost=budget_cost) for prop, g in zip(props, positions)]
     return {
         "spa": float(rows[:, 0].mean()), "spa_by_prop": rows[:, 0].tolist(),
         "clusters": float(rows[:, 1].mean()), "clusters_by_prop": rows[:, 1].tolist(),

@@ -101,25 +101,34 @@ def wilcoxon_less(diffs: np.ndarray) -> np.ndarray:
     enumeration for n ≤ 13 with ties/zeros. Written in numpy because scipy's per-call overhead dominated the
     benchmark loop. Columns that are all zero (identical systems) get p = 1.
     """
+    return wilcoxon_less_rows(np.ascontiguousarray(np.asarray(diffs, dtype=float).T))
+
+
+def wilcoxon_less_rows(rows: np.ndarray) -> np.ndarray:
+    """:func:`wilcoxon_less` of each row of ``(K, n)`` diffs (rows contiguous: the sorts run along them)."""
     from scipy.special import ndtr
 
-    n, k = np.shape(diffs)
-    rows = np.ascontiguousarray(np.asarray(diffs, dtype=float).T)  # one row per column: contiguous sorts
-    nonzero = rows != 0
-    count = nonzero.sum(axis=1)
+    k, n = rows.shape
+    count = (rows != 0).sum(axis=1)
     # average ranks of |d| among the nonzero entries of each row; zeros sort last as +inf
-    magnitude = np.where(nonzero, np.abs(rows), np.inf)
-    order = np.argsort(magnitude, axis=1)  # tied values get average ranks: their order is irrelevant
-    signed = np.take_along_axis(rows, order, axis=1)  # sorted by |d|, zeros last
-    ordered = np.where(signed != 0, np.abs(signed), np.inf)
-    starts = np.hstack([np.ones((k, 1), bool), ordered[:, 1:] != ordered[:, :-1]])
-    group = np.cumsum(starts, axis=1) - 1 + n * np.arange(k)[:, None]  # tie groups, numbered per row
-    sizes = np.bincount(group.ravel(), minlength=n * k)
-    first = np.cumsum(sizes) - sizes - n * (np.arange(n * k) // n)  # 0-based position where each group starts
-    ranks = (first + (sizes + 1) / 2.0)[group]  # average rank at each sorted position
-    r_plus = np.where(signed > 0, ranks, 0.0).sum(axis=1)  # half-integers: exact in any summation order
-    tie_sizes = np.where(np.isfinite(ordered) & starts, sizes[group], 0)
-    ties = (tie_sizes**3 - tie_sizes).sum(axis=1)
+    magnitude = np.abs(rows)
+    magnitude[magnitude == 0] = np.inf
+    # sort |d| with the sign alongside: the bits of a non-negative float order like the float (the top bit, the
+    # sign, is 0), so key = bits · 2 + (d > 0) sorts by |d|; tied |d| share one average rank, so their order is
+    # irrelevant. One value sort is ~2× faster than argsort + two gathers.
+    keys = np.sort((magnitude.view(np.uint64) << np.uint64(1)) | (rows > 0), axis=1)
+    ordered = (keys >> np.uint64(1)).view(np.float64)  # |d| sorted, zeros last
+    positive = (keys & np.uint64(1)).astype(bool)
+    # tie groups: each sorted position's group spans first..last (0-based); its average rank is their mean + 1
+    starts, ends = np.ones((k, n), bool), np.ones((k, n), bool)
+    starts[:, 1:] = ends[:, :-1] = ordered[:, 1:] != ordered[:, :-1]
+    position = np.arange(n)
+    first = np.maximum.accumulate(np.where(starts, position, 0), axis=1)
+    last = np.minimum.accumulate(np.where(ends, position, n)[:, ::-1], axis=1)[:, ::-1]
+    ranks = (first + last) / 2.0 + 1.0  # half-integers: exact, so sums are exact in any order
+    r_plus = np.where(positive, ranks, 0.0).sum(axis=1)
+    size = last - first + 1  # a group of t contributes t³ − t = t · (t² − 1): t² − 1 at each of its positions
+    ties = np.where(np.isfinite(ordered), size * size - 1, 0).sum(axis=1)
     with np.errstate(divide="ignore", invalid="ignore"):
         se = np.sqrt((count * (count + 1) * (2 * count + 1) - ties / 2.0) / 24.0)
         pvalues = ndtr((r_plus - count * (count + 1) / 4.0) / se)
@@ -164,11 +173,13 @@ def batch_pvalues(partial: np.ndarray, threshold: np.ndarray) -> np.ndarray:
     faster than one fancy-indexed array: cache)."""
     n_orders, n_systems, permutations = partial.shape
     counts = np.empty(threshold.shape)
+    total = np.uint16 if permutations < 2**16 else np.int64  # counting bytes into uint16 was 3× faster
     for start in range(0, n_orders, 32):
         rows, col = slice(start, start + 32), 0
         for a in range(n_systems - 1):
             width = n_systems - a - 1
             null = partial[rows, a, None, :] - partial[rows, a + 1:, :]  # pairs (a, a+1..S-1), as pair_indices
-            counts[rows, col:col + width] = np.count_nonzero(null >= threshold[rows, col:col + width, None], axis=2)
+            reached = null >= threshold[rows, col:col + width, None]
+            counts[rows, col:col + width] = reached.view(np.uint8).sum(axis=2, dtype=total)
             col += width
     return counts / permutations

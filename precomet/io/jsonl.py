@@ -104,12 +104,13 @@ def campaign_from_items(items: Iterable[Mapping[str, Any]], *, source: str = "it
                 raise CampaignError(f"{place}: item {item_id!r}, system {system!r}: output 'tgt' must be a string, got {_short(text)}")
             outputs[str(system)][position] = text
         for system, values in (item.get("scores") or {}).items():
+            j = column[str(system)]
             for score, value in (values or {}).items():
                 if value is None:
                     continue
-                scores[str(score)][position][column[str(system)]] = finite_number(
-                    value, what=f"{place}: item {item_id!r}, system {system!r}, score {score!r}"
-                )
+                if type(value) is not float or not math.isfinite(value):  # JSON floats skip building the message
+                    value = finite_number(value, what=f"{place}: item {item_id!r}, system {system!r}, score {score!r}")
+                scores[str(score)][position][j] = value
     campaign_names = {item.get("campaign") for item in items if item.get("campaign")}
     return Campaign.build(
         ids=ids,

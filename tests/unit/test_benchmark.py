@@ -66,6 +66,23 @@ def test_parity_search_finds_first_coarse_crossing():
     assert bm.parity_search(curve.__getitem__, 0.95, n_items=100, grid=100) == 10
 
 
+def test_parity_searches_in_lockstep_equal_one_search_per_target():
+    rng = np.random.default_rng(1)
+    for _ in range(30):
+        n = int(rng.integers(10, 300))
+        curve = rng.random(n + 1)  # not monotone: the coarse crossing and the bisection path must be the same
+        targets = [*rng.uniform(0.0, 1.0, 6), 2.0]  # 2.0 is never reached: capped at n
+        batches = []
+
+        def spa_of(positions, batches=batches, curve=curve):
+            batches.append(positions)
+            return [curve[g] for g in positions]
+
+        expected = [bm.parity_search(curve.__getitem__, t, n_items=n, grid=16) for t in targets]
+        assert bm.parity_searches(spa_of, targets, n_items=n, grid=16) == expected
+        assert len(batches) <= 1 + np.ceil(np.log2(n))  # the coarse grid, then one call per bisection round
+
+
 def test_random_baseline_deterministic_and_sane(campaign):
     ref = full_reference(campaign, permutations=200)
     select = bm.make_selector(campaign)
