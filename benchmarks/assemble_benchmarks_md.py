@@ -19,7 +19,10 @@ SECTIONS = (  # (results file, what it measures) in reading order
     ("rank.md", "precomet rank: speed (issue 14)"),
     ("utilities.md", "Utilities: speed, peer comparison, IRT recovery, real campaigns (issue 3)"),
     ("select.md", "Subset building: knapsack speed and optimality vs subset2evaluate (issue 4)"),
-    ("cost-aware.md", "Cost-aware selection at equal real annotation cost: objectives vs random, paper protocol (issue 11)"),
+    (
+        "cost-aware.md",
+        "Cost-aware selection at equal real annotation cost: objectives vs random, paper protocol (issue 11)",
+    ),
     ("cost-aware-findings.md", "Cost-aware selection: choice of the default, where it does not help, speed (issue 11)"),
     ("estimator-protocol.md", "Source-based estimator on WMT history: the paper's protocol, leak-free (issue 10)"),
     ("estimator-findings.md", "Source-based estimator on WMT history: findings, config choice, speed (issue 10)"),
@@ -52,7 +55,11 @@ def main() -> None:
     for name, title in SECTIONS:
         path = HERE / "results" / name
         body = path.read_text(encoding="utf-8").strip() if path.exists() else "_not measured yet_"
-        parts.append(f"\n---\n\n## {title}\n\n_Source: `benchmarks/results/{name}`_\n\n" + "\n".join(_demote(body.splitlines())) + "\n")
+        parts.append(
+            f"\n---\n\n## {title}\n\n_Source: `benchmarks/results/{name}`_\n\n"
+            + "\n".join(_demote(body.splitlines()))
+            + "\n"
+        )
     (HERE.parent / "BENCHMARKS.md").write_text("".join(parts), encoding="utf-8")
     print(f"wrote {HERE.parent / 'BENCHMARKS.md'}")
 

@@ -21,6 +21,7 @@ import json
 import time
 
 import numpy as np
+from paths import RAW, REPO  # benchmarks/paths.py (the script's folder is on sys.path)
 
 from precomet.benchmark import DEFAULT_PROPS, _evaluate_method, evaluate_props, make_selector, random_baseline
 from precomet.campaign import source_length
@@ -33,25 +34,49 @@ from precomet.selection.random_fill import make_random_selector, random_fill
 from precomet.selection.units import normalise
 from precomet.utilities import compute_utility
 
-from paths import RAW, REPO  # benchmarks/paths.py (the script's folder is on sys.path)
 OUT = REPO / "benchmarks" / "out" / "cost"
 RESULT = REPO / "benchmarks" / "results" / "cost-aware.md"
 METRIC_METHODS = ["metric_avg", "metric_var", "metric_cons"]
 LABEL = {"metric_avg": "MetricAvg", "metric_var": "MetricVar", "metric_cons": "MetricCons", "diversity": "Diversity"}
 CASES = {  # key: (title, loader, methods, metric)
-    "wmt22-zh-en": ("WMT22 zh-en MQM, length model (development)",
-                    lambda: load(RAW / "mt-metrics-eval-v2", campaign="wmt22/zh-en", human="mqm"),
-                    METRIC_METHODS, "metricx_xxl_MQM_2020"),
-    "wmt23-en-de-times": ("WMT23 en-de MQM, real ESA seconds",
-                          lambda: annotation_cost(load(RAW / "mt-metrics-eval-v2", campaign="wmt23/en-de", human="mqm"),
-                                                  RAW / "wmt23-esa-campaign"),
-                          METRIC_METHODS, "MetricX-23-c"),
-    "wmt23-en-de": ("WMT23 en-de MQM, length model",
-                    lambda: load(RAW / "mt-metrics-eval-v2", campaign="wmt23/en-de", human="mqm"), METRIC_METHODS, "MetricX-23-c"),
-    "wmt23-zh-en": ("WMT23 zh-en MQM, length model",
-                    lambda: load(RAW / "mt-metrics-eval-v2", campaign="wmt23/zh-en", human="mqm"), METRIC_METHODS, "MetricX-23-c"),
-    "ted-en-de": ("TED en-de MQM, length model", lambda: load(RAW / "wmt-mqm-ted" / "ende" / "mqm_ted_ende.tsv"), ["diversity"], None),
-    "ted-zh-en": ("TED zh-en MQM, length model", lambda: load(RAW / "wmt-mqm-ted" / "zhen" / "mqm_ted_zhen.tsv"), ["diversity"], None),
+    "wmt22-zh-en": (
+        "WMT22 zh-en MQM, length model (development)",
+        lambda: load(RAW / "mt-metrics-eval-v2", campaign="wmt22/zh-en", human="mqm"),
+        METRIC_METHODS,
+        "metricx_xxl_MQM_2020",
+    ),
+    "wmt23-en-de-times": (
+        "WMT23 en-de MQM, real ESA seconds",
+        lambda: annotation_cost(
+            load(RAW / "mt-metrics-eval-v2", campaign="wmt23/en-de", human="mqm"), RAW / "wmt23-esa-campaign"
+        ),
+        METRIC_METHODS,
+        "MetricX-23-c",
+    ),
+    "wmt23-en-de": (
+        "WMT23 en-de MQM, length model",
+        lambda: load(RAW / "mt-metrics-eval-v2", campaign="wmt23/en-de", human="mqm"),
+        METRIC_METHODS,
+        "MetricX-23-c",
+    ),
+    "wmt23-zh-en": (
+        "WMT23 zh-en MQM, length model",
+        lambda: load(RAW / "mt-metrics-eval-v2", campaign="wmt23/zh-en", human="mqm"),
+        METRIC_METHODS,
+        "MetricX-23-c",
+    ),
+    "ted-en-de": (
+        "TED en-de MQM, length model",
+        lambda: load(RAW / "wmt-mqm-ted" / "ende" / "mqm_ted_ende.tsv"),
+        ["diversity"],
+        None,
+    ),
+    "ted-zh-en": (
+        "TED zh-en MQM, length model",
+        lambda: load(RAW / "wmt-mqm-ted" / "zhen" / "mqm_ted_zhen.tsv"),
+        ["diversity"],
+        None,
+    ),
 }
 PAPER_CASES = ("wmt23-en-de-times", "wmt23-en-de", "wmt23-zh-en")  # the paper's protocol: on its campaigns only
 PAPER_TIME_LIMIT = 2.0  # s per knapsack over normalised (non-integer) costs, used as found after that
@@ -64,12 +89,16 @@ class _NoBar:
 
 
 def utilities(campaign, methods, metric) -> dict[str, np.ndarray]:
-    return {m: np.asarray(compute_utility(campaign, m, score=metric, options=OPTIONS.get(m)), dtype=float) for m in methods}
+    return {
+        m: np.asarray(compute_utility(campaign, m, score=metric, options=OPTIONS.get(m)), dtype=float) for m in methods
+    }
 
 
 def evaluate(campaign, ref, random, select, utility) -> dict:
     """SPA, clusters and parity in cost of the subsets ``select(utility, prop)`` picks, against ``random``."""
-    result = _evaluate_method(ref, select, lambda k: utility, False, DEFAULT_PROPS, random["spa_by_prop"], campaign, True, 32, _NoBar())
+    result = _evaluate_method(
+        ref, select, lambda k: utility, False, DEFAULT_PROPS, random["spa_by_prop"], campaign, True, 32, _NoBar()
+    )
     return {k: result[k] for k in ("spa", "clusters", "parity", "spa_by_prop", "parity_by_prop")}
 
 
@@ -84,8 +113,12 @@ def paper_protocol(campaign, found: dict[str, np.ndarray], seeds: int) -> dict:
     for m, utility in found.items():
         spa = [r["spa"] for r in evaluate_props(ref, select, utility, DEFAULT_PROPS, measures=("spa",))]
         methods[m] = {"spa": float(np.mean(spa)), "spa_by_prop": spa}
-    return {"random_knapsack_spa": knapsack_random["spa"], "seeds": seeds, "methods": methods,
-            "random_knapsack_spa_by_prop": knapsack_random["spa_by_prop"]}
+    return {
+        "random_knapsack_spa": knapsack_random["spa"],
+        "seeds": seeds,
+        "methods": methods,
+        "random_knapsack_spa_by_prop": knapsack_random["spa_by_prop"],
+    }
 
 
 def run_case(key: str, seeds: int, paper_seeds: int) -> dict:
@@ -93,22 +126,43 @@ def run_case(key: str, seeds: int, paper_seeds: int) -> dict:
     title, loader, methods, metric = CASES[key]
     campaign = loader()
     ref = full_reference(campaign, score="human", permutations=1000, seed=0)
-    random = random_baseline(ref, make_random_selector(campaign, budget_cost=True, balance=None, level="item"), DEFAULT_PROPS, seeds=seeds)
+    random = random_baseline(
+        ref, make_random_selector(campaign, budget_cost=True, balance=None, level="item"), DEFAULT_PROPS, seeds=seeds
+    )
     found = utilities(campaign, methods, metric)
-    out = {"key": key, "title": title, "items": len(campaign), "systems": len(campaign.systems),
-           "cost_note": campaign.info.get("cost", "length model 0.15·len+33.7 s"), "random": random, "objectives": {}}
+    out = {
+        "key": key,
+        "title": title,
+        "items": len(campaign),
+        "systems": len(campaign.systems),
+        "cost_note": campaign.info.get("cost", "length model 0.15·len+33.7 s"),
+        "random": random,
+        "objectives": {},
+    }
     for objective in COST_OBJECTIVES:
         start = time.perf_counter()
         select = make_selector(campaign, budget_cost=True, cost_objective=objective)
         out["objectives"][objective] = {m: evaluate(campaign, ref, random, select, u) for m, u in found.items()}
-        print(f"{key} {objective}: " + ", ".join(f"{m} {100 * r['spa']:.1f}/{100 * r['parity']:.0f}%"
-                                                 for m, r in out["objectives"][objective].items())
-              + f" (random {100 * random['spa']:.1f}; {time.perf_counter() - start:.0f} s)", flush=True)
+        print(
+            f"{key} {objective}: "
+            + ", ".join(
+                f"{m} {100 * r['spa']:.1f}/{100 * r['parity']:.0f}%" for m, r in out["objectives"][objective].items()
+            )
+            + f" (random {100 * random['spa']:.1f}; {time.perf_counter() - start:.0f} s)",
+            flush=True,
+        )
     if paper_seeds and key in PAPER_CASES:
         out["paper_protocol"] = paper_protocol(campaign, found, paper_seeds)
-    out["signature"] = {"tool": "benchmarks/bench_cost_aware.py", "data_hash": campaign.data_hash(), "seeds": seeds,
-                        "props": list(DEFAULT_PROPS), "permutations": 1000, "metric": metric, "methods": methods,
-                        "cost_objective": list(COST_OBJECTIVES)}
+    out["signature"] = {
+        "tool": "benchmarks/bench_cost_aware.py",
+        "data_hash": campaign.data_hash(),
+        "seeds": seeds,
+        "props": list(DEFAULT_PROPS),
+        "permutations": 1000,
+        "metric": metric,
+        "methods": methods,
+        "cost_objective": list(COST_OBJECTIVES),
+    }
     return out
 
 
@@ -122,8 +176,14 @@ def candidates(campaign) -> dict:
         return lambda u, prop: np.flatnonzero(solve(Problem(value(u), cost, prop * total), time_limit=10.0).chosen)
 
     def by_stratum(u, prop):  # each of five cost quintiles gets prop of its own cost, filled in utility order
-        return np.concatenate([np.flatnonzero(strata == g)[random_fill(-u[strata == g], cost[strata == g], prop * cost[strata == g].sum())]
-                               for g in range(5)])
+        return np.concatenate(
+            [
+                np.flatnonzero(strata == g)[
+                    random_fill(-u[strata == g], cost[strata == g], prop * cost[strata == g].sum())
+                ]
+                for g in range(5)
+            ]
+        )
 
     return {
         "paper (shift onto [0.1, 0.6])": knapsack(normalise),
@@ -131,7 +191,7 @@ def candidates(campaign) -> dict:
         "rank": knapsack(_percentile),
         "rank × cost (rank-cost)": knapsack(lambda u: _percentile(u) * cost),
         "rank × √cost": knapsack(lambda u: _percentile(u) * np.sqrt(cost)),
-        "rank × cost^1.5": knapsack(lambda u: _percentile(u) * cost ** 1.5),
+        "rank × cost^1.5": knapsack(lambda u: _percentile(u) * cost**1.5),
         "rank × length (rank-length)": knapsack(lambda u: _percentile(u) * np.maximum(length, 1.0)),
         "rank × (length + 30)": knapsack(lambda u: _percentile(u) * (length + 30)),
         "fill in utility order": lambda u, prop: random_fill(-u, cost, prop * total),
@@ -144,7 +204,9 @@ def explore(seeds: int) -> dict:
     title, loader, methods, metric = CASES["wmt22-zh-en"]
     campaign = loader()
     ref = full_reference(campaign, score="human", permutations=1000, seed=0)
-    random = random_baseline(ref, make_random_selector(campaign, budget_cost=True, balance=None, level="item"), DEFAULT_PROPS, seeds=seeds)
+    random = random_baseline(
+        ref, make_random_selector(campaign, budget_cost=True, balance=None, level="item"), DEFAULT_PROPS, seeds=seeds
+    )
     found = utilities(campaign, methods, metric)
     rows = {}
     for name, select in candidates(campaign).items():
@@ -160,52 +222,83 @@ def explore(seeds: int) -> dict:
 
 
 def render(results: list[dict], command: str, seeds: int, explored: dict | None) -> str:
-    lines = ["# Cost-aware selection at equal real annotation cost (issue 11)", "",
-             f"Command: `{command}` (random = {seeds} seeds of a random subset that fits the same cost budget; budgets",
-             "5 %..50 % of the total cost; parity = the share of the cost at which a method first reaches random's mean",
-             "SPA, averaged over budgets, Eq. 12 in cost; lower is better, < 100 % beats random). Objectives",
-             "(precomet.selection.objective): **rank-length** = utility percentile × source characters (the default),",
-             "**rank-cost** = utility percentile × cost, **paper** = utilities shifted onto [0.1, 0.6] (Eq. 2).", ""]
-    lines += ["| campaign | items × systems | random SPA | method | rank-length SPA / parity | rank-cost SPA / parity | paper SPA / parity |",
-              "|---|---|---|---|---|---|---|"]
+    lines = [
+        "# Cost-aware selection at equal real annotation cost (issue 11)",
+        "",
+        f"Command: `{command}` (random = {seeds} seeds of a random subset that fits the same cost budget; budgets",
+        "5 %..50 % of the total cost; parity = the share of the cost at which a method first reaches random's mean",
+        "SPA, averaged over budgets, Eq. 12 in cost; lower is better, < 100 % beats random). Objectives",
+        "(precomet.selection.objective): **rank-length** = utility percentile × source characters (the default),",
+        "**rank-cost** = utility percentile × cost, **paper** = utilities shifted onto [0.1, 0.6] (Eq. 2).",
+        "",
+    ]
+    lines += [
+        "| campaign | items × systems | random SPA | method | rank-length SPA / parity | rank-cost SPA / parity | paper SPA / parity |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for res in results:
         for m in res["objectives"]["paper"]:
-            cells = [f"{100 * res['objectives'][o][m]['spa']:.1f} / {100 * res['objectives'][o][m]['parity']:.0f} %"
-                     for o in ("rank-length", "rank-cost", "paper")]
-            lines.append(f"| {res['title']} | {res['items']} × {res['systems']} | {100 * res['random']['spa']:.1f} | "
-                         f"{LABEL.get(m, m)} | " + " | ".join(cells) + " |")
+            cells = [
+                f"{100 * res['objectives'][o][m]['spa']:.1f} / {100 * res['objectives'][o][m]['parity']:.0f} %"
+                for o in ("rank-length", "rank-cost", "paper")
+            ]
+            lines.append(
+                f"| {res['title']} | {res['items']} × {res['systems']} | {100 * res['random']['spa']:.1f} | "
+                f"{LABEL.get(m, m)} | " + " | ".join(cells) + " |"
+            )
     with_paper = [r for r in results if "paper_protocol" in r]
     if with_paper:
-        lines += ["", "## The paper's protocol, side by side", "",
-                  "Costs normalised to (c − c_min)/(c̄ − c_min) (cheapest item ≈ free), the paper objective, and as",
-                  "\"random\" the knapsack over random utilities (which also favours many cheap items) — against our",
-                  "protocol: real (or length-model) seconds and a random subset of the same cost. The knapsack-random",
-                  f"column averages {with_paper[0]['paper_protocol']['seeds']} seeds (each is ten knapsacks over non-integer costs, solved by",
-                  f"CBC and used as found after {PAPER_TIME_LIMIT:g} s).", "",
-                  "| campaign | method | paper protocol: method SPA | paper protocol: knapsack-random SPA | "
-                  "real cost, paper objective SPA | real cost, rank-length SPA | real cost, random-fill SPA |",
-                  "|---|---|---|---|---|---|---|"]
+        lines += [
+            "",
+            "## The paper's protocol, side by side",
+            "",
+            "Costs normalised to (c − c_min)/(c̄ − c_min) (cheapest item ≈ free), the paper objective, and as",
+            '"random" the knapsack over random utilities (which also favours many cheap items) — against our',
+            "protocol: real (or length-model) seconds and a random subset of the same cost. The knapsack-random",
+            f"column averages {with_paper[0]['paper_protocol']['seeds']} seeds (each is ten knapsacks over non-integer costs, solved by",
+            f"CBC and used as found after {PAPER_TIME_LIMIT:g} s).",
+            "",
+            "| campaign | method | paper protocol: method SPA | paper protocol: knapsack-random SPA | "
+            "real cost, paper objective SPA | real cost, rank-length SPA | real cost, random-fill SPA |",
+            "|---|---|---|---|---|---|---|",
+        ]
         for res in with_paper:
             pp = res["paper_protocol"]
             for m, r in pp["methods"].items():
-                lines.append(f"| {res['title']} | {LABEL.get(m, m)} | {100 * r['spa']:.1f} | {100 * pp['random_knapsack_spa']:.1f} | "
-                             f"{100 * res['objectives']['paper'][m]['spa']:.1f} | {100 * res['objectives']['rank-length'][m]['spa']:.1f} | "
-                             f"{100 * res['random']['spa']:.1f} |")
+                lines.append(
+                    f"| {res['title']} | {LABEL.get(m, m)} | {100 * r['spa']:.1f} | {100 * pp['random_knapsack_spa']:.1f} | "
+                    f"{100 * res['objectives']['paper'][m]['spa']:.1f} | {100 * res['objectives']['rank-length'][m]['spa']:.1f} | "
+                    f"{100 * res['random']['spa']:.1f} |"
+                )
     lines += ["", "Cost notes: " + "; ".join(f"{r['key']}: {r['cost_note']}" for r in results), ""]
     if explored is not None:
-        lines += ["## How the default was chosen (`--explore`)", "",
-                  f"Command: `.venv/bin/python benchmarks/bench_cost_aware.py --explore --seeds {explored['seeds']}`. Parity in cost",
-                  f"on the development campaign ({explored['campaign']}; random SPA {100 * explored['random_spa']:.1f}),",
-                  "lower is better:", "",
-                  "| formulation | " + " | ".join(LABEL[m] for m in next(iter(explored["parity"].values()))) + " | mean |",
-                  "|---|---|---|---|---|"]
+        lines += [
+            "## How the default was chosen (`--explore`)",
+            "",
+            f"Command: `.venv/bin/python benchmarks/bench_cost_aware.py --explore --seeds {explored['seeds']}`. Parity in cost",
+            f"on the development campaign ({explored['campaign']}; random SPA {100 * explored['random_spa']:.1f}),",
+            "lower is better:",
+            "",
+            "| formulation | " + " | ".join(LABEL[m] for m in next(iter(explored["parity"].values()))) + " | mean |",
+            "|---|---|---|---|---|",
+        ]
         for name, row in explored["parity"].items():
-            lines.append(f"| {name} | " + " | ".join(f"{100 * p:.0f} %" for p in row.values())
-                         + f" | {100 * np.mean(list(row.values())):.0f} % |")
-        lines += ["", "Spread of human scores across systems vs source length (Pearson of each item's standard deviation",
-                  "with its source characters; the intercept of the linear fit in characters):", "",
-                  "| campaign | Pearson | intercept (chars) |", "|---|---|---|"]
-        lines += [f"| {key} | {v['pearson']:.2f} | {v['intercept_chars']:.0f} |" for key, v in explored["spread"].items()]
+            lines.append(
+                f"| {name} | "
+                + " | ".join(f"{100 * p:.0f} %" for p in row.values())
+                + f" | {100 * np.mean(list(row.values())):.0f} % |"
+            )
+        lines += [
+            "",
+            "Spread of human scores across systems vs source length (Pearson of each item's standard deviation",
+            "with its source characters; the intercept of the linear fit in characters):",
+            "",
+            "| campaign | Pearson | intercept (chars) |",
+            "|---|---|---|",
+        ]
+        lines += [
+            f"| {key} | {v['pearson']:.2f} | {v['intercept_chars']:.0f} |" for key, v in explored["spread"].items()
+        ]
         lines.append("")
     return "\n".join(lines)
 
@@ -213,9 +306,13 @@ def render(results: list[dict], command: str, seeds: int, explored: dict | None)
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seeds", type=int, default=100)
-    parser.add_argument("--paper-seeds", type=int, default=100, help="random-knapsack runs of the paper protocol (0 = skip)")
+    parser.add_argument(
+        "--paper-seeds", type=int, default=100, help="random-knapsack runs of the paper protocol (0 = skip)"
+    )
     parser.add_argument("--only", help=f"comma list of {list(CASES)}")
-    parser.add_argument("--explore", action="store_true", help="the candidates on the development campaign and spread vs length")
+    parser.add_argument(
+        "--explore", action="store_true", help="the candidates on the development campaign and spread vs length"
+    )
     args = parser.parse_args()
     if not RAW.exists():
         raise SystemExit(f"no real data at {RAW}: nothing to benchmark")
@@ -229,8 +326,11 @@ def main() -> None:
     explored = json.loads((OUT / "explore.json").read_text()) if (OUT / "explore.json").exists() else None
     seeds = results[0]["signature"]["seeds"] if results else args.seeds
     paper_seeds = next((r["paper_protocol"]["seeds"] for r in results if "paper_protocol" in r), 100)
-    command = ".venv/bin/python benchmarks/bench_cost_aware.py" + (f" --seeds {seeds}" if seeds != 100 else "") \
+    command = (
+        ".venv/bin/python benchmarks/bench_cost_aware.py"
+        + (f" --seeds {seeds}" if seeds != 100 else "")
         + (f" --paper-seeds {paper_seeds}" if paper_seeds != 100 else "")
+    )
     RESULT.write_text(render(results, command, seeds, explored))
     print(f"wrote {RESULT}")
 

@@ -16,16 +16,27 @@ import json
 import time
 from pathlib import Path
 
+from paths import RAW, REPO  # benchmarks/paths.py (the script's folder is on sys.path)
 
 from precomet.crowd import crowd_table, run_crowd_benchmark
 from precomet.io import load
 
-from paths import RAW, REPO  # benchmarks/paths.py (the script's folder is on sys.path)
 OUT = REPO / "benchmarks" / "out" / "crowd"
-NAMES = {"metric_avg": "MetricAvg", "metric_var": "MetricVar", "metric_cons": "MetricCons", "diversity": "Diversity",
-         "irt_diffdisc": "DiffDisc"}
-PAPER = {"random": "91.8 ± 0.89", "metric_avg": "92.0", "metric_var": "92.5", "metric_cons": "92.3", "diversity": "92.6",
-         "irt_diffdisc": "91.9"}
+NAMES = {
+    "metric_avg": "MetricAvg",
+    "metric_var": "MetricVar",
+    "metric_cons": "MetricCons",
+    "diversity": "Diversity",
+    "irt_diffdisc": "DiffDisc",
+}
+PAPER = {
+    "random": "91.8 ± 0.89",
+    "metric_avg": "92.0",
+    "metric_var": "92.5",
+    "metric_cons": "92.3",
+    "diversity": "92.6",
+    "irt_diffdisc": "91.9",
+}
 LPS = ("en-de", "zh-en")
 
 
@@ -33,14 +44,29 @@ def run(args) -> None:
     OUT.mkdir(parents=True, exist_ok=True)
     for lp in args.only or LPS:
         campaign = load(RAW / "mt-metrics-eval-v2", campaign=f"wmt23/{lp}", human="mqm")
-        jobs = [("main", ["metric_avg", "metric_var", "metric_cons", "diversity"], args.runs, {"diversity": {"cache_dir": str(args.cache)}}),
-                ("irt", ["irt_diffdisc"], args.irt_runs, {"irt_diffdisc": {"epochs": args.irt_epochs}})]
+        jobs = [
+            (
+                "main",
+                ["metric_avg", "metric_var", "metric_cons", "diversity"],
+                args.runs,
+                {"diversity": {"cache_dir": str(args.cache)}},
+            ),
+            ("irt", ["irt_diffdisc"], args.irt_runs, {"irt_diffdisc": {"epochs": args.irt_epochs}}),
+        ]
         for tag, methods, runs, options in jobs:
             if runs < 1 or tag in args.skip.split(","):
                 continue
             started = time.perf_counter()
-            result = run_crowd_benchmark(campaign, methods=methods, crowd=args.crowd, runs=runs, metric="MetricX-23-c",
-                                         seeds=args.seeds, method_options=options, progress=False)
+            result = run_crowd_benchmark(
+                campaign,
+                methods=methods,
+                crowd=args.crowd,
+                runs=runs,
+                metric="MetricX-23-c",
+                seeds=args.seeds,
+                method_options=options,
+                progress=False,
+            )
             result["wall_seconds"] = time.perf_counter() - started
             (OUT / f"wmt23-{lp}.{tag}.json").write_text(json.dumps(result, indent=1), encoding="utf-8")
             print(crowd_table(result), f"\n{lp} {tag}: {result['wall_seconds']:.0f} s", flush=True)
@@ -61,15 +87,27 @@ def diff(result, name) -> str:
 
 
 def render() -> None:
-    results = {(lp, tag): json.loads((OUT / f"wmt23-{lp}.{tag}.json").read_text()) for lp in LPS for tag in ("main", "irt")
-               if (OUT / f"wmt23-{lp}.{tag}.json").exists()}
+    results = {
+        (lp, tag): json.loads((OUT / f"wmt23-{lp}.{tag}.json").read_text())
+        for lp in LPS
+        for tag in ("main", "irt")
+        if (OUT / f"wmt23-{lp}.{tag}.json").exists()
+    }
     first = next(iter(results.values()))
     main_run, irt = results.get((LPS[0], "main")), results.get((LPS[0], "irt"))
-    options = f"--crowd {first['crowd']} --seeds {first['signature']['seeds']}" \
-        + (f" --runs {main_run['runs']}" if main_run else "") \
-        + (f" --irt-runs {irt['runs']} --irt-epochs {irt['signature']['method_options']['irt_diffdisc']['epochs']}" if irt else "")
-    command = (f"PYTHONPATH=. .venv/bin/python benchmarks/bench_crowd.py {options} --only en-de`, then `... --only zh-en`, "
-               "then `... --render-only")
+    options = (
+        f"--crowd {first['crowd']} --seeds {first['signature']['seeds']}"
+        + (f" --runs {main_run['runs']}" if main_run else "")
+        + (
+            f" --irt-runs {irt['runs']} --irt-epochs {irt['signature']['method_options']['irt_diffdisc']['epochs']}"
+            if irt
+            else ""
+        )
+    )
+    command = (
+        f"PYTHONPATH=. .venv/bin/python benchmarks/bench_crowd.py {options} --only en-de`, then `... --only zh-en`, "
+        "then `... --render-only"
+    )
     lines = [
         "# Artificial crowd (seed 002 §4.2, Table 4)",
         "",
@@ -98,15 +136,22 @@ def render() -> None:
             for lp in LPS:
                 r = results.get((lp, "irt"))
                 row += [cell(r, name), diff(r, name)] if r else ["–", "–"]
-            row += [str(results[(LPS[0], "irt")]["runs"]) if (LPS[0], "irt") in results else "–", PAPER[name] if name != "random" else "–"]
+            row += [
+                str(results[(LPS[0], "irt")]["runs"]) if (LPS[0], "irt") in results else "–",
+                PAPER[name] if name != "random" else "–",
+            ]
             lines.append("| " + " | ".join(row) + " |")
     walls = ", ".join(f"{lp} {tag} {r['wall_seconds']:.0f} s" for (lp, tag), r in results.items())
     lines += [
         "",
         f"Wall time (2 shared cores; includes utilities): {walls}. "
-        + (f"DiffDisc runs only the first {irt['runs']} crowds (py-irt 4PL, {irt['signature']['method_options']['irt_diffdisc']['epochs']} epochs, "
-           f"one fit per crowd): {irt['runs']} crowds took {irt['wall_seconds']:.0f} s on {LPS[0]}, so "
-           f"{first['runs']} would take about {irt['wall_seconds'] / irt['runs'] * first['runs'] / 60:.0f} min. " if irt else "")
+        + (
+            f"DiffDisc runs only the first {irt['runs']} crowds (py-irt 4PL, {irt['signature']['method_options']['irt_diffdisc']['epochs']} epochs, "
+            f"one fit per crowd): {irt['runs']} crowds took {irt['wall_seconds']:.0f} s on {LPS[0]}, so "
+            f"{first['runs']} would take about {irt['wall_seconds'] / irt['runs'] * first['runs'] / 60:.0f} min. "
+            if irt
+            else ""
+        )
         + "Reused across runs: sign flips (drawn once from item ids), the random orderings (drawn once, re-scored per "
         "run), and output embeddings (cache). JSON: benchmarks/out/crowd/ (not committed).",
         "",
@@ -132,7 +177,9 @@ def main() -> None:
     parser.add_argument("--irt-epochs", type=int, default=500)
     parser.add_argument("--cache", type=Path, default=REPO / "benchmarks" / "out" / "embed-cache")
     parser.add_argument("--render-only", action="store_true")
-    parser.add_argument("--only", type=lambda t: t.split(","), help="language pairs to (re)run, e.g. en-de (others: kept JSON)")
+    parser.add_argument(
+        "--only", type=lambda t: t.split(","), help="language pairs to (re)run, e.g. en-de (others: kept JSON)"
+    )
     parser.add_argument("--skip", default="", help="comma list of jobs to skip: main, irt")
     args = parser.parse_args()
     if not args.render_only:

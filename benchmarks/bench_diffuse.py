@@ -20,8 +20,8 @@ import time
 from pathlib import Path
 
 import numpy as np
-
 from paths import RAW, REPO  # benchmarks/paths.py (the script's folder is on sys.path)
+
 CACHE = REPO / "benchmarks" / "out" / "embed-cache"
 PEER_SCRIPT = r"""
 import json, sys, time, numpy as np, torch
@@ -52,8 +52,12 @@ def _torch_single_thread() -> None:
 
 
 def _run_peer(peer_python: Path, tmp: Path, budget: int, source: str) -> dict:
-    out = subprocess.run([str(peer_python), str(tmp / "peer.py"), str(tmp / "data.json"), str(budget), source],
-                         check=True, capture_output=True, text=True)
+    out = subprocess.run(
+        [str(peer_python), str(tmp / "peer.py"), str(tmp / "data.json"), str(budget), source],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -66,8 +70,10 @@ def speed(args: argparse.Namespace) -> None:
     campaign = load(RAW / "mt-metrics-eval-v2", campaign="wmt23/zh-en", human="mqm")
     campaign = campaign.take(np.arange(args.items)).restrict_systems(campaign.systems[: args.systems])
     outputs = len(campaign) * len(campaign.systems)
-    print(f"{len(campaign)} items × {len(campaign.systems)} systems (WMT23 zh-en), budget {args.budget}, "
-          f"encoder all-MiniLM-L6-v2 (offline), torch 1 thread on both sides")
+    print(
+        f"{len(campaign)} items × {len(campaign.systems)} systems (WMT23 zh-en), budget {args.budget}, "
+        f"encoder all-MiniLM-L6-v2 (offline), torch 1 thread on both sides"
+    )
     emb = embed_outputs(campaign, cache_dir=CACHE)
     times = []
     for _ in range(args.repeats):
@@ -75,8 +81,10 @@ def speed(args: argparse.Namespace) -> None:
         selected = campaign_tree(campaign, embeddings=emb).select(args.budget)
         times.append(time.perf_counter() - start)
     ours = float(np.median(times))
-    print(f"precomet select, same embeddings (representation dim {emb.shape[1] * emb.shape[2]}): "
-          f"median {ours:.3f} s over {args.repeats} runs (min {min(times):.3f})")
+    print(
+        f"precomet select, same embeddings (representation dim {emb.shape[1] * emb.shape[2]}): "
+        f"median {ours:.3f} s over {args.repeats} runs (min {min(times):.3f})"
+    )
     peer_python = REPO / "benchmarks" / ".peer-venv" / "bin" / "python"
     if args.skip_peer or not peer_python.exists():
         print("peer skipped (run bash benchmarks/peer_env.sh first)")
@@ -89,8 +97,10 @@ def speed(args: argparse.Namespace) -> None:
         (tmp / "peer.py").write_text(PEER_SCRIPT)
         peer = _run_peer(peer_python, tmp, args.budget, str(tmp / "emb.npy"))
         overlap = len(set(peer["selected"]) & set(selected.tolist()))
-        print(f"subset2evaluate 1.0.27 diffuse, same embeddings (selection only): {peer['seconds']:.1f} s; "
-              f"{len(peer['selected'])} items, {overlap} shared with ours (it averages over the embedding axis)")
+        print(
+            f"subset2evaluate 1.0.27 diffuse, same embeddings (selection only): {peer['seconds']:.1f} s; "
+            f"{len(peer['selected'])} items, {overlap} shared with ours (it averages over the embedding axis)"
+        )
         print(f"speed-up, selection only: {peer['seconds'] / ours:.0f}x")
         if not args.end_to_end:
             return
@@ -99,10 +109,14 @@ def speed(args: argparse.Namespace) -> None:
         encode = time.perf_counter() - start
         campaign_tree(campaign, embeddings=cold).select(args.budget)
         ours_e2e = time.perf_counter() - start
-        print(f"precomet end to end, cold (model load + encoding {len(np.unique(np.concatenate([campaign.outputs[s] for s in campaign.systems]).astype(str)))}"
-              f" distinct of {outputs} outputs: {encode:.1f} s; + selection): {ours_e2e:.1f} s")
+        print(
+            f"precomet end to end, cold (model load + encoding {len(np.unique(np.concatenate([campaign.outputs[s] for s in campaign.systems]).astype(str)))}"
+            f" distinct of {outputs} outputs: {encode:.1f} s; + selection): {ours_e2e:.1f} s"
+        )
         peer_e2e = _run_peer(peer_python, tmp, args.budget, default_encoder())
-        print(f"subset2evaluate end to end, cold (model load + encoding all {outputs} outputs + selection): {peer_e2e['seconds']:.1f} s")
+        print(
+            f"subset2evaluate end to end, cold (model load + encoding all {outputs} outputs + selection): {peer_e2e['seconds']:.1f} s"
+        )
         print(f"speed-up, end to end cold: {peer_e2e['seconds'] / ours_e2e:.1f}x")
 
 
@@ -126,15 +140,24 @@ def protocol(args: argparse.Namespace) -> None:
         result = evaluate_pairwise(campaign, embeddings=emb, seeds=args.seeds, margin=args.margin)
         seconds = time.perf_counter() - start
         sig = result.signature
-        print(f"\n### {name}: {len(campaign)} items, {len(campaign.systems)} systems, {sig['pairs']} pairs × "
-              f"{args.seeds} seeds × {len({r['budget'] for r in result.success})} budgets, test set {sig['test_items']} items, "
-              f"tie margin {args.margin}; evaluation {seconds:.1f} s (embeddings cached)\n")
+        print(
+            f"\n### {name}: {len(campaign)} items, {len(campaign.systems)} systems, {sig['pairs']} pairs × "
+            f"{args.seeds} seeds × {len({r['budget'] for r in result.success})} budgets, test set {sig['test_items']} items, "
+            f"tie margin {args.margin}; evaluation {seconds:.1f} s (embeddings cached)\n"
+        )
         table = result.to_markdown().splitlines()
         budgets_shown = {5, 10, 20, 30, 50, 75, 100, 150, 200}
         print("\n".join(line for line in table[:2]))
-        print("\n".join(line for line in table[2:] if line.startswith("| ") and line.split("|")[1].strip().isdigit()
-                        and int(line.split("|")[1]) in budgets_shown))
-        print("\n".join(table[table.index(""):]))
+        print(
+            "\n".join(
+                line
+                for line in table[2:]
+                if line.startswith("| ")
+                and line.split("|")[1].strip().isdigit()
+                and int(line.split("|")[1]) in budgets_shown
+            )
+        )
+        print("\n".join(table[table.index("") :]))
         diffuse_mean = np.mean([r["success"] for r in result.success if r["method"] == "diffuse"])
         random_mean = np.mean([r["success"] for r in result.success if r["method"] == "random"])
         print(f"\nmean success over all budgets: DiffUse {100 * diffuse_mean:.1f}%, random {100 * random_mean:.1f}%")

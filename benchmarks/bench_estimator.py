@@ -20,7 +20,6 @@ import time
 from pathlib import Path
 
 import numpy as np
-
 from paths import RAW  # benchmarks/paths.py (the script's folder is on sys.path)
 
 
@@ -61,9 +60,19 @@ def main() -> None:
     sets = source_sets()
     short = next(iter(sets.values()))
     rng = np.random.default_rng(0)
-    train_src = [s if i < len(short) else f"{s} ({i // len(short)})" for i, s in ((i, short[i % len(short)]) for i in range(args.n_train))]
+    train_src = [
+        s if i < len(short) else f"{s} ({i // len(short)})"
+        for i, s in ((i, short[i % len(short)]) for i in range(args.n_train))
+    ]
     rows = [
-        {"src": s, "target": float(rng.normal()), "campaign": f"c{i % 4}", "doc": f"d{i // 8}", "id": str(i), "method": "bench"}
+        {
+            "src": s,
+            "target": float(rng.normal()),
+            "campaign": f"c{i % 4}",
+            "doc": f"d{i // 8}",
+            "id": str(i),
+            "method": "bench",
+        }
         for i, s in enumerate(train_src)
     ]
     print(f"torch threads {args.threads}; cores visible {os.cpu_count()}; load average {os.getloadavg()[0]:.1f}")
@@ -71,27 +80,44 @@ def main() -> None:
         parser.error("--n-train 0 needs --checkpoint")
     with tempfile.TemporaryDirectory() as tmp:
         if args.n_train:
-            result, wall, cpu = timed(lambda: train(
-                rows, out_dir=Path(tmp) / "ckpt", config=config, overrides={"trainer.accelerator": "cpu"}, progress=False
-            ))
-            print(f"train: {args.n_train} distinct TED-length targets, frozen MiniLM, {len(result.history)} epochs: "
-                  f"{wall:.1f} s wall, {cpu:.1f} CPU-s ({cpu / wall:.2f} cores)")
+            result, wall, cpu = timed(
+                lambda: train(
+                    rows,
+                    out_dir=Path(tmp) / "ckpt",
+                    config=config,
+                    overrides={"trainer.accelerator": "cpu"},
+                    progress=False,
+                )
+            )
+            print(
+                f"train: {args.n_train} distinct TED-length targets, frozen MiniLM, {len(result.history)} epochs: "
+                f"{wall:.1f} s wall, {cpu:.1f} CPU-s ({cpu / wall:.2f} cores)"
+            )
         estimator = load_estimator(args.checkpoint or result.checkpoint_dir)
-    print(f"predict with {args.checkpoint or 'the checkpoint trained above'} ({estimator.meta['pooling']} pooling), batch {args.batch_size}, max_length {estimator.max_length}")
-    print("| sources | mean chars | precision | sources/s wall | cores used | sources per CPU-s | Pearson int8 vs fp32 |")
+    print(
+        f"predict with {args.checkpoint or 'the checkpoint trained above'} ({estimator.meta['pooling']} pooling), batch {args.batch_size}, max_length {estimator.max_length}"
+    )
+    print(
+        "| sources | mean chars | precision | sources/s wall | cores used | sources per CPU-s | Pearson int8 vs fp32 |"
+    )
     print("|---|---|---|---|---|---|---|")
     for name, src in sets.items():
         batch = [src[i % len(src)] for i in range(args.n_predict)]
         reference = None
         for precision in ("fp32", "int8"):
             predict_sources(estimator, batch[:64], precision=precision, progress=False)  # warm-up
-            values, wall, cpu = timed(lambda batch=batch, precision=precision: predict_sources(
-                estimator, batch, batch_size=args.batch_size, precision=precision, progress=False
-            ))
+            values, wall, cpu = timed(
+                lambda batch=batch, precision=precision: predict_sources(
+                    estimator, batch, batch_size=args.batch_size, precision=precision, progress=False
+                )
+            )
             corr = "" if reference is None else f"{np.corrcoef(reference, values)[0, 1]:.4f}"
             reference = values if reference is None else reference
-            print(f"| {name} | {np.mean([len(s) for s in src]):.0f} | {precision} | {len(batch) / wall:.0f} | "
-                  f"{cpu / wall:.2f} | {len(batch) / cpu:.0f} | {corr} |", flush=True)
+            print(
+                f"| {name} | {np.mean([len(s) for s in src]):.0f} | {precision} | {len(batch) / wall:.0f} | "
+                f"{cpu / wall:.2f} | {len(batch) / cpu:.0f} | {corr} |",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

@@ -36,13 +36,17 @@ def main() -> None:
         feas = c if model == "4pl" else np.ones(n)
         p = feas[:, None] / (1 + np.exp(-a[:, None] * (theta[None] - b[:, None])))
         responses = np.clip(p + rng.normal(0, 0.05, p.shape), 0, 1)
-        campaign = Campaign.build(src=[f"x{i}" for i in range(n)], systems=[f"m{j}" for j in range(s)], scores={"r": responses})
+        campaign = Campaign.build(
+            src=[f"x{i}" for i in range(n)], systems=[f"m{j}" for j in range(s)], scores={"r": responses}
+        )
         start = time.perf_counter()
         fitted = fit_irt(campaign, score="r", model=model, epochs=args.epochs, seed=0)
         seconds = time.perf_counter() - start
         r = lambda x, y: np.corrcoef(x, y)[0, 1] if np.std(x) > 0 else float("nan")  # noqa: E731
-        print(f"| {model} | {n} × {s} | {args.epochs} | {seconds:.1f} | {r(fitted.difficulty, b):.3f} | {r(fitted.ability, theta):.3f}"
-              f" | {r(fitted.discrimination, a):.3f} | {r(fitted.feasibility, feas):.3f} |")
+        print(
+            f"| {model} | {n} × {s} | {args.epochs} | {seconds:.1f} | {r(fitted.difficulty, b):.3f} | {r(fitted.ability, theta):.3f}"
+            f" | {r(fitted.discrimination, a):.3f} | {r(fitted.feasibility, feas):.3f} |"
+        )
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from paths import RAW, REPO  # benchmarks/paths.py (the script's folder is on sys.path)
 
 from precomet.benchmark import DEFAULT_PROPS, random_baseline
 from precomet.io import load
@@ -24,9 +25,12 @@ from precomet.metaeval import evaluate_indices, evaluate_weighted, full_referenc
 from precomet.selection.units import budget_items
 from precomet.utilities.cluster import KMEANS_OPTIONS, item_vectors, kmeans_representatives
 
-from paths import RAW, REPO  # benchmarks/paths.py (the script's folder is on sys.path)
-ROWS = (("src", False, "k-means (sources) — existing `kmeans`"), ("tgt", False, "k-means (outputs) — `kmeans_outputs`"),
-        ("src", True, "k-means (sources, weighted)"), ("tgt", True, "k-means (outputs, weighted)"))
+ROWS = (
+    ("src", False, "k-means (sources) — existing `kmeans`"),
+    ("tgt", False, "k-means (outputs) — `kmeans_outputs`"),
+    ("src", True, "k-means (sources, weighted)"),
+    ("tgt", True, "k-means (outputs, weighted)"),
+)
 PAPER = {("src", False): "92.3", ("src", True): "91.5", ("tgt", False): "91.8", ("tgt", True): "89.3"}
 
 
@@ -37,8 +41,11 @@ def measure(lp: str, args) -> dict:
     random = random_baseline(ref, None, list(DEFAULT_PROPS), seeds=args.seeds)
     options = {**KMEANS_OPTIONS, "cache_dir": args.cache}
     vectors = {on: item_vectors(campaign, on, options) for on in ("src", "tgt")}
-    out = {"random": {"spa": random["spa"], "clusters": random["clusters"], "corr": random["corr"]}, "n": n,
-           "systems": len(campaign.systems)}
+    out = {
+        "random": {"spa": random["spa"], "clusters": random["clusters"], "corr": random["corr"]},
+        "n": n,
+        "systems": len(campaign.systems),
+    }
     for on in ("src", "tgt"):
         plain, weighted, seconds = [], [], 0.0
         for prop in DEFAULT_PROPS:
@@ -75,21 +82,28 @@ def main() -> None:
         "|---|---|---|---|---|---|---|---|---|",
     ]
     de, zh = results["en-de"], results["zh-en"]
-    lines.append(f"| Random | {100 * de['random']['spa']:.1f} | – | {de['random']['clusters']:.2f} | {100 * zh['random']['spa']:.1f} | – | "
-                 f"{zh['random']['clusters']:.2f} | – | – |")
+    lines.append(
+        f"| Random | {100 * de['random']['spa']:.1f} | – | {de['random']['clusters']:.2f} | {100 * zh['random']['spa']:.1f} | – | "
+        f"{zh['random']['clusters']:.2f} | – | – |"
+    )
     for on, flag, label in ROWS:
         a, b = de[(on, flag)], zh[(on, flag)]
-        lines.append(f"| {label} | {100 * a['spa']:.1f} | {100 * (a['spa'] - de['random']['spa']):+.1f} | {a['clusters']:.2f} | "
-                     f"{100 * b['spa']:.1f} | {100 * (b['spa'] - zh['random']['spa']):+.1f} | {b['clusters']:.2f} | "
-                     f"{a['fit_seconds']:.0f} / {b['fit_seconds']:.0f} | {PAPER[(on, flag)]} |")
-    lines += ["", "Plain and weighted rows share the representatives (one fit per embedding and budget); the fit time is "
-              "for all 10 budgets. Weighted = each representative's scores count as often as its cluster has items "
-              "(`metaeval.evaluate_weighted`). Its cluster counts are inflated by the replication (a Wilcoxon test on rows "
-              "repeated by weight sees more evidence than was annotated), so compare weighted rows by SPA only. "
-              "Finding: as in the paper's Table 8, plain k-means on sources is the best of the four; on outputs it is "
-              "slightly worse, weighting hurts, and on zh-en no variant beats random (Chinese sources through an English "
-              "encoder; the output variant embeds English outputs but still trails random there). Output k-means is "
-              "also 8× slower (S × 384 dimensions)."]
+        lines.append(
+            f"| {label} | {100 * a['spa']:.1f} | {100 * (a['spa'] - de['random']['spa']):+.1f} | {a['clusters']:.2f} | "
+            f"{100 * b['spa']:.1f} | {100 * (b['spa'] - zh['random']['spa']):+.1f} | {b['clusters']:.2f} | "
+            f"{a['fit_seconds']:.0f} / {b['fit_seconds']:.0f} | {PAPER[(on, flag)]} |"
+        )
+    lines += [
+        "",
+        "Plain and weighted rows share the representatives (one fit per embedding and budget); the fit time is "
+        "for all 10 budgets. Weighted = each representative's scores count as often as its cluster has items "
+        "(`metaeval.evaluate_weighted`). Its cluster counts are inflated by the replication (a Wilcoxon test on rows "
+        "repeated by weight sees more evidence than was annotated), so compare weighted rows by SPA only. "
+        "Finding: as in the paper's Table 8, plain k-means on sources is the best of the four; on outputs it is "
+        "slightly worse, weighting hurts, and on zh-en no variant beats random (Chinese sources through an English "
+        "encoder; the output variant embeds English outputs but still trails random there). Output k-means is "
+        "also 8× slower (S × 384 dimensions).",
+    ]
     (REPO / "benchmarks" / "results" / "kmeans.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
     print("\n".join(lines))
 

@@ -14,34 +14,70 @@ import statistics
 import time
 from pathlib import Path
 
+from paths import REPO  # benchmarks/paths.py (the script's folder is on sys.path)
+
 import precomet
 from precomet.io import annotation_cost, load, load_mqm_tsv, load_summ_pickle, load_wmt23_esa, load_wmt24_esa
-
-from paths import REPO  # benchmarks/paths.py (the script's folder is on sys.path)
 
 
 def cases(raw: Path) -> list[tuple[str, str, callable]]:
     mtme, esa23 = raw / "mt-metrics-eval-v2", raw / "wmt23-esa-campaign"
     ende_docs = mtme / "wmt23" / "documents" / "en-de.docs"
     return [
-        ("mt-metrics-eval wmt23/zh-en (mqm, complete)", "load(mtme, campaign='wmt23/zh-en', human='mqm')",
-         lambda: load(mtme, campaign="wmt23/zh-en", human="mqm")),
-        ("mt-metrics-eval wmt23/zh-en (all 1976 items)", "load(..., complete=False)",
-         lambda: load(mtme, campaign="wmt23/zh-en", human="mqm", complete=False)),
-        ("mt-metrics-eval wmt23/en-de (mqm)", "load(mtme, campaign='wmt23/en-de', human='mqm')",
-         lambda: load(mtme, campaign="wmt23/en-de", human="mqm")),
-        ("MQM TSV TED en-de", "load_mqm_tsv(mqm_ted_ende.tsv)", lambda: load_mqm_tsv(raw / "wmt-mqm-ted/ende/mqm_ted_ende.tsv")),
-        ("MQM TSV TED zh-en", "load_mqm_tsv(mqm_ted_zhen.tsv)", lambda: load_mqm_tsv(raw / "wmt-mqm-ted/zhen/mqm_ted_zhen.tsv")),
-        ("MQM avg_seg_scores TED zh-en", "load(mqm_ted_zhen.avg_seg_scores.tsv)",
-         lambda: load(raw / "wmt-mqm-ted/zhen/mqm_ted_zhen.avg_seg_scores.tsv")),
+        (
+            "mt-metrics-eval wmt23/zh-en (mqm, complete)",
+            "load(mtme, campaign='wmt23/zh-en', human='mqm')",
+            lambda: load(mtme, campaign="wmt23/zh-en", human="mqm"),
+        ),
+        (
+            "mt-metrics-eval wmt23/zh-en (all 1976 items)",
+            "load(..., complete=False)",
+            lambda: load(mtme, campaign="wmt23/zh-en", human="mqm", complete=False),
+        ),
+        (
+            "mt-metrics-eval wmt23/en-de (mqm)",
+            "load(mtme, campaign='wmt23/en-de', human='mqm')",
+            lambda: load(mtme, campaign="wmt23/en-de", human="mqm"),
+        ),
+        (
+            "MQM TSV TED en-de",
+            "load_mqm_tsv(mqm_ted_ende.tsv)",
+            lambda: load_mqm_tsv(raw / "wmt-mqm-ted/ende/mqm_ted_ende.tsv"),
+        ),
+        (
+            "MQM TSV TED zh-en",
+            "load_mqm_tsv(mqm_ted_zhen.tsv)",
+            lambda: load_mqm_tsv(raw / "wmt-mqm-ted/zhen/mqm_ted_zhen.tsv"),
+        ),
+        (
+            "MQM avg_seg_scores TED zh-en",
+            "load(mqm_ted_zhen.avg_seg_scores.tsv)",
+            lambda: load(raw / "wmt-mqm-ted/zhen/mqm_ted_zhen.avg_seg_scores.tsv"),
+        ),
         ("WMT24 ESA en-ja", "load_wmt24_esa(wmt24-esa, 'en-ja')", lambda: load_wmt24_esa(raw / "wmt24-esa", "en-ja")),
         ("WMT24 ESA en-cs", "load_wmt24_esa(wmt24-esa, 'en-cs')", lambda: load_wmt24_esa(raw / "wmt24-esa", "en-cs")),
-        ("SummEval pickle", "load_summ_pickle(SummEval.data.pkl)", lambda: load_summ_pickle(raw / "summeval/SummEval.data.pkl")),
-        ("REALSumm pickle", "load_summ_pickle(REALSumm.data.pkl)", lambda: load_summ_pickle(raw / "realsumm/REALSumm.data.pkl")),
-        ("WMT23 ESA-1 as human protocol", "load_wmt23_esa(mtme, esa23, protocol='ESA-1')",
-         lambda: load_wmt23_esa(mtme, esa23, protocol="ESA-1")),
-        ("annotation_cost wmt23/en-de (8 Appraise CSVs)", "annotation_cost(campaign, esa23, docs=...)",
-         (lambda base: lambda: annotation_cost(base, esa23, docs=ende_docs))(load(mtme, campaign="wmt23/en-de", human="mqm"))),
+        (
+            "SummEval pickle",
+            "load_summ_pickle(SummEval.data.pkl)",
+            lambda: load_summ_pickle(raw / "summeval/SummEval.data.pkl"),
+        ),
+        (
+            "REALSumm pickle",
+            "load_summ_pickle(REALSumm.data.pkl)",
+            lambda: load_summ_pickle(raw / "realsumm/REALSumm.data.pkl"),
+        ),
+        (
+            "WMT23 ESA-1 as human protocol",
+            "load_wmt23_esa(mtme, esa23, protocol='ESA-1')",
+            lambda: load_wmt23_esa(mtme, esa23, protocol="ESA-1"),
+        ),
+        (
+            "annotation_cost wmt23/en-de (8 Appraise CSVs)",
+            "annotation_cost(campaign, esa23, docs=...)",
+            (lambda base: lambda: annotation_cost(base, esa23, docs=ende_docs))(
+                load(mtme, campaign="wmt23/en-de", human="mqm")
+            ),
+        ),
     ]
 
 

@@ -22,11 +22,11 @@ import time
 from pathlib import Path
 
 import numpy as np
+from paths import REPO  # benchmarks/paths.py (the script's folder is on sys.path)
 
 from precomet import metaeval as me
 from precomet.io import load
 
-from paths import REPO  # benchmarks/paths.py (the script's folder is on sys.path)
 PROPS = np.linspace(0.05, 0.5, 10)
 
 PEER_SCRIPT = r"""
@@ -68,14 +68,15 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=100)
     parser.add_argument("--out", type=Path, help="also write the summary (markdown) here")
     args = parser.parse_args()
-    peer = subprocess.run(["bash", str(REPO / "benchmarks" / "peer_env.sh")], capture_output=True, text=True, check=True).stdout.strip()
+    peer = subprocess.run(
+        ["bash", str(REPO / "benchmarks" / "peer_env.sh")], capture_output=True, text=True, check=True
+    ).stdout.strip()
 
     campaign = load(args.raw / "mt-metrics-eval-v2", campaign=args.campaign, human="mqm")
     n = len(campaign)
     ranked = list(orderings(campaign, args.seeds).values())
     sizes = [int(n * p) for p in PROPS]
     subsets = [order[:k] for order in ranked for k in sizes]
-
 
     measures = ("spa", "clusters", "kendall")
     # warm-up outside the timing (imports, BLAS thread-pool scan), as the peer script imports before timing
@@ -92,18 +93,28 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         data_file, subsets_file, out_file = Path(tmp, "data.json"), Path(tmp, "subsets.json"), Path(tmp, "out.json")
         human = campaign.score("human")
-        data = [{"src": campaign.src[i], "scores": {s: {"human": float(human[i, j])} for j, s in enumerate(campaign.systems)}} for i in range(n)]
+        data = [
+            {
+                "src": campaign.src[i],
+                "scores": {s: {"human": float(human[i, j])} for j, s in enumerate(campaign.systems)},
+            }
+            for i in range(n)
+        ]
         data_file.write_text(json.dumps(data))
         subsets_file.write_text(json.dumps([idx.tolist() for idx in subsets]))
         # one BLAS/OpenMP thread, as on our side: with threads the peer's time swung 9-119 s with machine load
         single = {**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-        subprocess.run([peer, "-c", PEER_SCRIPT, str(data_file), str(subsets_file), str(out_file)], check=True, env=single)
+        subprocess.run(
+            [peer, "-c", PEER_SCRIPT, str(data_file), str(subsets_file), str(out_file)], check=True, env=single
+        )
         result = json.loads(out_file.read_text())
     theirs = np.array(result["values"], dtype=float)
 
     # permutation noise of SPA itself: our SPA of the same subsets under 10 different permutation seeds
     probe = subsets[:: max(1, len(subsets) // 100)]
-    noise = np.std([[me.spa_indices(me.full_reference(campaign, seed=s), idx) for idx in probe] for s in range(10)], axis=0, ddof=1)
+    noise = np.std(
+        [[me.spa_indices(me.full_reference(campaign, seed=s), idx) for idx in probe] for s in range(10)], axis=0, ddof=1
+    )
     diff = ours[:, 0] - theirs[:, 0]
     ours_rev = [me.spa_indices(ref, idx[::-1]) for idx in subsets[:20]]
     lines = [
@@ -112,17 +123,23 @@ def main() -> None:
         f"Command: `.venv/bin/python benchmarks/bench_metaeval.py --campaign {args.campaign} --seeds {args.seeds}`",
         "",
         f"- subsets meta-evaluated: {len(subsets)} (6 method orderings + {args.seeds} random, × 10 budgets 5–50 %), each SPA (1000 permutations) + clusters + Kendall τ-b",
-        (f"- precomet: {ours_seconds:.2f} s (incl. the full-set reference; `evaluate_orderings`: nested budgets share the SPA"
-         f" products, all orderings batched, one vectorised Wilcoxon per budget); subset by subset {single_seconds:.2f} s;"
-         f" subset2evaluate: {result['seconds']:.1f} s"),
+        (
+            f"- precomet: {ours_seconds:.2f} s (incl. the full-set reference; `evaluate_orderings`: nested budgets share the SPA"
+            f" products, all orderings batched, one vectorised Wilcoxon per budget); subset by subset {single_seconds:.2f} s;"
+            f" subset2evaluate: {result['seconds']:.1f} s"
+        ),
         f"- **speed-up: {result['seconds'] / ours_seconds:.0f}×** (both sides single-threaded) (subset by subset: {result['seconds'] / single_seconds:.0f}×)",
         f"- SPA, ours − peer on identical subsets: mean {diff.mean():+.4f}, mean |·| {np.abs(diff).mean():.4f}, max |·| {np.abs(diff).max():.4f}",
-        (f"- SPA permutation noise (std of our SPA over 10 permutation seeds, same subsets): mean {noise.mean():.4f}, max {noise.max():.4f}"
-         f" → |ours − peer| / (√2·noise) mean {np.mean(np.abs(diff[:: max(1, len(subsets) // 100)]) / (np.sqrt(2) * np.maximum(noise, 1e-12))):.2f}"),
+        (
+            f"- SPA permutation noise (std of our SPA over 10 permutation seeds, same subsets): mean {noise.mean():.4f}, max {noise.max():.4f}"
+            f" → |ours − peer| / (√2·noise) mean {np.mean(np.abs(diff[:: max(1, len(subsets) // 100)]) / (np.sqrt(2) * np.maximum(noise, 1e-12))):.2f}"
+        ),
         f"- cluster count equal on {np.mean(ours[:, 1] == theirs[:, 1]):.1%} of subsets (mean ours {ours[:, 1].mean():.3f}, peer {theirs[:, 1].mean():.3f})",
         f"- Kendall τ-b equal on {np.mean(np.isclose(ours[:, 2], theirs[:, 2])):.1%} of subsets",
-        (f"- item-order dependence, 20 subsets evaluated forwards and reversed: peer max |ΔSPA| {np.max(np.abs(np.array(result['reversed_spa']) - theirs[:20, 0])):.4f};"
-         f" precomet max |ΔSPA| {np.max(np.abs(np.array(ours_rev) - ours[:20, 0])):.4f}"),
+        (
+            f"- item-order dependence, 20 subsets evaluated forwards and reversed: peer max |ΔSPA| {np.max(np.abs(np.array(result['reversed_spa']) - theirs[:20, 0])):.4f};"
+            f" precomet max |ΔSPA| {np.max(np.abs(np.array(ours_rev) - ours[:20, 0])):.4f}"
+        ),
     ]
     print("\n".join(lines))
     if args.out:

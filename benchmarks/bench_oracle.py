@@ -11,10 +11,11 @@ from __future__ import annotations
 import argparse
 import sys
 
+from paths import RAW, REPO  # benchmarks/paths.py (the script's folder is on sys.path)
+
 from precomet.benchmark import run_benchmark
 from precomet.io import load
 
-from paths import RAW, REPO  # benchmarks/paths.py (the script's folder is on sys.path)
 METHODS = {"metric_avg": "MetricAvg", "metric_var": "MetricVar", "metric_cons": "MetricCons"}
 
 
@@ -27,10 +28,23 @@ def main() -> None:
     res, small = {}, {}
     for lp in ("en-de", "zh-en"):
         campaign = load(RAW / "mt-metrics-eval-v2", campaign=f"wmt23/{lp}", human="mqm")
-        res[lp] = run_benchmark(campaign, methods=list(METHODS), metric="MetricX-23-c", seeds=args.seeds,
-                                oracle_candidates=args.candidates, oracle_step=args.step, progress=False)
-        small[lp] = run_benchmark(campaign, external={"none": campaign.cost * 0}, seeds=args.seeds, oracle_candidates=10,
-                                  oracle_step=args.step, progress=False)["oracle"]
+        res[lp] = run_benchmark(
+            campaign,
+            methods=list(METHODS),
+            metric="MetricX-23-c",
+            seeds=args.seeds,
+            oracle_candidates=args.candidates,
+            oracle_step=args.step,
+            progress=False,
+        )
+        small[lp] = run_benchmark(
+            campaign,
+            external={"none": campaign.cost * 0},
+            seeds=args.seeds,
+            oracle_candidates=10,
+            oracle_step=args.step,
+            progress=False,
+        )["oracle"]
         print(lp, res[lp]["oracle"]["spa"], small[lp]["spa"], flush=True)
 
     def row(label, get, paper):
@@ -57,8 +71,11 @@ def main() -> None:
         "|---|---|---|---|---|---|---|---|",
         row("Random", lambda lp: res[lp]["random"], "91.6"),
         *[row(name, lambda lp, m=m: res[lp]["methods"][m], "–") for m, name in METHODS.items()],
-        row(f"**oracle** (greedy, human, N={args.candidates}, S={args.step}) — not usable", lambda lp: res[lp]["oracle"],
-            "97.9 (N=100, S=10)"),
+        row(
+            f"**oracle** (greedy, human, N={args.candidates}, S={args.step}) — not usable",
+            lambda lp: res[lp]["oracle"],
+            "97.9 (N=100, S=10)",
+        ),
         row(f"**oracle** (greedy, human, N=10, S={args.step}) — not usable", lambda lp: small[lp], "97.0 (N=10, S=10)"),
         "",
         "Oracle wall time (greedy order + evaluation + parity search): "

@@ -22,12 +22,11 @@ import time
 from pathlib import Path
 
 import numpy as np
+from paths import REPO  # benchmarks/paths.py (the script's folder is on sys.path)
 
 import precomet
 from precomet.campaign import Campaign
 from precomet.rank import bootstrap_means, rank_systems
-
-from paths import REPO  # benchmarks/paths.py (the script's folder is on sys.path)
 
 
 def campaign(items: int, systems: int, missing: float, seed: int = 0) -> Campaign:
@@ -36,8 +35,13 @@ def campaign(items: int, systems: int, missing: float, seed: int = 0) -> Campaig
     if missing:
         scores[rng.random(scores.shape) < missing] = np.nan
     names = [f"sys{j:02d}" for j in range(systems)]
-    return Campaign.build(ids=[f"i{i}" for i in range(items)], src=[f"s{i}" for i in range(items)], systems=names,
-                          scores={"human": scores}, name=f"synthetic-{items}x{systems}")
+    return Campaign.build(
+        ids=[f"i{i}" for i in range(items)],
+        src=[f"s{i}" for i in range(items)],
+        systems=names,
+        scores={"human": scores},
+        name=f"synthetic-{items}x{systems}",
+    )
 
 
 def timed(fn, repeat: int) -> tuple[float, float]:
@@ -56,7 +60,9 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=1000)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--missing", type=float, default=0.1)
-    parser.add_argument("--naive-rounds", type=int, default=100, help="rounds of the naive loop (extrapolated to --rounds)")
+    parser.add_argument(
+        "--naive-rounds", type=int, default=100, help="rounds of the naive loop (extrapolated to --rounds)"
+    )
     parser.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results" / "rank.md")
     args = parser.parse_args()
 
@@ -78,7 +84,9 @@ def main() -> None:
 
     best, med = timed(naive, 1)
     scale = args.rounds / args.naive_rounds
-    rows.append((f"naive loop (index + mean per round; {args.naive_rounds} rounds × {scale:g})", best * scale, med * scale))
+    rows.append(
+        (f"naive loop (index + mean per round; {args.naive_rounds} rounds × {scale:g})", best * scale, med * scale)
+    )
 
     command = "PYTHONPATH=. .venv/bin/python benchmarks/bench_rank.py " + " ".join(sys.argv[1:])
     lines = [

@@ -25,13 +25,13 @@ import time
 from pathlib import Path
 
 import numpy as np
+from paths import REPO  # benchmarks/paths.py (the script's folder is on sys.path)
 
 from precomet.campaign import source_length
 from precomet.select import select_subset
 from precomet.selection.units import normalise
 from precomet.simulate import simulate_campaign
 
-from paths import REPO  # benchmarks/paths.py (the script's folder is on sys.path)
 PROPS = np.linspace(0.05, 0.5, 10)
 
 PEER_SCRIPT = r"""
@@ -49,10 +49,16 @@ print(json.dumps(out))
 
 
 def peer_costaware(utility: np.ndarray, cost: np.ndarray, budgets: list[float], time_limit: float = 60.0) -> list[dict]:
-    python = subprocess.run(["bash", str(REPO / "benchmarks" / "peer_env.sh")], capture_output=True, text=True, check=True).stdout.strip()
+    python = subprocess.run(
+        ["bash", str(REPO / "benchmarks" / "peer_env.sh")], capture_output=True, text=True, check=True
+    ).stdout.strip()
     with tempfile.TemporaryDirectory() as tmp:
         spec = Path(tmp) / "spec.json"
-        spec.write_text(json.dumps({"utility": utility.tolist(), "cost": cost.tolist(), "budgets": budgets, "time_limit": time_limit}))
+        spec.write_text(
+            json.dumps(
+                {"utility": utility.tolist(), "cost": cost.tolist(), "budgets": budgets, "time_limit": time_limit}
+            )
+        )
         script = Path(tmp) / "peer.py"
         script.write_text(PEER_SCRIPT)
         done = subprocess.run([python, str(script), str(spec)], capture_output=True, text=True, check=True)
@@ -95,7 +101,9 @@ def main() -> None:
         ours.append(sel)
     peer = peer_costaware(utility, cost, budgets)
     print(f"== {args.n} items, cost budget 5%..50% (cost = 0.15*len+33.7, utility ~ N(0,1)) ==")
-    print(f"{'budget':>7} {'ours s':>8} {'peer s':>8} {'ratio':>7} {'ours obj':>10} {'peer obj':>10} {'gap':>9} {'peer over':>9}")
+    print(
+        f"{'budget':>7} {'ours s':>8} {'peer s':>8} {'ratio':>7} {'ours obj':>10} {'peer obj':>10} {'gap':>9} {'peer over':>9}"
+    )
     for p, budget, sel, theirs in zip(PROPS, budgets, ours, peer):
         idx = np.array(theirs["indices"], dtype=int)
         over = cost[idx].sum() - budget
@@ -105,10 +113,14 @@ def main() -> None:
         )
     ours_s = np.array([s.seconds for s in ours])
     peer_s = np.array([t["seconds"] for t in peer])
-    print(f"max ours {ours_s.max():.3f} s, max peer {peer_s.max():.3f} s; total ratio {peer_s.sum() / ours_s.sum():.1f}x")
+    print(
+        f"max ours {ours_s.max():.3f} s, max peer {peer_s.max():.3f} s; total ratio {peer_s.sum() / ours_s.sum():.1f}x"
+    )
     default = [select_subset(utility, cost=cost, budget_cost=b, length=source_length(campaign.src)) for b in budgets]
-    print(f"default objective rank-length, same budgets: max {max(s.seconds for s in default):.3f} s, "
-          f"statuses {sorted({s.status for s in default})}, max gap {max(s.gap for s in default):.1e}")
+    print(
+        f"default objective rank-length, same budgets: max {max(s.seconds for s in default):.3f} s, "
+        f"statuses {sorted({s.status for s in default})}, max gap {max(s.gap for s in default):.1e}"
+    )
 
     rng = np.random.default_rng(1)
     big = simulate_campaign(n_items=args.large, n_systems=2, seed=1)
@@ -116,22 +128,30 @@ def main() -> None:
     domain = rng.choice(["news", "social", "speech", "literary", "user_review"], args.large)
     print(f"\n== {args.large} items, budget 20% of cost ==")
     length = source_length(big.src)
-    cases = [(f"{objective}, {label}", {**extra, "cost_objective": objective, "length": length})
-             for objective in ("paper", "rank-length")
-             for label, extra in (("budget only", {}), ("+ 5 domains", {"domain": domain, "balance": "domain"}))]
+    cases = [
+        (f"{objective}, {label}", {**extra, "cost_objective": objective, "length": length})
+        for objective in ("paper", "rank-length")
+        for label, extra in (("budget only", {}), ("+ 5 domains", {"domain": domain, "balance": "domain"}))
+    ]
     found = {}
     for label, extra in cases:
         sel = found[label] = select_subset(big_u, cost=big.cost, proportion=0.2, **extra)
-        print(f"{label:28} {sel.seconds:7.2f} s  {sel.status}  gap {sel.gap:.1e}  core {sel.details['core_size']}"
-              f"  calls {sel.details['solver_calls']}  items {len(sel)}  domains {dict(sel.domains) or '-'}")
+        print(
+            f"{label:28} {sel.seconds:7.2f} s  {sel.status}  gap {sel.gap:.1e}  core {sel.details['core_size']}"
+            f"  calls {sel.details['solver_calls']}  items {len(sel)}  domains {dict(sel.domains) or '-'}"
+        )
     if args.plain_cbc:
         _, codes = np.unique(domain, return_inverse=True)
         seconds, objective, status = plain_cbc(normalise(big_u), big.cost, codes, 0.2 * big.cost.sum())
-        print(f"{'plain pulp/CBC 5 domains':24} {seconds:7.2f} s  {status}  objective {objective:.4f} (ours {found['paper, + 5 domains'].objective:.4f})")
+        print(
+            f"{'plain pulp/CBC 5 domains':24} {seconds:7.2f} s  {status}  objective {objective:.4f} (ours {found['paper, + 5 domains'].objective:.4f})"
+        )
     if args.peer_large:
         theirs = peer_costaware(big_u, big.cost, [0.2 * float(big.cost.sum())])[0]
         idx = np.array(theirs["indices"], dtype=int)
-        print(f"{'peer costaware (plain)':24} {theirs['seconds']:7.2f} s  items {len(idx)}  objective {normalise(big_u)[idx].sum():.4f}")
+        print(
+            f"{'peer costaware (plain)':24} {theirs['seconds']:7.2f} s  items {len(idx)}  objective {normalise(big_u)[idx].sum():.4f}"
+        )
     if args.real:
         real_campaigns()
 
@@ -146,18 +166,24 @@ def real_campaigns() -> None:
     cases = {
         "WMT22 zh-en": (lambda: load(mtme, campaign="wmt22/zh-en", human="mqm"), "metricx_xxl_MQM_2020"),
         "WMT23 zh-en": (lambda: load(mtme, campaign="wmt23/zh-en", human="mqm"), "MetricX-23-c"),
-        "WMT23 en-de, ESA seconds": (lambda: annotation_cost(load(mtme, campaign="wmt23/en-de", human="mqm"),
-                                                             raw / "wmt23-esa-campaign"), "MetricX-23-c"),
+        "WMT23 en-de, ESA seconds": (
+            lambda: annotation_cost(load(mtme, campaign="wmt23/en-de", human="mqm"), raw / "wmt23-esa-campaign"),
+            "MetricX-23-c",
+        ),
     }
     print("\n== rank-length on real campaigns, budgets 5%..50% of the cost ==")
     for name, (loader, metric) in cases.items():
         campaign = loader()
         for method in ("metric_avg", "metric_var", "metric_cons"):
             utility = compute_utility(campaign, method, score=metric)
-            sels = [select_subset(utility, cost=campaign.cost, proportion=p, length=source_length(campaign.src))
-                    for p in np.arange(1, 11) / 20]
-            print(f"{name:26} {method:11} max {max(s.seconds for s in sels):.2f} s  {sorted({s.status for s in sels})}"
-                  f"  max gap {max(s.gap for s in sels):.1e}")
+            sels = [
+                select_subset(utility, cost=campaign.cost, proportion=p, length=source_length(campaign.src))
+                for p in np.arange(1, 11) / 20
+            ]
+            print(
+                f"{name:26} {method:11} max {max(s.seconds for s in sels):.2f} s  {sorted({s.status for s in sels})}"
+                f"  max gap {max(s.gap for s in sels):.1e}"
+            )
 
 
 if __name__ == "__main__":

@@ -67,11 +67,20 @@ def write_data(args: argparse.Namespace, folder: Path) -> tuple[Path, Path, str,
     ours, theirs = folder / "items.jsonl", folder / "items.json"
     write_jsonl(campaign, ours)
     human, scores = campaign.score("human"), campaign.score(metric)
-    theirs.write_text(json.dumps([
-        {"src": campaign.src[i], "scores": {s: {"human": float(human[i, j]), metric: float(scores[i, j])}
-                                            for j, s in enumerate(campaign.systems)}}
-        for i in range(len(campaign))
-    ]))
+    theirs.write_text(
+        json.dumps(
+            [
+                {
+                    "src": campaign.src[i],
+                    "scores": {
+                        s: {"human": float(human[i, j]), metric: float(scores[i, j])}
+                        for j, s in enumerate(campaign.systems)
+                    },
+                }
+                for i in range(len(campaign))
+            ]
+        )
+    )
     return ours, theirs, metric, f"{what}, {len(campaign)} items × {len(campaign.systems)} systems"
 
 
@@ -88,8 +97,15 @@ def run_process(argv: list[str], *, tree: Path | None = None) -> float:
 def import_seconds(argv: list[str], tree: Path) -> float:
     """Seconds the process spent importing (``-X importtime``: the sum of the top-level cumulative times)."""
     env = {**os.environ, **ONE_THREAD, "PYTHONPATH": os.pathsep.join([str(tree), os.environ.get("PYTHONPATH", "")])}
-    err = subprocess.run([argv[0], "-X", "importtime", *argv[1:]], check=True, env=env, cwd=tree,
-                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True).stderr
+    err = subprocess.run(
+        [argv[0], "-X", "importtime", *argv[1:]],
+        check=True,
+        env=env,
+        cwd=tree,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    ).stderr
     total = 0
     for line in err.splitlines():
         if line.startswith("import time:") and "|" in line:
@@ -101,12 +117,14 @@ def import_seconds(argv: list[str], tree: Path) -> float:
 
 def _commit(revision: str = "HEAD") -> str:
     """The short commit of ``revision`` in this repository (``+ changes`` for a working tree with uncommitted ones)."""
-    head = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", revision], capture_output=True, text=True,
-                          check=True).stdout.strip()
+    head = subprocess.run(
+        ["git", "-C", str(REPO), "rev-parse", "--short", revision], capture_output=True, text=True, check=True
+    ).stdout.strip()
     if revision != "HEAD":
         return head
-    dirty = subprocess.run(["git", "-C", str(REPO), "status", "--porcelain", "--untracked-files=no"],
-                           capture_output=True, text=True).stdout.strip()
+    dirty = subprocess.run(
+        ["git", "-C", str(REPO), "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True
+    ).stdout.strip()
     return head + (" + changes" if dirty else "")
 
 
@@ -129,8 +147,9 @@ def main() -> None:
     parser.add_argument("--before", metavar="REV", help="also time precomet at this git revision (e.g. main)")
     parser.add_argument("--out", type=Path, default=RESULTS / "startup.md")
     args = parser.parse_args()
-    peer = subprocess.run(["bash", str(REPO / "benchmarks" / "peer_env.sh")], capture_output=True, text=True,
-                          check=True).stdout.strip()
+    peer = subprocess.run(
+        ["bash", str(REPO / "benchmarks" / "peer_env.sh")], capture_output=True, text=True, check=True
+    ).stdout.strip()
     with tempfile.TemporaryDirectory() as tmp:
         trees = {"precomet": REPO}
         commits = {"precomet": _commit()}
@@ -139,14 +158,30 @@ def main() -> None:
             commits["precomet before"] = _commit(args.before)
         ours_data, peer_data, metric, what = write_data(args, Path(tmp))
         out_json = str(Path(tmp, "ours.json"))
-        bench = [sys.executable, "-m", "precomet", "benchmark", "--data", str(ours_data), "--methods",
-                 ",".join(METHODS), "--metric", metric, "--seeds", str(args.seeds), "--no-oracle", "--json", out_json]
+        bench = [
+            sys.executable,
+            "-m",
+            "precomet",
+            "benchmark",
+            "--data",
+            str(ours_data),
+            "--methods",
+            ",".join(METHODS),
+            "--metric",
+            metric,
+            "--seeds",
+            str(args.seeds),
+            "--no-oracle",
+            "--json",
+            out_json,
+        ]
         peer_argv = [peer, "-c", PEER_SCRIPT, str(peer_data), metric, str(args.seeds), str(Path(tmp, "peer.json"))]
-        light = {"python -c pass": [sys.executable, "-c", "pass"],
-                 "python -c 'import numpy'": [sys.executable, "-c", "import numpy"],
-                 "precomet --help": [sys.executable, "-m", "precomet", "--help"],
-                 "precomet info --data items.jsonl": [sys.executable, "-m", "precomet", "info", "--data",
-                                                      str(ours_data)]}
+        light = {
+            "python -c pass": [sys.executable, "-c", "pass"],
+            "python -c 'import numpy'": [sys.executable, "-c", "import numpy"],
+            "precomet --help": [sys.executable, "-m", "precomet", "--help"],
+            "precomet info --data items.jsonl": [sys.executable, "-m", "precomet", "info", "--data", str(ours_data)],
+        }
         runs: dict[str, list[float]] = {name: [] for name in [*trees, "subset2evaluate"]}
         light_runs: dict[tuple[str, str], list[float]] = {}
         for repeat in range(args.repeats):
@@ -157,28 +192,39 @@ def main() -> None:
             for name, tree in trees.items():
                 for label, argv in light.items():
                     light_runs.setdefault((name, label), []).append(run_process(argv, tree=tree))
-        imports = {name: statistics.median(import_seconds(bench, tree) for _ in range(args.repeats))
-                   for name, tree in trees.items()}
+        imports = {
+            name: statistics.median(import_seconds(bench, tree) for _ in range(args.repeats))
+            for name, tree in trees.items()
+        }
         ours_json = json.loads(Path(out_json).read_text())
         peer_json = json.loads(Path(tmp, "peer.json").read_text())
     median = {name: statistics.median(times) for name, times in runs.items()}
     ratio = median["subset2evaluate"] / median["precomet"]
     data = f"--campaign {args.campaign}" if args.campaign else f"--items {args.items} --systems {args.systems}"
-    command = (f"`PYTHONPATH=. .venv/bin/python benchmarks/bench_startup.py {data} --seeds {args.seeds}"
-               f" --repeats {args.repeats}" + (f" --before {args.before}" if args.before else "") + "`")
+    command = (
+        f"`PYTHONPATH=. .venv/bin/python benchmarks/bench_startup.py {data} --seeds {args.seeds}"
+        f" --repeats {args.repeats}" + (f" --before {args.before}" if args.before else "") + "`"
+    )
     before = f"; before ({commits['precomet before']}): " if args.before else ""
     lines = [
-        f"# Whole-process time: precomet benchmark vs subset2evaluate 1.0.27 ({args.seeds} random seeds)", "",
-        f"Command: {command}", "",
+        f"# Whole-process time: precomet benchmark vs subset2evaluate 1.0.27 ({args.seeds} random seeds)",
+        "",
+        f"Command: {command}",
+        "",
         f"Data: {what}. precomet: `precomet benchmark --data items.jsonl --methods {','.join(METHODS)}"
         f" --metric {metric} --seeds {args.seeds} --no-oracle --json out.json` (also searches each method's parity"
         f" budget); peer: one `python` process running `select_subset.basic` + `eval_spa` + `eval_clucor` for the"
         f" same 3 methods and {args.seeds} random seeds (10 budgets 5–50 %). One BLAS thread on both sides; runs"
-        " alternate. Source trees: " + ", ".join(f"{name} = {commit}" for name, commit in commits.items()) + ".", "",
-        "| run | " + " | ".join(runs) + " |", "|---" * (1 + len(runs)) + "|",
-        *[f"| {r + 1} | " + " | ".join(f"{times[r]:.2f} s" for times in runs.values()) + " |"
-          for r in range(args.repeats)],
-        "| **median** | " + " | ".join(f"**{median[name]:.2f} s**" for name in runs) + " |", "",
+        " alternate. Source trees: " + ", ".join(f"{name} = {commit}" for name, commit in commits.items()) + ".",
+        "",
+        "| run | " + " | ".join(runs) + " |",
+        "|---" * (1 + len(runs)) + "|",
+        *[
+            f"| {r + 1} | " + " | ".join(f"{times[r]:.2f} s" for times in runs.values()) + " |"
+            for r in range(args.repeats)
+        ],
+        "| **median** | " + " | ".join(f"**{median[name]:.2f} s**" for name in runs) + " |",
+        "",
         f"- **whole-process speed-up vs subset2evaluate: {ratio:.0f}×** (median over median)"
         + (f"{before}{median['subset2evaluate'] / median['precomet before']:.0f}×" if args.before else ""),
         "- importing on the `precomet benchmark` path (`-X importtime`, sum of the top-level cumulative times, median"
@@ -187,19 +233,27 @@ def main() -> None:
         f"- the rest of the precomet process — reading the items, the random baseline, the methods with their parity"
         f" search, writing the JSON — takes {median['precomet'] - imports['precomet']:.2f} s (whole minus imports):"
         " what is left is the meta-evaluation itself (benchmarks/results/metaeval_speed.md)",
-        "- mean SPA over budgets, ours / peer: " + ", ".join(
-            f"{m} {ours_json['methods'][m]['spa']:.4f} / {peer_json[m][0]:.4f}" for m in METHODS)
+        "- mean SPA over budgets, ours / peer: "
+        + ", ".join(f"{m} {ours_json['methods'][m]['spa']:.4f} / {peer_json[m][0]:.4f}" for m in METHODS)
         + f", random {ours_json['random']['spa']:.4f} / {peer_json['random'][0]:.4f} (same utilities for avg/var;"
-        " our MetricCons is Spearman, the peer's Kendall; different random draws)", "",
+        " our MetricCons is Spearman, the peer's Kendall; different random draws)",
+        "",
         "What keeps the start short: scipy.stats is not imported (average ranks in numpy, `precomet.stats`; the"
         " t quantile from scipy.special), nor scipy.sparse/cluster, sklearn, torch, transformers, Lightning,"
         " matplotlib, pulp, sacrebleu, pyro, py-irt, datasets, pyarrow, tqdm (bars off: no tqdm import) or yaml"
         " (`cli.main` imports only the module of the command it runs); tests/unit/test_imports.py guards this."
-        " scipy.special (Wilcoxon normal tail, t quantile) and numpy remain.", "",
-        "Start-up of light commands (median of the same runs):", "",
-        "| command | " + " | ".join(trees) + " |", "|---" * (1 + len(trees)) + "|",
-        *[f"| `{label}` | " + " | ".join(f"{statistics.median(light_runs[name, label]):.2f} s" for name in trees)
-          + " |" for label in light],
+        " scipy.special (Wilcoxon normal tail, t quantile) and numpy remain.",
+        "",
+        "Start-up of light commands (median of the same runs):",
+        "",
+        "| command | " + " | ".join(trees) + " |",
+        "|---" * (1 + len(trees)) + "|",
+        *[
+            f"| `{label}` | "
+            + " | ".join(f"{statistics.median(light_runs[name, label]):.2f} s" for name in trees)
+            + " |"
+            for label in light
+        ],
     ]
     print("\n".join(lines))
     args.out.write_text("\n".join(lines) + "\n", encoding="utf-8")

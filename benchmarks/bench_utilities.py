@@ -21,8 +21,8 @@ import time
 from pathlib import Path
 
 import numpy as np
-
 from paths import RAW, REPO  # benchmarks/paths.py (the script's folder is on sys.path)
+
 sys.path.insert(0, str(REPO))
 
 from precomet.campaign import HUMAN, Campaign  # noqa: E402
@@ -59,10 +59,15 @@ def part_speed() -> None:
     campaign = synthetic(50_000, 15)
     print("## 50,000 items × 15 systems (synthetic)\n\n| utility | seconds |\n|---|---|")
     runs = [
-        ("metric_avg", {}), ("metric_var", {}), ("metric_cons", {"correlation": "spearman"}),
-        ("metric_cons", {"correlation": "kendall"}), ("metric_cons", {"correlation": "pairwise"}),
-        ("random", {}), ("mixture", {"weights": {"metric_var": 1, "metric_cons": 1}}),
-        ("diversity", {"similarity": "unigram"}), ("diversity", {"similarity": "bleu"}),
+        ("metric_avg", {}),
+        ("metric_var", {}),
+        ("metric_cons", {"correlation": "spearman"}),
+        ("metric_cons", {"correlation": "kendall"}),
+        ("metric_cons", {"correlation": "pairwise"}),
+        ("random", {}),
+        ("mixture", {"weights": {"metric_var": 1, "metric_cons": 1}}),
+        ("diversity", {"similarity": "unigram"}),
+        ("diversity", {"similarity": "bleu"}),
     ]
     for method, options in runs:
         seconds, _ = timed(lambda: compute_utility(campaign, method, score="m", options=options))
@@ -108,14 +113,25 @@ def part_real(names: list[str]) -> None:
         for score in [name for name in ("MetricX-23-c", HUMAN) if name in campaign.scores]:
             ref = compute_utility(campaign, "metric_var", score=score)
             for method, options, budget in (
-                ("metric_avg", {}, None), ("metric_var", {}, None), ("metric_cons", {}, None),
-                ("irt_diffdisc", {"epochs": 500}, None), ("irt_fic", {"epochs": 500}, None),
+                ("metric_avg", {}, None),
+                ("metric_var", {}, None),
+                ("metric_cons", {}, None),
+                ("irt_diffdisc", {"epochs": 500}, None),
+                ("irt_fic", {"epochs": 500}, None),
             ):
-                seconds, u = timed(lambda: compute_utility(campaign, method, score=score, budget=budget, options=options))
+                seconds, u = timed(
+                    lambda: compute_utility(campaign, method, score=score, budget=budget, options=options)
+                )
                 print(f"| {campaign.name} | {score} | {method} | {seconds:.2f} | {spearmanr(u, ref).statistic:.2f} |")
-        for method, options, budget in (("diversity", {"similarity": "embedding"}, None), ("diversity", {"similarity": "chrf"}, None), ("kmeans", {}, 50)):
+        for method, options, budget in (
+            ("diversity", {"similarity": "embedding"}, None),
+            ("diversity", {"similarity": "chrf"}, None),
+            ("kmeans", {}, 50),
+        ):
             seconds, u = timed(lambda: compute_utility(campaign, method, budget=budget, options=options))
-            print(f"| {campaign.name} | - | {method} {options} | {seconds:.2f} | {spearmanr(u, compute_utility(campaign, 'metric_var', score=HUMAN)).statistic:.2f} |")
+            print(
+                f"| {campaign.name} | - | {method} {options} | {seconds:.2f} | {spearmanr(u, compute_utility(campaign, 'metric_var', score=HUMAN)).statistic:.2f} |"
+            )
 
 
 def main() -> None:

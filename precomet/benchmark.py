@@ -75,7 +75,12 @@ def top_k(utility: np.ndarray, k: int) -> np.ndarray:
 
 
 def make_selector(
-    campaign: Campaign, *, budget_cost: bool = False, balance: str | None = None, level: str = "item", time_limit: float = 10.0,
+    campaign: Campaign,
+    *,
+    budget_cost: bool = False,
+    balance: str | None = None,
+    level: str = "item",
+    time_limit: float = 10.0,
     cost_objective: str = DEFAULT_COST_OBJECTIVE,
 ) -> Select | None:
     """``select(utility, prop) -> positions`` through the subset builder (:func:`precomet.select.select_subset`)
@@ -126,7 +131,12 @@ def make_selector(
 
 
 def evaluate_props(
-    ref: Reference, select: Select | None, utility: np.ndarray, props: Sequence[float], *, measures: Sequence[str] = BENCH_MEASURES
+    ref: Reference,
+    select: Select | None,
+    utility: np.ndarray,
+    props: Sequence[float],
+    *,
+    measures: Sequence[str] = BENCH_MEASURES,
 ) -> list[dict[str, float]]:
     """Meta-evaluate the subset ``utility`` selects at every budget proportion (in the order given)."""
     if select is not None:
@@ -159,7 +169,12 @@ def ci90(values: Sequence[float], *, of_mean: bool = False) -> tuple[float, floa
 
 
 def random_baseline(
-    ref: Reference, select: Select | None, props: Sequence[float], *, seeds: int = 100, seed: int = 0,
+    ref: Reference,
+    select: Select | None,
+    props: Sequence[float],
+    *,
+    seeds: int = 100,
+    seed: int = 0,
     tick: Callable[[], None] = lambda: None,
 ) -> dict[str, Any]:
     """Random selection with ``seeds`` seeds: per-prop means and 90 % intervals of SPA, clusters, Kendall."""
@@ -171,8 +186,10 @@ def random_baseline(
         sizes = np.array([budget_items(prop, len(ref)) for prop in props])
         by_size = np.argsort(sizes, kind="stable")
         for start in range(0, seeds, _SEED_BATCH):
-            orders = [top_k(u, int(sizes.max())) for u in utilities[start:start + _SEED_BATCH]]
-            runs[start:start + _SEED_BATCH, by_size] = evaluate_orderings(ref, orders, sizes[by_size].tolist(), measures=BENCH_MEASURES)
+            orders = [top_k(u, int(sizes.max())) for u in utilities[start : start + _SEED_BATCH]]
+            runs[start : start + _SEED_BATCH, by_size] = evaluate_orderings(
+                ref, orders, sizes[by_size].tolist(), measures=BENCH_MEASURES
+            )
             for _ in range(len(orders) * len(props)):
                 tick()
     else:
@@ -182,11 +199,15 @@ def random_baseline(
                 tick()
     spa, clu, cor = (runs[:, :, k] for k in range(3))
     return {
-        "spa": float(spa.mean()), "spa_by_prop": spa.mean(axis=0).tolist(),
+        "spa": float(spa.mean()),
+        "spa_by_prop": spa.mean(axis=0).tolist(),
         "spa_ci90_by_prop": [list(ci90(spa[:, q])) for q in range(len(props))],
-        "clusters": float(clu.mean()), "clusters_by_prop": clu.mean(axis=0).tolist(),
+        "clusters": float(clu.mean()),
+        "clusters_by_prop": clu.mean(axis=0).tolist(),
         "clusters_ci90_by_prop": [list(ci90(clu[:, q])) for q in range(len(props))],
-        "corr": float(cor.mean()), "corr_by_prop": cor.mean(axis=0).tolist(), "seeds": seeds,
+        "corr": float(cor.mean()),
+        "corr_by_prop": cor.mean(axis=0).tolist(),
+        "seeds": seeds,
     }
 
 
@@ -195,7 +216,9 @@ def coarse_grid(n_items: int, *, grid: int = 32, start: int = 2) -> np.ndarray:
     return np.unique(np.linspace(start, n_items, max(2, grid)).round().astype(int))
 
 
-def parity_search(spa_at: Callable[[int], float], target: float, *, n_items: int, grid: int = 32, start: int = 2) -> int:
+def parity_search(
+    spa_at: Callable[[int], float], target: float, *, n_items: int, grid: int = 32, start: int = 2
+) -> int:
     """Smallest grid position ``g`` (budget proportion ``g / n_items``) with ``spa_at(g) ≥ target``.
 
     A coarse pass over ``grid`` evenly spaced positions finds the first one that reaches the target, then
@@ -218,8 +241,14 @@ def parity_search(spa_at: Callable[[int], float], target: float, *, n_items: int
     return n_items
 
 
-def parity_searches(spa_of: Callable[[list[int]], list[float]], targets: Sequence[float], *, n_items: int,
-                    grid: int = 32, start: int = 2) -> list[int]:
+def parity_searches(
+    spa_of: Callable[[list[int]], list[float]],
+    targets: Sequence[float],
+    *,
+    n_items: int,
+    grid: int = 32,
+    start: int = 2,
+) -> list[int]:
     """:func:`parity_search` for several targets in lockstep, for an ``spa_of(positions)`` that evaluates many
     positions at once (nested top-k prefixes: one batched call): the whole coarse grid in one call, then each
     bisection round's midpoints of all targets in one call. Same answers as :func:`parity_search` per target."""
@@ -234,8 +263,11 @@ def parity_searches(spa_of: Callable[[list[int]], list[float]], targets: Sequenc
         else:
             brackets.append([coarse[reached[0] - 1] if reached[0] > 0 else start - 1, coarse[reached[0]]])
     while True:
-        open_brackets = [(target, bracket) for target, bracket in zip(targets, brackets)
-                         if bracket is not None and bracket[1] - bracket[0] > 1]
+        open_brackets = [
+            (target, bracket)
+            for target, bracket in zip(targets, brackets)
+            if bracket is not None and bracket[1] - bracket[0] > 1
+        ]
         if not open_brackets:
             return [n_items if bracket is None else bracket[1] for bracket in brackets]
         mids = sorted({(lo + hi) // 2 for _, (lo, hi) in open_brackets})
@@ -280,24 +312,38 @@ def run_benchmark(
     external = {name: _check_external(campaign, name, values) for name, values in (external or {}).items()}
     specs = _method_specs(methods, external)
     if len(campaign.systems) < 2:
-        raise PrecometError(f"campaign {campaign.name!r}: benchmarking needs at least 2 systems, got {len(campaign.systems)}")
+        raise PrecometError(
+            f"campaign {campaign.name!r}: benchmarking needs at least 2 systems, got {len(campaign.systems)}"
+        )
     small = [p for p in props if budget_items(p, len(campaign)) < 2]
     if small:
-        raise PrecometError(f"budget proportion(s) {small} give fewer than 2 of {len(campaign)} items;"
-                            " use larger proportions (props=...)")
+        raise PrecometError(
+            f"budget proportion(s) {small} give fewer than 2 of {len(campaign)} items;"
+            " use larger proportions (props=...)"
+        )
     if any(spec.needs_score for spec in specs.values()) and metric is None:
         available = sorted(set(campaign.scores) - {score})
         raise PrecometError(f"choose the metric the utilities use (metric=NAME); available: {available}")
     if metric is not None:
         campaign.score(metric)  # fails early, listing the valid names
     ref = full_reference(campaign, score=score, permutations=permutations, seed=seed)
-    select = make_selector(campaign, budget_cost=budget_cost, balance=balance, level=level, time_limit=time_limit,
-                           cost_objective=cost_objective)
+    select = make_selector(
+        campaign,
+        budget_cost=budget_cost,
+        balance=balance,
+        level=level,
+        time_limit=time_limit,
+        cost_objective=cost_objective,
+    )
     steps = (seeds + len(specs) + len(external) + int(oracle)) * len(props)
     bar = progress_bar(total=steps, desc=f"benchmark {campaign.name}", enabled=progress)
     started = time.perf_counter()
     # random under a cost budget, quotas or documents: a random subset that fits (not a knapsack over noise)
-    random_select = None if select is None else make_random_selector(campaign, budget_cost=budget_cost, balance=balance, level=level)
+    random_select = (
+        None
+        if select is None
+        else make_random_selector(campaign, budget_cost=budget_cost, balance=balance, level=level)
+    )
     random = random_baseline(ref, random_select, props, seeds=seeds, seed=seed, tick=lambda: bar.update())
     random["seconds"] = time.perf_counter() - started
     results = {}
@@ -308,29 +354,62 @@ def run_benchmark(
             utility_at = _constant(external[name])
         else:
             utility_at = _utility_at(campaign, name, needs_budget, metric, seed, (method_options or {}).get(name))
-        results[name] = _evaluate_method(ref, select, utility_at, needs_budget, props, random["spa_by_prop"], campaign, budget_cost, parity_grid, bar)
+        results[name] = _evaluate_method(
+            ref, select, utility_at, needs_budget, props, random["spa_by_prop"], campaign, budget_cost, parity_grid, bar
+        )
         results[name]["seconds"] = time.perf_counter() - started
     headroom = None
     if oracle:
-        headroom = _evaluate_oracle(ref, select, props, random["spa_by_prop"], campaign, budget_cost, parity_grid, bar,
-                                    candidates=oracle_candidates, step=oracle_step, seed=seed)
+        headroom = _evaluate_oracle(
+            ref,
+            select,
+            props,
+            random["spa_by_prop"],
+            campaign,
+            budget_cost,
+            parity_grid,
+            bar,
+            candidates=oracle_candidates,
+            step=oracle_step,
+            seed=seed,
+        )
     bar.close()
     return {
-        "campaign": campaign.name, "items": len(campaign), "systems": list(campaign.systems),
-        "props": props, "budgets": [budget_value(campaign, p, budget_cost=budget_cost) for p in props],
-        "random": random, "methods": results, **({"oracle": headroom} if oracle else {}),
+        "campaign": campaign.name,
+        "items": len(campaign),
+        "systems": list(campaign.systems),
+        "props": props,
+        "budgets": [budget_value(campaign, p, budget_cost=budget_cost) for p in props],
+        "random": random,
+        "methods": results,
+        **({"oracle": headroom} if oracle else {}),
         "signature": signature(
-            "precomet benchmark", campaign=campaign, seed=seed, methods=[*specs, *external], metric=metric,
-            score=score, props=props, seeds=seeds, budget_cost=budget_cost,
-            cost_objective=cost_objective if budget_cost else None, balance=balance, level=level,
-            permutations=permutations, parity_grid=parity_grid, method_options=method_options,
-            time_limit=time_limit, oracle=oracle, oracle_candidates=oracle_candidates if oracle else None,
+            "precomet benchmark",
+            campaign=campaign,
+            seed=seed,
+            methods=[*specs, *external],
+            metric=metric,
+            score=score,
+            props=props,
+            seeds=seeds,
+            budget_cost=budget_cost,
+            cost_objective=cost_objective if budget_cost else None,
+            balance=balance,
+            level=level,
+            permutations=permutations,
+            parity_grid=parity_grid,
+            method_options=method_options,
+            time_limit=time_limit,
+            oracle=oracle,
+            oracle_candidates=oracle_candidates if oracle else None,
             oracle_step=oracle_step if oracle else None,
         ),
     }
 
 
-def _evaluate_oracle(ref, select, props, random_spa, campaign, budget_cost, grid, bar, *, candidates, step, seed) -> dict[str, Any]:
+def _evaluate_oracle(
+    ref, select, props, random_spa, campaign, budget_cost, grid, bar, *, candidates, step, seed
+) -> dict[str, Any]:
     """The headroom row: the greedy oracle's order (:func:`precomet.oracle.greedy_oracle_order`) evaluated like a
     method (its prefixes; through the subset builder as utilities when budgets are in cost, quotas or documents)."""
     from precomet.oracle import ORACLE_DESCRIPTION, greedy_oracle_order, oracle_utility
@@ -338,28 +417,39 @@ def _evaluate_oracle(ref, select, props, random_spa, campaign, budget_cost, grid
     started = time.perf_counter()
     utility = oracle_utility(greedy_oracle_order(ref, candidates=candidates, step=step, seed=seed))
     row = _evaluate_method(ref, select, _constant(utility), False, props, random_spa, campaign, budget_cost, grid, bar)
-    row.update(usable=False, uses=ref.score, candidates=candidates, step=step,
-               description=ORACLE_DESCRIPTION.format(step=step, candidates=candidates),
-               seconds=time.perf_counter() - started)
+    row.update(
+        usable=False,
+        uses=ref.score,
+        candidates=candidates,
+        step=step,
+        description=ORACLE_DESCRIPTION.format(step=step, candidates=candidates),
+        seconds=time.perf_counter() - started,
+    )
     return row
 
 
 def _method_specs(methods: Sequence[str], external: Mapping[str, np.ndarray]) -> dict[str, Any]:
     names = list(methods)
     if not names and not external:
-        raise PrecometError("nothing to benchmark: give utility methods (methods=...)"
-                            " and/or external utilities (external={NAME: utilities})")
+        raise PrecometError(
+            "nothing to benchmark: give utility methods (methods=...)"
+            " and/or external utilities (external={NAME: utilities})"
+        )
     clash = sorted(set(names) & set(external))
     if clash or len(set(names)) != len(names):
-        raise PrecometError(f"method names must be unique; repeated: {clash or sorted({m for m in names if names.count(m) > 1})}")
+        raise PrecometError(
+            f"method names must be unique; repeated: {clash or sorted({m for m in names if names.count(m) > 1})}"
+        )
     if not names:
         return {}
     from precomet.utilities import UTILITY_METHODS
 
     unknown = [m for m in names if m not in UTILITY_METHODS]
     if unknown:
-        raise PrecometError(f"unknown method(s) {unknown}; valid: {', '.join(UTILITY_METHODS)}"
-                            " (or external utilities: external={NAME: utilities})")
+        raise PrecometError(
+            f"unknown method(s) {unknown}; valid: {', '.join(UTILITY_METHODS)}"
+            " (or external utilities: external={NAME: utilities})"
+        )
     return {m: UTILITY_METHODS[m] for m in names}
 
 
@@ -369,7 +459,9 @@ def _check_external(campaign: Campaign, name: str, values: Any) -> np.ndarray:
         raise PrecometError(f"scores {name!r}: expected {len(campaign)} utilities, got shape {values.shape}")
     bad = np.flatnonzero(~np.isfinite(values))
     if len(bad):
-        raise PrecometError(f"scores {name!r}: utility of item {campaign.ids[bad[0]]!r} is not finite ({len(bad)} item(s))")
+        raise PrecometError(
+            f"scores {name!r}: utility of item {campaign.ids[bad[0]]!r} is not finite ({len(bad)} item(s))"
+        )
     return values
 
 
@@ -386,13 +478,17 @@ def _utility_at(campaign, name, needs_budget, metric, seed, options) -> Callable
     def at(k: int) -> np.ndarray:
         key = k if needs_budget else 0
         if key not in cache:
-            cache[key] = compute_utility(campaign, name, score=metric, budget=k if needs_budget else None, seed=seed, options=options)
+            cache[key] = compute_utility(
+                campaign, name, score=metric, budget=k if needs_budget else None, seed=seed, options=options
+            )
         return cache[key]
 
     return at
 
 
-def _evaluate_method(ref, select, utility_at, needs_budget, props, random_spa, campaign, budget_cost, grid, bar) -> dict[str, Any]:
+def _evaluate_method(
+    ref, select, utility_at, needs_budget, props, random_spa, campaign, budget_cost, grid, bar
+) -> dict[str, Any]:
     n = len(campaign)
     memo: dict[int, float] = {}
 
@@ -419,13 +515,19 @@ def _evaluate_method(ref, select, utility_at, needs_budget, props, random_spa, c
         positions = parity_searches(spa_of, random_spa, n_items=n, grid=grid)
     else:
         positions = [parity_search(spa_at, target, n_items=n, grid=grid) for target in random_spa]
-    parity = [budget_value(campaign, g / n, budget_cost=budget_cost)
-              / budget_value(campaign, prop, budget_cost=budget_cost) for prop, g in zip(props, positions)]
+    parity = [
+        budget_value(campaign, g / n, budget_cost=budget_cost) / budget_value(campaign, prop, budget_cost=budget_cost)
+        for prop, g in zip(props, positions)
+    ]
     return {
-        "spa": float(rows[:, 0].mean()), "spa_by_prop": rows[:, 0].tolist(),
-        "clusters": float(rows[:, 1].mean()), "clusters_by_prop": rows[:, 1].tolist(),
-        "corr": float(rows[:, 2].mean()), "corr_by_prop": rows[:, 2].tolist(),
-        "parity": float(np.mean(parity)), "parity_by_prop": parity,
+        "spa": float(rows[:, 0].mean()),
+        "spa_by_prop": rows[:, 0].tolist(),
+        "clusters": float(rows[:, 1].mean()),
+        "clusters_by_prop": rows[:, 1].tolist(),
+        "corr": float(rows[:, 2].mean()),
+        "corr_by_prop": rows[:, 2].tolist(),
+        "parity": float(np.mean(parity)),
+        "parity_by_prop": parity,
     }
 
 
@@ -435,12 +537,18 @@ def summary_table(result: Mapping[str, Any]) -> str:
     width = max(20, *(len(name) + 1 for name in result["methods"]))
     lines = [f"{'method':<{width}} {'SPA':>7} {'clusters':>8} {'kendall':>8} {'parity':>7} {'seconds':>8}"]
     r = result["random"]
-    lines.append(f"{'random':<{width}} {r['spa']:>7.2%} {r['clusters']:>8.2f} {r['corr']:>8.3f} {'':>7} {r['seconds']:>8.1f}")
+    lines.append(
+        f"{'random':<{width}} {r['spa']:>7.2%} {r['clusters']:>8.2f} {r['corr']:>8.3f} {'':>7} {r['seconds']:>8.1f}"
+    )
     for name, m in result["methods"].items():
-        lines.append(f"{name:<{width}} {m['spa']:>7.2%} {m['clusters']:>8.2f} {m['corr']:>8.3f} {m['parity']:>7.1%} {m['seconds']:>8.1f}")
+        lines.append(
+            f"{name:<{width}} {m['spa']:>7.2%} {m['clusters']:>8.2f} {m['corr']:>8.3f} {m['parity']:>7.1%} {m['seconds']:>8.1f}"
+        )
     if result.get("oracle"):
         m = result["oracle"]
-        lines.append(f"{'oracle (not usable)':<{width}} {m['spa']:>7.2%} {m['clusters']:>8.2f} {m['corr']:>8.3f} {m['parity']:>7.1%} {m['seconds']:>8.1f}")
+        lines.append(
+            f"{'oracle (not usable)':<{width}} {m['spa']:>7.2%} {m['clusters']:>8.2f} {m['corr']:>8.3f} {m['parity']:>7.1%} {m['seconds']:>8.1f}"
+        )
         lines.append(f"  {m['description']}")
     return "\n".join(lines)
 
@@ -455,20 +563,38 @@ def plot_benchmark(result: Mapping[str, Any], path: str | Path) -> None:
     ax_spa, ax_clu = fig.subplots(1, 2)
     rows = [(name, m, dict(marker="o", markersize=3), "") for name, m in result["methods"].items()]
     if result.get("oracle"):
-        rows.append(("oracle", result["oracle"], dict(color="black", linestyle=":", linewidth=1.2), " (human scores; not a selector)"))
+        rows.append(
+            (
+                "oracle",
+                result["oracle"],
+                dict(color="black", linestyle=":", linewidth=1.2),
+                " (human scores; not a selector)",
+            )
+        )
     for ax, key in ((ax_spa, "spa"), (ax_clu, "clusters")):
         scale = 100 if key == "spa" else 1
         band = np.asarray(random[f"{key}_ci90_by_prop"]) * scale
         ax.fill_between(x, band[:, 0], band[:, 1], color="0.8", alpha=0.6, linewidth=0)
-        ax.plot(x, np.asarray(random[f"{key}_by_prop"]) * scale, color="0.3", linestyle="--", label=f"Random {_mean(random, key)}")
+        ax.plot(
+            x,
+            np.asarray(random[f"{key}_by_prop"]) * scale,
+            color="0.3",
+            linestyle="--",
+            label=f"Random {_mean(random, key)}",
+        )
         for name, m, style, note in rows:
             ax.plot(x, np.asarray(m[f"{key}_by_prop"]) * scale, label=f"{name} {_mean(m, key)}{note}", **style)
-        ax.set_xlabel("budget (% of " + ("annotation cost" if result["signature"].get("budget_cost") else "items") + ")")
+        ax.set_xlabel(
+            "budget (% of " + ("annotation cost" if result["signature"].get("budget_cost") else "items") + ")"
+        )
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8, loc="lower right")
     ax_spa.set_ylabel("soft pairwise accuracy (%)")
     ax_clu.set_ylabel("cluster count")
-    fig.suptitle(f"{result['campaign']}: {result['items']} items × {len(result['systems'])} systems; random band = 90% t-interval ({random['seeds']} runs)", fontsize=10)
+    fig.suptitle(
+        f"{result['campaign']}: {result['items']} items × {len(result['systems'])} systems; random band = 90% t-interval ({random['seeds']} runs)",
+        fontsize=10,
+    )
     fig.tight_layout()
     fig.savefig(path, dpi=120)
 

@@ -225,7 +225,9 @@ class Campaign:
         idx = np.asarray(indices, dtype=int)
         bad = idx[(idx < 0) | (idx >= len(self))]
         if len(bad):
-            raise CampaignError(f"item index {int(bad[0])} out of range for campaign {self.name!r} of {len(self)} items")
+            raise CampaignError(
+                f"item index {int(bad[0])} out of range for campaign {self.name!r} of {len(self)} items"
+            )
         return replace(
             self,
             ids=self.ids[idx],
@@ -271,9 +273,19 @@ class Campaign:
 
     def _columns(self) -> dict[str, Any]:
         return dict(
-            ids=self.ids, src=self.src, systems=self.systems, outputs=self.outputs, scores=self.scores,
-            ref=self.ref, doc=self.doc, domain=self.domain, cost=self.cost, name=self.name, lp=self.lp,
-            protocol=self.protocol, info=self.info,
+            ids=self.ids,
+            src=self.src,
+            systems=self.systems,
+            outputs=self.outputs,
+            scores=self.scores,
+            ref=self.ref,
+            doc=self.doc,
+            domain=self.domain,
+            cost=self.cost,
+            name=self.name,
+            lp=self.lp,
+            protocol=self.protocol,
+            info=self.info,
         )
 
     # ------------------------------------------------------------------ item view
@@ -297,7 +309,14 @@ class Campaign:
         """A short content hash of everything a result can depend on (ids, texts, systems, outputs, documents,
         domains, scores, costs) for result signatures."""
         digest = hashlib.sha256()
-        texts = [self.ids, self.src, self.systems, self.doc, self.domain, *(self.outputs.get(s, ()) for s in self.systems)]
+        texts = [
+            self.ids,
+            self.src,
+            self.systems,
+            self.doc,
+            self.domain,
+            *(self.outputs.get(s, ()) for s in self.systems),
+        ]
         for column in texts + [() if self.ref is None else self.ref]:
             for value in column:
                 digest.update(b"\x00" if value is None else str(value).encode("utf-8"))
@@ -313,13 +332,16 @@ class Campaign:
         """A few human-readable lines: items, systems, score names, domains, documents, cost."""
         domains = ", ".join(f"{d} {c}" for d, c in zip(*np.unique(self.domain.astype(str), return_counts=True)))
         lines = [
-            f"campaign   {self.name}" + (f" ({self.lp})" if self.lp else "")
+            f"campaign   {self.name}"
+            + (f" ({self.lp})" if self.lp else "")
             + (f", human protocol {self.protocol}" if self.protocol else ""),
             f"items      {len(self)} in {len(set(self.doc))} documents; domains: {domains}",
             f"systems    {len(self.systems)}: {', '.join(self.systems)}",
             f"scores     {', '.join(self.score_names) or 'none'}",
             f"outputs    {'yes' if self.outputs else 'no'}; references {'yes' if self.ref is not None else 'no'}",
-            f"cost       total {self.cost.sum():.1f}, mean {self.cost.mean():.1f} per item" if len(self) else "cost       -",
+            f"cost       total {self.cost.sum():.1f}, mean {self.cost.mean():.1f} per item"
+            if len(self)
+            else "cost       -",
         ]
         lines += [f"note       {key}: {value}" for key, value in self.info.items()]
         return "\n".join(lines)

@@ -64,8 +64,13 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="precomet", description="Select the test items worth human evaluation.")
     parser.add_argument("--version", action="version", version=f"precomet {__version__}")
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress details")
-    parser.add_argument("--no-progress", dest="progress", action="store_const", const=False,
-                        help="no progress bars (default: shown when stderr is a terminal, unless PRECOMET_PROGRESS=0)")
+    parser.add_argument(
+        "--no-progress",
+        dest="progress",
+        action="store_const",
+        const=False,
+        help="no progress bars (default: shown when stderr is a terminal, unless PRECOMET_PROGRESS=0)",
+    )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, module_name in COMMANDS.items():
         if only is not None and name != only:
@@ -91,8 +96,9 @@ def _command_settings(*, verbose: bool, progress: bool | None) -> Iterator[None]
     ``main`` called in-process (tests, notebooks) leaves the caller's logging and warnings as they were."""
     root = logging.getLogger()
     handlers, level = list(root.handlers), root.level
-    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING,
-                        format="%(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.INFO if verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s"
+    )
     try:
         with warnings.catch_warnings(), progress_setting(progress):
             if not verbose:  # third-party deprecation notices are for developers, not for users of the CLI

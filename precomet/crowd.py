@@ -44,7 +44,9 @@ SYSTEM_FREE = frozenset({"kmeans", "random"})
 def draw_crowds(systems: Sequence[str], *, k: int, runs: int, seed: int = 0) -> list[tuple[str, ...]]:
     """``runs`` crowds of ``k`` distinct systems each (campaign order inside a crowd)."""
     if not 1 <= k <= len(systems) - 2:
-        raise PrecometError(f"crowd size must be in 1..{len(systems) - 2} (at least 2 systems must remain to evaluate on), got {k}")
+        raise PrecometError(
+            f"crowd size must be in 1..{len(systems) - 2} (at least 2 systems must remain to evaluate on), got {k}"
+        )
     if runs < 1:
         raise PrecometError(f"crowd runs must be at least 1, got {runs}")
     out = []
@@ -102,8 +104,9 @@ def run_crowd_benchmark(
         key = (method, None if method in SYSTEM_FREE else members, k)
         if key not in utilities:
             started = time.perf_counter()
-            utilities[key] = compute_utility(campaign, method, score=metric, systems=list(members), budget=k, seed=seed,
-                                             options=options.get(method))
+            utilities[key] = compute_utility(
+                campaign, method, score=metric, systems=list(members), budget=k, seed=seed, options=options.get(method)
+            )
             seconds[method] += time.perf_counter() - started
         return utilities[key]
 
@@ -115,30 +118,63 @@ def run_crowd_benchmark(
         rest = [s for s in campaign.systems if s not in members]
         matrix = np.asarray(campaign.score(score), dtype=float)[:, campaign.system_index(rest)]
         ref = reference_from_matrix(campaign, matrix, score=score, signs=signs, seed=seed, systems=rest)
-        values = evaluate_orderings(ref, random_orders, sorted_sizes, measures=BENCH_MEASURES)  # (seeds, props, measures)
+        values = evaluate_orderings(
+            ref, random_orders, sorted_sizes, measures=BENCH_MEASURES
+        )  # (seeds, props, measures)
         random_runs[r, by_size] = values.mean(axis=0)
         for m in names:
             if UTILITY_METHODS[m].needs_budget:  # one utility per budget (e.g. k-means with k = budget)
                 for q, k in enumerate(sizes):
                     u = utility(m, members, int(k))
-                    method_runs[m][r, q] = evaluate_orderings(ref, [top_k(u, int(k))], [int(k)], measures=BENCH_MEASURES)[0, 0]
+                    method_runs[m][r, q] = evaluate_orderings(
+                        ref, [top_k(u, int(k))], [int(k)], measures=BENCH_MEASURES
+                    )[0, 0]
             else:
                 u = utility(m, members, None)
                 if np.isnan(u).any():
-                    raise PrecometError(f"utility {m!r} is NaN for {int(np.isnan(u).sum())} item(s) with crowd {list(members)}")
-                method_runs[m][r, by_size] = evaluate_orderings(ref, [top_k(u, int(sizes.max()))], sorted_sizes, measures=BENCH_MEASURES)[0]
+                    raise PrecometError(
+                        f"utility {m!r} is NaN for {int(np.isnan(u).sum())} item(s) with crowd {list(members)}"
+                    )
+                method_runs[m][r, by_size] = evaluate_orderings(
+                    ref, [top_k(u, int(sizes.max()))], sorted_sizes, measures=BENCH_MEASURES
+                )[0]
         bar.update()
     bar.close()
     random_spa = random_runs[:, :, 0].mean(axis=1)  # per run, averaged over budgets
     return {
-        "campaign": campaign.name, "items": n, "systems": list(campaign.systems), "props": props,
-        "crowd": crowd, "runs": runs, "crowds": [list(c) for c in crowds],
-        "random": {**_summary(random_runs), "seeds_per_run": seeds, "seconds": time.perf_counter() - started_all - sum(seconds.values())},
-        "methods": {m: {**_summary(method_runs[m]), **_paired(method_runs[m][:, :, 0].mean(axis=1), random_spa),
-                        "utility_seconds": seconds[m]} for m in names},
+        "campaign": campaign.name,
+        "items": n,
+        "systems": list(campaign.systems),
+        "props": props,
+        "crowd": crowd,
+        "runs": runs,
+        "crowds": [list(c) for c in crowds],
+        "random": {
+            **_summary(random_runs),
+            "seeds_per_run": seeds,
+            "seconds": time.perf_counter() - started_all - sum(seconds.values()),
+        },
+        "methods": {
+            m: {
+                **_summary(method_runs[m]),
+                **_paired(method_runs[m][:, :, 0].mean(axis=1), random_spa),
+                "utility_seconds": seconds[m],
+            }
+            for m in names
+        },
         "signature": signature(
-            "precomet benchmark --crowd", campaign=campaign, seed=seed, methods=names, crowd=crowd, runs=runs,
-            metric=metric, score=score, props=props, seeds=seeds, permutations=permutations, method_options=options,
+            "precomet benchmark --crowd",
+            campaign=campaign,
+            seed=seed,
+            methods=names,
+            crowd=crowd,
+            runs=runs,
+            metric=metric,
+            score=score,
+            props=props,
+            seeds=seeds,
+            permutations=permutations,
+            method_options=options,
         ),
     }
 
@@ -157,20 +193,29 @@ def _summary(runs: np.ndarray) -> dict[str, Any]:
 def _paired(method_spa: np.ndarray, random_spa: np.ndarray) -> dict[str, Any]:
     """SPA minus random's, paired by run: mean, 90 % t-interval of the mean, share of runs above random."""
     diff = method_spa - random_spa
-    return {"spa_minus_random": float(diff.mean()), "spa_minus_random_ci90": list(ci90(diff, of_mean=True)),
-            "runs_above_random": float(np.mean(diff > 0))}
+    return {
+        "spa_minus_random": float(diff.mean()),
+        "spa_minus_random_ci90": list(ci90(diff, of_mean=True)),
+        "runs_above_random": float(np.mean(diff > 0)),
+    }
 
 
 def crowd_table(result: Mapping[str, Any]) -> str:
     """Plain text: mean SPA ± single-run 90 % half-width, clusters, Kendall, SPA − random (paired, 90 % CI of the mean)."""
     width = max(20, *(len(name) + 1 for name in result["methods"]))
-    lines = [f"artificial crowd: {result['crowd']} systems drawn per run, {result['runs']} runs, evaluated on the others",
-             f"{'method':<{width}} {'SPA':>7} {'±90%':>6} {'clusters':>8} {'kendall':>8} {'SPA-random [90% CI]':>24} {'>rand':>6}"]
+    lines = [
+        f"artificial crowd: {result['crowd']} systems drawn per run, {result['runs']} runs, evaluated on the others",
+        f"{'method':<{width}} {'SPA':>7} {'±90%':>6} {'clusters':>8} {'kendall':>8} {'SPA-random [90% CI]':>24} {'>rand':>6}",
+    ]
     r = result["random"]
-    lines.append(f"{'random':<{width}} {r['spa']:>7.2%} {(r['spa_ci90'][1] - r['spa_ci90'][0]) / 2:>6.2%} {r['clusters']:>8.2f} {r['corr']:>8.3f}")
+    lines.append(
+        f"{'random':<{width}} {r['spa']:>7.2%} {(r['spa_ci90'][1] - r['spa_ci90'][0]) / 2:>6.2%} {r['clusters']:>8.2f} {r['corr']:>8.3f}"
+    )
     for name, m in result["methods"].items():
         lo, hi = m["spa_minus_random_ci90"]
         diff = f"{m['spa_minus_random']:+.2%} [{lo:+.2%}, {hi:+.2%}]"
-        lines.append(f"{name:<{width}} {m['spa']:>7.2%} {(m['spa_ci90'][1] - m['spa_ci90'][0]) / 2:>6.2%} {m['clusters']:>8.2f}"
-                     f" {m['corr']:>8.3f} {diff:>24} {m['runs_above_random']:>6.0%}")
+        lines.append(
+            f"{name:<{width}} {m['spa']:>7.2%} {(m['spa_ci90'][1] - m['spa_ci90'][0]) / 2:>6.2%} {m['clusters']:>8.2f}"
+            f" {m['corr']:>8.3f} {diff:>24} {m['runs_above_random']:>6.0%}"
+        )
     return "\n".join(lines)

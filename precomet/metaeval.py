@@ -45,11 +45,24 @@ from precomet.utilities.metric import kendall_rows
 
 log = logging.getLogger(__name__)
 
-MEASURES = ("spa", "pairwise_accuracy", "kendall", "spearman", "pearson", "top1", "clusters", "top1_dice", "mae", "rmse")
+MEASURES = (
+    "spa",
+    "pairwise_accuracy",
+    "kendall",
+    "spearman",
+    "pearson",
+    "top1",
+    "clusters",
+    "top1_dice",
+    "mae",
+    "rmse",
+)
 """Everything :func:`evaluate_indices` can compute; ``corr`` in benchmark results is ``kendall``."""
 
 CLUSTER_ALPHA = 0.05
-_BATCH = 1_000_000  # orderings per batch = _BATCH // (pairs × P): ~15 on WMT23; cache-sized arrays were 1.5× faster than 8e6
+_BATCH = (
+    1_000_000  # orderings per batch = _BATCH // (pairs × P): ~15 on WMT23; cache-sized arrays were 1.5× faster than 8e6
+)
 _SPA_ROWS = 32  # subsets whose SPA one batch_pvalues call computes: (rows, S, P) sums, 3 MB at S=12
 _CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
@@ -137,14 +150,28 @@ class Reference:
 
 
 def reference_from_matrix(
-    campaign: Campaign, matrix: np.ndarray, *, score: str, signs: np.ndarray, seed: int, systems: Sequence[str] | None = None
+    campaign: Campaign,
+    matrix: np.ndarray,
+    *,
+    score: str,
+    signs: np.ndarray,
+    seed: int,
+    systems: Sequence[str] | None = None,
 ) -> Reference:
     """The reference of a complete ``(N, S)`` score matrix of ``campaign``'s items (of ``systems``, default all)
     with the given sign flips ``(N, permutations)``; :func:`full_reference` builds and caches it."""
     return Reference(
-        ids=campaign.ids, systems=tuple(campaign.systems if systems is None else systems), score=score, matrix=matrix,
-        signs=signs, permutations=signs.shape[1], seed=seed, pvalues=pairwise_pvalues(matrix, signs),
-        means=system_means(matrix), clusters=clusters(matrix), exact=exact_float32(matrix),
+        ids=campaign.ids,
+        systems=tuple(campaign.systems if systems is None else systems),
+        score=score,
+        matrix=matrix,
+        signs=signs,
+        permutations=signs.shape[1],
+        seed=seed,
+        pvalues=pairwise_pvalues(matrix, signs),
+        means=system_means(matrix),
+        clusters=clusters(matrix),
+        exact=exact_float32(matrix),
     )
 
 
@@ -155,9 +182,13 @@ def full_reference(campaign: Campaign, *, score: str = HUMAN, permutations: int 
     if key not in cached:
         matrix = np.asarray(campaign.score(score), dtype=float)
         if len(campaign.systems) < 2:
-            raise CampaignError(f"campaign {campaign.name!r}: meta-evaluation needs at least 2 systems, got {len(campaign.systems)}")
+            raise CampaignError(
+                f"campaign {campaign.name!r}: meta-evaluation needs at least 2 systems, got {len(campaign.systems)}"
+            )
         if len(campaign) < 2:
-            raise CampaignError(f"campaign {campaign.name!r}: meta-evaluation needs at least 2 items, got {len(campaign)}")
+            raise CampaignError(
+                f"campaign {campaign.name!r}: meta-evaluation needs at least 2 items, got {len(campaign)}"
+            )
         missing = np.isnan(matrix)
         if missing.any():
             row, col = np.argwhere(missing)[0]
@@ -174,11 +205,15 @@ def full_reference(campaign: Campaign, *, score: str = HUMAN, permutations: int 
 def spa_indices(ref: Reference, indices: np.ndarray) -> float:
     """Soft pairwise accuracy of the subset at campaign positions ``indices``."""
     scores = ref.matrix[indices]
-    p = pvalues_from_sums(partial_sums(scores, ref.signs[indices]), scores.sum(axis=0), float(np.abs(scores).sum()), ref.permutations)
+    p = pvalues_from_sums(
+        partial_sums(scores, ref.signs[indices]), scores.sum(axis=0), float(np.abs(scores).sum()), ref.permutations
+    )
     return float(1.0 - np.abs(p - ref.pvalues).mean())
 
 
-def evaluate_indices(ref: Reference, indices: Sequence[int] | np.ndarray, *, measures: Sequence[str] = MEASURES) -> dict[str, float]:
+def evaluate_indices(
+    ref: Reference, indices: Sequence[int] | np.ndarray, *, measures: Sequence[str] = MEASURES
+) -> dict[str, float]:
     """The requested :data:`MEASURES` for the subset at campaign positions ``indices`` (order irrelevant)."""
     idx = np.unique(np.asarray(indices, dtype=int))
     if len(idx) != len(indices):
@@ -197,7 +232,11 @@ def evaluate_prefixes(
 
 
 def evaluate_orderings(
-    ref: Reference, orders: Sequence[Sequence[int] | np.ndarray], sizes: Sequence[int], *, measures: Sequence[str] = MEASURES
+    ref: Reference,
+    orders: Sequence[Sequence[int] | np.ndarray],
+    sizes: Sequence[int],
+    *,
+    measures: Sequence[str] = MEASURES,
 ) -> np.ndarray:
     """The ``measures`` of ``order[:k]`` for every ordering and every ``k`` in ``sizes`` (non-decreasing): an array
     ``(len(orders), len(sizes), len(measures))``.
@@ -221,7 +260,7 @@ def evaluate_orderings(
     step = max(1, _BATCH // (len(ref.pvalues) * ref.permutations))  # bounds the (orderings, pairs, P) null array
     with one_blas_thread():
         for start in range(0, len(heads), step):
-            out[start:start + step] = _evaluate_batch(ref, heads[start:start + step], sizes, measures)
+            out[start : start + step] = _evaluate_batch(ref, heads[start : start + step], sizes, measures)
     return out
 
 
@@ -299,7 +338,9 @@ def _batch_measures(ref: Reference, sub: np.ndarray, measures: Sequence[str]) ->
     return found
 
 
-def _batch_clusters(sub: np.ndarray, means: np.ndarray, alpha: float = CLUSTER_ALPHA) -> tuple[np.ndarray, list[np.ndarray]]:
+def _batch_clusters(
+    sub: np.ndarray, means: np.ndarray, alpha: float = CLUSTER_ALPHA
+) -> tuple[np.ndarray, list[np.ndarray]]:
     """Cluster counts (Algorithm 1) and best-cluster members of a batch ``sub`` (B, k, S): one Wilcoxon call."""
     n_orders, k, n_systems = sub.shape
     order = np.lexsort((np.broadcast_to(np.arange(n_systems), means.shape), -means))  # per row, as clusters()
@@ -326,8 +367,13 @@ def subset_positions(campaign: Campaign, subset_ids: Iterable[object]) -> np.nda
 
 
 def evaluate_subset(
-    campaign: Campaign, subset_ids: Iterable[object], *, score: str = HUMAN, permutations: int = 1000,
-    seed: int = 0, measures: Sequence[str] = MEASURES,
+    campaign: Campaign,
+    subset_ids: Iterable[object],
+    *,
+    score: str = HUMAN,
+    permutations: int = 1000,
+    seed: int = 0,
+    measures: Sequence[str] = MEASURES,
 ) -> dict[str, float]:
     """All (or the requested) measures for the subset with the given item ids."""
     ref = full_reference(campaign, score=score, permutations=permutations, seed=seed)
@@ -338,7 +384,9 @@ def soft_pairwise_accuracy(
     campaign: Campaign, subset_ids: Iterable[object], *, score: str = HUMAN, permutations: int = 1000, seed: int = 0
 ) -> float:
     """SPA (paper Eq. 17) of the subset with the given item ids against the full campaign."""
-    return evaluate_subset(campaign, subset_ids, score=score, permutations=permutations, seed=seed, measures=("spa",))["spa"]
+    return evaluate_subset(campaign, subset_ids, score=score, permutations=permutations, seed=seed, measures=("spa",))[
+        "spa"
+    ]
 
 
 def cluster_count(campaign: Campaign, subset_ids: Iterable[object] | None = None, *, score: str = HUMAN) -> int:
@@ -349,7 +397,9 @@ def cluster_count(campaign: Campaign, subset_ids: Iterable[object] | None = None
     return len(clusters(matrix))
 
 
-def evaluate_weighted(ref: Reference, indices: Sequence[int] | np.ndarray, weights: Sequence[float] | np.ndarray) -> dict[str, float]:
+def evaluate_weighted(
+    ref: Reference, indices: Sequence[int] | np.ndarray, weights: Sequence[float] | np.ndarray
+) -> dict[str, float]:
     """SPA, cluster count and Kendall τ-b of a *weighted* subset (weighted k-means, seed 002 App. A): item ``i``'s
     scores count ``weights[i]`` times, as if every item of its cluster had its scores.
 
@@ -360,14 +410,24 @@ def evaluate_weighted(ref: Reference, indices: Sequence[int] | np.ndarray, weigh
     idx = np.asarray(indices, dtype=int)
     w = np.asarray(weights, dtype=float)
     if w.shape != idx.shape or len(idx) < 2 or len(np.unique(idx)) != len(idx):
-        raise CampaignError(f"a weighted subset needs ≥ 2 distinct items and one weight per item, got {len(idx)} items, {w.shape} weights")
+        raise CampaignError(
+            f"a weighted subset needs ≥ 2 distinct items and one weight per item, got {len(idx)} items, {w.shape} weights"
+        )
     if (w <= 0).any() or not np.allclose(w, np.rint(w)):
         raise CampaignError("weights must be positive whole numbers (cluster sizes)")
     scores = ref.matrix[idx]
     weighted = scores * w[:, None]
     with one_blas_thread():
-        p = pvalues_from_sums(partial_sums(weighted, ref.signs[idx]), weighted.sum(axis=0), float(np.abs(weighted).sum()), ref.permutations)
+        p = pvalues_from_sums(
+            partial_sums(weighted, ref.signs[idx]),
+            weighted.sum(axis=0),
+            float(np.abs(weighted).sum()),
+            ref.permutations,
+        )
     replicated = np.repeat(scores, np.rint(w).astype(int), axis=0)
     means = np.round(weighted.sum(axis=0) / w.sum(), 10)
-    return {"spa": float(1.0 - np.abs(p - ref.pvalues).mean()), "clusters": float(len(clusters(replicated))),
-            "kendall": kendall_tau_b(means, ref.means)}
+    return {
+        "spa": float(1.0 - np.abs(p - ref.pvalues).mean()),
+        "clusters": float(len(clusters(replicated))),
+        "kendall": kendall_tau_b(means, ref.means),
+    }

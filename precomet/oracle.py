@@ -32,7 +32,9 @@ ORACLE_DESCRIPTION = (
 )
 
 
-def greedy_oracle_order(ref: Reference, *, candidates: int = ORACLE_CANDIDATES, step: int = ORACLE_STEP, seed: int = 0) -> np.ndarray:
+def greedy_oracle_order(
+    ref: Reference, *, candidates: int = ORACLE_CANDIDATES, step: int = ORACLE_STEP, seed: int = 0
+) -> np.ndarray:
     """All campaign positions in the greedy oracle's order (see the module docstring)."""
     if candidates < 1:
         raise PrecometError(f"oracle candidates must be at least 1, got {candidates}")

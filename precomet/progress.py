@@ -50,7 +50,11 @@ def progress_setting(enabled: bool | None) -> Iterator[None]:
 
 
 def progress(
-    iterable: Iterable | None = None, *, total: int | None = None, desc: str | None = None, unit: str = "it",
+    iterable: Iterable | None = None,
+    *,
+    total: int | None = None,
+    desc: str | None = None,
+    unit: str = "it",
     enabled: bool | None = None,
 ) -> Any:
     """A tqdm bar over ``iterable`` (or one advanced by hand with ``update()``, given ``total``) when

@@ -9,7 +9,14 @@ import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-_LOGGERS = ("pytorch_lightning", "lightning", "lightning.pytorch", "lightning_fabric", "transformers", "sentence_transformers")
+_LOGGERS = (
+    "pytorch_lightning",
+    "lightning",
+    "lightning.pytorch",
+    "lightning_fabric",
+    "transformers",
+    "sentence_transformers",
+)
 
 
 @contextmanager

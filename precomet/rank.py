@@ -40,7 +40,9 @@ from precomet.significance import one_blas_thread, wilcoxon_less
 
 log = logging.getLogger(__name__)
 
-_CHUNK_CELLS = 4_000_000  # rounds × items drawn per chunk (bounds memory at ~32 MB per array); part of the seeded stream
+_CHUNK_CELLS = (
+    4_000_000  # rounds × items drawn per chunk (bounds memory at ~32 MB per array); part of the seeded stream
+)
 
 
 @dataclass(frozen=True)
@@ -79,15 +81,26 @@ class Ranking:
         cluster = self.cluster_of()
         ranges = self.rank_ranges()
         rows = [
-            {"system": s, "rank": ranges[i], "cluster": int(cluster[i]), "mean": float(self.means[i]),
-             "ci_low": float(self.ci_low[i]), "ci_high": float(self.ci_high[i]), "n_rated": int(self.n_rated[i]),
-             "p_vs_previous": None if i == 0 else float(self.adjacent_pvalues[i - 1])}
+            {
+                "system": s,
+                "rank": ranges[i],
+                "cluster": int(cluster[i]),
+                "mean": float(self.means[i]),
+                "ci_low": float(self.ci_low[i]),
+                "ci_high": float(self.ci_high[i]),
+                "n_rated": int(self.n_rated[i]),
+                "p_vs_previous": None if i == 0 else float(self.adjacent_pvalues[i - 1]),
+            }
             for i, s in enumerate(self.systems)
         ]
         return {
-            "systems": rows, "clusters": [list(c) for c in self.clusters],
+            "systems": rows,
+            "clusters": [list(c) for c in self.clusters],
             "win_probability": {"systems": list(self.systems), "matrix": np.round(self.win_probability, 6).tolist()},
-            "level": self.level, "rounds": self.rounds, "seed": self.seed, "signature": dict(self.signature),
+            "level": self.level,
+            "rounds": self.rounds,
+            "seed": self.seed,
+            "signature": dict(self.signature),
         }
 
 
@@ -119,11 +132,11 @@ def bootstrap_means(matrix: np.ndarray, *, rounds: int = 1000, seed: int = 0) ->
             counts = np.bincount((draws + offsets).ravel(), minlength=b * n).reshape(b, n).astype(float)
             totals = counts @ values
             if complete:
-                out[start:start + b] = totals / n
+                out[start : start + b] = totals / n
             else:
                 weight = counts @ rated.astype(float)
                 with np.errstate(invalid="ignore", divide="ignore"):
-                    out[start:start + b] = np.where(weight > 0, totals / np.where(weight > 0, weight, 1.0), np.nan)
+                    out[start : start + b] = np.where(weight > 0, totals / np.where(weight > 0, weight, 1.0), np.nan)
     return out
 
 
@@ -175,7 +188,9 @@ def rank_systems(
         raise PrecometError(f"significance level alpha must lie in (0, 1), got {alpha}")
     matrix = np.asarray(campaign.score(score), dtype=float)
     if len(campaign.systems) < 2:
-        raise PrecometError(f"campaign {campaign.name!r}: ranking needs at least 2 systems, got {len(campaign.systems)}")
+        raise PrecometError(
+            f"campaign {campaign.name!r}: ranking needs at least 2 systems, got {len(campaign.systems)}"
+        )
     rated = ~np.isnan(matrix)
     n_rated = rated.sum(axis=0)
     if (n_rated == 0).any():
@@ -190,13 +205,19 @@ def rank_systems(
     matrix = matrix[keep]
     complete = bool(rated[keep].all())
     if not complete:
-        log.warning("rank: %d of %d rated items lack %r for some system; each system is averaged over its own ratings",
-                    int((~rated[keep]).any(axis=1).sum()), len(matrix), score)
+        log.warning(
+            "rank: %d of %d rated items lack %r for some system; each system is averaged over its own ratings",
+            int((~rated[keep]).any(axis=1).sum()),
+            len(matrix),
+            score,
+        )
 
     with np.errstate(invalid="ignore"):
         means = np.round(np.nanmean(matrix, axis=0), 10)  # as metaeval.system_means: ties are ties
     order = np.lexsort((np.arange(len(means)), -means))  # as metaeval.clusters
-    pvalues = wilcoxon_less(matrix[:, order[1:]] - matrix[:, order[:-1]]) if complete else _adjacent_tests(matrix, order)
+    pvalues = (
+        wilcoxon_less(matrix[:, order[1:]] - matrix[:, order[:-1]]) if complete else _adjacent_tests(matrix, order)
+    )
     groups = split_clusters(order, pvalues, alpha=alpha)
 
     boot = bootstrap_means(matrix, rounds=rounds, seed=seed)[:, order]
@@ -204,14 +225,32 @@ def rank_systems(
         low, high = np.nanquantile(boot, [(1 - level) / 2, (1 + level) / 2], axis=0)
     names = tuple(campaign.systems[i] for i in order)
     run = signature(
-        "precomet rank", method="mean + paired item bootstrap (percentile CI) + Wilcoxon clusters (Alg. 1)",
-        campaign=campaign, seed=seed, score=score, level=level, rounds=rounds, alpha=alpha, items=int(len(matrix)),
-        systems=len(names), complete=complete, manifest=None if manifest is None else dict(manifest),
+        "precomet rank",
+        method="mean + paired item bootstrap (percentile CI) + Wilcoxon clusters (Alg. 1)",
+        campaign=campaign,
+        seed=seed,
+        score=score,
+        level=level,
+        rounds=rounds,
+        alpha=alpha,
+        items=int(len(matrix)),
+        systems=len(names),
+        complete=complete,
+        manifest=None if manifest is None else dict(manifest),
     )
     return Ranking(
-        systems=names, means=means[order], ci_low=low, ci_high=high, n_rated=n_rated[order],
-        clusters=[[campaign.systems[i] for i in members] for members in groups], adjacent_pvalues=np.asarray(pvalues, dtype=float),
-        win_probability=win_probabilities(boot), level=level, rounds=rounds, seed=seed, signature=run,
+        systems=names,
+        means=means[order],
+        ci_low=low,
+        ci_high=high,
+        n_rated=n_rated[order],
+        clusters=[[campaign.systems[i] for i in members] for members in groups],
+        adjacent_pvalues=np.asarray(pvalues, dtype=float),
+        win_probability=win_probabilities(boot),
+        level=level,
+        rounds=rounds,
+        seed=seed,
+        signature=run,
     )
 
 
@@ -230,7 +269,20 @@ def read_manifest(path: str | Path) -> dict[str, Any]:
         raise PrecometError(f"{path}: manifest is not JSON ({err})") from None
     if not isinstance(manifest, dict) or "method" not in manifest:
         raise PrecometError(f"{path}: not a precomet subset manifest (expected a JSON object with 'method')")
-    keys = ("method", "parameters", "level", "budget", "n_selected", "total_cost", "solver", "status", "gap", "data_hash", "seed", "precomet_version")
+    keys = (
+        "method",
+        "parameters",
+        "level",
+        "budget",
+        "n_selected",
+        "total_cost",
+        "solver",
+        "status",
+        "gap",
+        "data_hash",
+        "seed",
+        "precomet_version",
+    )
     return {"file": str(path), "sha256": hashlib.sha256(raw).hexdigest()[:16], **{k: manifest.get(k) for k in keys}}
 
 
@@ -254,7 +306,9 @@ def ranking_table(ranking: Ranking) -> str:
             lines.append("-" * len(lines[0]))
         p = "" if i == 0 else f"{ranking.adjacent_pvalues[i - 1]:.3g}"
         ci = f"[{ranking.ci_low[i]:.4g}, {ranking.ci_high[i]:.4g}]"
-        lines.append(f"{rank:>5} {cluster[i]:>3} {name:<{width}} {ranking.means[i]:>9.4g} {ci:>21} {ranking.n_rated[i]:>6} {p:>8}")
+        lines.append(
+            f"{rank:>5} {cluster[i]:>3} {name:<{width}} {ranking.means[i]:>9.4g} {ci:>21} {ranking.n_rated[i]:>6} {p:>8}"
+        )
     sig = ranking.signature
     lines.append(
         f"{len(ranking.clusters)} cluster(s) (one-sided Wilcoxon, p < {sig.get('alpha', CLUSTER_ALPHA)}); {pct} bootstrap CI"
@@ -279,17 +333,39 @@ def plot_ranking(ranking: Ranking, path: str | Path, *, title: str | None = None
         ax.axhspan(bottom, top, color="0.92" if c % 2 else "0.82", zorder=0, linewidth=0)
         ax.text(1.01, (top + bottom) / 2, f"cluster {c}", transform=ax.get_yaxis_transform(), va="center", fontsize=8)
         start += len(members)
-    ax.errorbar(ranking.means, y, xerr=[ranking.means - ranking.ci_low, ranking.ci_high - ranking.means],
-                fmt="o", color="C0", ecolor="C0", capsize=3, markersize=4, zorder=2)
+    ax.errorbar(
+        ranking.means,
+        y,
+        xerr=[ranking.means - ranking.ci_low, ranking.ci_high - ranking.means],
+        fmt="o",
+        color="C0",
+        ecolor="C0",
+        capsize=3,
+        markersize=4,
+        zorder=2,
+    )
     ax.set_yticks(y)
     ax.set_yticklabels(list(ranking.systems), fontsize=8)
     ax.set_ylim(-0.5, s - 0.5)
     sig = ranking.signature
     ax.set_xlabel(f"mean {sig.get('score', 'score')} ({ranking.level:.0%} bootstrap CI, {ranking.rounds} rounds)")
     ax.grid(axis="x", alpha=0.3)
-    ax.set_title(title or f"{sig.get('campaign', '')}: {sig.get('items', '?')} items, {len(ranking.clusters)} significance clusters", fontsize=9)
+    ax.set_title(
+        title
+        or f"{sig.get('campaign', '')}: {sig.get('items', '?')} items, {len(ranking.clusters)} significance clusters",
+        fontsize=9,
+    )
     fig.tight_layout()
     fig.savefig(path, dpi=120)
 
 
-__all__ = ["Ranking", "bootstrap_means", "check_manifest", "plot_ranking", "rank_systems", "ranking_table", "read_manifest", "win_probabilities"]
+__all__ = [
+    "Ranking",
+    "bootstrap_means",
+    "check_manifest",
+    "plot_ranking",
+    "rank_systems",
+    "ranking_table",
+    "read_manifest",
+    "win_probabilities",
+]

@@ -136,7 +136,11 @@ def select_subset(
         value = unit_values(cost_objective, units.utility, units.weight, units.length)
         budget_info["objective"] = cost_objective
     chosen, outcome = _optimise(
-        units, value, capacity, balance=balance, quotas=quotas,
+        units,
+        value,
+        capacity,
+        balance=balance,
+        quotas=quotas,
         knapsack=dict(solver=solver, time_limit=time_limit, gap_tolerance=gap_tolerance, seed=seed),
     )
     if not chosen.any():
@@ -159,9 +163,19 @@ def select_subset(
         domains = {str(d): int(c) for d, c in zip(found, counts)}
     total_cost = float(np.asarray(cost, dtype=float)[indices].sum()) if cost is not None else float(len(indices))
     return Selection(
-        indices=indices, status=outcome["status"], objective=outcome["objective"], bound=outcome["bound"],
-        gap=outcome["gap"], total_cost=total_cost, solver=outcome["solver"], seconds=time.perf_counter() - start,
-        level=level, budget=budget_info, domains=domains, details=outcome["details"], seed=seed,
+        indices=indices,
+        status=outcome["status"],
+        objective=outcome["objective"],
+        bound=outcome["bound"],
+        gap=outcome["gap"],
+        total_cost=total_cost,
+        solver=outcome["solver"],
+        seconds=time.perf_counter() - start,
+        level=level,
+        budget=budget_info,
+        domains=domains,
+        details=outcome["details"],
+        seed=seed,
     )
 
 
@@ -198,7 +212,9 @@ def _check_finite(values: np.ndarray, names: np.ndarray, what: str) -> None:
 
 def _budget(n, cost, names, budget, proportion, budget_cost) -> tuple[np.ndarray, float, dict[str, Any]]:
     """Unit weights, capacity and a manifest record; cost-aware only when the budget is in cost units."""
-    given = [k for k, v in (("budget", budget), ("proportion", proportion), ("budget_cost", budget_cost)) if v is not None]
+    given = [
+        k for k, v in (("budget", budget), ("proportion", proportion), ("budget_cost", budget_cost)) if v is not None
+    ]
     if len(given) != 1:
         raise PrecometError(f"give exactly one of budget, proportion, budget_cost (got {given or 'none'})")
     cost_arr = None if cost is None else _item_numbers(cost, names, "cost", positive=True)
@@ -258,9 +274,11 @@ def _optimise(units, value, capacity, *, balance, quotas, knapsack) -> tuple[np.
         return chosen, dict(status="optimal", objective=objective, bound=objective, gap=0.0, solver="top-k", details={})
     from precomet.selection.knapsack import Problem, solve
 
-    parts = [(np.arange(len(value)), capacity, counts)] if shares is None else [
-        (np.flatnonzero(codes == g), share * capacity, None) for g, share in enumerate(shares) if share > 0
-    ]
+    parts = (
+        [(np.arange(len(value)), capacity, counts)]
+        if shares is None
+        else [(np.flatnonzero(codes == g), share * capacity, None) for g, share in enumerate(shares) if share > 0]
+    )
     chosen = np.zeros(len(value), dtype=bool)
     objective = bound = lp_bound = 0.0
     calls = core = 0
@@ -271,8 +289,11 @@ def _optimise(units, value, capacity, *, balance, quotas, knapsack) -> tuple[np.
                 f" ({weight[members].min():g}); it has {len(members)} unit(s)"
             )
         problem = Problem(
-            value[members], weight[members], cap,
-            group=None if shares is not None or codes is None else codes[members], counts=part_counts,
+            value[members],
+            weight[members],
+            cap,
+            group=None if shares is not None or codes is None else codes[members],
+            counts=part_counts,
         )
         sol = solve(problem, **knapsack)
         chosen[members[sol.chosen]] = True
@@ -280,8 +301,15 @@ def _optimise(units, value, capacity, *, balance, quotas, knapsack) -> tuple[np.
         calls, core = calls + sol.solver_calls, core + sol.core_size
     gap = (bound - objective) / max(objective, 1e-12)
     status = "optimal" if gap <= knapsack["gap_tolerance"] else "feasible"
-    details = {"solver_calls": calls, "core_size": core, "lp_bound": lp_bound, "gap_tolerance": knapsack["gap_tolerance"]}
-    return chosen, dict(status=status, objective=objective, bound=bound, gap=gap, solver=knapsack["solver"], details=details)
+    details = {
+        "solver_calls": calls,
+        "core_size": core,
+        "lp_bound": lp_bound,
+        "gap_tolerance": knapsack["gap_tolerance"],
+    }
+    return chosen, dict(
+        status=status, objective=objective, bound=bound, gap=gap, solver=knapsack["solver"], details=details
+    )
 
 
 def _check_counts(counts, names, codes, weight, capacity) -> None:
@@ -289,21 +317,31 @@ def _check_counts(counts, names, codes, weight, capacity) -> None:
     cheapest = sum(float(np.sort(weight[codes == g])[:c].sum()) for g, c in enumerate(counts))
     if cheapest > capacity * (1 + 1e-12):
         wanted = ", ".join(f"{name} {c}" for name, c in zip(names, counts))
-        raise PrecometError(
-            f"the domain counts ({wanted}) cost at least {cheapest:g} but the budget is {capacity:g}"
-        )
+        raise PrecometError(f"the domain counts ({wanted}) cost at least {cheapest:g} but the budget is {capacity:g}")
 
 
-def write_subset(path: str | Path, campaign: Campaign, selection: Selection, utility: np.ndarray, manifest: Mapping[str, Any]) -> Path:
+def write_subset(
+    path: str | Path, campaign: Campaign, selection: Selection, utility: np.ndarray, manifest: Mapping[str, Any]
+) -> Path:
     """Write the subset JSONL (id, doc, domain, cost, utility; most useful first) and ``<name>.manifest.json``
     beside it, as one set (both or neither). Returns the manifest path."""
     path = Path(path)
     manifest_path = subset_manifest_path(path)
     with output_set(path, manifest_path) as out:
         with out.open(path) as handle:
-            jsonsafe.dump_lines(({"id": campaign.ids[i], "doc": campaign.doc[i], "domain": campaign.domain[i],
-                                  "cost": float(campaign.cost[i]), "utility": float(utility[i])}
-                                 for i in selection.indices), handle)
+            jsonsafe.dump_lines(
+                (
+                    {
+                        "id": campaign.ids[i],
+                        "doc": campaign.doc[i],
+                        "domain": campaign.domain[i],
+                        "cost": float(campaign.cost[i]),
+                        "utility": float(utility[i]),
+                    }
+                    for i in selection.indices
+                ),
+                handle,
+            )
         with out.open(manifest_path) as handle:
             jsonsafe.dump(dict(manifest), handle, indent=2, default=str)
             handle.write("\n")

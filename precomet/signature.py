@@ -30,8 +30,13 @@ def signature(
     if isinstance(campaign, str):
         result["campaign"] = campaign
     elif campaign is not None:
-        result.update(campaign=campaign.name, lp=campaign.lp, protocol=campaign.protocol, n_items=len(campaign),
-                      data_hash=campaign.data_hash())
+        result.update(
+            campaign=campaign.name,
+            lp=campaign.lp,
+            protocol=campaign.protocol,
+            n_items=len(campaign),
+            data_hash=campaign.data_hash(),
+        )
     if data_hash is not None and "data_hash" not in result:
         result["data_hash"] = data_hash
     result["seed"] = seed

@@ -58,7 +58,9 @@ def pairwise_pvalues(scores: np.ndarray, signs: np.ndarray) -> np.ndarray:
     (e.g. identical systems, integer MQM scores) count as ties whatever the summation order.
     """
     scores = np.asarray(scores, dtype=float)
-    return pvalues_from_sums(partial_sums(scores, signs), scores.sum(axis=0), float(np.abs(scores).sum()), signs.shape[1])
+    return pvalues_from_sums(
+        partial_sums(scores, signs), scores.sum(axis=0), float(np.abs(scores).sum()), signs.shape[1]
+    )
 
 
 def partial_sums(scores: np.ndarray, signs: np.ndarray) -> np.ndarray:
@@ -178,8 +180,8 @@ def batch_pvalues(partial: np.ndarray, threshold: np.ndarray) -> np.ndarray:
         rows, col = slice(start, start + 32), 0
         for a in range(n_systems - 1):
             width = n_systems - a - 1
-            null = partial[rows, a, None, :] - partial[rows, a + 1:, :]  # pairs (a, a+1..S-1), as pair_indices
-            reached = null >= threshold[rows, col:col + width, None]
-            counts[rows, col:col + width] = reached.view(np.uint8).sum(axis=2, dtype=total)
+            null = partial[rows, a, None, :] - partial[rows, a + 1 :, :]  # pairs (a, a+1..S-1), as pair_indices
+            reached = null >= threshold[rows, col : col + width, None]
+            counts[rows, col : col + width] = reached.view(np.uint8).sum(axis=2, dtype=total)
             col += width
     return counts / permutations

@@ -55,7 +55,9 @@ def _block_network(monkeypatch):
         raise RuntimeError(f"network access blocked in tests: {address!r}")
 
     monkeypatch.setattr(socket.socket, "connect", guarded)
-    monkeypatch.setattr(socket, "create_connection", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("network blocked")))
+    monkeypatch.setattr(
+        socket, "create_connection", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("network blocked"))
+    )
 
 
 def pytest_collection_modifyitems(items):

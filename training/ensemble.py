@@ -33,15 +33,23 @@ def main() -> None:
         if np.isnan(values).any():
             sys.exit(f"{f}: {int(np.isnan(values).sum())} utility value(s) are null")
     mean = np.mean([(v - v.mean()) / v.std() for _, v, _ in parts], axis=0)
-    members = [{"file": f, "signature": {k: v for k, v in signed.items() if k != "training_sources"}}
-               for f, (_, _, signed) in zip(files, parts)]
+    members = [
+        {"file": f, "signature": {k: v for k, v in signed.items() if k != "training_sources"}}
+        for f, (_, _, signed) in zip(files, parts)
+    ]
     hashes = {m["signature"].get("data_hash") for m in members}
     union = None  # a source seen in training by any member was seen by the ensemble
     if all(p is not None for p in prints):
         union = SourceFingerprint(np.unique(np.concatenate([p.hashes for p in prints]))).to_json()
-    signed = signature("training/ensemble.py", method="ensemble", data_hash=hashes.pop() if len(hashes) == 1 else None,
-                       n_items=len(ids), combination="mean of z-scored utilities", members=members,
-                       training_sources=union)
+    signed = signature(
+        "training/ensemble.py",
+        method="ensemble",
+        data_hash=hashes.pop() if len(hashes) == 1 else None,
+        n_items=len(ids),
+        combination="mean of z-scored utilities",
+        members=members,
+        training_sources=union,
+    )
     write_utilities(out, ids, mean, signed)
 
 

@@ -38,8 +38,10 @@ CAMPAIGNS = {
     "wmt24/en-hi": (RAW / "wmt24-esa", "en-hi"),
     "wmt24/en-ja": (RAW / "wmt24-esa", "en-ja"),
 }
-BENCH_DATA = {"wmt23/en-de": "--data {raw}/mt-metrics-eval-v2 --campaign wmt23/en-de --human mqm",
-              "ted/en-de": "--data {raw}/wmt-mqm-ted/ende/mqm_ted_ende.tsv"}
+BENCH_DATA = {
+    "wmt23/en-de": "--data {raw}/mt-metrics-eval-v2 --campaign wmt23/en-de --human mqm",
+    "ted/en-de": "--data {raw}/wmt-mqm-ted/ende/mqm_ted_ende.tsv",
+}
 
 
 def load_all(names: list[str]) -> dict:
@@ -61,21 +63,37 @@ def stem(args: argparse.Namespace, seed: int) -> str:
     return "" if seed == args.seed else f".seed{seed}"
 
 
-def run_one(args: argparse.Namespace, *, test: str, method: str, seed: int, rows: list, campaign, true: np.ndarray, cache: dict) -> dict:
+def run_one(
+    args: argparse.Namespace, *, test: str, method: str, seed: int, rows: list, campaign, true: np.ndarray, cache: dict
+) -> dict:
     """Train on ``rows``, predict the held-out ``campaign``, write its scores file; the result entry."""
     from precomet.estimator import predict_campaign, train
 
     t0 = time.perf_counter()
     name = f"{test.replace('/', '_')}.{method}{stem(args, seed)}"
-    result = train(rows, out_dir=args.out / name, config=REPO / "configs" / "precomet-minilm.yaml",
-                   overrides={"trainer.accelerator": "cpu", "seed_everything": seed}, progress=False, feature_cache=cache)
+    result = train(
+        rows,
+        out_dir=args.out / name,
+        config=REPO / "configs" / "precomet-minilm.yaml",
+        overrides={"trainer.accelerator": "cpu", "seed_everything": seed},
+        progress=False,
+        feature_cache=cache,
+    )
     train_s = time.perf_counter() - t0
     predicted = predict_campaign(args.out / name, campaign, progress=False)
     scores = args.out / f"{name}.scores.jsonl"
     write_scores(scores, args.out / name, campaign, predicted, seed=seed)
-    return {"test": test, "method": method, "seed": seed, "train_rows": len(rows), "train_s": round(train_s, 1),
-            "dev_pearson": result.dev_metrics.get("val_pearson"), "pearson": float(pearsonr(predicted, true)[0]),
-            "kendall": float(kendalltau(predicted, true)[0]), "scores": str(scores)}
+    return {
+        "test": test,
+        "method": method,
+        "seed": seed,
+        "train_rows": len(rows),
+        "train_s": round(train_s, 1),
+        "dev_pearson": result.dev_metrics.get("val_pearson"),
+        "pearson": float(pearsonr(predicted, true)[0]),
+        "kendall": float(kendalltau(predicted, true)[0]),
+        "scores": str(scores),
+    }
 
 
 def write_scores(path: Path, checkpoint: Path, campaign, predicted: np.ndarray, *, seed: int) -> None:
@@ -86,8 +104,15 @@ def write_scores(path: Path, checkpoint: Path, campaign, predicted: np.ndarray, 
     from precomet.utilities.output import write_utilities
 
     meta = read_meta(checkpoint)
-    signed = signature("training/heldout.py", method="estimator", campaign=campaign, seed=seed,
-                       checkpoint=str(checkpoint), target=meta["target"], training_sources=meta.get("training_sources"))
+    signed = signature(
+        "training/heldout.py",
+        method="estimator",
+        campaign=campaign,
+        seed=seed,
+        checkpoint=str(checkpoint),
+        target=meta["target"],
+        training_sources=meta.get("training_sources"),
+    )
     write_utilities(path, campaign.ids, np.asarray(predicted, dtype=float), signed)
 
 
@@ -95,16 +120,32 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=REPO / "benchmarks" / "out" / "estimator")
     parser.add_argument("--tests", nargs="+", default=["wmt23/en-de", "ted/en-de"])
-    parser.add_argument("--methods", nargs="+", default=["metric_var", "metric_cons", "diversity", "metric_avg", "irt_diffdisc"])
-    parser.add_argument("--campaigns", nargs="+", default=["wmt23/en-de", "ted/en-de", "wmt24/en-cs", "wmt24/en-hi", "wmt24/en-ja"],
-                        help="default: the English-source campaigns (MiniLM has an English vocabulary)")
-    parser.add_argument("--diversity-similarity", default="chrf", help="chrf (default here: CPU budget) or embedding (the paper)")
-    parser.add_argument("--embed-cache", type=Path, default=REPO / "benchmarks" / "out" / "embed-cache",
-                        help="shared sentence-embedding cache for embedding diversity")
+    parser.add_argument(
+        "--methods", nargs="+", default=["metric_var", "metric_cons", "diversity", "metric_avg", "irt_diffdisc"]
+    )
+    parser.add_argument(
+        "--campaigns",
+        nargs="+",
+        default=["wmt23/en-de", "ted/en-de", "wmt24/en-cs", "wmt24/en-hi", "wmt24/en-ja"],
+        help="default: the English-source campaigns (MiniLM has an English vocabulary)",
+    )
+    parser.add_argument(
+        "--diversity-similarity", default="chrf", help="chrf (default here: CPU budget) or embedding (the paper)"
+    )
+    parser.add_argument(
+        "--embed-cache",
+        type=Path,
+        default=REPO / "benchmarks" / "out" / "embed-cache",
+        help="shared sentence-embedding cache for embedding diversity",
+    )
     parser.add_argument("--irt-epochs", type=int, default=1000, help="py-irt epochs for irt_diffdisc targets")
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--seed", type=int, default=0, help="seed of the targets (IRT fit) and of the first training run")
-    parser.add_argument("--train-seeds", type=int, nargs="+", help="training seeds (default: --seed); one estimator per seed")
+    parser.add_argument(
+        "--seed", type=int, default=0, help="seed of the targets (IRT fit) and of the first training run"
+    )
+    parser.add_argument(
+        "--train-seeds", type=int, nargs="+", help="training seeds (default: --seed); one estimator per seed"
+    )
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
     import torch
@@ -121,21 +162,43 @@ def main() -> None:
         utilities = {}
         for name, campaign in campaigns.items():
             t0 = time.perf_counter()
-            options = {"similarity": args.diversity_similarity, "cache_dir": str(args.embed_cache)} if method == "diversity" else None
+            options = (
+                {"similarity": args.diversity_similarity, "cache_dir": str(args.embed_cache)}
+                if method == "diversity"
+                else None
+            )
             options = {"epochs": args.irt_epochs} if method.startswith("irt") else options
-            utilities[name] = build_targets([campaign], method=method, normalisation="zscore", seed=args.seed, options=options)
+            utilities[name] = build_targets(
+                [campaign], method=method, normalisation="zscore", seed=args.seed, options=options
+            )
             print(f"targets {method} on {name}: {time.perf_counter() - t0:.1f} s", flush=True)
         for test in args.tests:
             # leave the test campaign out, and every row of another campaign with one of its source texts
-            rows, _ = drop_sources([r for name, part in utilities.items() if name != test for r in part], campaigns[test].src)
+            rows, _ = drop_sources(
+                [r for name, part in utilities.items() if name != test for r in part], campaigns[test].src
+            )
             for train_seed in args.train_seeds or [args.seed]:
-                results.append(run_one(args, test=test, method=method, seed=train_seed, rows=rows, campaign=campaigns[test],
-                                       true=np.array([r["target"] for r in utilities[test]]), cache=cache))
+                results.append(
+                    run_one(
+                        args,
+                        test=test,
+                        method=method,
+                        seed=train_seed,
+                        rows=rows,
+                        campaign=campaigns[test],
+                        true=np.array([r["target"] for r in utilities[test]]),
+                        cache=cache,
+                    )
+                )
                 print(json.dumps(results[-1]), flush=True)
                 (args.out / "heldout.json").write_text(json.dumps(results, indent=2) + "\n")
     for test in args.tests:
-        specs = " ".join(f"--scores {e['method']}_src{stem(args, e['seed'])}={e['scores']}" for e in results if e["test"] == test)
-        print(f"precomet benchmark {BENCH_DATA[test].format(raw=RAW)} {specs} --seeds 100 --json {args.out}/{test.replace('/', '_')}.bench.json")
+        specs = " ".join(
+            f"--scores {e['method']}_src{stem(args, e['seed'])}={e['scores']}" for e in results if e["test"] == test
+        )
+        print(
+            f"precomet benchmark {BENCH_DATA[test].format(raw=RAW)} {specs} --seeds 100 --json {args.out}/{test.replace('/', '_')}.bench.json"
+        )
 
 
 if __name__ == "__main__":

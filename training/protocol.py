@@ -47,14 +47,22 @@ RAW = Path(os.environ.get("PRECOMET_RAW_DATA", Path(__file__).resolve().parents[
 REPO = Path(__file__).resolve().parents[1]
 HISTORY = RAW / "wmt-news-systems"
 SETTINGS = {
-    "wmt23": {"history": ("wmt21/*", "wmt22/*"), "tests": {"wmt23/en-de": (RAW / "mt-metrics-eval-v2", "wmt23/en-de", "mqm")}},
-    "wmt24": {"history": ("wmt2[123]/*",), "tests": {
-        f"wmt24/{lp}": (RAW / "wmt24-esa", lp, None) for lp in ("en-cs", "en-hi", "en-ja")}},
+    "wmt23": {
+        "history": ("wmt21/*", "wmt22/*"),
+        "tests": {"wmt23/en-de": (RAW / "mt-metrics-eval-v2", "wmt23/en-de", "mqm")},
+    },
+    "wmt24": {
+        "history": ("wmt2[123]/*",),
+        "tests": {f"wmt24/{lp}": (RAW / "wmt24-esa", lp, None) for lp in ("en-cs", "en-hi", "en-ja")},
+    },
 }
 CONFIGS = {  # name -> (config file, overrides); frozen variants share cached features per (pooling, max_length)
     "frozen": ("precomet-minilm.yaml", {"model.hidden_sizes": [2048, 1024], "model.pooling": "mean"}),
     "frozen-small": ("precomet-minilm.yaml", {"model.hidden_sizes": [512, 128], "model.pooling": "mean"}),
-    "frozen-small-256": ("precomet-minilm.yaml", {"model.hidden_sizes": [512, 128], "model.pooling": "mean", "data.max_length": 256}),
+    "frozen-small-256": (
+        "precomet-minilm.yaml",
+        {"model.hidden_sizes": [512, 128], "model.pooling": "mean", "data.max_length": 256},
+    ),
     "frozen-small-mix": ("precomet-minilm.yaml", {"model.hidden_sizes": [512, 128], "model.pooling": "mix"}),
     "frozen-mix": ("precomet-minilm.yaml", {"model.hidden_sizes": [2048, 1024], "model.pooling": "mix"}),
     "ft": ("precomet-minilm-ft.yaml", {}),
@@ -89,8 +97,9 @@ def history_rows(method: str, seed: int) -> dict[str, list[dict]]:
     started = time.perf_counter()
     for name in list_campaigns(HISTORY):
         campaign, score = prepare(load(HISTORY, campaign=name), method)
-        rows[name] = build_targets([campaign], method=method, score=score, seed=seed, options=TARGET_OPTIONS.get(method),
-                                   progress=False)
+        rows[name] = build_targets(
+            [campaign], method=method, score=score, seed=seed, options=TARGET_OPTIONS.get(method), progress=False
+        )
     print(f"targets {method} on {len(rows)} history campaigns: {time.perf_counter() - started:.1f} s", flush=True)
     return rows
 
@@ -102,7 +111,12 @@ def training_rows(setting: dict, per_campaign: dict[str, list[dict]], tests: dic
     from precomet.estimator.leakage import drop_sources
     from precomet.estimator.targets import merge_by_source
 
-    rows = [r for name, part in per_campaign.items() if any(fnmatch.fnmatchcase(name, p) for p in setting["history"]) for r in part]
+    rows = [
+        r
+        for name, part in per_campaign.items()
+        if any(fnmatch.fnmatchcase(name, p) for p in setting["history"])
+        for r in part
+    ]
     dropped = {}
     for name, (full, _) in tests.items():
         rows, dropped[name] = drop_sources(rows, full.src)
@@ -146,8 +160,12 @@ def register_kmeans_prior() -> None:
     from precomet.utilities import UTILITY_METHODS, UtilitySpec
 
     UTILITY_METHODS["kmeans_prior"] = UtilitySpec(
-        kmeans_prior, "k-means clusters, the estimator's best item in each", needs_budget=True, needs_score=False,
-        min_systems=0, options={"prior": None, "cache_dir": None},
+        kmeans_prior,
+        "k-means clusters, the estimator's best item in each",
+        needs_budget=True,
+        needs_score=False,
+        min_systems=0,
+        options={"prior": None, "cache_dir": None},
     )
 
 
@@ -161,12 +179,20 @@ def main() -> None:
     parser.add_argument("--settings", nargs="+", default=list(SETTINGS), choices=list(SETTINGS))
     parser.add_argument("--configs", nargs="+", default=["frozen-small-mix"], choices=list(CONFIGS))
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    parser.add_argument("--methods", nargs="+", default=["diversity"],
-                        help="target utilities: diversity (chrF), metric_avg / metric_var / metric_cons (on chrF against the reference)")
+    parser.add_argument(
+        "--methods",
+        nargs="+",
+        default=["diversity"],
+        help="target utilities: diversity (chrF), metric_avg / metric_var / metric_cons (on chrF against the reference)",
+    )
     parser.add_argument("--random-seeds", type=int, default=100)
-    parser.add_argument("--ft-epochs", type=int, help="override trainer.max_epochs of the fine-tuning config (CPU budget)")
+    parser.add_argument(
+        "--ft-epochs", type=int, help="override trainer.max_epochs of the fine-tuning config (CPU budget)"
+    )
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--report-only", action="store_true", help="rewrite the markdown from OUT/protocol.json and stop")
+    parser.add_argument(
+        "--report-only", action="store_true", help="rewrite the markdown from OUT/protocol.json and stop"
+    )
     args = parser.parse_args()
     report_path = REPO / "benchmarks" / "results" / "estimator-protocol.md"
     if args.report_only:
@@ -187,7 +213,9 @@ def main() -> None:
 
     def record(run: dict) -> None:
         key = ("setting", "test", "method", "config", "seed")
-        results["runs"] = [r for r in results["runs"] if tuple(r.get(k) for k in key) != tuple(run[k] for k in key)] + [run]
+        results["runs"] = [r for r in results["runs"] if tuple(r.get(k) for k in key) != tuple(run[k] for k in key)] + [
+            run
+        ]
 
     for setting_name in args.settings:
         setting = SETTINGS[setting_name]
@@ -196,7 +224,10 @@ def main() -> None:
         truths: dict[str, dict[str, np.ndarray]] = {name: {} for name in tests}
         for method in args.methods:
             rows, dropped = training_rows(setting, history[method], tests)
-            print(f"{setting_name} {method}: {len(rows)} distinct training sources; test sources dropped: {dropped}", flush=True)
+            print(
+                f"{setting_name} {method}: {len(rows)} distinct training sources; test sources dropped: {dropped}",
+                flush=True,
+            )
             truth = {name: target(scored, method, 0) for name, (_, scored) in tests.items()}
             for name in tests:
                 truths[name][method] = truth[name]
@@ -204,45 +235,90 @@ def main() -> None:
                 file, overrides = CONFIGS[config]
                 if config == "ft" and args.ft_epochs:
                     overrides = {**overrides, "trainer.max_epochs": args.ft_epochs}
-                cache = None if config == "ft" else feature_caches.setdefault(
-                    (overrides.get("model.pooling"), overrides.get("data.max_length")), {})
+                cache = (
+                    None
+                    if config == "ft"
+                    else feature_caches.setdefault(
+                        (overrides.get("model.pooling"), overrides.get("data.max_length")), {}
+                    )
+                )
                 for seed in args.seeds:
                     tag = f"{setting_name}.{method}.{config}.seed{seed}"
                     started = time.perf_counter()
-                    result = train(rows, out_dir=args.out / tag, config=REPO / "configs" / file, progress=False,
-                                   overrides={**overrides, "trainer.accelerator": "cpu", "seed_everything": seed}, feature_cache=cache)
+                    result = train(
+                        rows,
+                        out_dir=args.out / tag,
+                        config=REPO / "configs" / file,
+                        progress=False,
+                        overrides={**overrides, "trainer.accelerator": "cpu", "seed_everything": seed},
+                        feature_cache=cache,
+                    )
                     train_s = time.perf_counter() - started
                     for name, (_, scored) in tests.items():
                         started = time.perf_counter()
                         predicted = predict_campaign(args.out / tag, scored, progress=False)
                         predictions[name][f"{method}.{config}.seed{seed}"] = predicted
-                        record({
-                            "setting": setting_name, "test": name, "method": method, "config": config, "seed": seed,
-                            "train_rows": len(rows), "train_s": round(train_s, 1), "predict_s": round(time.perf_counter() - started, 2),
-                            "epochs": len(result.history), "dev_pearson": result.dev_metrics.get("val_pearson"),
-                            "pearson": float(pearsonr(predicted, truth[name])[0]), "spearman": float(spearmanr(predicted, truth[name])[0]),
-                            "test_sources_dropped": dropped[name],
-                        })
+                        record(
+                            {
+                                "setting": setting_name,
+                                "test": name,
+                                "method": method,
+                                "config": config,
+                                "seed": seed,
+                                "train_rows": len(rows),
+                                "train_s": round(train_s, 1),
+                                "predict_s": round(time.perf_counter() - started, 2),
+                                "epochs": len(result.history),
+                                "dev_pearson": result.dev_metrics.get("val_pearson"),
+                                "pearson": float(pearsonr(predicted, truth[name])[0]),
+                                "spearman": float(spearmanr(predicted, truth[name])[0]),
+                                "test_sources_dropped": dropped[name],
+                            }
+                        )
                         print(json.dumps(results["runs"][-1]), flush=True)
                     results_path.write_text(json.dumps(results, indent=1) + "\n")
                 for name in tests:
-                    ensemble = np.mean([zscore(predictions[name][f"{method}.{config}.seed{s}"]) for s in args.seeds], axis=0)
+                    ensemble = np.mean(
+                        [zscore(predictions[name][f"{method}.{config}.seed{s}"]) for s in args.seeds], axis=0
+                    )
                     predictions[name][f"{method}.{config}.ensemble"] = ensemble
-                    record({"setting": setting_name, "test": name, "method": method, "config": config, "seed": "ensemble",
-                            "pearson": float(pearsonr(ensemble, truth[name])[0]), "spearman": float(spearmanr(ensemble, truth[name])[0])})
+                    record(
+                        {
+                            "setting": setting_name,
+                            "test": name,
+                            "method": method,
+                            "config": config,
+                            "seed": "ensemble",
+                            "pearson": float(pearsonr(ensemble, truth[name])[0]),
+                            "spearman": float(spearmanr(ensemble, truth[name])[0]),
+                        }
+                    )
         for name, (_, scored) in tests.items():
-            external = {"length": np.array([len(s) for s in scored.src], dtype=float),
-                        **{f"{m}_output": v for m, v in truths[name].items()},
-                        **{f"{k.split('.')[0]}_src.{k.split('.', 1)[1]}": v for k, v in predictions[name].items()}}
+            external = {
+                "length": np.array([len(s) for s in scored.src], dtype=float),
+                **{f"{m}_output": v for m, v in truths[name].items()},
+                **{f"{k.split('.')[0]}_src.{k.split('.', 1)[1]}": v for k, v in predictions[name].items()},
+            }
             started = time.perf_counter()
             cache_dir = str(args.out / "embed-cache")
             prior = predictions[name][f"{args.methods[0]}.{args.configs[0]}.ensemble"]
-            bench = run_benchmark(scored, methods=["kmeans", "kmeans_prior"], external=external, seeds=args.random_seeds, seed=0,
-                                  progress=False, method_options={"kmeans": {"cache_dir": cache_dir},
-                                                                  "kmeans_prior": {"cache_dir": cache_dir, "prior": prior}})
+            bench = run_benchmark(
+                scored,
+                methods=["kmeans", "kmeans_prior"],
+                external=external,
+                seeds=args.random_seeds,
+                seed=0,
+                progress=False,
+                method_options={
+                    "kmeans": {"cache_dir": cache_dir},
+                    "kmeans_prior": {"cache_dir": cache_dir, "prior": prior},
+                },
+            )
             print(f"benchmark {name}: {time.perf_counter() - started:.0f} s", flush=True)
             results["benchmarks"][f"{name}|{','.join(args.methods)}|{','.join(args.configs)}"] = {
-                "items": bench["items"], "systems": len(bench["systems"]), "random_spa": float(np.mean(bench["random"]["spa_by_prop"])),
+                "items": bench["items"],
+                "systems": len(bench["systems"]),
+                "random_spa": float(np.mean(bench["random"]["spa_by_prop"])),
                 "kmeans_prior": f"{args.methods[0]}.{args.configs[0]}.ensemble",
                 "methods": {m: {"spa": v["spa"], "parity": v["parity"]} for m, v in bench["methods"].items()},
             }
@@ -254,33 +330,43 @@ def _mean_sd(values: list[float], scale: float = 1.0, digits: int = 2) -> str:
     values = [v * scale for v in values if v is not None]
     if not values:
         return "—"
-    return f"{np.mean(values):.{digits}f} ± {np.std(values):.{digits}f}" if len(values) > 1 else f"{values[0]:.{digits}f}"
+    return (
+        f"{np.mean(values):.{digits}f} ± {np.std(values):.{digits}f}" if len(values) > 1 else f"{values[0]:.{digits}f}"
+    )
 
 
 def write_report(results: dict, path: Path) -> Path:
     """The markdown section of BENCHMARKS.md: distillation and usefulness tables from ``results``."""
     runs = results["runs"]
     lines = [
-        "# Source-based estimator on WMT history: the paper's protocol (issue 10)", "",
-        "Commands, in order (`--seeds 0 1 2`, 100 random seeds by default):", "",
-        *[f"    .venv/bin/python training/protocol.py {run}" for run in RUNS], "",
+        "# Source-based estimator on WMT history: the paper's protocol (issue 10)",
+        "",
+        "Commands, in order (`--seeds 0 1 2`, 100 random seeds by default):",
+        "",
+        *[f"    .venv/bin/python training/protocol.py {run}" for run in RUNS],
+        "",
         "Run 1 chose the default config (with max_epochs 40, the default then; its frozen-small-mix rows were re-run",
         "by run 2 with 60); run 3's fine-tuning rows are `ft-1epoch` (`--ft-epochs 1`); run 4 fine-tunes for 2 epochs.",
-        "", "Targets, from every history campaign (`wmt-news-systems`, outputs only): `diversity` = chrF output diversity;",
+        "",
+        "Targets, from every history campaign (`wmt-news-systems`, outputs only): `diversity` = chrF output diversity;",
         "`metric_avg` / `metric_var` / `metric_cons` = the metric utilities on sentence chrF of every output against the",
         "reference. Z-scored per campaign, one row per distinct source. Test sources are dropped from the history by",
         "normalised text before training (none of them occurs there: `test_sources_dropped` = 0 in protocol.json). Dev =",
         "10 % of the history split by source text (early stopping only). Means ± sd over 3 training seeds; `ensemble` =",
         "mean of the 3 seeds' z-scored predictions. Configs: `frozen*` = frozen MiniLM, head 2048-1024 (`frozen`) or",
         "512-128 (`-small`), last-layer mean pooling or layer-wise scalar mix (`-mix`), max_length 128 (or `-256`);",
-        "`ft` = configs/precomet-minilm-ft.yaml (end-to-end fine-tuning).", "",
-        "## a. Distillation: Pearson / Spearman with the same utility computed on the test campaign's own outputs", "",
+        "`ft` = configs/precomet-minilm-ft.yaml (end-to-end fine-tuning).",
+        "",
+        "## a. Distillation: Pearson / Spearman with the same utility computed on the test campaign's own outputs",
+        "",
         "| setting | test | target | config | train rows | train s | dev Pearson | test Pearson | test Spearman | ensemble Pearson |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     keys = dict.fromkeys((r["setting"], r["test"], r["method"], r["config"]) for r in runs)
     for setting, test, method, config in keys:
-        mine = [r for r in runs if (r["setting"], r["test"], r["method"], r["config"]) == (setting, test, method, config)]
+        mine = [
+            r for r in runs if (r["setting"], r["test"], r["method"], r["config"]) == (setting, test, method, config)
+        ]
         seeds = [r for r in mine if r["seed"] != "ensemble"]
         ens = [r for r in mine if r["seed"] == "ensemble"]
         ens_text = f"{ens[-1]['pearson']:.2f}" if ens else "—"
@@ -289,21 +375,38 @@ def write_report(results: dict, path: Path) -> Path:
             f"| {_mean_sd([r['dev_pearson'] for r in seeds])} | {_mean_sd([r['pearson'] for r in seeds])} "
             f"| {_mean_sd([r['spearman'] for r in seeds])} | {ens_text} |"
         )
-    lines += ["", "## b. Usefulness: SPA (%) and parity (%, Eq. 12; < 100 = beats random) over budgets 5-50 %, 100 random seeds", ""]
+    lines += [
+        "",
+        "## b. Usefulness: SPA (%) and parity (%, Eq. 12; < 100 = beats random) over budgets 5-50 %, 100 random seeds",
+        "",
+    ]
     for key, bench in results["benchmarks"].items():
         test = key.split("|")[0]
         methods = bench["methods"]
-        lines += [f"**{test}**, targets {key.split('|')[1]}, configs {key.split('|')[2]} ({bench['items']} items x {bench['systems']}"
-                  f" systems; random SPA {100 * bench['random_spa']:.2f})", "",
-                  "| selector | SPA | parity |", "|---|---|---|"]
+        lines += [
+            f"**{test}**, targets {key.split('|')[1]}, configs {key.split('|')[2]} ({bench['items']} items x {bench['systems']}"
+            f" systems; random SPA {100 * bench['random_spa']:.2f})",
+            "",
+            "| selector | SPA | parity |",
+            "|---|---|---|",
+        ]
         groups: dict[str, list[str]] = {}
         for name in methods:
             groups.setdefault(name.rsplit(".seed", 1)[0] if ".seed" in name else name, []).append(name)
         for label, names in groups.items():
-            shown = {"length": "longer source first", "kmeans": "k-means on source embeddings",
-                     "kmeans_prior": f"k-means clusters, best item of {bench['kmeans_prior']} in each"}.get(label, label)
-            shown = f"{label[:-len('_output')]} on the test outputs (needs outputs)" if label.endswith("_output") else shown
-            lines.append(f"| {shown} | {_mean_sd([methods[n]['spa'] for n in names], 100)} | {_mean_sd([methods[n]['parity'] for n in names], 100, 0)} |")
+            shown = {
+                "length": "longer source first",
+                "kmeans": "k-means on source embeddings",
+                "kmeans_prior": f"k-means clusters, best item of {bench['kmeans_prior']} in each",
+            }.get(label, label)
+            shown = (
+                f"{label[: -len('_output')]} on the test outputs (needs outputs)"
+                if label.endswith("_output")
+                else shown
+            )
+            lines.append(
+                f"| {shown} | {_mean_sd([methods[n]['spa'] for n in names], 100)} | {_mean_sd([methods[n]['parity'] for n in names], 100, 0)} |"
+            )
         lines.append("")
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path

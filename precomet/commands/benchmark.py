@@ -9,7 +9,12 @@ import numpy as np
 
 from precomet.campaign import Campaign
 from precomet.commands.common import (
-    add_cost_arguments, add_data_arguments, apply_cost_from_times, load_campaign, positive_float, positive_int,
+    add_cost_arguments,
+    add_data_arguments,
+    apply_cost_from_times,
+    load_campaign,
+    positive_float,
+    positive_int,
     require_documents,
 )
 from precomet.errors import PrecometError
@@ -20,34 +25,73 @@ HELP = "benchmark selection methods against random selection: SPA, clusters, par
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_data_arguments(parser)
-    parser.add_argument("--methods", default="", help="comma-separated utility methods, e.g. metric_avg,metric_var,diversity")
+    parser.add_argument(
+        "--methods", default="", help="comma-separated utility methods, e.g. metric_avg,metric_var,diversity"
+    )
     parser.add_argument("--metric", help="score the utilities use, e.g. MetricX-23-c (required by score-based methods)")
     parser.add_argument(
-        "--scores", action="append", default=[], metavar="NAME=FILE",
+        "--scores",
+        action="append",
+        default=[],
+        metavar="NAME=FILE",
         help='benchmark an external ranking: a JSONL of {"id", "utility"} covering every campaign item (repeatable)',
     )
-    parser.add_argument("--target", default="human", help="score the subsets are meta-evaluated on (default human), e.g. coherence")
-    parser.add_argument("--props", default="0.05:0.5:0.05", help="budget proportions: start:stop:step or a comma list (default 0.05:0.5:0.05)")
-    parser.add_argument("--seeds", type=positive_int, default=100, help="random-selection runs (default 100)")
-    parser.add_argument("--permutations", type=positive_int, default=1000, help="sign-flip permutations for SPA (default 1000)")
     parser.add_argument(
-        "--time-limit", type=positive_float, default=10.0,
+        "--target", default="human", help="score the subsets are meta-evaluated on (default human), e.g. coherence"
+    )
+    parser.add_argument(
+        "--props",
+        default="0.05:0.5:0.05",
+        help="budget proportions: start:stop:step or a comma list (default 0.05:0.5:0.05)",
+    )
+    parser.add_argument("--seeds", type=positive_int, default=100, help="random-selection runs (default 100)")
+    parser.add_argument(
+        "--permutations", type=positive_int, default=1000, help="sign-flip permutations for SPA (default 1000)"
+    )
+    parser.add_argument(
+        "--time-limit",
+        type=positive_float,
+        default=10.0,
         help="seconds per knapsack with --budget-cost/--balance/--level doc; a solution not proven optimal by then is used (default 10)",
     )
     parser.add_argument("--seed", type=int, default=0, help="seed of the utilities, random runs and permutations")
-    parser.add_argument("--budget-cost", action="store_true", help="budgets are shares of the total annotation cost (ILP knapsack)")
+    parser.add_argument(
+        "--budget-cost", action="store_true", help="budgets are shares of the total annotation cost (ILP knapsack)"
+    )
     add_cost_arguments(parser)
     parser.add_argument("--balance", choices=["domain"], help="equal share of the budget per domain")
-    parser.add_argument("--level", choices=["item", "doc"], default="item", help="select whole documents with --level doc")
-    parser.add_argument("--strict", action="store_true",
-                        help="--scores from an estimator: refuse a campaign with sources it was trained on (default: warn)")
-    parser.add_argument("--no-oracle", dest="oracle", action="store_false",
-                        help="leave out the oracle row (greedy on the human scores, seed 002 Eq. 13: headroom, not a usable selector)")
-    parser.add_argument("--oracle-candidates", type=positive_int, default=100, help="random extensions the oracle tries per step (default 100)")
-    parser.add_argument("--oracle-step", type=positive_int, default=10, help="items the oracle adds per step (default 10)")
-    parser.add_argument("--crowd", type=positive_int, metavar="K",
-                        help="artificial crowd (seed 002 Table 4): utilities on K random systems, subsets evaluated on the others")
-    parser.add_argument("--crowd-runs", type=positive_int, default=100, metavar="R", help="artificial-crowd runs (default 100)")
+    parser.add_argument(
+        "--level", choices=["item", "doc"], default="item", help="select whole documents with --level doc"
+    )
+    parser.add_argument(
+        "--strict",
+        action="store_true",
+        help="--scores from an estimator: refuse a campaign with sources it was trained on (default: warn)",
+    )
+    parser.add_argument(
+        "--no-oracle",
+        dest="oracle",
+        action="store_false",
+        help="leave out the oracle row (greedy on the human scores, seed 002 Eq. 13: headroom, not a usable selector)",
+    )
+    parser.add_argument(
+        "--oracle-candidates",
+        type=positive_int,
+        default=100,
+        help="random extensions the oracle tries per step (default 100)",
+    )
+    parser.add_argument(
+        "--oracle-step", type=positive_int, default=10, help="items the oracle adds per step (default 10)"
+    )
+    parser.add_argument(
+        "--crowd",
+        type=positive_int,
+        metavar="K",
+        help="artificial crowd (seed 002 Table 4): utilities on K random systems, subsets evaluated on the others",
+    )
+    parser.add_argument(
+        "--crowd-runs", type=positive_int, default=100, metavar="R", help="artificial-crowd runs (default 100)"
+    )
     parser.add_argument("--json", required=True, type=Path, help="write the results here")
     parser.add_argument("--plot", type=Path, help="write the SPA/clusters figure here (PNG, PDF or SVG)")
 
@@ -63,7 +107,11 @@ def read_external_scores(spec: str, campaign: Campaign, *, strict: bool = False)
     if not sep or not name or not file:
         raise PrecometError(f"--scores: expected NAME=FILE, got {spec!r}")
     values, signature = aligned_utilities(file, campaign.ids, allow_extra=True)
-    return name, values, check_seen(signature, campaign.src, strict=strict, what=f"the estimator behind {file}", where=file)
+    return (
+        name,
+        values,
+        check_seen(signature, campaign.src, strict=strict, what=f"the estimator behind {file}", where=file),
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -93,9 +141,22 @@ def run(args: argparse.Namespace) -> int:
     read = [read_external_scores(spec, campaign, strict=args.strict) for spec in args.scores]
     external = {name: values for name, values, _ in read}
     result = run_benchmark(
-        campaign, methods=methods, external=external, metric=args.metric, score=args.target, props=props, seeds=args.seeds,
-        budget_cost=args.budget_cost, cost_objective=args.cost_objective, balance=args.balance, level=args.level, permutations=args.permutations,
-        seed=args.seed, time_limit=args.time_limit, oracle=args.oracle, oracle_candidates=args.oracle_candidates,
+        campaign,
+        methods=methods,
+        external=external,
+        metric=args.metric,
+        score=args.target,
+        props=props,
+        seeds=args.seeds,
+        budget_cost=args.budget_cost,
+        cost_objective=args.cost_objective,
+        balance=args.balance,
+        level=args.level,
+        permutations=args.permutations,
+        seed=args.seed,
+        time_limit=args.time_limit,
+        oracle=args.oracle,
+        oracle_candidates=args.oracle_candidates,
         oracle_step=args.oracle_step,
     )
     result["signature"]["data"] = str(args.data)
@@ -113,10 +174,21 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _check_crowd_options(args: argparse.Namespace) -> None:
-    unsupported = [flag for flag, used in (("--scores", args.scores), ("--plot", args.plot), ("--budget-cost", args.budget_cost),
-                                           ("--balance", args.balance), ("--level doc", args.level != "item")) if used]
+    unsupported = [
+        flag
+        for flag, used in (
+            ("--scores", args.scores),
+            ("--plot", args.plot),
+            ("--budget-cost", args.budget_cost),
+            ("--balance", args.balance),
+            ("--level doc", args.level != "item"),
+        )
+        if used
+    ]
     if unsupported:
-        raise PrecometError(f"--crowd evaluates item-count top-k subsets of computed utilities; drop {', '.join(unsupported)}")
+        raise PrecometError(
+            f"--crowd evaluates item-count top-k subsets of computed utilities; drop {', '.join(unsupported)}"
+        )
 
 
 def _run_crowd(args: argparse.Namespace, campaign: Campaign, props: list[float], methods: list[str]) -> int:
@@ -125,8 +197,16 @@ def _run_crowd(args: argparse.Namespace, campaign: Campaign, props: list[float],
     from precomet.io.atomic import atomic_write
 
     result = run_crowd_benchmark(
-        campaign, methods=methods, crowd=args.crowd, runs=args.crowd_runs, metric=args.metric, score=args.target,
-        props=props, seeds=args.seeds, permutations=args.permutations, seed=args.seed,
+        campaign,
+        methods=methods,
+        crowd=args.crowd,
+        runs=args.crowd_runs,
+        metric=args.metric,
+        score=args.target,
+        props=props,
+        seeds=args.seeds,
+        permutations=args.permutations,
+        seed=args.seed,
     )
     result["signature"]["data"] = str(args.data)
     with atomic_write(args.json) as handle:

@@ -13,34 +13,57 @@ GLOB = set("*?[")
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--data", nargs="+", action="extend", required=True, metavar="PATH[:CAMPAIGN]",
+        "--data",
+        nargs="+",
+        action="extend",
+        required=True,
+        metavar="PATH[:CAMPAIGN]",
         help="inputs, repeatable; a multi-campaign root needs ':NAME' or a glob over its campaign names, e.g."
         " '$RAW/wmt-news-systems:wmt2[12]/en-*' or '$RAW/mt-metrics-eval-v2:wmt23/en-de'",
     )
     parser.add_argument("--human", help="human protocol for mt-metrics-eval inputs (default: the first available)")
-    parser.add_argument("--method", required=True, help="utility method, e.g. diversity, metric_var, metric_cons, metric_avg, irt_diffdisc")
-    parser.add_argument("--metric", default="human", help="score the utility is computed from (default: human, as in the paper)")
     parser.add_argument(
-        "--option", action="append", default=[], metavar="KEY=VALUE",
+        "--method",
+        required=True,
+        help="utility method, e.g. diversity, metric_var, metric_cons, metric_avg, irt_diffdisc",
+    )
+    parser.add_argument(
+        "--metric", default="human", help="score the utility is computed from (default: human, as in the paper)"
+    )
+    parser.add_argument(
+        "--option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
         help="utility option, e.g. similarity=chrf for diversity (see precomet utilities --help)",
     )
     parser.add_argument(
-        "--reference-metric", choices=["chrf", "bleu"],
+        "--reference-metric",
+        choices=["chrf", "bleu"],
         help="add sentence chrF/BLEU of every output against the reference (score 'chrF'/'BLEU') to inputs that lack it,"
         " so metric utilities run on output-only history: --reference-metric chrf --metric chrF --method metric_cons",
     )
-    parser.add_argument("--normalise", default="zscore", choices=["zscore", "rank", "none"], help="per-campaign normalisation")
     parser.add_argument(
-        "--exclude", action="append", default=[], metavar="PATTERN",
+        "--normalise", default="zscore", choices=["zscore", "rank", "none"], help="per-campaign normalisation"
+    )
+    parser.add_argument(
+        "--exclude",
+        action="append",
+        default=[],
+        metavar="PATTERN",
         help="leave out the input campaigns whose name matches (glob), and every row whose source text occurs in"
         " them; a pattern that matches no input is an error; repeatable",
     )
     parser.add_argument(
-        "--holdout", action="append", default=[], metavar="PATH[:CAMPAIGN]",
+        "--holdout",
+        action="append",
+        default=[],
+        metavar="PATH[:CAMPAIGN]",
         help="a test set (any input, globs as in --data): every row whose source text occurs in it is dropped; repeatable",
     )
     parser.add_argument(
-        "--per-campaign", action="store_true",
+        "--per-campaign",
+        action="store_true",
         help="keep one row per (campaign, item) instead of one row per distinct source (mean of its campaigns)",
     )
     parser.add_argument("--seed", type=int, default=0)
@@ -95,9 +118,8 @@ def run(args: argparse.Namespace) -> int:
     from precomet.errors import PrecometError
     from precomet.estimator.leakage import drop_sources
     from precomet.estimator.targets import build_targets, merge_by_source, write_targets
-    from precomet.utilities import resolve_options
-
     from precomet.io.atomic import check_output
+    from precomet.utilities import resolve_options
 
     check_output(args.output)
     options = parse_options(args.option)
@@ -110,18 +132,24 @@ def run(args: argparse.Namespace) -> int:
     excluded = {p: [c for c in campaigns if fnmatch.fnmatchcase(c.name, p)] for p in args.exclude}
     unmatched = [p for p, hits in excluded.items() if not hits]
     if unmatched:
-        raise PrecometError(f"--exclude {unmatched[0]!r} matches no input campaign; inputs: {[c.name for c in campaigns]}")
+        raise PrecometError(
+            f"--exclude {unmatched[0]!r} matches no input campaign; inputs: {[c.name for c in campaigns]}"
+        )
     left_out = {c.name: c for hits in excluded.values() for c in hits}
     kept = [c for c in campaigns if c.name not in left_out]
     if not kept:
         raise PrecometError("every input campaign was excluded")
     held = list(left_out.values()) + (load_specs(args.holdout, None, complete=False) if args.holdout else [])
-    rows = build_targets(kept, method=args.method, score=args.metric, normalisation=args.normalise, seed=args.seed, options=options)
+    rows = build_targets(
+        kept, method=args.method, score=args.metric, normalisation=args.normalise, seed=args.seed, options=options
+    )
     for campaign in kept:
         print(f"{campaign.name}: {len(campaign)} targets")
     for campaign in held:
         rows, dropped = drop_sources(rows, campaign.src)
-        print(f"left out {campaign.name}: dropped {dropped} row(s) of the kept campaigns with one of its {len(campaign)} source texts")
+        print(
+            f"left out {campaign.name}: dropped {dropped} row(s) of the kept campaigns with one of its {len(campaign)} source texts"
+        )
     if not rows:
         raise PrecometError("no target rows left after dropping the left-out sources")
     n_rows = len(rows)

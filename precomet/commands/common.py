@@ -13,7 +13,11 @@ from precomet.errors import PrecometError
 def add_data_arguments(parser: argparse.ArgumentParser) -> None:
     """``--data PATH [--campaign NAME] [--human PROTOCOL] [--keep-incomplete]``."""
     group = parser.add_argument_group("input data")
-    group.add_argument("--data", required=True, help="any supported input: mt-metrics-eval root, WMT release root (wmtYY/txt/...), MQM TSV, ESA dir, pickle, JSONL, CSV, Parquet, saved datasets dir")
+    group.add_argument(
+        "--data",
+        required=True,
+        help="any supported input: mt-metrics-eval root, WMT release root (wmtYY/txt/...), MQM TSV, ESA dir, pickle, JSONL, CSV, Parquet, saved datasets dir",
+    )
     group.add_argument("--campaign", help="campaign inside a multi-campaign input, e.g. wmt23/en-de")
     group.add_argument("--human", help="human protocol, e.g. mqm, da-sqm (default: the first available)")
     group.add_argument(
@@ -32,11 +36,15 @@ def add_cost_arguments(parser: argparse.ArgumentParser) -> None:
     from precomet.selection.objective import COST_OBJECTIVES, DEFAULT_COST_OBJECTIVE
 
     group = parser.add_argument_group("annotation cost")
-    group.add_argument("--cost-from-times", metavar="PATH", help="use real annotation times (WMT23 ESA CSV file or dir) as cost")
     group.add_argument(
-        "--cost-objective", choices=list(COST_OBJECTIVES), default=DEFAULT_COST_OBJECTIVE,
+        "--cost-from-times", metavar="PATH", help="use real annotation times (WMT23 ESA CSV file or dir) as cost"
+    )
+    group.add_argument(
+        "--cost-objective",
+        choices=list(COST_OBJECTIVES),
+        default=DEFAULT_COST_OBJECTIVE,
         help="what a cost budget's knapsack maximises: rank-length = utility rank x source length (default; wins at "
-             "equal real cost on WMT), rank-cost = utility rank x cost, paper = utilities shifted onto [0.1, 0.6] (Eq. 2)",
+        "equal real cost on WMT), rank-cost = utility rank x cost, paper = utilities shifted onto [0.1, 0.6] (Eq. 2)",
     )
 
 
@@ -59,6 +67,7 @@ def comma_list(text: str) -> list[str]:
 
 def _number_type(convert, accept, expected: str, name: str):
     """An argparse type: ``convert`` the text, refuse it (naming the option) unless ``accept(value)``."""
+
     def parse(text: str):
         try:
             value = convert(text)

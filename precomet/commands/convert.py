@@ -11,7 +11,9 @@ HELP = "convert any supported input to canonical JSONL (or Parquet) items and pr
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_data_arguments(parser)
-    parser.add_argument("-o", "--output", required=True, help="output path: canonical JSONL, or Parquet when it ends in .parquet")
+    parser.add_argument(
+        "-o", "--output", required=True, help="output path: canonical JSONL, or Parquet when it ends in .parquet"
+    )
 
 
 def run(args: argparse.Namespace) -> int:

@@ -19,7 +19,9 @@ HELP = "run the main job end to end on a seeded simulator of historical campaign
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", default="demo-output", help="folder for the demo's outputs")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--proportion", type=share, default=0.25, help="share in (0, 1] of the blind set's cost to annotate")
+    parser.add_argument(
+        "--proportion", type=share, default=0.25, help="share in (0, 1] of the blind set's cost to annotate"
+    )
 
 
 def _step(title: str) -> float:
@@ -42,12 +44,11 @@ def _run(args: argparse.Namespace, work: Path) -> int:
     from scipy.stats import kendalltau, pearsonr
 
     from precomet.benchmark import plot_benchmark, run_benchmark, summary_table
-    from precomet.campaign import HUMAN
+    from precomet.campaign import HUMAN, source_length
     from precomet.estimator import predict_campaign
     from precomet.estimator.training import train_on_campaigns
     from precomet.io import jsonsafe, write_jsonl
     from precomet.pairwise.demo import demo_pairwise
-    from precomet.campaign import source_length
     from precomet.select import select_subset, write_subset
     from precomet.simulate import METRIC, simulate_campaign, simulate_history
     from precomet.utilities import compute_utility
@@ -69,36 +70,68 @@ def _run(args: argparse.Namespace, work: Path) -> int:
     for method, options in (("metric_var", None), ("metric_cons", None), ("diversity", {"similarity": "chrf"})):
         utility = compute_utility(year0, method, score=METRIC, seed=args.seed, options=options)
         top = int(np.argmax(utility))
-        print(f"{method:<12} Kendall τ with human-score variance {kendalltau(utility, human_var)[0]:+.2f}; "
-              f"top item {year0.ids[top]!r}: {year0.src[top][:60]!r}")
+        print(
+            f"{method:<12} Kendall τ with human-score variance {kendalltau(utility, human_var)[0]:+.2f}; "
+            f"top item {year0.ids[top]!r}: {year0.src[top][:60]!r}"
+        )
 
     _step("3. train a source-based estimator (PreCOMET) on the history: target = metric_var on human scores")
-    result = train_on_campaigns(history, out_dir=work / "estimator", method="metric_var", seed=args.seed, progress=False)
-    print(f"checkpoint {out / 'estimator'} in {result.seconds:.1f} s; on held-out documents: "
-          + ", ".join(f"{k.removeprefix('val_')} {v:.3f}" for k, v in result.dev_metrics.items() if k.startswith("val_")))
+    result = train_on_campaigns(
+        history, out_dir=work / "estimator", method="metric_var", seed=args.seed, progress=False
+    )
+    print(
+        f"checkpoint {out / 'estimator'} in {result.seconds:.1f} s; on held-out documents: "
+        + ", ".join(f"{k.removeprefix('val_')} {v:.3f}" for k, v in result.dev_metrics.items() if k.startswith("val_"))
+    )
 
     _step("4. predict utilities of the unseen sources of sim/blind (no outputs, no scores used)")
     predicted = predict_campaign(result.checkpoint_dir, blind)
     true_var = compute_utility(blind, "metric_var", score=HUMAN)
-    print(f"{len(blind)} sources; Pearson with the true (hidden) human-score variance "
-          f"{pearsonr(predicted, true_var)[0]:+.3f}, Kendall {kendalltau(predicted, true_var)[0]:+.3f}")
+    print(
+        f"{len(blind)} sources; Pearson with the true (hidden) human-score variance "
+        f"{pearsonr(predicted, true_var)[0]:+.3f}, Kendall {kendalltau(predicted, true_var)[0]:+.3f}"
+    )
 
     _step(f"5. cost-aware, domain-balanced subset: {args.proportion:.0%} of the blind set's annotation cost")
-    selection = select_subset(predicted, cost=blind.cost, domain=blind.domain, ids=blind.ids, proportion=args.proportion,
-                              balance="domain", seed=args.seed, length=source_length(blind.src))
-    manifest = selection.manifest(method="estimator", parameters={"proportion": args.proportion, "balance": "domain",
-                                                                  "cost_objective": selection.budget["objective"]},
-                                  data_hash=blind.data_hash())
+    selection = select_subset(
+        predicted,
+        cost=blind.cost,
+        domain=blind.domain,
+        ids=blind.ids,
+        proportion=args.proportion,
+        balance="domain",
+        seed=args.seed,
+        length=source_length(blind.src),
+    )
+    manifest = selection.manifest(
+        method="estimator",
+        parameters={
+            "proportion": args.proportion,
+            "balance": "domain",
+            "cost_objective": selection.budget["objective"],
+        },
+        data_hash=blind.data_hash(),
+    )
     subset_path = out / "blind-subset.jsonl"
     write_subset(work / subset_path.name, blind, selection, predicted, manifest)
-    print(f"{len(selection)} of {len(blind)} items, cost {selection.total_cost:.0f} s of {blind.cost.sum():.0f} s; "
-          f"per domain {dict(selection.domains)}; {selection.solver} {selection.status} (gap {selection.gap:.1e})")
+    print(
+        f"{len(selection)} of {len(blind)} items, cost {selection.total_cost:.0f} s of {blind.cost.sum():.0f} s; "
+        f"per domain {dict(selection.domains)}; {selection.solver} {selection.status} (gap {selection.gap:.1e})"
+    )
     print(f"-> {subset_path} (+ manifest)")
 
     _step("6. meta-evaluation on sim/blind: does the subset rank systems like the full set? (vs 20 random subsets)")
-    bench = run_benchmark(blind, methods=["metric_var", "diversity"], metric=METRIC,
-                          external={"estimator (sources only)": predicted}, props=[0.1, 0.2, 0.3, 0.4, 0.5],
-                          seeds=20, seed=args.seed, method_options={"diversity": {"similarity": "chrf"}}, progress=False)
+    bench = run_benchmark(
+        blind,
+        methods=["metric_var", "diversity"],
+        metric=METRIC,
+        external={"estimator (sources only)": predicted},
+        props=[0.1, 0.2, 0.3, 0.4, 0.5],
+        seeds=20,
+        seed=args.seed,
+        method_options={"diversity": {"similarity": "chrf"}},
+        progress=False,
+    )
     print(summary_table(bench))
     (work / "benchmark.json").write_text(jsonsafe.dumps(bench, indent=2, default=str) + "\n", encoding="utf-8")
     plot_benchmark(bench, work / "benchmark.png")

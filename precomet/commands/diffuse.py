@@ -15,7 +15,11 @@ HELP = "DiffUse: select items whose output differences are representative; itera
 
 def _common(parser: argparse.ArgumentParser) -> None:
     add_data_arguments(parser)
-    parser.add_argument("--systems", type=comma_list, help="comma-separated systems to compare (default: all; DiffUse on > 2 uses centred concatenation)")
+    parser.add_argument(
+        "--systems",
+        type=comma_list,
+        help="comma-separated systems to compare (default: all; DiffUse on > 2 uses centred concatenation)",
+    )
     parser.add_argument("--encoder", help="sentence-transformers name or path (default: offline all-MiniLM-L6-v2)")
     parser.add_argument("--cache-dir", help="directory for the embedding cache (reused across runs)")
 
@@ -35,9 +39,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     iterate = actions.add_parser("iterate", help="Algorithm 1: annotate until the hypergeometric risk <= p")
     _common(iterate)
     _oracle_arguments(iterate)
-    iterate.add_argument("--oracle", choices=["score", "interactive"], default="score",
-                         help="answer from --score (simulated annotator) or ask on the terminal")
-    iterate.add_argument("--order", choices=["diffuse", "random"], default="diffuse", help="item order (random: seeded)")
+    iterate.add_argument(
+        "--oracle",
+        choices=["score", "interactive"],
+        default="score",
+        help="answer from --score (simulated annotator) or ask on the terminal",
+    )
+    iterate.add_argument(
+        "--order", choices=["diffuse", "random"], default="diffuse", help="item order (random: seeded)"
+    )
     iterate.add_argument("--p", type=float, default=0.2, help="risk threshold (default 0.2)")
     iterate.add_argument("--n-min", type=int, default=5, help="initial number of items (default 5)")
     iterate.add_argument("--max-budget", type=int, default=200, help="maximum annotations (default 200)")
@@ -83,14 +93,22 @@ def run(args: argparse.Namespace) -> int:
         check_output(args.out)
     campaign = load_campaign(args)
     if args.action == "select":
-        chosen = diffuse.diffuse_select(campaign, budget=args.budget, systems=args.systems, encoder=args.encoder, cache_dir=args.cache_dir)
+        chosen = diffuse.diffuse_select(
+            campaign, budget=args.budget, systems=args.systems, encoder=args.encoder, cache_dir=args.cache_dir
+        )
         for rank, index in enumerate(chosen, start=1):
             print(f"{rank}\t{campaign.ids[index]}")
         if args.out:
             from precomet.signature import signature
 
-            run = signature("precomet diffuse select", method="diffuse", campaign=campaign, budget=args.budget,
-                            systems=args.systems or list(campaign.systems), encoder=args.encoder)
+            run = signature(
+                "precomet diffuse select",
+                method="diffuse",
+                campaign=campaign,
+                budget=args.budget,
+                systems=args.systems or list(campaign.systems),
+                encoder=args.encoder,
+            )
             _write_json(args.out, dict(signature=run, ids=[campaign.ids[i] for i in chosen]))
         return 0
     if args.action == "iterate":
@@ -98,9 +116,19 @@ def run(args: argparse.Namespace) -> int:
     from precomet.pairwise.protocol import evaluate_pairwise
 
     result = evaluate_pairwise(
-        campaign, score=args.score, systems=args.systems, budgets=_budgets(args.budgets), seeds=args.seeds,
-        test_fraction=args.test_fraction, margin=args.margin, higher_is_better=not args.lower_is_better,
-        p_values=args.p, n_min=args.n_min, max_budget=args.max_budget, encoder=args.encoder, cache_dir=args.cache_dir,
+        campaign,
+        score=args.score,
+        systems=args.systems,
+        budgets=_budgets(args.budgets),
+        seeds=args.seeds,
+        test_fraction=args.test_fraction,
+        margin=args.margin,
+        higher_is_better=not args.lower_is_better,
+        p_values=args.p,
+        n_min=args.n_min,
+        max_budget=args.max_budget,
+        encoder=args.encoder,
+        cache_dir=args.cache_dir,
     )
     print(result.to_markdown())
     if args.out:
@@ -130,8 +158,10 @@ def _iterate(args: argparse.Namespace, campaign, diffuse) -> int:
     names = {"a": systems[0], "b": systems[1], "tie": "tie"}
     verdict = f"winner {names[result.winner]}" if result.decided else f"inconclusive (leader: {names[result.leader]})"
     votes = [result.labels[i] for i in result.decision_items]
-    print(f"{verdict}; sf = {result.sf:.4f} (p = {args.p}); {result.n_annotations} annotations used; decision on "
-          f"{len(votes)} items: {votes.count('a')} {systems[0]}, {votes.count('b')} {systems[1]}, {votes.count('tie')} ties")
+    print(
+        f"{verdict}; sf = {result.sf:.4f} (p = {args.p}); {result.n_annotations} annotations used; decision on "
+        f"{len(votes)} items: {votes.count('a')} {systems[0]}, {votes.count('b')} {systems[1]}, {votes.count('tie')} ties"
+    )
     for index, label in result.labels.items():
         print(f"{campaign.ids[index]}\t{names[label]}")
     return 0

@@ -11,12 +11,16 @@ HELP = "Elo or Bradley-Terry ratings with bootstrap 5-95% intervals from prefere
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     source = parser.add_argument_group("preferences (one of --prefs or --data)")
-    source.add_argument("--prefs", help="CSV/JSONL (item,model_a,model_b,label|likert) or AlpacaEval annotations.json / directory")
+    source.add_argument(
+        "--prefs", help="CSV/JSONL (item,model_a,model_b,label|likert) or AlpacaEval annotations.json / directory"
+    )
     source.add_argument("--likert-ties", action="store_true", help="Likert 4 and 5 count as ties")
     source.add_argument("--data", help="a campaign input: preferences from per-item scores of its systems")
     source.add_argument("--campaign", help="campaign inside a multi-campaign input, e.g. wmt23/en-de")
     source.add_argument("--human", help="human protocol of the campaign input")
-    source.add_argument("--keep-incomplete", action="store_true", help="keep items without a human score for every system")
+    source.add_argument(
+        "--keep-incomplete", action="store_true", help="keep items without a human score for every system"
+    )
     source.add_argument("--score", default="human", help="campaign score deciding preferences (default: human)")
     source.add_argument("--lower-is-better", action="store_true", help="the campaign score is an error count")
     source.add_argument("--margin", type=float, default=0.0, help="tie margin (scores; AlpacaEval: |preference − 1.5|)")
@@ -26,7 +30,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     rating.add_argument("--seed", type=int, default=0)
     rating.add_argument("--ties", choices=["half", "drop"], default="half", help="ties as half wins or dropped")
     rating.add_argument("--k", type=positive_float, default=4.0, help="Elo K-factor (default 4)")
-    rating.add_argument("--models", type=comma_list, help="comma-separated: rate exactly these models; records naming others are an error")
+    rating.add_argument(
+        "--models",
+        type=comma_list,
+        help="comma-separated: rate exactly these models; records naming others are an error",
+    )
     out = parser.add_argument_group("output")
     out.add_argument("--figure", help="write a PNG of the intervals")
     out.add_argument("--json", help="write the table, judge diagnostics and signature as JSON")
@@ -52,23 +60,31 @@ def run(args: argparse.Namespace) -> int:
     else:
         from precomet.commands.common import load_campaign
 
-        prefs = preference.from_scores(load_campaign(args), score=args.score, margin=args.margin,
-                                       higher_is_better=not args.lower_is_better)
-    table = ratings.bootstrap_ratings(prefs, method=args.method, rounds=args.rounds, seed=args.seed, ties=args.ties,
-                                      models=args.models, k=args.k)
-    print(f"{len(prefs)} preference records from {prefs.source}; {args.method} with {args.rounds} bootstrap rounds, "
-          f"ties {args.ties}")
+        prefs = preference.from_scores(
+            load_campaign(args), score=args.score, margin=args.margin, higher_is_better=not args.lower_is_better
+        )
+    table = ratings.bootstrap_ratings(
+        prefs, method=args.method, rounds=args.rounds, seed=args.seed, ties=args.ties, models=args.models, k=args.k
+    )
+    print(
+        f"{len(prefs)} preference records from {prefs.source}; {args.method} with {args.rounds} bootstrap rounds, "
+        f"ties {args.ties}"
+    )
     print(table.to_text())
     bias = ratings.position_bias(prefs)
     if bias["records"]:
-        print(f"position bias: first-shown output wins {100 * bias['first_win_rate']:.1f}% of {bias['first_wins'] + bias['second_wins']}"
-              f" decided records (binomial p = {bias['p_value']:.2g}); flip rate {bias['flip_rate']:.3f}"
-              f" over {bias['pairs_both_orders']} pairs judged in both orders")
+        print(
+            f"position bias: first-shown output wins {100 * bias['first_win_rate']:.1f}% of {bias['first_wins'] + bias['second_wins']}"
+            f" decided records (binomial p = {bias['p_value']:.2g}); flip rate {bias['flip_rate']:.3f}"
+            f" over {bias['pairs_both_orders']} pairs judged in both orders"
+        )
     agree = None
     if args.agree_with:
         agree = ratings.agreement(prefs, preference.load_preferences(args.agree_with, likert_ties=args.likert_ties))
-        print(f"agreement on {agree['pairs']} shared pairs: accuracy {agree['accuracy']:.3f}, Cohen's kappa {agree['kappa']:.3f};"
-              f" accuracy {agree['decided_accuracy']:.3f} on the {agree['decided_pairs']} pairs neither calls a tie")
+        print(
+            f"agreement on {agree['pairs']} shared pairs: accuracy {agree['accuracy']:.3f}, Cohen's kappa {agree['kappa']:.3f};"
+            f" accuracy {agree['decided_accuracy']:.3f} on the {agree['decided_pairs']} pairs neither calls a tie"
+        )
     with output_set(args.figure, args.save_prefs, args.json) as out:
         if args.figure:
             ratings.plot_ratings(table, out.path(args.figure))
@@ -77,8 +93,16 @@ def run(args: argparse.Namespace) -> int:
         if args.json:
             from precomet.signature import signature
 
-            run = signature("precomet elo", method=args.method, seed=args.seed, rounds=args.rounds, ties=args.ties,
-                            k=args.k, source=prefs.source, records=len(prefs))
+            run = signature(
+                "precomet elo",
+                method=args.method,
+                seed=args.seed,
+                rounds=args.rounds,
+                ties=args.ties,
+                k=args.k,
+                source=prefs.source,
+                records=len(prefs),
+            )
             payload = dict(ratings=table.rows(), position_bias=bias, agreement=agree, signature=run)
             with out.open(args.json) as handle:
                 jsonsafe.dump(payload, handle, indent=1, default=float)

@@ -18,15 +18,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--text", action="store_true", help="read --data as plain text (default for .txt files)")
     parser.add_argument("--batch-size", type=positive_int, default=64)
     parser.add_argument("--device", default="cpu", help="cpu, cuda, cuda:1, …")
-    parser.add_argument("--precision", default="fp32", choices=["fp32", "int8"],
-                        help="int8: dynamic int8 quantisation on CPU (~2x faster, predictions close to fp32)")
-    parser.add_argument("--devices", type=int,
-                        help="predict through Lightning's Trainer.predict on N devices (multi-GPU); --device is then ignored")
+    parser.add_argument(
+        "--precision",
+        default="fp32",
+        choices=["fp32", "int8"],
+        help="int8: dynamic int8 quantisation on CPU (~2x faster, predictions close to fp32)",
+    )
+    parser.add_argument(
+        "--devices",
+        type=int,
+        help="predict through Lightning's Trainer.predict on N devices (multi-GPU); --device is then ignored",
+    )
     parser.add_argument("--strategy", help="Lightning strategy with --devices, e.g. ddp, ddp_spawn (default: auto)")
     parser.add_argument("--accelerator", help="Lightning accelerator with --devices: gpu, cpu, … (default: auto)")
-    parser.add_argument("--strict", action="store_true",
-                        help="refuse sources the estimator was trained on (default: warn and count them)")
-    parser.add_argument("-o", "--output", required=True, help="output JSONL of {\"id\", \"utility\"}")
+    parser.add_argument(
+        "--strict",
+        action="store_true",
+        help="refuse sources the estimator was trained on (default: warn and count them)",
+    )
+    parser.add_argument("-o", "--output", required=True, help='output JSONL of {"id", "utility"}')
 
 
 def read_sources(path: str, *, text: bool, campaign: str | None) -> tuple[list[str], list[str]]:
@@ -63,7 +73,9 @@ def _check_device(name: str) -> None:
     try:
         torch.device(name)
     except (RuntimeError, ValueError) as err:
-        raise PrecometError(f"--device {name!r} is not a device name such as cpu, cuda or cuda:1 ({str(err).split(':')[0]})") from None
+        raise PrecometError(
+            f"--device {name!r} is not a device name such as cpu, cuda or cuda:1 ({str(err).split(':')[0]})"
+        ) from None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -83,17 +95,36 @@ def run(args: argparse.Namespace) -> int:
     ids, sources = read_sources(args.data, text=args.text, campaign=args.campaign)
     device = "cpu" if args.devices is not None else args.device
     estimator = load_estimator(args.checkpoint, device=device)
-    seen = check_seen(estimator.meta, sources, strict=args.strict, what=f"checkpoint {args.checkpoint}",
-                      where=f"{args.checkpoint}/precomet.json")
+    seen = check_seen(
+        estimator.meta,
+        sources,
+        strict=args.strict,
+        what=f"checkpoint {args.checkpoint}",
+        where=f"{args.checkpoint}/precomet.json",
+    )
     utilities = predict_sources(
-        estimator, sources, batch_size=args.batch_size, device=device, precision=args.precision,
-        devices=args.devices, strategy=args.strategy, accelerator=args.accelerator,
+        estimator,
+        sources,
+        batch_size=args.batch_size,
+        device=device,
+        precision=args.precision,
+        devices=args.devices,
+        strategy=args.strategy,
+        accelerator=args.accelerator,
     )
     sources_hash = hashlib.sha256("\x1f".join(sources).encode("utf-8")).hexdigest()[:16]
     run = signature(
-        "precomet predict", method="estimator", campaign=args.campaign, data_hash=sources_hash,
-        checkpoint=str(args.checkpoint), target=estimator.meta["target"], data=str(args.data), n_items=len(ids),
-        precision=args.precision, seen_in_training=seen, training_sources=estimator.meta.get("training_sources"),
+        "precomet predict",
+        method="estimator",
+        campaign=args.campaign,
+        data_hash=sources_hash,
+        checkpoint=str(args.checkpoint),
+        target=estimator.meta["target"],
+        data=str(args.data),
+        n_items=len(ids),
+        precision=args.precision,
+        seen_in_training=seen,
+        training_sources=estimator.meta.get("training_sources"),
     )
     write_utilities(args.output, ids, np.asarray(utilities, dtype=float), run)
     print(f"wrote {len(ids)} utilities ({estimator.meta['target']['method']}) to {args.output}")

@@ -17,12 +17,25 @@ log = logging.getLogger(__name__)
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_data_arguments(parser)
     parser.add_argument("--score", default="human", help="score to rank by (default human), e.g. coherence or a metric")
-    parser.add_argument("--subset", type=Path, help="rank only the items of this subset JSONL (from precomet select); "
-                        "its .manifest.json beside it is recorded unless --manifest is given")
-    parser.add_argument("--manifest", type=Path, help="manifest of the selection (.manifest.json) to record in the signature")
-    parser.add_argument("--level", type=open_share, default=0.95, help="confidence level of the bootstrap intervals (default 0.95)")
+    parser.add_argument(
+        "--subset",
+        type=Path,
+        help="rank only the items of this subset JSONL (from precomet select); "
+        "its .manifest.json beside it is recorded unless --manifest is given",
+    )
+    parser.add_argument(
+        "--manifest", type=Path, help="manifest of the selection (.manifest.json) to record in the signature"
+    )
+    parser.add_argument(
+        "--level", type=open_share, default=0.95, help="confidence level of the bootstrap intervals (default 0.95)"
+    )
     parser.add_argument("--rounds", type=positive_int, default=1000, help="bootstrap rounds (default 1000)")
-    parser.add_argument("--alpha", type=open_share, default=0.05, help="p-value below which the Wilcoxon test opens a new cluster (default 0.05)")
+    parser.add_argument(
+        "--alpha",
+        type=open_share,
+        default=0.05,
+        help="p-value below which the Wilcoxon test opens a new cluster (default 0.05)",
+    )
     parser.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (default 0)")
     parser.add_argument("--json", type=Path, help="write the ranking with its signature here")
     parser.add_argument("--plot", type=Path, help="write the figure here (PNG, PDF or SVG)")
@@ -45,8 +58,15 @@ def run(args: argparse.Namespace) -> int:
         if manifest_path is None and beside.exists():
             manifest_path = beside
     manifest = read_manifest(manifest_path) if manifest_path is not None else None
-    ranking = rank_systems(campaign, score=args.score, level=args.level, rounds=args.rounds, alpha=args.alpha,
-                           seed=args.seed, manifest=manifest)
+    ranking = rank_systems(
+        campaign,
+        score=args.score,
+        level=args.level,
+        rounds=args.rounds,
+        alpha=args.alpha,
+        seed=args.seed,
+        manifest=manifest,
+    )
     if manifest is not None:
         problem = check_manifest(int(ranking.signature["items"]), manifest)
         if problem:

@@ -9,7 +9,13 @@ import numpy as np
 
 from precomet.campaign import Campaign
 from precomet.commands.common import (
-    add_cost_arguments, add_data_arguments, apply_cost_from_times, load_campaign, positive_float, require_documents, share,
+    add_cost_arguments,
+    add_data_arguments,
+    apply_cost_from_times,
+    load_campaign,
+    positive_float,
+    require_documents,
+    share,
 )
 from precomet.errors import PrecometError
 
@@ -26,21 +32,34 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     budget = parser.add_argument_group("budget (one of)").add_mutually_exclusive_group(required=True)
     budget.add_argument("--budget", type=int, help="number of items (constant cost: top-k)")
     budget.add_argument(
-        "--proportion", type=share, help="share in (0, 1] of the items, or of the total cost with --cost-aware / --cost-from-times"
+        "--proportion",
+        type=share,
+        help="share in (0, 1] of the items, or of the total cost with --cost-aware / --cost-from-times",
     )
     budget.add_argument("--budget-cost", type=positive_float, help="budget in cost units (cost-aware knapsack)")
-    parser.add_argument("--cost-aware", action="store_true", help="--proportion is a share of the total cost (knapsack)")
+    parser.add_argument(
+        "--cost-aware", action="store_true", help="--proportion is a share of the total cost (knapsack)"
+    )
     add_cost_arguments(parser)
     parser.add_argument("--balance", choices=["domain"], help="the same number of units from every domain")
-    parser.add_argument("--quotas", help='JSON {domain: count} (exact counts) or {domain: share} (budget shares)')
+    parser.add_argument("--quotas", help="JSON {domain: count} (exact counts) or {domain: share} (budget shares)")
     parser.add_argument("--level", choices=["item", "doc"], default="item", help="select items or whole documents")
-    parser.add_argument("--solver", default="cbc", help="pulp solver: cbc (default), highs, glpk, scip, gurobi, cplex, coin")
-    parser.add_argument("--time-limit", type=positive_float, default=60.0, help="solver time limit in seconds (default 60)")
+    parser.add_argument(
+        "--solver", default="cbc", help="pulp solver: cbc (default), highs, glpk, scip, gurobi, cplex, coin"
+    )
+    parser.add_argument(
+        "--time-limit", type=positive_float, default=60.0, help="solver time limit in seconds (default 60)"
+    )
     parser.add_argument("--allow-gap", action="store_true", help="accept a non-optimal answer (warns with its gap)")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--strict", action="store_true",
-                        help="--checkpoint / --scores from an estimator: refuse sources it was trained on (default: warn)")
-    parser.add_argument("-o", "--output", required=True, help="subset JSONL; the manifest goes beside it (.manifest.json)")
+    parser.add_argument(
+        "--strict",
+        action="store_true",
+        help="--checkpoint / --scores from an estimator: refuse sources it was trained on (default: warn)",
+    )
+    parser.add_argument(
+        "-o", "--output", required=True, help="subset JSONL; the manifest goes beside it (.manifest.json)"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -58,17 +77,42 @@ def run(args: argparse.Namespace) -> int:
     quotas = _quotas(args.quotas)
     if args.cost_aware and args.proportion is None:
         raise PrecometError("--cost-aware only applies to --proportion (--budget-cost is always cost-aware)")
-    cost_aware = args.budget_cost is not None or (args.proportion is not None and (args.cost_aware or bool(args.cost_from_times)))
+    cost_aware = args.budget_cost is not None or (
+        args.proportion is not None and (args.cost_aware or bool(args.cost_from_times))
+    )
     selection = select_subset(
-        utility, cost=campaign.cost if cost_aware else None, domain=campaign.domain, doc=campaign.doc,
-        ids=campaign.ids, budget=args.budget, proportion=args.proportion, budget_cost=args.budget_cost,
-        balance=args.balance, quotas=quotas, level=args.level, solver=args.solver, time_limit=args.time_limit,
-        allow_gap=args.allow_gap, seed=args.seed, cost_objective=args.cost_objective, length=source_length(campaign.src),
+        utility,
+        cost=campaign.cost if cost_aware else None,
+        domain=campaign.domain,
+        doc=campaign.doc,
+        ids=campaign.ids,
+        budget=args.budget,
+        proportion=args.proportion,
+        budget_cost=args.budget_cost,
+        balance=args.balance,
+        quotas=quotas,
+        level=args.level,
+        solver=args.solver,
+        time_limit=args.time_limit,
+        allow_gap=args.allow_gap,
+        seed=args.seed,
+        cost_objective=args.cost_objective,
+        length=source_length(campaign.src),
     )
     parameters.update(
-        budget=args.budget, proportion=args.proportion, budget_cost=args.budget_cost, cost_aware=cost_aware,
-        cost_from_times=args.cost_from_times, cost_objective=args.cost_objective if cost_aware else None, balance=args.balance, quotas=quotas, level=args.level,
-        solver=args.solver, time_limit=args.time_limit, allow_gap=args.allow_gap, campaign=campaign.name,
+        budget=args.budget,
+        proportion=args.proportion,
+        budget_cost=args.budget_cost,
+        cost_aware=cost_aware,
+        cost_from_times=args.cost_from_times,
+        cost_objective=args.cost_objective if cost_aware else None,
+        balance=args.balance,
+        quotas=quotas,
+        level=args.level,
+        solver=args.solver,
+        time_limit=args.time_limit,
+        allow_gap=args.allow_gap,
+        campaign=campaign.name,
     )
     manifest = selection.manifest(method=method, parameters=parameters, data_hash=campaign.data_hash())
     manifest_path = write_subset(args.output, campaign, selection, utility, manifest)
@@ -87,14 +131,21 @@ def _utilities(args: argparse.Namespace, campaign: Campaign) -> tuple[np.ndarray
         from precomet.utilities.output import aligned_utilities
 
         utility, signature = aligned_utilities(args.scores, campaign.ids)
-        seen = check_seen(signature, campaign.src, strict=args.strict, what=f"the estimator behind {args.scores}", where=args.scores)
+        seen = check_seen(
+            signature, campaign.src, strict=args.strict, what=f"the estimator behind {args.scores}", where=args.scores
+        )
         return utility, "scores", {"scores": args.scores, "seen_in_training": seen}
     if args.checkpoint:
         from precomet.estimator import load_estimator, predict_campaign
 
         estimator = load_estimator(args.checkpoint)
-        seen = check_seen(estimator.meta, campaign.src, strict=args.strict, what=f"checkpoint {args.checkpoint}",
-                          where=f"{args.checkpoint}/precomet.json")
+        seen = check_seen(
+            estimator.meta,
+            campaign.src,
+            strict=args.strict,
+            what=f"checkpoint {args.checkpoint}",
+            where=f"{args.checkpoint}/precomet.json",
+        )
         utility = np.asarray(predict_campaign(estimator, campaign), dtype=float)
         return utility, "checkpoint", {"checkpoint": args.checkpoint, "seen_in_training": seen}
     if args.strict:

@@ -23,8 +23,9 @@ def overrides_help() -> str:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--config", help=f"YAML configuration (configs/precomet-minilm.yaml, …; see {DOCS});"
-                        " default: built-in defaults")
+    parser.add_argument(
+        "--config", help=f"YAML configuration (configs/precomet-minilm.yaml, …; see {DOCS}); default: built-in defaults"
+    )
     parser.add_argument("--train", required=True, help="targets JSONL from precomet build-targets")
     parser.add_argument("--dev", help="dev targets JSONL (default: a split by document or campaign of --train)")
     parser.add_argument("--out", required=True, help="checkpoint directory to write")
@@ -32,8 +33,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.usage = f"{usage}\n{' ' * (len('usage: ') + len(parser.prog))} [--SECTION.KEY VALUE ...]"
     group = parser.add_argument_group("configuration overrides", overrides_help())
     for key in override_keys():  # one option per key, described together by the group text above
-        group.add_argument(f"--{key}", dest=f"override:{key}", metavar="VALUE", default=argparse.SUPPRESS,
-                           help=argparse.SUPPRESS)
+        group.add_argument(
+            f"--{key}", dest=f"override:{key}", metavar="VALUE", default=argparse.SUPPRESS, help=argparse.SUPPRESS
+        )
 
 
 def run(args: argparse.Namespace) -> int:

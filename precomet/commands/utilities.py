@@ -14,19 +14,29 @@ HELP = "compute an output-based item utility (higher = annotate first) and write
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_data_arguments(parser)
     parser.add_argument(
-        "--method", required=True,
+        "--method",
+        required=True,
         help="metric_avg, metric_var, metric_cons, diversity, irt_diff, irt_disc, irt_feas, irt_diffdisc, irt_fic,"
         " kmeans, kmeans_outputs, random, mixture (an unknown name lists all registered ones)",
     )
     parser.add_argument("--metric", help="score name the utility reads, e.g. MetricX-23-c or human")
-    parser.add_argument("--systems", type=comma_list, help="comma-separated systems to use (artificial crowd); default: all")
+    parser.add_argument(
+        "--systems", type=comma_list, help="comma-separated systems to use (artificial crowd); default: all"
+    )
     parser.add_argument("--budget", type=int, help="number of items (methods that need it, e.g. kmeans)")
     parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     parser.add_argument(
-        "--option", action="append", default=[], metavar="KEY=VALUE",
+        "--option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
         help="method option; VALUE parsed as JSON when possible (e.g. similarity=chrf, lr=0.01, weights='{\"metric_var\": 1}')",
     )
-    parser.add_argument("--exclude-missing", action="store_true", help="items lacking the score for some system get null instead of an error")
+    parser.add_argument(
+        "--exclude-missing",
+        action="store_true",
+        help="items lacking the score for some system get null instead of an error",
+    )
     parser.add_argument("--save-irt", metavar="PATH", help="irt_* methods: also write the fitted parameters as JSON")
     parser.add_argument("-o", "--output", required=True, help="output JSONL path")
 
@@ -59,16 +69,28 @@ def run(args: argparse.Namespace) -> int:
         from precomet.utilities.irt import FIT_OPTIONS, fit_irt
 
         crowd = campaign if systems is None else campaign.restrict_systems(systems)
-        fit_options = {k: v for k, v in resolve_options(args.method, options).items() if k in FIT_OPTIONS and k != "params"}
+        fit_options = {
+            k: v for k, v in resolve_options(args.method, options).items() if k in FIT_OPTIONS and k != "params"
+        }
         params = fit_irt(crowd, score=args.metric, seed=args.seed, **fit_options)
         options["params"] = params
     values = compute_utility(
-        campaign, args.method, score=args.metric if spec.needs_score else None, systems=systems,
-        budget=args.budget, seed=args.seed, options=options,
+        campaign,
+        args.method,
+        score=args.metric if spec.needs_score else None,
+        systems=systems,
+        budget=args.budget,
+        seed=args.seed,
+        options=options,
     )
     signature = utility_signature(
-        campaign, method=args.method, score=args.metric if spec.needs_score else None, systems=systems,
-        budget=args.budget, seed=args.seed, options=resolve_options(args.method, options),
+        campaign,
+        method=args.method,
+        score=args.metric if spec.needs_score else None,
+        systems=systems,
+        budget=args.budget,
+        seed=args.seed,
+        options=resolve_options(args.method, options),
     )
     if args.save_irt:
         signature["options"]["params"] = args.save_irt

@@ -23,11 +23,16 @@ __all__ = [
 ]
 
 _WHERE = {
-    "predict_campaign": "precomet.estimator.predict", "predict_sources": "precomet.estimator.predict",
-    "load_estimator": "precomet.estimator.checkpoint", "export_checkpoint": "precomet.estimator.checkpoint",
-    "train": "precomet.estimator.training", "train_on_campaigns": "precomet.estimator.training",
-    "build_targets": "precomet.estimator.targets", "read_targets": "precomet.estimator.targets",
-    "write_targets": "precomet.estimator.targets", "leave_one_campaign_out": "precomet.estimator.targets",
+    "predict_campaign": "precomet.estimator.predict",
+    "predict_sources": "precomet.estimator.predict",
+    "load_estimator": "precomet.estimator.checkpoint",
+    "export_checkpoint": "precomet.estimator.checkpoint",
+    "train": "precomet.estimator.training",
+    "train_on_campaigns": "precomet.estimator.training",
+    "build_targets": "precomet.estimator.targets",
+    "read_targets": "precomet.estimator.targets",
+    "write_targets": "precomet.estimator.targets",
+    "leave_one_campaign_out": "precomet.estimator.targets",
 }
 
 if TYPE_CHECKING:

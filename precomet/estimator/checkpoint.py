@@ -132,7 +132,10 @@ def read_meta(checkpoint_dir: str | Path) -> dict[str, Any]:
 def build_model(encoder: torch.nn.Module, meta: dict[str, Any], *, where: Any = META) -> UtilityEstimator:
     try:
         return UtilityEstimator(
-            encoder, pooling=meta["pooling"], hidden_sizes=tuple(meta["hidden_sizes"]), dropout=float(meta.get("dropout", 0.1))
+            encoder,
+            pooling=meta["pooling"],
+            hidden_sizes=tuple(meta["hidden_sizes"]),
+            dropout=float(meta.get("dropout", 0.1)),
         )
     except (TypeError, ValueError, RuntimeError, PrecometError) as err:
         raise PrecometError(
@@ -163,11 +166,15 @@ def load_estimator(checkpoint_dir: str | Path, *, device: str = "cpu") -> Estima
     try:
         head = load_file(str(path / HEAD))
     except Exception as err:  # noqa: BLE001 -- safetensors raises its own SafetensorError for truncated/corrupt files
-        raise PrecometError(f"{path / HEAD}: not a readable safetensors file ({err}); the checkpoint is damaged") from None
+        raise PrecometError(
+            f"{path / HEAD}: not a readable safetensors file ({err}); the checkpoint is damaged"
+        ) from None
     result = _load_weights(model, head, where=path / HEAD, strict=False)
     missing = [k for k in result.missing_keys if not k.startswith("encoder.")]
     if missing or result.unexpected_keys:
-        raise PrecometError(f"{path / HEAD}: head does not match precomet.json (missing {missing}, unexpected {result.unexpected_keys})")
+        raise PrecometError(
+            f"{path / HEAD}: head does not match precomet.json (missing {missing}, unexpected {result.unexpected_keys})"
+        )
     return Estimator(model=model.to(device).eval(), tokenizer=tokenizer, meta=meta, path=path)
 
 
@@ -179,7 +186,9 @@ def _encoder_location(path: Path, meta: dict[str, Any]) -> str:
     from precomet.estimator.model import ALIASES, resolve_model
 
     if not isinstance(package, dict) or package.get("name") not in ALIASES:
-        raise PrecometError(f"{path / META}: encoder_package {package!r} is not an installed encoder; known: {sorted(ALIASES)}")
+        raise PrecometError(
+            f"{path / META}: encoder_package {package!r} is not an installed encoder; known: {sorted(ALIASES)}"
+        )
     location = resolve_model(package["name"])
     if weights_digest(location) != package.get("weights_sha256"):
         raise PrecometError(
@@ -198,7 +207,9 @@ def export_checkpoint(ckpt_path: str | Path, out_dir: str | Path, *, extra_meta:
     return save_checkpoint(out_dir, model=model, tokenizer=tokenizer, meta=meta)
 
 
-def read_lightning_checkpoint(ckpt_path: str | Path, *, extra_meta: dict[str, Any] | None = None) -> tuple[UtilityEstimator, Any, dict[str, Any]]:
+def read_lightning_checkpoint(
+    ckpt_path: str | Path, *, extra_meta: dict[str, Any] | None = None
+) -> tuple[UtilityEstimator, Any, dict[str, Any]]:
     """``(model in eval mode, tokenizer, metadata)`` of a Lightning ``.ckpt`` written by ``precomet train``."""
     from precomet.estimator.model import load_encoder
 
@@ -215,6 +226,6 @@ def read_lightning_checkpoint(ckpt_path: str | Path, *, extra_meta: dict[str, An
     package = meta.get("encoder_package")
     encoder, tokenizer = load_encoder(package["name"] if package else meta["encoder_path"])
     model = build_model(encoder, meta, where=ckpt_path)
-    state = {k[len("model."):]: v for k, v in ckpt["state_dict"].items() if k.startswith("model.")}
+    state = {k[len("model.") :]: v for k, v in ckpt["state_dict"].items() if k.startswith("model.")}
     _load_weights(model, state, where=ckpt_path, strict=True)
     return model.eval(), tokenizer, {**meta, **(extra_meta or {})}

@@ -53,14 +53,37 @@ DEFAULTS: dict[str, Any] = {
         "enable_progress_bar": None,  # None: on when stderr is a terminal
     },
 }
-FREE_TYPED = {f"trainer.{k}" for k in ("accelerator", "devices", "strategy", "num_nodes", "precision", "val_check_interval", "limit_train_batches")}
+FREE_TYPED = {
+    f"trainer.{k}"
+    for k in (
+        "accelerator",
+        "devices",
+        "strategy",
+        "num_nodes",
+        "precision",
+        "val_check_interval",
+        "limit_train_batches",
+    )
+}
 """Keys passed to Lightning unchanged, whose type varies (``devices: auto`` or ``[0, 1]``); every other key must
 have the type of its default (:func:`precomet.values.check_like`)."""
-CHOICES = {("model", "pooling"): ("mean", "mix"), ("data", "group_by"): ("doc", "campaign"), ("early_stopping", "mode"): ("min", "max")}
+CHOICES = {
+    ("model", "pooling"): ("mean", "mix"),
+    ("data", "group_by"): ("doc", "campaign"),
+    ("early_stopping", "mode"): ("min", "max"),
+}
 AT_LEAST = {
-    ("data", "batch_size"): 1, ("data", "effective_batch_size"): 1, ("data", "max_length"): 1, ("data", "bucket_batches"): 1,
-    ("data", "num_workers"): 0, ("early_stopping", "patience"): 0, ("trainer", "max_epochs"): 1, ("trainer", "log_every_n_steps"): 1,
-    ("model", "encoder_lr"): 0.0, ("model", "head_lr"): 0.0, ("model", "weight_decay"): 0.0,
+    ("data", "batch_size"): 1,
+    ("data", "effective_batch_size"): 1,
+    ("data", "max_length"): 1,
+    ("data", "bucket_batches"): 1,
+    ("data", "num_workers"): 0,
+    ("early_stopping", "patience"): 0,
+    ("trainer", "max_epochs"): 1,
+    ("trainer", "log_every_n_steps"): 1,
+    ("model", "encoder_lr"): 0.0,
+    ("model", "head_lr"): 0.0,
+    ("model", "weight_decay"): 0.0,
 }
 """Smallest valid value of numeric keys (checked once the config is merged)."""
 

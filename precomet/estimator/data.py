@@ -55,7 +55,9 @@ def tokenize(tokenizer: Any, texts: Sequence[str], *, max_length: int) -> tuple[
 
     backend = getattr(tokenizer, "backend_tokenizer", None)
     if backend is None:
-        raise PrecometError(f"tokenizer {type(tokenizer).__name__} is not a fast tokenizer; save one with tokenizer.json")
+        raise PrecometError(
+            f"tokenizer {type(tokenizer).__name__} is not a fast tokenizer; save one with tokenizer.json"
+        )
     local = Tokenizer.from_str(backend.to_str())
     local.no_padding()
     local.enable_truncation(max_length=max_length)
@@ -65,7 +67,9 @@ def tokenize(tokenizer: Any, texts: Sequence[str], *, max_length: int) -> tuple[
 
 def warn_truncated(n_truncated: int, n_total: int, max_length: int) -> None:
     if n_truncated:
-        logger.warning("%d of %d sources are longer than max_length=%d tokens and were truncated", n_truncated, n_total, max_length)
+        logger.warning(
+            "%d of %d sources are longer than max_length=%d tokens and were truncated", n_truncated, n_total, max_length
+        )
 
 
 def pad_batch(ids: Sequence[Sequence[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -90,7 +94,14 @@ class BucketBatchSampler(Sampler[list[int]]):
     shuffle the batch order. Seeded per epoch (``set_epoch``); shards batches over ``world_size`` ranks."""
 
     def __init__(
-        self, lengths: Sequence[int], batch_size: int, *, seed: int, bucket_batches: int = 50, rank: int = 0, world_size: int = 1
+        self,
+        lengths: Sequence[int],
+        batch_size: int,
+        *,
+        seed: int,
+        bucket_batches: int = 50,
+        rank: int = 0,
+        world_size: int = 1,
     ) -> None:
         self.lengths = np.asarray(lengths)
         self.batch_size, self.seed, self.bucket = batch_size, seed, max(1, bucket_batches) * batch_size
@@ -134,8 +145,17 @@ class TargetDataModule(pl.LightningDataModule):
     pooled features (frozen encoder), one entry per row."""
 
     def __init__(
-        self, *, train_inputs: Any, train_targets: np.ndarray, dev_inputs: Any, dev_targets: np.ndarray, pad_id: int,
-        batch_size: int, bucket_batches: int = 50, num_workers: int = 0, seed: int = 0,
+        self,
+        *,
+        train_inputs: Any,
+        train_targets: np.ndarray,
+        dev_inputs: Any,
+        dev_targets: np.ndarray,
+        pad_id: int,
+        batch_size: int,
+        bucket_batches: int = 50,
+        num_workers: int = 0,
+        seed: int = 0,
     ) -> None:
         super().__init__()
         self.train_set, self.dev_set = _Rows(train_inputs, train_targets), _Rows(dev_inputs, dev_targets)
@@ -156,8 +176,12 @@ class TargetDataModule(pl.LightningDataModule):
     def train_dataloader(self) -> DataLoader:
         rank, world = (self.trainer.global_rank, self.trainer.world_size) if self.trainer else (0, 1)
         sampler = BucketBatchSampler(
-            self._lengths(self.train_set), self.batch_size, seed=self.seed, bucket_batches=self.bucket_batches,
-            rank=rank, world_size=world,
+            self._lengths(self.train_set),
+            self.batch_size,
+            seed=self.seed,
+            bucket_batches=self.bucket_batches,
+            rank=rank,
+            world_size=world,
         )
         return DataLoader(self.train_set, batch_sampler=sampler, collate_fn=self.collate, num_workers=self.num_workers)
 

@@ -69,7 +69,8 @@ class SourceFingerprint:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "scheme": SCHEME, "count": len(self),
+            "scheme": SCHEME,
+            "count": len(self),
             "hashes": base64.b64encode(self.hashes.astype("<u4").tobytes()).decode("ascii"),
         }
 

@@ -54,7 +54,9 @@ def load_encoder(name: str) -> tuple[nn.Module, object]:
     with quiet_third_party():
         tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
         try:  # BERT-like encoders: drop the unused pooler (its weights would get no gradient)
-            model = AutoModel.from_pretrained(path, local_files_only=True, use_safetensors=True, add_pooling_layer=False)
+            model = AutoModel.from_pretrained(
+                path, local_files_only=True, use_safetensors=True, add_pooling_layer=False
+            )
         except TypeError:
             model = AutoModel.from_pretrained(path, local_files_only=True, use_safetensors=True)
     return model.train(), tokenizer  # from_pretrained returns eval mode: dropout must be on for training
@@ -84,7 +86,12 @@ class UtilityEstimator(nn.Module):
     """encoder -> pooled features -> MLP head -> one standardised utility per source."""
 
     def __init__(
-        self, encoder: nn.Module, *, pooling: str = "mean", hidden_sizes: tuple[int, ...] = (2048, 1024), dropout: float = 0.1
+        self,
+        encoder: nn.Module,
+        *,
+        pooling: str = "mean",
+        hidden_sizes: tuple[int, ...] = (2048, 1024),
+        dropout: float = 0.1,
     ) -> None:
         super().__init__()
         if pooling not in ("mean", "mix"):
@@ -105,7 +112,9 @@ class UtilityEstimator(nn.Module):
 
         Mean pooling is linear, so mixing per-layer means equals pooling the mixed layers; that lets a
         frozen encoder's features be cached once and the mix weights still be trained."""
-        out = self.encoder(input_ids=input_ids, attention_mask=attention_mask, output_hidden_states=self.mix is not None)
+        out = self.encoder(
+            input_ids=input_ids, attention_mask=attention_mask, output_hidden_states=self.mix is not None
+        )
         if self.mix is None:
             return mean_pool(out.last_hidden_state, attention_mask)
         return mean_pool(torch.stack(out.hidden_states, dim=1), attention_mask.unsqueeze(1))

@@ -42,12 +42,25 @@ class EstimatorModule(pl.LightningModule):
     ``precomet export`` can rebuild the network without unpickling anything else."""
 
     def __init__(
-        self, model: UtilityEstimator, *, encoder_lr: float, head_lr: float, layerwise_decay: float = 0.95,
-        weight_decay: float = 0.0, freeze_fraction: float = 0.0, freeze_encoder: bool = False, meta: dict[str, Any] | None = None,
+        self,
+        model: UtilityEstimator,
+        *,
+        encoder_lr: float,
+        head_lr: float,
+        layerwise_decay: float = 0.95,
+        weight_decay: float = 0.0,
+        freeze_fraction: float = 0.0,
+        freeze_encoder: bool = False,
+        meta: dict[str, Any] | None = None,
     ) -> None:
         super().__init__()
         self.model = model
-        self.encoder_lr, self.head_lr, self.decay, self.weight_decay = encoder_lr, head_lr, layerwise_decay, weight_decay
+        self.encoder_lr, self.head_lr, self.decay, self.weight_decay = (
+            encoder_lr,
+            head_lr,
+            layerwise_decay,
+            weight_decay,
+        )
         self.freeze_fraction, self.freeze_encoder = freeze_fraction, freeze_encoder
         self.meta = dict(meta or {})
         self._unfreeze_at: int | None = None

@@ -82,15 +82,27 @@ def merge(outputs: Sequence[tuple[torch.Tensor, torch.Tensor]], n: int) -> np.nd
 
 
 def predict_lightning(
-    model: torch.nn.Module, ids: Sequence[Sequence[int]], *, pad_id: int, batch_size: int, devices: int | str | list[int],
-    strategy: str | None = None, accelerator: str | None = None, progress: bool = False,
+    model: torch.nn.Module,
+    ids: Sequence[Sequence[int]],
+    *,
+    pad_id: int,
+    batch_size: int,
+    devices: int | str | list[int],
+    strategy: str | None = None,
+    accelerator: str | None = None,
+    progress: bool = False,
 ) -> torch.Tensor:
     """Standardised predictions (float32, input order) of ``model`` through ``Trainer.predict``."""
     with tempfile.TemporaryDirectory(prefix="precomet-predict-") as out_dir, quiet_third_party():
         module = PredictModule(model, ids, pad_id=pad_id, batch_size=batch_size, out_dir=out_dir)
         trainer = pl.Trainer(
-            accelerator=accelerator or "auto", devices=devices, strategy=strategy or "auto", logger=False,
-            enable_checkpointing=False, enable_model_summary=False, enable_progress_bar=progress,
+            accelerator=accelerator or "auto",
+            devices=devices,
+            strategy=strategy or "auto",
+            logger=False,
+            enable_checkpointing=False,
+            enable_model_summary=False,
+            enable_progress_bar=progress,
             use_distributed_sampler=False,
         )
         trainer.predict(module, return_predictions=False)

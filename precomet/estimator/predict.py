@@ -10,8 +10,6 @@ import numpy as np
 import torch
 
 from precomet.campaign import Campaign
-from precomet.progress import progress as progress_bar
-from precomet.progress import progress_enabled
 from precomet.errors import PrecometError
 from precomet.estimator.checkpoint import Estimator, load_estimator
 from precomet.estimator.data import (
@@ -20,6 +18,8 @@ from precomet.estimator.data import (
     tokenize,
     warn_truncated,
 )
+from precomet.progress import progress as progress_bar
+from precomet.progress import progress_enabled
 
 logger = logging.getLogger(__name__)
 
@@ -31,8 +31,14 @@ def _check_batch_size(batch_size: int) -> int:
 
 
 def run_batches(
-    fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor], ids: Sequence[Sequence[int]], *, pad_id: int,
-    batch_size: int, device: str, progress: bool | None = None, desc: str = "predict",
+    fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
+    ids: Sequence[Sequence[int]],
+    *,
+    pad_id: int,
+    batch_size: int,
+    device: str,
+    progress: bool | None = None,
+    desc: str = "predict",
 ) -> torch.Tensor:
     """Apply ``fn(input_ids, attention_mask)`` to length-sorted batches; rows come back in input order."""
     _check_batch_size(batch_size)
@@ -76,14 +82,23 @@ def quantize_int8(estimator: Estimator) -> Estimator:
         from torch.ao.quantization import per_channel_dynamic_qconfig, quantize_dynamic
 
         # per-output-channel weight scales: correlation with fp32 ~0.98 instead of ~0.955 per tensor
-        model = quantize_dynamic(estimator.model.cpu().eval(), {torch.nn.Linear: per_channel_dynamic_qconfig}, dtype=torch.qint8)
+        model = quantize_dynamic(
+            estimator.model.cpu().eval(), {torch.nn.Linear: per_channel_dynamic_qconfig}, dtype=torch.qint8
+        )
     return dataclasses.replace(estimator, model=model)
 
 
 def predict_sources(
-    checkpoint_dir: str | Path | Estimator, sources: Sequence[str], *, batch_size: int = 64, device: str = "cpu",
-    progress: bool | None = None, precision: str = "fp32", devices: int | str | list[int] | None = None,
-    strategy: str | None = None, accelerator: str | None = None,
+    checkpoint_dir: str | Path | Estimator,
+    sources: Sequence[str],
+    *,
+    batch_size: int = 64,
+    device: str = "cpu",
+    progress: bool | None = None,
+    precision: str = "fp32",
+    devices: int | str | list[int] | None = None,
+    strategy: str | None = None,
+    accelerator: str | None = None,
 ) -> np.ndarray:
     """Utility (higher = annotate first) of each source, in input order. Sources longer than the
     checkpoint's ``max_length`` tokens are truncated and counted in a warning. ``precision="int8"``
@@ -100,7 +115,9 @@ def predict_sources(
         raise PrecometError(f"precision int8 runs on CPU only, got device {device!r}")
     sources = check_sources(sources)
     device = "cpu" if devices is not None else device
-    estimator = checkpoint_dir if isinstance(checkpoint_dir, Estimator) else load_estimator(checkpoint_dir, device=device)
+    estimator = (
+        checkpoint_dir if isinstance(checkpoint_dir, Estimator) else load_estimator(checkpoint_dir, device=device)
+    )
     if precision == "int8":
         estimator = quantize_int8(estimator)
     ids, n_truncated = tokenize(estimator.tokenizer, sources, max_length=estimator.max_length)
@@ -111,8 +128,14 @@ def predict_sources(
 
         show = progress_enabled(progress)
         values = predict_lightning(
-            estimator.model.eval(), ids, pad_id=pad_id, batch_size=_check_batch_size(batch_size), devices=devices,
-            strategy=strategy, accelerator=accelerator, progress=show,
+            estimator.model.eval(),
+            ids,
+            pad_id=pad_id,
+            batch_size=_check_batch_size(batch_size),
+            devices=devices,
+            strategy=strategy,
+            accelerator=accelerator,
+            progress=show,
         )
     else:
         model = estimator.model.to(device).eval()
@@ -121,25 +144,46 @@ def predict_sources(
 
 
 def predict_campaign(
-    checkpoint_dir: str | Path | Estimator, campaign: Campaign, *, batch_size: int = 64, device: str = "cpu",
-    progress: bool | None = None, precision: str = "fp32", devices: int | str | list[int] | None = None,
-    strategy: str | None = None, accelerator: str | None = None,
+    checkpoint_dir: str | Path | Estimator,
+    campaign: Campaign,
+    *,
+    batch_size: int = 64,
+    device: str = "cpu",
+    progress: bool | None = None,
+    precision: str = "fp32",
+    devices: int | str | list[int] | None = None,
+    strategy: str | None = None,
+    accelerator: str | None = None,
 ) -> np.ndarray:
     """:func:`predict_sources` on ``campaign.src`` (aligned with ``campaign.ids``)."""
     return predict_sources(
-        checkpoint_dir, list(campaign.src), batch_size=batch_size, device=device, progress=progress, precision=precision,
-        devices=devices, strategy=strategy, accelerator=accelerator,
+        checkpoint_dir,
+        list(campaign.src),
+        batch_size=batch_size,
+        device=device,
+        progress=progress,
+        precision=precision,
+        devices=devices,
+        strategy=strategy,
+        accelerator=accelerator,
     )
 
 
 def compute_features(
-    model: torch.nn.Module, ids: Sequence[Sequence[int]], *, pad_id: int, batch_size: int, device: str = "cpu",
+    model: torch.nn.Module,
+    ids: Sequence[Sequence[int]],
+    *,
+    pad_id: int,
+    batch_size: int,
+    device: str = "cpu",
     progress: bool | None = None,
 ) -> torch.Tensor:
     """Pooled features of a (frozen, eval-mode) estimator for caching: (N, H) or (N, L, H)."""
     was_training = model.training
     model.eval()
     try:
-        return run_batches(model.features, ids, pad_id=pad_id, batch_size=batch_size, device=device, progress=progress, desc="encode")
+        return run_batches(
+            model.features, ids, pad_id=pad_id, batch_size=batch_size, device=device, progress=progress, desc="encode"
+        )
     finally:
         model.train(was_training)

@@ -25,13 +25,13 @@ from typing import Any
 import numpy as np
 
 from precomet.campaign import HUMAN, Campaign
-from precomet.progress import progress as progress_bar
-from precomet.stats import rankdata
 from precomet.errors import PrecometError
 from precomet.estimator.leakage import drop_sources, normalise_source
 from precomet.io import jsonsafe
 from precomet.io.atomic import atomic_write
 from precomet.io.jsonl import read_jsonl
+from precomet.progress import progress as progress_bar
+from precomet.stats import rankdata
 
 logger = logging.getLogger(__name__)
 
@@ -67,8 +67,14 @@ def raw_targets(campaign: Campaign, method: str, *, score: str, seed: int, optio
 
 
 def build_targets(
-    campaigns: Iterable[Campaign], *, method: str, score: str = HUMAN, normalisation: str = "zscore", seed: int = 0,
-    options: dict[str, Any] | None = None, progress: bool | None = None,
+    campaigns: Iterable[Campaign],
+    *,
+    method: str,
+    score: str = HUMAN,
+    normalisation: str = "zscore",
+    seed: int = 0,
+    options: dict[str, Any] | None = None,
+    progress: bool | None = None,
 ) -> list[dict[str, Any]]:
     """Target rows for every item of every campaign (campaign names must be distinct); ``options`` are the
     utility method's own settings (e.g. ``{"similarity": "chrf"}`` for diversity). One row per item and
@@ -84,7 +90,9 @@ def build_targets(
         seen.add(campaign.name)
         raw = raw_targets(campaign, method, score=score, seed=seed, options=options)
         if raw.shape != (len(campaign),):
-            raise PrecometError(f"utility {method!r} on {campaign.name!r}: expected {len(campaign)} values, got {raw.shape}")
+            raise PrecometError(
+                f"utility {method!r} on {campaign.name!r}: expected {len(campaign)} values, got {raw.shape}"
+            )
         bad = np.flatnonzero(~np.isfinite(raw))
         if len(bad):
             raise PrecometError(
@@ -93,10 +101,18 @@ def build_targets(
             )
         values = normalise_targets(raw, normalisation)
         for i in range(len(campaign)):
-            rows.append({
-                "src": campaign.src[i], "target": float(values[i]), "campaign": campaign.name, "doc": campaign.doc[i],
-                "lp": campaign.lp, "id": campaign.ids[i], "method": method, "normalisation": normalisation,
-            })
+            rows.append(
+                {
+                    "src": campaign.src[i],
+                    "target": float(values[i]),
+                    "campaign": campaign.name,
+                    "doc": campaign.doc[i],
+                    "lp": campaign.lp,
+                    "id": campaign.ids[i],
+                    "method": method,
+                    "normalisation": normalisation,
+                }
+            )
         logger.info("%s: %d targets (%s, %s)", campaign.name, len(campaign), method, normalisation)
     if not rows:
         raise PrecometError("no campaigns given")
@@ -113,11 +129,15 @@ def merge_by_source(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     merged = []
     for group in groups.values():
         first = group[0]
-        merged.append({
-            **first, "target": float(np.mean([r["target"] for r in group])), "count": len(group),
-            "campaigns": sorted({r["campaign"] for r in group}),
-            "lp": first.get("lp") if len({r.get("lp") for r in group}) == 1 else None,
-        })
+        merged.append(
+            {
+                **first,
+                "target": float(np.mean([r["target"] for r in group])),
+                "count": len(group),
+                "campaigns": sorted({r["campaign"] for r in group}),
+                "lp": first.get("lp") if len({r.get("lp") for r in group}) == 1 else None,
+            }
+        )
     return merged
 
 

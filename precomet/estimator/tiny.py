@@ -10,7 +10,13 @@ SPECIAL = ["<pad>", "<unk>", "<s>", "</s>", "<mask>"]
 
 
 def build_tiny_encoder(
-    out_dir: str | Path, *, texts: Iterable[str], hidden_size: int = 32, layers: int = 2, vocab_size: int = 500, seed: int = 0
+    out_dir: str | Path,
+    *,
+    texts: Iterable[str],
+    hidden_size: int = 32,
+    layers: int = 2,
+    vocab_size: int = 500,
+    seed: int = 0,
 ) -> Path:
     """Train a WordPiece tokenizer on ``texts``, random-initialise an XLM-R config of ``layers`` × ``hidden_size``
     and ``save_pretrained`` both into ``out_dir`` (safetensors). Returns ``out_dir``."""
@@ -36,13 +42,28 @@ def build_tiny_encoder(
     )
     tok.decoder = decoders.WordPiece()
     fast = PreTrainedTokenizerFast(
-        tokenizer_object=tok, pad_token="<pad>", unk_token="<unk>", bos_token="<s>", eos_token="</s>",
-        cls_token="<s>", sep_token="</s>", mask_token="<mask>", model_max_length=128,
+        tokenizer_object=tok,
+        pad_token="<pad>",
+        unk_token="<unk>",
+        bos_token="<s>",
+        eos_token="</s>",
+        cls_token="<s>",
+        sep_token="</s>",
+        mask_token="<mask>",
+        model_max_length=128,
     )
     config = XLMRobertaConfig(
-        vocab_size=tok.get_vocab_size(), hidden_size=hidden_size, num_hidden_layers=layers, num_attention_heads=2,
-        intermediate_size=2 * hidden_size, max_position_embeddings=130, pad_token_id=0, bos_token_id=2, eos_token_id=3,
-        hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1,
+        vocab_size=tok.get_vocab_size(),
+        hidden_size=hidden_size,
+        num_hidden_layers=layers,
+        num_attention_heads=2,
+        intermediate_size=2 * hidden_size,
+        max_position_embeddings=130,
+        pad_token_id=0,
+        bos_token_id=2,
+        eos_token_id=3,
+        hidden_dropout_prob=0.1,
+        attention_probs_dropout_prob=0.1,
     )
     with torch.random.fork_rng(devices=[]):  # seeds the weights without touching the caller's generator
         torch.manual_seed(seed)

@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from precomet.campaign import HUMAN, Campaign
-from precomet.progress import progress_enabled
 from precomet.errors import PrecometError
 from precomet.estimator.config import load_config
 from precomet.estimator.leakage import SourceFingerprint, drop_sources
@@ -34,6 +33,7 @@ from precomet.estimator.targets import (
     validate_rows,
 )
 from precomet.io.atomic import check_output, output_set
+from precomet.progress import progress_enabled
 from precomet.quiet import quiet_third_party
 
 if TYPE_CHECKING:
@@ -102,9 +102,14 @@ def _history_callback(history: list[dict[str, float]]):
 
 
 def train(
-    train_rows: str | Path | Sequence[dict[str, Any]], *, out_dir: str | Path,
-    dev_rows: str | Path | Sequence[dict[str, Any]] | None = None, config: str | Path | None = None,
-    overrides: dict[str, Any] | None = None, progress: bool | None = None, feature_cache: dict[str, Any] | None = None,
+    train_rows: str | Path | Sequence[dict[str, Any]],
+    *,
+    out_dir: str | Path,
+    dev_rows: str | Path | Sequence[dict[str, Any]] | None = None,
+    config: str | Path | None = None,
+    overrides: dict[str, Any] | None = None,
+    progress: bool | None = None,
+    feature_cache: dict[str, Any] | None = None,
 ) -> TrainResult:
     """Train an estimator on target rows (``precomet build-targets`` output) and write ``out_dir`` in the
     checkpoint directory format. Without ``dev_rows`` a dev split is taken by document or campaign.
@@ -124,8 +129,14 @@ def train(
     final_dir = Path(out_dir)
     with seeded(seed), output_set() as out:  # a failed or interrupted run leaves nothing; a finished one everything
         network = build_network(cfg["model"], max_length=int(cfg["data"]["max_length"]))
-        inputs = encode_rows(network, split, freeze_encoder=bool(cfg["model"]["freeze_encoder"]),
-                             accelerator=cfg["trainer"]["accelerator"], feature_cache=feature_cache, progress=progress)
+        inputs = encode_rows(
+            network,
+            split,
+            freeze_encoder=bool(cfg["model"]["freeze_encoder"]),
+            accelerator=cfg["trainer"]["accelerator"],
+            feature_cache=feature_cache,
+            progress=progress,
+        )
         data = build_datamodule(split, inputs, pad_id=network.pad_id, data=cfg["data"], seed=seed)
         module = build_module(network, cfg["model"], meta=checkpoint_meta(cfg, split, network))
         work = out.directory(final_dir)
@@ -133,8 +144,13 @@ def train(
         fit(trainer, module, data)
         dev_metrics = best_metrics(history, cfg["early_stopping"], has_dev=bool(split.dev))
         best = export_best(trainer, work, dev_metrics=dev_metrics, history=history)
-    return TrainResult(checkpoint_dir=final_dir, best_ckpt=final_dir / "lightning" / best.name,  # where it was moved
-                       dev_metrics=dev_metrics, history=history, seconds=time.perf_counter() - started)
+    return TrainResult(
+        checkpoint_dir=final_dir,
+        best_ckpt=final_dir / "lightning" / best.name,  # where it was moved
+        dev_metrics=dev_metrics,
+        history=history,
+        seconds=time.perf_counter() - started,
+    )
 
 
 # ---------------------------------------------------------------------------------------------- data: rows
@@ -157,8 +173,11 @@ class Split:
 
 
 def split_rows(
-    train_rows: str | Path | Sequence[dict[str, Any]], dev_rows: str | Path | Sequence[dict[str, Any]] | None, *,
-    data: dict[str, Any], seed: int,
+    train_rows: str | Path | Sequence[dict[str, Any]],
+    dev_rows: str | Path | Sequence[dict[str, Any]] | None,
+    *,
+    data: dict[str, Any],
+    seed: int,
 ) -> Split:
     """Read and check the rows (a targets JSONL path or row dicts); one utility method only. Without
     ``dev_rows`` the dev split is ``data["dev_fraction"]`` of the rows by ``data["group_by"]``
@@ -183,8 +202,14 @@ def split_rows(
         if not train_set:
             raise PrecometError("every training row shares its source text with a dev row")
     y = np.array([r["target"] for r in train_set], dtype=float)
-    return Split(train=train_set, dev=dev_set, method=methods[0], mean=float(y.mean()), std=float(y.std()) or 1.0,
-                 normalisations=sorted({str(r.get("normalisation", "unknown")) for r in rows}))
+    return Split(
+        train=train_set,
+        dev=dev_set,
+        method=methods[0],
+        mean=float(y.mean()),
+        std=float(y.std()) or 1.0,
+        normalisations=sorted({str(r.get("normalisation", "unknown")) for r in rows}),
+    )
 
 
 # ---------------------------------------------------------------------------------------------- module: network
@@ -204,8 +229,9 @@ def build_network(model: dict[str, Any], *, max_length: int) -> Network:
     from precomet.estimator.model import UtilityEstimator, load_encoder
 
     encoder, tokenizer = load_encoder(model["encoder"])
-    network = UtilityEstimator(encoder, pooling=model["pooling"], hidden_sizes=tuple(model["hidden_sizes"]),
-                               dropout=float(model["dropout"]))
+    network = UtilityEstimator(
+        encoder, pooling=model["pooling"], hidden_sizes=tuple(model["hidden_sizes"]), dropout=float(model["dropout"])
+    )
     limit = getattr(tokenizer, "model_max_length", None)
     if isinstance(limit, int) and limit < 100_000:  # tokenizers without a limit report a huge number
         max_length = min(max_length, limit)
@@ -214,8 +240,13 @@ def build_network(model: dict[str, Any], *, max_length: int) -> Network:
 
 # ---------------------------------------------------------------------------------------------- data: inputs
 def encode_rows(
-    network: Network, split: Split, *, freeze_encoder: bool, accelerator: str = "cpu",
-    feature_cache: dict[str, Any] | None = None, progress: bool | None = None,
+    network: Network,
+    split: Split,
+    *,
+    freeze_encoder: bool,
+    accelerator: str = "cpu",
+    feature_cache: dict[str, Any] | None = None,
+    progress: bool | None = None,
 ) -> tuple[Any, Any]:
     """``(train inputs, dev inputs)``: token ids per row (truncated sources counted in a warning); with a
     frozen encoder, pooled features per row instead (a tensor), each distinct source not in ``feature_cache``
@@ -228,8 +259,10 @@ def encode_rows(
     parts = (split.train, split.dev)
     inputs = []
     for part in parts:
-        ids, n_truncated = ([], 0) if not part else tokenize(
-            network.tokenizer, [r["src"] for r in part], max_length=network.max_length
+        ids, n_truncated = (
+            ([], 0)
+            if not part
+            else tokenize(network.tokenizer, [r["src"] for r in part], max_length=network.max_length)
         )
         warn_truncated(n_truncated, len(part), network.max_length)
         inputs.append(ids)
@@ -245,8 +278,14 @@ def encode_rows(
             if r["src"] not in cache:
                 first.setdefault(r["src"], i)
         if first:
-            fresh = compute_features(network.model, [ids[i] for i in first.values()], pad_id=network.pad_id,
-                                     batch_size=64, device=device, progress=progress)
+            fresh = compute_features(
+                network.model,
+                [ids[i] for i in first.values()],
+                pad_id=network.pad_id,
+                batch_size=64,
+                device=device,
+                progress=progress,
+            )
             cache.update(zip(first, fresh))
     network.model.to("cpu")
     features = [torch.stack([cache[r["src"]] for r in part]) if part else torch.empty(0) for part in parts]
@@ -255,15 +294,26 @@ def encode_rows(
 
 # ---------------------------------------------------------------------------------------------- data: module
 def build_datamodule(
-    split: Split, inputs: tuple[Any, Any], *, pad_id: int, data: dict[str, Any], seed: int,
+    split: Split,
+    inputs: tuple[Any, Any],
+    *,
+    pad_id: int,
+    data: dict[str, Any],
+    seed: int,
 ) -> TargetDataModule:
     """The ``TargetDataModule`` over :func:`encode_rows`' inputs and the standardised targets."""
     from precomet.estimator.data import TargetDataModule
 
     return TargetDataModule(
-        train_inputs=inputs[0], train_targets=split.standardised(split.train), dev_inputs=inputs[1],
-        dev_targets=split.standardised(split.dev), pad_id=pad_id, batch_size=int(data["batch_size"]),
-        bucket_batches=int(data["bucket_batches"]), num_workers=int(data["num_workers"]), seed=seed,
+        train_inputs=inputs[0],
+        train_targets=split.standardised(split.train),
+        dev_inputs=inputs[1],
+        dev_targets=split.standardised(split.dev),
+        pad_id=pad_id,
+        batch_size=int(data["batch_size"]),
+        bucket_batches=int(data["bucket_batches"]),
+        num_workers=int(data["num_workers"]),
+        seed=seed,
     )
 
 
@@ -278,16 +328,25 @@ def checkpoint_meta(cfg: dict[str, Any], split: Split, network: Network) -> dict
     package = packaged_encoder(model["encoder"], frozen=bool(model["freeze_encoder"]))
     return {
         "target": {"method": split.method, "normalisation": split.normalisations},
-        "direction": "higher_first", "standardisation": {"mean": split.mean, "std": split.std},
-        "pooling": model["pooling"], "hidden_sizes": list(model["hidden_sizes"]), "dropout": float(model["dropout"]),
-        "max_length": network.max_length, "encoder": model["encoder"], "encoder_package": package,
+        "direction": "higher_first",
+        "standardisation": {"mean": split.mean, "std": split.std},
+        "pooling": model["pooling"],
+        "hidden_sizes": list(model["hidden_sizes"]),
+        "dropout": float(model["dropout"]),
+        "max_length": network.max_length,
+        "encoder": model["encoder"],
+        "encoder_package": package,
         "encoder_path": None if package else str(resolve_model(model["encoder"]).resolve()),
         "training_sources": SourceFingerprint.of(r["src"] for part in (split.train, split.dev) for r in part).to_json(),
         "training_data": {
-            "hash": rows_hash(split.train), "rows": len(split.train), "dev_rows": len(split.dev),
-            "campaigns": _campaigns(split.train), "dev_campaigns": _campaigns(split.dev),
+            "hash": rows_hash(split.train),
+            "rows": len(split.train),
+            "dev_rows": len(split.dev),
+            "campaigns": _campaigns(split.train),
+            "dev_campaigns": _campaigns(split.dev),
         },
-        "seed": int(cfg["seed_everything"]), "config": cfg,
+        "seed": int(cfg["seed_everything"]),
+        "config": cfg,
     }
 
 
@@ -296,21 +355,29 @@ def build_module(network: Network, model: dict[str, Any], *, meta: dict[str, Any
     from precomet.estimator.module import EstimatorModule
 
     return EstimatorModule(
-        network.model, encoder_lr=float(model["encoder_lr"]), head_lr=float(model["head_lr"]),
-        layerwise_decay=float(model["layerwise_decay"]), weight_decay=float(model["weight_decay"]),
-        freeze_fraction=float(model["freeze_fraction"]), freeze_encoder=bool(model["freeze_encoder"]), meta=meta,
+        network.model,
+        encoder_lr=float(model["encoder_lr"]),
+        head_lr=float(model["head_lr"]),
+        layerwise_decay=float(model["layerwise_decay"]),
+        weight_decay=float(model["weight_decay"]),
+        freeze_fraction=float(model["freeze_fraction"]),
+        freeze_encoder=bool(model["freeze_encoder"]),
+        meta=meta,
     )
 
 
 # ---------------------------------------------------------------------------------------------- trainer
 def build_trainer(
-    cfg: dict[str, Any], *, out_dir: Path, has_dev: bool, progress: bool | None = None,
+    cfg: dict[str, Any],
+    *,
+    out_dir: Path,
+    has_dev: bool,
+    progress: bool | None = None,
 ) -> tuple[pl.Trainer, list[dict[str, float]]]:
     """``(pl.Trainer, history)``: the Trainer from ``cfg["trainer"]`` with the best-epoch checkpoint (under
     ``out_dir/lightning``), early stopping when there is a dev set, and gradient accumulation up to
     ``data.effective_batch_size``; ``history`` is filled with one dict per epoch during fitting. Settings
     Lightning refuses raise :class:`PrecometError`."""
-    import sys
 
     import pytorch_lightning as pl
     from lightning_fabric.utilities.exceptions import MisconfigurationException
@@ -318,8 +385,9 @@ def build_trainer(
     es = cfg["early_stopping"]
     monitor = es["monitor"] if has_dev else None
     history: list[dict[str, float]] = []
-    ckpt = pl.callbacks.ModelCheckpoint(dirpath=out_dir / "lightning", filename="best-{epoch}", monitor=monitor,
-                                        mode=es["mode"], save_top_k=1)
+    ckpt = pl.callbacks.ModelCheckpoint(
+        dirpath=out_dir / "lightning", filename="best-{epoch}", monitor=monitor, mode=es["mode"], save_top_k=1
+    )
     callbacks = [ckpt, _history_callback(history)]
     if monitor:
         callbacks.append(pl.callbacks.EarlyStopping(monitor=monitor, mode=es["mode"], patience=int(es["patience"])))
@@ -330,8 +398,13 @@ def build_trainer(
     try:
         with quiet_third_party():
             trainer = pl.Trainer(
-                **settings, callbacks=callbacks, logger=False, enable_model_summary=False,
-                use_distributed_sampler=False, num_sanity_val_steps=0, default_root_dir=out_dir / "lightning",
+                **settings,
+                callbacks=callbacks,
+                logger=False,
+                enable_model_summary=False,
+                use_distributed_sampler=False,
+                num_sanity_val_steps=0,
+                default_root_dir=out_dir / "lightning",
             )
     except (MisconfigurationException, ModuleNotFoundError, ValueError, TypeError) as err:  # bad trainer.* values
         raise PrecometError(f"trainer settings {settings} are refused by Lightning: {err}") from None
@@ -347,8 +420,12 @@ def fit(trainer: pl.Trainer, module: EstimatorModule, data: TargetDataModule) ->
     import signal
     import threading
 
-    logger.info("training on %d rows (dev %d), gradient accumulation %d", len(data.train_set), len(data.dev_set),
-                trainer.accumulate_grad_batches)
+    logger.info(
+        "training on %d rows (dev %d), gradient accumulation %d",
+        len(data.train_set),
+        len(data.dev_set),
+        trainer.accumulate_grad_batches,
+    )
     main_thread = threading.current_thread() is threading.main_thread()
     sigint = signal.getsignal(signal.SIGINT) if main_thread else None
     try:
@@ -373,7 +450,11 @@ def best_metrics(history: list[dict[str, float]], early_stopping: dict[str, Any]
 
 
 def export_best(
-    trainer: pl.Trainer, out_dir: Path, *, dev_metrics: dict[str, float], history: list[dict[str, float]],
+    trainer: pl.Trainer,
+    out_dir: Path,
+    *,
+    dev_metrics: dict[str, float],
+    history: list[dict[str, float]],
 ) -> Path:
     """Write the checkpoint directory files of the best ``.ckpt`` into ``out_dir`` (the temporary directory of
     an output set: ``precomet.json`` is written once, complete with ``dev_metrics`` and ``history``, and moved
@@ -385,22 +466,38 @@ def export_best(
         raise PrecometError("training produced no checkpoint (zero training batches?)")
     if trainer.is_global_zero:
         with quiet_third_party():
-            model, tokenizer, meta = read_lightning_checkpoint(best, extra_meta={"dev_metrics": dev_metrics,
-                                                                                  "history": history})
+            model, tokenizer, meta = read_lightning_checkpoint(
+                best, extra_meta={"dev_metrics": dev_metrics, "history": history}
+            )
             write_checkpoint_files(out_dir, model=model, tokenizer=tokenizer, meta=meta)
     return Path(best)
 
 
 def train_on_campaigns(
-    campaigns: Sequence[Campaign], *, out_dir: str | Path, method: str = "metric_var", score: str = HUMAN,
-    encoder: str = "minilm", max_epochs: int = 30, seed: int = 0, progress: bool | None = None,
+    campaigns: Sequence[Campaign],
+    *,
+    out_dir: str | Path,
+    method: str = "metric_var",
+    score: str = HUMAN,
+    encoder: str = "minilm",
+    max_epochs: int = 30,
+    seed: int = 0,
+    progress: bool | None = None,
 ) -> TrainResult:
     """Quick estimator for the demo: targets from ``campaigns`` (z-scored per campaign), frozen ``encoder``
     with cached features, head trained with lr 1e-3; dev = whole documents."""
     rows = build_targets(campaigns, method=method, score=score, normalisation="zscore", seed=seed)
     overrides = {
-        "seed_everything": seed, "model.encoder": encoder, "model.freeze_encoder": True, "model.head_lr": 1e-3,
-        "model.dropout": 0.1, "data.batch_size": 64, "data.effective_batch_size": 64, "data.max_length": 128,
-        "trainer.max_epochs": max_epochs, "trainer.accelerator": "cpu", "early_stopping.patience": 5,
+        "seed_everything": seed,
+        "model.encoder": encoder,
+        "model.freeze_encoder": True,
+        "model.head_lr": 1e-3,
+        "model.dropout": 0.1,
+        "data.batch_size": 64,
+        "data.effective_batch_size": 64,
+        "data.max_length": 128,
+        "trainer.max_epochs": max_epochs,
+        "trainer.accelerator": "cpu",
+        "early_stopping.patience": 5,
     }
     return train(rows, out_dir=out_dir, overrides=overrides, progress=progress)

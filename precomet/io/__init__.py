@@ -14,7 +14,13 @@ from precomet.io.annotation_times import annotation_cost, load_wmt23_esa
 from precomet.io.csvfile import load_csv
 from precomet.io.esa import is_wmt24_esa_root, list_esa_campaigns, load_wmt24_esa
 from precomet.io.hf import (
-    PARQUET_SUFFIX, is_saved_dataset, is_saved_dataset_dict, list_splits, load_parquet, load_saved_dataset, write_parquet,
+    PARQUET_SUFFIX,
+    is_saved_dataset,
+    is_saved_dataset_dict,
+    list_splits,
+    load_parquet,
+    load_saved_dataset,
+    write_parquet,
 )
 from precomet.io.jsonl import load_jsonl, write_jsonl
 from precomet.io.mtme import is_mtme_root, load_mtme
@@ -24,10 +30,27 @@ from precomet.io.ted import load_mqm_avg, load_mqm_tsv
 from precomet.io.wmt_release import is_wmt_release_root, list_release_campaigns, load_wmt_release
 
 __all__ = [
-    "load", "load_jsonl", "write_jsonl", "load_mtme", "detect_format", "load_mqm_tsv", "load_mqm_avg",
-    "load_wmt24_esa", "load_summ_pickle", "load_csv", "annotation_cost", "load_wmt23_esa",
-    "load_wmt_release", "list_release_campaigns", "is_wmt_release_root", "list_esa_campaigns", "list_campaigns",
-    "match_campaigns", "load_parquet", "load_saved_dataset", "write_parquet",
+    "load",
+    "load_jsonl",
+    "write_jsonl",
+    "load_mtme",
+    "detect_format",
+    "load_mqm_tsv",
+    "load_mqm_avg",
+    "load_wmt24_esa",
+    "load_summ_pickle",
+    "load_csv",
+    "annotation_cost",
+    "load_wmt23_esa",
+    "load_wmt_release",
+    "list_release_campaigns",
+    "is_wmt_release_root",
+    "list_esa_campaigns",
+    "list_campaigns",
+    "match_campaigns",
+    "load_parquet",
+    "load_saved_dataset",
+    "write_parquet",
 ]
 
 
@@ -50,7 +73,8 @@ def detect_format(path: str | Path) -> str:
         if path.name.startswith("wmt") and is_wmt_release_root(path.parent):
             raise DataError(path, f"this is one year of a WMT release: pass its parent {path.parent} and campaign=NAME")
         raise DataError(
-            path, "directory is neither an mt-metrics-eval root (wmtYY/sources/...), WMT24 ESA (humeval/, txt/)"
+            path,
+            "directory is neither an mt-metrics-eval root (wmtYY/sources/...), WMT24 ESA (humeval/, txt/)"
             ", a WMT release root (wmtYY/txt/sources/<testset>.<lp>.src.<sl>) nor a saved datasets Dataset/DatasetDict",
         )
     suffixes = "".join(path.suffixes[-2:]).lower()
@@ -176,5 +200,7 @@ def load(
     if complete and HUMAN in loaded.scores:
         loaded, dropped = loaded.complete(HUMAN)
         if dropped:
-            loaded = replace(loaded, info={**loaded.info, "dropped": f"{dropped} items without a human score for every system"})
+            loaded = replace(
+                loaded, info={**loaded.info, "dropped": f"{dropped} items without a human score for every system"}
+            )
     return loaded

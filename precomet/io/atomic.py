@@ -55,7 +55,9 @@ def check_output(path: str | Path, *, directory: bool = False, suffixes: tuple[s
     if not str(path).strip():
         raise OutputError("output path is empty")
     if suffixes is not None and path.suffix.lower() not in suffixes:
-        raise OutputError(f"cannot write {path}: expected a {', '.join(suffixes)} file, got {path.suffix or 'no suffix'!r}")
+        raise OutputError(
+            f"cannot write {path}: expected a {', '.join(suffixes)} file, got {path.suffix or 'no suffix'!r}"
+        )
     if path.exists():
         if directory and not path.is_dir():
             raise OutputError(f"cannot write {path}: exists and is a file, not a directory")

@@ -23,7 +23,9 @@ from precomet.values import finite_number
 FIXED_COLUMNS = ("id", "src", "ref", "doc", "domain", "cost")
 
 
-def _columns(path: Path, header: list[str]) -> tuple[dict[str, int], dict[str, int], dict[tuple[str, str], int], list[str]]:
+def _columns(
+    path: Path, header: list[str]
+) -> tuple[dict[str, int], dict[str, int], dict[tuple[str, str], int], list[str]]:
     fixed, outputs, scores, systems = {}, {}, {}, {}
     for position, column in enumerate(header):
         if column in fixed or column in FIXED_COLUMNS:
@@ -32,7 +34,9 @@ def _columns(path: Path, header: list[str]) -> tuple[dict[str, int], dict[str, i
             fixed[column] = position
         elif column.startswith("tgt:") and len(column) > 4:
             if column[4:] in outputs:
-                raise DataError(path, f"duplicate column {column!r} (columns {outputs[column[4:]] + 1} and {position + 1})", line=1)
+                raise DataError(
+                    path, f"duplicate column {column!r} (columns {outputs[column[4:]] + 1} and {position + 1})", line=1
+                )
             outputs[column[4:]] = position
             systems[column[4:]] = None
         elif column.startswith("score:") and column.count(":") >= 2 and all(column.split(":", 2)[1:]):
@@ -43,7 +47,9 @@ def _columns(path: Path, header: list[str]) -> tuple[dict[str, int], dict[str, i
             systems[system] = None
         else:
             raise DataError(
-                path, f"unknown column {column!r}; expected {', '.join(FIXED_COLUMNS)}, tgt:SYSTEM or score:NAME:SYSTEM", line=1
+                path,
+                f"unknown column {column!r}; expected {', '.join(FIXED_COLUMNS)}, tgt:SYSTEM or score:NAME:SYSTEM",
+                line=1,
             )
     for required in ("id", "src"):
         if required not in fixed:

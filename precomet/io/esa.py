@@ -25,8 +25,19 @@ from precomet.io.text import read_lines
 from precomet.values import finite_number
 
 ISO3_TO_2 = {
-    "eng": "en", "deu": "de", "ces": "cs", "hrv": "hr", "plk": "pl", "pol": "pl", "rus": "ru", "zho": "zh",
-    "jpn": "ja", "spa": "es", "hin": "hi", "isl": "is", "ukr": "uk",
+    "eng": "en",
+    "deu": "de",
+    "ces": "cs",
+    "hrv": "hr",
+    "plk": "pl",
+    "pol": "pl",
+    "rus": "ru",
+    "zho": "zh",
+    "jpn": "ja",
+    "spa": "es",
+    "hin": "hi",
+    "isl": "is",
+    "ukr": "uk",
 }
 DROPPED_SUFFIXES = ("#bad", "#dup", "#incomplete")
 
@@ -56,7 +67,10 @@ def read_appraise_csv(path: str | Path) -> list[AppraiseRow]:
             item = int(fields[2])
         except ValueError:
             raise DataError(path, f"segment/item id must be an integer, got {fields[2]!r}", line=number) from None
-        start, end = (finite_number(fields[k], what=f"field '{name}'", path=path, line=number) for k, name in ((10, "start"), (11, "end")))
+        start, end = (
+            finite_number(fields[k], what=f"field '{name}'", path=path, line=number)
+            for k, name in ((10, "start"), (11, "end"))
+        )
         rows.append(AppraiseRow(*fields[:2], item, *fields[3:8], start, end, number))
     return rows
 
@@ -82,7 +96,9 @@ def _pair(path: Path, row: AppraiseRow) -> str:
         return f"{ISO3_TO_2[row.src_lang]}-{ISO3_TO_2[row.tgt_lang]}"
     except KeyError:
         raise DataError(
-            path, f"unknown language code in {row.src_lang!r}/{row.tgt_lang!r}; known: {sorted(ISO3_TO_2)}", line=row.line
+            path,
+            f"unknown language code in {row.src_lang!r}/{row.tgt_lang!r}; known: {sorted(ISO3_TO_2)}",
+            line=row.line,
         ) from None
 
 
@@ -127,14 +143,20 @@ def load_wmt24_esa(root: str | Path, campaign: str, *, include_refs: bool = Fals
     ratings: dict[tuple[int, str], list[float]] = defaultdict(list)
     for path, row in kept:
         if not 0 < row.item < len(src):
-            raise DataError(path, f"segment id {row.item} outside 1..{len(src) - 1} (lines of {campaign}.txt)", line=row.line)
+            raise DataError(
+                path, f"segment id {row.item} outside 1..{len(src) - 1} (lines of {campaign}.txt)", line=row.line
+            )
         if doc_rows[row.item][1] != row.doc:
             raise DataError(
-                path, f"system {row.system!r}: document {row.doc!r} does not match line {row.item} of {docs_path}"
-                f" ({doc_rows[row.item][1]!r})", line=row.line,
+                path,
+                f"system {row.system!r}: document {row.doc!r} does not match line {row.item} of {docs_path}"
+                f" ({doc_rows[row.item][1]!r})",
+                line=row.line,
             )
         ratings[(row.item, row.system)].append(
-            finite_number(row.score, what=f"segment {row.item}, system {row.system!r}, field 'score'", path=path, line=row.line)
+            finite_number(
+                row.score, what=f"segment {row.item}, system {row.system!r}, field 'score'", path=path, line=row.line
+            )
         )
 
     refs = {p.name[len(campaign) + 1 : -len(".txt")]: p for p in (txt / "references").glob(f"{campaign}.*.txt")}
@@ -147,7 +169,9 @@ def load_wmt24_esa(root: str | Path, campaign: str, *, include_refs: bool = Fals
             raise DataError(path, f"no output file for rated system {system!r}")
         texts[system] = read_lines(path)
         if len(texts[system]) != len(src):
-            raise DataError(path, f"{len(texts[system])} lines, but {txt / 'sources' / (campaign + '.txt')} has {len(src)}")
+            raise DataError(
+                path, f"{len(texts[system])} lines, but {txt / 'sources' / (campaign + '.txt')} has {len(src)}"
+            )
     lines = sorted({line for line, _ in ratings})
     row_of = {line: i for i, line in enumerate(lines)}
     column = {s: j for j, s in enumerate(systems)}
@@ -173,7 +197,8 @@ def load_wmt24_esa(root: str | Path, campaign: str, *, include_refs: bool = Fals
         protocol="esa",
         info={
             "filtered": ", ".join(f"{n} {reason}" for reason, n in sorted(dropped.items())) + " rows dropped"
-            if dropped else "no rows dropped",
+            if dropped
+            else "no rows dropped",
             "repeated": f"{repeated} (segment, system) pairs with several ratings averaged",
         },
     )

@@ -47,10 +47,15 @@ def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
     return rows
 
 
-def campaign_from_items(items: Iterable[Mapping[str, Any]], *, source: str = "items", name: str | None = None) -> Campaign:
+def campaign_from_items(
+    items: Iterable[Mapping[str, Any]], *, source: str = "items", name: str | None = None
+) -> Campaign:
     """Build a campaign from item dicts in the canonical format (``source`` names them in errors)."""
     items = list(items)
-    where = [f"{source}:{item['_line']}" if "_line" in item else f"{source}[{position}]" for position, item in enumerate(items)]
+    where = [
+        f"{source}:{item['_line']}" if "_line" in item else f"{source}[{position}]"
+        for position, item in enumerate(items)
+    ]
     with_id = [("id" in item or "i" in item) for item in items]
     if any(with_id) and not all(with_id):
         position = with_id.index(False)
@@ -64,13 +69,15 @@ def campaign_from_items(items: Iterable[Mapping[str, Any]], *, source: str = "it
                 raise CampaignError(
                     f"{place}: {key!r} must be an object {{system: …}}, got {type(item[key]).__name__} {_short(item[key])}"
                 )
-        for system in (item.get("tgt") or {}):
+        for system in item.get("tgt") or {}:
             systems[str(system)] = None
         for system, values in (item.get("scores") or {}).items():
             if values is not None and not isinstance(values, Mapping):
-                raise CampaignError(f"{place}: scores of system {system!r} must be an object {{score name: number}}, got {_short(values)}")
+                raise CampaignError(
+                    f"{place}: scores of system {system!r} must be an object {{score name: number}}, got {_short(values)}"
+                )
             systems[str(system)] = None
-            for score in (values or {}):
+            for score in values or {}:
                 score_names[str(score)] = None
     n = len(items)
     system_list = list(systems)
@@ -98,10 +105,16 @@ def campaign_from_items(items: Iterable[Mapping[str, Any]], *, source: str = "it
         docs.append(item.get("doc", item_id))
         domains.append(item.get("domain", "all"))
         cost = item.get("cost")
-        costs.append(None if cost is None else finite_number(cost, what=f"{place}: item {item_id!r}, field 'cost'", positive=True))
+        costs.append(
+            None
+            if cost is None
+            else finite_number(cost, what=f"{place}: item {item_id!r}, field 'cost'", positive=True)
+        )
         for system, text in (item.get("tgt") or {}).items():
             if text is not None and not isinstance(text, str):
-                raise CampaignError(f"{place}: item {item_id!r}, system {system!r}: output 'tgt' must be a string, got {_short(text)}")
+                raise CampaignError(
+                    f"{place}: item {item_id!r}, system {system!r}: output 'tgt' must be a string, got {_short(text)}"
+                )
             outputs[str(system)][position] = text
         for system, values in (item.get("scores") or {}).items():
             j = column[str(system)]

@@ -58,7 +58,9 @@ def read_seg_scores(path: Path, n_items: int) -> dict[str, np.ndarray]:
     scores = {}
     for system, values in systems.items():
         if len(values) != n_items:
-            raise DataError(path, f"system {system!r} has {len(values)} scores, expected {n_items} (one per source line)")
+            raise DataError(
+                path, f"system {system!r} has {len(values)} scores, expected {n_items} (one per source line)"
+            )
         try:
             scores[system] = np.array([v if v != "None" else "nan" for v in values], dtype=float)
         except ValueError:
@@ -71,7 +73,9 @@ def read_seg_scores(path: Path, n_items: int) -> dict[str, np.ndarray]:
                     continue
                 position += 1
                 if value != "None":  # position = the 1-based segment line of the sources
-                    finite_number(value, what=f"segment {position}, system {system!r}, field 'score'", path=path, line=number)
+                    finite_number(
+                        value, what=f"segment {position}, system {system!r}, field 'score'", path=path, line=number
+                    )
     return scores
 
 

@@ -46,7 +46,9 @@ def safe_unpickle(path: str | Path):
     try:
         return _NoClassUnpickler(io.BytesIO(path.read_bytes())).load()
     except _ClassFound as found:
-        raise DataError(path, f"pickle refers to class {found}; only plain dicts, lists, strings and numbers are accepted") from None
+        raise DataError(
+            path, f"pickle refers to class {found}; only plain dicts, lists, strings and numbers are accepted"
+        ) from None
     except (pickle.UnpicklingError, EOFError, ValueError, TypeError, IndexError, KeyError, AttributeError) as err:
         raise DataError(path, f"not a readable pickle ({type(err).__name__}: {err})") from None
 

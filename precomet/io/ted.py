@@ -88,15 +88,24 @@ def read_mqm_tsv(path: str | Path) -> dict:
             weight = mqm_weight(row[col["category"]], row[col["severity"]])
         except KeyError:
             raise DataError(
-                path, f"system {system!r}, segment {seg}: unknown severity {row[col['severity']]!r};"
-                f" expected one of {sorted(SEVERITY_WEIGHTS)}", line=number,
+                path,
+                f"system {system!r}, segment {seg}: unknown severity {row[col['severity']]!r};"
+                f" expected one of {sorted(SEVERITY_WEIGHTS)}",
+                line=number,
             ) from None
         source = _TAG.sub("", row[col["source"]])
         if not source.strip():
             raise DataError(path, f"segment {seg}: empty source", line=number)
         _agree(path, number, src, seg, source, f"segment {seg}: source")
         _agree(path, number, doc, seg, row[col["doc"]], f"segment {seg}: doc")
-        _agree(path, number, out, (system, seg), _TAG.sub("", row[col["target"]]), f"system {system!r}, segment {seg}: target")
+        _agree(
+            path,
+            number,
+            out,
+            (system, seg),
+            _TAG.sub("", row[col["target"]]),
+            f"system {system!r}, segment {seg}: target",
+        )
         per_rater = ratings[(system, seg)]  # tenths of a weight point: integer sums, no float drift
         per_rater[rater] = per_rater.get(rater, 0) + round(weight * 10)
     if not src:

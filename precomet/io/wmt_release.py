@@ -90,9 +90,7 @@ def _listed(sources: list[_Source]) -> list[str]:
     count: dict[tuple[str, str], int] = defaultdict(int)
     for source in sources:
         count[(source.year, source.lp)] += 1
-    return sorted(
-        f"{s.year}/{s.lp}" if count[(s.year, s.lp)] == 1 else f"{s.year}/{s.testset}/{s.lp}" for s in sources
-    )
+    return sorted(f"{s.year}/{s.lp}" if count[(s.year, s.lp)] == 1 else f"{s.year}/{s.testset}/{s.lp}" for s in sources)
 
 
 def _checked_sources(root: Path) -> list[_Source]:
@@ -125,7 +123,7 @@ def _texts(base: Path, folder: str, prefix: str, tl: str) -> dict[str, Path]:
     if not directory.is_dir():
         return found
     for path in directory.glob(f"{prefix}*"):
-        name = path.name[len(prefix):]
+        name = path.name[len(prefix) :]
         if not name.endswith(f".{tl}") or len(name) == len(tl) + 1:
             raise DataError(path, f"expected a file name {prefix}<name>.{tl} (target language {tl!r})")
         found[name[: -len(tl) - 1]] = path
@@ -139,7 +137,9 @@ def _missing_source(root: Path, campaign: str, valid: list[str]) -> DataError:
         year, lp = parts[0], parts[-1]
         base = root / year / "txt"
         texts = sorted(
-            p for folder in ("system-outputs", "references") if (base / folder).is_dir()
+            p
+            for folder in ("system-outputs", "references")
+            if (base / folder).is_dir()
             for p in (base / folder).iterdir()
             if (m := _TEXT.match(p.name)) and m["lp"] == lp and (len(parts) == 2 or m["testset"] == parts[1])
         )
@@ -147,7 +147,8 @@ def _missing_source(root: Path, campaign: str, valid: list[str]) -> DataError:
             testset = _TEXT.match(texts[0].name)["testset"]
             expected = base / "sources" / f"{testset}.{lp}.src.{lp.split('-')[0]}"
             return DataError(
-                expected, f"no such file: campaign {campaign!r} has {len(texts)} output/reference file(s)"
+                expected,
+                f"no such file: campaign {campaign!r} has {len(texts)} output/reference file(s)"
                 f" (e.g. {texts[0].name}) but no sources file; campaigns with sources: {valid}",
             )
     return DataError(root, f"unknown campaign {campaign!r}; found {valid}")
@@ -164,7 +165,8 @@ def load_wmt_release(root: str | Path, campaign: str) -> Campaign:
             options = sorted(f"{s.year}/{s.testset}/{s.lp}" for s in sources if (s.year, s.lp) == tuple(parts))
             if len(options) > 1:
                 raise DataError(
-                    root / parts[0], f"campaign {campaign!r} is ambiguous: {len(options)} test sets for {parts[1]};"
+                    root / parts[0],
+                    f"campaign {campaign!r} is ambiguous: {len(options)} test sets for {parts[1]};"
                     f" choose one of {options}",
                 )
         raise _missing_source(root, campaign, _listed(sources))
@@ -195,8 +197,10 @@ def load_wmt_release(root: str | Path, campaign: str) -> Campaign:
         "layout": "WMT release txt: no documents or domains (each item is its own document, domain 'all')",
         "testset": source.testset,
         "reference": (
-            f"{ref_names[0]} (first by name)" + (f"; also available: {', '.join(ref_names[1:])}" if ref_names[1:] else "")
-            if ref_names else "none"
+            f"{ref_names[0]} (first by name)"
+            + (f"; also available: {', '.join(ref_names[1:])}" if ref_names[1:] else "")
+            if ref_names
+            else "none"
         ),
     }
     if len(keep) < n:

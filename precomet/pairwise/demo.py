@@ -29,15 +29,23 @@ def demo_pairwise(*, seed: int = 0, n_items: int = 200, encoder=hashed_words) ->
     winner = int(np.sign(signs.sum()))
     tree = campaign_tree(campaign, systems=pair, encoder=encoder)
     rng = np.random.default_rng(seed)
-    lines = [f"SYNTHETIC campaign, {n_items} items; {pair[0]} vs {pair[1]}: {pair[0] if winner > 0 else pair[1]} "
-             f"wins on the full set ({(signs > 0).sum()} vs {(signs < 0).sum()}, {(signs == 0).sum()} ties)"]
+    lines = [
+        f"SYNTHETIC campaign, {n_items} items; {pair[0]} vs {pair[1]}: {pair[0] if winner > 0 else pair[1]} "
+        f"wins on the full set ({(signs > 0).sum()} vs {(signs < 0).sum()}, {(signs == 0).sum()} ties)"
+    ]
     for budget in (5, 10, 20):
         diffuse_ok = np.sign(signs[tree.select(budget)].sum()) == winner
-        random_ok = np.mean([np.sign(signs[rng.choice(n_items, budget, replace=False)].sum()) == winner for _ in range(200)])
-        lines.append(f"  budget {budget:>2}: DiffUse picks the winner: {'yes' if diffuse_ok else 'no'}; random: {100 * random_ok:.0f}% of 200 draws")
+        random_ok = np.mean(
+            [np.sign(signs[rng.choice(n_items, budget, replace=False)].sum()) == winner for _ in range(200)]
+        )
+        lines.append(
+            f"  budget {budget:>2}: DiffUse picks the winner: {'yes' if diffuse_ok else 'no'}; random: {100 * random_ok:.0f}% of 200 draws"
+        )
     oracle = sign_oracle(signs)
-    for name, run in (("DiffUse", iterate_tree(tree, oracle, p=0.1, max_budget=100)),
-                      ("random", iterate_order(rng.permutation(n_items), oracle, p=0.1, max_budget=100))):
+    for name, run in (
+        ("DiffUse", iterate_tree(tree, oracle, p=0.1, max_budget=100)),
+        ("random", iterate_order(rng.permutation(n_items), oracle, p=0.1, max_budget=100)),
+    ):
         verdict = pair[0 if run.winner == "a" else 1] if run.decided else "inconclusive"
         lines.append(f"  annotate until decided (p = 0.1), {name}: {verdict} after {run.n_annotations} annotations")
     table = bootstrap_ratings(from_scores(campaign, margin=1.0), method="bt", rounds=200, seed=seed)

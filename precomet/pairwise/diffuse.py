@@ -18,10 +18,10 @@ from precomet.errors import PrecometError
 from precomet.utilities.diffuse import (  # noqa: F401 -- re-exported: DiffUse in one place for its users
     DiffuseTree,
     campaign_tree,
+    difference_vectors,
     diffuse_select,
     diffuse_tree,
     diffuse_utility,
-    difference_vectors,
 )
 
 log = logging.getLogger(__name__)
@@ -95,12 +95,18 @@ class _Annotator:
         if not (decided or final):
             return None
         return IterativeResult(
-            winner=leader if decided else None, leader=leader, decided=decided, sf=sf,
-            decision_items=np.array(items, dtype=int), labels=dict(self.labels),
+            winner=leader if decided else None,
+            leader=leader,
+            decided=decided,
+            sf=sf,
+            decision_items=np.array(items, dtype=int),
+            labels=dict(self.labels),
         )
 
 
-def _check_iteration(n_items: int, p: float, n_min: int, max_budget: int | None, population: int | None) -> tuple[int, int]:
+def _check_iteration(
+    n_items: int, p: float, n_min: int, max_budget: int | None, population: int | None
+) -> tuple[int, int]:
     if not 0 < p < 1:
         raise PrecometError(f"threshold p must be in (0, 1), got {p}")
     max_budget = n_items if max_budget is None else max_budget

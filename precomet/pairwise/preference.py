@@ -64,7 +64,9 @@ class Preferences:
         for i in np.flatnonzero(a == b)[:1]:
             raise PrecometError(f"{source}: record {i} (item {item[i]!r}) compares model {a[i]!r} with itself")
         for i in np.flatnonzero(~np.isin(lab, LABELS))[:1]:
-            raise PrecometError(f"{source}: record {i} (item {item[i]!r}) has label {lab[i]!r}; expected {list(LABELS)}")
+            raise PrecometError(
+                f"{source}: record {i} (item {item[i]!r}) has label {lab[i]!r}; expected {list(LABELS)}"
+            )
         known = np.broadcast_to(np.asarray(first_known, dtype=bool), (len(item),)).copy()
         return cls(item, a, b, lab, known, source)
 
@@ -77,7 +79,9 @@ class Preferences:
 
     def take(self, indices: np.ndarray) -> Preferences:
         idx = np.asarray(indices)
-        return Preferences(self.item[idx], self.model_a[idx], self.model_b[idx], self.label[idx], self.first_known[idx], self.source)
+        return Preferences(
+            self.item[idx], self.model_a[idx], self.model_b[idx], self.label[idx], self.first_known[idx], self.source
+        )
 
     def check_models(self, models: Sequence[str]) -> None:
         """Raise if a record names a model outside ``models``."""
@@ -90,7 +94,9 @@ class Preferences:
         return np.select([self.label == "a", self.label == "b"], [1.0, 0.0], 0.5)
 
 
-def likert_labels(values: Sequence[object], *, likert_ties: bool = False, items: Sequence[object] | None = None) -> list[str]:
+def likert_labels(
+    values: Sequence[object], *, likert_ties: bool = False, items: Sequence[object] | None = None
+) -> list[str]:
     """Likert 1–8 -> ``a`` (1–4) / ``b`` (5–8); 4 and 5 become ``tie`` with ``likert_ties``."""
     labels = []
     for position, value in enumerate(values):
@@ -133,7 +139,8 @@ def from_scores(
         parts["label"].append(np.where(delta[keep] > margin, "a", np.where(delta[keep] < -margin, "b", "tie")))
     return Preferences.build(
         **{key: np.concatenate(values) for key, values in parts.items()},
-        first_known=False, source=f"{campaign.name}:{score}",
+        first_known=False,
+        source=f"{campaign.name}:{score}",
     )
 
 
@@ -257,7 +264,10 @@ def save_preferences(prefs: Preferences, path: str | Path) -> None:
     from precomet.io.atomic import atomic_write
 
     path = Path(path)
-    rows = [dict(item=i, model_a=a, model_b=b, label=lab) for i, a, b, lab in zip(prefs.item, prefs.model_a, prefs.model_b, prefs.label)]
+    rows = [
+        dict(item=i, model_a=a, model_b=b, label=lab)
+        for i, a, b, lab in zip(prefs.item, prefs.model_a, prefs.model_b, prefs.label)
+    ]
     suffix = path.suffix.lower()
     if suffix not in PREFERENCE_SUFFIXES:
         raise PrecometError(f"{path}: preferences are written as .csv or .jsonl")

@@ -50,18 +50,31 @@ class PairwiseEvaluation:
     signature: dict[str, object] = field(default_factory=dict)
 
     def to_markdown(self) -> str:
-        lines = ["| budget | " + " | ".join(f"{m} success %" for m in METHODS) + " |", "|---:|" + "---:|" * len(METHODS)]
+        lines = [
+            "| budget | " + " | ".join(f"{m} success %" for m in METHODS) + " |",
+            "|---:|" + "---:|" * len(METHODS),
+        ]
         by_budget: dict[int, dict[str, dict]] = {}
         for row in self.success:
             by_budget.setdefault(int(row["budget"]), {})[str(row["method"])] = row
         for budget, rows in sorted(by_budget.items()):
-            lines.append(f"| {budget} | " + " | ".join(
-                f"{100 * rows[m]['success']:.1f} ± {100 * rows[m]['stderr']:.1f}" for m in METHODS) + " |")
-        lines += ["", "| p | method | # annotations | error % | success % | inconclusive % | avg distance |"
-                  " avg dist. (error) | avg dist. (success) | avg dist. (inconcl.) |", "|---|---|" + "---:|" * 8]
+            lines.append(
+                f"| {budget} | "
+                + " | ".join(f"{100 * rows[m]['success']:.1f} ± {100 * rows[m]['stderr']:.1f}" for m in METHODS)
+                + " |"
+            )
+        lines += [
+            "",
+            "| p | method | # annotations | error % | success % | inconclusive % | avg distance |"
+            " avg dist. (error) | avg dist. (success) | avg dist. (inconcl.) |",
+            "|---|---|" + "---:|" * 8,
+        ]
         for row in self.iterative:
-            cells = [f"{row['annotations']:.2f}", *(f"{100 * row[k]:.2f}" for k in ("error", "success", "inconclusive")),
-                     *(f"{row[k]:.3f}" for k in ("distance", "distance_error", "distance_success", "distance_inconclusive"))]
+            cells = [
+                f"{row['annotations']:.2f}",
+                *(f"{100 * row[k]:.2f}" for k in ("error", "success", "inconclusive")),
+                *(f"{row[k]:.3f}" for k in ("distance", "distance_error", "distance_success", "distance_inconclusive")),
+            ]
             lines.append(f"| {row['p']} | {row['method']} | " + " | ".join(cells) + " |")
         return "\n".join(lines)
 
@@ -103,7 +116,9 @@ def evaluate_pairwise(
     if embeddings is None:
         embeddings = embed_outputs(campaign, systems=systems, encoder=encoder, cache_dir=cache_dir)
     elif embeddings.shape[:2] != (len(campaign), len(systems)):
-        raise PrecometError(f"embeddings of shape {embeddings.shape} do not match {len(campaign)} items × {len(systems)} systems")
+        raise PrecometError(
+            f"embeddings of shape {embeddings.shape} do not match {len(campaign)} items × {len(systems)} systems"
+        )
     embeddings = np.asarray(embeddings, dtype=np.float64)
     hits = {(m, b): [] for m in METHODS for b in usable}
     outcomes = {(m, p): [] for m in METHODS for p in p_values}
@@ -120,7 +135,9 @@ def evaluate_pairwise(
             tree = diffuse_tree(embeddings[test, i] - embeddings[test, j])
             for budget in usable:
                 hits["diffuse", budget].append(np.sign(labels[tree.select(budget)].sum()) == winner)
-                hits["random", budget].append(np.sign(labels[rng.choice(n_test, budget, replace=False)].sum()) == winner)
+                hits["random", budget].append(
+                    np.sign(labels[rng.choice(n_test, budget, replace=False)].sum()) == winner
+                )
             oracle = sign_oracle(labels)
             cap = min(max_budget, n_test)
             for p in p_values:
@@ -129,7 +146,13 @@ def evaluate_pairwise(
                     "random": iterate_order(rng.permutation(n_test), oracle, p=p, n_min=n_min, max_budget=cap),
                 }
                 for method, run in runs.items():
-                    outcome = "inconclusive" if not run.decided else "success" if {"a": 1, "b": -1}[run.winner] == winner else "error"
+                    outcome = (
+                        "inconclusive"
+                        if not run.decided
+                        else "success"
+                        if {"a": 1, "b": -1}[run.winner] == winner
+                        else "error"
+                    )
                     outcomes[method, p].append((run.n_annotations, outcome, distance))
             progress.update()
     progress.close()
@@ -139,9 +162,20 @@ def evaluate_pairwise(
     ]
     iterative = [_iterative_row(m, p, v) for (m, p), v in outcomes.items()]
     run = signature(
-        "precomet diffuse protocol", method="diffuse-protocol", campaign=campaign, score=score, systems=systems,
-        pairs=len(pairs), seeds=seeds, test_fraction=test_fraction, test_items=n_test, margin=margin,
-        p_values=list(p_values), n_min=n_min, max_budget=max_budget, encoder=encoder_name(encoder),
+        "precomet diffuse protocol",
+        method="diffuse-protocol",
+        campaign=campaign,
+        score=score,
+        systems=systems,
+        pairs=len(pairs),
+        seeds=seeds,
+        test_fraction=test_fraction,
+        test_items=n_test,
+        margin=margin,
+        p_values=list(p_values),
+        n_min=n_min,
+        max_budget=max_budget,
+        encoder=encoder_name(encoder),
     )
     return PairwiseEvaluation(success, iterative, run)
 
@@ -150,7 +184,9 @@ def _iterative_row(method: str, p: float, runs: list[tuple[int, str, float]]) ->
     used = np.array([r[0] for r in runs], dtype=float)
     kind = np.array([r[1] for r in runs])
     dist = np.array([r[2] for r in runs])
-    row: dict[str, object] = dict(method=method, p=p, runs=len(runs), annotations=float(used.mean()), distance=float(dist.mean()))
+    row: dict[str, object] = dict(
+        method=method, p=p, runs=len(runs), annotations=float(used.mean()), distance=float(dist.mean())
+    )
     for name in ("success", "error", "inconclusive"):
         row[name] = float((kind == name).mean())
         row[f"distance_{name}"] = float(dist[kind == name].mean()) if (kind == name).any() else float("nan")

@@ -28,7 +28,9 @@ TIES = ("half", "drop")
 ORDERS = ("given", "shuffle")
 
 
-def _games(prefs: Preferences, models: Sequence[str] | None, ties: str) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
+def _games(
+    prefs: Preferences, models: Sequence[str] | None, ties: str
+) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
     if ties not in TIES:
         raise PrecometError(f"unknown ties option {ties!r}; valid: {list(TIES)}")
     models = list(prefs.models if models is None else models)
@@ -42,7 +44,9 @@ def _games(prefs: Preferences, models: Sequence[str] | None, ties: str) -> tuple
     return models, a, b, prefs.score_a()[keep]
 
 
-def _elo(a: np.ndarray, b: np.ndarray, s: np.ndarray, n_models: int, *, k: float, base: float, scale: float, initial: float) -> np.ndarray:
+def _elo(
+    a: np.ndarray, b: np.ndarray, s: np.ndarray, n_models: int, *, k: float, base: float, scale: float, initial: float
+) -> np.ndarray:
     """Online Elo over games ``(R, n)`` (R independent sequences); returns ``(R, n_models)`` ratings."""
     rounds = np.arange(a.shape[0])
     ratings = np.full((a.shape[0], n_models), float(initial))
@@ -65,7 +69,9 @@ def _cells(a: np.ndarray, b: np.ndarray, s: np.ndarray, draws: np.ndarray) -> tu
     return cells[0].astype(int), cells[1].astype(int), cells[2], counts.astype(float)
 
 
-def _bradley_terry(a: np.ndarray, b: np.ndarray, s: np.ndarray, weights: np.ndarray, n_models: int, *, ridge: float) -> np.ndarray:
+def _bradley_terry(
+    a: np.ndarray, b: np.ndarray, s: np.ndarray, weights: np.ndarray, n_models: int, *, ridge: float
+) -> np.ndarray:
     """Maximum-likelihood strengths (natural log scale, centred) for ``R`` weightings of the same games.
 
     ``weights`` is ``(R, n)``; each row is an independent problem, all solved together by L-BFGS-B."""
@@ -82,8 +88,13 @@ def _bradley_terry(a: np.ndarray, b: np.ndarray, s: np.ndarray, weights: np.ndar
         grad = np.bincount(index_a, d_margin, rounds * n_models) - np.bincount(index_b, d_margin, rounds * n_models)
         return nll.sum() + 0.5 * ridge * np.square(flat).sum(), grad + ridge * flat
 
-    result = minimize(objective, np.zeros(rounds * n_models), jac=True, method="L-BFGS-B",
-                      options={"maxiter": 10000, "gtol": 1e-10, "ftol": 1e-15})
+    result = minimize(
+        objective,
+        np.zeros(rounds * n_models),
+        jac=True,
+        method="L-BFGS-B",
+        options={"maxiter": 10000, "gtol": 1e-10, "ftol": 1e-15},
+    )
     if not result.success:
         log.warning("Bradley-Terry fit: %s", result.message)
     theta = result.x.reshape(rounds, n_models)
@@ -107,7 +118,9 @@ def elo_ratings(
         raise PrecometError(f"unknown Elo order {order!r}; valid: {list(ORDERS)}")
     models, a, b, s = _games(prefs, models, ties)
     perm = np.random.default_rng(seed).permutation(len(a)) if order == "shuffle" else np.arange(len(a))
-    ratings = _elo(a[None, perm], b[None, perm], s[None, perm], len(models), k=k, base=base, scale=scale, initial=initial)
+    ratings = _elo(
+        a[None, perm], b[None, perm], s[None, perm], len(models), k=k, base=base, scale=scale, initial=initial
+    )
     return dict(zip(models, ratings[0].tolist()))
 
 
@@ -151,15 +164,27 @@ class RatingTable:
 
     def rows(self) -> list[dict[str, object]]:
         return [
-            dict(model=m, rating=round(float(r), 1), median=round(float(md), 1), p5=round(float(lo), 1),
-                 p95=round(float(hi), 1), games=int(g), win_rate=round(float(w), 4))
-            for m, r, md, lo, hi, g, w in zip(self.models, self.rating, self.median, self.low, self.high, self.games, self.win_rate)
+            dict(
+                model=m,
+                rating=round(float(r), 1),
+                median=round(float(md), 1),
+                p5=round(float(lo), 1),
+                p95=round(float(hi), 1),
+                games=int(g),
+                win_rate=round(float(w), 4),
+            )
+            for m, r, md, lo, hi, g, w in zip(
+                self.models, self.rating, self.median, self.low, self.high, self.games, self.win_rate
+            )
         ]
 
     def to_text(self) -> str:
         lines = [f"{'model':<34} {'rating':>8} {'median':>8} {'p5':>8} {'p95':>8} {'games':>6} {'win%':>6}"]
-        lines += [f"{r['model']:<34} {r['rating']:>8.1f} {r['median']:>8.1f} {r['p5']:>8.1f} {r['p95']:>8.1f}"
-                  f" {r['games']:>6d} {100 * r['win_rate']:>6.1f}" for r in self.rows()]
+        lines += [
+            f"{r['model']:<34} {r['rating']:>8.1f} {r['median']:>8.1f} {r['p5']:>8.1f} {r['p95']:>8.1f}"
+            f" {r['games']:>6d} {100 * r['win_rate']:>6.1f}"
+            for r in self.rows()
+        ]
         return "\n".join(lines)
 
 
@@ -187,7 +212,9 @@ def bootstrap_ratings(
     rng = np.random.default_rng(seed)
     draws = rng.integers(0, len(a), size=(rounds, len(a)))
     if method == "elo":
-        point = elo_ratings(prefs, k=k, base=base, scale=scale, initial=initial, ties=ties, models=models, order="given")
+        point = elo_ratings(
+            prefs, k=k, base=base, scale=scale, initial=initial, ties=ties, models=models, order="given"
+        )
         boot = _elo(a[draws], b[draws], s[draws], len(models), k=k, base=base, scale=scale, initial=initial)
     else:
         point = bt_ratings(prefs, base=base, scale=scale, initial=initial, ties=ties, models=models, ridge=ridge)
@@ -199,9 +226,16 @@ def bootstrap_ratings(
     low, median, high = np.percentile(boot, [5, 50, 95], axis=0)
     order = np.argsort(-median, kind="stable")
     return RatingTable(
-        method=method, models=tuple(np.array(models, dtype=object)[order]), rating=rating[order], median=median[order],
-        low=low[order], high=high[order], games=games[order],
-        win_rate=np.divide(wins, games, out=np.zeros(len(models)), where=games > 0)[order], rounds=rounds, seed=seed,
+        method=method,
+        models=tuple(np.array(models, dtype=object)[order]),
+        rating=rating[order],
+        median=median[order],
+        low=low[order],
+        high=high[order],
+        games=games[order],
+        win_rate=np.divide(wins, games, out=np.zeros(len(models)), where=games > 0)[order],
+        rounds=rounds,
+        seed=seed,
     )
 
 
@@ -228,8 +262,9 @@ def position_bias(prefs: Preferences) -> dict[str, object]:
     verdict names a different winning model (or a tie against a win) when the order is swapped."""
     known = prefs.take(np.flatnonzero(prefs.first_known))
     first, second = int((known.label == "a").sum()), int((known.label == "b").sum())
-    report: dict[str, object] = dict(records=len(known), first_wins=first, second_wins=second,
-                                      ties=len(known) - first - second)
+    report: dict[str, object] = dict(
+        records=len(known), first_wins=first, second_wins=second, ties=len(known) - first - second
+    )
     report["first_win_rate"] = first / (first + second) if first + second else float("nan")
     report["p_value"] = float(binomtest(first, first + second, 0.5).pvalue) if first + second else float("nan")
     verdicts: dict[tuple[str, str, str], dict[str, str]] = {}
@@ -262,8 +297,11 @@ def agreement(judge: Preferences, reference: Preferences) -> dict[str, float]:
     lx, ly = np.array([x[k] for k in keys]), np.array([y[k] for k in keys])
     decided = (lx != "tie") & (ly != "tie")
     return dict(
-        pairs=len(keys), accuracy=float((lx == ly).mean()),
-        kappa=float(cohen_kappa_score(lx, ly, labels=["a", "b", "tie"])) if len(set(lx) | set(ly)) > 1 else float("nan"),
+        pairs=len(keys),
+        accuracy=float((lx == ly).mean()),
+        kappa=float(cohen_kappa_score(lx, ly, labels=["a", "b", "tie"]))
+        if len(set(lx) | set(ly)) > 1
+        else float("nan"),
         decided_pairs=int(decided.sum()),
         decided_accuracy=float((lx[decided] == ly[decided]).mean()) if decided.any() else float("nan"),
     )

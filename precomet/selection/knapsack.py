@@ -142,10 +142,22 @@ def solve(
         bound = _global_bound(problem, side, core, core_bound, lower) if core_bound is not None else upper
     bound = max(lower, min(bound, upper))
     gap = (bound - lower) / max(abs(lower), 1e-12)
-    log.info("knapsack: %d units, core %d, %d solver call(s), objective %.6f, bound %.6f", len(value), len(core), calls, lower, bound)
+    log.info(
+        "knapsack: %d units, core %d, %d solver call(s), objective %.6f, bound %.6f",
+        len(value),
+        len(core),
+        calls,
+        lower,
+        bound,
+    )
     return Solution(
-        chosen=best, status="optimal" if gap <= gap_tolerance else "feasible", objective=lower, bound=bound,
-        solver_calls=calls, core_size=len(core), lp_bound=upper,
+        chosen=best,
+        status="optimal" if gap <= gap_tolerance else "feasible",
+        objective=lower,
+        bound=bound,
+        solver_calls=calls,
+        core_size=len(core),
+        lp_bound=upper,
     )
 
 
@@ -269,8 +281,14 @@ def _global_bound(problem: Problem, side: np.ndarray, core: np.ndarray, core_bou
 
 
 def _solve_core(
-    problem: Problem, side: np.ndarray, core: np.ndarray, warm: np.ndarray | None, solver: str,
-    deadline: float, gap_abs: float, seed: int,
+    problem: Problem,
+    side: np.ndarray,
+    core: np.ndarray,
+    warm: np.ndarray | None,
+    solver: str,
+    deadline: float,
+    gap_abs: float,
+    seed: int,
 ) -> tuple[np.ndarray, bool, float | None] | None:
     """MILP over ``core`` with every other unit at its LP side: (chosen, proven optimal, core bound) or None.
 

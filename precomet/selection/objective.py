@@ -24,9 +24,9 @@ from collections.abc import Callable
 
 import numpy as np
 
-from precomet.stats import rankdata
 from precomet.errors import PrecometError
 from precomet.selection.units import normalise
+from precomet.stats import rankdata
 
 DEFAULT_COST_OBJECTIVE = "rank-length"
 

@@ -18,13 +18,24 @@ from precomet.selection.units import budget_items, build_units
 
 
 def random_fill(
-    order_key: np.ndarray, weight: np.ndarray, capacity: float, *, domain: np.ndarray | None = None,
-    doc: np.ndarray | None = None, level: str = "item", balance: str | None = None,
+    order_key: np.ndarray,
+    weight: np.ndarray,
+    capacity: float,
+    *,
+    domain: np.ndarray | None = None,
+    doc: np.ndarray | None = None,
+    level: str = "item",
+    balance: str | None = None,
 ) -> np.ndarray:
     """Item positions of a random subset within ``capacity`` (``order_key``: one random value per item; its
     order — by each unit's mean — is the random order)."""
-    units = build_units(np.asarray(order_key, dtype=float), np.asarray(weight, dtype=float), level=level, doc=doc,
-                        domain=domain if balance else None)
+    units = build_units(
+        np.asarray(order_key, dtype=float),
+        np.asarray(weight, dtype=float),
+        level=level,
+        doc=doc,
+        domain=domain if balance else None,
+    )
     order = np.argsort(units.utility, kind="stable")
     chosen: list[int] = []
     if balance is None:
@@ -57,6 +68,8 @@ def make_random_selector(
 
     def select(values: np.ndarray, prop: float) -> np.ndarray:
         capacity = prop * total if budget_cost else float(budget_items(prop, len(campaign)))
-        return random_fill(values, weight, capacity, domain=campaign.domain, doc=campaign.doc, level=level, balance=balance)
+        return random_fill(
+            values, weight, capacity, domain=campaign.domain, doc=campaign.doc, level=level, balance=balance
+        )
 
     return select

@@ -31,14 +31,24 @@ class Units:
 
 
 def build_units(
-    utility: np.ndarray, weight: np.ndarray, *, level: str, doc: np.ndarray | None, domain: np.ndarray | None,
+    utility: np.ndarray,
+    weight: np.ndarray,
+    *,
+    level: str,
+    doc: np.ndarray | None,
+    domain: np.ndarray | None,
     length: np.ndarray | None = None,
 ) -> Units:
     """Items as units, or documents: utility = mean of the items', weight and length = sums (first-appearance
     order)."""
     if level == "item":
-        return Units([np.array([i]) for i in range(len(utility))], utility.copy(), weight.copy(), domain,
-                     None if length is None else length.copy())
+        return Units(
+            [np.array([i]) for i in range(len(utility))],
+            utility.copy(),
+            weight.copy(),
+            domain,
+            None if length is None else length.copy(),
+        )
     if level != "doc":
         raise PrecometError(f"unknown level {level!r}; choose one of ['doc', 'item']")
     if doc is None:

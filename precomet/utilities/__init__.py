@@ -150,39 +150,55 @@ def _registry() -> dict[str, UtilitySpec]:
         "metric_avg": UtilitySpec(metric.metric_avg, "minus the mean score over systems (Eq. 3)", min_systems=1),
         "metric_var": UtilitySpec(metric.metric_var, "variance of scores over systems (Eq. 4)"),
         "metric_cons": UtilitySpec(
-            metric.metric_cons, "rank correlation of item scores with system means (Eq. 5)",
+            metric.metric_cons,
+            "rank correlation of item scores with system means (Eq. 5)",
             options={"correlation": "spearman"},
         ),
         "diversity": UtilitySpec(
-            diversity.diversity, "1 - mean pairwise similarity of the outputs (Eq. 6, shifted)",
-            needs_score=False, options=dict(diversity.OPTIONS),
+            diversity.diversity,
+            "1 - mean pairwise similarity of the outputs (Eq. 6, shifted)",
+            needs_score=False,
+            options=dict(diversity.OPTIONS),
         ),
     }
     for kind in irt.UTILITY_KINDS:
-        methods[f"irt_{kind}"] = UtilitySpec(
-            irt.irt_utility_method(kind), irt.UTILITY_KINDS[kind], options=irt_options
-        )
+        methods[f"irt_{kind}"] = UtilitySpec(irt.irt_utility_method(kind), irt.UTILITY_KINDS[kind], options=irt_options)
     methods.update(
         kmeans=UtilitySpec(
-            cluster.kmeans, "k-means (k = budget) on source embeddings; items nearest the centres first",
-            needs_budget=True, needs_score=False, min_systems=0, options=dict(cluster.KMEANS_OPTIONS),
+            cluster.kmeans,
+            "k-means (k = budget) on source embeddings; items nearest the centres first",
+            needs_budget=True,
+            needs_score=False,
+            min_systems=0,
+            options=dict(cluster.KMEANS_OPTIONS),
         ),
         kmeans_outputs=UtilitySpec(
-            cluster.kmeans_outputs, "k-means (k = budget) on output embeddings (all systems' outputs concatenated); items nearest the centres first",
-            needs_budget=True, needs_score=False, options=dict(cluster.KMEANS_OPTIONS),
+            cluster.kmeans_outputs,
+            "k-means (k = budget) on output embeddings (all systems' outputs concatenated); items nearest the centres first",
+            needs_budget=True,
+            needs_score=False,
+            options=dict(cluster.KMEANS_OPTIONS),
         ),
         random=UtilitySpec(
-            cluster.random_utility, "seeded uniform random values (hash of seed and item id)",
-            needs_score=False, min_systems=0,
+            cluster.random_utility,
+            "seeded uniform random values (hash of seed and item id)",
+            needs_score=False,
+            min_systems=0,
         ),
         mixture=UtilitySpec(
-            cluster.mixture, "weighted mean of the per-utility ranks", needs_score=False, min_systems=0,
+            cluster.mixture,
+            "weighted mean of the per-utility ranks",
+            needs_score=False,
+            min_systems=0,
             options={"weights": None, "method_options": None},
         ),
     )
     methods["diffuse"] = UtilitySpec(
-        diffuse.diffuse_method, "DiffUse: one representative per Ward cluster of output differences (k = budget)",
-        needs_budget=True, needs_score=False, options=dict(diffuse.UTILITY_OPTIONS),
+        diffuse.diffuse_method,
+        "DiffUse: one representative per Ward cluster of output differences (k = budget)",
+        needs_budget=True,
+        needs_score=False,
+        options=dict(diffuse.UTILITY_OPTIONS),
     )
     return methods
 

@@ -31,7 +31,9 @@ def kmeans(campaign: Campaign, *, score: str | None, budget: int, seed: int, opt
     return kmeans_utility(vectors, budget=int(budget), seed=seed, n_init=int(options["n_init"]))
 
 
-def kmeans_outputs(campaign: Campaign, *, score: str | None, budget: int, seed: int, options: Mapping[str, Any]) -> np.ndarray:
+def kmeans_outputs(
+    campaign: Campaign, *, score: str | None, budget: int, seed: int, options: Mapping[str, Any]
+) -> np.ndarray:
     """k-means (k = ``budget``) on the *output* embeddings (seed 002 App. A), chosen as :func:`kmeans`.
 
     An item's vector is the concatenation of its systems' L2-normalised output embeddings divided by √S (unit
@@ -52,8 +54,13 @@ def item_vectors(campaign: Campaign, on: str, options: Mapping[str, Any]) -> np.
     if on not in ("src", "tgt"):
         raise PrecometError(f"k-means: on must be 'src' or 'tgt', got {on!r}")
     texts = list(campaign.src) if on == "src" else list(output_matrix(campaign).ravel())
-    vectors = embed_texts(texts, encoder=options["encoder"], cache_dir=options["cache_dir"], batch_size=options["batch_size"],
-                          device=options["device"]).reshape(len(campaign), -1)
+    vectors = embed_texts(
+        texts,
+        encoder=options["encoder"],
+        cache_dir=options["cache_dir"],
+        batch_size=options["batch_size"],
+        device=options["device"],
+    ).reshape(len(campaign), -1)
     return vectors if on == "src" else vectors / np.sqrt(len(campaign.systems))
 
 
@@ -65,14 +72,15 @@ def kmeans_utility(vectors: np.ndarray, *, budget: int, seed: int, n_init: int =
     return 0.5 / (1.0 + _nearest_distance(vectors, centres)) + taken.astype(float)
 
 
-def kmeans_representatives(vectors: np.ndarray, *, budget: int, seed: int, n_init: int = 3) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def kmeans_representatives(
+    vectors: np.ndarray, *, budget: int, seed: int, n_init: int = 3
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """k-means with k = ``budget``: (representative positions, cluster size each represents, centres).
 
     Centres are served in order of cluster size (largest first); each takes its nearest item not yet taken. The
     sizes are the weights of *weighted k-means* (seed 002 App. A): each representative stands for its cluster.
     """
     from sklearn.cluster import KMeans
-
     from threadpoolctl import threadpool_limits
 
     with threadpool_limits(limits=1):  # OpenMP/BLAS threads made small k-means 40-80x slower on a busy machine
@@ -112,23 +120,27 @@ def _nearest_distance(vectors: np.ndarray, centres: np.ndarray) -> np.ndarray:
     out = np.empty(len(vectors))
     step = max(1, 5_000_000 // len(centres))
     for start in range(0, len(vectors), step):
-        block = vectors[start:start + step]
+        block = vectors[start : start + step]
         d2 = (block**2).sum(1)[:, None] - 2 * block @ centres.T + (centres**2).sum(1)[None, :]
-        out[start:start + step] = np.sqrt(np.maximum(d2.min(axis=1), 0.0))
+        out[start : start + step] = np.sqrt(np.maximum(d2.min(axis=1), 0.0))
     return out
 
 
-def random_utility(campaign: Campaign, *, score: str | None, budget: int | None, seed: int, options: Mapping[str, Any]) -> np.ndarray:
+def random_utility(
+    campaign: Campaign, *, score: str | None, budget: int | None, seed: int, options: Mapping[str, Any]
+) -> np.ndarray:
     """Uniform [0, 1) values from SHA-256 of ``(seed, item id)``: seeded, and independent of item order
     and of which other items are present."""
     out = np.empty(len(campaign))
     for i, item_id in enumerate(campaign.ids):
-        digest = hashlib.sha256(f"{seed}\x1f{item_id}".encode("utf-8")).digest()
+        digest = hashlib.sha256(f"{seed}\x1f{item_id}".encode()).digest()
         out[i] = int.from_bytes(digest[:7], "big") / 2**56
     return out
 
 
-def mixture(campaign: Campaign, *, score: str | None, budget: int | None, seed: int, options: Mapping[str, Any]) -> np.ndarray:
+def mixture(
+    campaign: Campaign, *, score: str | None, budget: int | None, seed: int, options: Mapping[str, Any]
+) -> np.ndarray:
     """Weighted mean of per-utility normalised ranks (average ranks for ties, divided by N).
 
     ``weights``: ``{method: weight}`` (required, weights ≥ 0, not all 0); ``method_options``:
@@ -138,7 +150,9 @@ def mixture(campaign: Campaign, *, score: str | None, budget: int | None, seed: 
 
     weights = options["weights"]
     if not isinstance(weights, Mapping) or not weights:
-        raise PrecometError("mixture needs options={'weights': {method: weight, ...}}, e.g. {'metric_var': 1, 'diversity': 1}")
+        raise PrecometError(
+            "mixture needs options={'weights': {method: weight, ...}}, e.g. {'metric_var': 1, 'diversity': 1}"
+        )
     if "mixture" in weights:
         raise PrecometError("mixture cannot contain itself")
     values = np.array([float(w) for w in weights.values()])

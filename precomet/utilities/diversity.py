@@ -33,7 +33,9 @@ SIMILARITY_NAMES = ("embedding", *SIMILARITIES)
 OPTIONS = {"similarity": "embedding", **EMBED_OPTIONS}
 
 
-def diversity(campaign: Campaign, *, score: str | None, budget: int | None, seed: int, options: Mapping[str, Any]) -> np.ndarray:
+def diversity(
+    campaign: Campaign, *, score: str | None, budget: int | None, seed: int, options: Mapping[str, Any]
+) -> np.ndarray:
     """``1 - mean pairwise similarity`` of the outputs of every item (see the module docstring)."""
     kind = options["similarity"]
     if kind not in SIMILARITY_NAMES:
@@ -41,8 +43,11 @@ def diversity(campaign: Campaign, *, score: str | None, budget: int | None, seed
     outputs = output_matrix(campaign)
     if kind == "embedding":
         vectors = embed_texts(
-            list(outputs.ravel()), encoder=options["encoder"], cache_dir=options["cache_dir"],
-            batch_size=options["batch_size"], device=options["device"],
+            list(outputs.ravel()),
+            encoder=options["encoder"],
+            cache_dir=options["cache_dir"],
+            batch_size=options["batch_size"],
+            device=options["device"],
         ).reshape(*outputs.shape, -1)
         return 1.0 - mean_pairwise_cosine(vectors)
     sim = pairwise_similarity(outputs, kind)

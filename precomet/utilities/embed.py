@@ -81,7 +81,10 @@ def _encode(texts: list[str], *, encoder: str, batch_size: int, device: str) -> 
         raise PrecometError(f"cannot load sentence encoder {encoder!r}: {err}") from None
     try:
         vectors = model.encode(
-            texts, batch_size=batch_size, convert_to_numpy=True, normalize_embeddings=True,
+            texts,
+            batch_size=batch_size,
+            convert_to_numpy=True,
+            normalize_embeddings=True,
             show_progress_bar=progress_enabled(),
         )
     finally:

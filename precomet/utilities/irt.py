@@ -41,8 +41,14 @@ log = logging.getLogger(__name__)
 MODELS = ("4pl", "2pl", "1pl")
 RESCALES = ("minmax", "rank")
 FIT_OPTIONS = {
-    "model": "4pl", "epochs": 1000, "lr": 0.03, "lr_decay": 0.9999, "device": "cpu", "threads": 1,
-    "rescale": "minmax", "params": None,
+    "model": "4pl",
+    "epochs": 1000,
+    "lr": 0.03,
+    "lr_decay": 0.9999,
+    "device": "cpu",
+    "threads": 1,
+    "rescale": "minmax",
+    "params": None,
 }
 """Options of every ``irt_*`` utility; ``params`` = fitted :class:`IrtParams` or a JSON path (skips the fit)."""
 
@@ -74,24 +80,33 @@ class IrtParams:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "item_ids": list(self.item_ids), "systems": list(self.systems),
-            "difficulty": self.difficulty.tolist(), "discrimination": self.discrimination.tolist(),
-            "feasibility": self.feasibility.tolist(), "ability": self.ability.tolist(), "info": dict(self.info),
+            "item_ids": list(self.item_ids),
+            "systems": list(self.systems),
+            "difficulty": self.difficulty.tolist(),
+            "discrimination": self.discrimination.tolist(),
+            "feasibility": self.feasibility.tolist(),
+            "ability": self.ability.tolist(),
+            "info": dict(self.info),
         }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> IrtParams:
         try:
             params = cls(
-                item_ids=tuple(str(i) for i in data["item_ids"]), systems=tuple(str(s) for s in data["systems"]),
-                difficulty=np.asarray(data["difficulty"], float), discrimination=np.asarray(data["discrimination"], float),
-                feasibility=np.asarray(data["feasibility"], float), ability=np.asarray(data["ability"], float),
+                item_ids=tuple(str(i) for i in data["item_ids"]),
+                systems=tuple(str(s) for s in data["systems"]),
+                difficulty=np.asarray(data["difficulty"], float),
+                discrimination=np.asarray(data["discrimination"], float),
+                feasibility=np.asarray(data["feasibility"], float),
+                ability=np.asarray(data["ability"], float),
                 info=dict(data.get("info", {})),
             )
         except (KeyError, TypeError, ValueError) as err:
             raise PrecometError(f"malformed IRT parameters: {err!r}") from None
         n = len(params.item_ids)
-        if any(len(v) != n for v in (params.difficulty, params.discrimination, params.feasibility)) or len(params.ability) != len(params.systems):
+        if any(len(v) != n for v in (params.difficulty, params.discrimination, params.feasibility)) or len(
+            params.ability
+        ) != len(params.systems):
             raise PrecometError("malformed IRT parameters: array lengths do not match item_ids / systems")
         return params
 
@@ -135,7 +150,9 @@ def irt_utilities(params: IrtParams, kind: str) -> np.ndarray:
 def irt_utility_method(kind: str):
     """The registry function of ``irt_<kind>``: fit (or load ``params``), then :func:`irt_utilities`."""
 
-    def method(campaign: Campaign, *, score: str, budget: int | None, seed: int, options: Mapping[str, Any]) -> np.ndarray:
+    def method(
+        campaign: Campaign, *, score: str, budget: int | None, seed: int, options: Mapping[str, Any]
+    ) -> np.ndarray:
         given = options["params"]
         if given is None:
             fit_options = {k: v for k, v in options.items() if k != "params"}
@@ -160,11 +177,17 @@ def align_params(params: IrtParams, campaign: Campaign) -> IrtParams:
     lookup = {item_id: i for i, item_id in enumerate(params.item_ids)}
     missing = [i for i in campaign.ids if i not in lookup]
     if missing:
-        raise PrecometError(f"IRT parameters lack {len(missing)} item(s) of campaign {campaign.name!r}, e.g. {missing[:3]}")
+        raise PrecometError(
+            f"IRT parameters lack {len(missing)} item(s) of campaign {campaign.name!r}, e.g. {missing[:3]}"
+        )
     idx = np.array([lookup[i] for i in campaign.ids], dtype=int)
     return IrtParams(
-        item_ids=tuple(campaign.ids), systems=params.systems, difficulty=params.difficulty[idx],
-        discrimination=params.discrimination[idx], feasibility=params.feasibility[idx], ability=params.ability,
+        item_ids=tuple(campaign.ids),
+        systems=params.systems,
+        difficulty=params.difficulty[idx],
+        discrimination=params.discrimination[idx],
+        feasibility=params.feasibility[idx],
+        ability=params.ability,
         info=params.info,
     )
 
@@ -201,7 +224,9 @@ def fit_irt(
     if device not in ("cpu", "cuda"):
         raise PrecometError(f"IRT: device must be 'cpu' or 'cuda', got {device!r}")
     if not (lr > 0 and int(epochs) >= 1 and int(threads) >= 1):
-        raise PrecometError(f"IRT: need lr > 0, epochs ≥ 1, threads ≥ 1 (got lr={lr}, epochs={epochs}, threads={threads})")
+        raise PrecometError(
+            f"IRT: need lr > 0, epochs ≥ 1, threads ≥ 1 (got lr={lr}, epochs={epochs}, threads={threads})"
+        )
     responses = rescale_scores(campaign.score(score), rescale)
     dataset = _dataset(responses, len(campaign.systems))
     import py_irt.models  # noqa: F401  (registers the models)
@@ -238,8 +263,19 @@ def fit_irt(
         discrimination=np.asarray(best.get("disc", ones), float)[inverse],
         feasibility=np.asarray(best.get("lambdas", ones), float)[inverse],
         ability=np.asarray(best["ability"], float)[subject_inverse],
-        info=signature("py-irt fit", method=model, campaign=campaign, seed=seed, model=model, score=score,
-                       rescale=rescale, lr=lr, lr_decay=lr_decay, epochs=int(epochs), py_irt=version("py-irt")),
+        info=signature(
+            "py-irt fit",
+            method=model,
+            campaign=campaign,
+            seed=seed,
+            model=model,
+            score=score,
+            rescale=rescale,
+            lr=lr,
+            lr_decay=lr_decay,
+            epochs=int(epochs),
+            py_irt=version("py-irt"),
+        ),
     )
 
 
@@ -254,9 +290,12 @@ def _dataset(responses: np.ndarray, n_systems: int):
     items = [f"i{i}" for i in range(n)]
     subjects = [f"s{j}" for j in range(n_systems)]
     return Dataset(
-        item_ids=OrderedSet(items), subject_ids=OrderedSet(subjects),
-        item_id_to_ix={k: i for i, k in enumerate(items)}, ix_to_item_id=dict(enumerate(items)),
-        subject_id_to_ix={k: j for j, k in enumerate(subjects)}, ix_to_subject_id=dict(enumerate(subjects)),
+        item_ids=OrderedSet(items),
+        subject_ids=OrderedSet(subjects),
+        item_id_to_ix={k: i for i, k in enumerate(items)},
+        ix_to_item_id=dict(enumerate(items)),
+        subject_id_to_ix={k: j for j, k in enumerate(subjects)},
+        ix_to_subject_id=dict(enumerate(subjects)),
         observation_subjects=np.tile(np.arange(n_systems), n).tolist(),
         observation_items=np.repeat(np.arange(n), n_systems).tolist(),
         observations=responses.ravel().tolist(),
@@ -275,7 +314,11 @@ def _pyro_scope(*, seed: int, threads: int) -> Iterator[None]:
 
     store = pyro.get_param_store()
     saved_store = store.get_state()
-    saved_flags = (dist_util.is_validation_enabled(), infer_util.is_validation_enabled(), poutine_util.is_validation_enabled())
+    saved_flags = (
+        dist_util.is_validation_enabled(),
+        infer_util.is_validation_enabled(),
+        poutine_util.is_validation_enabled(),
+    )
     saved_torch_validate = torch.distributions.Distribution._validate_args
     saved_rng = (torch.get_rng_state(), np.random.get_state(), random.getstate())
     saved_threads = torch.get_num_threads()

@@ -15,17 +15,23 @@ from precomet.errors import PrecometError
 from precomet.stats import rankdata
 
 
-def metric_avg(campaign: Campaign, *, score: str, budget: int | None, seed: int, options: Mapping[str, Any]) -> np.ndarray:
+def metric_avg(
+    campaign: Campaign, *, score: str, budget: int | None, seed: int, options: Mapping[str, Any]
+) -> np.ndarray:
     """``-mean_s score[i, s]``: items on which systems score low (difficult items) first (Eq. 3)."""
     return -campaign.score(score).mean(axis=1)
 
 
-def metric_var(campaign: Campaign, *, score: str, budget: int | None, seed: int, options: Mapping[str, Any]) -> np.ndarray:
+def metric_var(
+    campaign: Campaign, *, score: str, budget: int | None, seed: int, options: Mapping[str, Any]
+) -> np.ndarray:
     """Population variance (ddof=0) of the scores over systems (Eq. 4)."""
     return campaign.score(score).var(axis=1)
 
 
-def metric_cons(campaign: Campaign, *, score: str, budget: int | None, seed: int, options: Mapping[str, Any]) -> np.ndarray:
+def metric_cons(
+    campaign: Campaign, *, score: str, budget: int | None, seed: int, options: Mapping[str, Any]
+) -> np.ndarray:
     """Agreement of each item's system ordering with the systems' means over the campaign (Eq. 5).
 
     ``correlation``: ``spearman`` (default), ``kendall`` (τ-b) or ``pairwise`` (share of system pairs with

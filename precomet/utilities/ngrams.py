@@ -88,7 +88,9 @@ def match_counts(units: Sequence[np.ndarray], n_systems: int, max_order: int) ->
         sorted_rows = rows[order]
         column_key = ((sorted_rows // n_systems) * n_grams + grams[order]) * (int(copy.max()) + 1) + copy
         columns = np.unique(column_key, return_inverse=True)[1].ravel()
-        x = sp.csr_matrix((np.ones(len(key), dtype=np.float64), (sorted_rows, columns)), shape=(len(units), int(columns.max()) + 1))
+        x = sp.csr_matrix(
+            (np.ones(len(key), dtype=np.float64), (sorted_rows, columns)), shape=(len(units), int(columns.max()) + 1)
+        )
         product = (x @ x.T).tocoo()
         out[product.row // n_systems, n - 1, product.row % n_systems, product.col % n_systems] = product.data
     return out
@@ -170,7 +172,7 @@ def pairwise_similarity(outputs: np.ndarray, kind: str, *, progress: Callable[[i
     while start < n_items:
         stop = start + max(1, int(np.searchsorted(np.cumsum(per_item[start:]), UNITS_PER_CHUNK)))
         stop = min(stop, n_items)
-        matches = match_counts(units[start * n_systems:stop * n_systems], n_systems, max_order)
+        matches = match_counts(units[start * n_systems : stop * n_systems], n_systems, max_order)
         result[start:stop] = np.clip(score_fn(matches, lengths[start:stop]) / scale, 0.0, 1.0)
         if progress is not None:
             progress(stop - start)

@@ -31,8 +31,14 @@ def utility_signature(
 ) -> dict[str, Any]:
     """Method, parameters, data hash, seed and precomet version of a utility computation."""
     return signature(
-        "precomet utilities", method=method, campaign=campaign, seed=seed, score=score,
-        systems=None if systems is None else list(systems), budget=budget, options=dict(options),
+        "precomet utilities",
+        method=method,
+        campaign=campaign,
+        seed=seed,
+        score=score,
+        systems=None if systems is None else list(systems),
+        budget=budget,
+        options=dict(options),
     )
 
 

@@ -22,7 +22,9 @@ def reference_scores(campaign: Campaign, kind: str = "chrf") -> np.ndarray:
     if kind not in REFERENCE_METRICS:
         raise PrecometError(f"unknown reference metric {kind!r}; valid: {', '.join(REFERENCE_METRICS)}")
     if campaign.ref is None:
-        raise PrecometError(f"campaign {campaign.name!r} has no reference: {REFERENCE_METRICS[kind]} cannot be computed")
+        raise PrecometError(
+            f"campaign {campaign.name!r} has no reference: {REFERENCE_METRICS[kind]} cannot be computed"
+        )
     texts = np.concatenate([output_matrix(campaign), np.asarray(campaign.ref, dtype=object)[:, None]], axis=1)
     sim = pairwise_similarity(texts, kind)  # sim[i, a, b]: a as hypothesis, b as reference
     return 100.0 * sim[:, :-1, -1]

@@ -104,15 +104,32 @@ def test_evaluate_props_unsorted_matches_subsets(campaign):
     utility = np.random.default_rng(5).random(len(campaign))
     got = bm.evaluate_props(ref, None, utility, [0.5, 0.1, 0.3])
     for prop, values in zip([0.5, 0.1, 0.3], got):
-        assert values == evaluate_indices(ref, bm.top_k(utility, budget_items(prop, len(campaign))), measures=bm.BENCH_MEASURES)
+        assert values == evaluate_indices(
+            ref, bm.top_k(utility, budget_items(prop, len(campaign))), measures=bm.BENCH_MEASURES
+        )
 
 
 def test_run_benchmark_schema_and_parity(campaign):
     human = campaign.score("human")
     oracle = np.abs(human - human.mean(axis=1, keepdims=True)).sum(axis=1)  # any fixed ranking will do
-    result = bm.run_benchmark(campaign, external={"oracle": oracle, "flat": np.zeros(len(campaign))}, props=[0.1, 0.3, 0.5], seeds=10, permutations=200)
+    result = bm.run_benchmark(
+        campaign,
+        external={"oracle": oracle, "flat": np.zeros(len(campaign))},
+        props=[0.1, 0.3, 0.5],
+        seeds=10,
+        permutations=200,
+    )
     assert result["props"] == [0.1, 0.3, 0.5] and result["budgets"] == [12.0, 36.0, 60.0]
-    for key in ("spa", "spa_by_prop", "spa_ci90_by_prop", "clusters", "clusters_by_prop", "corr", "corr_by_prop", "seeds"):
+    for key in (
+        "spa",
+        "spa_by_prop",
+        "spa_ci90_by_prop",
+        "clusters",
+        "clusters_by_prop",
+        "corr",
+        "corr_by_prop",
+        "seeds",
+    ):
         assert key in result["random"]
     for name in ("oracle", "flat"):
         m = result["methods"][name]
@@ -168,8 +185,25 @@ def test_cli_end_to_end(tmp_path, campaign):
     scores = tmp_path / "pred.jsonl"
     _write_scores(scores, list(campaign.ids) + ["extra-id"], np.arange(len(campaign) + 1.0))
     out, png = tmp_path / "bench.json", tmp_path / "bench.png"
-    rc = main(["benchmark", "--data", str(data), "--scores", f"pred={scores}", "--props", "0.2,0.5", "--seeds", "5",
-               "--permutations", "100", "--json", str(out), "--plot", str(png)])
+    rc = main(
+        [
+            "benchmark",
+            "--data",
+            str(data),
+            "--scores",
+            f"pred={scores}",
+            "--props",
+            "0.2,0.5",
+            "--seeds",
+            "5",
+            "--permutations",
+            "100",
+            "--json",
+            str(out),
+            "--plot",
+            str(png),
+        ]
+    )
     assert rc == 0
     result = json.loads(out.read_text())
     assert list(result["methods"]) == ["pred"] and result["random"]["seeds"] == 5
@@ -215,12 +249,26 @@ def test_cost_objective_changes_the_subsets_and_is_signed(campaign):
     for objective in ("rank-length", "paper"):
         select = bm.make_selector(campaign, budget_cost=True, cost_objective=objective)
         chosen[objective] = sorted(select(utility, 0.2).tolist())
-        direct = select_subset(utility, cost=campaign.cost, budget_cost=0.2 * campaign.cost.sum(), allow_gap=True,
-                               time_limit=10.0, cost_objective=objective, length=source_length(campaign.src))
+        direct = select_subset(
+            utility,
+            cost=campaign.cost,
+            budget_cost=0.2 * campaign.cost.sum(),
+            allow_gap=True,
+            time_limit=10.0,
+            cost_objective=objective,
+            length=source_length(campaign.src),
+        )
         assert chosen[objective] == sorted(direct.indices.tolist())
     assert chosen["rank-length"] != chosen["paper"]
-    result = bm.run_benchmark(campaign, external={"u": utility}, props=[0.2], seeds=2, permutations=50,
-                              budget_cost=True, cost_objective="rank-cost")
+    result = bm.run_benchmark(
+        campaign,
+        external={"u": utility},
+        props=[0.2],
+        seeds=2,
+        permutations=50,
+        budget_cost=True,
+        cost_objective="rank-cost",
+    )
     assert result["signature"]["cost_objective"] == "rank-cost"
     plain = bm.run_benchmark(campaign, external={"u": utility}, props=[0.2], seeds=2, permutations=50)
     assert plain["signature"]["cost_objective"] is None  # a count budget uses no cost objective
@@ -231,7 +279,17 @@ def test_cli_cost_options_need_a_cost_budget(tmp_path, campaign, capsys):
     write_jsonl(campaign, data)
     scores = tmp_path / "u.jsonl"
     _write_scores(scores, campaign.ids, np.arange(len(campaign), dtype=float))
-    base = ["benchmark", "--data", str(data), "--scores", f"u={scores}", "--json", str(tmp_path / "o.json"), "--seeds", "2"]
+    base = [
+        "benchmark",
+        "--data",
+        str(data),
+        "--scores",
+        f"u={scores}",
+        "--json",
+        str(tmp_path / "o.json"),
+        "--seeds",
+        "2",
+    ]
     assert main(base + ["--cost-objective", "paper"]) == 2
     assert "add --budget-cost" in capsys.readouterr().err and not (tmp_path / "o.json").exists()
     assert main(base + ["--budget-cost", "--cost-objective", "paper", "--props", "0.2", "--permutations", "50"]) == 0

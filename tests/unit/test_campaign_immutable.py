@@ -13,7 +13,8 @@ from precomet.campaign import HUMAN, Campaign
 def _campaign() -> Campaign:
     rng = np.random.default_rng(0)
     return Campaign.build(
-        src=[f"source {i}" for i in range(6)], systems=["a", "b", "c"],
+        src=[f"source {i}" for i in range(6)],
+        systems=["a", "b", "c"],
         outputs={s: [f"{s} {i}" for i in range(6)] for s in "abc"},
         scores={HUMAN: rng.normal(size=(6, 3)), "metric": rng.normal(size=(6, 3))},
         info={"note": "x"},
@@ -37,8 +38,15 @@ def test_mappings_refuse_item_assignment_and_deletion(mapping):
 
 def test_arrays_refuse_writes():
     campaign = _campaign()
-    for column in [campaign.ids, campaign.src, campaign.cost, campaign.doc, campaign.domain,
-                   *campaign.outputs.values(), *campaign.scores.values()]:
+    for column in [
+        campaign.ids,
+        campaign.src,
+        campaign.cost,
+        campaign.doc,
+        campaign.domain,
+        *campaign.outputs.values(),
+        *campaign.scores.values(),
+    ]:
         with pytest.raises(ValueError, match="read-only"):
             column[0] = column[1]
 
@@ -51,9 +59,16 @@ def test_attributes_refuse_rebinding():
 
 def test_callers_dict_does_not_leak_into_the_campaign():
     scores = {HUMAN: np.zeros((2, 2))}
-    campaign = Campaign(ids=np.array(["0", "1"], dtype=object), src=np.array(["x", "y"], dtype=object),
-                        systems=("a", "b"), outputs={}, scores=scores, doc=np.array(["0", "1"], dtype=object),
-                        domain=np.array(["all", "all"], dtype=object), cost=np.ones(2))
+    campaign = Campaign(
+        ids=np.array(["0", "1"], dtype=object),
+        src=np.array(["x", "y"], dtype=object),
+        systems=("a", "b"),
+        outputs={},
+        scores=scores,
+        doc=np.array(["0", "1"], dtype=object),
+        domain=np.array(["all", "all"], dtype=object),
+        cost=np.ones(2),
+    )
     scores["other"] = np.ones((2, 2))
     assert list(campaign.scores) == [HUMAN]
 
@@ -73,8 +88,13 @@ def test_cached_full_reference_cannot_go_stale():
 
 def test_derived_campaigns_stay_immutable_and_copies_work():
     campaign = _campaign()
-    for derived in (campaign.take([2, 0]), campaign.restrict_systems(["c", "a"]), campaign.with_scores("m2", np.ones((6, 3))),
-                    pickle.loads(pickle.dumps(campaign)), copy.deepcopy(campaign)):
+    for derived in (
+        campaign.take([2, 0]),
+        campaign.restrict_systems(["c", "a"]),
+        campaign.with_scores("m2", np.ones((6, 3))),
+        pickle.loads(pickle.dumps(campaign)),
+        copy.deepcopy(campaign),
+    ):
         with pytest.raises(TypeError):
             derived.scores[HUMAN] = None
         with pytest.raises(ValueError):

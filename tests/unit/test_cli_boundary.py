@@ -37,8 +37,10 @@ def library_calls(campaign):
         (lambda: run_benchmark(campaign, methods=["metric_var"], seeds=2, oracle=False), "metric=NAME"),
         (lambda: run_benchmark(campaign, methods=[], seeds=2, oracle=False), "methods=..."),
         (lambda: run_benchmark(campaign, methods=["nope"], seeds=2, oracle=False), "external={NAME: utilities}"),
-        (lambda: run_benchmark(campaign, methods=["metric_var"], metric="MetricSim", props=[0.01], oracle=False),
-         "props=..."),
+        (
+            lambda: run_benchmark(campaign, methods=["metric_var"], metric="MetricSim", props=[0.01], oracle=False),
+            "props=...",
+        ),
         (lambda: run_benchmark(campaign, methods=["metric_var"], metric="MetricSim", seeds=0, oracle=False), "seeds=0"),
     ]
 
@@ -61,16 +63,19 @@ def test_a_missing_score_error_names_the_option_not_the_cli_flag():
     assert "--" not in str(error.value)
 
 
-@pytest.mark.parametrize(("message", "shown"), [
-    ("x: a root needs campaign=NAME; found ['a']", "x: a root needs --campaign NAME; found ['a']"),
-    ("one human protocol; human='mqm' is not available", "one human protocol; --human 'mqm' is not available"),
-    ("use larger proportions (props=...)", "use larger proportions (--props ...)"),
-    ("(or external utilities: external={NAME: utilities})", "(or external utilities: --scores NAME=FILE)"),
-    ("raise time_limit=... or pass allow_gap=True", "raise --time-limit ... or pass --allow-gap"),
-    ("pass options={'missing': 'exclude'}", "pass --exclude-missing"),
-    ("seeds=0: the random baseline needs at least 1 seed", "--seeds 0: the random baseline needs at least 1 seed"),
-    ("score 'human_mqm' and the option my_metric=3 stay", "score 'human_mqm' and the option my_metric=3 stay"),
-])
+@pytest.mark.parametrize(
+    ("message", "shown"),
+    [
+        ("x: a root needs campaign=NAME; found ['a']", "x: a root needs --campaign NAME; found ['a']"),
+        ("one human protocol; human='mqm' is not available", "one human protocol; --human 'mqm' is not available"),
+        ("use larger proportions (props=...)", "use larger proportions (--props ...)"),
+        ("(or external utilities: external={NAME: utilities})", "(or external utilities: --scores NAME=FILE)"),
+        ("raise time_limit=... or pass allow_gap=True", "raise --time-limit ... or pass --allow-gap"),
+        ("pass options={'missing': 'exclude'}", "pass --exclude-missing"),
+        ("seeds=0: the random baseline needs at least 1 seed", "--seeds 0: the random baseline needs at least 1 seed"),
+        ("score 'human_mqm' and the option my_metric=3 stay", "score 'human_mqm' and the option my_metric=3 stay"),
+    ],
+)
 def test_cli_translates_parameters_into_options(message, shown):
     assert cli.as_flags(message) == shown
 
@@ -82,8 +87,17 @@ def test_cli_shows_the_option_for_a_library_error(capsys):
 
 def test_cli_benchmark_error_names_options(simulated, tmp_path, capsys):
     _, path = simulated
-    argv = ["benchmark", "--data", str(path), "--methods", "metric_var", "--props", "0.5",
-            "--json", str(tmp_path / "b.json")]
+    argv = [
+        "benchmark",
+        "--data",
+        str(path),
+        "--methods",
+        "metric_var",
+        "--props",
+        "0.5",
+        "--json",
+        str(tmp_path / "b.json"),
+    ]
     assert cli.main(argv) == 2
     assert "(--metric NAME)" in capsys.readouterr().err
 
@@ -95,10 +109,29 @@ def test_main_in_process_leaves_warnings_logging_and_progress_as_they_were(simul
     monkeypatch.setattr(root, "level", logging.ERROR)
     filters, level = list(warnings.filters), root.level
     progress = progress_enabled()
-    for argv in (["info", "--data", str(path)], ["-v", "--no-progress", "info", "--data", str(path)],
-                 ["info", "--data", str(tmp_path / "missing.jsonl")],
-                 ["benchmark", "--data", str(path), "--methods", "metric_var", "--metric", "MetricSim", "--seeds", "2",
-                  "--props", "0.5", "--permutations", "10", "--no-oracle", "--json", str(tmp_path / "b.json")]):
+    for argv in (
+        ["info", "--data", str(path)],
+        ["-v", "--no-progress", "info", "--data", str(path)],
+        ["info", "--data", str(tmp_path / "missing.jsonl")],
+        [
+            "benchmark",
+            "--data",
+            str(path),
+            "--methods",
+            "metric_var",
+            "--metric",
+            "MetricSim",
+            "--seeds",
+            "2",
+            "--props",
+            "0.5",
+            "--permutations",
+            "10",
+            "--no-oracle",
+            "--json",
+            str(tmp_path / "b.json"),
+        ],
+    ):
         cli.main(argv)
         assert warnings.filters == filters, argv
         assert root.handlers == [] and root.level == level, argv

@@ -35,8 +35,17 @@ def test_draw_crowds_seeded_distinct_and_checked(campaign):
 def test_values_equal_the_direct_computation_on_the_remaining_systems(campaign):
     metric = sorted(set(campaign.scores) - {"human"})[0]
     props = [0.1, 0.25, 0.5]
-    result = cr.run_crowd_benchmark(campaign, methods=["metric_var", "random"], crowd=2, runs=3, metric=metric, props=props,
-                                    seeds=4, permutations=200, seed=0)
+    result = cr.run_crowd_benchmark(
+        campaign,
+        methods=["metric_var", "random"],
+        crowd=2,
+        runs=3,
+        metric=metric,
+        props=props,
+        seeds=4,
+        permutations=200,
+        seed=0,
+    )
     sizes = [8, 20, 40]
     random_spa, var_spa = [], []
     for members in result["crowds"]:
@@ -48,7 +57,9 @@ def test_values_equal_the_direct_computation_on_the_remaining_systems(campaign):
         var_spa.append(evaluate_orderings(ref, [top_k(u, 40)], sizes, measures=BENCH_MEASURES)[0, :, 0].mean())
     assert result["random"]["spa"] == pytest.approx(np.mean(random_spa), abs=1e-12)
     assert result["methods"]["metric_var"]["spa"] == pytest.approx(np.mean(var_spa), abs=1e-12)
-    assert result["methods"]["metric_var"]["spa_minus_random"] == pytest.approx(np.mean(var_spa) - np.mean(random_spa), abs=1e-12)
+    assert result["methods"]["metric_var"]["spa_minus_random"] == pytest.approx(
+        np.mean(var_spa) - np.mean(random_spa), abs=1e-12
+    )
     assert result["signature"]["crowd"] == 2 and result["signature"]["data_hash"] == campaign.data_hash()
     json.dumps(result)
 
@@ -60,8 +71,16 @@ def test_system_free_utilities_computed_once(campaign, monkeypatch):
     real = utilities.compute_utility
     monkeypatch.setattr(utilities, "compute_utility", lambda *a, **k: calls.append(a[1]) or real(*a, **k))
     metric = sorted(set(campaign.scores) - {"human"})[0]
-    cr.run_crowd_benchmark(campaign, methods=["random", "metric_avg"], crowd=2, runs=5, metric=metric, props=[0.2], seeds=2,
-                           permutations=100)
+    cr.run_crowd_benchmark(
+        campaign,
+        methods=["random", "metric_avg"],
+        crowd=2,
+        runs=5,
+        metric=metric,
+        props=[0.2],
+        seeds=2,
+        permutations=100,
+    )
     assert calls.count("random") == 1
     assert calls.count("metric_avg") == len(set(map(tuple, cr.draw_crowds(campaign.systems, k=2, runs=5))))
 
@@ -71,12 +90,31 @@ def test_cli_crowd(campaign, tmp_path, capsys):
     write_jsonl(campaign, data)
     metric = sorted(set(campaign.scores) - {"human"})[0]
     out = tmp_path / "crowd.json"
-    base = ["benchmark", "--data", str(data), "--methods", "metric_var", "--metric", metric, "--props", "0.2,0.4",
-            "--seeds", "3", "--permutations", "100", "--json", str(out)]
+    base = [
+        "benchmark",
+        "--data",
+        str(data),
+        "--methods",
+        "metric_var",
+        "--metric",
+        metric,
+        "--props",
+        "0.2,0.4",
+        "--seeds",
+        "3",
+        "--permutations",
+        "100",
+        "--json",
+        str(out),
+    ]
     assert main(base + ["--crowd", "2", "--crowd-runs", "4"]) == 0
     assert "artificial crowd" in capsys.readouterr().out
     result = json.loads(out.read_text())
-    assert result["runs"] == 4 and len(result["crowds"]) == 4 and result["signature"]["tool"] == "precomet benchmark --crowd"
+    assert (
+        result["runs"] == 4
+        and len(result["crowds"]) == 4
+        and result["signature"]["tool"] == "precomet benchmark --crowd"
+    )
     assert main(base + ["--crowd", "2", "--budget-cost"]) == 2
     assert "--budget-cost" in capsys.readouterr().err
     assert main(base + ["--crowd", "6"]) == 2

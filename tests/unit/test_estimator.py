@@ -26,10 +26,18 @@ def _rows() -> list[dict]:
     for campaign in simulate_history(n_campaigns=3, n_items=40, n_systems=4, seed=3):
         human = campaign.score("human").mean(axis=1)
         for i in range(len(campaign)):
-            rows.append({
-                "src": campaign.src[i], "target": float(-human[i]), "campaign": campaign.name, "doc": campaign.doc[i],
-                "lp": campaign.lp, "id": campaign.ids[i], "method": "neg_avg", "normalisation": "none",
-            })
+            rows.append(
+                {
+                    "src": campaign.src[i],
+                    "target": float(-human[i]),
+                    "campaign": campaign.name,
+                    "doc": campaign.doc[i],
+                    "lp": campaign.lp,
+                    "id": campaign.ids[i],
+                    "method": "neg_avg",
+                    "normalisation": "none",
+                }
+            )
     return rows
 
 
@@ -46,17 +54,34 @@ def trained(tmp_path_factory, tiny_encoder) -> dict:
     work = tmp_path_factory.mktemp("trained")
     rows = _rows()
     write_targets(rows, work / "targets.jsonl")
-    status = main([
-        "train", "--config", str(REPO / "configs" / "tiny.yaml"), "--model.encoder", str(tiny_encoder),
-        "--train", str(work / "targets.jsonl"), "--out", str(work / "ckpt"), "--trainer.max_epochs", "2",
-    ])
+    status = main(
+        [
+            "train",
+            "--config",
+            str(REPO / "configs" / "tiny.yaml"),
+            "--model.encoder",
+            str(tiny_encoder),
+            "--train",
+            str(work / "targets.jsonl"),
+            "--out",
+            str(work / "ckpt"),
+            "--trainer.max_epochs",
+            "2",
+        ]
+    )
     assert status == 0
     return {"dir": work / "ckpt", "rows": rows, "work": work}
 
 
 def test_checkpoint_directory_format(trained):
     ckpt = trained["dir"]
-    for name in ("precomet.json", "head.safetensors", "encoder/config.json", "encoder/model.safetensors", "encoder/tokenizer.json"):
+    for name in (
+        "precomet.json",
+        "head.safetensors",
+        "encoder/config.json",
+        "encoder/model.safetensors",
+        "encoder/tokenizer.json",
+    ):
         assert (ckpt / name).is_file(), name
     meta = json.loads((ckpt / "precomet.json").read_text())
     assert meta["format_version"] == 1 and meta["direction"] == "higher_first"
@@ -114,7 +139,9 @@ def test_predict_campaign_matches_sources(trained):
     from precomet.estimator import predict_campaign, predict_sources
 
     campaign = simulate_history(n_campaigns=1, n_items=12, n_systems=3, seed=9)[0]
-    np.testing.assert_allclose(predict_campaign(trained["dir"], campaign), predict_sources(trained["dir"], list(campaign.src)))
+    np.testing.assert_allclose(
+        predict_campaign(trained["dir"], campaign), predict_sources(trained["dir"], list(campaign.src))
+    )
 
 
 def test_overlong_sources_truncated_and_counted(trained, caplog):
@@ -179,12 +206,22 @@ def test_int8_predictions_close_to_fp32_and_input_untouched(trained, tmp_path):
     out = tmp_path / "scores.jsonl"
     text = tmp_path / "sources.txt"
     text.write_text("\n".join(sources[:5]) + "\n")
-    assert main(["predict", "--checkpoint", str(trained["dir"]), "--data", str(text), "--precision", "int8", "-o", str(out)]) == 0
+    assert (
+        main(
+            ["predict", "--checkpoint", str(trained["dir"]), "--data", str(text), "--precision", "int8", "-o", str(out)]
+        )
+        == 0
+    )
     assert json.loads(out.read_text().splitlines()[0])["signature"]["precision"] == "int8"
 
 
-@pytest.mark.parametrize("options, message", [({"precision": "fp16"}, "unknown precision 'fp16'"),
-                                              ({"precision": "int8", "device": "cuda"}, "int8 runs on CPU only")])
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        ({"precision": "fp16"}, "unknown precision 'fp16'"),
+        ({"precision": "int8", "device": "cuda"}, "int8 runs on CPU only"),
+    ],
+)
 def test_bad_precision_rejected(trained, options, message):
     from precomet.estimator import predict_sources
 
@@ -202,8 +239,26 @@ def test_lightning_predict_one_device_matches_plain_path(trained, tmp_path):
     np.testing.assert_allclose(lightning, plain, atol=1e-6)
     text, out = tmp_path / "sources.txt", tmp_path / "scores.jsonl"
     text.write_text("\n".join(sources) + "\n")
-    assert main(["predict", "--checkpoint", str(trained["dir"]), "--data", str(text), "--batch-size", "4",
-                 "--devices", "1", "--accelerator", "cpu", "-o", str(out)]) == 0
+    assert (
+        main(
+            [
+                "predict",
+                "--checkpoint",
+                str(trained["dir"]),
+                "--data",
+                str(text),
+                "--batch-size",
+                "4",
+                "--devices",
+                "1",
+                "--accelerator",
+                "cpu",
+                "-o",
+                str(out),
+            ]
+        )
+        == 0
+    )
     cli = [json.loads(line)["utility"] for line in out.read_text().splitlines()[1:]]
     np.testing.assert_allclose(cli, plain, atol=1e-6)
 
@@ -219,8 +274,10 @@ def test_lightning_predict_two_processes_ddp_spawn_in_input_order(trained):
     np.testing.assert_allclose(spawned, plain, atol=1e-6)
 
 
-@pytest.mark.parametrize("options, message", [({"strategy": "ddp"}, "need devices"),
-                                              ({"devices": 1, "precision": "int8"}, "single-device path only")])
+@pytest.mark.parametrize(
+    "options, message",
+    [({"strategy": "ddp"}, "need devices"), ({"devices": 1, "precision": "int8"}, "single-device path only")],
+)
 def test_lightning_predict_bad_options(trained, options, message):
     from precomet.estimator import predict_sources
 
@@ -256,21 +313,54 @@ def test_predict_counts_training_sources_and_strict_refuses(trained, tmp_path, c
     signature = json.loads(out.read_text().splitlines()[0])["signature"]
     assert signature["seen_in_training"] == 40 and signature["training_sources"]["count"] > 0
     strict = tmp_path / "strict.jsonl"
-    assert main(["predict", "--checkpoint", str(trained["dir"]), "--data", str(data), "--strict", "-o", str(strict)]) == 2
+    assert (
+        main(["predict", "--checkpoint", str(trained["dir"]), "--data", str(data), "--strict", "-o", str(strict)]) == 2
+    )
     assert not strict.exists()
 
 
 def test_select_and_benchmark_report_seen_sources(trained, tmp_path, caplog, capsys):
     data = _simulated_campaign_file(tmp_path)
     subset = tmp_path / "subset.jsonl"
-    assert main(["select", "--data", str(data), "--checkpoint", str(trained["dir"]), "--budget", "5", "--strict", "-o", str(subset)]) == 2
+    assert (
+        main(
+            [
+                "select",
+                "--data",
+                str(data),
+                "--checkpoint",
+                str(trained["dir"]),
+                "--budget",
+                "5",
+                "--strict",
+                "-o",
+                str(subset),
+            ]
+        )
+        == 2
+    )
     assert "40 of 40 sources" in capsys.readouterr().err and not subset.exists()
-    assert main(["select", "--data", str(data), "--checkpoint", str(trained["dir"]), "--budget", "5", "-o", str(subset)]) == 0
+    assert (
+        main(["select", "--data", str(data), "--checkpoint", str(trained["dir"]), "--budget", "5", "-o", str(subset)])
+        == 0
+    )
     assert json.loads(subset.with_suffix(".manifest.json").read_text())["parameters"]["seen_in_training"] == 40
     scores = tmp_path / "pred.jsonl"
     assert main(["predict", "--checkpoint", str(trained["dir"]), "--data", str(data), "-o", str(scores)]) == 0
     bench = tmp_path / "bench.json"
-    common = ["benchmark", "--data", str(data), "--scores", f"est={scores}", "--seeds", "2", "--props", "0.2,0.4", "--json", str(bench)]
+    common = [
+        "benchmark",
+        "--data",
+        str(data),
+        "--scores",
+        f"est={scores}",
+        "--seeds",
+        "2",
+        "--props",
+        "0.2,0.4",
+        "--json",
+        str(bench),
+    ]
     assert main([*common, "--strict"]) == 2 and not bench.exists()
     assert main(common) == 0
     assert json.loads(bench.read_text())["signature"]["seen_in_training"] == {"est": 40}
@@ -285,8 +375,14 @@ def test_explicit_dev_rows_take_their_sources_out_of_training(tmp_path, tiny_enc
     dev_texts = {normalise_source(r["src"]) for r in dev_rows}
     expected = sum(normalise_source(r["src"]) not in dev_texts for r in train_rows)
     with caplog.at_level(logging.WARNING):
-        train(train_rows, dev_rows=dev_rows, out_dir=tmp_path / "ckpt", config=REPO / "configs" / "tiny.yaml",
-              overrides={"model.encoder": str(tiny_encoder), "trainer.max_epochs": 1}, progress=False)
+        train(
+            train_rows,
+            dev_rows=dev_rows,
+            out_dir=tmp_path / "ckpt",
+            config=REPO / "configs" / "tiny.yaml",
+            overrides={"model.encoder": str(tiny_encoder), "trainer.max_epochs": 1},
+            progress=False,
+        )
     meta = json.loads((tmp_path / "ckpt" / "precomet.json").read_text())
     assert meta["training_data"]["rows"] == expected < 60 and meta["training_data"]["dev_rows"] == 20
     assert f"dropped {60 - expected} training rows" in caplog.text
@@ -296,8 +392,13 @@ def test_frozen_packaged_encoder_is_named_not_copied(tmp_path):
     from precomet.estimator import load_estimator, predict_sources, train
 
     rows = _rows()[:40]
-    train(rows, out_dir=tmp_path / "ckpt", config=REPO / "configs" / "precomet-minilm.yaml",
-          overrides={"trainer.max_epochs": 1, "trainer.accelerator": "cpu"}, progress=False)
+    train(
+        rows,
+        out_dir=tmp_path / "ckpt",
+        config=REPO / "configs" / "precomet-minilm.yaml",
+        overrides={"trainer.max_epochs": 1, "trainer.accelerator": "cpu"},
+        progress=False,
+    )
     meta = json.loads((tmp_path / "ckpt" / "precomet.json").read_text())
     assert not (tmp_path / "ckpt" / "encoder").exists() and meta["encoder_package"]["name"] == "minilm"
     assert meta["encoder_path"] is None and len(meta["encoder_package"]["weights_sha256"]) == 64
@@ -324,10 +425,19 @@ def test_interrupted_train_keeps_nothing_and_says_so(tiny_encoder, tmp_path, mon
     monkeypatch.setattr(pl.Trainer, "fit", fit)
     write_targets(_rows(), tmp_path / "targets.jsonl")
     handler = signal.getsignal(signal.SIGINT)
-    status = main([
-        "train", "--config", str(REPO / "configs" / "tiny.yaml"), "--model.encoder", str(tiny_encoder),
-        "--train", str(tmp_path / "targets.jsonl"), "--out", str(tmp_path / "out" / "ckpt"),
-    ])
+    status = main(
+        [
+            "train",
+            "--config",
+            str(REPO / "configs" / "tiny.yaml"),
+            "--model.encoder",
+            str(tiny_encoder),
+            "--train",
+            str(tmp_path / "targets.jsonl"),
+            "--out",
+            str(tmp_path / "out" / "ckpt"),
+        ]
+    )
     assert status == 130
     assert "interrupted; no output was written" in capsys.readouterr().err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["targets.jsonl"]
@@ -340,8 +450,12 @@ def test_train_into_a_relative_folder(tiny_encoder, tmp_path, monkeypatch):
     from precomet.estimator.training import train
 
     monkeypatch.chdir(tmp_path)
-    result = train(_rows(), out_dir="out/ckpt", config=REPO / "configs" / "tiny.yaml",
-                   overrides={"model.encoder": str(tiny_encoder), "trainer.max_epochs": 1})
+    result = train(
+        _rows(),
+        out_dir="out/ckpt",
+        config=REPO / "configs" / "tiny.yaml",
+        overrides={"model.encoder": str(tiny_encoder), "trainer.max_epochs": 1},
+    )
     assert result.checkpoint_dir == Path("out/ckpt") and (tmp_path / "out" / "ckpt" / "precomet.json").is_file()
     assert result.best_ckpt.is_file() and result.best_ckpt.parent == Path("out/ckpt/lightning")
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["ckpt"]  # no temporary left beside it

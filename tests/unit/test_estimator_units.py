@@ -64,8 +64,16 @@ def test_build_targets_zscore_per_campaign(tiny_campaign, monkeypatch):
     np.testing.assert_allclose(first, (np.array([2, 4, 5, 2]) - 3.25) / np.sqrt(1.6875))
     other = np.array([r["target"] for r in rows[4:]])  # 2, 4, 5 -> its own mean/std
     np.testing.assert_allclose(other, (np.array([2, 4, 5]) - 11 / 3) / np.std([2, 4, 5]))
-    assert rows[0] == {"src": "one two", "target": rows[0]["target"], "campaign": "tiny", "doc": "d1", "lp": None,
-                       "id": "a", "method": "avg", "normalisation": "zscore"}
+    assert rows[0] == {
+        "src": "one two",
+        "target": rows[0]["target"],
+        "campaign": "tiny",
+        "doc": "d1",
+        "lp": None,
+        "id": "a",
+        "method": "avg",
+        "normalisation": "zscore",
+    }
     ranked = build_targets([tiny_campaign], method="avg", normalisation="rank")
     assert [r["target"] for r in ranked] == [1 / 6, 2 / 3, 1.0, 1 / 6]  # ties (a, d) share the average rank
 
@@ -92,8 +100,10 @@ def test_build_targets_real_utility(tiny_campaign):
 
 def test_read_targets_rejects_nan(tmp_path):
     path = tmp_path / "t.jsonl"
-    path.write_text('{"src": "a b", "target": 1.0, "campaign": "c", "doc": "d", "id": "1"}\n'
-                    '{"src": "c d", "target": NaN, "campaign": "c", "doc": "d", "id": "2"}\n')
+    path.write_text(
+        '{"src": "a b", "target": 1.0, "campaign": "c", "doc": "d", "id": "1"}\n'
+        '{"src": "c d", "target": NaN, "campaign": "c", "doc": "d", "id": "2"}\n'
+    )
     with pytest.raises(PrecometError, match=r"t.jsonl:2: row '2' has target nan"):
         read_targets(path)
 
@@ -110,12 +120,18 @@ def test_leave_one_campaign_out_drops_shared_sources_from_training():
 
 # ---------------------------------------------------------------- dev split and batches
 @settings(max_examples=40, deadline=None)
-@given(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 5), st.integers(0, 9)), min_size=2, max_size=60),
-       st.sampled_from(["doc", "campaign"]), st.integers(0, 5))
+@given(
+    st.lists(st.tuples(st.integers(0, 3), st.integers(0, 5), st.integers(0, 9)), min_size=2, max_size=60),
+    st.sampled_from(["doc", "campaign"]),
+    st.integers(0, 5),
+)
 def test_dev_split_never_shares_a_group_or_a_source_text(triples, by, seed):
     # sources repeat across campaigns and documents (as every en-* pair of a WMT year shares its sources);
     # case and spacing differ, which must not matter
-    rows = [{"campaign": f"c{c}", "doc": f"d{d}", "src": f"Source {s}" if c % 2 else f"  source   {s}"} for c, d, s in triples]
+    rows = [
+        {"campaign": f"c{c}", "doc": f"d{d}", "src": f"Source {s}" if c % 2 else f"  source   {s}"}
+        for c, d, s in triples
+    ]
     key = (lambda r: r["campaign"]) if by == "campaign" else (lambda r: (r["campaign"], r["doc"]))
     try:
         train, dev = group_split(rows, by=by, fraction=0.3, seed=seed)
@@ -140,7 +156,11 @@ def test_dev_split_never_shares_a_group_or_a_source_text(triples, by, seed):
 
 def test_dev_split_keeps_a_source_of_two_campaigns_on_one_side():
     # the leak of the old split: documents differ, the text is the same
-    rows = [{"campaign": c, "doc": f"{c}-{i}", "src": f"sentence {i}"} for c in ("en-cs", "en-hi", "en-ja") for i in range(20)]
+    rows = [
+        {"campaign": c, "doc": f"{c}-{i}", "src": f"sentence {i}"}
+        for c in ("en-cs", "en-hi", "en-ja")
+        for i in range(20)
+    ]
     for seed in range(5):
         train, dev = group_split(rows, by="doc", fraction=0.2, seed=seed)
         dev_texts = {rows[i]["src"] for i in dev}
@@ -158,15 +178,23 @@ def test_bucket_sampler_covers_each_row_once_and_buckets_lengths():
     spread = np.mean([np.ptp(lengths[b]) for b in batches])
     assert spread < 0.5 * np.mean([np.ptp(lengths[np.arange(i, min(i + 10, 103))]) for i in range(0, 103, 10)])
     shards = [list(BucketBatchSampler(lengths, 10, seed=1, rank=r, world_size=2)) for r in (0, 1)]
-    assert len(shards[0]) == len(shards[1]) and not {i for b in shards[0] for i in b} & {i for b in shards[1] for i in b}
+    assert len(shards[0]) == len(shards[1]) and not {i for b in shards[0] for i in b} & {
+        i for b in shards[1] for i in b
+    }
 
 
 # ---------------------------------------------------------------- config
 def test_config_overrides_and_unknown_keys(tmp_path):
-    cfg = load_config(Path(__file__).resolve().parents[2] / "configs" / "precomet-xlmr-large.yaml",
-                      {"trainer.max_epochs": "3", "trainer.devices": "[0, 1]", "model.pooling": "mean"})
+    cfg = load_config(
+        Path(__file__).resolve().parents[2] / "configs" / "precomet-xlmr-large.yaml",
+        {"trainer.max_epochs": "3", "trainer.devices": "[0, 1]", "model.pooling": "mean"},
+    )
     assert cfg["trainer"]["max_epochs"] == 3 and cfg["trainer"]["devices"] == [0, 1]
-    assert cfg["model"]["head_lr"] == 1.5e-5 and cfg["model"]["encoder_lr"] == 1e-6 and cfg["data"]["effective_batch_size"] == 128
+    assert (
+        cfg["model"]["head_lr"] == 1.5e-5
+        and cfg["model"]["encoder_lr"] == 1e-6
+        and cfg["data"]["effective_batch_size"] == 128
+    )
     with pytest.raises(PrecometError, match="unknown key model.lr; valid: .*head_lr"):
         load_config(None, {"model.lr": 1})
     bad = tmp_path / "bad.yaml"
@@ -208,7 +236,9 @@ def test_configuration_documented_once_with_every_key_and_its_default(capsys):
 def test_unknown_offline_model_names_it():
     from precomet.estimator.model import resolve_model
 
-    with pytest.raises(PrecometError, match="encoder 'no-such-org/no-such-model' not found offline.*huggingface-cli download"):
+    with pytest.raises(
+        PrecometError, match="encoder 'no-such-org/no-such-model' not found offline.*huggingface-cli download"
+    ):
         resolve_model("no-such-org/no-such-model")
 
 
@@ -218,7 +248,9 @@ def test_hub_id_resolved_through_snapshot_download(encoder_dir, monkeypatch):
     from precomet.estimator.model import load_encoder
 
     calls = []
-    monkeypatch.setattr(huggingface_hub, "snapshot_download", lambda name, local_files_only: calls.append(name) or str(encoder_dir))
+    monkeypatch.setattr(
+        huggingface_hub, "snapshot_download", lambda name, local_files_only: calls.append(name) or str(encoder_dir)
+    )
     model, _tokenizer = load_encoder("some-org/tiny-xlmr")
     assert calls == ["some-org/tiny-xlmr"] and model.config.hidden_size == 32
 
@@ -311,7 +343,10 @@ def test_correlations_on_constant_predictions():
 def test_train_rejects_mixed_methods(tmp_path, encoder_dir):
     from precomet.estimator import train
 
-    rows = [{"src": "a b", "target": 1.0, "campaign": "c", "doc": str(i), "id": str(i), "method": m} for i, m in enumerate("xy")]
+    rows = [
+        {"src": "a b", "target": 1.0, "campaign": "c", "doc": str(i), "id": str(i), "method": m}
+        for i, m in enumerate("xy")
+    ]
     before = copy.deepcopy(rows)
     with pytest.raises(PrecometError, match="mix several utility methods"):
         train(rows, out_dir=tmp_path / "o", overrides={"model.encoder": str(encoder_dir)})

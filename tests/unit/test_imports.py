@@ -13,9 +13,27 @@ from precomet.io import write_jsonl
 from precomet.simulate import METRIC, simulate_campaign
 from tests.conftest import loaded_after
 
-HEAVY = ("scipy.stats", "scipy.sparse", "scipy.cluster", "sklearn", "torch", "transformers", "sentence_transformers",
-         "pytorch_lightning", "matplotlib", "matplotlib.pyplot", "pulp", "sacrebleu", "pandas", "pyro", "py_irt",
-         "datasets", "pyarrow", "tqdm", "yaml")
+HEAVY = (
+    "scipy.stats",
+    "scipy.sparse",
+    "scipy.cluster",
+    "sklearn",
+    "torch",
+    "transformers",
+    "sentence_transformers",
+    "pytorch_lightning",
+    "matplotlib",
+    "matplotlib.pyplot",
+    "pulp",
+    "sacrebleu",
+    "pandas",
+    "pyro",
+    "py_irt",
+    "datasets",
+    "pyarrow",
+    "tqdm",
+    "yaml",
+)
 """Modules the benchmark path, the parser and the library's import must not load: each is imported inside the
 function that needs it (``scipy.special``, numpy and threadpoolctl are the only third-party imports left)."""
 
@@ -37,11 +55,14 @@ def test_library_modules_never_import_commands():
     assert not [m for m in modules if m.startswith(("precomet.commands", "precomet.cli"))]
 
 
-@pytest.mark.parametrize("code", [
-    "import precomet.cli; precomet.cli.build_parser(only='benchmark')",
-    "import precomet.cli; precomet.cli.build_parser(only='info')",
-    "import precomet.benchmark, precomet.metaeval, precomet.utilities, precomet.io, precomet.select, precomet.crowd",
-])
+@pytest.mark.parametrize(
+    "code",
+    [
+        "import precomet.cli; precomet.cli.build_parser(only='benchmark')",
+        "import precomet.cli; precomet.cli.build_parser(only='info')",
+        "import precomet.benchmark, precomet.metaeval, precomet.utilities, precomet.io, precomet.select, precomet.crowd",
+    ],
+)
 def test_parser_and_benchmark_path_import_no_heavy_module(code):
     assert heavy_in(loaded_after(code)) == []
 
@@ -63,9 +84,24 @@ def test_benchmark_command_runs_without_heavy_modules(simulated, tmp_path):
     """The whole ``precomet benchmark`` of metric utilities (random baseline, parity, no oracle), in a fresh
     interpreter through ``cli.main``."""
     out = tmp_path / "b.json"
-    argv = ["benchmark", "--data", str(simulated), "--methods", "metric_avg,metric_var,metric_cons",
-            "--metric", METRIC, "--props", "0.2,0.5", "--seeds", "3", "--permutations", "20", "--no-oracle",
-            "--json", str(out)]
+    argv = [
+        "benchmark",
+        "--data",
+        str(simulated),
+        "--methods",
+        "metric_avg,metric_var,metric_cons",
+        "--metric",
+        METRIC,
+        "--props",
+        "0.2,0.5",
+        "--seeds",
+        "3",
+        "--permutations",
+        "20",
+        "--no-oracle",
+        "--json",
+        str(out),
+    ]
     modules = loaded_after(f"from precomet.cli import main\nassert main({argv!r}) == 0")
     assert json.loads(out.read_text())["methods"].keys() == {"metric_avg", "metric_var", "metric_cons"}
     assert heavy_in(modules) == []

@@ -56,12 +56,20 @@ def _csv(tmp_path, body: str, header: str = HEADER) -> Path:
 @pytest.mark.parametrize(
     ("header", "body", "message"),
     [
-        (HEADER, "a,x,10,y,1\nb,z,20,w,abc\n", r"bad.csv:3: item 'b', system 'A', score 'human': must be a finite number, got 'abc'"),
+        (
+            HEADER,
+            "a,x,10,y,1\nb,z,20,w,abc\n",
+            r"bad.csv:3: item 'b', system 'A', score 'human': must be a finite number, got 'abc'",
+        ),
         (HEADER, "a,x,10,y,1\na,z,20,w,2\n", r"bad.csv:3: duplicate id 'a' \(first on line 2\)"),
         (HEADER, "a, ,10,y,1\n", r"bad.csv:2: item 'a': empty source 'src'"),
         (HEADER, "a,x,nan,y,1\n", r"bad.csv:2: item 'a', field 'cost': must be a positive finite number, got 'nan'"),
         (HEADER, "a,x,-3,y,1\n", r"bad.csv:2: item 'a', field 'cost': must be a positive finite number, got '-3'"),
-        (HEADER, "a,x,cheap,y,1\n", r"bad.csv:2: item 'a', field 'cost': must be a positive finite number, got 'cheap'"),
+        (
+            HEADER,
+            "a,x,cheap,y,1\n",
+            r"bad.csv:2: item 'a', field 'cost': must be a positive finite number, got 'cheap'",
+        ),
         (HEADER, "a,x,10\n", r"bad.csv:2: expected 5 fields as in the header, got 3"),
         ("id,text", "a,x\n", r"bad.csv:1: unknown column 'text'"),
         ("src,tgt:A", "x,y\n", r"bad.csv:1: missing required column 'id'"),

@@ -21,7 +21,10 @@ def _bad_inputs(tmp_path: Path) -> dict[str, tuple[list[str], str]]:
     csv_dir = tmp_path / "csv"
     csv_dir.mkdir()
     cases = {
-        "non-numeric score": ("a,x,1\nb,y,oops\n", r"dup.csv:3: item 'b', system 'A', score 'human': must be a finite number"),
+        "non-numeric score": (
+            "a,x,1\nb,y,oops\n",
+            r"dup.csv:3: item 'b', system 'A', score 'human': must be a finite number",
+        ),
         "duplicate id": ("a,x,1\na,y,2\n", r"dup.csv:3: duplicate id 'a'"),
         "empty source": ("a,,1\n", r"dup.csv:2: item 'a': empty source"),
     }
@@ -43,19 +46,34 @@ def _bad_inputs(tmp_path: Path) -> dict[str, tuple[list[str], str]]:
     esa = tmp_path / "esa"
     shutil.copytree(FIXTURES / "esa_tiny", esa)
     inputs["unknown campaign"] = ([str(esa), "--campaign", "en-xx"], r"unknown campaign 'en-xx'; found \['en-cs'\]")
-    inputs["unknown protocol"] = ([str(esa), "--campaign", "en-cs", "--human", "da"], r"unknown human protocol 'da'; available: \['esa'\]")
+    inputs["unknown protocol"] = (
+        [str(esa), "--campaign", "en-cs", "--human", "da"],
+        r"unknown human protocol 'da'; available: \['esa'\]",
+    )
     lines = esa / "esa_lines"
     shutil.copytree(esa, lines)
     (lines / "txt" / "system-outputs" / "en-cs" / "A.txt").write_text("CANARY\nx\n", encoding="utf-8")
     inputs["output line counts"] = ([str(lines), "--campaign", "en-cs"], r"A.txt: 2 lines, but .*en-cs.txt has 4")
     inputs["missing path"] = ([str(tmp_path / "nope.csv")], r"nope.csv: no such file or directory")
-    inputs["unknown format"] = ([str(FIXTURES / "esa_tiny" / "txt" / "documents" / "en-cs.docs")], r"unsupported input format '.docs'")
+    inputs["unknown format"] = (
+        [str(FIXTURES / "esa_tiny" / "txt" / "documents" / "en-cs.docs")],
+        r"unsupported input format '.docs'",
+    )
     return inputs
 
 
 CASES = [
-    "non-numeric score", "duplicate id", "empty source", "negative cost", "invalid UTF-8", "pickle with a class",
-    "unknown campaign", "unknown protocol", "output line counts", "missing path", "unknown format",
+    "non-numeric score",
+    "duplicate id",
+    "empty source",
+    "negative cost",
+    "invalid UTF-8",
+    "pickle with a class",
+    "unknown campaign",
+    "unknown protocol",
+    "output line counts",
+    "missing path",
+    "unknown format",
 ]
 
 
@@ -81,9 +99,7 @@ def test_cli_exits_2_without_traceback(tmp_path, capsys, command, case):
     assert not (tmp_path / "out.jsonl").exists()
 
 
-@pytest.mark.parametrize(
-    "path", ["mqm_tiny_ende.tsv", "mqm_tiny_ende.avg_seg_scores.tsv", "tiny.csv", "esa_tiny"]
-)
+@pytest.mark.parametrize("path", ["mqm_tiny_ende.tsv", "mqm_tiny_ende.avg_seg_scores.tsv", "tiny.csv", "esa_tiny"])
 def test_cli_convert_each_fixture(tmp_path, capsys, path):
     out = tmp_path / "items.jsonl"
     extra = ["--campaign", "en-cs"] if path == "esa_tiny" else []

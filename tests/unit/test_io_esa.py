@@ -76,13 +76,18 @@ def test_non_numeric_score_names_file_line_system(esa_copy):
     lines = path.read_text(encoding="utf-8").splitlines()
     lines[3] = lines[3].replace(",70,", ",seventy,")
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    with pytest.raises(DataError, match=r"wave1.csv:4: segment 1, system 'B', field 'score': must be a finite number, got 'seventy'"):
+    with pytest.raises(
+        DataError, match=r"wave1.csv:4: segment 1, system 'B', field 'score': must be a finite number, got 'seventy'"
+    ):
         load_wmt24_esa(esa_copy, "en-cs")
 
 
 def test_misaligned_document_is_an_error(esa_copy):
     path = esa_copy / "humeval" / "wave1.csv"
-    path.write_text(path.read_text(encoding="utf-8").replace("ann2,A,3,TGT,eng,ces,90,doc2", "ann2,A,3,TGT,eng,ces,90,doc1"), encoding="utf-8")
+    path.write_text(
+        path.read_text(encoding="utf-8").replace("ann2,A,3,TGT,eng,ces,90,doc2", "ann2,A,3,TGT,eng,ces,90,doc1"),
+        encoding="utf-8",
+    )
     with pytest.raises(DataError, match=r"wave1.csv:7: system 'A': document 'doc1' does not match line 3"):
         load_wmt24_esa(esa_copy, "en-cs")
 

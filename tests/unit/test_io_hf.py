@@ -50,7 +50,9 @@ def test_saved_dataset_directory(tiny_campaign, tmp_path):
 
 def test_saved_dataset_dict_splits_are_campaigns(tiny_campaign, tmp_path):
     other = tiny_campaign.take([2, 0])
-    datasets.DatasetDict({"dev": to_dataset(other), "test": to_dataset(tiny_campaign)}).save_to_disk(str(tmp_path / "dd"))
+    datasets.DatasetDict({"dev": to_dataset(other), "test": to_dataset(tiny_campaign)}).save_to_disk(
+        str(tmp_path / "dd")
+    )
     assert detect_format(tmp_path / "dd") == "hf-dataset-dict"
     assert list_campaigns(tmp_path / "dd") == ["dev", "test"]
     dev = load(tmp_path / "dd", campaign="dev")
@@ -63,7 +65,10 @@ def test_saved_dataset_dict_splits_are_campaigns(tiny_campaign, tmp_path):
 
 
 def test_rows_are_validated_like_jsonl_items():
-    rows = [{"id": "a", "src": "x", "scores": {"s": {"human": 1.0}}}, {"id": "a", "src": "y", "scores": {"s": {"human": 2.0}}}]
+    rows = [
+        {"id": "a", "src": "x", "scores": {"s": {"human": 1.0}}},
+        {"id": "a", "src": "y", "scores": {"s": {"human": 2.0}}},
+    ]
     with pytest.raises(CampaignError, match="duplicate"):
         from_dataset(rows)
     with pytest.raises(CampaignError, match=r"dataset\[1\]"):
@@ -84,6 +89,22 @@ def test_convert_writes_parquet_that_select_reads(tiny_campaign, tmp_path, capsy
     assert main(["convert", "--data", str(tmp_path / "items.jsonl"), "-o", str(tmp_path / "items.parquet")]) == 0
     _same(tiny_campaign, load(tmp_path / "items.parquet"))
     out = tmp_path / "subset.jsonl"
-    assert main(["select", "--data", str(tmp_path / "items.parquet"), "--method", "metric_var", "--metric", "metric",
-                 "--budget", "2", "-o", str(out)]) == 0
+    assert (
+        main(
+            [
+                "select",
+                "--data",
+                str(tmp_path / "items.parquet"),
+                "--method",
+                "metric_var",
+                "--metric",
+                "metric",
+                "--budget",
+                "2",
+                "-o",
+                str(out),
+            ]
+        )
+        == 0
+    )
     assert len(out.read_text().splitlines()) == 2

@@ -39,7 +39,12 @@ def test_subset2evaluate_style_items(tmp_path):
     path = tmp_path / "s2e.jsonl"
     rows = [
         {"i": 0, "src": "Hallo", "tgt": {"A": "Hello", "B": "Hi"}, "scores": {"A": {"human": 90}, "B": {"human": 70}}},
-        {"i": 1, "src": "Welt", "tgt": {"A": "World", "B": "Earth"}, "scores": {"A": {"human": 50}, "B": {"human": 60}}},
+        {
+            "i": 1,
+            "src": "Welt",
+            "tgt": {"A": "World", "B": "Earth"},
+            "scores": {"A": {"human": 50}, "B": {"human": 60}},
+        },
     ]
     path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
     c = load(path)
@@ -53,8 +58,16 @@ def test_subset2evaluate_style_items(tmp_path):
     [
         ('{"id": 1, "src": "a"}\n{"id": 1, "src": "b"}\n', CampaignError, "duplicate item id '1'"),
         ('{"id": 1, "src": ""}\n', CampaignError, "empty source"),
-        ('{"id": 1, "src": "a", "scores": {"A": {"human": "good"}}}\n', CampaignError, "items.jsonl:1: item 1, system 'A', score 'human'"),
-        ('{"id": 1, "src": "a", "cost": -1}\n', CampaignError, "items.jsonl:1: item 1, field .cost.: must be a positive"),
+        (
+            '{"id": 1, "src": "a", "scores": {"A": {"human": "good"}}}\n',
+            CampaignError,
+            "items.jsonl:1: item 1, system 'A', score 'human'",
+        ),
+        (
+            '{"id": 1, "src": "a", "cost": -1}\n',
+            CampaignError,
+            "items.jsonl:1: item 1, field .cost.: must be a positive",
+        ),
         ('{"id": 1, "src": "a"}\nnot json\n', DataError, "items.jsonl:2: invalid JSON"),
     ],
 )

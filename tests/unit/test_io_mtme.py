@@ -24,16 +24,35 @@ def mtme_root(tmp_path):
     _write(base / "references" / "en-de.refA.txt", ["eins", "zwei", "drei"])
     _write(base / "documents" / "en-de.docs", ["news\td1", "news\td1", "chat\td2"])
     for system, lines in {
-        "A": ["eins", "zwo", "drei"], "B": ["ein", "zwei", "drai"], "refA": ["eins", "zwei", "drei"],
-        "synthetic_ref": ["1", "2", "3"], "C": ["x", "y", "z"],
+        "A": ["eins", "zwo", "drei"],
+        "B": ["ein", "zwei", "drai"],
+        "refA": ["eins", "zwei", "drei"],
+        "synthetic_ref": ["1", "2", "3"],
+        "C": ["x", "y", "z"],
     }.items():
         _write(base / "system-outputs" / "en-de" / f"{system}.txt", lines)
-    _write(base / "human-scores" / "en-de.mqm.seg.score",
-           ["A\t-1.0", "A\tNone", "A\t0", "B\t-5", "B\t-2.5", "B\t-0.1", "refA\t0", "refA\t0", "refA\t-1",
-            "C\tNone", "C\tNone", "C\tNone"])
+    _write(
+        base / "human-scores" / "en-de.mqm.seg.score",
+        [
+            "A\t-1.0",
+            "A\tNone",
+            "A\t0",
+            "B\t-5",
+            "B\t-2.5",
+            "B\t-0.1",
+            "refA\t0",
+            "refA\t0",
+            "refA\t-1",
+            "C\tNone",
+            "C\tNone",
+            "C\tNone",
+        ],
+    )
     _write(base / "human-scores" / "en-de.da-sqm.seg.score", ["A\t90", "A\t80", "A\t70", "B\t60", "B\t50", "B\t40"])
-    _write(base / "metric-scores" / "en-de" / "BLEU-refA.seg.score",
-           ["A\t10", "A\t20", "A\t30", "B\t1", "B\t2", "B\t3", "synthetic_ref\t5", "synthetic_ref\t5", "synthetic_ref\t5"])
+    _write(
+        base / "metric-scores" / "en-de" / "BLEU-refA.seg.score",
+        ["A\t10", "A\t20", "A\t30", "B\t1", "B\t2", "B\t3", "synthetic_ref\t5", "synthetic_ref\t5", "synthetic_ref\t5"],
+    )
     return tmp_path
 
 
@@ -77,15 +96,23 @@ def test_bad_inputs(mtme_root):
 
 
 def test_non_numeric_score_names_line(mtme_root):
-    _write(mtme_root / "wmt99" / "human-scores" / "en-de.mqm.seg.score",
-           ["A\t-1", "A\tbad", "A\t0", "B\t-5", "B\t-2.5", "B\t-0.1"])
-    with pytest.raises(DataError, match=r"en-de.mqm.seg.score:2: segment 2, system 'A', field 'score': must be a finite number, got 'bad'"):
+    _write(
+        mtme_root / "wmt99" / "human-scores" / "en-de.mqm.seg.score",
+        ["A\t-1", "A\tbad", "A\t0", "B\t-5", "B\t-2.5", "B\t-0.1"],
+    )
+    with pytest.raises(
+        DataError,
+        match=r"en-de.mqm.seg.score:2: segment 2, system 'A', field 'score': must be a finite number, got 'bad'",
+    ):
         load_mtme(mtme_root, "wmt99/en-de", human="mqm")
 
 
 def test_cli_convert_and_errors(mtme_root, tmp_path, capsys):
     out = tmp_path / "items.jsonl"
-    assert main(["convert", "--data", str(mtme_root), "--campaign", "wmt99/en-de", "--human", "da-sqm", "-o", str(out)]) == 0
+    assert (
+        main(["convert", "--data", str(mtme_root), "--campaign", "wmt99/en-de", "--human", "da-sqm", "-o", str(out)])
+        == 0
+    )
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert len(rows) == 3 and rows[0]["scores"]["A"] == {"human": 90, "BLEU": 10}
     assert "wrote 3 items" in capsys.readouterr().out
@@ -98,8 +125,13 @@ def test_cli_convert_and_errors(mtme_root, tmp_path, capsys):
 @pytest.mark.realdata
 @pytest.mark.parametrize(
     "campaign, human, items, systems",
-    [("wmt23/en-de", "mqm", 460, 12), ("wmt23/en-de", "da-sqm", 549, 12),
-     ("wmt23/zh-en", "mqm", 1177, 15), ("wmt23/zh-en", "da-sqm", 884, 15), ("wmt22/zh-en", "mqm", 1875, 14)],
+    [
+        ("wmt23/en-de", "mqm", 460, 12),
+        ("wmt23/en-de", "da-sqm", 549, 12),
+        ("wmt23/zh-en", "mqm", 1177, 15),
+        ("wmt23/zh-en", "da-sqm", 884, 15),
+        ("wmt22/zh-en", "mqm", 1875, 14),
+    ],
 )
 def test_real_campaign_counts(raw_data, campaign, human, items, systems):
     c = load(raw_data / "mt-metrics-eval-v2", campaign=campaign, human=human)

@@ -19,16 +19,28 @@ TINY = {
         "src": "A long article about cats.",
         "ref_summ": "Cats.",
         "sys_summs": {
-            "M1": {"sys_summ": "About cats.", "scores": {"coherence": 4.0, "consistency": 5.0, "fluency": 3.0, "relevance": 2.0}},
-            "M2": {"sys_summ": "Dogs.", "scores": {"coherence": 1.0, "consistency": 1.0, "fluency": 5.0, "relevance": 1.0}},
+            "M1": {
+                "sys_summ": "About cats.",
+                "scores": {"coherence": 4.0, "consistency": 5.0, "fluency": 3.0, "relevance": 2.0},
+            },
+            "M2": {
+                "sys_summ": "Dogs.",
+                "scores": {"coherence": 1.0, "consistency": 1.0, "fluency": 5.0, "relevance": 1.0},
+            },
         },
     },
     7: {
         "src": "Another article.",
         "ref_summ": "Another.",
         "sys_summs": {
-            "M1": {"sys_summ": "Article.", "scores": {"coherence": 2.0, "consistency": 2.0, "fluency": 2.0, "relevance": 2.0}},
-            "M2": {"sys_summ": "Another one.", "scores": {"coherence": 3.0, "consistency": 4.0, "fluency": 5.0, "relevance": 1.0}},
+            "M1": {
+                "sys_summ": "Article.",
+                "scores": {"coherence": 2.0, "consistency": 2.0, "fluency": 2.0, "relevance": 2.0},
+            },
+            "M2": {
+                "sys_summ": "Another one.",
+                "scores": {"coherence": 3.0, "consistency": 4.0, "fluency": 5.0, "relevance": 1.0},
+            },
         },
     },
 }
@@ -53,8 +65,16 @@ def test_summeval_style_hand_computed(tmp_path):
 
 def test_realsumm_style(tmp_path):
     data = {
-        1: {"src": "Text one.", "ref_summ": "One.", "sys_summs": {"a.txt": {"sys_summ": "x", "scores": {"litepyramid_recall": 0.25}}}},
-        2: {"src": "Text two.", "ref_summ": "Two.", "sys_summs": {"a.txt": {"sys_summ": "y", "scores": {"litepyramid_recall": 0.5}}}},
+        1: {
+            "src": "Text one.",
+            "ref_summ": "One.",
+            "sys_summs": {"a.txt": {"sys_summ": "x", "scores": {"litepyramid_recall": 0.25}}},
+        },
+        2: {
+            "src": "Text two.",
+            "ref_summ": "Two.",
+            "sys_summs": {"a.txt": {"sys_summ": "y", "scores": {"litepyramid_recall": 0.5}}},
+        },
     }
     campaign = load_summ_pickle(_write(tmp_path, data))
     np.testing.assert_array_equal(campaign.score(HUMAN), [[0.25], [0.5]])
@@ -93,8 +113,16 @@ def test_not_a_pickle_and_bad_structure(tmp_path):
     unknown = {"d": {"src": "s", "ref_summ": "r", "sys_summs": {"m": {"sys_summ": "x", "scores": {"rouge": 0.1}}}}}
     with pytest.raises(DataError, match=r"no known human score set among \['rouge'\]"):
         load_summ_pickle(_write(tmp_path, unknown))
-    text_score = {"d": {"src": "s", "ref_summ": "r", "sys_summs": {"m": {"sys_summ": "x", "scores": {"litepyramid_recall": "high"}}}}}
-    with pytest.raises(DataError, match=r"document 'd', system 'm', score 'litepyramid_recall': must be a finite number"):
+    text_score = {
+        "d": {
+            "src": "s",
+            "ref_summ": "r",
+            "sys_summs": {"m": {"sys_summ": "x", "scores": {"litepyramid_recall": "high"}}},
+        }
+    }
+    with pytest.raises(
+        DataError, match=r"document 'd', system 'm', score 'litepyramid_recall': must be a finite number"
+    ):
         load_summ_pickle(_write(tmp_path, text_score))
 
 

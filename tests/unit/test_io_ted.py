@@ -100,7 +100,10 @@ def test_avg_needs_texts(tmp_path):
 def test_real_ted(raw_data, lp, n_systems, n_refs):
     campaign = load(raw_data / "wmt-mqm-ted" / lp / f"mqm_ted_{lp}.tsv")
     assert (len(campaign), len(campaign.systems)) == (529, n_systems)
-    assert len(load_mqm_tsv(raw_data / "wmt-mqm-ted" / lp / f"mqm_ted_{lp}.tsv", include_refs=True).systems) == n_systems + n_refs
+    assert (
+        len(load_mqm_tsv(raw_data / "wmt-mqm-ted" / lp / f"mqm_ted_{lp}.tsv", include_refs=True).systems)
+        == n_systems + n_refs
+    )
     assert len(set(campaign.doc)) == 5
     assert campaign.info.get("dropped") is None  # every segment rated for every system
 
@@ -114,7 +117,9 @@ def test_real_ted_reproduces_published_averages_exactly(raw_data, lp):
     campaign = load_mqm_tsv(raw_data / "wmt-mqm-ted" / lp / f"mqm_ted_{lp}.tsv", include_refs=True)
     matrix = campaign.score(HUMAN)
     row = {int(i.rsplit("/", 1)[1]): k for k, i in enumerate(campaign.ids)}
-    lines = (raw_data / "wmt-mqm-ted" / lp / f"mqm_ted_{lp}.avg_seg_scores.tsv").read_text(encoding="utf-8").splitlines()
+    lines = (
+        (raw_data / "wmt-mqm-ted" / lp / f"mqm_ted_{lp}.avg_seg_scores.tsv").read_text(encoding="utf-8").splitlines()
+    )
     checked = 0
     for line in lines[1:]:
         system, value, seg = line.split()

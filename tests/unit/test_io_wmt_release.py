@@ -13,7 +13,14 @@ import pytest
 from precomet.campaign import estimate_cost
 from precomet.cli import main
 from precomet.errors import DataError, PrecometError
-from precomet.io import detect_format, is_wmt_release_root, list_campaigns, list_release_campaigns, load, load_wmt_release
+from precomet.io import (
+    detect_format,
+    is_wmt_release_root,
+    list_campaigns,
+    list_release_campaigns,
+    load,
+    load_wmt_release,
+)
 from precomet.utilities.output import read_utilities
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -80,7 +87,9 @@ def test_empty_source_line_dropped_crlf_and_bom_removed():
 
 def test_several_test_sets_for_one_pair(root_copy):
     (root_copy / "wmt22/txt/sources/florestest2022.en-de.src.en").write_text("One.\nTwo.\n", encoding="utf-8")
-    (root_copy / "wmt22/txt/system-outputs/florestest2022.en-de.hyp.F.de").write_text("Eins.\nZwei.\n", encoding="utf-8")
+    (root_copy / "wmt22/txt/system-outputs/florestest2022.en-de.hyp.F.de").write_text(
+        "Eins.\nZwei.\n", encoding="utf-8"
+    )
     names = ["wmt21/en-de", "wmt21/en-ja", "wmt22/florestest2022/en-de", "wmt22/generaltest2022/en-de"]
     assert list_release_campaigns(root_copy) == names
     with pytest.raises(
@@ -118,7 +127,9 @@ def test_list_campaigns_refuses_single_campaign_inputs():
 
 
 def test_a_year_directory_points_to_its_parent():
-    with pytest.raises(DataError, match=r"wmt22: this is one year of a WMT release: pass its parent .*wmt_release_tiny"):
+    with pytest.raises(
+        DataError, match=r"wmt22: this is one year of a WMT release: pass its parent .*wmt_release_tiny"
+    ):
         load(ROOT / "wmt22", campaign="wmt22/en-de")
 
 
@@ -135,13 +146,18 @@ def test_output_with_wrong_line_count_names_both_files_and_counts(root_copy):
 
 def test_second_reference_with_wrong_line_count(root_copy):
     (root_copy / "wmt21/txt/references/newstest2021.en-de.ref.B.de").write_text("a\nb\nc\nd\n", encoding="utf-8")
-    with pytest.raises(DataError, match=r"newstest2021.en-de.ref.B.de: reference 'B': 4 lines, but .*en-de.src.en has 3"):
+    with pytest.raises(
+        DataError, match=r"newstest2021.en-de.ref.B.de: reference 'B': 4 lines, but .*en-de.src.en has 3"
+    ):
         load(root_copy, campaign="wmt21/en-de")
 
 
 def test_unknown_campaign_lists_the_valid_ones():
-    with pytest.raises(DataError, match=r"wmt_release_tiny: unknown campaign 'wmt21/en-xx'; found"
-                       r" \['wmt21/en-de', 'wmt21/en-ja', 'wmt22/en-de'\]"):
+    with pytest.raises(
+        DataError,
+        match=r"wmt_release_tiny: unknown campaign 'wmt21/en-xx'; found"
+        r" \['wmt21/en-de', 'wmt21/en-ja', 'wmt22/en-de'\]",
+    ):
         load_wmt_release(ROOT, "wmt21/en-xx")
 
 
@@ -194,8 +210,14 @@ def test_cli_info_convert_and_jsonl_round_trip(tmp_path, capsys):
     assert "wrote 3 items" in capsys.readouterr().out
     first = json.loads(jsonl.read_text(encoding="utf-8").splitlines()[0])
     assert first == {
-        "id": "0", "src": "Hello.", "ref": "Hallo.", "tgt": {"M1": "Hallo.", "M2": "Hallo!"},
-        "cost": 0.15 * 6 + 33.7, "domain": "all", "doc": "0", "campaign": "wmt22/en-de",
+        "id": "0",
+        "src": "Hello.",
+        "ref": "Hallo.",
+        "tgt": {"M1": "Hallo.", "M2": "Hallo!"},
+        "cost": 0.15 * 6 + 33.7,
+        "domain": "all",
+        "doc": "0",
+        "campaign": "wmt22/en-de",
     }
     assert main(["info", "--data", str(jsonl)]) == 0
     assert "items      3 in 3 documents" in capsys.readouterr().out
@@ -229,14 +251,27 @@ def test_cli_diversity_runs_on_outputs_only(tmp_path):
 # ---------------------------------------------------------------------------------------------- real data
 # (lines, systems, references) per campaign: systems from SOURCES.md §8, lines and references counted in the files
 REAL = {
-    "wmt21/en-cs": (1002, 10, "A", ["B"]), "wmt21/en-de": (1002, 20, "A", ["C", "D"]), "wmt21/en-ha": (1000, 14, "A", []),
-    "wmt21/en-is": (1000, 11, "A", []), "wmt21/en-ja": (1000, 15, "A", []), "wmt21/en-ru": (1002, 9, "A", ["B"]),
+    "wmt21/en-cs": (1002, 10, "A", ["B"]),
+    "wmt21/en-de": (1002, 20, "A", ["C", "D"]),
+    "wmt21/en-ha": (1000, 14, "A", []),
+    "wmt21/en-is": (1000, 11, "A", []),
+    "wmt21/en-ja": (1000, 15, "A", []),
+    "wmt21/en-ru": (1002, 9, "A", ["B"]),
     "wmt21/en-zh": (1002, 29, "A", ["B"]),
-    "wmt22/en-cs": (2037, 10, "B", ["C"]), "wmt22/en-de": (2037, 9, "A", ["B"]), "wmt22/en-hr": (1671, 9, "A", ["stud"]),
-    "wmt22/en-ja": (2037, 13, "A", []), "wmt22/en-liv": (420, 5, "A", []), "wmt22/en-ru": (2037, 11, "A", []),
-    "wmt22/en-uk": (2037, 9, "A", []), "wmt22/en-zh": (2037, 13, "A", ["B"]),
-    "wmt23/en-cs": (2074, 15, "refA", []), "wmt23/en-de": (557, 12, "refA", []), "wmt23/en-he": (2074, 12, "refA", ["refB"]),
-    "wmt23/en-ja": (2074, 16, "refA", []), "wmt23/en-ru": (2074, 12, "refA", []), "wmt23/en-uk": (2074, 11, "refA", []),
+    "wmt22/en-cs": (2037, 10, "B", ["C"]),
+    "wmt22/en-de": (2037, 9, "A", ["B"]),
+    "wmt22/en-hr": (1671, 9, "A", ["stud"]),
+    "wmt22/en-ja": (2037, 13, "A", []),
+    "wmt22/en-liv": (420, 5, "A", []),
+    "wmt22/en-ru": (2037, 11, "A", []),
+    "wmt22/en-uk": (2037, 9, "A", []),
+    "wmt22/en-zh": (2037, 13, "A", ["B"]),
+    "wmt23/en-cs": (2074, 15, "refA", []),
+    "wmt23/en-de": (557, 12, "refA", []),
+    "wmt23/en-he": (2074, 12, "refA", ["refB"]),
+    "wmt23/en-ja": (2074, 16, "refA", []),
+    "wmt23/en-ru": (2074, 12, "refA", []),
+    "wmt23/en-uk": (2074, 11, "refA", []),
     "wmt23/en-zh": (2074, 15, "refA", []),
 }
 

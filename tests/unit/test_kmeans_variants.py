@@ -29,9 +29,12 @@ def fake_encoder(monkeypatch):
 def _campaign(outputs_by_item):
     n = len(outputs_by_item)
     return Campaign.build(
-        ids=[f"i{i}" for i in range(n)], src=["z" * (i + 1) for i in range(n)], systems=["A", "B"],
+        ids=[f"i{i}" for i in range(n)],
+        src=["z" * (i + 1) for i in range(n)],
+        systems=["A", "B"],
         outputs={"A": [o[0] for o in outputs_by_item], "B": [o[1] for o in outputs_by_item]},
-        scores={HUMAN: np.arange(2 * n, dtype=float).reshape(n, 2)}, name="km",
+        scores={HUMAN: np.arange(2 * n, dtype=float).reshape(n, 2)},
+        name="km",
     )
 
 

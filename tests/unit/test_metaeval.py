@@ -217,11 +217,16 @@ def test_evaluate_orderings_batch_equals_scalar_measures(grid):
             sub = ref.matrix[np.sort(order[:k])]
             means, found = me.system_means(sub), me.clusters(sub)
             expected = {
-                "spa": me.spa_indices(ref, order[:k]), "pairwise_accuracy": me.pairwise_accuracy(means, ref.means),
-                "kendall": me.kendall_tau_b(means, ref.means), "spearman": me.spearman(means, ref.means),
-                "pearson": me.pearson(means, ref.means), "top1": float(ref.means[np.argmax(means)] == ref.means.max()),
-                "clusters": len(found), "top1_dice": me.dice(found[0], ref.clusters[0]),
-                "mae": np.abs(means - ref.means).mean(), "rmse": np.sqrt(((means - ref.means) ** 2).mean()),
+                "spa": me.spa_indices(ref, order[:k]),
+                "pairwise_accuracy": me.pairwise_accuracy(means, ref.means),
+                "kendall": me.kendall_tau_b(means, ref.means),
+                "spearman": me.spearman(means, ref.means),
+                "pearson": me.pearson(means, ref.means),
+                "top1": float(ref.means[np.argmax(means)] == ref.means.max()),
+                "clusters": len(found),
+                "top1_dice": me.dice(found[0], ref.clusters[0]),
+                "mae": np.abs(means - ref.means).mean(),
+                "rmse": np.sqrt(((means - ref.means) ** 2).mean()),
             }
             for m, name in enumerate(me.MEASURES):
                 assert got[b, q, m] == pytest.approx(expected[name], abs=1e-12), (b, k, name)

@@ -46,7 +46,7 @@ def test_each_greedy_step_is_optimal_given_the_previous(small):
     for start in (2, 4, 6):
         rest = [i for i in range(10) if i not in order[:start]]
         best = max(_spa(ref, [*order[:start], *c]) for c in combinations(rest, 2))
-        assert _spa(ref, order[:start + 2]) == pytest.approx(best, abs=1e-12)
+        assert _spa(ref, order[: start + 2]) == pytest.approx(best, abs=1e-12)
 
 
 def test_seeded_and_beats_random(campaign):
@@ -65,8 +65,15 @@ def test_oracle_utility_ranks_in_order():
 
 
 def test_benchmark_row_flagged_not_usable(campaign, tmp_path):
-    result = bm.run_benchmark(campaign, external={"flat": np.zeros(len(campaign))}, props=[0.1, 0.3], seeds=5,
-                              permutations=200, oracle_candidates=20, oracle_step=5)
+    result = bm.run_benchmark(
+        campaign,
+        external={"flat": np.zeros(len(campaign))},
+        props=[0.1, 0.3],
+        seeds=5,
+        permutations=200,
+        oracle_candidates=20,
+        oracle_step=5,
+    )
     row = result["oracle"]
     assert "oracle" not in result["methods"] and row["usable"] is False and row["uses"] == "human"
     assert "NOT a usable selector" in row["description"] and row["candidates"] == 20 and row["step"] == 5
@@ -77,16 +84,30 @@ def test_benchmark_row_flagged_not_usable(campaign, tmp_path):
     assert result["signature"]["oracle"] is True and result["signature"]["oracle_step"] == 5
     assert "oracle (not usable)" in bm.summary_table(result)
     bm.plot_benchmark(result, tmp_path / "b.png")
-    assert "oracle" not in bm.run_benchmark(campaign, external={"flat": np.zeros(len(campaign))}, props=[0.3], seeds=2,
-                                            permutations=100, oracle=False)
+    assert "oracle" not in bm.run_benchmark(
+        campaign, external={"flat": np.zeros(len(campaign))}, props=[0.3], seeds=2, permutations=100, oracle=False
+    )
 
 
 def test_cli_oracle_flags(campaign, tmp_path, capsys):
     data = tmp_path / "c.jsonl"
     write_jsonl(campaign, data)
     out = tmp_path / "b.json"
-    base = ["benchmark", "--data", str(data), "--methods", "random", "--props", "0.2", "--seeds", "3", "--permutations", "100",
-            "--json", str(out)]
+    base = [
+        "benchmark",
+        "--data",
+        str(data),
+        "--methods",
+        "random",
+        "--props",
+        "0.2",
+        "--seeds",
+        "3",
+        "--permutations",
+        "100",
+        "--json",
+        str(out),
+    ]
     assert main(base + ["--oracle-candidates", "5", "--oracle-step", "4"]) == 0
     assert "oracle (not usable)" in capsys.readouterr().out
     assert json.loads(out.read_text())["oracle"]["step"] == 4

@@ -114,7 +114,9 @@ def test_json_never_holds_nan_or_infinity():
 
 def test_elo_json_flip_rate_nan_is_null(tmp_path):
     prefs = tmp_path / "p.csv"
-    prefs.write_text("item,model_a,model_b,label\n1,A,B,a\n2,A,B,b\n3,A,B,a\n")  # never both orders: flip rate undefined
+    prefs.write_text(
+        "item,model_a,model_b,label\n1,A,B,a\n2,A,B,b\n3,A,B,a\n"
+    )  # never both orders: flip rate undefined
     out = tmp_path / "e.json"
     assert main(["elo", "--prefs", str(prefs), "--rounds", "5", "--json", str(out)]) == 0
     text = out.read_text()
@@ -147,7 +149,10 @@ def test_sigterm_mid_write_leaves_no_output(tmp_path):
     out = tmp_path / "out" / "items.jsonl"
     run = subprocess.run(
         [sys.executable, "-c", SIGTERM_SCRIPT, str(REPO / "tests" / "fixtures" / "tiny.csv"), str(out)],
-        capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=120,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        timeout=120,
     )
     assert run.returncode == 130, run.stderr
     assert "interrupted; no output was written" in run.stderr and "Traceback" not in run.stderr
@@ -162,9 +167,28 @@ def test_keyboard_interrupt_in_select_leaves_neither_subset_nor_manifest(tmp_pat
 
     monkeypatch.setattr(select_module.jsonsafe, "dump", interrupted)
     items = tmp_path / "items.jsonl"
-    items.write_text("".join(json.dumps({"id": str(i), "src": f"s {i}", "scores": {"A": {"m": i}, "B": {"m": -i}}}) + "\n" for i in range(4)))
+    items.write_text(
+        "".join(
+            json.dumps({"id": str(i), "src": f"s {i}", "scores": {"A": {"m": i}, "B": {"m": -i}}}) + "\n"
+            for i in range(4)
+        )
+    )
     before = _files(tmp_path)
-    status = main(["select", "--data", str(items), "--method", "metric_var", "--metric", "m", "--budget", "2", "-o", str(tmp_path / "s.jsonl")])
+    status = main(
+        [
+            "select",
+            "--data",
+            str(items),
+            "--method",
+            "metric_var",
+            "--metric",
+            "m",
+            "--budget",
+            "2",
+            "-o",
+            str(tmp_path / "s.jsonl"),
+        ]
+    )
     assert status == 130 and "interrupted" in capsys.readouterr().err
     assert _files(tmp_path) == before
 

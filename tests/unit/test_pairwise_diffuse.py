@@ -10,10 +10,10 @@ from scipy.spatial.distance import cosine
 from precomet.campaign import Campaign
 from precomet.errors import PrecometError
 from precomet.pairwise.diffuse import (
+    difference_vectors,
     diffuse_select,
     diffuse_tree,
     diffuse_utility,
-    difference_vectors,
     iterate_order,
     iterate_tree,
     stopping_sf,
@@ -89,8 +89,11 @@ def _grouped_embeddings(seed):
 
 
 def _two_system_campaign(n):
-    return Campaign.build(src=[f"s{i}" for i in range(n)], systems=["x", "y"],
-                          outputs={"x": [f"x{i}" for i in range(n)], "y": [f"y{i}" for i in range(n)]})
+    return Campaign.build(
+        src=[f"s{i}" for i in range(n)],
+        systems=["x", "y"],
+        outputs={"x": [f"x{i}" for i in range(n)], "y": [f"y{i}" for i in range(n)]},
+    )
 
 
 @pytest.mark.parametrize("seed", [0, 1])
@@ -183,8 +186,9 @@ def test_bad_input():
 
 
 def test_identical_outputs_campaign_selects_without_error():
-    campaign = Campaign.build(src=[f"s{i}" for i in range(8)], systems=["x", "y"],
-                              outputs={"x": ["same"] * 8, "y": ["same"] * 8})
+    campaign = Campaign.build(
+        src=[f"s{i}" for i in range(8)], systems=["x", "y"], outputs={"x": ["same"] * 8, "y": ["same"] * 8}
+    )
     chosen = diffuse_select(campaign, budget=3, encoder=bag_of_words)
     assert len(set(chosen.tolist())) == 3
     # every difference is 0: the three representatives score 2, 5/3, 4/3 and every other item 0
@@ -230,7 +234,9 @@ def test_iterate_tree_replaces_split_representative_and_validates_answers():
 
 def test_protocol_on_simulated_campaign():
     campaign = simulate_campaign(n_items=60, n_systems=3, seed=4)
-    result = evaluate_pairwise(campaign, encoder=bag_of_words, budgets=[5, 10, 100], seeds=2, p_values=[0.2], max_budget=40)
+    result = evaluate_pairwise(
+        campaign, encoder=bag_of_words, budgets=[5, 10, 100], seeds=2, p_values=[0.2], max_budget=40
+    )
     assert {r["budget"] for r in result.success} == {5, 10}
     assert all(r["runs"] == 3 * 2 for r in result.success)
     for row in result.iterative:

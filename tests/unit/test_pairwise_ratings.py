@@ -8,7 +8,14 @@ import pytest
 
 from precomet.cli import main
 from precomet.errors import DataError, PrecometError
-from precomet.pairwise.preference import Preferences, from_scores, likert_labels, load_alpacaeval, load_preferences, save_preferences
+from precomet.pairwise.preference import (
+    Preferences,
+    from_scores,
+    likert_labels,
+    load_alpacaeval,
+    load_preferences,
+    save_preferences,
+)
 from precomet.pairwise.ratings import agreement, bootstrap_ratings, bt_ratings, elo_ratings, position_bias
 
 
@@ -95,11 +102,15 @@ def test_record_validation():
 
 
 def test_position_bias_and_flip_rate():
-    p = prefs([
-        ("1", "x", "y", "a"), ("1", "y", "x", "a"),  # judge always picks the first: a flip
-        ("2", "x", "y", "a"), ("2", "y", "x", "b"),  # consistent: x wins both times
-        ("3", "x", "y", "a"),
-    ])
+    p = prefs(
+        [
+            ("1", "x", "y", "a"),
+            ("1", "y", "x", "a"),  # judge always picks the first: a flip
+            ("2", "x", "y", "a"),
+            ("2", "y", "x", "b"),  # consistent: x wins both times
+            ("3", "x", "y", "a"),
+        ]
+    )
     report = position_bias(p)
     assert report["first_wins"] == 4 and report["second_wins"] == 1 and report["first_win_rate"] == pytest.approx(0.8)
     assert report["pairs_both_orders"] == 2 and report["flips"] == 1 and report["flip_rate"] == 0.5
@@ -112,7 +123,9 @@ def test_agreement_accuracy_and_kappa():
     human = prefs([("1", "x", "y", "a"), ("2", "x", "y", "b"), ("3", "x", "y", "a"), ("5", "x", "y", "b")])
     result = agreement(judge, human)
     assert result["pairs"] == 3 and result["accuracy"] == pytest.approx(2 / 3)
-    assert result["kappa"] == pytest.approx(cohen_kappa_score(["a", "b", "tie"], ["a", "b", "a"], labels=["a", "b", "tie"]))
+    assert result["kappa"] == pytest.approx(
+        cohen_kappa_score(["a", "b", "tie"], ["a", "b", "a"], labels=["a", "b", "tie"])
+    )
     with pytest.raises(PrecometError, match="share no"):
         agreement(judge, prefs([("9", "x", "y", "a")]))
 
@@ -135,8 +148,15 @@ def test_csv_jsonl_round_trip_and_bad_files(tmp_path):
 
 def _alpaca_record(instruction, preference, token):
     raw = {"logprobs": {"content": [{"token": token}]}}
-    return dict(instruction=instruction, generator_1="base", generator_2="model", output_1="o1", output_2="o2",
-                preference=preference, raw_completion=raw)
+    return dict(
+        instruction=instruction,
+        generator_1="base",
+        generator_2="model",
+        output_1="o1",
+        output_2="o2",
+        preference=preference,
+        raw_completion=raw,
+    )
 
 
 def test_alpacaeval_loader_recovers_display_order(tmp_path):
@@ -144,7 +164,7 @@ def test_alpacaeval_loader_recovers_display_order(tmp_path):
         _alpaca_record("q1", 1.01, "m"),  # base wins, judge said first -> base was shown first
         _alpaca_record("q2", 1.98, "m"),  # model wins, judge said first -> model was shown first
         _alpaca_record("q3", 1.02, "M"),  # base wins, judge said second -> model shown first
-        _alpaca_record("q4", 1.5, "m"),   # tie, order unknown
+        _alpaca_record("q4", 1.5, "m"),  # tie, order unknown
     ]
     (tmp_path / "annotations.json").write_text(json.dumps(records))
     p = load_alpacaeval(tmp_path)
@@ -160,8 +180,19 @@ def test_alpacaeval_loader_recovers_display_order(tmp_path):
 def test_elo_cli_on_csv(tmp_path, capsys):
     rows = "\n".join(f"{n},good,bad,{'a' if n % 3 else 'b'}" for n in range(60))
     (tmp_path / "p.csv").write_text("item,model_a,model_b,label\n" + rows + "\n")
-    code = main(["elo", "--prefs", str(tmp_path / "p.csv"), "--rounds", "50", "--figure", str(tmp_path / "f.png"),
-                 "--json", str(tmp_path / "r.json")])
+    code = main(
+        [
+            "elo",
+            "--prefs",
+            str(tmp_path / "p.csv"),
+            "--rounds",
+            "50",
+            "--figure",
+            str(tmp_path / "f.png"),
+            "--json",
+            str(tmp_path / "r.json"),
+        ]
+    )
     assert code == 0 and (tmp_path / "f.png").stat().st_size > 1000
     assert json.loads((tmp_path / "r.json").read_text())["ratings"][0]["model"] == "good"
     assert main(["elo", "--prefs", str(tmp_path / "p.csv"), "--models", "good"]) == 2

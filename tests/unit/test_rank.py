@@ -22,8 +22,13 @@ def _campaign(matrix, systems=None, name="t") -> Campaign:
     matrix = np.asarray(matrix, dtype=float)
     n, s = matrix.shape
     systems = systems or [f"m{j}" for j in range(s)]
-    return Campaign.build(ids=[f"i{i}" for i in range(n)], src=[f"src {i}" for i in range(n)], systems=systems,
-                          scores={HUMAN: matrix}, name=name)
+    return Campaign.build(
+        ids=[f"i{i}" for i in range(n)],
+        src=[f"src {i}" for i in range(n)],
+        systems=systems,
+        scores={HUMAN: matrix},
+        name=name,
+    )
 
 
 # --------------------------------------------------------------------------- hand-computed
@@ -84,7 +89,9 @@ def test_bootstrap_with_missing_equals_nanmean_reference():
     matrix = np.array([[1.0, np.nan], [2.0, 5.0], [np.nan, 1.0], [4.0, 2.0], [0.0, np.nan]])
     boot = bootstrap_means(matrix, rounds=60, seed=2)
     draws = np.random.default_rng(2).integers(0, 5, size=(60, 5))
-    expected = np.array([[np.nanmean(matrix[d, j]) if (~np.isnan(matrix[d, j])).any() else np.nan for j in range(2)] for d in draws])
+    expected = np.array(
+        [[np.nanmean(matrix[d, j]) if (~np.isnan(matrix[d, j])).any() else np.nan for j in range(2)] for d in draws]
+    )
     np.testing.assert_allclose(boot, expected, rtol=1e-12)
 
 
@@ -154,11 +161,28 @@ def test_cli_json_signature_figure_and_manifest(tmp_path, capsys, tiny_campaign)
     write_jsonl(tiny_campaign, data)
     subset = tmp_path / "subset.jsonl"
     subset.write_text("".join(json.dumps({"id": i}) + "\n" for i in ("c", "a", "d")), encoding="utf-8")
-    (tmp_path / "subset.manifest.json").write_text(json.dumps({"method": "metric_var", "parameters": {"proportion": 0.75},
-                                                              "n_selected": 3, "data_hash": "abc"}), encoding="utf-8")
+    (tmp_path / "subset.manifest.json").write_text(
+        json.dumps({"method": "metric_var", "parameters": {"proportion": 0.75}, "n_selected": 3, "data_hash": "abc"}),
+        encoding="utf-8",
+    )
     out, fig = tmp_path / "rank.json", tmp_path / "rank.png"
-    code = main(["rank", "--data", str(data), "--subset", str(subset), "--rounds", "100", "--seed", "3",
-                 "--json", str(out), "--plot", str(fig)])
+    code = main(
+        [
+            "rank",
+            "--data",
+            str(data),
+            "--subset",
+            str(subset),
+            "--rounds",
+            "100",
+            "--seed",
+            "3",
+            "--json",
+            str(out),
+            "--plot",
+            str(fig),
+        ]
+    )
     assert code == 0
     printed = capsys.readouterr().out
     assert "s2" in printed and "wrote" in printed
@@ -174,8 +198,18 @@ def test_cli_json_signature_figure_and_manifest(tmp_path, capsys, tiny_campaign)
 
 
 def test_cli_keep_incomplete_and_bad_manifest(tmp_path, capsys):
-    code = main(["rank", "--data", str(FIXTURES / "tiny.csv"), "--keep-incomplete", "--rounds", "50",
-                 "--json", str(tmp_path / "r.json")])
+    code = main(
+        [
+            "rank",
+            "--data",
+            str(FIXTURES / "tiny.csv"),
+            "--keep-incomplete",
+            "--rounds",
+            "50",
+            "--json",
+            str(tmp_path / "r.json"),
+        ]
+    )
     assert code == 0
     rows = {r["system"]: r for r in json.loads((tmp_path / "r.json").read_text())["systems"]}
     assert rows["A"]["n_rated"] == 3 and rows["B"]["n_rated"] == 2

@@ -13,11 +13,11 @@ from precomet.campaign import source_length
 from precomet.cli import main
 from precomet.errors import PrecometError, SolverGapWarning
 from precomet.select import Selection, select_subset
-from precomet.utilities.output import utilities_for
 from precomet.selection import knapsack
 from precomet.selection.knapsack import Problem, _lp_relaxation
 from precomet.selection.units import normalise
 from precomet.simulate import simulate_campaign
+from precomet.utilities.output import utilities_for
 
 
 # ---------------------------------------------------------------- top-k (hand-computed)
@@ -98,7 +98,9 @@ def test_cost_aware_matches_brute_force(seed, objective):
     rng, utility, cost, _ = random_case(seed)
     length = lengths_for(seed, len(utility))
     capacity = cost.sum() * rng.uniform(0.15, 0.7)
-    sel = select_subset(utility, cost=cost, budget_cost=capacity, gap_tolerance=0.0, cost_objective=objective, length=length)
+    sel = select_subset(
+        utility, cost=cost, budget_cost=capacity, gap_tolerance=0.0, cost_objective=objective, length=length
+    )
     value = knapsack_value(objective, utility, cost, length)
     assert sel.objective == pytest.approx(brute_force(value, cost, capacity), abs=1e-9)
     assert sel.objective == pytest.approx(value[sel.indices].sum(), abs=1e-9)
@@ -114,8 +116,12 @@ def test_length_model_costs_match_brute_force(seed, objective):
     length = rng.integers(0, 400, int(rng.integers(6, 13))).astype(float)
     utility, cost = rng.normal(size=len(length)), 0.15 * length + 33.7
     capacity = cost.sum() * rng.uniform(0.2, 0.6)
-    sel = select_subset(utility, cost=cost, budget_cost=capacity, gap_tolerance=0.0, cost_objective=objective, length=length)
-    assert sel.objective == pytest.approx(brute_force(knapsack_value(objective, utility, cost, length), cost, capacity), abs=1e-9)
+    sel = select_subset(
+        utility, cost=cost, budget_cost=capacity, gap_tolerance=0.0, cost_objective=objective, length=length
+    )
+    assert sel.objective == pytest.approx(
+        brute_force(knapsack_value(objective, utility, cost, length), cost, capacity), abs=1e-9
+    )
     assert sel.total_cost <= capacity + 1e-9 and sel.details["solver_calls"] == 0  # solved by the DP core
 
 
@@ -125,8 +131,16 @@ def test_balanced_cost_aware_matches_brute_force(seed, objective):
     rng, utility, cost, domain = random_case(seed)
     length = lengths_for(seed, len(utility))
     capacity = cost.sum() * rng.uniform(0.3, 0.8)
-    sel = select_subset(utility, cost=cost, domain=domain, budget_cost=capacity, balance="domain", gap_tolerance=0.0,
-                        cost_objective=objective, length=length)
+    sel = select_subset(
+        utility,
+        cost=cost,
+        domain=domain,
+        budget_cost=capacity,
+        balance="domain",
+        gap_tolerance=0.0,
+        cost_objective=objective,
+        length=length,
+    )
     _, codes = np.unique(domain, return_inverse=True)
     value = knapsack_value(objective, utility, cost, length)
     assert sel.objective == pytest.approx(brute_force(value, cost, capacity, codes, equal=True), abs=1e-9)
@@ -141,7 +155,9 @@ def test_quota_counts_with_cost_match_brute_force(seed):
     counts = np.array([min(1, (codes == g).sum()) for g in range(len(names))])
     capacity = cost.sum() * 0.6
     quotas = {str(d): int(c) for d, c in zip(names, counts)}
-    sel = select_subset(utility, cost=cost, domain=domain, budget_cost=capacity, quotas=quotas, gap_tolerance=0.0, length=length)
+    sel = select_subset(
+        utility, cost=cost, domain=domain, budget_cost=capacity, quotas=quotas, gap_tolerance=0.0, length=length
+    )
     value = knapsack_value("rank-length", utility, cost, length)
     assert sel.objective == pytest.approx(brute_force(value, cost, capacity, codes, counts), abs=1e-9)
     assert sel.domains == {k: v for k, v in quotas.items() if v}
@@ -161,18 +177,36 @@ def test_doc_level_matches_brute_force(seed, objective):
     weight = np.array([cost[doc == d].sum() for d in names])
     doc_length = np.array([length[doc == d].sum() for d in names])
     capacity = cost.sum() * rng.uniform(0.3, 0.7)
-    sel = select_subset(utility, cost=cost, doc=doc, budget_cost=capacity, level="doc", gap_tolerance=0.0,
-                        cost_objective=objective, length=length)
+    sel = select_subset(
+        utility,
+        cost=cost,
+        doc=doc,
+        budget_cost=capacity,
+        level="doc",
+        gap_tolerance=0.0,
+        cost_objective=objective,
+        length=length,
+    )
     value = knapsack_value(objective, mean, weight, doc_length)
     assert sel.objective == pytest.approx(brute_force(value, weight, capacity), abs=1e-9)
-    sizes = select_subset(utility, doc=doc, proportion=0.5, level="doc", gap_tolerance=0.0)  # count budget: weight = size
+    sizes = select_subset(
+        utility, doc=doc, proportion=0.5, level="doc", gap_tolerance=0.0
+    )  # count budget: weight = size
     counts = np.array([(doc == d).sum() for d in names], dtype=float)
     assert sizes.objective == pytest.approx(brute_force(normalise(mean), counts, round(0.5 * len(doc))), abs=1e-9)
     udomain = np.array([doc_domain[d] for d in names])
     if len(set(udomain)) > 1:
         _, codes = np.unique(udomain, return_inverse=True)
-        kwargs = dict(cost=cost, doc=doc, domain=domain, budget_cost=capacity, level="doc", balance="domain",
-                      cost_objective=objective, length=length)
+        kwargs = dict(
+            cost=cost,
+            doc=doc,
+            domain=domain,
+            budget_cost=capacity,
+            level="doc",
+            balance="domain",
+            cost_objective=objective,
+            length=length,
+        )
         oracle = brute_force(value, weight, capacity, codes, equal=True)
         if oracle == 0:  # only the empty selection balances: an error, never an empty subset
             with pytest.raises(PrecometError, match="no unit to select"):
@@ -223,7 +257,9 @@ def test_non_optimal_answer_needs_allow_gap(monkeypatch):
     with pytest.raises(PrecometError, match="gap 1"):
         select_subset([1.0, 2.0, 3.0], cost=[1.0, 2.0, 3.0], budget_cost=3.0, cost_objective="rank-cost")
     with pytest.warns(UserWarning, match="gap 1"):
-        sel = select_subset([1.0, 2.0, 3.0], cost=[1.0, 2.0, 3.0], budget_cost=3.0, allow_gap=True, cost_objective="rank-cost")
+        sel = select_subset(
+            [1.0, 2.0, 3.0], cost=[1.0, 2.0, 3.0], budget_cost=3.0, allow_gap=True, cost_objective="rank-cost"
+        )
     assert sel.status == "feasible" and sel.gap == pytest.approx(1.0)
 
 
@@ -232,8 +268,9 @@ def test_gap_warning_has_its_own_category_which_benchmark_silences(monkeypatch, 
 
     monkeypatch.setattr(knapsack, "solve", _stopped)
     with pytest.warns(SolverGapWarning, match="gap 1"):
-        select_subset([1.0, 2.0, 3.0], cost=[1.0, 2.0, 3.0], budget_cost=3.0, allow_gap=True,
-                      cost_objective="rank-cost")
+        select_subset(
+            [1.0, 2.0, 3.0], cost=[1.0, 2.0, 3.0], budget_cost=3.0, allow_gap=True, cost_objective="rank-cost"
+        )
     select = make_selector(tiny_campaign, budget_cost=True, cost_objective="rank-cost")
     with warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always")
@@ -255,7 +292,10 @@ def test_gap_warning_has_its_own_category_which_benchmark_silences(monkeypatch, 
         (dict(budget=2, proportion=0.5), "exactly one"),
         (dict(), "exactly one"),
         (dict(budget=0), "positive whole number"),
-        (dict(cost=[1.0, 2.0, 3.0], budget_cost=3.0, solver="nosuch", length=[9, 9, 9]), "unknown solver 'nosuch'; choose one of"),
+        (
+            dict(cost=[1.0, 2.0, 3.0], budget_cost=3.0, solver="nosuch", length=[9, 9, 9]),
+            "unknown solver 'nosuch'; choose one of",
+        ),
         (dict(cost=[1.0, 2.0, 3.0], budget_cost=3.0), "'rank-length' needs the source length of every item"),
         (dict(budget=2, cost_objective="cheapest"), "unknown cost objective 'cheapest'; choose one of"),
         (dict(cost=[1.0, 2.0, 3.0], budget_cost=3.0, length=[1, 2]), r"length: expected 3 values"),
@@ -266,7 +306,10 @@ def test_gap_warning_has_its_own_category_which_benchmark_silences(monkeypatch, 
         (dict(budget=4, balance="domain", domain=["a", "a", "b"]), "domain 'b' has only 1"),
         (dict(budget=2, quotas={"b": 2}, domain=["a", "a", "b"]), "domain 'b' asks 2 units but the domain has only 1"),
         (dict(budget=2, quotas={"z": 1}, domain=["a", "a", "b"]), "unknown domain"),
-        (dict(cost=[5.0, 5.0, 1.0], budget_cost=6.0, quotas={"a": 2}, domain=["a", "a", "b"], length=[1, 1, 1]), "cost at least 10"),
+        (
+            dict(cost=[5.0, 5.0, 1.0], budget_cost=6.0, quotas={"a": 2}, domain=["a", "a", "b"], length=[1, 1, 1]),
+            "cost at least 10",
+        ),
     ],
 )
 def test_bad_input_is_named(kwargs, message):
@@ -312,8 +355,23 @@ def test_cli_writes_subset_and_manifest(tmp_path, capsys):
     utility = np.random.default_rng(0).normal(size=len(campaign))
     scores.write_text("".join(json.dumps({"id": i, "utility": u}) + "\n" for i, u in zip(campaign.ids, utility)))
     out = tmp_path / "out" / "subset.jsonl"
-    rc = main(["select", "--data", str(data), "--keep-incomplete", "--scores", str(scores), "--proportion", "0.3",
-               "--cost-aware", "--balance", "domain", "-o", str(out)])
+    rc = main(
+        [
+            "select",
+            "--data",
+            str(data),
+            "--keep-incomplete",
+            "--scores",
+            str(scores),
+            "--proportion",
+            "0.3",
+            "--cost-aware",
+            "--balance",
+            "domain",
+            "-o",
+            str(out),
+        ]
+    )
     assert rc == 0, capsys.readouterr().err
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     manifest = json.loads((tmp_path / "out" / "subset.manifest.json").read_text())
@@ -322,8 +380,23 @@ def test_cli_writes_subset_and_manifest(tmp_path, capsys):
     assert set(rows[0]) == {"id", "doc", "domain", "cost", "utility"}
     assert manifest["data_hash"] and manifest["method"] == "scores" and manifest["precomet_version"]
     assert manifest["budget"]["objective"] == manifest["parameters"]["cost_objective"] == "rank-length"
-    rc = main(["select", "--data", str(data), "--keep-incomplete", "--scores", str(scores), "--budget", "5",
-               "--solver", "nosuch", "--cost-aware", "-o", str(out)])
+    rc = main(
+        [
+            "select",
+            "--data",
+            str(data),
+            "--keep-incomplete",
+            "--scores",
+            str(scores),
+            "--budget",
+            "5",
+            "--solver",
+            "nosuch",
+            "--cost-aware",
+            "-o",
+            str(out),
+        ]
+    )
     assert rc == 2
 
 
@@ -333,8 +406,17 @@ def test_real_wmt23_cost_aware_balanced_documents(raw_data):
 
     campaign = load(raw_data / "mt-metrics-eval-v2", campaign="wmt23/en-de", human="mqm")
     utility = -np.nanmean(campaign.score("MetricX-23-c"), axis=1)
-    sel = select_subset(utility, cost=campaign.cost, domain=campaign.domain, doc=campaign.doc, ids=campaign.ids,
-                        proportion=0.25, balance="domain", level="doc", length=source_length(campaign.src))
+    sel = select_subset(
+        utility,
+        cost=campaign.cost,
+        domain=campaign.domain,
+        doc=campaign.doc,
+        ids=campaign.ids,
+        proportion=0.25,
+        balance="domain",
+        level="doc",
+        length=source_length(campaign.src),
+    )
     assert isinstance(sel, Selection) and sel.status == "optimal"
     assert sel.total_cost <= 0.25 * campaign.cost.sum() + 1e-6
     chosen = set(sel.indices.tolist())

@@ -29,7 +29,18 @@ def campaigns(draw):
     mode = draw(st.sampled_from(["plain", "balance", "counts", "shares"]))
     cost_aware = draw(st.booleans())
     objective = draw(st.sampled_from(["rank-length", "rank-cost", "paper"]))
-    return np.array(utility), np.array(cost), np.array(length), np.array(doc), np.array(domain), share, level, mode, cost_aware, objective
+    return (
+        np.array(utility),
+        np.array(cost),
+        np.array(length),
+        np.array(doc),
+        np.array(domain),
+        share,
+        level,
+        mode,
+        cost_aware,
+        objective,
+    )
 
 
 # the only refusals a valid input may get: the budget or the domain constraints cannot be met
@@ -138,4 +149,3 @@ def test_constraints_always_hold(case):
         return
     _check(sel.indices, *rule)
     assert sel.bound >= sel.objective - 1e-9 and sel.status == "optimal"
-

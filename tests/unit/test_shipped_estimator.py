@@ -13,7 +13,11 @@ from precomet.cli import main
 from precomet.errors import PrecometError
 
 SHIPPED = Path(__file__).resolve().parents[2] / "checkpoints" / "metric-cons-minilm"
-SOURCES = ["The government announced new measures on Tuesday.", "lol that's so true 😂", "Click here to reset your password."]
+SOURCES = [
+    "The government announced new measures on Tuesday.",
+    "lol that's so true 😂",
+    "Click here to reset your password.",
+]
 
 
 def test_shipped_checkpoint_is_small_and_names_its_encoder():
@@ -49,5 +53,10 @@ def test_shipped_estimator_knows_its_training_sources(raw_data, tmp_path, capsys
     out = tmp_path / "pred.jsonl"
     assert main(["predict", "--checkpoint", str(SHIPPED), "--data", str(text), "-o", str(out)]) == 0
     assert json.loads(out.read_text().splitlines()[0])["signature"]["seen_in_training"] == 5
-    assert main(["predict", "--checkpoint", str(SHIPPED), "--data", str(text), "--strict", "-o", str(tmp_path / "s.jsonl")]) == 2
+    assert (
+        main(
+            ["predict", "--checkpoint", str(SHIPPED), "--data", str(text), "--strict", "-o", str(tmp_path / "s.jsonl")]
+        )
+        == 2
+    )
     assert "5 of 8 sources" in capsys.readouterr().err and not (tmp_path / "s.jsonl").exists()

@@ -16,9 +16,18 @@ COMMON = ("tool", "method", "precomet_version", "data_hash", "seed")
 
 def test_signature_names_campaign_and_data(tiny_campaign):
     sig = signature("precomet test", method="m", campaign=tiny_campaign, seed=3, alpha=0.5)
-    assert sig == {"tool": "precomet test", "method": "m", "precomet_version": __version__, "campaign": "tiny",
-                   "lp": tiny_campaign.lp, "protocol": tiny_campaign.protocol, "n_items": 4,
-                   "data_hash": tiny_campaign.data_hash(), "seed": 3, "alpha": 0.5}
+    assert sig == {
+        "tool": "precomet test",
+        "method": "m",
+        "precomet_version": __version__,
+        "campaign": "tiny",
+        "lp": tiny_campaign.lp,
+        "protocol": tiny_campaign.protocol,
+        "n_items": 4,
+        "data_hash": tiny_campaign.data_hash(),
+        "seed": 3,
+        "alpha": 0.5,
+    }
     assert signature("t", data_hash="abc")["data_hash"] == "abc"
     assert "data_hash" not in signature("t")
 
@@ -36,11 +45,20 @@ def test_every_result_uses_the_same_fields(tiny_campaign):
     selection = select_subset(np.arange(4.0), budget=2)
     results = {
         "select": selection.manifest(method="m", parameters={}, data_hash=tiny_campaign.data_hash()),
-        "utilities": utility_signature(tiny_campaign, method="metric_var", score="metric", systems=None, budget=None,
-                                       seed=0, options={}),
+        "utilities": utility_signature(
+            tiny_campaign, method="metric_var", score="metric", systems=None, budget=None, seed=0, options={}
+        ),
         "rank": rank_systems(tiny_campaign, rounds=20).signature,
-        "benchmark": run_benchmark(tiny_campaign, methods=["metric_var"], metric="metric", props=(0.5,), seeds=2,
-                                   permutations=20, progress=False, oracle=False)["signature"],
+        "benchmark": run_benchmark(
+            tiny_campaign,
+            methods=["metric_var"],
+            metric="metric",
+            props=(0.5,),
+            seeds=2,
+            permutations=20,
+            progress=False,
+            oracle=False,
+        )["signature"],
     }
     for name, sig in results.items():
         missing = [key for key in COMMON if key not in sig]

@@ -42,10 +42,18 @@ def _rows(n_items: int = 16) -> list[dict]:
     for campaign in simulate_history(n_campaigns=2, n_items=n_items, n_systems=3, seed=5):
         human = campaign.score("human").mean(axis=1)
         for i in range(len(campaign)):
-            rows.append({
-                "src": campaign.src[i], "target": float(-human[i]), "campaign": campaign.name, "doc": campaign.doc[i],
-                "lp": campaign.lp, "id": campaign.ids[i], "method": "neg_avg", "normalisation": "zscore",
-            })
+            rows.append(
+                {
+                    "src": campaign.src[i],
+                    "target": float(-human[i]),
+                    "campaign": campaign.name,
+                    "doc": campaign.doc[i],
+                    "lp": campaign.lp,
+                    "id": campaign.ids[i],
+                    "method": "neg_avg",
+                    "normalisation": "zscore",
+                }
+            )
     return rows
 
 
@@ -127,8 +135,9 @@ def test_encode_rows_token_ids_or_cached_features(cfg, monkeypatch):
 
     encoded = []
     real = predict.compute_features
-    monkeypatch.setattr(predict, "compute_features", lambda model, ids, **kw: encoded.append(len(ids)) or real(
-        model, ids, **kw))
+    monkeypatch.setattr(
+        predict, "compute_features", lambda model, ids, **kw: encoded.append(len(ids)) or real(model, ids, **kw)
+    )
     cache: dict = {}
     train_x, dev_x = encode_rows(network, split, freeze_encoder=True, feature_cache=cache)
     assert train_x.shape == (len(split.train), 32) and dev_x.shape == (len(split.dev), 32)
@@ -141,8 +150,13 @@ def test_encode_rows_token_ids_or_cached_features(cfg, monkeypatch):
 def test_build_datamodule_standardised_batches(cfg):
     split = _split(cfg)
     network = build_network(cfg["model"], max_length=cfg["data"]["max_length"])
-    data = build_datamodule(split, encode_rows(network, split, freeze_encoder=False), pad_id=network.pad_id,
-                            data={**cfg["data"], "batch_size": 5}, seed=0)
+    data = build_datamodule(
+        split,
+        encode_rows(network, split, freeze_encoder=False),
+        pad_id=network.pad_id,
+        data={**cfg["data"], "batch_size": 5},
+        seed=0,
+    )
     batches = list(data.train_dataloader())
     assert sum(len(b["target"]) for b in batches) == len(split.train) and max(len(b["target"]) for b in batches) == 5
     targets = torch.cat([b["target"] for b in batches]).double().numpy()
@@ -191,8 +205,11 @@ def test_build_trainer_callbacks_accumulation_and_refusals(cfg, tmp_path):
 
 
 def test_best_metrics_follow_monitor_and_mode():
-    history = [{"epoch": 0, "val_pearson": 0.2, "val_loss": 0.9}, {"epoch": 1, "val_pearson": 0.5, "val_loss": 1.1},
-               {"epoch": 2, "val_pearson": 0.4, "val_loss": 0.8}]
+    history = [
+        {"epoch": 0, "val_pearson": 0.2, "val_loss": 0.9},
+        {"epoch": 1, "val_pearson": 0.5, "val_loss": 1.1},
+        {"epoch": 2, "val_pearson": 0.4, "val_loss": 0.8},
+    ]
     assert best_metrics(history, {"monitor": "val_pearson", "mode": "max"}, has_dev=True)["epoch"] == 1
     assert best_metrics(history, {"monitor": "val_loss", "mode": "min"}, has_dev=True)["epoch"] == 2
     assert best_metrics(history, {"monitor": "val_pearson", "mode": "max"}, has_dev=False) == {}
@@ -224,8 +241,9 @@ def test_steps_fit_and_export_a_loadable_checkpoint(cfg, tmp_path):
     split = _split(cfg)
     pl.seed_everything(0, workers=True, verbose=False)
     network = build_network(cfg["model"], max_length=cfg["data"]["max_length"])
-    data = build_datamodule(split, encode_rows(network, split, freeze_encoder=False), pad_id=network.pad_id,
-                            data=cfg["data"], seed=0)
+    data = build_datamodule(
+        split, encode_rows(network, split, freeze_encoder=False), pad_id=network.pad_id, data=cfg["data"], seed=0
+    )
     module = build_module(network, cfg["model"], meta=checkpoint_meta(cfg, split, network))
     trainer, history = build_trainer(cfg, out_dir=tmp_path, has_dev=True, progress=False)
     fit(trainer, module, data)
@@ -243,16 +261,18 @@ def test_train_twice_with_one_seed_gives_identical_checkpoints(encoder, tmp_path
     from safetensors.torch import load_file
 
     overrides = {"model.encoder": str(encoder), "trainer.max_epochs": 2, "seed_everything": 7}
-    results = [train(_rows(), out_dir=tmp_path / name, config=TINY, overrides=overrides, progress=False)
-               for name in ("a", "b")]
+    results = [
+        train(_rows(), out_dir=tmp_path / name, config=TINY, overrides=overrides, progress=False) for name in ("a", "b")
+    ]
     assert results[0].dev_metrics == results[1].dev_metrics and results[0].history == results[1].history
     assert len(results[0].history) == 2
     heads = [load_file(str(tmp_path / name / "head.safetensors")) for name in ("a", "b")]
     assert heads[0].keys() == heads[1].keys() and all(torch.equal(heads[0][k], heads[1][k]) for k in heads[0])
     metas = [json.loads((tmp_path / name / "precomet.json").read_text()) for name in ("a", "b")]
     assert metas[0] == metas[1] and metas[0]["seed"] == 7
-    other = train(_rows(), out_dir=tmp_path / "c", config=TINY, overrides={**overrides, "seed_everything": 8},
-                  progress=False)
+    other = train(
+        _rows(), out_dir=tmp_path / "c", config=TINY, overrides={**overrides, "seed_everything": 8}, progress=False
+    )
     assert other.history != results[0].history  # the seed matters
 
 
@@ -294,8 +314,12 @@ def test_train_leaves_the_callers_random_generators_alone(encoder, tmp_path):
     random.seed(123)
     np.random.seed(123)
     torch.manual_seed(123)
-    before = (random.getstate(), np.random.get_state()[1].copy(), torch.get_rng_state().clone(),
-              os.environ.get("PL_GLOBAL_SEED"))
+    before = (
+        random.getstate(),
+        np.random.get_state()[1].copy(),
+        torch.get_rng_state().clone(),
+        os.environ.get("PL_GLOBAL_SEED"),
+    )
     overrides = {"model.encoder": str(encoder), "trainer.max_epochs": 1, "seed_everything": 7}
     train(_rows(), out_dir=tmp_path / "run", config=TINY, overrides=overrides, progress=False)
     build_tiny_encoder(tmp_path / "enc", texts=["one two", "three four"], seed=5)

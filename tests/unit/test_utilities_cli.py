@@ -17,7 +17,24 @@ def test_cli_writes_signature_and_items_in_order(tiny_campaign, tmp_path, capsys
     data = tmp_path / "tiny.jsonl"
     write_jsonl(tiny_campaign, data)
     out = tmp_path / "u.jsonl"
-    assert main(["utilities", "--data", str(data), "--method", "metric_var", "--metric", "human", "--systems", "s1,s3", "-o", str(out)]) == 0
+    assert (
+        main(
+            [
+                "utilities",
+                "--data",
+                str(data),
+                "--method",
+                "metric_var",
+                "--metric",
+                "human",
+                "--systems",
+                "s1,s3",
+                "-o",
+                str(out),
+            ]
+        )
+        == 0
+    )
     ids, values, signature = read_utilities(out)
     assert ids == ["a", "b", "c", "d"] and np.allclose(values, [1.0, 0.0, 6.25, 0.25])
     assert signature["method"] == "metric_var" and signature["systems"] == ["s1", "s3"] and signature["seed"] == 0
@@ -30,11 +47,44 @@ def test_cli_options_and_irt_export(tiny_campaign, tmp_path):
     data = tmp_path / "tiny.jsonl"
     write_jsonl(tiny_campaign, data)
     out = tmp_path / "d.jsonl"
-    assert main(["utilities", "--data", str(data), "--method", "diversity", "--option", "similarity=unigram", "-o", str(out)]) == 0
+    assert (
+        main(
+            [
+                "utilities",
+                "--data",
+                str(data),
+                "--method",
+                "diversity",
+                "--option",
+                "similarity=unigram",
+                "-o",
+                str(out),
+            ]
+        )
+        == 0
+    )
     assert np.allclose(read_utilities(out)[1], [2 / 3, 2 / 3, 0, 2 / 3])
     params = tmp_path / "irt.json"
-    assert main(["utilities", "--data", str(data), "--method", "irt_diffdisc", "--metric", "human", "--option", "epochs=20",
-                 "--save-irt", str(params), "-o", str(out)]) == 0
+    assert (
+        main(
+            [
+                "utilities",
+                "--data",
+                str(data),
+                "--method",
+                "irt_diffdisc",
+                "--metric",
+                "human",
+                "--option",
+                "epochs=20",
+                "--save-irt",
+                str(params),
+                "-o",
+                str(out),
+            ]
+        )
+        == 0
+    )
     fitted = json.loads(params.read_text())
     assert fitted["item_ids"] == ["a", "b", "c", "d"]
     expected = np.array(fitted["difficulty"]) * np.array(fitted["discrimination"])

@@ -34,7 +34,9 @@ def test_bleu_and_chrf_hand_computed():
 
 
 def test_identical_outputs_have_zero_diversity_for_every_similarity(tiny_campaign):
-    same = Campaign.build(src=["x", "y"], systems=["p", "q", "r"], outputs={s: ["same words here .", ""] for s in "pqr"})
+    same = Campaign.build(
+        src=["x", "y"], systems=["p", "q", "r"], outputs={s: ["same words here .", ""] for s in "pqr"}
+    )
     for kind in ("chrf", "bleu", "unigram", "embedding"):
         u = compute_utility(same, "diversity", options={"similarity": kind})
         assert np.allclose(u, 0.0, atol=1e-9), kind
@@ -51,7 +53,12 @@ def test_agreement_with_sacrebleu_on_random_text(kind):
     outputs[3, 1] = outputs[3, 2]
     metric = sacrebleu.metrics.CHRF() if kind == "chrf" else sacrebleu.metrics.BLEU(effective_order=True)
     sim = pairwise_similarity(outputs, kind)
-    expected = np.array([[[metric.sentence_score(outputs[i, a], [outputs[i, b]]).score / 100 for b in range(4)] for a in range(4)] for i in range(40)])
+    expected = np.array(
+        [
+            [[metric.sentence_score(outputs[i, a], [outputs[i, b]]).score / 100 for b in range(4)] for a in range(4)]
+            for i in range(40)
+        ]
+    )
     assert np.allclose(sim, expected, atol=1e-12)
 
 

@@ -13,8 +13,12 @@ from precomet.utilities import compute_utility
 from precomet.utilities.irt import IrtParams, fit_irt, irt_utilities, rescale_scores
 
 PARAMS = IrtParams(
-    item_ids=("a", "b"), systems=("s1", "s2"), difficulty=np.array([1.0, -0.5]),
-    discrimination=np.array([2.0, 0.5]), feasibility=np.array([0.9, 1.0]), ability=np.array([0.0, 1.0]),
+    item_ids=("a", "b"),
+    systems=("s1", "s2"),
+    difficulty=np.array([1.0, -0.5]),
+    discrimination=np.array([2.0, 0.5]),
+    feasibility=np.array([0.9, 1.0]),
+    ability=np.array([0.0, 1.0]),
 )
 
 
@@ -28,7 +32,10 @@ def test_sign_conventions_hand_computed():
     fic_b = sum(0.25 * sig(0.5 * (t + 0.5)) * (1 - sig(0.5 * (t + 0.5))) for t in (0.0, 1.0))
     assert np.allclose(irt_utilities(PARAMS, "fic"), [fic_a, fic_b])
     # subset2evaluate's form of Eq. 15 gives the same numbers
-    peer = [sum(a**2 * np.exp(a * (t + b)) / (np.exp(a * b) + np.exp(a * t)) ** 2 for t in (0.0, 1.0)) for a, b in ((2.0, 1.0), (0.5, -0.5))]
+    peer = [
+        sum(a**2 * np.exp(a * (t + b)) / (np.exp(a * b) + np.exp(a * t)) ** 2 for t in (0.0, 1.0))
+        for a, b in ((2.0, 1.0), (0.5, -0.5))
+    ]
     assert np.allclose(irt_utilities(PARAMS, "fic"), peer)
     with pytest.raises(PrecometError, match="diffdisc"):
         irt_utilities(PARAMS, "nope")
@@ -40,18 +47,32 @@ def test_params_json_round_trip_and_reuse(tmp_path, tiny_campaign):
     loaded = IrtParams.from_json(path)
     assert loaded.item_ids == PARAMS.item_ids and np.allclose(loaded.predict(), PARAMS.predict())
     params = IrtParams(
-        item_ids=("d", "c", "b", "a"), systems=tiny_campaign.systems, difficulty=np.array([4.0, 3.0, 2.0, 1.0]),
-        discrimination=np.ones(4), feasibility=np.ones(4), ability=np.zeros(3),
+        item_ids=("d", "c", "b", "a"),
+        systems=tiny_campaign.systems,
+        difficulty=np.array([4.0, 3.0, 2.0, 1.0]),
+        discrimination=np.ones(4),
+        feasibility=np.ones(4),
+        ability=np.zeros(3),
     )
     params.to_json(path)
     u = compute_utility(tiny_campaign, "irt_diff", score=HUMAN, options={"params": str(path)})
     assert np.allclose(u, [1, 2, 3, 4])
     with pytest.raises(PrecometError, match="lack 1 item"):
-        compute_utility(tiny_campaign.take([0]), "irt_diff", score=HUMAN,
-                        options={"params": IrtParams(("x",), tiny_campaign.systems, np.ones(1), np.ones(1), np.ones(1), np.ones(3))})
+        compute_utility(
+            tiny_campaign.take([0]),
+            "irt_diff",
+            score=HUMAN,
+            options={
+                "params": IrtParams(("x",), tiny_campaign.systems, np.ones(1), np.ones(1), np.ones(1), np.ones(3))
+            },
+        )
     with pytest.raises(PrecometError, match=r"fitted on systems \['s1'\]"):
-        compute_utility(tiny_campaign.take([0]), "irt_diff", score=HUMAN,
-                        options={"params": IrtParams(("a",), ("s1",), np.ones(1), np.ones(1), np.ones(1), np.ones(1))})
+        compute_utility(
+            tiny_campaign.take([0]),
+            "irt_diff",
+            score=HUMAN,
+            options={"params": IrtParams(("a",), ("s1",), np.ones(1), np.ones(1), np.ones(1), np.ones(1))},
+        )
 
 
 def test_rescale():
@@ -108,7 +129,9 @@ def test_recovery_on_synthetic_data():
     theta, b, a = rng.normal(0, 1, s), rng.normal(0, 1, n), rng.lognormal(0, 0.3, n)
     p = 1 / (1 + np.exp(-a[:, None] * (theta[None] - b[:, None])))
     responses = np.clip(p + rng.normal(0, 0.05, p.shape), 0, 1)
-    campaign = Campaign.build(src=[f"x{i}" for i in range(n)], systems=[f"m{j}" for j in range(s)], scores={"r": responses})
+    campaign = Campaign.build(
+        src=[f"x{i}" for i in range(n)], systems=[f"m{j}" for j in range(s)], scores={"r": responses}
+    )
     fitted = fit_irt(campaign, score="r", seed=0, epochs=600)
     assert np.corrcoef(fitted.difficulty, b)[0, 1] >= 0.8
     assert np.corrcoef(fitted.ability, theta)[0, 1] >= 0.9

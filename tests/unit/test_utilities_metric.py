@@ -24,8 +24,12 @@ def test_metric_avg_and_var_hand_computed(tiny_campaign):
     assert np.allclose(compute_utility(tiny_campaign, "metric_avg", score="metric"), [-0.5, -0.6, -0.6, -0.4])
 
 
-THREE = Campaign.build(ids=["i0", "i1", "i2"], src=["x", "y", "z"], systems=["A", "B", "C"],
-                       scores={"m": [[1.0, 2.0, 9.0], [5.0, 1.0, 0.0], [0.0, 6.0, 3.0]]})
+THREE = Campaign.build(
+    ids=["i0", "i1", "i2"],
+    src=["x", "y", "z"],
+    systems=["A", "B", "C"],
+    scores={"m": [[1.0, 2.0, 9.0], [5.0, 1.0, 0.0], [0.0, 6.0, 3.0]]},
+)
 # 3 items x 3 systems; system means A 2, B 3, C 4 (target ranks 1, 2, 3)
 
 
@@ -36,8 +40,10 @@ def test_three_by_three_hand_computed():
     assert compute_utility(THREE, "metric_var", score="m").tolist() == pytest.approx([38 / 3, 14 / 3, 6.0])
     # MetricCons against the system means (2, 3, 4): i0 orders A<B<C like the means, i1 reverses them, i2 has
     # ranks (1, 3, 2): Spearman 1 - 6·2/(3·8) = 1/2; Kendall (2 concordant - 1 discordant)/3; pairwise 2 of 3
-    cons = {name: compute_utility(THREE, "metric_cons", score="m", options={"correlation": name}).tolist()
-            for name in ("spearman", "kendall", "pairwise")}
+    cons = {
+        name: compute_utility(THREE, "metric_cons", score="m", options={"correlation": name}).tolist()
+        for name in ("spearman", "kendall", "pairwise")
+    }
     assert cons["spearman"] == pytest.approx([1.0, -1.0, 0.5])
     assert cons["kendall"] == pytest.approx([1.0, -1.0, 1 / 3])
     assert cons["pairwise"] == pytest.approx([1.0, 0.0, 2 / 3])
@@ -56,7 +62,10 @@ def test_artificial_crowd_uses_only_the_given_systems(tiny_campaign):
     u = compute_utility(tiny_campaign, "metric_var", score=HUMAN, systems=["s1", "s3"])
     assert np.allclose(u, [1.0, 0.0, 6.25, 0.25])
     sub = tiny_campaign.restrict_systems(["s3", "s1"])
-    assert np.allclose(compute_utility(sub, "metric_cons", score=HUMAN), compute_utility(tiny_campaign, "metric_cons", score=HUMAN, systems=["s3", "s1"]))
+    assert np.allclose(
+        compute_utility(sub, "metric_cons", score=HUMAN),
+        compute_utility(tiny_campaign, "metric_cons", score=HUMAN, systems=["s3", "s1"]),
+    )
 
 
 def test_agreement_with_scipy_on_random_data():
@@ -73,7 +82,12 @@ def test_agreement_with_scipy_on_random_data():
             continue
         assert rho[i] == pytest.approx(spearmanr(matrix[i], target).statistic, abs=1e-12)
         assert tau[i] == pytest.approx(kendalltau(matrix[i], target).statistic, abs=1e-12)
-    brute = [np.mean([(matrix[i, a] - matrix[i, b]) * (target[a] - target[b]) > 0 for a in range(7) for b in range(a + 1, 7)]) for i in range(200)]
+    brute = [
+        np.mean(
+            [(matrix[i, a] - matrix[i, b]) * (target[a] - target[b]) > 0 for a in range(7) for b in range(a + 1, 7)]
+        )
+        for i in range(200)
+    ]
     assert np.allclose(pairwise_rows(matrix, target), brute)
 
 
@@ -168,9 +182,12 @@ def test_real_wmt23(raw_data):
     campaign = load(root, campaign="wmt23/en-de", human="mqm")
     rows = np.array([int(i.rsplit("/", 1)[1]) for i in campaign.ids])
     scores = root / "wmt23"
-    raw = {HUMAN: _raw_segment_scores(scores / "human-scores" / "en-de.mqm.seg.score", campaign.systems),
-           "MetricX-23-c": _raw_segment_scores(scores / "metric-scores" / "en-de" / "MetricX-23-c-refA.seg.score",
-                                               campaign.systems)}
+    raw = {
+        HUMAN: _raw_segment_scores(scores / "human-scores" / "en-de.mqm.seg.score", campaign.systems),
+        "MetricX-23-c": _raw_segment_scores(
+            scores / "metric-scores" / "en-de" / "MetricX-23-c-refA.seg.score", campaign.systems
+        ),
+    }
     rated = np.flatnonzero(~np.isnan(raw[HUMAN]).any(axis=1))
     assert rows.tolist() == rated.tolist() and len(rows) == 460
     for score, matrix in raw.items():
