@@ -542,12 +542,14 @@ def summary_table(result: Mapping[str, Any]) -> str:
     )
     for name, m in result["methods"].items():
         lines.append(
-            f"{name:<{width}} {m['spa']:>7.2%} {m['clusters']:>8.2f} {m['corr']:>8.3f} {m['parity']:>7.1%} {m['seconds']:>8.1f}"
+            f"{name:<{width}} {m['spa']:>7.2%} {m['clusters']:>8.2f} {m['corr']:>8.3f} {m['parity']:>7.1%} "
+            f"{m['seconds']:>8.1f}"
         )
     if result.get("oracle"):
         m = result["oracle"]
         lines.append(
-            f"{'oracle (not usable)':<{width}} {m['spa']:>7.2%} {m['clusters']:>8.2f} {m['corr']:>8.3f} {m['parity']:>7.1%} {m['seconds']:>8.1f}"
+            f"{'oracle (not usable)':<{width}} {m['spa']:>7.2%} {m['clusters']:>8.2f} {m['corr']:>8.3f} "
+            f"{m['parity']:>7.1%} {m['seconds']:>8.1f}"
         )
         lines.append(f"  {m['description']}")
     return "\n".join(lines)
@@ -592,7 +594,8 @@ def plot_benchmark(result: Mapping[str, Any], path: str | Path) -> None:
     ax_spa.set_ylabel("soft pairwise accuracy (%)")
     ax_clu.set_ylabel("cluster count")
     fig.suptitle(
-        f"{result['campaign']}: {result['items']} items × {len(result['systems'])} systems; random band = 90% t-interval ({random['seeds']} runs)",
+        f"{result['campaign']}: {result['items']} items × {len(result['systems'])} systems; random band = 90% "
+        f"t-interval ({random['seeds']} runs)",
         fontsize=10,
     )
     fig.tight_layout()

@@ -201,15 +201,18 @@ def _paired(method_spa: np.ndarray, random_spa: np.ndarray) -> dict[str, Any]:
 
 
 def crowd_table(result: Mapping[str, Any]) -> str:
-    """Plain text: mean SPA ± single-run 90 % half-width, clusters, Kendall, SPA − random (paired, 90 % CI of the mean)."""
+    """Plain text: mean SPA ± single-run 90 % half-width, clusters, Kendall, SPA − random (paired, 90 % CI of the
+    mean)."""
     width = max(20, *(len(name) + 1 for name in result["methods"]))
     lines = [
         f"artificial crowd: {result['crowd']} systems drawn per run, {result['runs']} runs, evaluated on the others",
-        f"{'method':<{width}} {'SPA':>7} {'±90%':>6} {'clusters':>8} {'kendall':>8} {'SPA-random [90% CI]':>24} {'>rand':>6}",
+        f"{'method':<{width}} {'SPA':>7} {'±90%':>6} {'clusters':>8} {'kendall':>8} {'SPA-random [90% CI]':>24} "
+        f"{'>rand':>6}",
     ]
     r = result["random"]
     lines.append(
-        f"{'random':<{width}} {r['spa']:>7.2%} {(r['spa_ci90'][1] - r['spa_ci90'][0]) / 2:>6.2%} {r['clusters']:>8.2f} {r['corr']:>8.3f}"
+        f"{'random':<{width}} {r['spa']:>7.2%} {(r['spa_ci90'][1] - r['spa_ci90'][0]) / 2:>6.2%} {r['clusters']:>8.2f} "
+        f"{r['corr']:>8.3f}"
     )
     for name, m in result["methods"].items():
         lo, hi = m["spa_minus_random_ci90"]

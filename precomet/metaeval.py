@@ -411,7 +411,8 @@ def evaluate_weighted(
     w = np.asarray(weights, dtype=float)
     if w.shape != idx.shape or len(idx) < 2 or len(np.unique(idx)) != len(idx):
         raise CampaignError(
-            f"a weighted subset needs ≥ 2 distinct items and one weight per item, got {len(idx)} items, {w.shape} weights"
+            f"a weighted subset needs ≥ 2 distinct items and one weight per item, got {len(idx)} items, {w.shape} "
+            "weights"
         )
     if (w <= 0).any() or not np.allclose(w, np.rint(w)):
         raise CampaignError("weights must be positive whole numbers (cluster sizes)")

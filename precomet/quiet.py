@@ -1,6 +1,6 @@
 """Scoped silencing of third-party chatter (transformers load reports and weight-loading bars, Lightning's
-hardware banner, deprecation warnings). Used around model loading and training; the previous settings are restored on exit.
-Run with ``precomet -v`` to keep everything."""
+hardware banner, deprecation warnings). Used around model loading and training; the previous settings are
+restored on exit. Run with ``precomet -v`` to keep everything."""
 
 from __future__ import annotations
 

@@ -307,12 +307,15 @@ def ranking_table(ranking: Ranking) -> str:
         p = "" if i == 0 else f"{ranking.adjacent_pvalues[i - 1]:.3g}"
         ci = f"[{ranking.ci_low[i]:.4g}, {ranking.ci_high[i]:.4g}]"
         lines.append(
-            f"{rank:>5} {cluster[i]:>3} {name:<{width}} {ranking.means[i]:>9.4g} {ci:>21} {ranking.n_rated[i]:>6} {p:>8}"
+            f"{rank:>5} {cluster[i]:>3} {name:<{width}} {ranking.means[i]:>9.4g} {ci:>21} {ranking.n_rated[i]:>6} "
+            f"{p:>8}"
         )
     sig = ranking.signature
     lines.append(
-        f"{len(ranking.clusters)} cluster(s) (one-sided Wilcoxon, p < {sig.get('alpha', CLUSTER_ALPHA)}); {pct} bootstrap CI"
-        f" from {ranking.rounds} rounds, seed {ranking.seed}; {sig.get('items', '?')} items, score {sig.get('score', '?')!r}"
+        f"{len(ranking.clusters)} cluster(s) (one-sided Wilcoxon, p < {sig.get('alpha', CLUSTER_ALPHA)}); {pct} "
+        "bootstrap CI"
+        f" from {ranking.rounds} rounds, seed {ranking.seed}; {sig.get('items', '?')} items, score "
+        f"{sig.get('score', '?')!r}"
     )
     return "\n".join(lines)
 

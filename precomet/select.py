@@ -37,7 +37,8 @@ class Selection:
     ``indices`` are item positions, most useful unit first (ties: earlier position first; a document's
     items stay together in their original order). ``objective``/``bound`` are on the knapsack's values: the
     normalised utilities (:func:`precomet.selection.units.normalise`) for a count budget, the cost
-    objective's values (:mod:`precomet.selection.objective`) for a cost budget; ``gap = (bound - objective) / objective``.
+    objective's values (:mod:`precomet.selection.objective`) for a cost budget;
+    ``gap = (bound - objective) / objective``.
     """
 
     indices: np.ndarray

@@ -2,7 +2,8 @@
 
 Each simulated campaign has ``n_items`` sources and ``n_systems`` systems drawn from a 2PL-like model:
 
-* system ability ``theta_s ~ N(0, 0.3²)`` (close systems, as in a shared task) (shared across campaigns, so systems persist over "years");
+* system ability ``theta_s ~ N(0, 0.3²)`` (close systems, as in a shared task) (shared across campaigns, so systems
+  persist over "years");
 * item difficulty ``b_i`` = domain offset + 0.6 · (number of "hard" words in the source) + noise, and
   discrimination ``a_i ~ LogNormal(0, 0.4)``; source length grows with difficulty, and so does cost
   (``0.15 · len(src) + 33.7`` seconds);

@@ -52,7 +52,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--time-limit",
         type=positive_float,
         default=10.0,
-        help="seconds per knapsack with --budget-cost/--balance/--level doc; a solution not proven optimal by then is used (default 10)",
+        help="seconds per knapsack with --budget-cost/--balance/--level doc; a solution not proven optimal by then is "
+        "used (default 10)",
     )
     parser.add_argument("--seed", type=int, default=0, help="seed of the utilities, random runs and permutations")
     parser.add_argument(

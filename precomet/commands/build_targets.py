@@ -40,7 +40,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--reference-metric",
         choices=["chrf", "bleu"],
-        help="add sentence chrF/BLEU of every output against the reference (score 'chrF'/'BLEU') to inputs that lack it,"
+        help="add sentence chrF/BLEU of every output against the reference (score 'chrF'/'BLEU') to inputs that lack "
+        "it,"
         " so metric utilities run on output-only history: --reference-metric chrf --metric chrF --method metric_cons",
     )
     parser.add_argument(
@@ -59,7 +60,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         metavar="PATH[:CAMPAIGN]",
-        help="a test set (any input, globs as in --data): every row whose source text occurs in it is dropped; repeatable",
+        help="a test set (any input, globs as in --data): every row whose source text occurs in it is dropped; "
+        "repeatable",
     )
     parser.add_argument(
         "--per-campaign",
@@ -148,7 +150,8 @@ def run(args: argparse.Namespace) -> int:
     for campaign in held:
         rows, dropped = drop_sources(rows, campaign.src)
         print(
-            f"left out {campaign.name}: dropped {dropped} row(s) of the kept campaigns with one of its {len(campaign)} source texts"
+            f"left out {campaign.name}: dropped {dropped} row(s) of the kept campaigns with one of its {len(campaign)} "
+            "source texts"
         )
     if not rows:
         raise PrecometError("no target rows left after dropping the left-out sources")

@@ -16,7 +16,8 @@ def add_data_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--data",
         required=True,
-        help="any supported input: mt-metrics-eval root, WMT release root (wmtYY/txt/...), MQM TSV, ESA dir, pickle, JSONL, CSV, Parquet, saved datasets dir",
+        help="any supported input: mt-metrics-eval root, WMT release root (wmtYY/txt/...), MQM TSV, ESA dir, pickle, "
+        "JSONL, CSV, Parquet, saved datasets dir",
     )
     group.add_argument("--campaign", help="campaign inside a multi-campaign input, e.g. wmt23/en-de")
     group.add_argument("--human", help="human protocol, e.g. mqm, da-sqm (default: the first available)")

@@ -160,7 +160,8 @@ def _iterate(args: argparse.Namespace, campaign, diffuse) -> int:
     votes = [result.labels[i] for i in result.decision_items]
     print(
         f"{verdict}; sf = {result.sf:.4f} (p = {args.p}); {result.n_annotations} annotations used; decision on "
-        f"{len(votes)} items: {votes.count('a')} {systems[0]}, {votes.count('b')} {systems[1]}, {votes.count('tie')} ties"
+        f"{len(votes)} items: {votes.count('a')} {systems[0]}, {votes.count('b')} {systems[1]}, {votes.count('tie')} "
+        "ties"
     )
     for index, label in result.labels.items():
         print(f"{campaign.ids[index]}\t{names[label]}")

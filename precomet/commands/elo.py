@@ -74,7 +74,8 @@ def run(args: argparse.Namespace) -> int:
     bias = ratings.position_bias(prefs)
     if bias["records"]:
         print(
-            f"position bias: first-shown output wins {100 * bias['first_win_rate']:.1f}% of {bias['first_wins'] + bias['second_wins']}"
+            f"position bias: first-shown output wins {100 * bias['first_win_rate']:.1f}% of "
+            f"{bias['first_wins'] + bias['second_wins']}"
             f" decided records (binomial p = {bias['p_value']:.2g}); flip rate {bias['flip_rate']:.3f}"
             f" over {bias['pairs_both_orders']} pairs judged in both orders"
         )
@@ -82,7 +83,8 @@ def run(args: argparse.Namespace) -> int:
     if args.agree_with:
         agree = ratings.agreement(prefs, preference.load_preferences(args.agree_with, likert_ties=args.likert_ties))
         print(
-            f"agreement on {agree['pairs']} shared pairs: accuracy {agree['accuracy']:.3f}, Cohen's kappa {agree['kappa']:.3f};"
+            f"agreement on {agree['pairs']} shared pairs: accuracy {agree['accuracy']:.3f}, Cohen's kappa "
+            f"{agree['kappa']:.3f};"
             f" accuracy {agree['decided_accuracy']:.3f} on the {agree['decided_pairs']} pairs neither calls a tie"
         )
     with output_set(args.figure, args.save_prefs, args.json) as out:

@@ -30,7 +30,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="method option; VALUE parsed as JSON when possible (e.g. similarity=chrf, lr=0.01, weights='{\"metric_var\": 1}')",
+        help="method option; VALUE parsed as JSON when possible (e.g. similarity=chrf, lr=0.01, "
+        "weights='{\"metric_var\": 1}')",
     )
     parser.add_argument(
         "--exclude-missing",

@@ -4,8 +4,8 @@
 tokenizer), ``DIR/head.safetensors`` (MLP head and scalar-mix weights). A checkpoint whose encoder was
 frozen and comes from an installed package (``minilm``) names the package instead of copying the encoder
 (``encoder_package`` in the metadata, with the sha256 of its weights, checked on load): a few MB instead
-of ~90. Loading never touches the network and never unpickles; :func:`export_checkpoint` is the only place that reads a Lightning ``.ckpt``, with
-``torch.load(weights_only=True)``.
+of ~90. Loading never touches the network and never unpickles; :func:`export_checkpoint` is the only place
+that reads a Lightning ``.ckpt``, with ``torch.load(weights_only=True)``.
 """
 
 from __future__ import annotations

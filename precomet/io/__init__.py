@@ -163,7 +163,8 @@ def list_campaigns(path: str | Path) -> list[str]:
     kind = detect_format(path)
     if kind not in MULTI_CAMPAIGN:
         raise PrecometError(
-            f"{path}: a {kind} input holds a single campaign; campaigns are listed for {', '.join(MULTI_CAMPAIGN)} roots"
+            f"{path}: a {kind} input holds a single campaign; campaigns are listed for {', '.join(MULTI_CAMPAIGN)} "
+            "roots"
         )
     return MULTI_CAMPAIGN[kind](path)
 

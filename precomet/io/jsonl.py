@@ -67,14 +67,16 @@ def campaign_from_items(
         for key in ("tgt", "scores"):
             if item.get(key) is not None and not isinstance(item[key], Mapping):
                 raise CampaignError(
-                    f"{place}: {key!r} must be an object {{system: …}}, got {type(item[key]).__name__} {_short(item[key])}"
+                    f"{place}: {key!r} must be an object {{system: …}}, got {type(item[key]).__name__} "
+                    f"{_short(item[key])}"
                 )
         for system in item.get("tgt") or {}:
             systems[str(system)] = None
         for system, values in (item.get("scores") or {}).items():
             if values is not None and not isinstance(values, Mapping):
                 raise CampaignError(
-                    f"{place}: scores of system {system!r} must be an object {{score name: number}}, got {_short(values)}"
+                    f"{place}: scores of system {system!r} must be an object {{score name: number}}, got "
+                    f"{_short(values)}"
                 )
             systems[str(system)] = None
             for score in values or {}:

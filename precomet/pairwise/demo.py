@@ -39,7 +39,8 @@ def demo_pairwise(*, seed: int = 0, n_items: int = 200, encoder=hashed_words) ->
             [np.sign(signs[rng.choice(n_items, budget, replace=False)].sum()) == winner for _ in range(200)]
         )
         lines.append(
-            f"  budget {budget:>2}: DiffUse picks the winner: {'yes' if diffuse_ok else 'no'}; random: {100 * random_ok:.0f}% of 200 draws"
+            f"  budget {budget:>2}: DiffUse picks the winner: {'yes' if diffuse_ok else 'no'}; random: "
+            f"{100 * random_ok:.0f}% of 200 draws"
         )
     oracle = sign_oracle(signs)
     for name, run in (

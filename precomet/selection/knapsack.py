@@ -9,8 +9,8 @@ The problem (paper Eq. 2, plus domain constraints)::
 Plain CBC needs ~30 s on 50k items with five group rows. We solve it as a *core problem*
 (Martello & Toth; Balas & Zemel):
 
-1. The LP relaxation (its Lagrangian dual over the budget price, pure numpy) gives a valid upper bound ``U`` and dual prices
-   ``lambda`` (budget) and ``mu_g`` (groups); the reduced cost of item ``i`` is
+1. The LP relaxation (its Lagrangian dual over the budget price, pure numpy) gives a valid upper bound ``U`` and dual
+   prices ``lambda`` (budget) and ``mu_g`` (groups); the reduced cost of item ``i`` is
    ``d_i = v_i - lambda w_i - mu_g(i)``. By Lagrangian duality, any integer solution that sets item ``i``
    opposite to its LP side is worth at most ``U - |d_i|``.
 2. A feasible solution of value ``L`` — the greedy-by-ratio fill when there are no groups, else the ILP on

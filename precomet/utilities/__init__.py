@@ -174,7 +174,8 @@ def _registry() -> dict[str, UtilitySpec]:
         ),
         kmeans_outputs=UtilitySpec(
             cluster.kmeans_outputs,
-            "k-means (k = budget) on output embeddings (all systems' outputs concatenated); items nearest the centres first",
+            "k-means (k = budget) on output embeddings (all systems' outputs concatenated); items nearest the centres "
+            "first",
             needs_budget=True,
             needs_score=False,
             options=dict(cluster.KMEANS_OPTIONS),

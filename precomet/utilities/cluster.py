@@ -163,7 +163,7 @@ def mixture(
     if stray:
         raise PrecometError(f"mixture: method_options for {stray} which have no weight; weighted: {sorted(weights)}")
     total = np.zeros(len(campaign))
-    for (method, weight), w in zip(weights.items(), values):
+    for method, w in zip(weights, values):
         u = compute_utility(campaign, method, score=score, budget=budget, seed=seed, options=method_options.get(method))
         ranks = np.full(len(u), np.nan)
         ok = ~np.isnan(u)

@@ -43,10 +43,16 @@ def jsonl(rows: list[dict], *, raw_replace: tuple[str, str] | None = None) -> st
 
 
 GOOD = jsonl(items())
-with_score = lambda value: jsonl(
-    items(i1={"scores": {"A": {"human": 4, "m": "X"}, "B": {"human": 4, "m": 0.3}, "C": {"human": 1, "m": 0.9}}}),
-    raw_replace=('"X"', value),
-)  # noqa: E731
+
+
+def with_score(value: str) -> str:
+    """Items whose first metric score is the raw JSON text ``value``."""
+    return jsonl(
+        items(i1={"scores": {"A": {"human": 4, "m": "X"}, "B": {"human": 4, "m": 0.3}, "C": {"human": 1, "m": 0.9}}}),
+        raw_replace=('"X"', value),
+    )
+
+
 UTILITIES = "".join(json.dumps({"id": i, "utility": u}) + "\n" for i, u in zip("abcd", (0.1, 0.2, 0.3, 0.4)))
 CSV_HEADER = "id,src,cost,tgt:A,score:human:A,score:human:B\n"
 TARGETS = "".join(
@@ -66,7 +72,10 @@ class Case:
 
 S = "select --data items.jsonl --method metric_var --metric m --budget 2 -o {d}/subset.jsonl"
 U = "utilities --data items.jsonl --method metric_avg --metric m -o {d}/u.jsonl"
-B = "benchmark --data items.jsonl --methods metric_var --metric m --props 0.5 --seeds 2 --permutations 10 --json {d}/b.json"
+B = (
+    "benchmark --data items.jsonl --methods metric_var --metric m --props 0.5 --seeds 2 --permutations 10"
+    " --json {d}/b.json"
+)
 E = "elo --prefs prefs.csv --rounds 10"
 P = "predict --checkpoint ckpt --data src.txt -o {d}/p.jsonl"
 T = "train --train targets.jsonl --out {d}/est"

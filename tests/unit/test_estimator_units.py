@@ -259,7 +259,10 @@ def test_encoder_dropout_active_in_training_mode(encoder_dir):
     model, tokenizer = _model(encoder_dir)
     assert model.encoder.training  # load_encoder undoes from_pretrained's eval mode
     ids, mask = _batch(tokenizer, TEXTS[:4])
-    hidden = lambda: model.encoder(input_ids=ids, attention_mask=mask).last_hidden_state
+
+    def hidden():
+        return model.encoder(input_ids=ids, attention_mask=mask).last_hidden_state
+
     assert not torch.allclose(hidden(), hidden())
     model.eval()
     torch.testing.assert_close(hidden(), hidden())
@@ -297,7 +300,10 @@ def test_encoder_frozen_for_fraction_of_first_epoch(encoder_dir):
     model, _ = _model(encoder_dir)
     module = EstimatorModule(model, encoder_lr=1e-3, head_lr=1e-2, freeze_fraction=0.5)
     module._trainer = SimpleNamespace(num_training_batches=10, current_epoch=0)
-    grads = lambda: {p.requires_grad for p in model.encoder.parameters()}
+
+    def grads():
+        return {p.requires_grad for p in model.encoder.parameters()}
+
     module.on_train_epoch_start()
     for batch_idx in range(5):
         module.on_train_batch_start(None, batch_idx)

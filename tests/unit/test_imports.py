@@ -60,7 +60,8 @@ def test_library_modules_never_import_commands():
     [
         "import precomet.cli; precomet.cli.build_parser(only='benchmark')",
         "import precomet.cli; precomet.cli.build_parser(only='info')",
-        "import precomet.benchmark, precomet.metaeval, precomet.utilities, precomet.io, precomet.select, precomet.crowd",
+        "import precomet.benchmark, precomet.metaeval, precomet.utilities, precomet.io, precomet.select, "
+        "precomet.crowd",
     ],
 )
 def test_parser_and_benchmark_path_import_no_heavy_module(code):

@@ -142,7 +142,7 @@ def test_constraints_always_hold(case):
         witness = _witness(*rule)
         if witness is not None:
             _check(witness, *rule)
-            raise AssertionError(f"refused ({err}) although items {witness.tolist()} meet every constraint")
+            raise AssertionError(f"refused ({err}) although items {witness.tolist()} meet every constraint") from err
         sel = None
     assert_unchanged(inputs, [utility, cost, length, doc, domain, kwargs])  # the caller's arrays and options
     if sel is None:

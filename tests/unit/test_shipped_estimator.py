@@ -1,5 +1,5 @@
-"""The estimator shipped in checkpoints/ (MetricCons^src): usable on a fresh clone with no training step (offline encoder
-from the installed package, head and metadata from git)."""
+"""The estimator shipped in checkpoints/ (MetricCons^src): usable on a fresh clone with no training step
+(offline encoder from the installed package, head and metadata from git)."""
 
 from __future__ import annotations
 
