@@ -233,7 +233,8 @@ def render(results: list[dict], command: str, seeds: int, explored: dict | None)
         "",
     ]
     lines += [
-        "| campaign | items × systems | random SPA | method | rank-length SPA / parity | rank-cost SPA / parity | paper SPA / parity |",
+        "| campaign | items × systems | random SPA | method | rank-length SPA / parity | rank-cost SPA / parity "
+        "| paper SPA / parity |",
         "|---|---|---|---|---|---|---|",
     ]
     for res in results:
@@ -255,7 +256,8 @@ def render(results: list[dict], command: str, seeds: int, explored: dict | None)
             "Costs normalised to (c − c_min)/(c̄ − c_min) (cheapest item ≈ free), the paper objective, and as",
             '"random" the knapsack over random utilities (which also favours many cheap items) — against our',
             "protocol: real (or length-model) seconds and a random subset of the same cost. The knapsack-random",
-            f"column averages {with_paper[0]['paper_protocol']['seeds']} seeds (each is ten knapsacks over non-integer costs, solved by",
+            f"column averages {with_paper[0]['paper_protocol']['seeds']} seeds "
+            "(each is ten knapsacks over non-integer costs, solved by",
             f"CBC and used as found after {PAPER_TIME_LIMIT:g} s).",
             "",
             "| campaign | method | paper protocol: method SPA | paper protocol: knapsack-random SPA | "
@@ -266,8 +268,10 @@ def render(results: list[dict], command: str, seeds: int, explored: dict | None)
             pp = res["paper_protocol"]
             for m, r in pp["methods"].items():
                 lines.append(
-                    f"| {res['title']} | {LABEL.get(m, m)} | {100 * r['spa']:.1f} | {100 * pp['random_knapsack_spa']:.1f} | "
-                    f"{100 * res['objectives']['paper'][m]['spa']:.1f} | {100 * res['objectives']['rank-length'][m]['spa']:.1f} | "
+                    f"| {res['title']} | {LABEL.get(m, m)} | {100 * r['spa']:.1f} | "
+                    f"{100 * pp['random_knapsack_spa']:.1f} | "
+                    f"{100 * res['objectives']['paper'][m]['spa']:.1f} | "
+                    f"{100 * res['objectives']['rank-length'][m]['spa']:.1f} | "
                     f"{100 * res['random']['spa']:.1f} |"
                 )
     lines += ["", "Cost notes: " + "; ".join(f"{r['key']}: {r['cost_note']}" for r in results), ""]
@@ -275,7 +279,8 @@ def render(results: list[dict], command: str, seeds: int, explored: dict | None)
         lines += [
             "## How the default was chosen (`--explore`)",
             "",
-            f"Command: `.venv/bin/python benchmarks/bench_cost_aware.py --explore --seeds {explored['seeds']}`. Parity in cost",
+            "Command: `.venv/bin/python benchmarks/bench_cost_aware.py --explore "
+            f"--seeds {explored['seeds']}`. Parity in cost",
             f"on the development campaign ({explored['campaign']}; random SPA {100 * explored['random_spa']:.1f}),",
             "lower is better:",
             "",

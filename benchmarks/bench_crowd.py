@@ -1,4 +1,5 @@
-"""Artificial crowd on WMT23 en-de and zh-en (seed 002 Table 4) -> benchmarks/results/crowd.md (+ JSON in benchmarks/out/crowd).
+"""Artificial crowd on WMT23 en-de and zh-en (seed 002 Table 4) -> benchmarks/results/crowd.md
+(+ JSON in benchmarks/out/crowd).
 
 Usage: PYTHONPATH=. .venv/bin/python benchmarks/bench_crowd.py [--crowd 4] [--runs 100] [--seeds 100]
        [--irt-runs 10] [--irt-epochs 500] [--cache benchmarks/out/embed-cache] [--render-only]
@@ -112,12 +113,12 @@ def render() -> None:
         "# Artificial crowd (seed 002 §4.2, Table 4)",
         "",
         f"Command: `{command.strip()}`  ",
-        f"Each run draws {first['crowd']} of the campaign's systems (en-de 12, zh-en 15), computes the utility on those "
-        "4 only (MetricX-23-c for the metric-based ones), and meta-evaluates the top-k subsets at budgets 5–50 % against "
-        "the full MQM set on the *remaining* systems; random selection (mean of "
-        f"{first['random']['seeds_per_run']} random orderings per run) is evaluated on the same remaining systems. "
-        "SPA (%) averaged over budgets, then over runs; ± = 90 % t-interval of a single run (as the paper's ±); "
-        "Δ = SPA − random paired by run, mean and 90 % t-interval of the mean. Paper = Table 4 (9 WMT23 pairs averaged, "
+        f"Each run draws {first['crowd']} of the campaign's systems (en-de 12, zh-en 15), computes the utility on "
+        "those 4 only (MetricX-23-c for the metric-based ones), and meta-evaluates the top-k subsets at budgets 5–50 % "
+        "against the full MQM set on the *remaining* systems; random selection (mean of "
+        f"{first['random']['seeds_per_run']} random orderings per run) is evaluated on the same remaining systems. SPA "
+        "(%) averaged over budgets, then over runs; ± = 90 % t-interval of a single run (as the paper's ±); Δ = SPA − "
+        "random paired by run, mean and 90 % t-interval of the mean. Paper = Table 4 (9 WMT23 pairs averaged, "
         "artificial crowd column).",
         "",
         "| method | en-de SPA | en-de Δ vs random | zh-en SPA | zh-en Δ vs random | runs | paper (Table 4) |",
@@ -146,7 +147,8 @@ def render() -> None:
         "",
         f"Wall time (2 shared cores; includes utilities): {walls}. "
         + (
-            f"DiffDisc runs only the first {irt['runs']} crowds (py-irt 4PL, {irt['signature']['method_options']['irt_diffdisc']['epochs']} epochs, "
+            f"DiffDisc runs only the first {irt['runs']} crowds "
+            f"(py-irt 4PL, {irt['signature']['method_options']['irt_diffdisc']['epochs']} epochs, "
             f"one fit per crowd): {irt['runs']} crowds took {irt['wall_seconds']:.0f} s on {LPS[0]}, so "
             f"{first['runs']} would take about {irt['wall_seconds'] / irt['runs'] * first['runs'] / 60:.0f} min. "
             if irt

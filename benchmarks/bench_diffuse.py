@@ -109,13 +109,15 @@ def speed(args: argparse.Namespace) -> None:
         encode = time.perf_counter() - start
         campaign_tree(campaign, embeddings=cold).select(args.budget)
         ours_e2e = time.perf_counter() - start
+        distinct = len(np.unique(np.concatenate([campaign.outputs[s] for s in campaign.systems]).astype(str)))
         print(
-            f"precomet end to end, cold (model load + encoding {len(np.unique(np.concatenate([campaign.outputs[s] for s in campaign.systems]).astype(str)))}"
+            f"precomet end to end, cold (model load + encoding {distinct}"
             f" distinct of {outputs} outputs: {encode:.1f} s; + selection): {ours_e2e:.1f} s"
         )
         peer_e2e = _run_peer(peer_python, tmp, args.budget, default_encoder())
         print(
-            f"subset2evaluate end to end, cold (model load + encoding all {outputs} outputs + selection): {peer_e2e['seconds']:.1f} s"
+            f"subset2evaluate end to end, cold (model load + encoding all {outputs} outputs + selection): "
+            f"{peer_e2e['seconds']:.1f} s"
         )
         print(f"speed-up, end to end cold: {peer_e2e['seconds'] / ours_e2e:.1f}x")
 
@@ -142,7 +144,8 @@ def protocol(args: argparse.Namespace) -> None:
         sig = result.signature
         print(
             f"\n### {name}: {len(campaign)} items, {len(campaign.systems)} systems, {sig['pairs']} pairs × "
-            f"{args.seeds} seeds × {len({r['budget'] for r in result.success})} budgets, test set {sig['test_items']} items, "
+            f"{args.seeds} seeds × {len({r['budget'] for r in result.success})} budgets, "
+            f"test set {sig['test_items']} items, "
             f"tie margin {args.margin}; evaluation {seconds:.1f} s (embeddings cached)\n"
         )
         table = result.to_markdown().splitlines()

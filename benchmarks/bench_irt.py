@@ -44,7 +44,8 @@ def main() -> None:
         seconds = time.perf_counter() - start
         r = lambda x, y: np.corrcoef(x, y)[0, 1] if np.std(x) > 0 else float("nan")  # noqa: E731
         print(
-            f"| {model} | {n} × {s} | {args.epochs} | {seconds:.1f} | {r(fitted.difficulty, b):.3f} | {r(fitted.ability, theta):.3f}"
+            f"| {model} | {n} × {s} | {args.epochs} | {seconds:.1f} | {r(fitted.difficulty, b):.3f} "
+            f"| {r(fitted.ability, theta):.3f}"
             f" | {r(fitted.discrimination, a):.3f} | {r(fitted.feasibility, feas):.3f} |"
         )
 

@@ -74,16 +74,19 @@ def main() -> None:
         "# k-means on outputs and weighted k-means (seed 002 App. A) vs k-means on sources",
         "",
         f"Command: `{command.strip()}`  ",
-        "WMT23, human = MQM, budgets 5–50 % (k = budget), SPA (%) and cluster count averaged over budgets; random = mean of "
+        "WMT23, human = MQM, budgets 5–50 % (k = budget), SPA (%) and cluster count averaged over budgets; "
+        "random = mean of "
         f"{args.seeds} random subsets; Δ = SPA − random. Paper = Table 8 (9 WMT23 pairs; its encoder MiniLM-L12 "
         "multilingual, ours the offline English all-MiniLM-L6-v2, so Chinese sources embed poorly).",
         "",
-        "| selector | en-de SPA | en-de Δ | en-de clusters | zh-en SPA | zh-en Δ | zh-en clusters | k-means fit s (en-de / zh-en) | paper SPA |",
+        "| selector | en-de SPA | en-de Δ | en-de clusters | zh-en SPA | zh-en Δ | zh-en clusters "
+        "| k-means fit s (en-de / zh-en) | paper SPA |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
     de, zh = results["en-de"], results["zh-en"]
     lines.append(
-        f"| Random | {100 * de['random']['spa']:.1f} | – | {de['random']['clusters']:.2f} | {100 * zh['random']['spa']:.1f} | – | "
+        f"| Random | {100 * de['random']['spa']:.1f} | – | {de['random']['clusters']:.2f} | "
+        f"{100 * zh['random']['spa']:.1f} | – | "
         f"{zh['random']['clusters']:.2f} | – | – |"
     )
     for on, flag, label in ROWS:

@@ -117,27 +117,37 @@ def main() -> None:
     )
     diff = ours[:, 0] - theirs[:, 0]
     ours_rev = [me.spa_indices(ref, idx[::-1]) for idx in subsets[:20]]
+    noise_ratio = np.mean(np.abs(diff[:: max(1, len(subsets) // 100)]) / (np.sqrt(2) * np.maximum(noise, 1e-12)))
     lines = [
-        f"# Meta-evaluation loop: precomet vs subset2evaluate 1.0.27 ({args.campaign}, MQM, {n} items × {len(campaign.systems)} systems)",
+        f"# Meta-evaluation loop: precomet vs subset2evaluate 1.0.27 ({args.campaign}, MQM, "
+        f"{n} items × {len(campaign.systems)} systems)",
         "",
         f"Command: `.venv/bin/python benchmarks/bench_metaeval.py --campaign {args.campaign} --seeds {args.seeds}`",
         "",
-        f"- subsets meta-evaluated: {len(subsets)} (6 method orderings + {args.seeds} random, × 10 budgets 5–50 %), each SPA (1000 permutations) + clusters + Kendall τ-b",
+        f"- subsets meta-evaluated: {len(subsets)} (6 method orderings + {args.seeds} random, × 10 budgets 5–50 %), "
+        "each SPA (1000 permutations) + clusters + Kendall τ-b",
         (
-            f"- precomet: {ours_seconds:.2f} s (incl. the full-set reference; `evaluate_orderings`: nested budgets share the SPA"
-            f" products, all orderings batched, one vectorised Wilcoxon per budget); subset by subset {single_seconds:.2f} s;"
+            f"- precomet: {ours_seconds:.2f} s (incl. the full-set reference; "
+            "`evaluate_orderings`: nested budgets share the SPA"
+            " products, all orderings batched, one vectorised Wilcoxon per budget); "
+            f"subset by subset {single_seconds:.2f} s;"
             f" subset2evaluate: {result['seconds']:.1f} s"
         ),
-        f"- **speed-up: {result['seconds'] / ours_seconds:.0f}×** (both sides single-threaded) (subset by subset: {result['seconds'] / single_seconds:.0f}×)",
-        f"- SPA, ours − peer on identical subsets: mean {diff.mean():+.4f}, mean |·| {np.abs(diff).mean():.4f}, max |·| {np.abs(diff).max():.4f}",
+        f"- **speed-up: {result['seconds'] / ours_seconds:.0f}×** (both sides single-threaded) "
+        f"(subset by subset: {result['seconds'] / single_seconds:.0f}×)",
+        f"- SPA, ours − peer on identical subsets: mean {diff.mean():+.4f}, mean |·| {np.abs(diff).mean():.4f}, "
+        f"max |·| {np.abs(diff).max():.4f}",
         (
-            f"- SPA permutation noise (std of our SPA over 10 permutation seeds, same subsets): mean {noise.mean():.4f}, max {noise.max():.4f}"
-            f" → |ours − peer| / (√2·noise) mean {np.mean(np.abs(diff[:: max(1, len(subsets) // 100)]) / (np.sqrt(2) * np.maximum(noise, 1e-12))):.2f}"
+            "- SPA permutation noise (std of our SPA over 10 permutation seeds, same subsets): "
+            f"mean {noise.mean():.4f}, max {noise.max():.4f}"
+            f" → |ours − peer| / (√2·noise) mean {noise_ratio:.2f}"
         ),
-        f"- cluster count equal on {np.mean(ours[:, 1] == theirs[:, 1]):.1%} of subsets (mean ours {ours[:, 1].mean():.3f}, peer {theirs[:, 1].mean():.3f})",
+        f"- cluster count equal on {np.mean(ours[:, 1] == theirs[:, 1]):.1%} of subsets "
+        f"(mean ours {ours[:, 1].mean():.3f}, peer {theirs[:, 1].mean():.3f})",
         f"- Kendall τ-b equal on {np.mean(np.isclose(ours[:, 2], theirs[:, 2])):.1%} of subsets",
         (
-            f"- item-order dependence, 20 subsets evaluated forwards and reversed: peer max |ΔSPA| {np.max(np.abs(np.array(result['reversed_spa']) - theirs[:20, 0])):.4f};"
+            "- item-order dependence, 20 subsets evaluated forwards and reversed: "
+            f"peer max |ΔSPA| {np.max(np.abs(np.array(result['reversed_spa']) - theirs[:20, 0])):.4f};"
             f" precomet max |ΔSPA| {np.max(np.abs(np.array(ours_rev) - ours[:20, 0])):.4f}"
         ),
     ]

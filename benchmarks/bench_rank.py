@@ -70,10 +70,10 @@ def main() -> None:
     for missing in (0.0, args.missing):
         data = campaign(args.items, args.systems, missing)
         label = "complete" if not missing else f"{missing:.0%} missing"
-        best, med = timed(lambda: rank_systems(data, rounds=args.rounds), args.repeat)
+        best, med = timed(lambda data=data: rank_systems(data, rounds=args.rounds), args.repeat)
         rows.append((f"rank_systems, {label}", best, med))
         matrix = data.score("human")
-        best, med = timed(lambda: bootstrap_means(matrix, rounds=args.rounds), args.repeat)
+        best, med = timed(lambda matrix=matrix: bootstrap_means(matrix, rounds=args.rounds), args.repeat)
         rows.append((f"bootstrap_means only, {label}", best, med))
     matrix = campaign(args.items, args.systems, 0.0).score("human")
 

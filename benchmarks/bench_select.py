@@ -38,7 +38,9 @@ PEER_SCRIPT = r"""
 import json, sys, time
 from subset2evaluate.select_subset import costaware
 spec = json.load(open(sys.argv[1]))
-data = [{"i": i, "subset2evaluate_utility": u, "cost": c} for i, (u, c) in enumerate(zip(spec["utility"], spec["cost"]))]
+data = [
+    {"i": i, "subset2evaluate_utility": u, "cost": c} for i, (u, c) in enumerate(zip(spec["utility"], spec["cost"]))
+]
 out = []
 for budget in spec["budgets"]:
     start = time.perf_counter()
@@ -102,7 +104,8 @@ def main() -> None:
     peer = peer_costaware(utility, cost, budgets)
     print(f"== {args.n} items, cost budget 5%..50% (cost = 0.15*len+33.7, utility ~ N(0,1)) ==")
     print(
-        f"{'budget':>7} {'ours s':>8} {'peer s':>8} {'ratio':>7} {'ours obj':>10} {'peer obj':>10} {'gap':>9} {'peer over':>9}"
+        f"{'budget':>7} {'ours s':>8} {'peer s':>8} {'ratio':>7} {'ours obj':>10} {'peer obj':>10} {'gap':>9} "
+        f"{'peer over':>9}"
     )
     for p, budget, sel, theirs in zip(PROPS, budgets, ours, peer):
         idx = np.array(theirs["indices"], dtype=int)
@@ -144,13 +147,15 @@ def main() -> None:
         _, codes = np.unique(domain, return_inverse=True)
         seconds, objective, status = plain_cbc(normalise(big_u), big.cost, codes, 0.2 * big.cost.sum())
         print(
-            f"{'plain pulp/CBC 5 domains':24} {seconds:7.2f} s  {status}  objective {objective:.4f} (ours {found['paper, + 5 domains'].objective:.4f})"
+            f"{'plain pulp/CBC 5 domains':24} {seconds:7.2f} s  {status}  objective {objective:.4f} "
+            f"(ours {found['paper, + 5 domains'].objective:.4f})"
         )
     if args.peer_large:
         theirs = peer_costaware(big_u, big.cost, [0.2 * float(big.cost.sum())])[0]
         idx = np.array(theirs["indices"], dtype=int)
         print(
-            f"{'peer costaware (plain)':24} {theirs['seconds']:7.2f} s  items {len(idx)}  objective {normalise(big_u)[idx].sum():.4f}"
+            f"{'peer costaware (plain)':24} {theirs['seconds']:7.2f} s  items {len(idx)}  "
+            f"objective {normalise(big_u)[idx].sum():.4f}"
         )
     if args.real:
         real_campaigns()

@@ -34,7 +34,9 @@ import subset2evaluate.methods as m
 data = json.load(open(sys.argv[1]))
 out = {}
 for name, fn in (("chrf", m.diversity_chrf), ("bleu", m.diversity_bleu), ("unigram", m.diversity_unigram)):
-    t = time.perf_counter(); values = fn(data); out[name] = {"seconds": time.perf_counter() - t, "values": [float(v) for v in values]}
+    t = time.perf_counter()
+    values = fn(data)
+    out[name] = {"seconds": time.perf_counter() - t, "values": [float(v) for v in values]}
 json.dump(out, open(sys.argv[2], "w"))
 """
 
@@ -70,7 +72,9 @@ def part_speed() -> None:
         ("diversity", {"similarity": "bleu"}),
     ]
     for method, options in runs:
-        seconds, _ = timed(lambda: compute_utility(campaign, method, score="m", options=options))
+        seconds, _ = timed(
+            lambda method=method, options=options: compute_utility(campaign, method, score="m", options=options)
+        )
         print(f"| {method} {options or ''} | {seconds:.2f} |")
 
 
@@ -88,7 +92,7 @@ def part_peer(peer: str, n_items: int) -> None:
         peer_out = json.loads(dst.read_text())
     print("| similarity | precomet s | subset2evaluate s | speed-up | max abs diff (mapped) |\n|---|---|---|---|---|")
     for kind in ("chrf", "bleu", "unigram"):
-        seconds, ours = timed(lambda: compute_utility(campaign, "diversity", options={"similarity": kind}))
+        seconds, ours = timed(lambda kind=kind: compute_utility(campaign, "diversity", options={"similarity": kind}))
         peer_values = -np.array(peer_out[kind]["values"])
         if kind == "unigram":  # peer: mean over distinct unordered pairs, negated
             mapped = 1 - peer_values
@@ -120,7 +124,9 @@ def part_real(names: list[str]) -> None:
                 ("irt_fic", {"epochs": 500}, None),
             ):
                 seconds, u = timed(
-                    lambda: compute_utility(campaign, method, score=score, budget=budget, options=options)
+                    lambda campaign=campaign, method=method, score=score, budget=budget, options=options: (
+                        compute_utility(campaign, method, score=score, budget=budget, options=options)
+                    )
                 )
                 print(f"| {campaign.name} | {score} | {method} | {seconds:.2f} | {spearmanr(u, ref).statistic:.2f} |")
         for method, options, budget in (
@@ -128,10 +134,13 @@ def part_real(names: list[str]) -> None:
             ("diversity", {"similarity": "chrf"}, None),
             ("kmeans", {}, 50),
         ):
-            seconds, u = timed(lambda: compute_utility(campaign, method, budget=budget, options=options))
-            print(
-                f"| {campaign.name} | - | {method} {options} | {seconds:.2f} | {spearmanr(u, compute_utility(campaign, 'metric_var', score=HUMAN)).statistic:.2f} |"
+            seconds, u = timed(
+                lambda campaign=campaign, method=method, budget=budget, options=options: compute_utility(
+                    campaign, method, budget=budget, options=options
+                )
             )
+            rho = spearmanr(u, compute_utility(campaign, "metric_var", score=HUMAN)).statistic
+            print(f"| {campaign.name} | - | {method} {options} | {seconds:.2f} | {rho:.2f} |")
 
 
 def main() -> None:

@@ -111,8 +111,8 @@ for name, (method, metric) in methods.items():
     out[name] = {"spa": spa, "clusters": clu, "corr": cor, "seconds": time.perf_counter() - start}
 start = time.perf_counter()
 runs = np.array([run(sel.basic(data, method="random", seed=s)) for s in range(seeds)])
-out["random"] = {"spa": float(runs[:, 0].mean()), "clusters": float(runs[:, 1].mean()), "corr": float(runs[:, 2].mean()),
-                 "seconds": time.perf_counter() - start}
+out["random"] = {"spa": float(runs[:, 0].mean()), "clusters": float(runs[:, 1].mean()),
+                 "corr": float(runs[:, 2].mean()), "seconds": time.perf_counter() - start}
 json.dump(out, open(sys.argv[4], "w"))
 """
 
@@ -298,13 +298,17 @@ def render(args: argparse.Namespace) -> str:
         "",
         f"Command: {command}",
         "",
-        "SPA = soft pairwise accuracy (%) averaged over budgets; clusters = mean cluster count; parity = budget needed to",
-        f"reach random's mean SPA, as a share of random's budget (Eq. 12, lower is better). Random = mean of {args.seeds} seeds.",
+        "SPA = soft pairwise accuracy (%) averaged over budgets; clusters = "
+        "mean cluster count; parity = budget needed to",
+        "reach random's mean SPA, as a share of random's budget (Eq. 12, lower "
+        f"is better). Random = mean of {args.seeds} seeds.",
         "JSON and figures: benchmarks/results/metaeval/. Wall time per campaign (whole benchmark, incl. utilities): "
         + ", ".join(f"{k} {v:.0f} s" for k, v in seconds.items())
         + ".",
-        f"DiffDisc = py-irt 4PL on the metric, {args.irt_epochs} epochs; Diversity = 1 − mean cosine of all-MiniLM-L6-v2",
-        "output embeddings (English vocabulary, so Czech/Hindi/Japanese/German outputs are embedded poorly); k-means on",
+        f"DiffDisc = py-irt 4PL on the metric, {args.irt_epochs} epochs; "
+        "Diversity = 1 − mean cosine of all-MiniLM-L6-v2",
+        "output embeddings (English vocabulary, so Czech/Hindi/Japanese/German outputs are embedded poorly); "
+        "k-means on",
         "source embeddings, k = budget (its parity search refits per budget: the slowest method here). Output",
         "embeddings come from the shared cache benchmarks/out/embed-cache.",
         "",
@@ -361,7 +365,8 @@ def wmt_section(results: dict, peers: dict) -> list[str]:
     if peer_seconds:
         lines += [
             "",
-            "subset2evaluate wall time (utilities + eval_spa/eval_clucor, 10 budgets, random seeds; its BLAS threads on, busy machine;"
+            "subset2evaluate wall time (utilities + eval_spa/eval_clucor, 10 budgets, "
+            "random seeds; its BLAS threads on, busy machine;"
             " the like-for-like speed comparison is benchmarks/results/metaeval_speed.md): "
             + ", ".join(f"{k} {v:.0f} s" for k, v in peer_seconds.items())
             + ".",
@@ -389,38 +394,41 @@ def peer_differences(results: dict, peers: dict, wmt: list[str]) -> list[str]:
         "### Differences from subset2evaluate 1.0.27, and why",
         "",
         (
-            f"- **Same utility, same subsets → same numbers.** Where both tools rank items identically (MetricAvg, MetricVar,"
-            f" Diversity with sentence BLEU) mean SPA differs by at most {100 * spa_gap:.2f} points and"
-            f" mean clusters by at most {cluster_gap:.2f}. The SPA residue is permutation noise: both draw 1000 sign flips, but the"
-            " peer matches its mask to items *by position* (so its SPA changes when a subset is reordered), ours ties each item's"
-            " flips to its id (order-invariant); see benchmarks/results/metaeval_speed.md for the subset-by-subset check."
+            "- **Same utility, same subsets → same numbers.** Where both tools rank items identically (MetricAvg, "
+            f"MetricVar, Diversity with sentence BLEU) mean SPA differs by at most {100 * spa_gap:.2f} points and mean "
+            f"clusters by at most {cluster_gap:.2f}. The SPA residue is permutation noise: both draw 1000 sign flips, "
+            "but the peer matches its mask to items *by position* (so its SPA changes when a subset is reordered), "
+            "ours ties each item's flips to its id (order-invariant); see benchmarks/results/metaeval_speed.md for the "
+            "subset-by-subset check."
         ),
         (
-            f"- **Random** differs by {100 * random_gap:.2f} points: different random orderings (ours `default_rng([seed, r])`,"
-            " the peer's own `random` method with seeds 0..99) — within the spread of 100 runs."
+            f"- **Random** differs by {100 * random_gap:.2f} points: different random orderings (ours "
+            "`default_rng([seed, r])`, the peer's own `random` method with seeds 0..99) — within the spread of 100 "
+            "runs."
         ),
         (
-            "- **MetricCons**: our default is Spearman ρ of each item's system scores with the system means (the peer: Kendall"
-            " τ-c); the *Kendall* row uses our τ-b, which normalises ties differently from τ-c, and 85 % (en-de) / 97 % (zh-en)"
-            " of items have tied MetricX scores (identical outputs), so its subsets differ slightly from the peer's (zh-en"
-            " clusters 5.9 vs 6.1). **Diversity**: our default is 1 − mean cosine of"
-            " sentence embeddings (offline all-MiniLM-L6-v2, cache benchmarks/out/embed-cache); the peer's is negated sentence"
-            " BLEU over all |M|² pairs incl. self-pairs, which ranks items like our *BLEU* row. On WMT23 the embedding variant"
-            " is clearly better than BLEU (see the table)."
+            "- **MetricCons**: our default is Spearman ρ of each item's system scores with the system means (the peer: "
+            "Kendall τ-c); the *Kendall* row uses our τ-b, which normalises ties differently from τ-c, and 85 % "
+            "(en-de) / 97 % (zh-en) of items have tied MetricX scores (identical outputs), so its subsets differ "
+            "slightly from the peer's (zh-en clusters 5.9 vs 6.1). **Diversity**: our default is 1 − mean cosine of "
+            "sentence embeddings (offline all-MiniLM-L6-v2, cache benchmarks/out/embed-cache); the peer's is negated "
+            "sentence BLEU over all |M|² pairs incl. self-pairs, which ranks items like our *BLEU* row. On WMT23 the "
+            "embedding variant is clearly better than BLEU (see the table)."
         ),
         (
-            "- **Clusters**: the peer opens a new cluster for two systems with identical scores; we keep them together. No"
-            " WMT23 system pair has identical MQM scores, so the counts agree on identical subsets (on 1059 of 1060 subsets"
-            " in the speed benchmark)."
+            "- **Clusters**: the peer opens a new cluster for two systems with identical scores; we keep them "
+            "together. No WMT23 system pair has identical MQM scores, so the counts agree on identical subsets (on "
+            "1059 of 1060 subsets in the speed benchmark)."
         ),
         (
-            "- **Parity** is ours only (the peer's `eval_spa_par` scans budgets linearly in a 10-worker pool; not run on this"
-            " 2-core machine). Ours: coarse grid + bisection on the same SPA, Eq. 12 without the peer's random normalisation."
+            "- **Parity** is ours only (the peer's `eval_spa_par` scans budgets linearly in a 10-worker pool; not run "
+            "on this 2-core machine). Ours: coarse grid + bisection on the same SPA, Eq. 12 without the peer's random "
+            "normalisation."
         ),
         (
-            "- **The paper** averages 9 WMT23 language pairs; we have the two with MQM in ../shared (en-de 12 systems,"
-            " zh-en 15). Absolute SPA is higher on these two than the paper's 9-pair mean, so compare the order of methods and"
-            " the gain over random rather than the absolute values."
+            "- **The paper** averages 9 WMT23 language pairs; we have the two with MQM in ../shared (en-de 12 systems, "
+            "zh-en 15). Absolute SPA is higher on these two than the paper's 9-pair mean, so compare the order of "
+            "methods and the gain over random rather than the absolute values."
         ),
         "",
     ]
@@ -434,14 +442,18 @@ def variant_section(results: dict, args: argparse.Namespace) -> list[str]:
     lines = [
         f"## WMT23 en-de selection variants (paper Tables 1–3; random = {args.variant_seeds} seeds)",
         "",
-        "Each subset is chosen by the subset builder (precomet.select) at every budget; cost-aware budgets are shares of",
-        "the total estimated annotation time (0.15·len(src)+33.7 s) and parity is measured in cost. Domain quotas round",
+        "Each subset is chosen by the subset builder (precomet.select) at "
+        "every budget; cost-aware budgets are shares of",
+        "the total estimated annotation time (0.15·len(src)+33.7 s) and "
+        "parity is measured in cost. Domain quotas round",
         "down to equal counts per domain (20 instead of 23 items at 5 %, 4 domains); document-level subsets take whole",
         'documents up to the same item count. "plain" = the item-level table above.',
-        "**Random** in these variants is a random subset that fits the budget (precomet.selection.random_fill: units in",
+        "**Random** in these variants is a random subset that fits the "
+        "budget (precomet.selection.random_fill: units in",
         "random order, skipped when they do not fit, domains filled a round at a time), not the knapsack over random",
         "utilities: that knapsack prefers many cheap items (cost-aware) and one-item documents (document level), which",
-        "made an earlier version of this table's random baseline biased. The methods still choose through the knapsack,",
+        "made an earlier version of this table's random baseline biased. "
+        "The methods still choose through the knapsack,",
         "which by design prefers cheap units: compare methods with the random row of their own variant.",
         "Knapsacks not certified optimal within 10 s are used as found (3 solves in the last run, gaps 0.02–0.04 %).",
         "",

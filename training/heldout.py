@@ -197,7 +197,8 @@ def main() -> None:
             f"--scores {e['method']}_src{stem(args, e['seed'])}={e['scores']}" for e in results if e["test"] == test
         )
         print(
-            f"precomet benchmark {BENCH_DATA[test].format(raw=RAW)} {specs} --seeds 100 --json {args.out}/{test.replace('/', '_')}.bench.json"
+            f"precomet benchmark {BENCH_DATA[test].format(raw=RAW)} {specs} --seeds 100 "
+            f"--json {args.out}/{test.replace('/', '_')}.bench.json"
         )
 
 

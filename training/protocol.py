@@ -183,7 +183,8 @@ def main() -> None:
         "--methods",
         nargs="+",
         default=["diversity"],
-        help="target utilities: diversity (chrF), metric_avg / metric_var / metric_cons (on chrF against the reference)",
+        help="target utilities: diversity (chrF), metric_avg / metric_var / "
+        "metric_cons (on chrF against the reference)",
     )
     parser.add_argument("--random-seeds", type=int, default=100)
     parser.add_argument(
@@ -349,17 +350,21 @@ def write_report(results: dict, path: Path) -> Path:
         "by run 2 with 60); run 3's fine-tuning rows are `ft-1epoch` (`--ft-epochs 1`); run 4 fine-tunes for 2 epochs.",
         "",
         "Targets, from every history campaign (`wmt-news-systems`, outputs only): `diversity` = chrF output diversity;",
-        "`metric_avg` / `metric_var` / `metric_cons` = the metric utilities on sentence chrF of every output against the",
+        "`metric_avg` / `metric_var` / `metric_cons` = the metric utilities "
+        "on sentence chrF of every output against the",
         "reference. Z-scored per campaign, one row per distinct source. Test sources are dropped from the history by",
-        "normalised text before training (none of them occurs there: `test_sources_dropped` = 0 in protocol.json). Dev =",
-        "10 % of the history split by source text (early stopping only). Means ± sd over 3 training seeds; `ensemble` =",
+        "normalised text before training (none of them occurs there: "
+        "`test_sources_dropped` = 0 in protocol.json). Dev =",
+        "10 % of the history split by source text (early stopping only). "
+        "Means ± sd over 3 training seeds; `ensemble` =",
         "mean of the 3 seeds' z-scored predictions. Configs: `frozen*` = frozen MiniLM, head 2048-1024 (`frozen`) or",
         "512-128 (`-small`), last-layer mean pooling or layer-wise scalar mix (`-mix`), max_length 128 (or `-256`);",
         "`ft` = configs/precomet-minilm-ft.yaml (end-to-end fine-tuning).",
         "",
         "## a. Distillation: Pearson / Spearman with the same utility computed on the test campaign's own outputs",
         "",
-        "| setting | test | target | config | train rows | train s | dev Pearson | test Pearson | test Spearman | ensemble Pearson |",
+        "| setting | test | target | config | train rows | train s | dev Pearson "
+        "| test Pearson | test Spearman | ensemble Pearson |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     keys = dict.fromkeys((r["setting"], r["test"], r["method"], r["config"]) for r in runs)
@@ -371,7 +376,9 @@ def write_report(results: dict, path: Path) -> Path:
         ens = [r for r in mine if r["seed"] == "ensemble"]
         ens_text = f"{ens[-1]['pearson']:.2f}" if ens else "—"
         lines.append(
-            f"| {setting} | {test} | {method} | {config} | {seeds[0]['train_rows'] if seeds else '—'} | {_mean_sd([r['train_s'] for r in seeds], digits=0)} "
+            f"| {setting} | {test} | {method} | {config} | "
+            f"{seeds[0]['train_rows'] if seeds else '—'} | "
+            f"{_mean_sd([r['train_s'] for r in seeds], digits=0)} "
             f"| {_mean_sd([r['dev_pearson'] for r in seeds])} | {_mean_sd([r['pearson'] for r in seeds])} "
             f"| {_mean_sd([r['spearman'] for r in seeds])} | {ens_text} |"
         )
@@ -384,7 +391,8 @@ def write_report(results: dict, path: Path) -> Path:
         test = key.split("|")[0]
         methods = bench["methods"]
         lines += [
-            f"**{test}**, targets {key.split('|')[1]}, configs {key.split('|')[2]} ({bench['items']} items x {bench['systems']}"
+            f"**{test}**, targets {key.split('|')[1]}, configs {key.split('|')[2]} "
+            f"({bench['items']} items x {bench['systems']}"
             f" systems; random SPA {100 * bench['random_spa']:.2f})",
             "",
             "| selector | SPA | parity |",
@@ -405,7 +413,8 @@ def write_report(results: dict, path: Path) -> Path:
                 else shown
             )
             lines.append(
-                f"| {shown} | {_mean_sd([methods[n]['spa'] for n in names], 100)} | {_mean_sd([methods[n]['parity'] for n in names], 100, 0)} |"
+                f"| {shown} | {_mean_sd([methods[n]['spa'] for n in names], 100)} | "
+                f"{_mean_sd([methods[n]['parity'] for n in names], 100, 0)} |"
             )
         lines.append("")
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
