@@ -142,6 +142,7 @@ def select_subset(
         capacity,
         balance=balance,
         quotas=quotas,
+        cost_aware=cost_aware,
         knapsack=dict(solver=solver, time_limit=time_limit, gap_tolerance=gap_tolerance, seed=seed),
     )
     if not chosen.any():
@@ -237,8 +238,9 @@ def _budget(n, cost, names, budget, proportion, budget_cost) -> tuple[np.ndarray
     return weight, capacity, {given[0]: requested, "unit": "cost" if cost_aware else "items", "capacity": capacity}
 
 
-def _optimise(units, value, capacity, *, balance, quotas, knapsack) -> tuple[np.ndarray, dict[str, Any]]:
-    """The chosen units and the optimiser's report (status, objective, bound, gap, solver, details)."""
+def _optimise(units, value, capacity, *, balance, quotas, cost_aware, knapsack) -> tuple[np.ndarray, dict[str, Any]]:
+    """The chosen units and the optimiser's report (status, objective, bound, gap, solver, details). Under a cost
+    budget, share quotas are shares of the cost even when every unit costs the same."""
     if balance not in (None, "domain"):
         raise PrecometError(f"unknown balance {balance!r}; choose 'domain' or leave it unset")
     if balance and quotas:
@@ -251,7 +253,7 @@ def _optimise(units, value, capacity, *, balance, quotas, knapsack) -> tuple[np.
         names, codes = group_codes(units)
         sizes = np.bincount(codes, minlength=len(names))
         if quotas:
-            kind, targets = quota_targets(quotas, names, sizes, count_budget=slots)
+            kind, targets = quota_targets(quotas, names, sizes, count_budget=None if cost_aware else slots)
             counts, shares = (targets, None) if kind == "counts" else (None, targets)
         elif constant:
             per = slots // len(names)

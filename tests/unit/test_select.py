@@ -423,3 +423,20 @@ def test_real_wmt23_cost_aware_balanced_documents(raw_data):
     docs = {campaign.doc[i] for i in chosen}
     assert all((i in chosen) == (campaign.doc[i] in docs) for i in range(len(campaign)))
     assert len({sum(1 for d in docs if campaign.domain[campaign.doc == d][0] == g) for g in set(campaign.domain)}) == 1
+
+
+def test_share_quotas_under_a_cost_budget_are_shares_of_the_cost_even_with_equal_costs():
+    # chat's share is 1.5 cost units: one item of cost 1, whether or not the costs happen to be equal
+    domain = np.array(["chat", "chat", "news"], dtype=object)
+    for cost in ([1.0, 1.0, 1.0], [1.0, 1.0, 1.0001]):
+        selection = select_subset(
+            np.array([3.0, 2.0, 1.0]),
+            cost=np.array(cost),
+            domain=domain,
+            budget_cost=3.0,
+            quotas={"chat": 0.5, "news": 0.5},
+            cost_objective="rank-cost",
+        )
+        assert selection.indices.tolist() == [0, 2], cost
+    counted = select_subset(np.array([3.0, 2.0, 1.0]), domain=domain, budget=3, quotas={"chat": 0.5, "news": 0.5})
+    assert counted.indices.tolist() == [0, 1, 2]  # an item budget rounds shares to counts (largest remainder)
