@@ -134,7 +134,12 @@ def main(argv: list[str] | None = None) -> int:
     """Run one subcommand. Bad input (:class:`PrecometError`, an unreadable or unwritable path) exits 2 with one
     line; an interruption exits 130 saying that no output was written; the traceback only with ``-v``."""
     argv = sys.argv[1:] if argv is None else list(argv)
-    args = build_parser(only=_command_in(argv)).parse_args(argv)
+    parser = build_parser(only=_command_in(argv))
+    args, unrecognized = parser.parse_known_args(argv)
+    if unrecognized:
+        explain = getattr(importlib.import_module(COMMANDS[args.command]), "explain_unrecognized", None)
+        hint = explain(unrecognized) if explain else None
+        parser.error(f"unrecognized arguments: {' '.join(unrecognized)}" + (f"; {hint}" if hint else ""))
     prefix = f"precomet {args.command}"
     try:
         with _command_settings(verbose=args.verbose, progress=args.progress), _sigterm_as_interrupt():

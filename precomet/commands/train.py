@@ -22,6 +22,17 @@ def overrides_help() -> str:
     )
 
 
+def explain_unrecognized(arguments: list[str]) -> str | None:
+    """For an unknown ``--SECTION.KEY`` option: the valid keys of that section (argparse alone only says
+    "unrecognized arguments")."""
+    for argument in arguments:
+        if argument.startswith("--") and "." in argument:
+            key = argument[2:].split("=", 1)[0]
+            valid = [k for k in override_keys() if k.startswith(key.split(".", 1)[0] + ".")] or override_keys()
+            return f"{key} is not a configuration key; valid: {', '.join(valid)} ({DOCS})"
+    return None
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--config", help=f"YAML configuration (configs/precomet-minilm.yaml, …; see {DOCS}); default: built-in defaults"

@@ -11,3 +11,19 @@ def test_help_renders(argv, capsys):
         main(argv)
     assert exit_info.value.code == 0
     assert "usage: precomet" in capsys.readouterr().out
+
+
+def test_an_unknown_config_key_names_the_valid_keys_of_its_section(capsys, tmp_path):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["train", "--train", "t.jsonl", "--out", str(tmp_path / "o"), "--trainer.epochs", "3"])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert "trainer.epochs is not a configuration key" in err and "trainer.max_epochs" in err
+    assert "model.encoder" not in err and not (tmp_path / "o").exists()
+
+
+def test_other_unrecognized_arguments_keep_argparses_message(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["info", "--data", "x.jsonl", "--bogus"])
+    assert exit_info.value.code == 2
+    assert capsys.readouterr().err.strip().endswith("unrecognized arguments: --bogus")
