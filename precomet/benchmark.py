@@ -156,7 +156,7 @@ def budget_value(campaign: Campaign, prop: float, *, budget_cost: bool) -> float
 
 
 # --------------------------------------------------------------------------- random baseline and parity
-def ci90(values: Sequence[float], *, of_mean: bool = False) -> tuple[float, float]:
+def ci90(values: Sequence[float] | np.ndarray, *, of_mean: bool = False) -> tuple[float, float]:
     """90 % Student-t interval of a single run: ``mean ± t(0.95, R−1) · s`` (s with ddof=1); with ``of_mean``
     the interval of the mean (``s / √R``)."""
     from scipy.special import stdtrit  # = scipy.stats.t.ppf(0.95, df), without importing scipy.stats

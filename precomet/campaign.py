@@ -31,7 +31,7 @@ COST_PER_CHAR = 0.15
 COST_INTERCEPT = 33.7
 
 
-def estimate_cost(src: Sequence[str]) -> np.ndarray:
+def estimate_cost(src: Sequence[str] | np.ndarray) -> np.ndarray:
     """Annotation time in seconds estimated from source length: ``0.15 * len(src) + 33.7``.
 
     The linear fit of real WMT23 ESA annotation times on source characters from the paper (§5.2).
@@ -39,7 +39,7 @@ def estimate_cost(src: Sequence[str]) -> np.ndarray:
     return COST_PER_CHAR * source_length(src) + COST_INTERCEPT
 
 
-def source_length(src: Sequence[str]) -> np.ndarray:
+def source_length(src: Sequence[str] | np.ndarray) -> np.ndarray:
     """Characters of every source (float array): what the length cost model and the ``rank-length`` cost
     objective read."""
     return np.array([len(s) for s in src], dtype=float)
@@ -112,12 +112,12 @@ class Campaign:
         ids: Sequence[Any] | None = None,
         src: Sequence[str],
         systems: Sequence[str],
-        outputs: Mapping[str, Sequence[str]] | None = None,
+        outputs: Mapping[str, Sequence[str | None]] | None = None,
         scores: Mapping[str, Any] | None = None,
-        ref: Sequence[str] | None = None,
+        ref: Sequence[str | None] | None = None,
         doc: Sequence[Any] | None = None,
         domain: Sequence[Any] | None = None,
-        cost: Sequence[float] | None = None,
+        cost: Sequence[float | None] | np.ndarray | None = None,
         name: str = "campaign",
         lp: str | None = None,
         protocol: str | None = None,
@@ -267,7 +267,7 @@ class Campaign:
         _check_no_infinity(scores[name], self.ids, self.systems, name)
         return replace(self, scores=scores)
 
-    def with_cost(self, cost: Sequence[float]) -> Campaign:
+    def with_cost(self, cost: Sequence[float] | np.ndarray) -> Campaign:
         """A campaign with new per-item costs (validated as in :meth:`build`)."""
         return Campaign.build(**{**self._columns(), "cost": cost})
 

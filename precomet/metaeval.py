@@ -79,7 +79,9 @@ def clusters(scores: np.ndarray, *, alpha: float = CLUSTER_ALPHA) -> list[list[i
     return split_clusters(order, wilcoxon_less(scores[:, order[1:]] - scores[:, order[:-1]]), alpha=alpha)
 
 
-def split_clusters(order: Sequence[int], pvalues: Sequence[float], *, alpha: float = CLUSTER_ALPHA) -> list[list[int]]:
+def split_clusters(
+    order: Sequence[int] | np.ndarray, pvalues: Sequence[float] | np.ndarray, *, alpha: float = CLUSTER_ALPHA
+) -> list[list[int]]:
     """Algorithm 1's grouping: systems in ``order``; p-value ``i`` (``order[i+1]`` vs ``order[i]``) below
     ``alpha`` opens a new cluster."""
     result = [[int(order[0])]]
@@ -249,10 +251,10 @@ def evaluate_orderings(
     sizes = [int(k) for k in sizes]
     if not sizes or sorted(sizes) != sizes or sizes[0] < 2:
         raise CampaignError(f"prefix sizes must be increasing and at least 2, got {sizes}")
-    heads = [np.asarray(o, dtype=int)[: sizes[-1]] for o in orders]
-    if not heads or min(len(h) for h in heads) < sizes[-1]:
+    rows = [np.asarray(o, dtype=int)[: sizes[-1]] for o in orders]
+    if not rows or min(len(h) for h in rows) < sizes[-1]:
         raise CampaignError(f"every ordering needs at least {sizes[-1]} positions (the largest size)")
-    heads = np.stack(heads)
+    heads = np.stack(rows)
     ordered = np.sort(heads, axis=1)
     if (ordered[:, 1:] == ordered[:, :-1]).any() or ordered.min() < 0 or ordered.max() >= len(ref):
         raise CampaignError(f"an ordering must list distinct campaign positions in 0..{len(ref) - 1}")
@@ -317,10 +319,13 @@ def spa_from_sums(ref: Reference, partial: np.ndarray, observed: np.ndarray, abs
     return 1.0 - np.abs(batch_pvalues(partial, threshold) - ref.pvalues).mean(axis=1)
 
 
-def _batch_measures(ref: Reference, sub: np.ndarray, measures: Sequence[str]) -> dict[str, np.ndarray]:
+def _batch_measures(
+    ref: Reference, sub: np.ndarray, measures: Sequence[str]
+) -> dict[str, np.ndarray | list[float] | None]:
     """Every measure but SPA for a batch of equal-size subsets ``sub`` (B, k, S)."""
     means = np.round(sub.mean(axis=1), 10)
-    wanted, found = set(measures), {}
+    wanted = set(measures)
+    found: dict[str, np.ndarray | list[float] | None] = {}
     if {"clusters", "top1_dice"} & wanted:
         found["clusters"], first = _batch_clusters(sub, means)
         if "top1_dice" in wanted:

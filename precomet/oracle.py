@@ -41,8 +41,7 @@ def greedy_oracle_order(
     if step < 1:
         raise PrecometError(f"oracle step must be at least 1, got {step}")
     rng = np.random.default_rng([seed, 13])
-    exact = ref.exact is not None
-    values = ref.exact if exact else ref.matrix
+    values = ref.exact if ref.exact is not None else ref.matrix
     dtype = values.dtype
     n, n_systems = values.shape
     partial = np.zeros((n_systems, ref.permutations), dtype=dtype)

@@ -213,7 +213,8 @@ def rank_systems(
         )
 
     with np.errstate(invalid="ignore"):
-        means = np.round(np.nanmean(matrix, axis=0), 10)  # as metaeval.system_means: ties are ties
+        raw_means: np.ndarray = np.nanmean(matrix, axis=0)  # typed: np.round of Any reads as a numpy scalar
+        means = np.round(raw_means, 10)  # as metaeval.system_means: ties are ties
     order = np.lexsort((np.arange(len(means)), -means))  # as metaeval.clusters
     pvalues = (
         wilcoxon_less(matrix[:, order[1:]] - matrix[:, order[:-1]]) if complete else _adjacent_tests(matrix, order)

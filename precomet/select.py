@@ -221,7 +221,7 @@ def _budget(n, cost, names, budget, proportion, budget_cost) -> tuple[np.ndarray
         raise PrecometError(f"give exactly one of budget, proportion, budget_cost (got {given or 'none'})")
     cost_arr = None if cost is None else _item_numbers(cost, names, "cost", positive=True)
     cost_aware = cost_arr is not None and budget is None
-    weight = cost_arr.copy() if cost_aware else np.ones(n)
+    weight = cost_arr.copy() if cost_aware and cost_arr is not None else np.ones(n)  # cost_aware implies a cost
     if budget is not None:
         if isinstance(budget, bool) or int(budget) != budget or budget < 1:
             raise PrecometError(f"budget must be a positive whole number of items, got {budget!r}")
@@ -256,6 +256,7 @@ def _optimise(units, value, capacity, *, balance, quotas, cost_aware, knapsack) 
             kind, targets = quota_targets(quotas, names, sizes, count_budget=None if cost_aware else slots)
             counts, shares = (targets, None) if kind == "counts" else (None, targets)
         elif constant:
+            assert slots is not None  # set whenever every unit costs the same
             per = slots // len(names)
             if per == 0:
                 raise PrecometError(f"a budget of {slots} unit(s) cannot give each of {len(names)} domains one")
@@ -268,10 +269,12 @@ def _optimise(units, value, capacity, *, balance, quotas, cost_aware, knapsack) 
         if counts is not None:
             _check_counts(counts, names, codes, weight, capacity)
     if constant and shares is None:  # top-k: exact, no solver
+        assert slots is not None  # set whenever every unit costs the same
         if counts is None:
             chosen = np.zeros(len(value), dtype=bool)
             chosen[np.argsort(-value, kind="stable")[: min(slots, len(value))]] = True
         else:
+            assert codes is not None  # counts are only set together with the group codes
             chosen = top_per_group(value, codes, counts)
         objective = float(value[chosen].sum())
         return chosen, dict(status="optimal", objective=objective, bound=objective, gap=0.0, solver="top-k", details={})

@@ -20,7 +20,7 @@ _CONTROLLER = None  # threadpoolctl.ThreadpoolController, created on first use (
 
 
 # --------------------------------------------------------------------------- sign flips and p-values
-def item_signs(ids: Sequence[str], *, permutations: int = 1000, seed: int = 0) -> np.ndarray:
+def item_signs(ids: Sequence[str] | np.ndarray, *, permutations: int = 1000, seed: int = 0) -> np.ndarray:
     """An ``(N, permutations)`` int8 matrix of ±1 sign flips; row ``i`` depends only on ``(seed, ids[i])``.
 
     Each item's key is a BLAKE2b hash of seed and id; splitmix64 of key + counter gives 64 signs per word.

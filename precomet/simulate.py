@@ -51,7 +51,8 @@ def simulate_campaign(
     n_systems = len(theta)
     systems = [f"sys{j:02d}" for j in range(n_systems)]
 
-    domains, docs = [], []
+    domains: list[str] = []
+    docs: list[str] = []
     doc_index = 0
     while len(domains) < n_items:
         size = int(rng.integers(3, 9))
@@ -77,7 +78,7 @@ def simulate_campaign(
     human = np.clip(100 * quality + rng.normal(0, HUMAN_NOISE, quality.shape), 0, 100)
     metric = human + rng.normal(0, 10, quality.shape)
 
-    outputs = {system: [] for system in systems}
+    outputs: dict[str, list[str]] = {system: [] for system in systems}
     for i, text in enumerate(src):
         words = text.split()
         for j, system in enumerate(systems):

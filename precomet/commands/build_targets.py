@@ -100,7 +100,8 @@ def load_specs(specs: list[str], human: str | None, *, complete: bool = True) ->
     from precomet.errors import PrecometError
     from precomet.io import load
 
-    campaigns, origin = [], {}
+    campaigns: list = []
+    origin: dict[str, str] = {}
     for spec in specs:
         for path, name in expand_spec(spec):
             campaign = load(path, campaign=name, human=human, complete=complete)

@@ -59,7 +59,7 @@ class SourceFingerprint:
     def __len__(self) -> int:
         return len(self.hashes)
 
-    def contains(self, sources: Sequence[str]) -> np.ndarray:
+    def contains(self, sources: Sequence[str] | np.ndarray) -> np.ndarray:
         """A boolean per source: was it (probably, see module doc) among the training sources?"""
         probe = np.fromiter((source_hash(s) for s in sources), dtype=np.uint32, count=len(sources))
         if not len(self.hashes):
@@ -98,7 +98,7 @@ def fingerprint_in(mapping: Any, *, where: str) -> SourceFingerprint | None:
     return None if data is None else SourceFingerprint.from_json(data, where=where)
 
 
-def check_seen(mapping: Any, sources: Sequence[str], *, strict: bool, what: str, where: str) -> int | None:
+def check_seen(mapping: Any, sources: Sequence[str] | np.ndarray, *, strict: bool, what: str, where: str) -> int | None:
     """How many ``sources`` the estimator behind ``mapping`` (a checkpoint's metadata or a utility file's
     signature, read at ``where``) was trained on; ``None`` when ``mapping`` has no fingerprint. Any seen
     source is a warning, or with ``strict`` a :class:`PrecometError`."""

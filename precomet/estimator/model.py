@@ -7,6 +7,7 @@ import logging
 import os
 from itertools import pairwise
 from pathlib import Path
+from typing import Any
 
 import torch
 from torch import nn
@@ -44,7 +45,7 @@ def resolve_model(name: str) -> Path:
         ) from None
 
 
-def load_encoder(name: str) -> tuple[nn.Module, object]:
+def load_encoder(name: str) -> tuple[Any, Any]:
     """``(model, tokenizer)`` from :func:`resolve_model`, safetensors only, in training mode."""
     from transformers import AutoModel, AutoTokenizer
 
@@ -87,7 +88,7 @@ class UtilityEstimator(nn.Module):
 
     def __init__(
         self,
-        encoder: nn.Module,
+        encoder: Any,  # a Hugging Face model (an nn.Module with .config and .save_pretrained)
         *,
         pooling: str = "mean",
         hidden_sizes: tuple[int, ...] = (2048, 1024),

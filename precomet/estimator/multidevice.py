@@ -12,6 +12,7 @@ from __future__ import annotations
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytorch_lightning as pl
@@ -49,7 +50,8 @@ class PredictModule(pl.LightningModule):
 
     def predict_dataloader(self) -> DataLoader:
         batches = self.rank_batches(self.trainer.global_rank, self.trainer.world_size)
-        return DataLoader(batches, batch_size=None, collate_fn=self.collate)  # one dataset item = one batch
+        # one dataset item = one batch; torch types ``dataset`` as Dataset, but any sequence works (documented)
+        return DataLoader(batches, batch_size=None, collate_fn=self.collate)  # type: ignore[arg-type]
 
     def predict_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> tuple[torch.Tensor, torch.Tensor]:
         values = self.model(batch["input_ids"], batch["attention_mask"]).float()
@@ -58,7 +60,8 @@ class PredictModule(pl.LightningModule):
             "index": torch.nn.functional.pad(batch["index"], (0, fill), value=FILLER),
             "value": torch.nn.functional.pad(values, (0, fill)),
         }
-        gathered = self.all_gather(padded)  # (world_size, batch_size) each; (batch_size,) on one device
+        # a dict like ``padded`` (Lightning types the result as any collection)
+        gathered: Any = self.all_gather(padded)  # (world_size, batch_size) each; (batch_size,) on one device
         self.gathered.append((gathered["index"].reshape(-1).cpu(), gathered["value"].reshape(-1).cpu()))
         return self.gathered[-1]
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -20,6 +21,9 @@ from precomet.estimator.data import (
 )
 from precomet.progress import progress as progress_bar
 from precomet.progress import progress_enabled
+
+if TYPE_CHECKING:
+    from precomet.estimator.model import UtilityEstimator
 
 logger = logging.getLogger(__name__)
 
@@ -170,7 +174,7 @@ def predict_campaign(
 
 
 def compute_features(
-    model: torch.nn.Module,
+    model: UtilityEstimator,
     ids: Sequence[Sequence[int]],
     *,
     pad_id: int,

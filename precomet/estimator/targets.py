@@ -50,7 +50,7 @@ def _rank(values: np.ndarray) -> np.ndarray:
 NORMALISERS = {"zscore": _zscore, "rank": _rank, "none": lambda values: values.astype(float)}
 
 
-def normalise_targets(values: Sequence[float], how: str) -> np.ndarray:
+def normalise_targets(values: Sequence[float] | np.ndarray, how: str) -> np.ndarray:
     """Apply one of :data:`NORMALISERS` to one campaign's utilities (returns a new array). Not
     :func:`precomet.selection.units.normalise`, which scales utilities for the knapsack objective."""
     if how not in NORMALISERS:

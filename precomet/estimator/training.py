@@ -18,7 +18,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -441,7 +441,7 @@ def fit(trainer: pl.Trainer, module: EstimatorModule, data: TargetDataModule) ->
 # ---------------------------------------------------------------------------------------------- export
 def best_metrics(history: list[dict[str, float]], early_stopping: dict[str, Any], *, has_dev: bool) -> dict[str, float]:
     """The history entry of the best epoch by ``early_stopping["monitor"]`` (empty without a dev set)."""
-    monitor = early_stopping["monitor"] if has_dev else None
+    monitor: Any = early_stopping["monitor"] if has_dev else None  # a metric name or None
     scored = [h for h in history if monitor in h] if monitor else []
     if not scored:
         return {}
@@ -461,7 +461,8 @@ def export_best(
     into place with the rest). Only the global-zero process writes. Returns the ``.ckpt`` path."""
     from precomet.estimator.checkpoint import read_lightning_checkpoint, write_checkpoint_files
 
-    best = trainer.checkpoint_callback.best_model_path
+    # the trainer is built with a ModelCheckpoint (Lightning types the property as the base class or None)
+    best = cast("pl.callbacks.ModelCheckpoint", trainer.checkpoint_callback).best_model_path
     if not best:
         raise PrecometError("training produced no checkpoint (zero training batches?)")
     if trainer.is_global_zero:

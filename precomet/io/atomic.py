@@ -28,7 +28,7 @@ from precomet.errors import OutputError
 
 
 def _describe(err: OSError) -> str:
-    return {
+    descriptions: dict[int | None, str] = {
         errno.EISDIR: "is a directory",
         errno.ENOTDIR: "a parent of it is a file, not a directory",
         errno.EACCES: "permission denied",
@@ -36,7 +36,8 @@ def _describe(err: OSError) -> str:
         errno.EROFS: "read-only file system",
         errno.ENOSPC: "no space left on device",
         errno.EEXIST: "exists and is in the way",
-    }.get(err.errno, err.strerror or str(err))
+    }
+    return descriptions.get(err.errno, err.strerror or str(err))
 
 
 def output_error(path: str | Path, err: OSError) -> OutputError:

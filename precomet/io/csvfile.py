@@ -26,7 +26,10 @@ FIXED_COLUMNS = ("id", "src", "ref", "doc", "domain", "cost")
 def _columns(
     path: Path, header: list[str]
 ) -> tuple[dict[str, int], dict[str, int], dict[tuple[str, str], int], list[str]]:
-    fixed, outputs, scores, systems = {}, {}, {}, {}
+    fixed: dict[str, int] = {}
+    outputs: dict[str, int] = {}
+    scores: dict[tuple[str, str], int] = {}
+    systems: dict[str, None] = {}
     for position, column in enumerate(header):
         if column in fixed or column in FIXED_COLUMNS:
             if column in fixed:
@@ -73,7 +76,7 @@ def load_csv(path: str | Path, *, name: str | None = None) -> Campaign:
     column = {s: j for j, s in enumerate(systems)}
     score_names = list(dict.fromkeys(score for score, _ in score_cols))
     matrices = {score: np.full((n, len(systems)), np.nan) for score in score_names}
-    outputs = {s: [None] * n for s in out_cols}
+    outputs: dict[str, list[str | None]] = {s: [None] * n for s in out_cols}
     ids, src, ref, doc, domain, cost = [], [], [], [], [], []
     seen: dict[str, int] = {}
     for i, (number, row) in enumerate(body):

@@ -71,7 +71,8 @@ def read_appraise_csv(path: str | Path) -> list[AppraiseRow]:
             finite_number(fields[k], what=f"field '{name}'", path=path, line=number)
             for k, name in ((10, "start"), (11, "end"))
         )
-        rows.append(AppraiseRow(*fields[:2], item, *fields[3:8], start, end, number))
+        annotator, system, _, kind, src_lang, tgt_lang, score, doc = fields[:8]
+        rows.append(AppraiseRow(annotator, system, item, kind, src_lang, tgt_lang, score, doc, start, end, number))
     return rows
 
 
@@ -162,7 +163,7 @@ def load_wmt24_esa(root: str | Path, campaign: str, *, include_refs: bool = Fals
     refs = {p.name[len(campaign) + 1 : -len(".txt")]: p for p in (txt / "references").glob(f"{campaign}.*.txt")}
     rated = sorted({system for _, system in ratings})
     systems = [s for s in rated if include_refs or s not in refs]
-    texts = {}
+    texts: dict[str | None, list[str]] = {}  # looked up with main_ref, which may be None
     for system in rated:
         path = refs.get(system, txt / "system-outputs" / campaign / f"{system}.txt")
         if not path.exists():

@@ -83,7 +83,9 @@ def campaign_from_items(
                 score_names[str(score)] = None
     n = len(items)
     system_list = list(systems)
-    outputs = {s: [None] * n for s in system_list} if any(item.get("tgt") for item in items) else {}
+    outputs: dict[str, list[str | None]] = (
+        {s: [None] * n for s in system_list} if any(item.get("tgt") for item in items) else {}
+    )
     scores = {k: [[math.nan] * len(system_list) for _ in range(n)] for k in score_names}
     column = {s: j for j, s in enumerate(system_list)}
     ids, src, refs, docs, domains, costs = [], [], [], [], [], []
@@ -126,7 +128,7 @@ def campaign_from_items(
                 if type(value) is not float or not math.isfinite(value):  # JSON floats skip building the message
                     value = finite_number(value, what=f"{place}: item {item_id!r}, system {system!r}, score {score!r}")
                 scores[str(score)][position][j] = value
-    campaign_names = {item.get("campaign") for item in items if item.get("campaign")}
+    campaign_names: set[Any] = {item.get("campaign") for item in items if item.get("campaign")}
     return Campaign.build(
         ids=ids,
         src=src,

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -55,7 +56,7 @@ def read_seg_scores(path: Path, n_items: int) -> dict[str, np.ndarray]:
         if len(parts) != 2:
             raise DataError(path, f"expected 'system<TAB>score', got {line[:60]!r}", line=number)
         systems.setdefault(parts[0], []).append(parts[1])
-    scores = {}
+    scores: dict[str, Any] = {}  # an array per system; None (unparsable) only until the check below raises
     for system, values in systems.items():
         if len(values) != n_items:
             raise DataError(

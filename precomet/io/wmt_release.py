@@ -118,7 +118,7 @@ def _read(path: Path) -> list[str]:
 
 def _texts(base: Path, folder: str, prefix: str, tl: str) -> dict[str, Path]:
     """``{name: path}`` of the files ``<prefix><name>.<tl>`` in ``base/folder``."""
-    found = {}
+    found: dict[str, Path] = {}
     directory = base / folder
     if not directory.is_dir():
         return found
@@ -144,7 +144,9 @@ def _missing_source(root: Path, campaign: str, valid: list[str]) -> DataError:
             if (m := _TEXT.match(p.name)) and m["lp"] == lp and (len(parts) == 2 or m["testset"] == parts[1])
         )
         if texts:
-            testset = _TEXT.match(texts[0].name)["testset"]
+            first = _TEXT.match(texts[0].name)
+            assert first is not None  # texts holds only names that match
+            testset = first["testset"]
             expected = base / "sources" / f"{testset}.{lp}.src.{lp.split('-')[0]}"
             return DataError(
                 expected,

@@ -11,6 +11,7 @@ import heapq
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Literal, overload
 
 import numpy as np
 
@@ -86,6 +87,10 @@ class _Annotator:
             self.labels[item] = check_label(self.oracle(item), item)
         return self.labels[item]
 
+    @overload
+    def result(self, items: Sequence[int], *, final: Literal[True]) -> IterativeResult: ...
+    @overload
+    def result(self, items: Sequence[int], *, final: bool) -> IterativeResult | None: ...
     def result(self, items: Sequence[int], *, final: bool) -> IterativeResult | None:
         labels = [self.label(int(i)) for i in items]
         a, b = labels.count("a"), labels.count("b")
@@ -153,7 +158,7 @@ def iterate_tree(
 
 
 def iterate_order(
-    order: Sequence[int],
+    order: Sequence[int] | np.ndarray,
     oracle: Callable[[int], object],
     *,
     p: float = 0.2,

@@ -17,6 +17,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import combinations
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -51,10 +52,10 @@ class Preferences:
     def build(
         cls,
         *,
-        item: Sequence[object],
-        model_a: Sequence[object],
-        model_b: Sequence[object],
-        label: Sequence[object],
+        item: Sequence[object] | np.ndarray,
+        model_a: Sequence[object] | np.ndarray,
+        model_b: Sequence[object] | np.ndarray,
+        label: Sequence[object] | np.ndarray,
         first_known: bool | Sequence[bool] = True,
         source: str = "preferences",
     ) -> Preferences:
@@ -95,7 +96,7 @@ class Preferences:
 
 
 def likert_labels(
-    values: Sequence[object], *, likert_ties: bool = False, items: Sequence[object] | None = None
+    values: Sequence[Any], *, likert_ties: bool = False, items: Sequence[object] | None = None
 ) -> list[str]:
     """Likert 1–8 -> ``a`` (1–4) / ``b`` (5–8); 4 and 5 become ``tie`` with ``likert_ties``."""
     labels = []
@@ -129,7 +130,7 @@ def from_scores(
     if margin < 0:
         raise PrecometError(f"tie margin must be >= 0, got {margin}")
     matrix = campaign.score(score)[:, columns] * (1.0 if higher_is_better else -1.0)
-    parts = {key: [] for key in ("item", "model_a", "model_b", "label")}
+    parts: dict[str, list[np.ndarray]] = {key: [] for key in ("item", "model_a", "model_b", "label")}
     for i, j in combinations(range(len(systems)), 2):
         delta = matrix[:, i] - matrix[:, j]
         keep = ~np.isnan(delta)
@@ -148,7 +149,7 @@ def from_scores(
 def _alpaca_first_shown(record: dict, baseline_wins: bool) -> bool | None:
     """Whether output_1 was shown first. The weighted GPT-4-turbo judge answers ``m`` for the output shown
     first and ``M`` for the second; AlpacaEval shuffles the order and un-flips the preference afterwards."""
-    raw = record.get("raw_completion")
+    raw: Any = record.get("raw_completion")
     try:
         token = raw["logprobs"]["content"][0]["token"]
     except (TypeError, KeyError, IndexError):

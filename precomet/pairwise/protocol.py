@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import combinations
 from pathlib import Path
+from typing import Any, cast
 
 import numpy as np
 
@@ -45,9 +46,9 @@ def preference_signs(first: np.ndarray, second: np.ndarray, *, margin: float = 0
 class PairwiseEvaluation:
     """Aggregated success rates per (method, budget) and iterative outcomes per (method, p)."""
 
-    success: list[dict[str, object]]
-    iterative: list[dict[str, object]]
-    signature: dict[str, object] = field(default_factory=dict)
+    success: list[dict[str, Any]]
+    iterative: list[dict[str, Any]]
+    signature: dict[str, Any] = field(default_factory=dict)
 
     def to_markdown(self) -> str:
         lines = [
@@ -120,8 +121,8 @@ def evaluate_pairwise(
             f"embeddings of shape {embeddings.shape} do not match {len(campaign)} items × {len(systems)} systems"
         )
     embeddings = np.asarray(embeddings, dtype=np.float64)
-    hits = {(m, b): [] for m in METHODS for b in usable}
-    outcomes = {(m, p): [] for m in METHODS for p in p_values}
+    hits: dict[tuple[str, int], list[Any]] = {(m, b): [] for m in METHODS for b in usable}
+    outcomes: dict[tuple[str, float], list[tuple[int, str, float]]] = {(m, p): [] for m in METHODS for p in p_values}
     pairs = list(combinations(range(len(systems)), 2))
     progress = progress_bar(total=len(pairs) * seeds, desc="pairs × seeds")
     for i, j in pairs:
@@ -150,7 +151,7 @@ def evaluate_pairwise(
                         "inconclusive"
                         if not run.decided
                         else "success"
-                        if {"a": 1, "b": -1}[run.winner] == winner
+                        if {"a": 1, "b": -1}[cast(str, run.winner)] == winner  # decided: winner is set
                         else "error"
                     )
                     outcomes[method, p].append((run.n_annotations, outcome, distance))
@@ -161,7 +162,7 @@ def evaluate_pairwise(
         for (m, b), v in hits.items()
     ]
     iterative = [_iterative_row(m, p, v) for (m, p), v in outcomes.items()]
-    run = signature(
+    run_signature = signature(
         "precomet diffuse protocol",
         method="diffuse-protocol",
         campaign=campaign,
@@ -177,14 +178,14 @@ def evaluate_pairwise(
         max_budget=max_budget,
         encoder=encoder_name(encoder),
     )
-    return PairwiseEvaluation(success, iterative, run)
+    return PairwiseEvaluation(success, iterative, run_signature)
 
 
-def _iterative_row(method: str, p: float, runs: list[tuple[int, str, float]]) -> dict[str, object]:
+def _iterative_row(method: str, p: float, runs: list[tuple[int, str, float]]) -> dict[str, Any]:
     used = np.array([r[0] for r in runs], dtype=float)
     kind = np.array([r[1] for r in runs])
     dist = np.array([r[2] for r in runs])
-    row: dict[str, object] = dict(
+    row: dict[str, Any] = dict(
         method=method, p=p, runs=len(runs), annotations=float(used.mean()), distance=float(dist.mean())
     )
     for name in ("success", "error", "inconclusive"):

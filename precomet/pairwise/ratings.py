@@ -13,6 +13,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 from scipy.optimize import minimize
@@ -162,7 +164,7 @@ class RatingTable:
     rounds: int
     seed: int
 
-    def rows(self) -> list[dict[str, object]]:
+    def rows(self) -> list[dict[str, Any]]:
         return [
             dict(
                 model=m,
@@ -239,7 +241,7 @@ def bootstrap_ratings(
     )
 
 
-def plot_ratings(table: RatingTable, path: str, *, title: str | None = None) -> None:
+def plot_ratings(table: RatingTable, path: str | Path, *, title: str | None = None) -> None:
     """A PNG of bootstrap medians with 5–95% intervals (a bare matplotlib Figure: no backend switch)."""
     from matplotlib.figure import Figure
 
@@ -256,13 +258,13 @@ def plot_ratings(table: RatingTable, path: str, *, title: str | None = None) -> 
 
 
 # ------------------------------------------------------------------------------------- judge diagnostics
-def position_bias(prefs: Preferences) -> dict[str, object]:
+def position_bias(prefs: Preferences) -> dict[str, Any]:
     """First-position win rate among decided records whose display order is known (binomial test vs 0.5),
     and the flip rate over (item, model pair) groups judged in both orders: the share of groups whose
     verdict names a different winning model (or a tie against a win) when the order is swapped."""
     known = prefs.take(np.flatnonzero(prefs.first_known))
     first, second = int((known.label == "a").sum()), int((known.label == "b").sum())
-    report: dict[str, object] = dict(
+    report: dict[str, Any] = dict(
         records=len(known), first_wins=first, second_wins=second, ties=len(known) - first - second
     )
     report["first_win_rate"] = first / (first + second) if first + second else float("nan")

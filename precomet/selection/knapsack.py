@@ -32,6 +32,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -108,7 +109,9 @@ def solve(
     size, calls = min(len(value), _FIRST_CORE + 8 * groups), 0
     while True:
         core = np.sort(order[:size])
-        found = _dp_core(problem, side, core) if problem.group is None else None
+        found: tuple[np.ndarray, bool, float | None] | None = (
+            _dp_core(problem, side, core) if problem.group is None else None
+        )
         if found is None:
             found = _solve_core(problem, side, core, None, solver, deadline, solver_gap, seed)
             calls += 1
@@ -127,6 +130,7 @@ def solve(
     if len(free) == 0:
         bound = lower
     elif core_optimal and np.isin(free, core).all():
+        assert core_bound is not None  # a proven-optimal core always comes with its bound
         bound = _global_bound(problem, side, core, core_bound, lower)
     else:
         core = free
@@ -314,17 +318,18 @@ def _solve_core(
         k = None if problem.counts is not None else pulp.LpVariable("k", 0, int(sizes.min()), cat="Integer")
         for g in range(groups):
             members = [x[j] for j in np.flatnonzero(problem.group[core] == g)]
-            target = problem.counts[g] if k is None else k
+            target = problem.counts[g] if problem.counts is not None else k  # k is None exactly when counts is not
             model += pulp.lpSum(members) + int(ones[g]) == target
     if warm is not None:
         for j, unit in enumerate(core):
             x[j].setInitialValue(int(warm[unit]))
         if problem.group is not None and problem.counts is None:
+            assert k is not None  # made above whenever there are groups and no counts
             k.setInitialValue(int((warm & (problem.group == 0)).sum()))
     seconds = max(1.0, deadline - time.perf_counter())
     with tempfile.TemporaryDirectory(prefix="precomet-knapsack-") as tmp:
         log_path = Path(tmp) / "solver.log"
-        options = {"msg": False, "timeLimit": seconds, "gapAbs": gap_abs, "warmStart": warm is not None}
+        options: dict[str, Any] = {"msg": False, "timeLimit": seconds, "gapAbs": gap_abs, "warmStart": warm is not None}
         if solver == "cbc":
             options.update(logPath=str(log_path), options=[f"randomCbcSeed {seed + 1}"])
         model.solve(pulp.getSolver(SOLVERS[solver], **options))

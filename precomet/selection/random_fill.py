@@ -10,6 +10,7 @@ so every domain ends with the same count (as the knapsack's equal-count constrai
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import cast
 
 import numpy as np
 
@@ -45,7 +46,8 @@ def random_fill(
                 chosen.append(int(u))
                 used += units.weight[u]
     else:
-        queues = [list(order[units.domain[order] == d]) for d in dict.fromkeys(units.domain[order])]
+        unit_domain = cast(np.ndarray, units.domain)  # balancing needs the domains (a None here fails as before)
+        queues = [list(order[unit_domain[order] == d]) for d in dict.fromkeys(unit_domain[order])]
         used = 0.0
         for round_units in zip(*queues):  # stops when the smallest domain runs out
             cost = float(units.weight[list(round_units)].sum())

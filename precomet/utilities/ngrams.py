@@ -52,7 +52,7 @@ def _tokenizer_13a() -> Callable[[str], str]:
     return _TOKENIZER
 
 
-_TOKENIZER = None
+_TOKENIZER: Callable[[str], str] | None = None
 
 
 def match_counts(units: Sequence[np.ndarray], n_systems: int, max_order: int) -> np.ndarray:

@@ -42,7 +42,9 @@ def utility_signature(
     )
 
 
-def write_utilities(path: str | Path, ids: Sequence[str], values: np.ndarray, signature: Mapping[str, Any]) -> None:
+def write_utilities(
+    path: str | Path, ids: Sequence[str] | np.ndarray, values: np.ndarray, signature: Mapping[str, Any]
+) -> None:
     """Write the signature line and one line per item, atomically."""
     with atomic_write(path) as handle:
         jsonsafe.dump_lines([{"signature": dict(signature)}], handle)

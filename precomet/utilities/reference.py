@@ -6,6 +6,8 @@ run on output-only history, so source-based estimators can distil them."""
 
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
 
 from precomet.campaign import Campaign
@@ -36,4 +38,5 @@ def with_reference_score(campaign: Campaign, kind: str = "chrf") -> Campaign:
     name = REFERENCE_METRICS.get(kind)
     if name in campaign.scores:
         return campaign
-    return campaign.with_scores(name, reference_scores(campaign, kind))
+    # an unknown kind (name None) is rejected by reference_scores before with_scores runs
+    return campaign.with_scores(cast(str, name), reference_scores(campaign, kind))
