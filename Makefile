@@ -25,6 +25,7 @@ test-fast: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/mypy
 
 demo: $(STAMP)
 	$(BIN)/precomet demo --out demo-output
