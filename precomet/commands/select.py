@@ -80,38 +80,33 @@ def run(args: argparse.Namespace) -> int:
     cost_aware = args.budget_cost is not None or (
         args.proportion is not None and (args.cost_aware or bool(args.cost_from_times))
     )
+    options = dict(  # passed to select_subset and recorded in the manifest as given
+        budget=args.budget,
+        proportion=args.proportion,
+        budget_cost=args.budget_cost,
+        balance=args.balance,
+        quotas=quotas,
+        level=args.level,
+        solver=args.solver,
+        time_limit=args.time_limit,
+        allow_gap=args.allow_gap,
+    )
     selection = select_subset(
         utility,
         cost=campaign.cost if cost_aware else None,
         domain=campaign.domain,
         doc=campaign.doc,
         ids=campaign.ids,
-        budget=args.budget,
-        proportion=args.proportion,
-        budget_cost=args.budget_cost,
-        balance=args.balance,
-        quotas=quotas,
-        level=args.level,
-        solver=args.solver,
-        time_limit=args.time_limit,
-        allow_gap=args.allow_gap,
         seed=args.seed,
         cost_objective=args.cost_objective,
         length=source_length(campaign.src),
+        **options,
     )
     parameters.update(
-        budget=args.budget,
-        proportion=args.proportion,
-        budget_cost=args.budget_cost,
+        options,
         cost_aware=cost_aware,
         cost_from_times=args.cost_from_times,
         cost_objective=args.cost_objective if cost_aware else None,
-        balance=args.balance,
-        quotas=quotas,
-        level=args.level,
-        solver=args.solver,
-        time_limit=args.time_limit,
-        allow_gap=args.allow_gap,
         campaign=campaign.name,
     )
     manifest = selection.manifest(method=method, parameters=parameters, data_hash=campaign.data_hash())
