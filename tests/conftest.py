@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from precomet.campaign import HUMAN, Campaign
+from precomet.simulate import simulate_history
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -23,6 +24,27 @@ os.environ.setdefault("TQDM_DISABLE", "1")
 REPO = Path(__file__).resolve().parent.parent
 RAW = Path(os.environ.get("PRECOMET_RAW_DATA", REPO.parent / "shared" / "data" / "raw"))
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
+
+
+def history_rows(*, n_campaigns: int, n_items: int, n_systems: int, seed: int, normalisation: str) -> list[dict]:
+    """Estimator target rows from a simulated history: target = minus the item's mean human score."""
+    rows = []
+    for campaign in simulate_history(n_campaigns=n_campaigns, n_items=n_items, n_systems=n_systems, seed=seed):
+        human = campaign.score(HUMAN).mean(axis=1)
+        rows += [
+            {
+                "src": campaign.src[i],
+                "target": float(-human[i]),
+                "campaign": campaign.name,
+                "doc": campaign.doc[i],
+                "lp": campaign.lp,
+                "id": campaign.ids[i],
+                "method": "neg_avg",
+                "normalisation": normalisation,
+            }
+            for i in range(len(campaign))
+        ]
+    return rows
 
 
 def assert_unchanged(before, after, where="value"):

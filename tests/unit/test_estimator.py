@@ -16,29 +16,14 @@ from precomet.cli import main
 from precomet.errors import PrecometError
 from precomet.estimator.targets import write_targets
 from precomet.simulate import simulate_history
+from tests.conftest import history_rows
 
 pytestmark = pytest.mark.slow  # one Lightning training run shared by the file (~15-40 s on 2 busy cores)
 REPO = Path(__file__).resolve().parents[2]
 
 
 def _rows() -> list[dict]:
-    rows = []
-    for campaign in simulate_history(n_campaigns=3, n_items=40, n_systems=4, seed=3):
-        human = campaign.score("human").mean(axis=1)
-        for i in range(len(campaign)):
-            rows.append(
-                {
-                    "src": campaign.src[i],
-                    "target": float(-human[i]),
-                    "campaign": campaign.name,
-                    "doc": campaign.doc[i],
-                    "lp": campaign.lp,
-                    "id": campaign.ids[i],
-                    "method": "neg_avg",
-                    "normalisation": "none",
-                }
-            )
-    return rows
+    return history_rows(n_campaigns=3, n_items=40, n_systems=4, seed=3, normalisation="none")
 
 
 @pytest.fixture(scope="session")

@@ -31,30 +31,14 @@ from precomet.estimator.training import (
     split_rows,
     train,
 )
-from precomet.simulate import simulate_history
+from tests.conftest import history_rows
 
 REPO = Path(__file__).resolve().parents[2]
 TINY = REPO / "configs" / "tiny.yaml"
 
 
 def _rows(n_items: int = 16) -> list[dict]:
-    rows = []
-    for campaign in simulate_history(n_campaigns=2, n_items=n_items, n_systems=3, seed=5):
-        human = campaign.score("human").mean(axis=1)
-        for i in range(len(campaign)):
-            rows.append(
-                {
-                    "src": campaign.src[i],
-                    "target": float(-human[i]),
-                    "campaign": campaign.name,
-                    "doc": campaign.doc[i],
-                    "lp": campaign.lp,
-                    "id": campaign.ids[i],
-                    "method": "neg_avg",
-                    "normalisation": "zscore",
-                }
-            )
-    return rows
+    return history_rows(n_campaigns=2, n_items=n_items, n_systems=3, seed=5, normalisation="zscore")
 
 
 @pytest.fixture(scope="module")
