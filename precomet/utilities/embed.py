@@ -54,10 +54,10 @@ def embed_texts(
     """Embeddings (float64, ``len(texts) × d``) aligned with ``texts``; each distinct text is encoded once. A
     sentence encoder's are L2-normalised (and cached in ``cache_dir``); a callable encoder's are used as it returns
     them (handy in tests and for custom encoders)."""
-    if callable(encoder):
-        return _embed_with_callable(texts, encoder)
-    encoder = encoder or default_encoder()
     unique, inverse = np.unique(np.asarray([t or "" for t in texts], dtype=object).astype(str), return_inverse=True)
+    if callable(encoder):
+        return _embed_with_callable(unique, encoder)[inverse.reshape(-1)]
+    encoder = encoder or default_encoder()
     keys = [hashlib.sha1(t.encode("utf-8")).hexdigest() for t in unique]
     cache_file = None
     cached: dict[str, np.ndarray] = {}
@@ -86,14 +86,14 @@ def embed_texts(
     return table[inverse.ravel()]
 
 
-def _embed_with_callable(texts: Sequence[str], encoder: Callable[[list[str]], np.ndarray]) -> np.ndarray:
-    unique, inverse = np.unique(np.asarray([t or "" for t in texts], dtype=object).astype(str), return_inverse=True)
+def _embed_with_callable(unique: np.ndarray, encoder: Callable[[list[str]], np.ndarray]) -> np.ndarray:
+    """The callable's vectors of the distinct texts, checked for shape and finiteness."""
     vectors = np.asarray(encoder([str(t) for t in unique]), dtype=np.float64)
     if vectors.ndim != 2 or len(vectors) != len(unique):
         raise PrecometError(f"encoder returned shape {vectors.shape} for {len(unique)} texts; expected (n, D)")
     if not np.isfinite(vectors).all():
         raise PrecometError("encoder returned non-finite embeddings")
-    return vectors[inverse.reshape(-1)]
+    return vectors
 
 
 def _encode(texts: list[str], *, encoder: str, batch_size: int, device: str) -> np.ndarray:
