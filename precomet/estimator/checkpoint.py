@@ -14,7 +14,7 @@ import json
 import logging
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -23,6 +23,9 @@ from precomet.errors import PrecometError
 from precomet.estimator.model import UtilityEstimator
 from precomet.io import jsonsafe
 from precomet.io.atomic import check_output, output_set
+
+if TYPE_CHECKING:
+    from precomet.estimator.backbone import BackboneEstimator
 
 logger = logging.getLogger(__name__)
 
@@ -93,11 +96,16 @@ def write_checkpoint_files(out_dir: Path, *, model: UtilityEstimator, tokenizer:
         model.encoder.save_pretrained(out_dir / ENCODER, safe_serialization=True)
         tokenizer.save_pretrained(out_dir / ENCODER)
     save_file(model.head_state(), str(out_dir / HEAD))
+    write_meta(out_dir / META, meta)
+
+
+def write_meta(path: Path, meta: dict[str, Any]) -> None:
+    """``precomet.json``: ``meta`` with ``format_version`` and ``precomet_version``, checked for the required fields."""
     full = {"format_version": FORMAT_VERSION, "precomet_version": __version__, **meta}
     missing = [k for k in REQUIRED_META if k not in full]
     if missing:
         raise PrecometError(f"checkpoint metadata lacks {missing}")
-    with open(out_dir / META, "w", encoding="utf-8") as handle:
+    with open(path, "w", encoding="utf-8") as handle:
         jsonsafe.dump(full, handle, indent=2, sort_keys=True)
         handle.write("\n")
 
@@ -114,7 +122,7 @@ def read_meta(checkpoint_dir: str | Path) -> dict[str, Any]:
         meta = json.loads((path / META).read_text(encoding="utf-8"))
     except json.JSONDecodeError as err:
         raise PrecometError(f"{path / META}: invalid JSON ({err.msg})") from None
-    if not (isinstance(meta, dict) and meta.get("encoder_package")):
+    if not (isinstance(meta, dict) and (meta.get("encoder_package") or meta.get("backbone"))):
         missing = [] if (path / ENCODER / "config.json").is_file() else [f"{ENCODER}/config.json"]
         if not any((path / ENCODER).glob("*.safetensors")):
             missing.append(f"{ENCODER}/*.safetensors")
@@ -153,22 +161,28 @@ def _load_weights(model: UtilityEstimator, state: dict[str, Any], *, where: Any,
         raise PrecometError(f"{where}: weights do not match the head described in {META} ({detail[:300]})") from None
 
 
-def load_estimator(checkpoint_dir: str | Path, *, device: str = "cpu") -> Estimator:
-    """Load a checkpoint directory offline (safetensors only) onto ``device``, in eval mode."""
+def load_estimator(checkpoint_dir: str | Path, *, device: str = "cpu") -> Estimator | BackboneEstimator:
+    """Load a checkpoint directory offline (safetensors only) onto ``device``, in eval mode: an
+    :class:`Estimator` (Hugging Face encoder + head) or, for ``backbone`` checkpoints, a
+    :class:`~precomet.estimator.backbone.BackboneEstimator` (registered encoder + head, on CPU)."""
     from safetensors.torch import load_file
 
     from precomet.estimator.model import load_encoder
 
     path = Path(checkpoint_dir)
     meta = read_meta(path)
-    encoder, tokenizer = load_encoder(_encoder_location(path, meta))
-    model = build_model(encoder, meta, where=path / META)
     try:
         head = load_file(str(path / HEAD))
     except Exception as err:  # noqa: BLE001 -- safetensors raises its own SafetensorError for truncated/corrupt files
         raise PrecometError(
             f"{path / HEAD}: not a readable safetensors file ({err}); the checkpoint is damaged"
         ) from None
+    if meta.get("backbone"):
+        from precomet.estimator.backbone import load_backbone_estimator
+
+        return load_backbone_estimator(path, meta, head)
+    encoder, tokenizer = load_encoder(_encoder_location(path, meta))
+    model = build_model(encoder, meta, where=path / META)
     result = _load_weights(model, head, where=path / HEAD, strict=False)
     missing = [k for k in result.missing_keys if not k.startswith("encoder.")]
     if missing or result.unexpected_keys:

@@ -17,7 +17,8 @@ from precomet.values import check_like
 DEFAULTS: dict[str, Any] = {
     "seed_everything": 12,
     "model": {
-        "encoder": "xlm-roberta-large",  # hub id or local directory (save_pretrained layout)
+        "backbone": "",  # registered sentence encoder (e5-small, minilm, surface, length, hf:DIR), frozen; "" = none
+        "encoder": "xlm-roberta-large",  # hub id or local directory (save_pretrained layout), without backbone
         "pooling": "mean",  # mean | mix (layer-wise scalar mix, then mean pooling)
         "hidden_sizes": [2048, 1024],
         "dropout": 0.1,
@@ -36,6 +37,7 @@ DEFAULTS: dict[str, Any] = {
         "group_by": "doc",  # dev split unit when no --dev is given: doc | campaign
         "bucket_batches": 50,  # length buckets span this many batches
         "num_workers": 0,
+        "cache_dir": "",  # with a backbone: keep its vectors here, so history is encoded once ("" = no disk cache)
     },
     "early_stopping": {"monitor": "val_pearson", "mode": "max", "patience": 2},
     "trainer": {

@@ -12,6 +12,7 @@ import torch
 
 from precomet.campaign import Campaign
 from precomet.errors import PrecometError
+from precomet.estimator.backbone import BackboneEstimator
 from precomet.estimator.checkpoint import Estimator, load_estimator
 from precomet.estimator.data import (
     length_sorted_batches,
@@ -93,7 +94,7 @@ def quantize_int8(estimator: Estimator) -> Estimator:
 
 
 def predict_sources(
-    checkpoint_dir: str | Path | Estimator,
+    checkpoint_dir: str | Path | Estimator | BackboneEstimator,
     sources: Sequence[str],
     *,
     batch_size: int = 64,
@@ -120,8 +121,17 @@ def predict_sources(
     sources = check_sources(sources)
     device = "cpu" if devices is not None else device
     estimator = (
-        checkpoint_dir if isinstance(checkpoint_dir, Estimator) else load_estimator(checkpoint_dir, device=device)
+        checkpoint_dir
+        if isinstance(checkpoint_dir, (Estimator, BackboneEstimator))
+        else load_estimator(checkpoint_dir, device=device)
     )
+    if isinstance(estimator, BackboneEstimator):
+        if precision != "fp32" or devices is not None or device != "cpu":
+            raise PrecometError(
+                f"estimator on backbone {estimator.meta['backbone']['name']!r} runs its encoder's own CPU engine:"
+                " precision, devices and device do not apply (leave them at their defaults)"
+            )
+        return estimator.predict(sources, progress=progress)
     if precision == "int8":
         estimator = quantize_int8(estimator)
     ids, n_truncated = tokenize(estimator.tokenizer, sources, max_length=estimator.max_length)
@@ -148,7 +158,7 @@ def predict_sources(
 
 
 def predict_campaign(
-    checkpoint_dir: str | Path | Estimator,
+    checkpoint_dir: str | Path | Estimator | BackboneEstimator,
     campaign: Campaign,
     *,
     batch_size: int = 64,

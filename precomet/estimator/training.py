@@ -127,6 +127,8 @@ def train(
     seed = int(cfg["seed_everything"])
     split = split_rows(train_rows, dev_rows, data=cfg["data"], seed=seed)
     final_dir = Path(out_dir)
+    if cfg["model"]["backbone"]:
+        return _train_backbone(cfg, split, final_dir, started=started, progress=progress)
     with seeded(seed), output_set() as out:  # a failed or interrupted run leaves nothing; a finished one everything
         network = build_network(cfg["model"], max_length=int(cfg["data"]["max_length"]))
         inputs = encode_rows(
@@ -147,6 +149,39 @@ def train(
     return TrainResult(
         checkpoint_dir=final_dir,
         best_ckpt=final_dir / "lightning" / best.name,  # where it was moved
+        dev_metrics=dev_metrics,
+        history=history,
+        seconds=time.perf_counter() - started,
+    )
+
+
+def _train_backbone(
+    cfg: dict[str, Any], split: Split, final_dir: Path, *, started: float, progress: bool | None
+) -> TrainResult:
+    """:func:`train` on a registered sentence encoder (``model.backbone``): vectors once, then the head."""
+    from precomet.encoders import get_encoder
+    from precomet.estimator.backbone import FeatureHead, encode_split
+
+    model, data = cfg["model"], cfg["data"]
+    encoder = get_encoder(model["backbone"])
+    inputs = encode_split(encoder, (split.train, split.dev), cache_dir=data["cache_dir"] or None, progress=progress)
+    with seeded(int(cfg["seed_everything"])), output_set() as out:  # all files or none, as train()
+        head = FeatureHead(encoder.dim, hidden_sizes=model["hidden_sizes"], dropout=float(model["dropout"]))
+        head.fit_scaling(inputs[0])
+        network = Network(model=head, tokenizer=None, max_length=0, pad_id=0)  # type: ignore[arg-type]
+        datamodule = build_datamodule(
+            split, (inputs[0], inputs[1]), pad_id=0, data=data, seed=int(cfg["seed_everything"])
+        )
+        meta = checkpoint_meta(cfg, split, network, backbone={"spec": model["backbone"], **encoder.identity()})
+        module = build_module(network, {**model, "freeze_encoder": True, "freeze_fraction": 0.0}, meta=meta)
+        work = out.directory(final_dir)
+        trainer, history = build_trainer(cfg, out_dir=work, has_dev=bool(split.dev), progress=progress)
+        fit(trainer, module, datamodule)
+        dev_metrics = best_metrics(history, cfg["early_stopping"], has_dev=bool(split.dev))
+        best = export_best_head(trainer, work, meta={**meta, "dev_metrics": dev_metrics, "history": history})
+    return TrainResult(
+        checkpoint_dir=final_dir,
+        best_ckpt=final_dir / "lightning" / best.name,
         dev_metrics=dev_metrics,
         history=history,
         seconds=time.perf_counter() - started,
@@ -318,25 +353,36 @@ def build_datamodule(
 
 
 # ---------------------------------------------------------------------------------------------- module
-def checkpoint_meta(cfg: dict[str, Any], split: Split, network: Network) -> dict[str, Any]:
+def checkpoint_meta(
+    cfg: dict[str, Any], split: Split, network: Network, *, backbone: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """The checkpoint metadata known before training (``precomet.json`` without ``dev_metrics`` and
-    ``history``, which :func:`export_best` adds); stored in every Lightning ``.ckpt``."""
+    ``history``, which :func:`export_best` adds); stored in every Lightning ``.ckpt``. With ``backbone`` (the
+    registered encoder's identity) no Hugging Face encoder is involved."""
+    from precomet.estimator.backbone import POOLING
     from precomet.estimator.checkpoint import packaged_encoder
     from precomet.estimator.model import resolve_model
 
     model = cfg["model"]
-    package = packaged_encoder(model["encoder"], frozen=bool(model["freeze_encoder"]))
+    package = None if backbone else packaged_encoder(model["encoder"], frozen=bool(model["freeze_encoder"]))
+    encoder = (
+        {"backbone": backbone}
+        if backbone
+        else {
+            "encoder": model["encoder"],
+            "encoder_package": package,
+            "encoder_path": None if package else str(resolve_model(model["encoder"]).resolve()),
+        }
+    )
     return {
         "target": {"method": split.method, "normalisation": split.normalisations},
         "direction": "higher_first",
         "standardisation": {"mean": split.mean, "std": split.std},
-        "pooling": model["pooling"],
+        "pooling": POOLING if backbone else model["pooling"],
         "hidden_sizes": list(model["hidden_sizes"]),
         "dropout": float(model["dropout"]),
         "max_length": network.max_length,
-        "encoder": model["encoder"],
-        "encoder_package": package,
-        "encoder_path": None if package else str(resolve_model(model["encoder"]).resolve()),
+        **encoder,
         "training_sources": SourceFingerprint.of(r["src"] for part in (split.train, split.dev) for r in part).to_json(),
         "training_data": {
             "hash": rows_hash(split.train),
@@ -471,6 +517,25 @@ def export_best(
                 best, extra_meta={"dev_metrics": dev_metrics, "history": history}
             )
             write_checkpoint_files(out_dir, model=model, tokenizer=tokenizer, meta=meta)
+    return Path(best)
+
+
+def export_best_head(trainer: pl.Trainer, out_dir: Path, *, meta: dict[str, Any]) -> Path:
+    """:func:`export_best` for a backbone estimator: the best ``.ckpt``'s head (read with
+    ``weights_only=True``) as ``head.safetensors`` and ``meta`` as ``precomet.json``."""
+    import torch
+    from safetensors.torch import save_file
+
+    from precomet.estimator.checkpoint import HEAD, META, write_meta
+
+    best = cast("pl.callbacks.ModelCheckpoint", trainer.checkpoint_callback).best_model_path
+    if not best:
+        raise PrecometError("training produced no checkpoint (zero training batches?)")
+    if trainer.is_global_zero:
+        state = torch.load(best, map_location="cpu", weights_only=True)["state_dict"]
+        head = {k.removeprefix("model."): v.contiguous() for k, v in state.items() if k.startswith("model.")}
+        save_file(head, str(out_dir / HEAD))
+        write_meta(out_dir / META, meta)
     return Path(best)
 
 

