@@ -285,7 +285,7 @@ def run_benchmark(
     campaign: Campaign,
     *,
     methods: Sequence[str] = (),
-    external: Mapping[str, np.ndarray] | None = None,
+    external: Mapping[str, np.ndarray | Callable[[int], np.ndarray]] | None = None,
     metric: str | None = None,
     score: str = HUMAN,
     props: Sequence[float] = DEFAULT_PROPS,
@@ -305,9 +305,11 @@ def run_benchmark(
     oracle_step: int = 10,
 ) -> dict[str, Any]:
     """Benchmark utility ``methods`` (names in ``UTILITY_METHODS``, computed on ``metric``) and ``external``
-    utilities (``{name: array aligned with the campaign}``) against random selection. Returns the JSON-ready
-    result (``props``, ``random``, ``methods``, ``signature``, and with ``oracle`` the headroom row ``oracle``:
-    greedy on the ``score`` itself, :mod:`precomet.oracle`, flagged ``"usable": false``); see the module docstring."""
+    utilities (``{name: array aligned with the campaign}``, or ``{name: budget -> array}`` for a budget-dependent
+    selector such as :func:`precomet.selection.strata.stratified_utility`) against random selection. Returns the
+    JSON-ready result (``props``, ``random``, ``methods``, ``signature``, and with ``oracle`` the headroom row
+    ``oracle``: greedy on the ``score`` itself, :mod:`precomet.oracle`, flagged ``"usable": false``); see the module
+    docstring."""
     props = validate_props(props)
     external = {name: _check_external(campaign, name, values) for name, values in (external or {}).items()}
     specs = _method_specs(methods, external)
@@ -349,9 +351,9 @@ def run_benchmark(
     results = {}
     for name in [*specs, *external]:
         started = time.perf_counter()
-        needs_budget = name in specs and specs[name].needs_budget
+        needs_budget = (name in specs and specs[name].needs_budget) or callable(external.get(name))
         if name in external:
-            utility_at = _constant(external[name])
+            utility_at = _external_at(campaign, name, external[name])
         else:
             utility_at = _utility_at(campaign, name, needs_budget, metric, seed, (method_options or {}).get(name))
         results[name] = _evaluate_method(
@@ -416,7 +418,7 @@ def _evaluate_oracle(
 
     started = time.perf_counter()
     utility = oracle_utility(greedy_oracle_order(ref, candidates=candidates, step=step, seed=seed))
-    row = _evaluate_method(ref, select, _constant(utility), False, props, random_spa, campaign, budget_cost, grid, bar)
+    row = _evaluate_method(ref, select, lambda k: utility, False, props, random_spa, campaign, budget_cost, grid, bar)
     row.update(
         usable=False,
         uses=ref.score,
@@ -428,7 +430,7 @@ def _evaluate_oracle(
     return row
 
 
-def _method_specs(methods: Sequence[str], external: Mapping[str, np.ndarray]) -> dict[str, Any]:
+def _method_specs(methods: Sequence[str], external: Mapping[str, Any]) -> dict[str, Any]:
     names = list(methods)
     if not names and not external:
         raise PrecometError(
@@ -453,7 +455,9 @@ def _method_specs(methods: Sequence[str], external: Mapping[str, np.ndarray]) ->
     return {m: UTILITY_METHODS[m] for m in names}
 
 
-def _check_external(campaign: Campaign, name: str, values: Any) -> np.ndarray:
+def _check_external(campaign: Campaign, name: str, values: Any) -> Any:
+    if callable(values):  # budget-dependent: checked at each budget
+        return values
     values = np.asarray(values, dtype=float)
     if values.shape != (len(campaign),):
         raise PrecometError(f"scores {name!r}: expected {len(campaign)} utilities, got shape {values.shape}")
@@ -465,8 +469,18 @@ def _check_external(campaign: Campaign, name: str, values: Any) -> np.ndarray:
     return values
 
 
-def _constant(values: np.ndarray) -> Callable[[int], np.ndarray]:
-    return lambda k: values
+def _external_at(campaign: Campaign, name: str, values: Any) -> Callable[[int], np.ndarray]:
+    """Utilities at a budget of ``k`` items: the array itself, or the callable's answer for ``k`` (memoised)."""
+    if not callable(values):
+        return lambda k: values
+    cache: dict[int, np.ndarray] = {}
+
+    def at(k: int) -> np.ndarray:
+        if k not in cache:
+            cache[k] = _check_external(campaign, name, np.asarray(values(k), dtype=float))
+        return cache[k]
+
+    return at
 
 
 def _utility_at(campaign, name, needs_budget, metric, seed, options) -> Callable[[int], np.ndarray]:

@@ -1,0 +1,58 @@
+"""Coverage plus utility, for source-based selection: k-means strata of the source embeddings, the best
+predicted item of each stratum first. A selector that spreads the budget over the kinds of source cannot
+do much worse than random even when the predicted utility is weak (seed 002 App. A's k-means is the
+coverage-only case; top-k on the prediction the utility-only case)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from precomet.errors import PrecometError
+from precomet.stats import rankdata
+
+DEFAULT_PER_STRATUM = 1
+"""Items taken from each stratum (k = ceil(budget / per_stratum) strata); chosen on dev, BENCHMARKS.md."""
+
+
+def stratified_utility(
+    predicted: np.ndarray,
+    vectors: np.ndarray,
+    *,
+    budget: int,
+    per_stratum: int = DEFAULT_PER_STRATUM,
+    seed: int = 0,
+    n_init: int = 3,
+) -> np.ndarray:
+    """A utility whose top-``budget`` items are the ``per_stratum`` best-predicted items of each of
+    ``ceil(budget / per_stratum)`` k-means strata of ``vectors`` (``N × d``), best strata representatives
+    first; the remaining items follow in order of ``predicted``. Values: chosen ``1 + r``, others ``r``, with
+    ``r`` = the predicted utility's rank scaled to [0, 1)."""
+    predicted = np.asarray(predicted, dtype=float)
+    vectors = np.asarray(vectors, dtype=float)
+    n = len(predicted)
+    if vectors.ndim != 2 or len(vectors) != n:
+        raise PrecometError(f"strata: {n} predicted utilities but vectors of shape {vectors.shape}")
+    if not np.isfinite(predicted).all():
+        raise PrecometError("strata: predicted utilities must be finite")
+    if not 1 <= int(budget) <= n:
+        raise PrecometError(f"strata: budget must be in 1..{n}, got {budget}")
+    if int(per_stratum) < 1:
+        raise PrecometError(f"strata: per_stratum must be >= 1, got {per_stratum}")
+    from sklearn.cluster import KMeans
+    from threadpoolctl import threadpool_limits
+
+    k = min(n, math.ceil(int(budget) / int(per_stratum)))
+    with threadpool_limits(limits=1):  # as utilities.cluster: BLAS threads slow small k-means down on 2 cores
+        labels = KMeans(n_clusters=k, random_state=seed, n_init=n_init).fit(vectors).labels_
+    r = (rankdata(predicted) - 1) / n
+    chosen = np.zeros(n, dtype=bool)
+    for c in range(k):
+        members = np.flatnonzero(labels == c)
+        chosen[members[np.argsort(-r[members], kind="stable")[:per_stratum]]] = True
+    extra = int(chosen.sum()) - int(budget)  # ceil may give a few too many: drop the lowest predicted of them
+    if extra > 0:
+        picked = np.flatnonzero(chosen)
+        chosen[picked[np.argsort(r[picked], kind="stable")[:extra]]] = False
+    return r + chosen
