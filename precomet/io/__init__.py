@@ -121,9 +121,14 @@ def _load_esa(path: Path, campaign: str | None, human: str | None) -> Campaign:
 def _load_release(path: Path, campaign: str | None, human: str | None) -> Campaign:
     if campaign is None:
         raise PrecometError(f"{path}: a WMT release root needs campaign=NAME; found {list_release_campaigns(path)}")
-    if human is not None:
-        raise PrecometError(f"{path}: a WMT release has no human scores; human={human!r} is not available")
-    return load_wmt_release(path, campaign)
+    loaded = load_wmt_release(path, campaign)
+    if human is not None and loaded.protocol is None:
+        raise PrecometError(
+            f"{path}: WMT release campaign {campaign!r} has no human scores; human={human!r} is not available"
+        )
+    if human not in (None, loaded.protocol):
+        raise PrecometError(f"{path}: unknown human protocol {human!r}; available: [{loaded.protocol!r}]")
+    return loaded
 
 
 def _load_dataset_dict(path: Path, campaign: str | None, human: str | None) -> Campaign:

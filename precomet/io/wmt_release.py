@@ -1,5 +1,6 @@
 """Official WMT release layout (``wmt21-news-systems`` … ``wmt23-news-systems``, ``txt/`` folder): test-set
-sources, references and every submitted system output, one segment per line, line-aligned. No scores.
+sources, references and every submitted system output, one segment per line, line-aligned; for the
+to-English pairs of WMT21/22, the official crowd DA segment scores (``humaneval/``).
 
 Under a root, one directory per year (``wmt22``, any name starting with ``wmt``)::
 
@@ -17,6 +18,22 @@ Items = source lines (id = the 0-based line index as a string); lines with an em
 ``info['reference']`` names it and the others. The layout has no documents or domains: each item is its own
 document, domain ``all``; cost is the default length estimate. A UTF-8 byte-order mark at the start of a file
 (three WMT23 outputs have one) is removed.
+
+**Human scores** (crowd DA, ``humaneval/``): when a file ``ad-seg-scores-<lp>.csv`` for the campaign's pair
+lies anywhere below ``ROOT/wmtYY/humaneval/`` (``wmt21/humaneval/newstest2021-toen/``,
+``wmt22/humaneval/DA/newstest2022-toen/``), it is loaded: ``human`` = the annotator-standardised DA
+(``Z.SCR``, the default human score), ``human_raw`` = the raw 0-100 DA (``RAW.SCR``); protocol ``da``.
+The file is whitespace-separated with the header ``SYS SID RAW.SCR Z.SCR N``; ``SID`` is the 1-based line of
+the sources file (item id ``str(SID - 1)``). A system name carries a trailing ``.<digits>`` suffix
+(``XMU.17`` = output ``….hyp.XMU.en``; a name that equals an output name as it is is taken as it is).
+``HUMAN``, ``HUMAN-B``, … (with or without suffix) are human references scored like systems: they are not
+systems (``info['human references scored']``). Other scored names without an output file (``Nemo`` in WMT21
+de-en and ru-en) are dropped (``info['scored without output']``); systems with an output but no score keep
+NaN (``info['systems without human score']``). :data:`HUMANEVAL_ALIASES` names the files whose pair differs
+from the campaign's (WMT22 ``lv-en`` = the campaign ``liv-en``). ``info['human scores']`` names the file,
+``info['human coverage']`` counts the items scored for every system and for at least one. When a year holds
+several test sets for the pair, the file cannot be assigned and is not loaded (``info['human scores']``
+says so).
 """
 
 from __future__ import annotations
@@ -27,17 +44,30 @@ from collections import defaultdict
 from pathlib import Path
 from typing import NamedTuple
 
-from precomet.campaign import Campaign
+import numpy as np
+
+from precomet.campaign import HUMAN, Campaign
 from precomet.errors import DataError
 from precomet.io.text import read_lines
+from precomet.values import finite_number
 
-__all__ = ["is_wmt_release_root", "list_release_campaigns", "load_wmt_release"]
+__all__ = ["HUMANEVAL_ALIASES", "HUMAN_RAW", "is_wmt_release_root", "list_release_campaigns", "load_wmt_release"]
 
 log = logging.getLogger(__name__)
 
 _SOURCE = re.compile(r"^(?P<testset>[^.]+)\.(?P<lp>[^.]+-[^.]+)\.src\.(?P<sl>[^.]+)$")
 _TEXT = re.compile(r"^(?P<testset>[^.]+)\.(?P<lp>[^.]+-[^.]+)\.(?P<kind>ref|hyp)\.(?P<rest>.+)$")
 _LAYOUT = "wmtYY/txt/sources/<testset>.<lp>.src.<sl>"
+
+HUMAN_RAW = "human_raw"
+"""Score name of the raw (0-100) DA; ``human`` holds the annotator-standardised (z) DA."""
+
+HUMANEVAL_ALIASES: dict[str, tuple[str, ...]] = {"liv-en": ("lv-en",)}
+"""Campaign pair -> other pair names its ``ad-seg-scores-<pair>.csv`` may carry (WMT22 named the Livonian file
+``lv-en``). An alias is not used in a year that has a campaign of the aliased pair itself."""
+
+_HUMANEVAL_HEADER = ["SYS", "SID", "RAW.SCR", "Z.SCR", "N"]
+_SUFFIX = re.compile(r"\.\d+$")
 
 
 class _Source(NamedTuple):
@@ -156,6 +186,110 @@ def _missing_source(root: Path, campaign: str, valid: list[str]) -> DataError:
     return DataError(root, f"unknown campaign {campaign!r}; found {valid}")
 
 
+def _humaneval_file(root: Path, source: _Source, sources: list[_Source]) -> Path | None:
+    """The one ``ad-seg-scores-<pair>.csv`` below ``ROOT/<year>/humaneval/`` for the campaign's pair (or an
+    alias of it); ``None`` when there is none; several raise :class:`DataError` naming them."""
+    folder = root / source.year / "humaneval"
+    if not folder.is_dir():
+        return None
+    year_pairs = {s.lp for s in sources if s.year == source.year}
+    pairs = [source.lp] + [a for a in HUMANEVAL_ALIASES.get(source.lp, ()) if a not in year_pairs]
+    found = sorted(p for pair in pairs for p in folder.rglob(f"ad-seg-scores-{pair}.csv") if p.is_file())
+    if len(found) > 1:
+        shown = ", ".join(str(p.relative_to(folder)) for p in found)
+        raise DataError(folder, f"{len(found)} human score files for {source.lp} ({shown}); expected one")
+    return found[0] if found else None
+
+
+class _HumanRow(NamedTuple):
+    system: str  # as written in the file
+    item: int  # 0-based line of the sources file
+    raw: float
+    z: float
+    line: int
+
+
+def read_humaneval(path: Path, n_lines: int) -> list[_HumanRow]:
+    """Rows of an ``ad-seg-scores-*.csv`` (header ``SYS SID RAW.SCR Z.SCR N``); ``SID`` must lie in
+    ``1..n_lines``; blank lines are skipped."""
+    lines = _read(path)
+    if not lines or lines[0].split() != _HUMANEVAL_HEADER:
+        got = lines[0].split() if lines else "an empty file"
+        raise DataError(path, f"expected the header {' '.join(_HUMANEVAL_HEADER)!r}, got {got!r}", line=1)
+    rows = []
+    for number, text in enumerate(lines[1:], start=2):
+        fields = text.split()
+        if not fields:
+            continue
+        if len(fields) != len(_HUMANEVAL_HEADER):
+            raise DataError(
+                path, f"expected {len(_HUMANEVAL_HEADER)} whitespace-separated fields, got {len(fields)}", line=number
+            )
+        system, sid = fields[0], fields[1]
+        if not re.fullmatch(r"[0-9]+", sid) or not 1 <= int(sid) <= n_lines:
+            raise DataError(
+                path,
+                f"system {system!r}: SID must be an integer line number 1..{n_lines} of the sources file, got {sid!r}",
+                line=number,
+            )
+        scores = [
+            finite_number(value, what=f"system {system!r}, SID {sid}, field {field!r}", path=path, line=number)
+            for field, value in (("RAW.SCR", fields[2]), ("Z.SCR", fields[3]))
+        ]
+        rows.append(_HumanRow(system, int(sid) - 1, scores[0], scores[1], number))
+    return rows
+
+
+def _is_human_reference(name: str) -> bool:
+    return name == "HUMAN" or name.startswith("HUMAN-")
+
+
+def _human_scores(
+    path: Path, root: Path, n_lines: int, systems: list[str], keep: list[int]
+) -> tuple[dict[str, np.ndarray], dict[str, str]]:
+    """``{human: (len(keep), S), human_raw: …}`` from one humaneval file, and the ``info`` entries."""
+    column = {s: j for j, s in enumerate(systems)}
+    row_of = {line: i for i, line in enumerate(keep)}
+    z = np.full((len(keep), len(systems)), np.nan)
+    raw = np.full_like(z, np.nan)
+    seen: dict[tuple[str, int], int] = {}
+    references: set[str] = set()
+    without_output: set[str] = set()
+    for row in read_humaneval(path, n_lines):
+        name = row.system if row.system in column else _SUFFIX.sub("", row.system)
+        if (name, row.item) in seen:
+            raise DataError(
+                path,
+                f"duplicate score for system {row.system!r} ({name}), SID {row.item + 1}"
+                f" (first on line {seen[(name, row.item)]})",
+                line=row.line,
+            )
+        seen[(name, row.item)] = row.line
+        if _is_human_reference(name):
+            references.add(row.system)
+        elif name not in column:
+            without_output.add(row.system)
+        elif row.item in row_of:
+            z[row_of[row.item], column[name]] = row.z
+            raw[row_of[row.item], column[name]] = row.raw
+    scored = ~np.isnan(z)
+    info = {
+        "human scores": f"{path.relative_to(root)} (crowd DA: {HUMAN} = Z.SCR, {HUMAN_RAW} = RAW.SCR)",
+        "human coverage": (
+            f"{int(scored.all(axis=1).sum()) if systems else 0} of {len(keep)} items scored for every system,"
+            f" {int(scored.any(axis=1).sum())} for at least one"
+        ),
+    }
+    if references:
+        info["human references scored"] = ", ".join(sorted(references)) + " (not systems; not loaded)"
+    if without_output:
+        info["scored without output"] = ", ".join(sorted(without_output)) + " (no output file; dropped)"
+    unscored = [s for j, s in enumerate(systems) if not scored[:, j].any()]
+    if unscored:
+        info["systems without human score"] = ", ".join(unscored)
+    return {HUMAN: z, HUMAN_RAW: raw}, info
+
+
 def load_wmt_release(root: str | Path, campaign: str) -> Campaign:
     """Load one campaign (``"wmt22/en-de"`` or ``"wmt22/generaltest2022/en-de"``) of a WMT release root."""
     root = Path(root)
@@ -214,13 +348,27 @@ def load_wmt_release(root: str | Path, campaign: str) -> Campaign:
         info["empty outputs"] = ", ".join(f"{s} {k}" for s, k in empty.items() if k)
     if not systems:
         info["systems"] = f"no system-outputs/{stem}.hyp.*.{tl} files"
+    scores: dict[str, np.ndarray] = {}
+    human_path = _humaneval_file(root, source, sources)
+    if human_path is not None:
+        testsets = sorted(s.testset for s in sources if (s.year, s.lp) == (source.year, source.lp))
+        if len(testsets) > 1:
+            info["human scores"] = (
+                f"{human_path.relative_to(root)} not loaded: {source.year} has {len(testsets)} test sets for"
+                f" {source.lp} ({', '.join(testsets)}) and the file does not say which it scores"
+            )
+        else:
+            scores, human_info = _human_scores(human_path, root, n, systems, keep)
+            info.update(human_info)
     return Campaign.build(
         ids=[str(i) for i in keep],
         src=[src[i] for i in keep],
         systems=systems,
         outputs={s: [outputs[s][i] for i in keep] for s in systems},
         ref=None if ref is None else [ref[i] for i in keep],
+        scores=scores,
         name=campaign,
         lp=source.lp,
+        protocol="da" if scores else None,
         info=info,
     )
