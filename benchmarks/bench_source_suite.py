@@ -1,13 +1,20 @@
-"""Source-based selection on human judgements: estimators distilled from the 13 human-scored (crowd DA)
-WMT21-22 to-English campaigns, judged against every control that could explain them.
+"""Source-based selection: estimators distilled from historical campaigns, judged against every control that
+could explain them, on a fixed test suite.
+
+History (what an estimator learns from):
+
+* human-scored and aligned with its sources: WMT22 zh-en MQM (mt-metrics-eval), targets on the human scores;
+* output-only: the WMT21-22 release campaigns (from English and into English, 9 source languages), targets
+  on sentence chrF against the reference (proxies: see docs/estimator.md). The crowd-DA segment scores of the
+  to-English campaigns are NOT used: their segment ids do not follow the source lines (BENCHMARKS.md).
 
 Stages (every choice is made on ``dev`` before ``test`` is read):
 
-* ``dev``: leave-one-campaign-out over the 13 history campaigns (train on 12, evaluate on the held-out one
-  with its own human scores), one training seed, every target x backbone in ``--targets``/``--backbones``.
+* ``dev``: the estimator trained on the output-only history, evaluated on WMT22 zh-en with its MQM scores, for
+  every target x backbone in ``--targets``/``--backbones``, one training seed.
 * ``test``: the fixed suite (WMT23 en-de and zh-en MQM, WMT24 ESA en-cs/en-hi/en-ja, WMT21 TED en-de and
   zh-en MQM), minus any campaign that shares a source with the history (the leak guard reports it); the
-  estimator of ``--target``/``--backbone`` trained on all 13 campaigns with 3 seeds + their ensemble.
+  estimator of ``--target``/``--backbone`` trained on the whole history with 3 seeds + their ensemble.
 
 Rows of each table (parity = the share of the budget at which the selector reaches random's soft pairwise
 accuracy; < 100 % beats random): ``longer first`` (source length as the utility), ``length model`` (the same
@@ -39,16 +46,20 @@ from paths import RAW, RESULTS, SCRATCH  # noqa: E402
 from precomet.benchmark import run_benchmark  # noqa: E402
 from precomet.campaign import Campaign, source_length  # noqa: E402
 from precomet.encoders import encode_cached, get_encoder  # noqa: E402
-from precomet.estimator import build_targets, leave_one_campaign_out, predict_sources, train  # noqa: E402
+from precomet.estimator import build_targets, predict_sources, train  # noqa: E402
 from precomet.estimator.leakage import SourceFingerprint  # noqa: E402
+from precomet.estimator.targets import merge_by_source  # noqa: E402
 from precomet.io import load  # noqa: E402
 from precomet.io.wmt_release import list_release_campaigns  # noqa: E402
 from precomet.selection.strata import stratified_utility  # noqa: E402
 from precomet.stats import rankdata  # noqa: E402
 from precomet.utilities import compute_utility  # noqa: E402
 from precomet.utilities.cluster import kmeans_utility  # noqa: E402
+from precomet.utilities.reference import with_reference_score  # noqa: E402
 
-HISTORY = RAW / "wmt-news-systems-toen"
+OUTPUT_ONLY = (RAW / "wmt-news-systems", RAW / "wmt-news-systems-toen")
+DEV = {"wmt22/zh-en": (RAW / "mt-metrics-eval-v2", "wmt22/zh-en", "mqm")}
+"""Human-scored history aligned with its sources; also the dev campaign (its release twin is skipped)."""
 SUITE = {
     "wmt23/en-de": (RAW / "mt-metrics-eval-v2", "wmt23/en-de", "mqm"),
     "wmt23/zh-en": (RAW / "mt-metrics-eval-v2", "wmt23/zh-en", "mqm"),
@@ -73,32 +84,25 @@ HEAD = {
 """The head and its training, fixed before any comparison (small: ~100 k parameters, CPU-friendly)."""
 
 
-def complete_human(campaign: Campaign, *, min_coverage: float = 0.8) -> Campaign:
-    """Systems scored on at least ``min_coverage`` of the items, then the items scored for all of them."""
-    scored = ~np.isnan(campaign.score("human"))
-    keep = [s for s, share in zip(campaign.systems, scored.mean(axis=0)) if share >= min_coverage]
-    return campaign.restrict_systems(keep).complete("human")[0]
-
-
-def load_history() -> list[Campaign]:
-    out = []
-    for name in list_release_campaigns(HISTORY):
-        campaign = load(HISTORY, campaign=name)
-        if "human" not in campaign.scores:
-            continue
-        campaign = complete_human(campaign)
-        print(f"history {name}: {len(campaign)} items x {len(campaign.systems)} systems", flush=True)
-        out.append(campaign)
-    return out
-
-
-def load_suite() -> dict[str, Campaign]:
+def load_human(spec: dict) -> dict[str, Campaign]:
     out = {}
-    for name, (path, inner, human) in SUITE.items():
+    for name, (path, inner, human) in spec.items():
         campaign = replace(load(path, campaign=inner, human=human), name=name)
         out[name] = campaign.complete("human")[0]
-        print(f"suite {name}: {len(out[name])} items x {len(campaign.systems)} systems", flush=True)
+        print(f"{name}: {len(out[name])} items x {len(campaign.systems)} systems", flush=True)
     return out
+
+
+def output_only_rows(method: str) -> list[dict]:
+    """Target rows of the output-only history on sentence chrF (campaigns named like the dev set skipped)."""
+    rows = []
+    for root in OUTPUT_ONLY:
+        for name in list_release_campaigns(root):
+            if name in DEV or name.startswith("wmt23"):  # WMT23 sentences are inside the suite's WMT23 paragraphs
+                continue
+            campaign = with_reference_score(replace(load(root, campaign=name), name=f"{root.name}:{name}"), "chrf")
+            rows += build_targets([campaign], method=method, score="chrF", seed=0, progress=False)
+    return merge_by_source(rows)
 
 
 def partial_out_length(utility: np.ndarray, length: np.ndarray) -> np.ndarray:
@@ -143,71 +147,72 @@ def evaluate(campaign: Campaign, predictions: dict[str, np.ndarray], vectors: np
     return {"items": len(campaign), "systems": len(campaign.systems), "rows": rows, "signature": result["signature"]}
 
 
+def estimate(rows: list[dict], campaign: Campaign, *, backbone: str, seeds: list[int], where: str) -> dict:
+    """Predictions of the estimator (one per seed, and their ensemble when several) and of the length model."""
+    sources = list(campaign.src)
+    preds = [fit_predict(rows, sources, backbone=backbone, seed=s, out=SCRATCH / where / str(s)) for s in seeds]
+    out = {f"estimator s{s}": p for s, p in zip(seeds, preds)} if len(seeds) > 1 else {"estimator": preds[0]}
+    if len(seeds) > 1:
+        out["estimator ensemble"] = np.mean([(p - p.mean()) / (p.std() or 1.0) for p in preds], axis=0)
+    out["length model"] = fit_predict(rows, sources, backbone="length", seed=seeds[0], out=SCRATCH / where / "length")
+    return out
+
+
+def run_stage(
+    campaigns: dict[str, Campaign],
+    rows: list[dict],
+    *,
+    target: str,
+    backbone: str,
+    seeds: list[int],
+    cost: bool,
+    where: str,
+) -> dict:
+    fingerprint = SourceFingerprint.of(r["src"] for r in rows)
+    out: dict = {}
+    for name, campaign in campaigns.items():
+        seen = int(fingerprint.contains(list(campaign.src)).sum())
+        if seen:
+            print(f"leak guard: {name} shares {seen} sources with the training history; left out", flush=True)
+            out[name] = {"left_out": f"{seen} sources in the training history"}
+            continue
+        predictions = estimate(rows, campaign, backbone=backbone, seeds=seeds, where=f"{where}/{target}-{backbone}")
+        vectors = encode_cached(get_encoder(backbone), campaign.src, cache_dir=CACHE)
+        truth = compute_utility(campaign, target, score="human", seed=0)
+        result = {"items": evaluate(campaign, predictions, vectors, budget_cost=False)}
+        if cost:
+            result["cost"] = evaluate(campaign, predictions, vectors, budget_cost=True)
+        result["pearson_truth"] = {k: float(pearsonr(v, truth)[0]) for k, v in predictions.items()}
+        out[name] = result
+        print(
+            name, target, backbone, {k: round(v["parity"], 3) for k, v in result["items"]["rows"].items()}, flush=True
+        )
+    return out
+
+
 def run_dev(args: argparse.Namespace) -> dict:
-    history = load_history()
-    by_name = {c.name: c for c in history}
-    out: dict = {"stage": "dev", "targets": {}, "head": HEAD}
+    dev = load_human(DEV)
+    out: dict = {"stage": "dev", "head": HEAD, "results": {}}
     for target in args.targets:
-        started = time.perf_counter()
-        rows = build_targets(history, method=target, score="human", normalisation="zscore", seed=0, progress=False)
-        print(f"targets {target}: {len(rows)} rows in {time.perf_counter() - started:.0f} s", flush=True)
+        rows = output_only_rows(target)
         for backbone in args.backbones:
-            per_campaign = {}
-            for name in args.campaigns or sorted(by_name):
-                campaign = by_name[name]
-                train_rows, _ = leave_one_campaign_out(rows, name)
-                where = SCRATCH / "suite-dev" / f"{target}-{backbone}"
-                pred = fit_predict(train_rows, list(campaign.src), backbone=backbone, seed=0, out=where)
-                length_rows = fit_predict(train_rows, list(campaign.src), backbone="length", seed=0, out=where)
-                vectors = encode_cached(get_encoder(backbone), campaign.src, cache_dir=CACHE)
-                truth = compute_utility(campaign, target, score="human", seed=0)
-                per_campaign[name] = evaluate(
-                    campaign, {"estimator": pred, "length model": length_rows}, vectors, budget_cost=False
-                )
-                per_campaign[name]["pearson_truth"] = float(pearsonr(pred, truth)[0])
-                print(
-                    name,
-                    target,
-                    backbone,
-                    {k: round(v["parity"], 3) for k, v in per_campaign[name]["rows"].items()},
-                    flush=True,
-                )
-            out["targets"].setdefault(target, {})[backbone] = per_campaign
+            out["results"][f"{target} {backbone}"] = run_stage(
+                dev, rows, target=target, backbone=backbone, seeds=[0], cost=False, where="suite-dev"
+            )
     return out
 
 
 def run_test(args: argparse.Namespace) -> dict:
-    history = load_history()
-    suite = load_suite()
-    fingerprint = SourceFingerprint.of(s for c in history for s in c.src)
-    rows = build_targets(history, method=args.target, score="human", normalisation="zscore", seed=0, progress=False)
-    out: dict = {"stage": "test", "target": args.target, "backbone": args.backbone, "head": HEAD, "campaigns": {}}
-    for name, campaign in suite.items():
-        seen = int(fingerprint.contains(list(campaign.src)).sum())
-        if seen:
-            print(f"leak guard: {name} shares {seen} sources with the history; left out of the suite", flush=True)
-            out["campaigns"][name] = {"left_out": f"{seen} sources in the training history"}
-            continue
-        sources = list(campaign.src)
-        preds = []
-        for seed in args.seeds:
-            where = SCRATCH / "suite-test" / f"{args.target}-{args.backbone}-{seed}"
-            preds.append(fit_predict(rows, sources, backbone=args.backbone, seed=seed, out=where))
-        length_pred = fit_predict(
-            rows, sources, backbone="length", seed=args.seeds[0], out=SCRATCH / "suite-test" / "length"
-        )
-        z = [(p - p.mean()) / (p.std() or 1.0) for p in preds]
-        predictions = {f"estimator s{s}": p for s, p in zip(args.seeds, preds)}
-        predictions["estimator ensemble"] = np.mean(z, axis=0)
-        predictions["length model"] = length_pred
-        vectors = encode_cached(get_encoder(args.backbone), sources, cache_dir=CACHE)
-        truth = compute_utility(campaign, args.target, score="human", seed=0)
-        result = {"items": evaluate(campaign, predictions, vectors, budget_cost=False)}
-        if args.cost:
-            result["cost"] = evaluate(campaign, predictions, vectors, budget_cost=True)
-        result["pearson_truth"] = {k: float(pearsonr(v, truth)[0]) for k, v in predictions.items()}
-        out["campaigns"][name] = result
-        print(name, {k: round(v["parity"], 3) for k, v in result["items"]["rows"].items()}, flush=True)
+    human = load_human(DEV)
+    rows = merge_by_source(
+        output_only_rows(args.target)
+        + build_targets(list(human.values()), method=args.target, score="human", seed=0, progress=False)
+    )
+    suite = load_human(SUITE)
+    out: dict = {"stage": "test", "target": args.target, "backbone": args.backbone, "head": HEAD}
+    out["campaigns"] = run_stage(
+        suite, rows, target=args.target, backbone=args.backbone, seeds=args.seeds, cost=args.cost, where="suite-test"
+    )
     return out
 
 

@@ -294,3 +294,21 @@ def test_cli_cost_options_need_a_cost_budget(tmp_path, campaign, capsys):
     assert "add --budget-cost" in capsys.readouterr().err and not (tmp_path / "o.json").exists()
     assert main(base + ["--budget-cost", "--cost-objective", "paper", "--props", "0.2", "--permutations", "50"]) == 0
     assert json.loads((tmp_path / "o.json").read_text())["signature"]["cost_objective"] == "paper"
+
+
+def test_budget_dependent_external_is_asked_at_each_budget(campaign):
+    human = campaign.score("human")
+    fixed = np.abs(human - human.mean(axis=1, keepdims=True)).sum(axis=1)
+    asked: list[int] = []
+
+    def at(k: int) -> np.ndarray:
+        asked.append(k)
+        return fixed
+
+    kwargs = {"props": [0.1, 0.3], "seeds": 10, "permutations": 200, "oracle": False}
+    dynamic = bm.run_benchmark(campaign, external={"m": at}, **kwargs)["methods"]["m"]
+    static = bm.run_benchmark(campaign, external={"m": fixed}, **kwargs)["methods"]["m"]
+    assert {12, 36} <= set(asked) and len(set(asked)) > 2  # both budgets and the parity search's budgets
+    assert dynamic["spa_by_prop"] == static["spa_by_prop"] and dynamic["parity"] == pytest.approx(static["parity"])
+    with pytest.raises(PrecometError, match="expected 120 utilities"):
+        bm.run_benchmark(campaign, external={"bad": lambda k: np.zeros(3)}, **kwargs)

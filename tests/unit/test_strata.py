@@ -1,0 +1,68 @@
+"""The robust source-based selector: the top-budget items are the best-predicted item of each k-means stratum."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from precomet.errors import PrecometError
+from precomet.selection.strata import stratified_utility
+
+
+def _three_clusters():
+    rng = np.random.default_rng(0)
+    centres = np.array([[0.0, 0.0], [10.0, 0.0], [0.0, 10.0]])
+    vectors = np.concatenate([c + rng.normal(scale=0.1, size=(5, 2)) for c in centres])
+    # predicted utility: cluster 0 holds the 5 best items, then cluster 1, then cluster 2
+    predicted = np.array([15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1], dtype=float)
+    return vectors, predicted
+
+
+def test_one_item_per_stratum_the_best_predicted_of_each():
+    vectors, predicted = _three_clusters()
+    utility = stratified_utility(predicted, vectors, budget=3, seed=0)
+    top = set(np.argsort(-utility)[:3].tolist())
+    assert top == {0, 5, 10}  # top-k on the prediction alone would take 0, 1, 2 (all from one stratum)
+    assert (utility >= 0).all() and (utility[list(top)] >= 1).all() and (np.delete(utility, list(top)) < 1).all()
+
+
+def test_the_rest_follow_the_prediction():
+    vectors, predicted = _three_clusters()
+    utility = stratified_utility(predicted, vectors, budget=3, seed=0)
+    rest = np.argsort(-utility)[3:]
+    assert list(rest) == sorted(rest, key=lambda i: -predicted[i])
+
+
+def test_several_items_per_stratum():
+    vectors, predicted = _three_clusters()
+    utility = stratified_utility(predicted, vectors, budget=6, per_stratum=2, seed=0)
+    assert set(np.argsort(-utility)[:6].tolist()) == {0, 1, 5, 6, 10, 11}
+
+
+def test_budget_is_exact_when_strata_times_per_stratum_overshoot():
+    vectors, predicted = _three_clusters()
+    utility = stratified_utility(predicted, vectors, budget=5, per_stratum=2, seed=0)
+    assert (utility >= 1).sum() == 5
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"budget": 0}, "budget must be in 1..15"),
+        ({"budget": 16}, "budget must be in 1..15"),
+        ({"budget": 3, "per_stratum": 0}, "per_stratum must be >= 1"),
+    ],
+)
+def test_bad_arguments(kwargs, message):
+    vectors, predicted = _three_clusters()
+    with pytest.raises(PrecometError, match=message):
+        stratified_utility(predicted, vectors, **kwargs)
+
+
+def test_misaligned_or_non_finite_input_is_refused():
+    vectors, predicted = _three_clusters()
+    with pytest.raises(PrecometError, match="vectors of shape"):
+        stratified_utility(predicted[:-1], vectors, budget=3)
+    predicted[0] = np.nan
+    with pytest.raises(PrecometError, match="finite"):
+        stratified_utility(predicted, vectors, budget=3)
