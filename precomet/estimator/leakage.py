@@ -3,7 +3,10 @@ and the compact fingerprint a checkpoint keeps of the sources it was trained on.
 
 Two sources are the same when their :func:`normalise_source` forms are equal (Unicode NFKC, case-folded,
 whitespace runs collapsed, trimmed): within a WMT year every ``en-*`` pair translates the same English
-lines, so any split or exclusion must go by this text, never by campaign or document.
+lines, so any split or exclusion must go by this text, never by campaign or document. Different texts still
+overlap when they share a sentence or a long word/character run (:class:`NearDuplicates`: the WMT23 en-de
+paragraphs contain the WMT23 sentence-level sources); :func:`connected_groups` and :func:`drop_sources` follow
+those links too.
 
 A :class:`SourceFingerprint` is the sorted set of 32-bit BLAKE2b hashes of the normalised training sources
 (4 bytes per source, base64 in JSON). Membership is exact for sources that were seen; an unseen source is
