@@ -53,15 +53,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=[],
         metavar="PATTERN",
         help="leave out the input campaigns whose name matches (glob), and every row whose source text occurs in"
-        " them; a pattern that matches no input is an error; repeatable",
+        " them or shares a sentence or an 8-word run with one of theirs; a pattern that matches no input is an"
+        " error; repeatable",
     )
     parser.add_argument(
         "--holdout",
         action="append",
         default=[],
         metavar="PATH[:CAMPAIGN]",
-        help="a test set (any input, globs as in --data): every row whose source text occurs in it is dropped; "
-        "repeatable",
+        help="a test set (any input, globs as in --data): every row whose source text occurs in it, or shares a "
+        "sentence or an 8-word run with one of its sources, is dropped; repeatable",
     )
     parser.add_argument(
         "--per-campaign",
@@ -152,7 +153,7 @@ def run(args: argparse.Namespace) -> int:
         rows, dropped = drop_sources(rows, campaign.src)
         print(
             f"left out {campaign.name}: dropped {dropped} row(s) of the kept campaigns with one of its {len(campaign)} "
-            "source texts"
+            "source texts or a sentence or passage of one"
         )
     if not rows:
         raise PrecometError("no target rows left after dropping the left-out sources")

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 __all__ = [
+    "NearDuplicates",
     "build_targets",
     "export_checkpoint",
     "leave_one_campaign_out",
@@ -33,10 +34,12 @@ _WHERE = {
     "read_targets": "precomet.estimator.targets",
     "write_targets": "precomet.estimator.targets",
     "leave_one_campaign_out": "precomet.estimator.targets",
+    "NearDuplicates": "precomet.estimator.leakage",
 }
 
 if TYPE_CHECKING:
     from precomet.estimator.checkpoint import export_checkpoint, load_estimator
+    from precomet.estimator.leakage import NearDuplicates
     from precomet.estimator.predict import predict_campaign, predict_sources
     from precomet.estimator.targets import (
         build_targets,

@@ -13,28 +13,36 @@ import torch
 from torch.utils.data import DataLoader, Dataset, Sampler
 
 from precomet.errors import PrecometError
+from precomet.estimator.leakage import NEAR, NearDuplicates
 
 logger = logging.getLogger(__name__)
 
 
 def group_split(
-    rows: Sequence[dict[str, Any]], *, by: str = "doc", fraction: float = 0.1, seed: int = 0
+    rows: Sequence[dict[str, Any]],
+    *,
+    by: str = "doc",
+    fraction: float = 0.1,
+    seed: int = 0,
+    near: NearDuplicates | None = NEAR,
 ) -> tuple[np.ndarray, np.ndarray]:
     """``(train_idx, dev_idx)`` where whole groups go to dev: ``by="campaign"`` keeps campaigns together,
-    ``by="doc"`` keeps (campaign, doc) documents together, and rows whose normalised source texts are equal
-    are always in one group (:func:`~precomet.estimator.leakage.connected_groups`): no source text is on
-    both sides, even when several campaigns translate it."""
+    ``by="doc"`` keeps (campaign, doc) documents together, and rows whose normalised source texts are equal,
+    or share a sentence or a long word/character run (``near``, default 8 words / 16 characters; ``None``:
+    equal texts only), are always in one group (:func:`~precomet.estimator.leakage.connected_groups`): no
+    source text, and no sentence or passage of one, is on both sides, even when several campaigns translate
+    it or one campaign's paragraphs contain another's sentences (WMT23 en-de)."""
     from precomet.estimator.leakage import connected_groups
 
     if by not in ("doc", "campaign"):
         raise PrecometError(f"group_by must be 'doc' or 'campaign', got {by!r}")
     keys = [r["campaign"] if by == "campaign" else (r["campaign"], str(r["doc"])) for r in rows]
-    labels = connected_groups(rows, keys)
+    labels = connected_groups(rows, keys, near=near)
     groups, sizes = np.unique(labels, return_counts=True)
     if len(groups) < 2:
         raise PrecometError(
-            f"cannot make a dev split by {by}: only {len(groups)} group(s) of rows not linked by a shared source text;"
-            " give separate dev targets or group by doc"
+            f"cannot make a dev split by {by}: only {len(groups)} group(s) of rows not linked by a shared source text,"
+            " sentence or passage; give separate dev targets or group by doc"
         )
     order = np.random.default_rng(seed).permutation(len(groups))
     dev_groups: set[int] = set()

@@ -26,7 +26,7 @@ import numpy as np
 
 from precomet.campaign import HUMAN, Campaign
 from precomet.errors import PrecometError
-from precomet.estimator.leakage import drop_sources, normalise_source
+from precomet.estimator.leakage import NEAR, NearDuplicates, drop_sources, normalise_source
 from precomet.io import jsonsafe
 from precomet.io.atomic import atomic_write
 from precomet.io.jsonl import read_jsonl
@@ -180,14 +180,25 @@ def rows_hash(rows: Iterable[dict[str, Any]]) -> str:
     return digest.hexdigest()[:16]
 
 
-def leave_one_campaign_out(rows: Sequence[dict[str, Any]], campaign: str) -> tuple[list[dict], list[dict]]:
+def leave_one_campaign_out(
+    rows: Sequence[dict[str, Any]], campaign: str, *, near: NearDuplicates | None = NEAR
+) -> tuple[list[dict], list[dict]]:
     """``(train, held_out)``: the rows of ``campaign``, and the rows of every other campaign whose source
-    text does not occur in it (a source shared with the held-out campaign never stays in training)."""
+    text neither occurs in it nor shares a sentence or a long run with one of its sources (``near``, see
+    :func:`~precomet.estimator.leakage.drop_sources`; ``None``: identical texts only). A source shared with
+    the held-out campaign, or a paragraph containing one of its sentences, never stays in training."""
     names = sorted({r["campaign"] for r in rows})
     if campaign not in names:
         raise PrecometError(f"campaign {campaign!r} not in targets; campaigns: {names}")
     held_out = [r for r in rows if r["campaign"] == campaign]
-    train, dropped = drop_sources([r for r in rows if r["campaign"] != campaign], [r["src"] for r in held_out])
+    train, dropped = drop_sources(
+        [r for r in rows if r["campaign"] != campaign], [r["src"] for r in held_out], near=near
+    )
     if dropped:
-        logger.info("left out %s: also dropped %d rows of other campaigns with the same source text", campaign, dropped)
+        logger.info(
+            "left out %s: also dropped %d rows of other campaigns with the same source text or a shared sentence"
+            " or passage",
+            campaign,
+            dropped,
+        )
     return train, held_out

@@ -216,7 +216,8 @@ def split_rows(
 ) -> Split:
     """Read and check the rows (a targets JSONL path or row dicts); one utility method only. Without
     ``dev_rows`` the dev split is ``data["dev_fraction"]`` of the rows by ``data["group_by"]``
-    (:func:`~precomet.estimator.data.group_split`); with them, training rows sharing a dev source are dropped."""
+    (:func:`~precomet.estimator.data.group_split`); with them, training rows sharing a dev source, or a sentence
+    or long run of one (:func:`~precomet.estimator.leakage.drop_sources`), are dropped."""
     from precomet.estimator.data import group_split
 
     rows = _rows(train_rows, "train")
@@ -233,9 +234,14 @@ def split_rows(
         dev_set = _rows(dev_rows, "dev")
         train_set, dropped = drop_sources(rows, [r["src"] for r in dev_set])
         if dropped:
-            logger.warning("dropped %d training rows whose source text is also in the dev rows", dropped)
+            logger.warning(
+                "dropped %d training rows whose source text, or a sentence or passage of it, is also in the dev rows",
+                dropped,
+            )
         if not train_set:
-            raise PrecometError("every training row shares its source text with a dev row")
+            raise PrecometError(
+                "every training row shares its source text, or a sentence or passage of it, with a dev row"
+            )
     y = np.array([r["target"] for r in train_set], dtype=float)
     return Split(
         train=train_set,
