@@ -19,6 +19,7 @@ from precomet.commands.common import (
 )
 from precomet.errors import PrecometError
 from precomet.selection.objective import DEFAULT_COST_OBJECTIVE
+from precomet.selection.strata import DEFAULT_ENCODER, SELECTORS
 
 HELP = "benchmark selection methods against random selection: SPA, clusters, parity; JSON and figure"
 
@@ -35,6 +36,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=[],
         metavar="NAME=FILE",
         help='benchmark an external ranking: a JSONL of {"id", "utility"} covering every campaign item (repeatable)',
+    )
+    parser.add_argument(
+        "--selector",
+        choices=SELECTORS,
+        default="top",
+        help="how each --scores ranking selects: 'top' (highest first, default) or 'strata' (the best of each k-means"
+        " stratum of the source embeddings, k = budget; precomet.selection.strata)",
+    )
+    parser.add_argument(
+        "--strata-encoder", default=DEFAULT_ENCODER, help=f"encoder for --selector strata (default {DEFAULT_ENCODER})"
     )
     parser.add_argument(
         "--target", default="human", help="score the subsets are meta-evaluated on (default human), e.g. coherence"
@@ -140,7 +151,15 @@ def run(args: argparse.Namespace) -> int:
     if args.crowd is not None:
         return _run_crowd(args, campaign, props, methods)
     read = [read_external_scores(spec, campaign, strict=args.strict) for spec in args.scores]
-    external = {name: values for name, values, _ in read}
+    external: dict = {name: values for name, values, _ in read}
+    if args.selector == "strata":
+        from precomet.selection.strata import strata_selector
+
+        sources = list(campaign.src)
+        external = {
+            name: strata_selector(values, sources, encoder=args.strata_encoder, seed=args.seed)
+            for name, values in external.items()
+        }
     result = run_benchmark(
         campaign,
         methods=methods,
@@ -163,6 +182,10 @@ def run(args: argparse.Namespace) -> int:
     result["signature"]["data"] = str(args.data)
     result["signature"]["cost_from_times"] = args.cost_from_times
     result["signature"]["scores_files"] = list(args.scores)
+    result["signature"]["selector"] = {
+        "name": args.selector,
+        "encoder": args.strata_encoder if args.selector == "strata" else None,
+    }
     result["signature"]["seen_in_training"] = {name: seen for name, _, seen in read}
     with output_set(args.json, args.plot) as out:
         with out.open(args.json) as handle:

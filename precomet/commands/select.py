@@ -18,6 +18,7 @@ from precomet.commands.common import (
     share,
 )
 from precomet.errors import PrecometError
+from precomet.selection.strata import DEFAULT_ENCODER, DEFAULT_SELECTOR, SELECTORS
 
 HELP = "select the subset to annotate (top-k or cost-aware knapsack; domain balance; documents)"
 
@@ -29,6 +30,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     source.add_argument("--scores", help='JSONL of {"id", "utility"} (an optional first signature line is skipped)')
     source.add_argument("--checkpoint", help="estimator checkpoint directory: utilities predicted from the sources")
     parser.add_argument("--metric", help="score name used by --method (e.g. MetricX-23-c)")
+    parser.add_argument(
+        "--selector",
+        choices=SELECTORS,
+        help="how predicted utilities select: 'strata' takes the best predicted item of each k-means stratum of the"
+        " source embeddings (robust when the prediction is weak), 'top' the highest predicted (default: strata with"
+        " --checkpoint, top with --scores)",
+    )
+    parser.add_argument(
+        "--strata-encoder",
+        default=DEFAULT_ENCODER,
+        help=f"encoder of the sources for --selector strata (default {DEFAULT_ENCODER}; see precomet.encoders)",
+    )
     budget = parser.add_argument_group("budget (one of)").add_mutually_exclusive_group(required=True)
     budget.add_argument("--budget", type=int, help="number of items (constant cost: top-k)")
     budget.add_argument(
@@ -74,6 +87,16 @@ def run(args: argparse.Namespace) -> int:
     if args.level == "doc":
         require_documents(campaign)
     utility, method, parameters = _utilities(args, campaign)
+    selector = args.selector or (DEFAULT_SELECTOR if method == "checkpoint" else "top")
+    if args.selector and method not in ("scores", "checkpoint"):
+        raise PrecometError("--selector applies to --checkpoint or --scores, not --method")
+    if selector == "strata":
+        from precomet.selection.strata import strata_selector
+
+        utility = strata_selector(utility, list(campaign.src), encoder=args.strata_encoder, seed=args.seed)(
+            _item_budget(args, campaign)
+        )
+        parameters.update(selector="strata", strata_encoder=args.strata_encoder)
     quotas = _quotas(args.quotas)
     if args.cost_aware and args.proportion is None:
         raise PrecometError("--cost-aware only applies to --proportion (--budget-cost is always cost-aware)")
@@ -145,17 +168,24 @@ def _utilities(args: argparse.Namespace, campaign: Campaign) -> tuple[np.ndarray
         return utility, "checkpoint", {"checkpoint": args.checkpoint, "seen_in_training": seen}
     if args.strict:
         raise PrecometError("--strict applies to utilities from an estimator (--checkpoint or --scores), not --method")
-    from precomet.selection.units import budget_items
     from precomet.utilities import compute_utility
 
-    if args.budget is not None:
-        budget = args.budget
-    elif args.proportion is not None:
-        budget = max(1, budget_items(args.proportion, len(campaign)))
-    else:  # --budget-cost: as many items as the budget buys at the mean item cost (k for kmeans / diffuse)
-        budget = max(1, int(args.budget_cost / float(campaign.cost.mean())))
-    utility = compute_utility(campaign, args.method, score=args.metric, budget=budget, seed=args.seed)
+    utility = compute_utility(
+        campaign, args.method, score=args.metric, budget=_item_budget(args, campaign), seed=args.seed
+    )
     return np.asarray(utility, dtype=float), args.method, {"metric": args.metric, "seed": args.seed}
+
+
+def _item_budget(args: argparse.Namespace, campaign: Campaign) -> int:
+    """The budget in items (k for kmeans, diffuse and the strata selector)."""
+    from precomet.selection.units import budget_items
+
+    if args.budget is not None:
+        return int(args.budget)
+    if args.proportion is not None:
+        return max(1, budget_items(args.proportion, len(campaign)))
+    # --budget-cost: as many items as the budget buys at the mean item cost
+    return max(1, int(args.budget_cost / float(campaign.cost.mean())))
 
 
 def _quotas(text: str | None) -> dict | None:

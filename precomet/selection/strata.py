@@ -6,6 +6,8 @@ coverage-only case; top-k on the prediction the utility-only case)."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
+from pathlib import Path
 
 import numpy as np
 
@@ -56,3 +58,33 @@ def stratified_utility(
         picked = np.flatnonzero(chosen)
         chosen[picked[np.argsort(r[picked], kind="stable")[:extra]]] = False
     return r + chosen
+
+
+SELECTORS = ("top", "strata")
+"""How source-based utilities become a subset: ``top`` (highest predicted first) or ``strata``
+(:func:`stratified_utility` over source embeddings)."""
+
+DEFAULT_SELECTOR = "strata"
+"""Chosen on the dev campaign (BENCHMARKS.md, "Source-based selection")."""
+
+DEFAULT_ENCODER = "e5-small"
+"""Source embeddings for the strata: multilingual, offline (:mod:`precomet.encoders`)."""
+
+
+def strata_selector(
+    predicted: np.ndarray,
+    sources: Sequence[str],
+    *,
+    encoder: str = DEFAULT_ENCODER,
+    per_stratum: int = DEFAULT_PER_STRATUM,
+    cache_dir: str | Path | None = None,
+    seed: int = 0,
+    progress: bool | None = None,
+) -> Callable[[int], np.ndarray]:
+    """``budget -> utility`` of :func:`stratified_utility` with the sources embedded once by ``encoder``."""
+    from precomet.encoders import encode_cached, get_encoder
+
+    vectors = encode_cached(get_encoder(encoder), list(sources), cache_dir=cache_dir, progress=progress)
+    if len(vectors) != len(predicted):
+        raise PrecometError(f"strata: {len(predicted)} predicted utilities for {len(vectors)} sources")
+    return lambda budget: stratified_utility(predicted, vectors, budget=budget, per_stratum=per_stratum, seed=seed)

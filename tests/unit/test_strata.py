@@ -66,3 +66,58 @@ def test_misaligned_or_non_finite_input_is_refused():
     predicted[0] = np.nan
     with pytest.raises(PrecometError, match="finite"):
         stratified_utility(predicted, vectors, budget=3)
+
+
+def _files(tmp_path):
+    import json
+
+    from precomet.simulate import simulate_campaign
+
+    campaign = simulate_campaign(n_items=40, n_systems=4, seed=1)
+    data = tmp_path / "c.jsonl"
+    data.write_text("".join(json.dumps(item) + "\n" for item in campaign.iter_items()))
+    scores = tmp_path / "s.jsonl"
+    utility = np.arange(len(campaign), dtype=float)  # a ranking that the strata must override
+    scores.write_text("".join(json.dumps({"id": i, "utility": u}) + "\n" for i, u in zip(campaign.ids, utility)))
+    return campaign, data, scores
+
+
+def test_select_with_the_strata_selector(tmp_path):
+    import json
+
+    from precomet.cli import main
+
+    campaign, data, scores = _files(tmp_path)
+    common = ["select", "--data", str(data), "--keep-incomplete", "--scores", str(scores), "--budget", "5"]
+    assert main([*common, "-o", str(tmp_path / "top.jsonl")]) == 0
+    args = [*common, "--selector", "strata", "--strata-encoder", "surface", "-o", str(tmp_path / "strata.jsonl")]
+    assert main(args) == 0
+    top = [json.loads(line)["id"] for line in (tmp_path / "top.jsonl").read_text().splitlines()]
+    strata = [json.loads(line)["id"] for line in (tmp_path / "strata.jsonl").read_text().splitlines()]
+    assert top == list(campaign.ids[-5:][::-1]) or set(top) == set(campaign.ids[-5:])
+    assert len(strata) == 5 and set(strata) != set(top)
+    manifest = json.loads((tmp_path / "strata.manifest.json").read_text())
+    assert "strata" in json.dumps(manifest)
+
+
+def test_selector_does_not_apply_to_method(tmp_path):
+    from precomet.cli import main
+
+    _, data, _ = _files(tmp_path)
+    args = ["select", "--data", str(data), "--keep-incomplete", "--method", "random", "--budget", "5"]
+    assert main([*args, "--selector", "strata", "-o", str(tmp_path / "x.jsonl")]) == 2
+
+
+def test_benchmark_with_the_strata_selector(tmp_path):
+    import json
+
+    from precomet.cli import main
+
+    _, data, scores = _files(tmp_path)
+    out = tmp_path / "bench.json"
+    args = ["benchmark", "--data", str(data), "--keep-incomplete", "--scores", f"u={scores}", "--seeds", "5"]
+    args += ["--selector", "strata", "--strata-encoder", "surface", "--no-oracle", "--json", str(out)]
+    assert main(args) == 0
+    result = json.loads(out.read_text())
+    assert result["signature"]["selector"] == {"name": "strata", "encoder": "surface"}
+    assert np.isfinite(result["methods"]["u"]["parity"])
