@@ -13,8 +13,9 @@ Stages (every choice is made on ``dev`` before ``test`` is read):
 * ``dev``: the estimator trained on the output-only history, evaluated on WMT22 zh-en with its MQM scores, for
   every target x backbone in ``--targets``/``--backbones``, one training seed.
 * ``test``: the fixed suite (WMT23 en-de and zh-en MQM, WMT24 ESA en-cs/en-hi/en-ja, WMT21 TED en-de and
-  zh-en MQM), minus any campaign that shares a source with the history (the leak guard reports it); the
-  estimator of ``--target``/``--backbone`` trained on the whole history with 3 seeds + their ensemble.
+  zh-en MQM); every training row that shares a source, a sentence or a long run with a suite campaign is dropped
+  (the leak guard, :func:`precomet.estimator.leakage.drop_sources`, reports how many); the estimator of
+  ``--target``/``--backbone`` trained on the whole history with 3 seeds + their ensemble.
 
 Rows of each table (parity = the share of the budget at which the selector reaches random's soft pairwise
 accuracy; < 100 % beats random): ``longer first`` (source length as the utility), ``length model`` (the same
@@ -47,10 +48,10 @@ from precomet.benchmark import run_benchmark  # noqa: E402
 from precomet.campaign import Campaign, source_length  # noqa: E402
 from precomet.encoders import encode_cached, get_encoder  # noqa: E402
 from precomet.estimator import build_targets, predict_sources, train  # noqa: E402
-from precomet.estimator.leakage import SourceFingerprint  # noqa: E402
+from precomet.estimator.leakage import SourceFingerprint, drop_sources  # noqa: E402
 from precomet.estimator.targets import merge_by_source  # noqa: E402
 from precomet.io import load  # noqa: E402
-from precomet.io.wmt_release import list_release_campaigns  # noqa: E402
+from precomet.io.wmt_release import list_release_campaigns, load_wmt_release  # noqa: E402
 from precomet.selection.strata import stratified_utility  # noqa: E402
 from precomet.stats import rankdata  # noqa: E402
 from precomet.utilities import compute_utility  # noqa: E402
@@ -100,7 +101,7 @@ def output_only_rows(method: str) -> list[dict]:
         for name in list_release_campaigns(root):
             if name in DEV or name.startswith("wmt23"):  # WMT23 sentences are inside the suite's WMT23 paragraphs
                 continue
-            campaign = with_reference_score(replace(load(root, campaign=name), name=f"{root.name}:{name}"), "chrf")
+            campaign = with_reference_score(replace(load_wmt_release(root, name), name=f"{root.name}:{name}"), "chrf")
             rows += build_targets([campaign], method=method, score="chrF", seed=0, progress=False)
     return merge_by_source(rows)
 
@@ -168,14 +169,14 @@ def run_stage(
     cost: bool,
     where: str,
 ) -> dict:
-    fingerprint = SourceFingerprint.of(r["src"] for r in rows)
     out: dict = {}
     for name, campaign in campaigns.items():
-        seen = int(fingerprint.contains(list(campaign.src)).sum())
-        if seen:
-            print(f"leak guard: {name} shares {seen} sources with the training history; left out", flush=True)
-            out[name] = {"left_out": f"{seen} sources in the training history"}
-            continue
+        rows, dropped = drop_sources(rows, campaign.src)  # exact and near duplicates (shared sentence or run)
+        print(f"leak guard: {dropped} training rows share a source, sentence or long run with {name}", flush=True)
+        out[name] = {"leak_guard_dropped_rows": dropped}
+    fingerprint = SourceFingerprint.of(r["src"] for r in rows)
+    for name, campaign in campaigns.items():
+        assert not fingerprint.contains(list(campaign.src)).any()
         predictions = estimate(rows, campaign, backbone=backbone, seeds=seeds, where=f"{where}/{target}-{backbone}")
         vectors = encode_cached(get_encoder(backbone), campaign.src, cache_dir=CACHE)
         truth = compute_utility(campaign, target, score="human", seed=0)
@@ -190,15 +191,45 @@ def run_stage(
     return out
 
 
+def dev_folds(campaign: Campaign, k: int = 2) -> list[Campaign]:
+    """``k`` parts of the dev campaign by document (a stable hash of the document name)."""
+    import hashlib
+
+    part = np.array([int(hashlib.sha1(d.encode()).hexdigest(), 16) % k for d in campaign.doc])
+    return [replace(campaign.take(np.flatnonzero(part == f)), name=f"{campaign.name} fold {f}") for f in range(k)]
+
+
 def run_dev(args: argparse.Namespace) -> dict:
-    dev = load_human(DEV)
-    out: dict = {"stage": "dev", "head": HEAD, "results": {}}
+    """Every target x backbone on the dev campaign: trained on the output-only history (``proxy``), on the other
+    half of the dev campaign's human scores (``human``, 2 folds by document), or on both."""
+    (dev,) = load_human(DEV).values()
+    folds = dev_folds(dev)
+    out: dict = {"stage": "dev", "history": args.history, "head": HEAD, "results": {}}
     for target in args.targets:
-        rows = output_only_rows(target)
+        proxy = output_only_rows(target) if args.history in ("proxy", "both") else []
         for backbone in args.backbones:
-            out["results"][f"{target} {backbone}"] = run_stage(
-                dev, rows, target=target, backbone=backbone, seeds=[0], cost=False, where="suite-dev"
-            )
+            key = f"{args.history} {target} {backbone}"
+            if args.history == "proxy":
+                out["results"][key] = run_stage(
+                    {dev.name: dev}, proxy, target=target, backbone=backbone, seeds=[0], cost=False, where="suite-dev"
+                )
+                continue
+            out["results"][key] = {}
+            for i, fold in enumerate(folds):
+                others = [f for j, f in enumerate(folds) if j != i]
+                human = build_targets(others, method=target, score="human", seed=0, progress=False)
+                rows = merge_by_source(proxy + human)
+                out["results"][key].update(
+                    run_stage(
+                        {fold.name: fold},
+                        rows,
+                        target=target,
+                        backbone=backbone,
+                        seeds=[0],
+                        cost=False,
+                        where="suite-dev",
+                    )
+                )
     return out
 
 
@@ -216,12 +247,81 @@ def run_test(args: argparse.Namespace) -> dict:
     return out
 
 
+def _pct(value: float | None) -> str:
+    return "–" if value is None or not np.isfinite(value) else f"{100 * value:.0f}"
+
+
+def report_dev(paths: list[Path]) -> list[str]:
+    """One row per dev configuration: mean parity (%) over its dev parts for every selector."""
+    lines = [
+        "| history | target | backbone | longer first | length model | k-means | estimator | estimator − length"
+        " | strata | Pearson with true utility | Spearman with length |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for path in paths:
+        for key, parts in json.loads(path.read_text())["results"].items():
+            rows = [p["items"]["rows"] for p in parts.values() if "items" in p]
+            mean = {n: float(np.mean([r[n]["parity"] for r in rows])) for n in rows[0]}
+            pearson = np.mean([p["pearson_truth"]["estimator"] for p in parts.values() if "items" in p])
+            rho = np.mean([r["estimator"]["spearman_length"] for r in rows])
+            cells = [mean.get(n) for n in SELECTORS]
+            lines.append(
+                f"| {' | '.join(key.split())} | "
+                + " | ".join(_pct(c) for c in cells)
+                + f" | {pearson:.2f} | {rho:.2f} |"
+            )
+    return lines
+
+
+SELECTORS = ("longer first", "length model", "k-means", "estimator", "estimator - length", "strata estimator")
+
+
+def report_test(path: Path, *, budget: str = "items") -> list[str]:
+    """Parity (%) per suite campaign and selector, with the suite mean and the worst campaign."""
+    result = json.loads(path.read_text())
+    campaigns = {n: c for n, c in result["campaigns"].items() if budget in c}
+    names = list(campaigns)
+    selectors = list(next(iter(campaigns.values()))[budget]["rows"])
+    lines = [
+        f"| selector | {' | '.join(names)} | mean | worst |",
+        "|---|" + "---|" * (len(names) + 2),
+    ]
+    for sel in selectors:
+        values = [campaigns[n][budget]["rows"][sel]["parity"] for n in names]
+        lines.append(
+            f"| {sel} | "
+            + " | ".join(_pct(v) for v in values)
+            + f" | **{_pct(np.mean(values))}** | {_pct(max(values))} |"
+        )
+    if budget == "items":
+        for label, field in (("Pearson with the true utility", "pearson_truth"),):
+            for sel in campaigns[names[0]][field]:
+                values = [campaigns[n][field][sel] for n in names]
+                lines.append(
+                    f"| {label}: {sel} | " + " | ".join(f"{v:.2f}" for v in values) + f" | {np.mean(values):.2f} | |"
+                )
+        for sel in selectors:
+            values = [campaigns[n][budget]["rows"][sel]["spearman_length"] for n in names]
+            if all(v is not None for v in values):
+                lines.append(
+                    f"| Spearman with length: {sel} | "
+                    + " | ".join(f"{v:.2f}" for v in values)
+                    + f" | {np.mean(values):.2f} | |"
+                )
+    return lines
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--stage", choices=("dev", "test"), required=True)
     parser.add_argument("--targets", nargs="+", default=["metric_var", "metric_cons", "metric_avg"])
     parser.add_argument("--backbones", nargs="+", default=["e5-small", "surface"])
-    parser.add_argument("--campaigns", nargs="*", help="dev: only these held-out history campaigns")
+    parser.add_argument(
+        "--history",
+        choices=("proxy", "human", "both"),
+        default="both",
+        help="dev: train on the output-only history (chrF proxy), the other half of the dev campaign (human) or both",
+    )
     parser.add_argument("--target", default="metric_var")
     parser.add_argument("--backbone", default="e5-small")
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
@@ -233,7 +333,8 @@ def main() -> None:
     result = run_dev(args) if args.stage == "dev" else run_test(args)
     result["seconds"] = time.perf_counter() - started
     result["command"] = "benchmarks/bench_source_suite.py " + " ".join(sys.argv[1:])
-    path = args.out or RESULTS / f"source_suite_{args.stage}.json"
+    default = f"source_suite_{args.stage}" + (f"_{args.history}" if args.stage == "dev" else "") + ".json"
+    path = args.out or RESULTS / default
     path.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
     print(f"wrote {path} ({result['seconds']:.0f} s)")
 

@@ -275,6 +275,10 @@ def _human_scores(
     scored = ~np.isnan(z)
     info = {
         "human scores": f"{path.relative_to(root)} (crowd DA: {HUMAN} = Z.SCR, {HUMAN_RAW} = RAW.SCR)",
+        "human alignment": (
+            "SID read as the 1-based source line (the release's documentation); measured, these scores do not"
+            " follow the source lines (benchmarks/check_da_alignment.py): use them for system-level results only"
+        ),
         "human coverage": (
             f"{int(scored.all(axis=1).sum()) if systems else 0} of {len(keep)} items scored for every system,"
             f" {int(scored.any(axis=1).sum())} for at least one"
