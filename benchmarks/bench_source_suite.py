@@ -113,23 +113,28 @@ def partial_out_length(utility: np.ndarray, length: np.ndarray) -> np.ndarray:
     return y - (slope * x + intercept)
 
 
-def fit_predict(rows: list[dict], sources: list[str], *, backbone: str, seed: int, out: Path) -> np.ndarray:
+def fit(rows: list[dict], *, backbone: str, seed: int, out: Path) -> Path:
+    """Train one estimator on ``rows`` into ``out`` (replaced); returns ``out``."""
     overrides = {**HEAD, "model.backbone": backbone, "data.cache_dir": str(CACHE), "seed_everything": seed}
     if out.exists():
         import shutil
 
         shutil.rmtree(out)
+    started = time.perf_counter()
     train(rows, out_dir=out, overrides=overrides, progress=False)
-    return predict_sources(out, sources, progress=False)
+    print(f"trained {backbone} seed {seed} on {len(rows)} rows in {time.perf_counter() - started:.0f} s", flush=True)
+    return out
 
 
 def evaluate(campaign: Campaign, predictions: dict[str, np.ndarray], vectors: np.ndarray, *, budget_cost: bool) -> dict:
     """Parity, SPA and Spearman with length of every selector on one campaign."""
     length = source_length(campaign.src)
     external: dict = {"longer first": length, "k-means": lambda k: kmeans_utility(vectors, budget=k, seed=0)}
+    if budget_cost:  # the knapsack with nothing but the source length (its cost objective) to go on
+        external["constant utility"] = np.zeros(len(campaign))
     for name, pred in predictions.items():
         external[name] = pred
-        if name.startswith("estimator"):
+        if name in ("estimator", "estimator ensemble"):  # one strata and one length-free row per estimator
             external[f"{name} - length"] = partial_out_length(pred, length)
             external[f"strata {name}"] = lambda k, pred=pred: stratified_utility(pred, vectors, budget=k, seed=0)
     result = run_benchmark(
@@ -148,14 +153,22 @@ def evaluate(campaign: Campaign, predictions: dict[str, np.ndarray], vectors: np
     return {"items": len(campaign), "systems": len(campaign.systems), "rows": rows, "signature": result["signature"]}
 
 
-def estimate(rows: list[dict], campaign: Campaign, *, backbone: str, seeds: list[int], where: str) -> dict:
-    """Predictions of the estimator (one per seed, and their ensemble when several) and of the length model."""
-    sources = list(campaign.src)
-    preds = [fit_predict(rows, sources, backbone=backbone, seed=s, out=SCRATCH / where / str(s)) for s in seeds]
-    out = {f"estimator s{s}": p for s, p in zip(seeds, preds)} if len(seeds) > 1 else {"estimator": preds[0]}
-    if len(seeds) > 1:
+def estimators(rows: list[dict], *, backbone: str, seeds: list[int], where: str) -> dict[str, list[Path]]:
+    """Checkpoints of the estimator (one per seed) and of the length model, trained once on ``rows``."""
+    return {
+        "estimator": [fit(rows, backbone=backbone, seed=s, out=SCRATCH / where / str(s)) for s in seeds],
+        "length model": [fit(rows, backbone="length", seed=seeds[0], out=SCRATCH / where / "length")],
+    }
+
+
+def predictions_of(checkpoints: dict[str, list[Path]], sources: list[str]) -> dict[str, np.ndarray]:
+    """Each checkpoint's predictions; with several seeds also their ensemble (mean of z-scored predictions)."""
+    seeds = checkpoints["estimator"]
+    preds = [predict_sources(c, sources, progress=False) for c in seeds]
+    out = {f"estimator s{c.name}": p for c, p in zip(seeds, preds)} if len(preds) > 1 else {"estimator": preds[0]}
+    if len(preds) > 1:
         out["estimator ensemble"] = np.mean([(p - p.mean()) / (p.std() or 1.0) for p in preds], axis=0)
-    out["length model"] = fit_predict(rows, sources, backbone="length", seed=seeds[0], out=SCRATCH / where / "length")
+    out["length model"] = predict_sources(checkpoints["length model"][0], sources, progress=False)
     return out
 
 
@@ -175,16 +188,21 @@ def run_stage(
         print(f"leak guard: {dropped} training rows share a source, sentence or long run with {name}", flush=True)
         out[name] = {"leak_guard_dropped_rows": dropped}
     fingerprint = SourceFingerprint.of(r["src"] for r in rows)
+    assert not any(fingerprint.contains(list(c.src)).any() for c in campaigns.values())
+    started = time.perf_counter()
+    checkpoints = estimators(rows, backbone=backbone, seeds=seeds, where=f"{where}/{target}-{backbone}")
+    train_seconds = time.perf_counter() - started
     for name, campaign in campaigns.items():
-        assert not fingerprint.contains(list(campaign.src)).any()
-        predictions = estimate(rows, campaign, backbone=backbone, seeds=seeds, where=f"{where}/{target}-{backbone}")
+        started = time.perf_counter()
+        predictions = predictions_of(checkpoints, list(campaign.src))
+        predict_seconds = time.perf_counter() - started
         vectors = encode_cached(get_encoder(backbone), campaign.src, cache_dir=CACHE)
         truth = compute_utility(campaign, target, score="human", seed=0)
         result = {"items": evaluate(campaign, predictions, vectors, budget_cost=False)}
         if cost:
             result["cost"] = evaluate(campaign, predictions, vectors, budget_cost=True)
         result["pearson_truth"] = {k: float(pearsonr(v, truth)[0]) for k, v in predictions.items()}
-        out[name] = result
+        out[name].update(result, training_rows=len(rows), train_seconds=train_seconds, predict_seconds=predict_seconds)
         print(
             name, target, backbone, {k: round(v["parity"], 3) for k, v in result["items"]["rows"].items()}, flush=True
         )
@@ -235,14 +253,20 @@ def run_dev(args: argparse.Namespace) -> dict:
 
 def run_test(args: argparse.Namespace) -> dict:
     human = load_human(DEV)
-    rows = merge_by_source(
-        output_only_rows(args.target)
-        + build_targets(list(human.values()), method=args.target, score="human", seed=0, progress=False)
-    )
+    rows = output_only_rows(args.target) if args.history in ("proxy", "both") else []
+    if args.history in ("human", "both"):
+        rows += build_targets(list(human.values()), method=args.target, score="human", seed=0, progress=False)
     suite = load_human(SUITE)
-    out: dict = {"stage": "test", "target": args.target, "backbone": args.backbone, "head": HEAD}
+    out: dict = {"stage": "test", "history": args.history, "target": args.target, "backbone": args.backbone}
+    out["head"] = HEAD
     out["campaigns"] = run_stage(
-        suite, rows, target=args.target, backbone=args.backbone, seeds=args.seeds, cost=args.cost, where="suite-test"
+        suite,
+        merge_by_source(rows),
+        target=args.target,
+        backbone=args.backbone,
+        seeds=args.seeds,
+        cost=args.cost,
+        where="suite-test",
     )
     return out
 
