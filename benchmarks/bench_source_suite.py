@@ -181,6 +181,7 @@ def run_stage(
     seeds: list[int],
     cost: bool,
     where: str,
+    ship: Path | None = None,
 ) -> dict:
     out: dict = {}
     for name, campaign in campaigns.items():
@@ -192,6 +193,13 @@ def run_stage(
     started = time.perf_counter()
     checkpoints = estimators(rows, backbone=backbone, seeds=seeds, where=f"{where}/{target}-{backbone}")
     train_seconds = time.perf_counter() - started
+    if ship is not None:  # the first seed's estimator, without its Lightning resume files
+        import shutil
+
+        if ship.exists():
+            shutil.rmtree(ship)
+        shutil.copytree(checkpoints["estimator"][0], ship, ignore=shutil.ignore_patterns("lightning"))
+        print(f"shipped {checkpoints['estimator'][0]} -> {ship}", flush=True)
     for name, campaign in campaigns.items():
         started = time.perf_counter()
         predictions = predictions_of(checkpoints, list(campaign.src))
@@ -227,9 +235,10 @@ def run_dev(args: argparse.Namespace) -> dict:
         proxy = output_only_rows(target) if args.history in ("proxy", "both") else []
         for backbone in args.backbones:
             key = f"{args.history} {target} {backbone}"
+            where = f"suite-dev/{args.history}"  # runs of different histories never share a folder
             if args.history == "proxy":
                 out["results"][key] = run_stage(
-                    {dev.name: dev}, proxy, target=target, backbone=backbone, seeds=[0], cost=False, where="suite-dev"
+                    {dev.name: dev}, proxy, target=target, backbone=backbone, seeds=[0], cost=False, where=where
                 )
                 continue
             out["results"][key] = {}
@@ -245,7 +254,7 @@ def run_dev(args: argparse.Namespace) -> dict:
                         backbone=backbone,
                         seeds=[0],
                         cost=False,
-                        where="suite-dev",
+                        where=where,
                     )
                 )
     return out
@@ -267,6 +276,7 @@ def run_test(args: argparse.Namespace) -> dict:
         seeds=args.seeds,
         cost=args.cost,
         where="suite-test",
+        ship=args.ship,
     )
     return out
 
@@ -335,9 +345,46 @@ def report_test(path: Path, *, budget: str = "items") -> list[str]:
     return lines
 
 
+def write_report() -> Path:
+    """benchmarks/results/source-suite.md from the dev and test JSON files present."""
+    dev = sorted(RESULTS.glob("source_suite_dev_*.json"))
+    lines = [
+        "# Source-based selection on human judgements, with every control (issue 19)",
+        "",
+        "Parity (%) = the share of the budget at which a selector reaches random's soft pairwise accuracy, averaged",
+        "over budgets 5-50 % (100 random seeds); below 100 beats random. `longer first`: the source length as the",
+        "utility; `length model`: the same estimator and head with the source length as its only feature;",
+        "`k-means`: k-means (k = budget) on the backbone's source vectors; `estimator`: top-k on the prediction;",
+        "`estimator - length`: its rank with the length rank regressed out (what it adds beyond length); `strata`:",
+        "the best predicted item of each k-means stratum (`precomet.selection.strata`). Pearson: prediction vs the",
+        "same utility computed on the campaign's human scores. Script: `benchmarks/bench_source_suite.py`.",
+        "",
+        "## Dev: WMT22 zh-en MQM, two halves by document (every choice was made here)",
+        "",
+    ]
+    for path in dev:
+        command = json.loads(path.read_text()).get("command", "")
+        lines.append(f"`{command}`")
+        lines.append("")
+    lines += report_dev(dev)
+    for path in sorted(RESULTS.glob("source_suite_test*.json")):
+        result = json.loads(path.read_text())
+        lines += ["", f"## Test suite: {result['target']} on {result['backbone']}, history {result['history']}", ""]
+        lines += [f"`{result['command']}` ({result['seconds']:.0f} s)", "", "Budgets in items:", ""]
+        lines += report_test(path)
+        if any("cost" in c for c in result["campaigns"].values()):
+            lines += ["", "Budgets in annotation cost (length model 0.15 · chars + 33.7 s for every campaign):", ""]
+            lines += report_test(path, budget="cost")
+        dropped = {n: c.get("leak_guard_dropped_rows") for n, c in result["campaigns"].items()}
+        lines += ["", f"Leak guard (training rows dropped for sharing a source, sentence or run): {dropped}."]
+    out = RESULTS / "source-suite.md"
+    out.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--stage", choices=("dev", "test"), required=True)
+    parser.add_argument("--stage", choices=("dev", "test", "report"), required=True)
     parser.add_argument("--targets", nargs="+", default=["metric_var", "metric_cons", "metric_avg"])
     parser.add_argument("--backbones", nargs="+", default=["e5-small", "surface"])
     parser.add_argument(
@@ -351,8 +398,12 @@ def main() -> None:
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     parser.add_argument("--cost", action="store_true", help="test: also under a cost budget (length cost model)")
     parser.add_argument("--out", type=Path)
+    parser.add_argument("--ship", type=Path, help="test: copy the first seed's checkpoint here (e.g. checkpoints/NAME)")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
+    if args.stage == "report":
+        print(f"wrote {write_report()}")
+        return
     started = time.perf_counter()
     result = run_dev(args) if args.stage == "dev" else run_test(args)
     result["seconds"] = time.perf_counter() - started

@@ -85,10 +85,9 @@ class BackboneEstimator:
     path: Path | None = None
 
     def to_utility(self, standardised: torch.Tensor) -> torch.Tensor:
-        """Undo the training standardisation and orient so that higher = annotate first."""
-        stats = self.meta["standardisation"]
-        value = standardised * float(stats["std"]) + float(stats["mean"])
-        return value if self.meta["direction"] == "higher_first" else -value
+        from precomet.estimator.checkpoint import to_utility
+
+        return to_utility(self.meta, standardised)
 
     def predict(
         self, sources: Sequence[str], *, cache_dir: str | Path | None = None, progress: bool | None = None

@@ -50,10 +50,14 @@ class Estimator:
         return int(self.meta["max_length"])
 
     def to_utility(self, standardised: torch.Tensor) -> torch.Tensor:
-        """Undo the training standardisation and orient so that higher = annotate first."""
-        stats = self.meta["standardisation"]
-        value = standardised * float(stats["std"]) + float(stats["mean"])
-        return value if self.meta["direction"] == "higher_first" else -value
+        return to_utility(self.meta, standardised)
+
+
+def to_utility(meta: dict[str, Any], standardised: torch.Tensor) -> torch.Tensor:
+    """Undo the training standardisation recorded in ``meta`` and orient so that higher = annotate first."""
+    stats = meta["standardisation"]
+    value = standardised * float(stats["std"]) + float(stats["mean"])
+    return value if meta["direction"] == "higher_first" else -value
 
 
 def packaged_encoder(name: str, *, frozen: bool) -> dict[str, str] | None:
