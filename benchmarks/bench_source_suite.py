@@ -42,7 +42,7 @@ import numpy as np
 from scipy.stats import pearsonr, spearmanr
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from paths import RAW, RESULTS, SCRATCH  # noqa: E402
+from paths import RAW, REPO, RESULTS, SCRATCH  # noqa: E402
 
 from precomet.benchmark import run_benchmark  # noqa: E402
 from precomet.campaign import Campaign, source_length  # noqa: E402
@@ -71,18 +71,8 @@ SUITE = {
     "ted/zh-en": (RAW / "wmt-mqm-ted" / "zhen" / "mqm_ted_zhen.tsv", None, None),
 }
 CACHE = SCRATCH / "encoder-cache"
-HEAD = {
-    "model.hidden_sizes": [256, 64],
-    "model.dropout": 0.1,
-    "model.head_lr": 1e-3,
-    "data.batch_size": 128,
-    "data.effective_batch_size": 128,
-    "data.dev_fraction": 0.1,
-    "trainer.max_epochs": 40,
-    "trainer.accelerator": "cpu",
-    "early_stopping.patience": 4,
-}
-"""The head and its training, fixed before any comparison (small: ~100 k parameters, CPU-friendly)."""
+CONFIG = REPO / "configs" / "precomet-e5.yaml"
+"""The head and its training (fixed before any comparison); the backbone is set per run."""
 
 
 def load_human(spec: dict) -> dict[str, Campaign]:
@@ -115,13 +105,13 @@ def partial_out_length(utility: np.ndarray, length: np.ndarray) -> np.ndarray:
 
 def fit(rows: list[dict], *, backbone: str, seed: int, out: Path) -> Path:
     """Train one estimator on ``rows`` into ``out`` (replaced); returns ``out``."""
-    overrides = {**HEAD, "model.backbone": backbone, "data.cache_dir": str(CACHE), "seed_everything": seed}
+    overrides = {"model.backbone": backbone, "data.cache_dir": str(CACHE), "seed_everything": seed}
     if out.exists():
         import shutil
 
         shutil.rmtree(out)
     started = time.perf_counter()
-    train(rows, out_dir=out, overrides=overrides, progress=False)
+    train(rows, out_dir=out, config=CONFIG, overrides=overrides, progress=False)
     print(f"trained {backbone} seed {seed} on {len(rows)} rows in {time.perf_counter() - started:.0f} s", flush=True)
     return out
 
@@ -230,7 +220,7 @@ def run_dev(args: argparse.Namespace) -> dict:
     half of the dev campaign's human scores (``human``, 2 folds by document), or on both."""
     (dev,) = load_human(DEV).values()
     folds = dev_folds(dev)
-    out: dict = {"stage": "dev", "history": args.history, "head": HEAD, "results": {}}
+    out: dict = {"stage": "dev", "history": args.history, "config": str(CONFIG.relative_to(REPO)), "results": {}}
     for target in args.targets:
         proxy = output_only_rows(target) if args.history in ("proxy", "both") else []
         for backbone in args.backbones:
@@ -267,7 +257,7 @@ def run_test(args: argparse.Namespace) -> dict:
         rows += build_targets(list(human.values()), method=args.target, score="human", seed=0, progress=False)
     suite = load_human(SUITE)
     out: dict = {"stage": "test", "history": args.history, "target": args.target, "backbone": args.backbone}
-    out["head"] = HEAD
+    out["config"] = str(CONFIG.relative_to(REPO))
     out["campaigns"] = run_stage(
         suite,
         merge_by_source(rows),
