@@ -24,9 +24,13 @@ SECTIONS = (  # (results file, what it measures) in reading order
         "Cost-aware selection at equal real annotation cost: objectives vs random, paper protocol (issue 11)",
     ),
     ("cost-aware-findings.md", "Cost-aware selection: choice of the default, where it does not help, speed (issue 11)"),
-    ("estimator-protocol.md", "Source-based estimator on WMT history: the paper's protocol, leak-free (issue 10)"),
-    ("estimator-findings.md", "Source-based estimator on WMT history: findings, config choice, speed (issue 10)"),
-    ("estimator.md", "Source-based estimator: held-out quality, source-based selection, speed (issue 6)"),
+    ("source-suite.md", "Source-based selection on human judgements, with every length control (issue 19)"),
+    ("da_alignment.md", "Crowd-DA segment scores of the WMT21-22 to-English releases vs their source lines (issue 19)"),
+    (
+        "estimator-protocol.md",
+        "Source-based estimator on chrF-proxy targets: the paper's protocol (issue 10, superseded)",
+    ),
+    ("estimator-findings.md", "Source-based estimator on chrF-proxy targets: findings, speed (issue 10, superseded)"),
     ("pairwise.md", "Pairwise: DiffUse, annotate-until-decided, ratings (issue 7)"),
     ("loading.md", "Loading real campaigns (issue 2)"),
 )
