@@ -325,7 +325,7 @@ def report_test(path: Path, *, budget: str = "items") -> list[str]:
                     f"| {label}: {sel} | " + " | ".join(f"{v:.2f}" for v in values) + f" | {np.mean(values):.2f} | |"
                 )
         for sel in selectors:
-            values = [campaigns[n][budget]["rows"][sel]["spearman_length"] for n in names]
+            values = [campaigns[n][budget]["rows"][sel].get("spearman_length") for n in names]
             if all(v is not None for v in values):
                 lines.append(
                     f"| Spearman with length: {sel} | "
