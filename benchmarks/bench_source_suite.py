@@ -75,12 +75,13 @@ CONFIG = REPO / "configs" / "precomet-e5.yaml"
 """The head and its training (fixed before any comparison); the backbone is set per run."""
 
 
-def load_human(spec: dict) -> dict[str, Campaign]:
+def load_human(spec: dict, *, complete: bool = True) -> dict[str, Campaign]:
+    """The campaigns of ``spec``; with ``complete`` only the items scored for every system (what is evaluated),
+    without it every source (what the leak guard holds out)."""
     out = {}
     for name, (path, inner, human) in spec.items():
-        campaign = replace(load(path, campaign=inner, human=human), name=name)
-        out[name] = campaign.complete("human")[0]
-        print(f"{name}: {len(out[name])} items x {len(campaign.systems)} systems", flush=True)
+        out[name] = replace(load(path, campaign=inner, human=human, complete=complete), name=name)
+        print(f"{name}: {len(out[name])} items x {len(out[name].systems)} systems", flush=True)
     return out
 
 
@@ -164,6 +165,7 @@ def predictions_of(checkpoints: dict[str, list[Path]], sources: list[str]) -> di
 
 def run_stage(
     campaigns: dict[str, Campaign],
+    held_out: dict[str, Campaign],
     rows: list[dict],
     *,
     target: str,
@@ -174,18 +176,20 @@ def run_stage(
     ship: Path | None = None,
 ) -> dict:
     out: dict = {}
-    for name, campaign in campaigns.items():
+    for name, campaign in held_out.items():  # every source of the campaign, also those not evaluated
         rows, dropped = drop_sources(rows, campaign.src)  # exact and near duplicates (shared sentence or run)
         print(f"leak guard: {dropped} training rows share a source, sentence or long run with {name}", flush=True)
         out[name] = {"leak_guard_dropped_rows": dropped}
     fingerprint = SourceFingerprint.of(r["src"] for r in rows)
-    assert not any(fingerprint.contains(list(c.src)).any() for c in campaigns.values())
+    assert not any(fingerprint.contains(list(c.src)).any() for c in held_out.values())
     started = time.perf_counter()
     checkpoints = estimators(rows, backbone=backbone, seeds=seeds, where=f"{where}/{target}-{backbone}")
     train_seconds = time.perf_counter() - started
     if ship is not None:  # the first seed's estimator, without its Lightning resume files
         import shutil
 
+        if ship.exists() and not (ship / "precomet.json").is_file():
+            raise SystemExit(f"--ship {ship}: exists and is not a checkpoint directory; not replaced")
         if ship.exists():
             shutil.rmtree(ship)
         shutil.copytree(checkpoints["estimator"][0], ship, ignore=shutil.ignore_patterns("lightning"))
@@ -228,7 +232,14 @@ def run_dev(args: argparse.Namespace) -> dict:
             where = f"suite-dev/{args.history}"  # runs of different histories never share a folder
             if args.history == "proxy":
                 out["results"][key] = run_stage(
-                    {dev.name: dev}, proxy, target=target, backbone=backbone, seeds=[0], cost=False, where=where
+                    {dev.name: dev},
+                    {dev.name: dev},
+                    proxy,
+                    target=target,
+                    backbone=backbone,
+                    seeds=[0],
+                    cost=False,
+                    where=where,
                 )
                 continue
             out["results"][key] = {}
@@ -238,6 +249,7 @@ def run_dev(args: argparse.Namespace) -> dict:
                 rows = merge_by_source(proxy + human)
                 out["results"][key].update(
                     run_stage(
+                        {fold.name: fold},
                         {fold.name: fold},
                         rows,
                         target=target,
@@ -256,10 +268,12 @@ def run_test(args: argparse.Namespace) -> dict:
     if args.history in ("human", "both"):
         rows += build_targets(list(human.values()), method=args.target, score="human", seed=0, progress=False)
     suite = load_human(SUITE)
+    every_source = load_human(SUITE, complete=False)
     out: dict = {"stage": "test", "history": args.history, "target": args.target, "backbone": args.backbone}
     out["config"] = str(CONFIG.relative_to(REPO))
     out["campaigns"] = run_stage(
         suite,
+        every_source,
         merge_by_source(rows),
         target=args.target,
         backbone=args.backbone,
