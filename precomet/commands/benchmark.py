@@ -144,6 +144,8 @@ def run(args: argparse.Namespace) -> int:
         raise PrecometError("--cost-from-times and --cost-objective apply to cost budgets: add --budget-cost")
     if args.crowd is not None:
         _check_crowd_options(args)
+    if args.selector == "strata" and (not args.scores or args.crowd is not None):
+        raise PrecometError("--selector strata applies to --scores rankings (and not to --crowd)")
     campaign = apply_cost_from_times(args, load_campaign(args))
     if args.level == "doc":
         require_documents(campaign)

@@ -83,13 +83,13 @@ def run(args: argparse.Namespace) -> int:
 
     check_outputs(args.output, subset_manifest_path(args.output))
     check_solver(args.solver)
+    if args.selector and args.method:
+        raise PrecometError("--selector applies to --checkpoint or --scores, not --method")
     campaign = apply_cost_from_times(args, load_campaign(args))
     if args.level == "doc":
         require_documents(campaign)
     utility, method, parameters = _utilities(args, campaign)
     selector = args.selector or (DEFAULT_SELECTOR if method == "checkpoint" else "top")  # --scores: any utility
-    if args.selector and method not in ("scores", "checkpoint"):
-        raise PrecometError("--selector applies to --checkpoint or --scores, not --method")
     if selector == "strata":
         from precomet.selection.strata import strata_selector
 

@@ -113,5 +113,8 @@ def encode_cached(
         if path is not None:
             _write_cache(path, cached)
     log.info("encoded %d distinct texts with %s (%d from cache)", len(unique), encoder.name, len(unique) - len(todo))
-    table = {k: cached[k] for k in keys}
-    return np.stack([table[_text_key(t)] for t in texts]).astype(np.float32) if texts else np.empty((0, encoder.dim))
+    if not texts:
+        return np.empty((0, encoder.dim), dtype=np.float32)
+    position = {text: i for i, text in enumerate(unique)}
+    table = np.stack([cached[k] for k in keys]).astype(np.float32)
+    return table[[position[t] for t in texts]]

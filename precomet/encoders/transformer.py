@@ -13,6 +13,18 @@ from precomet.errors import PrecometError
 from precomet.quiet import quiet_third_party
 
 
+def weights_digest(path: Path) -> str:
+    """sha256 over the ``*.safetensors`` files of an encoder directory (sorted by name)."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    for file in sorted(path.glob("*.safetensors")):
+        with open(file, "rb") as handle:
+            for block in iter(lambda: handle.read(1 << 22), b""):
+                digest.update(block)
+    return digest.hexdigest()
+
+
 class TransformerEncoder(SentenceEncoder):
     name = "hf"
     languages = "those of the model's vocabulary"
@@ -44,8 +56,6 @@ class TransformerEncoder(SentenceEncoder):
         return int(self._load()[0].config.hidden_size)
 
     def identity(self) -> dict[str, Any]:
-        from precomet.estimator.checkpoint import weights_digest
-
         return {"name": f"{self.name}:{self.location.name}", "weights_sha256": weights_digest(self.location)}
 
     def _encode_batch(self, texts: list[str]) -> np.ndarray:

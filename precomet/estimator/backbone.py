@@ -10,7 +10,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
-from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +19,7 @@ from torch import nn
 
 from precomet.encoders import SentenceEncoder, encode_cached, get_encoder
 from precomet.errors import PrecometError
+from precomet.estimator.model import mlp_head
 
 logger = logging.getLogger(__name__)
 
@@ -40,12 +40,7 @@ class FeatureHead(nn.Module):
         self.encoder = nn.Identity()
         self.register_buffer("feature_mean", torch.zeros(dim))
         self.register_buffer("feature_std", torch.ones(dim))
-        sizes = [dim, *hidden_sizes]
-        layers: list[nn.Module] = []
-        for a, b in pairwise(sizes):
-            layers += [nn.Linear(a, b), nn.Tanh(), nn.Dropout(dropout)]
-        layers.append(nn.Linear(sizes[-1], 1))
-        self.head = nn.Sequential(*layers)
+        self.head = mlp_head(dim, hidden_sizes, dropout)
 
     def fit_scaling(self, features: torch.Tensor) -> None:
         """Set the input standardisation from the training features (constant features get std 1)."""

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from precomet import __version__
+from precomet.encoders.transformer import weights_digest
 from precomet.errors import PrecometError
 from precomet.estimator.model import UtilityEstimator
 from precomet.io import jsonsafe
@@ -68,18 +69,6 @@ def packaged_encoder(name: str, *, frozen: bool) -> dict[str, str] | None:
     if not frozen or name not in ALIASES:
         return None
     return {"name": name, "weights_sha256": weights_digest(resolve_model(name))}
-
-
-def weights_digest(path: Path) -> str:
-    """sha256 over the ``*.safetensors`` files of an encoder directory (sorted by name)."""
-    import hashlib
-
-    digest = hashlib.sha256()
-    for file in sorted(path.glob("*.safetensors")):
-        with open(file, "rb") as handle:
-            for block in iter(lambda: handle.read(1 << 22), b""):
-                digest.update(block)
-    return digest.hexdigest()
 
 
 def save_checkpoint(out_dir: str | Path, *, model: UtilityEstimator, tokenizer: Any, meta: dict[str, Any]) -> Path:

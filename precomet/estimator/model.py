@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Sequence
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
@@ -83,6 +84,16 @@ def mean_pool(hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     return (hidden * m).sum(dim=-2) / m.sum(dim=-2).clamp(min=1.0)
 
 
+def mlp_head(dim: int, hidden_sizes: Sequence[int], dropout: float) -> nn.Sequential:
+    """``dim`` -> hidden layers (linear, tanh, dropout) -> one value."""
+    sizes = [dim, *hidden_sizes]
+    layers: list[nn.Module] = []
+    for a, b in pairwise(sizes):
+        layers += [nn.Linear(a, b), nn.Tanh(), nn.Dropout(dropout)]
+    layers.append(nn.Linear(sizes[-1], 1))
+    return nn.Sequential(*layers)
+
+
 class UtilityEstimator(nn.Module):
     """encoder -> pooled features -> MLP head -> one standardised utility per source."""
 
@@ -101,12 +112,7 @@ class UtilityEstimator(nn.Module):
         self.pooling = pooling
         n_layers = encoder.config.num_hidden_layers + 1
         self.mix = ScalarMix(n_layers) if pooling == "mix" else None
-        sizes = [encoder.config.hidden_size, *hidden_sizes]
-        layers: list[nn.Module] = []
-        for a, b in pairwise(sizes):
-            layers += [nn.Linear(a, b), nn.Tanh(), nn.Dropout(dropout)]
-        layers.append(nn.Linear(sizes[-1], 1))
-        self.head = nn.Sequential(*layers)
+        self.head = mlp_head(encoder.config.hidden_size, hidden_sizes, dropout)
 
     def features(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
         """Pooled encoder output: (B, H) for mean pooling, (B, L, H) per-layer means for ``mix``.

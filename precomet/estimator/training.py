@@ -501,6 +501,15 @@ def best_metrics(history: list[dict[str, float]], early_stopping: dict[str, Any]
     return pick(scored, key=lambda h: h[monitor])
 
 
+def best_checkpoint(trainer: pl.Trainer) -> str:
+    """Path of the best epoch's ``.ckpt``; an error when training wrote none."""
+    # the trainer is built with a ModelCheckpoint (Lightning types the property as the base class or None)
+    best = cast("pl.callbacks.ModelCheckpoint", trainer.checkpoint_callback).best_model_path
+    if not best:
+        raise PrecometError("training produced no checkpoint (zero training batches?)")
+    return best
+
+
 def export_best(
     trainer: pl.Trainer,
     out_dir: Path,
@@ -513,10 +522,7 @@ def export_best(
     into place with the rest). Only the global-zero process writes. Returns the ``.ckpt`` path."""
     from precomet.estimator.checkpoint import read_lightning_checkpoint, write_checkpoint_files
 
-    # the trainer is built with a ModelCheckpoint (Lightning types the property as the base class or None)
-    best = cast("pl.callbacks.ModelCheckpoint", trainer.checkpoint_callback).best_model_path
-    if not best:
-        raise PrecometError("training produced no checkpoint (zero training batches?)")
+    best = best_checkpoint(trainer)
     if trainer.is_global_zero:
         with quiet_third_party():
             model, tokenizer, meta = read_lightning_checkpoint(
@@ -534,9 +540,7 @@ def export_best_head(trainer: pl.Trainer, out_dir: Path, *, meta: dict[str, Any]
 
     from precomet.estimator.checkpoint import HEAD, META, write_meta
 
-    best = cast("pl.callbacks.ModelCheckpoint", trainer.checkpoint_callback).best_model_path
-    if not best:
-        raise PrecometError("training produced no checkpoint (zero training batches?)")
+    best = best_checkpoint(trainer)
     if trainer.is_global_zero:
         state = torch.load(best, map_location="cpu", weights_only=True)["state_dict"]
         head = {k.removeprefix("model."): v.contiguous() for k, v in state.items() if k.startswith("model.")}

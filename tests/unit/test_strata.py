@@ -121,3 +121,12 @@ def test_benchmark_with_the_strata_selector(tmp_path):
     result = json.loads(out.read_text())
     assert result["signature"]["selector"] == {"name": "strata", "encoder": "surface"}
     assert np.isfinite(result["methods"]["u"]["parity"])
+
+
+def test_benchmark_strata_needs_scores(tmp_path, capsys):
+    from precomet.cli import main
+
+    _, data, _ = _files(tmp_path)
+    args = ["benchmark", "--data", str(data), "--keep-incomplete", "--methods", "random", "--selector", "strata"]
+    assert main([*args, "--json", str(tmp_path / "b.json")]) == 2
+    assert "--selector strata applies to --scores" in capsys.readouterr().err and not (tmp_path / "b.json").exists()
