@@ -230,27 +230,19 @@ def run_dev(args: argparse.Namespace) -> dict:
         for backbone in args.backbones:
             key = f"{args.history} {target} {backbone}"
             where = f"suite-dev/{args.history}"  # runs of different histories never share a folder
-            if args.history == "proxy":
-                out["results"][key] = run_stage(
-                    {dev.name: dev},
-                    {dev.name: dev},
-                    proxy,
-                    target=target,
-                    backbone=backbone,
-                    seeds=[0],
-                    cost=False,
-                    where=where,
-                )
-                continue
+            if args.history == "proxy":  # the whole dev campaign, trained on the output-only history
+                parts = [(dev, proxy)]
+            else:  # each half, trained on the other half's human scores (and the proxy rows with "both")
+                parts = [
+                    (fold, merge_by_source(proxy + build_targets(others, method=target, score="human", progress=False)))
+                    for fold, others in ((f, [o for o in folds if o is not f]) for f in folds)
+                ]
             out["results"][key] = {}
-            for i, fold in enumerate(folds):
-                others = [f for j, f in enumerate(folds) if j != i]
-                human = build_targets(others, method=target, score="human", seed=0, progress=False)
-                rows = merge_by_source(proxy + human)
+            for campaign, rows in parts:
                 out["results"][key].update(
                     run_stage(
-                        {fold.name: fold},
-                        {fold.name: fold},
+                        {campaign.name: campaign},
+                        {campaign.name: campaign},
                         rows,
                         target=target,
                         backbone=backbone,
