@@ -8,17 +8,15 @@ import argparse
 import importlib
 import logging
 import re
-import signal
 import sys
-import threading
 import traceback
 import warnings
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext, redirect_stdout
 
-from precomet import __version__
+from precomet import __version__, signals
 from precomet.errors import PrecometError
-from precomet.progress import progress_setting
+from precomet.progress import progress_setting, third_party_bars
 
 COMMANDS = {
     "convert": "precomet.commands.convert",
@@ -100,7 +98,7 @@ def _command_settings(*, verbose: bool, progress: bool | None) -> Iterator[None]
         level=logging.INFO if verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s"
     )
     try:
-        with warnings.catch_warnings(), progress_setting(progress):
+        with warnings.catch_warnings(), progress_setting(progress), third_party_bars():
             if not verbose:  # third-party deprecation notices are for developers, not for users of the CLI
                 warnings.filterwarnings("ignore", category=DeprecationWarning)
                 warnings.filterwarnings("ignore", category=FutureWarning)
@@ -112,38 +110,44 @@ def _command_settings(*, verbose: bool, progress: bool | None) -> Iterator[None]
         root.setLevel(level)
 
 
-@contextmanager
-def _sigterm_as_interrupt() -> Iterator[None]:
-    """SIGTERM raises KeyboardInterrupt (like Ctrl-C) while a command runs, so every output set is rolled back
-    instead of the process dying with half-written files; the previous handler is restored afterwards."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def interrupt(signum, frame):
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGTERM, interrupt)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
 def main(argv: list[str] | None = None) -> int:
-    """Run one subcommand. Bad input (:class:`PrecometError`, an unreadable or unwritable path) exits 2 with one
-    line; an interruption exits 130 saying that no output was written; the traceback only with ``-v``."""
-    argv = sys.argv[1:] if argv is None else list(argv)
+    """Run one subcommand. Bad input (:class:`PrecometError`, an unreadable or unwritable path, an output that would
+    overwrite an input) exits 2 with one line; Ctrl-C or SIGTERM, from start-up on, exits 130 saying whether any
+    output was written; the traceback only with ``-v``."""
+    with signals.interruptible():
+        try:
+            return _main(sys.argv[1:] if argv is None else list(argv))
+        except KeyboardInterrupt:  # during start-up (imports, parsing): nothing was written yet
+            print("precomet: interrupted; no output was written", file=sys.stderr)
+            return 130
+
+
+def _main(argv: list[str]) -> int:
     parser = build_parser(only=_command_in(argv))
     args, unrecognized = parser.parse_known_args(argv)
+    module = importlib.import_module(COMMANDS[args.command])
     if unrecognized:
-        explain = getattr(importlib.import_module(COMMANDS[args.command]), "explain_unrecognized", None)
+        explain = getattr(module, "explain_unrecognized", None)
         hint = explain(unrecognized) if explain else None
         parser.error(f"unrecognized arguments: {' '.join(unrecognized)}" + (f"; {hint}" if hint else ""))
     prefix = f"precomet {args.command}"
+    stdout = sys.stdout
+    committed: list = []
     try:
-        with _command_settings(verbose=args.verbose, progress=args.progress), _sigterm_as_interrupt():
-            return int(args._run(args) or 0)
+        from precomet.io.atomic import STDOUT, check_not_inputs, command_outputs
+
+        inputs, outputs = module.paths(args)
+        to_stdout = any(o is not None and str(o) == STDOUT for o in outputs)
+        with (
+            _command_settings(verbose=args.verbose, progress=args.progress),
+            command_outputs(stdout) as committed,
+            redirect_stdout(sys.stderr) if to_stdout else nullcontext(),  # messages must not mix with the output
+        ):
+            check_not_inputs(outputs, inputs)
+            status = int(args._run(args) or 0)
+        if signals.interrupted():  # an interrupt swallowed somewhere (a finaliser) must not end in success
+            raise KeyboardInterrupt
+        return status
     except (Exception, KeyboardInterrupt) as err:  # noqa: BLE001 -- classified below; SystemExit passes
         failure = err
     if isinstance(failure, PrecometError):  # the library names parameters; the user typed options
@@ -152,7 +156,11 @@ def main(argv: list[str] | None = None) -> int:
         where = f"{failure.filename}: " if failure.filename else ""
         message, status = f"error: {where}{failure.strerror or failure}", 2
     elif isinstance(failure, KeyboardInterrupt):
-        message, status = "interrupted; no output was written (outputs are written only when a command completes)", 130
+        written = ", ".join(map(str, committed))
+        message = f"interrupted after writing {written}" if committed else "interrupted; no output was written"
+        status = 130
+    elif isinstance(failure, RecursionError):  # input nested deeper than any reader handles: bad input
+        message, status = f"error: input nested too deeply to read ({failure})", 2
     else:  # a bug: one line for the user, the traceback with -v
         message, status = f"internal error: {type(failure).__name__}: {failure} (run with -v for the traceback)", 1
     if args.verbose:

@@ -49,6 +49,29 @@ def progress_setting(enabled: bool | None) -> Iterator[None]:
         _SETTING.reset(token)
 
 
+THIRD_PARTY_SWITCHES = ("TQDM_DISABLE", "HF_DATASETS_DISABLE_PROGRESS_BARS", "HF_HUB_DISABLE_PROGRESS_BARS")
+"""Environment switches that turn off the bars of tqdm, Hugging Face datasets and hub (read when they load)."""
+
+
+@contextmanager
+def third_party_bars() -> Iterator[None]:
+    """When bars are off (:func:`progress_enabled`), libraries loaded inside the block show none either: their
+    environment switches are set for the block and restored afterwards."""
+    if progress_enabled():
+        yield
+        return
+    previous = {name: os.environ.get(name) for name in THIRD_PARTY_SWITCHES}
+    os.environ.update(dict.fromkeys(THIRD_PARTY_SWITCHES, "1"))
+    try:
+        yield
+    finally:
+        for name, value in previous.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
 def progress(
     iterable: Iterable | None = None,
     *,

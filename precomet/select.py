@@ -20,7 +20,7 @@ import numpy as np
 
 from precomet.errors import PrecometError, SolverGapWarning
 from precomet.io import jsonsafe
-from precomet.io.atomic import output_set
+from precomet.io.atomic import output_set, written_through
 from precomet.selection.objective import DEFAULT_COST_OBJECTIVE, check_cost_objective, unit_values
 from precomet.selection.units import budget_items, build_units, group_codes, normalise, quota_targets, top_per_group
 
@@ -328,9 +328,10 @@ def _check_counts(counts, names, codes, weight, capacity) -> None:
 
 def write_subset(
     path: str | Path, campaign: Campaign, selection: Selection, utility: np.ndarray, manifest: Mapping[str, Any]
-) -> Path:
+) -> Path | None:
     """Write the subset JSONL (id, doc, domain, cost, utility; most useful first) and ``<name>.manifest.json``
-    beside it, as one set (both or neither). Returns the manifest path."""
+    beside it, as one set (both or neither). Returns the manifest path; a subset written to standard output
+    (``-``) or a device has no folder to put a manifest beside, and none is written (``None``)."""
     path = Path(path)
     manifest_path = subset_manifest_path(path)
     with output_set(path, manifest_path) as out:
@@ -348,13 +349,17 @@ def write_subset(
                 ),
                 handle,
             )
-        with out.open(manifest_path) as handle:
-            jsonsafe.dump(dict(manifest), handle, indent=2, default=str)
-            handle.write("\n")
+        if manifest_path is not None:
+            with out.open(manifest_path) as handle:
+                jsonsafe.dump(dict(manifest), handle, indent=2, default=str)
+                handle.write("\n")
     return manifest_path
 
 
-def subset_manifest_path(path: str | Path) -> Path:
-    """``subset.jsonl`` -> ``subset.manifest.json`` (the manifest written beside a subset)."""
+def subset_manifest_path(path: str | Path) -> Path | None:
+    """``subset.jsonl`` -> ``subset.manifest.json`` (the manifest written beside a subset); ``None`` for a subset
+    written through to standard output or a device."""
+    if written_through(Path(path)):
+        return None
     path = Path(path)
     return path.with_name(path.name.removesuffix(".jsonl") + ".manifest.json")

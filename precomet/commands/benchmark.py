@@ -9,6 +9,7 @@ import numpy as np
 
 from precomet.campaign import Campaign
 from precomet.commands.common import (
+    Paths,
     add_cost_arguments,
     add_data_arguments,
     apply_cost_from_times,
@@ -124,6 +125,11 @@ def read_external_scores(spec: str, campaign: Campaign, *, strict: bool = False)
         values,
         check_seen(signature, campaign.src, strict=strict, what=f"the estimator behind {file}", where=file),
     )
+
+
+def paths(args: argparse.Namespace) -> Paths:
+    files = [spec.partition("=")[2] or None for spec in args.scores]
+    return Paths(inputs=[args.data, args.cost_from_times, *files], outputs=[args.json, args.plot])
 
 
 def run(args: argparse.Namespace) -> int:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import fnmatch
 
-from precomet.commands.common import parse_options
+from precomet.commands.common import Paths, parse_options
 
 HELP = "compute a utility per item of each input campaign (normalised per campaign) as estimator training targets"
 GLOB = set("*?[")
@@ -116,6 +116,11 @@ def load_specs(specs: list[str], human: str | None, *, complete: bool = True) ->
             origin[campaign.name] = path
             campaigns.append(campaign)
     return campaigns
+
+
+def paths(args: argparse.Namespace) -> Paths:
+    specs = [*args.data, *args.holdout]
+    return Paths(inputs=[split_spec(spec)[0] for spec in specs], outputs=[args.output])
 
 
 def run(args: argparse.Namespace) -> int:

@@ -5,9 +5,19 @@ from __future__ import annotations
 import argparse
 import json
 import math
+from typing import Any, NamedTuple
 
 from precomet.campaign import Campaign
 from precomet.errors import PrecometError
+
+
+class Paths(NamedTuple):
+    """What a command reads and writes, as the user gave them (``None`` entries are skipped): every command
+    module's ``paths(args)`` returns one, and :func:`precomet.cli.main` refuses an output that would overwrite an
+    input before any work (:func:`precomet.io.atomic.check_not_inputs`)."""
+
+    inputs: list[Any]
+    outputs: list[Any]
 
 
 def add_data_arguments(parser: argparse.ArgumentParser) -> None:

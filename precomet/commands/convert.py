@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from precomet.commands.common import add_data_arguments, load_campaign
+from precomet.commands.common import Paths, add_data_arguments, load_campaign
 
 HELP = "convert any supported input to canonical JSONL (or Parquet) items and print a summary"
 
@@ -14,6 +14,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "-o", "--output", required=True, help="output path: canonical JSONL, or Parquet when it ends in .parquet"
     )
+
+
+def paths(args: argparse.Namespace) -> Paths:
+    return Paths(inputs=[args.data], outputs=[args.output])
 
 
 def run(args: argparse.Namespace) -> int:

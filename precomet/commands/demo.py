@@ -11,7 +11,7 @@ import argparse
 import time
 from pathlib import Path
 
-from precomet.commands.common import share
+from precomet.commands.common import Paths, share
 
 HELP = "run the main job end to end on a seeded simulator of historical campaigns (synthetic data)"
 
@@ -27,6 +27,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def _step(title: str) -> float:
     print(f"\n== {title}")
     return time.perf_counter()
+
+
+def paths(args: argparse.Namespace) -> Paths:
+    return Paths(inputs=[], outputs=[args.out])
 
 
 def run(args: argparse.Namespace) -> int:

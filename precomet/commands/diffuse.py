@@ -7,7 +7,7 @@ import sys
 
 import numpy as np
 
-from precomet.commands.common import add_data_arguments, comma_list, load_campaign
+from precomet.commands.common import Paths, add_data_arguments, comma_list, load_campaign
 from precomet.errors import PrecometError
 
 HELP = "DiffUse: select items whose output differences are representative; iterate until a winner is reliable"
@@ -82,6 +82,10 @@ def _interactive_oracle(campaign, systems):
         return input("better output (a / b / tie): ")
 
     return ask
+
+
+def paths(args: argparse.Namespace) -> Paths:
+    return Paths(inputs=[args.data], outputs=[getattr(args, "out", None)])
 
 
 def run(args: argparse.Namespace) -> int:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from precomet.commands.common import comma_list, positive_float, positive_int
+from precomet.commands.common import Paths, comma_list, positive_float, positive_int
 
 HELP = "Elo or Bradley-Terry ratings with bootstrap 5-95% intervals from preferences (file or campaign scores)"
 
@@ -40,6 +40,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     out.add_argument("--json", help="write the table, judge diagnostics and signature as JSON")
     out.add_argument("--save-prefs", help="also write the preference records (.csv or .jsonl)")
     out.add_argument("--agree-with", help="second preference file (e.g. human labels): accuracy and Cohen's kappa")
+
+
+def paths(args: argparse.Namespace) -> Paths:
+    return Paths(inputs=[args.prefs, args.data, args.agree_with], outputs=[args.figure, args.json, args.save_prefs])
 
 
 def run(args: argparse.Namespace) -> int:

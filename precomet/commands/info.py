@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import argparse
 
-from precomet.commands.common import add_data_arguments, load_campaign
+from precomet.commands.common import Paths, add_data_arguments, load_campaign
 
 HELP = "print a summary of an input: items, systems, score names, domains, documents, cost"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_data_arguments(parser)
+
+
+def paths(args: argparse.Namespace) -> Paths:
+    return Paths(inputs=[args.data], outputs=[])
 
 
 def run(args: argparse.Namespace) -> int:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import logging
 
-from precomet.commands.common import positive_int
+from precomet.commands.common import Paths, positive_int
 
 HELP = "predict source-based utilities (higher = annotate first) with a trained estimator checkpoint"
 logger = logging.getLogger(__name__)
@@ -76,6 +76,10 @@ def _check_device(name: str) -> None:
         raise PrecometError(
             f"--device {name!r} is not a device name such as cpu, cuda or cuda:1 ({str(err).split(':')[0]})"
         ) from None
+
+
+def paths(args: argparse.Namespace) -> Paths:
+    return Paths(inputs=[args.checkpoint, args.data], outputs=[args.output])
 
 
 def run(args: argparse.Namespace) -> int:

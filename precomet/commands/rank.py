@@ -6,7 +6,7 @@ import argparse
 import logging
 from pathlib import Path
 
-from precomet.commands.common import add_data_arguments, load_campaign, open_share, positive_int
+from precomet.commands.common import Paths, add_data_arguments, load_campaign, open_share, positive_int
 from precomet.errors import DataError
 
 HELP = "rank systems from human scores: means, bootstrap CIs, significance clusters, win probabilities; JSON and figure"
@@ -41,6 +41,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--plot", type=Path, help="write the figure here (PNG, PDF or SVG)")
 
 
+def paths(args: argparse.Namespace) -> Paths:
+    from precomet.select import subset_manifest_path
+
+    beside = subset_manifest_path(args.subset) if args.subset is not None else None
+    return Paths(inputs=[args.data, args.subset, args.manifest, beside], outputs=[args.json, args.plot])
+
+
 def run(args: argparse.Namespace) -> int:
     from precomet.io import jsonsafe
     from precomet.io.atomic import FIGURE_SUFFIXES, check_output, check_outputs, output_set
@@ -55,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
     if args.subset is not None:
         campaign = campaign.take_ids(_subset_ids(args.subset))
         beside = subset_manifest_path(args.subset)
-        if manifest_path is None and beside.exists():
+        if manifest_path is None and beside is not None and beside.exists():
             manifest_path = beside
     manifest = read_manifest(manifest_path) if manifest_path is not None else None
     ranking = rank_systems(
@@ -91,8 +98,14 @@ def _subset_ids(path: Path) -> list[str]:
     """Item ids of a subset JSONL (one ``{"id": ...}`` object per line, as ``precomet select`` writes)."""
     from precomet.io.jsonl import read_jsonl
 
-    rows = read_jsonl(path)
-    missing = next((row for row in rows if "id" not in row), None)
-    if missing is not None:
-        raise DataError(path, "expected an object with an 'id'", line=missing["_line"])
-    return [str(row["id"]) for row in rows]
+    first_line: dict[str, int] = {}
+    for row in read_jsonl(path):
+        if "id" not in row:
+            raise DataError(path, "expected an object with an 'id'", line=row["_line"])
+        if isinstance(row["id"], bool) or not isinstance(row["id"], (str, int)):
+            raise DataError(path, f"'id' must be text, got {type(row['id']).__name__}", line=row["_line"])
+        item_id = str(row["id"])
+        if item_id in first_line:  # counted twice it would weigh twice in the ranking
+            raise DataError(path, f"duplicate id {item_id!r} (first on line {first_line[item_id]})", line=row["_line"])
+        first_line[item_id] = row["_line"]
+    return list(first_line)

@@ -9,6 +9,7 @@ import numpy as np
 
 from precomet.campaign import Campaign
 from precomet.commands.common import (
+    Paths,
     add_cost_arguments,
     add_data_arguments,
     apply_cost_from_times,
@@ -75,6 +76,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def paths(args: argparse.Namespace) -> Paths:
+    from precomet.select import subset_manifest_path
+
+    return Paths(
+        inputs=[args.data, args.scores, args.checkpoint, args.cost_from_times],
+        outputs=[args.output, subset_manifest_path(args.output)],
+    )
+
+
 def run(args: argparse.Namespace) -> int:
     from precomet.campaign import source_length
     from precomet.io.atomic import check_outputs
@@ -137,7 +147,7 @@ def run(args: argparse.Namespace) -> int:
     print(
         f"selected {len(selection)} of {len(campaign)} items (cost {selection.total_cost:.1f} of "
         f"{campaign.cost.sum():.1f}); {selection.solver} {selection.status}, gap {selection.gap:.2g}, "
-        f"{selection.seconds:.2f} s -> {args.output} (+ {manifest_path.name})"
+        f"{selection.seconds:.2f} s -> {args.output}" + (f" (+ {manifest_path.name})" if manifest_path else "")
     )
     return 0
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from precomet.commands.common import Paths
 from precomet.estimator.config import DEFAULTS, override_keys
 
 HELP = "train a source-based utility estimator (config YAML + targets JSONL) into a checkpoint directory"
@@ -47,6 +48,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         group.add_argument(
             f"--{key}", dest=f"override:{key}", metavar="VALUE", default=argparse.SUPPRESS, help=argparse.SUPPRESS
         )
+
+
+def paths(args: argparse.Namespace) -> Paths:
+    return Paths(inputs=[args.train, args.dev, args.config], outputs=[args.out])
 
 
 def run(args: argparse.Namespace) -> int:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from precomet.commands.common import add_data_arguments, comma_list, load_campaign, parse_options
+from precomet.commands.common import Paths, add_data_arguments, comma_list, load_campaign, parse_options
 from precomet.errors import PrecometError
 
 HELP = "compute an output-based item utility (higher = annotate first) and write {id, utility} JSONL"
@@ -40,6 +40,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--save-irt", metavar="PATH", help="irt_* methods: also write the fitted parameters as JSON")
     parser.add_argument("-o", "--output", required=True, help="output JSONL path")
+
+
+def paths(args: argparse.Namespace) -> Paths:
+    return Paths(inputs=[args.data], outputs=[args.output, args.save_irt])
 
 
 def run(args: argparse.Namespace) -> int:

@@ -1,30 +1,55 @@
-"""Every output precomet writes goes through here: all-or-nothing, with the user's normal permissions.
+"""Every output precomet writes goes through here: all-or-nothing, with the user's normal permissions, and never
+at the expense of what is already there.
 
 * :func:`check_output` validates an output path *before* the expensive work (not a directory, no parent
-  that is a file, a writable folder) and raises :class:`~precomet.errors.OutputError` naming it.
+  that is a file, a writable folder, a name the file system accepts, no trailing ``/`` on a file) and raises
+  :class:`~precomet.errors.OutputError` naming it; :func:`check_not_inputs` refuses an output that is, contains
+  or lies inside an input.
 * :func:`output_set` writes the outputs of one command as a set: every file (or directory) is written to a
-  temporary name beside its target and renamed into place only when the whole block succeeded; on any
-  error, Ctrl-C or SIGTERM (see :func:`precomet.cli.main`) the temporaries are removed and no target is
-  touched.
+  temporary beside its target and renamed into place only when the whole block succeeded; on any error,
+  Ctrl-C or SIGTERM the temporaries are removed and no target is touched.
+* The renames of a set run with Ctrl-C and SIGTERM held back (:func:`precomet.signals.deferred`) and, when
+  there is more than one, under a journal: a process killed between them (SIGKILL) leaves a journal that the
+  next run writing to the same folder finishes. Temporaries are named ``.NAME.precomet-PID-HEX.tmp.SUFFIX``;
+  those of a process that no longer runs are removed by the next run that writes beside them.
+* Where the target is not a regular file — ``-`` (standard output), ``/dev/null``, a FIFO, ``/dev/stdout``
+  — the output is written *through* it when the set commits, never replacing it. A symbolic link keeps
+  pointing where it did: the file it points to is replaced.
 * :func:`atomic_write` is the one-file case.
 
-Temporary names keep the target's suffix (``.x.3f9a.png``), so writers that infer the format from the
-extension (matplotlib) work on them. Files and directories are created with mode ``0o666`` / ``0o777``
-minus the umask, like any ``open()``; ``tempfile.mkstemp``'s 0600 is not used.
+Temporary names keep the target's suffix (``.x.precomet-1-3f9a0b1c.tmp.png``), so writers that infer the
+format from the extension (matplotlib) work on them, and are shortened to fit the file system's name limit.
+Files and directories are created with mode ``0o666`` / ``0o777`` minus the umask, like any ``open()``.
 """
 
 from __future__ import annotations
 
 import errno
+import json
 import os
+import re
 import secrets
 import shutil
-from collections.abc import Iterator
+import stat
+import sys
+import tempfile
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
-from typing import IO
+from typing import IO, TextIO
 
+from precomet import signals
 from precomet.errors import OutputError
+
+STDOUT = "-"
+"""The output name that means standard output."""
+
+FIGURE_SUFFIXES = (".png", ".pdf", ".svg")
+
+_LEFTOVER = re.compile(r"^\.(?P<name>.*)\.precomet-(?P<pid>\d+)-[0-9a-f]{8}\.(?P<kind>tmp|old|journal)")
+_STDOUT_STREAM: ContextVar[TextIO | None] = ContextVar("precomet_stdout", default=None)
+_COMMITTED: ContextVar[list[Path | str] | None] = ContextVar("precomet_committed", default=None)
 
 
 def _describe(err: OSError) -> str:
@@ -35,7 +60,9 @@ def _describe(err: OSError) -> str:
         errno.EPERM: "permission denied",
         errno.EROFS: "read-only file system",
         errno.ENOSPC: "no space left on device",
+        errno.EDQUOT: "disk quota exceeded",
         errno.EEXIST: "exists and is in the way",
+        errno.ENAMETOOLONG: "file name too long",
     }
     return descriptions.get(err.errno, err.strerror or str(err))
 
@@ -45,26 +72,65 @@ def output_error(path: str | Path, err: OSError) -> OutputError:
     return OutputError(f"cannot write {path}: {_describe(err)}")
 
 
-FIGURE_SUFFIXES = (".png", ".pdf", ".svg")
+def _name_max(folder: Path) -> int:
+    while not folder.exists():
+        folder = folder.parent
+    try:
+        return int(os.pathconf(folder, "PC_NAME_MAX"))
+    except (OSError, ValueError):
+        return 255
+
+
+def written_through(path: Path) -> bool:
+    """Whether ``path`` is written through instead of replaced: standard output, or an existing target that is
+    not a regular file or directory (a device, a FIFO, a socket) or that lives in /dev or /proc (``/dev/stdout``
+    redirected to a file)."""
+    if str(path) == STDOUT:
+        return True
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return False
+    if stat.S_ISDIR(mode):
+        return False
+    return not stat.S_ISREG(mode) or path.absolute().parts[1:2] in (("dev",), ("proc",))
 
 
 def check_output(path: str | Path, *, directory: bool = False, suffixes: tuple[str, ...] | None = None) -> Path:
     """Raise :class:`OutputError` unless ``path`` can be written as a file (or, with ``directory``, a
-    directory): it is not the other kind, no existing ancestor is a file, and the nearest existing folder is
-    writable; with ``suffixes`` (e.g. :data:`FIGURE_SUFFIXES`) its suffix must be one of them. Creates nothing."""
-    path = Path(path)
-    if not str(path).strip():
+    directory): it is not the other kind, no existing ancestor is a file, the nearest existing folder is
+    writable and its name fits the file system; a file's name does not end in ``/``; with ``suffixes`` (e.g.
+    :data:`FIGURE_SUFFIXES`) its suffix must be one of them. ``-`` (standard output) and existing devices or
+    FIFOs are accepted as files. Creates nothing."""
+    text = os.fspath(path)
+    if not text.strip():
         raise OutputError("output path is empty")
+    if "\0" in text:
+        raise OutputError(f"cannot write {text!r}: the path holds a NUL character")
+    path = Path(text)
     if suffixes is not None and path.suffix.lower() not in suffixes:
         raise OutputError(
             f"cannot write {path}: expected a {', '.join(suffixes)} file, got {path.suffix or 'no suffix'!r}"
+        )
+    if not directory and text.endswith((os.sep, "/")) and not path.is_dir():
+        raise OutputError(f"cannot write {text}: a trailing '/' names a folder; give the file's name")
+    if written_through(path):
+        if directory:
+            raise OutputError(f"cannot write {text}: a folder output cannot go to standard output or a device")
+        if text != STDOUT and not os.access(path, os.W_OK):
+            raise OutputError(f"cannot write {path}: permission denied")
+        return path
+    if len(path.name.encode()) > _name_max(path.absolute().parent):
+        raise OutputError(
+            f"cannot write {path}: its name is {len(path.name.encode())} bytes, more than the file system allows"
+            f" ({_name_max(path.absolute().parent)})"
         )
     if path.exists():
         if directory and not path.is_dir():
             raise OutputError(f"cannot write {path}: exists and is a file, not a directory")
         if not directory and path.is_dir():
             raise OutputError(f"cannot write {path}: is a directory")
-    parent = path.absolute().parent
+    parent = _target(path).parent
     while not parent.exists():
         parent = parent.parent
     if not parent.is_dir():
@@ -76,15 +142,114 @@ def check_output(path: str | Path, *, directory: bool = False, suffixes: tuple[s
     return path
 
 
-def _temporary_name(path: Path) -> Path:
-    return path.with_name(f".{path.stem}.{secrets.token_hex(4)}.tmp{path.suffix}")
+def _target(path: Path) -> Path:
+    """Where ``path`` really is: links resolved, so that the file a link points to is replaced, not the link."""
+    return Path(os.path.realpath(path))
+
+
+def _same(a: Path, b: Path) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return _target(a) == _target(b)
+
+
+def _inside(inner: Path, outer: Path) -> bool:
+    inner, outer = _target(inner), _target(outer)
+    return inner != outer and outer in inner.parents
+
+
+def check_not_inputs(outputs: Iterable[str | Path | None], inputs: Iterable[str | Path | None]) -> None:
+    """Refuse (:class:`OutputError`, naming both) an output that is an input (links resolved), would replace a file
+    inside an input folder, or is a folder holding an input: writing it would destroy what the command reads. Standard
+    output and devices are written through, never replaced, so they may be both."""
+    sources = [Path(os.fspath(i)) for i in inputs if i is not None and os.fspath(i) != STDOUT]
+    for given in outputs:
+        if given is None or written_through(Path(os.fspath(given))):
+            continue
+        output = Path(os.fspath(given))
+        for source in sources:
+            if _same(output, source) if output.exists() and source.exists() else _target(output) == _target(source):
+                raise OutputError(
+                    f"output {output} is the input {source}; write it elsewhere (inputs are never overwritten)"
+                )
+            if source.is_dir() and output.exists() and _inside(output, source):
+                raise OutputError(
+                    f"output {output} would replace a file of the input folder {source}; write it elsewhere"
+                )
+            if output.is_dir() and _inside(source, output):
+                raise OutputError(f"output {output} would replace the input {source} inside it; write it elsewhere")
+
+
+def _temporary_name(target: Path, kind: str = "tmp", folder: Path | None = None) -> Path:
+    """A fresh recognisable name beside ``target`` (or in ``folder``) that fits the file system's limit."""
+    folder = target.parent if folder is None else folder
+    suffix = target.suffix if kind == "tmp" else ""
+    ending = f".precomet-{os.getpid()}-{secrets.token_hex(4)}.{kind}{suffix}"
+    room = _name_max(folder) - len(ending.encode()) - 1
+    if room < 0:  # an extremely long suffix: drop it
+        ending, room = ending[: -len(suffix)] if suffix else ending, room + len(suffix.encode())
+    stem = (target.stem if kind == "tmp" else target.name).encode()[:room].decode(errors="ignore")
+    return folder / f".{stem}{ending}"
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # exists, owned by someone else
+        return True
+    return True
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)
+
+
+def clean_leftovers(folder: Path) -> None:
+    """Finish what processes that no longer run left in ``folder``: a commit journal is rolled forward (its
+    outputs were complete), then their temporaries are removed. Live processes' files are left alone."""
+    try:
+        entries = [(entry, _LEFTOVER.match(entry.name)) for entry in map(Path, os.scandir(folder))]
+    except OSError:
+        return
+    stale = [(entry, match) for entry, match in entries if match and not _alive(int(match["pid"]))]
+    for entry, match in stale:
+        if match["kind"] == "journal":
+            _roll_forward(entry)
+    for entry, match in stale:
+        if match["kind"] != "journal" and (entry.exists() or entry.is_symlink()):
+            _remove(entry)
+
+
+def _roll_forward(journal: Path) -> None:
+    try:
+        steps = json.loads(journal.read_text(encoding="utf-8"))["steps"]
+        for target, temporary, aside in ((Path(t), Path(p), Path(a)) for t, p, a in steps):
+            if temporary.exists():
+                if (target.exists() or target.is_symlink()) and not aside.exists():
+                    os.replace(target, aside)
+                os.replace(temporary, target)
+            if aside.exists() or aside.is_symlink():
+                _remove(aside)
+        for copy in json.loads(journal.read_text(encoding="utf-8"))["journals"]:
+            Path(copy).unlink(missing_ok=True)
+    except (OSError, ValueError, KeyError, TypeError):
+        return  # left for a person to see; never guessed at
 
 
 class OutputSet:
     """Targets and their temporaries; use through :func:`output_set`."""
 
     def __init__(self) -> None:
-        self._pending: list[tuple[Path, Path]] = []  # (target, temporary)
+        self._pending: list[tuple[Path, Path]] = []  # (target, temporary): renamed into place
+        self._streams: list[tuple[str | Path, Path]] = []  # (target, temporary): written through on commit
         self._created_dirs: list[Path] = []
 
     def _parent(self, path: Path) -> None:
@@ -98,76 +263,165 @@ class OutputSet:
         except OSError as err:
             raise output_error(path, err) from None
         self._created_dirs += reversed(missing)
+        clean_leftovers(path.parent)
 
-    def _new(self, target: Path) -> Path:
-        if any(target.resolve() == pending.resolve() for pending, _ in self._pending):
-            raise OutputError(f"{target} is given for two outputs of one command; give each its own path")
-        return target
+    def _new(self, given: Path, target: Path | str) -> None:
+        taken = [t for t, _ in self._pending] + [t for t, _ in self._streams]
+        if target != STDOUT and any(isinstance(t, Path) and t == target for t in taken):
+            raise OutputError(f"{given} is given for two outputs of one command; give each its own path")
 
     def path(self, target: str | Path) -> Path:
-        """A fresh (empty) temporary file beside ``target`` that becomes ``target`` on success: hand it to
-        writers that take a path (``savefig``, ``np.save``)."""
-        target = self._new(check_output(target))
-        self._parent(target)
-        temporary = _temporary_name(target)
+        """A fresh (empty) temporary file that becomes ``target`` on success: hand it to writers that take a
+        path (``savefig``, ``np.save``)."""
+        given = check_output(target)
+        if written_through(given):
+            return self._stream(given)
+        real = _target(given)
+        self._new(given, real)
+        self._parent(real)
+        temporary = _temporary_name(real)
+        self._create(given, temporary)
+        self._pending.append((real, temporary))
+        return temporary
+
+    def _stream(self, given: Path) -> Path:
+        name = STDOUT if str(given) == STDOUT else given
+        self._new(given, name)
+        folder = Path(tempfile.gettempdir())
+        clean_leftovers(folder)
+        temporary = _temporary_name(Path("stdout" if name == STDOUT else given.name), folder=folder)
+        self._create(given, temporary)
+        self._streams.append((name, temporary))
+        return temporary
+
+    @staticmethod
+    def _create(given: Path, temporary: Path) -> None:
         try:
             os.close(os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))  # umask applies
         except OSError as err:
-            raise output_error(target, err) from None
-        self._pending.append((target, temporary))
-        return temporary
+            raise output_error(given, err) from None
 
     @contextmanager
     def open(self, target: str | Path, mode: str = "w") -> Iterator[IO]:
-        """Open the temporary of ``target`` for writing (text as UTF-8)."""
+        """Open the temporary of ``target`` for writing (text as UTF-8); a failed write names ``target``."""
         temporary = self.path(target)
-        with open(temporary, mode, encoding=None if "b" in mode else "utf-8") as handle:
-            yield handle
+        try:
+            with open(temporary, mode, encoding=None if "b" in mode else "utf-8") as handle:
+                yield handle
+        except OSError as err:
+            if err.filename is None:  # a write or close: name the output, not nothing
+                raise output_error(target, err) from None
+            raise
 
     def directory(self, target: str | Path) -> Path:
         """A fresh temporary directory beside ``target``. On success it becomes ``target``; when ``target``
         already exists, each entry of the temporary directory replaces the entry of the same name in it (other
         entries, e.g. a previous run's ``lightning/``, are kept)."""
-        target = self._new(check_output(target, directory=True))
-        self._parent(target)
-        temporary = _temporary_name(target)
+        given = check_output(target, directory=True)
+        real = _target(given)
+        self._new(given, real)
+        self._parent(real)
+        temporary = _temporary_name(real)
         try:
             os.mkdir(temporary, 0o777)
         except OSError as err:
-            raise output_error(target, err) from None
-        self._pending.append((target, temporary))
+            raise output_error(given, err) from None
+        self._pending.append((real, temporary))
         return temporary
 
+    def _steps(self) -> list[tuple[Path, Path, Path]]:
+        """(target, temporary, aside) renames: a directory onto an existing one becomes one step per entry."""
+        steps = []
+        for target, temporary in self._pending:
+            pairs = [(target, temporary)]
+            if temporary.is_dir() and target.is_dir():
+                pairs = [(target / entry.name, entry) for entry in sorted(temporary.iterdir())]
+            steps += [(t, p, _temporary_name(t, "old")) for t, p in pairs]
+        return steps
+
     def commit(self) -> None:
-        done: list[tuple[Path, Path | None]] = []  # (target, what was there before, moved aside)
-        try:
-            for target, temporary in self._pending:
-                if temporary.is_dir() and target.is_dir():
-                    for entry in sorted(temporary.iterdir()):
-                        done += _replace(entry, target / entry.name)
-                    temporary.rmdir()
-                else:
-                    done += _replace(temporary, target)
-        except OSError as err:
-            for placed, old in reversed(done):  # put back what was there
-                shutil.rmtree(placed, ignore_errors=True) if placed.is_dir() else placed.unlink(missing_ok=True)
+        """Put every output in place, with Ctrl-C and SIGTERM held back; refused once an interrupt was seen."""
+        if signals.interrupted():
+            raise KeyboardInterrupt
+        with signals.deferred():
+            steps = self._steps()
+            journals = self._journal(steps) if len(steps) > 1 else []
+            done: list[tuple[Path, Path | None]] = []  # (target, what was there before, moved aside)
+            try:
+                for (
+                    target,
+                    temporary,
+                    aside,
+                ) in steps:  # with several, each old target is kept aside until all are placed
+                    done.append((target, _replace(temporary, target, aside, keep=len(steps) > 1)))
+            except OSError as err:
+                for placed, old in reversed(done):  # put back what was there
+                    _remove(placed)
+                    if old is not None:
+                        os.replace(old, placed)
+                for journal in journals:
+                    journal.unlink(missing_ok=True)
+                raise output_error(target, err) from None
+            finally:
+                self._pending = [(t, p) for t, p in self._pending if p.exists()]
+            for _, old in done:
                 if old is not None:
-                    os.replace(old, placed)
-            raise output_error(target, err) from None
-        finally:
-            self._pending = [(t, p) for t, p in self._pending if p.exists()]
-        for _, old in done:
-            if old is not None:
-                shutil.rmtree(old, ignore_errors=True) if old.is_dir() else old.unlink(missing_ok=True)
-        self._created_dirs = []
+                    _remove(old)
+            for _, temporary in self._pending:  # emptied temporary directories of merged outputs
+                shutil.rmtree(temporary, ignore_errors=True)
+            self._pending = []
+            for journal in journals:
+                journal.unlink(missing_ok=True)
+            self._write_through()
+            self._created_dirs = []
+            committed = _COMMITTED.get()
+            if committed is not None:
+                committed += [target for target, _, _ in steps] + [target for target, _ in self._streams]
+            self._streams = []
+
+    def _journal(self, steps: list[tuple[Path, Path, Path]]) -> list[Path]:
+        """Write the commit's journal into every folder it touches (so a run writing to any of them finds it)."""
+        folders = sorted({target.parent for target, _, _ in steps})
+        journals = [_temporary_name(folder / "commit", "journal") for folder in folders]
+        record = {"steps": [[str(t), str(p), str(a)] for t, p, a in steps], "journals": [str(j) for j in journals]}
+        for journal in journals:
+            temporary = _temporary_name(journal)
+            try:
+                temporary.write_text(json.dumps(record), encoding="utf-8")
+                os.replace(temporary, journal)
+            except OSError as err:
+                temporary.unlink(missing_ok=True)
+                for written in journals:
+                    written.unlink(missing_ok=True)
+                raise output_error(steps[0][0], err) from None
+        return journals
+
+    def _write_through(self) -> None:
+        for target, temporary in self._streams:
+            try:
+                if target == STDOUT:
+                    stream = _STDOUT_STREAM.get() or sys.stdout
+                    stream.flush()
+                    data = temporary.read_bytes()
+                    buffer = getattr(stream, "buffer", None)
+                    if buffer is not None:
+                        buffer.write(data)
+                        buffer.flush()
+                    else:
+                        stream.write(data.decode("utf-8"))
+                        stream.flush()
+                else:
+                    with open(temporary, "rb") as source, open(target, "wb") as sink:
+                        shutil.copyfileobj(source, sink)
+            except OSError as err:
+                raise output_error(target, err) from None
+            finally:
+                temporary.unlink(missing_ok=True)
 
     def abort(self) -> None:
-        for _, temporary in self._pending:
-            if temporary.is_dir():
-                shutil.rmtree(temporary, ignore_errors=True)
-            else:
-                temporary.unlink(missing_ok=True)
-        self._pending = []
+        for _, temporary in self._pending + self._streams:
+            _remove(temporary)
+        self._pending, self._streams = [], []
         for folder in reversed(self._created_dirs):  # folders made only for these outputs
             try:
                 folder.rmdir()
@@ -176,12 +430,13 @@ class OutputSet:
         self._created_dirs = []
 
 
-def _replace(source: Path, target: Path) -> list[tuple[Path, Path | None]]:
-    """Move ``source`` to ``target``; an existing ``target`` is moved aside first (returned, to delete on
-    success or to put back on failure)."""
+def _replace(source: Path, target: Path, aside: Path, *, keep: bool) -> Path | None:
+    """Move ``source`` to ``target``. An existing file is replaced in one rename unless ``keep``; with ``keep``, or
+    for an existing directory (or a file where a directory goes), the old target is moved to ``aside`` first and
+    returned (deleted on success, put back on failure)."""
     old = None
-    if target.exists() or target.is_symlink():
-        old = _temporary_name(target)
+    if target.is_dir() or ((keep or source.is_dir()) and (target.exists() or target.is_symlink())):
+        old = aside
         os.replace(target, old)
     try:
         os.replace(source, target)
@@ -189,7 +444,7 @@ def _replace(source: Path, target: Path) -> list[tuple[Path, Path | None]]:
         if old is not None:
             os.replace(old, target)
         raise
-    return [(target, old)]
+    return old
 
 
 @contextmanager
@@ -208,6 +463,11 @@ def output_set(*targets: str | Path | None) -> Iterator[OutputSet]:
     try:
         yield out
         out.commit()
+    except OSError as err:
+        out.abort()
+        if err.filename is None and targets:  # a write without a name (ENOSPC in savefig): name the outputs
+            raise output_error(", ".join(str(t) for t in targets if t is not None), err) from None
+        raise
     except BaseException:
         out.abort()
         raise
@@ -217,8 +477,8 @@ def check_outputs(*targets: str | Path | None) -> list[Path]:
     """:func:`check_output` on every target (``None`` skipped), and no path given for two of them: what a
     command calls before its work, so that :func:`output_set` cannot refuse after it."""
     given = [check_output(t) for t in targets if t is not None]
-    resolved = [t.resolve() for t in given]
-    twice = [str(t) for t, r in zip(given, resolved) if resolved.count(r) > 1]
+    resolved = [STDOUT if str(t) == STDOUT else _target(t) for t in given]
+    twice = [str(t) for t, r in zip(given, resolved) if r != STDOUT and resolved.count(r) > 1]
     if twice:
         raise OutputError(f"{twice[0]} is given for two outputs of one command; give each its own path")
     return given
@@ -229,3 +489,16 @@ def atomic_write(path: str | Path, mode: str = "w") -> Iterator[IO]:
     """Open a temporary file for writing; it replaces ``path`` only when the block succeeds."""
     with output_set(path) as out, out.open(path, mode) as handle:
         yield handle
+
+
+@contextmanager
+def command_outputs(stdout: TextIO) -> Iterator[list[Path | str]]:
+    """For one command (:func:`precomet.cli.main`): ``-`` outputs go to ``stdout`` (the stream the command had
+    before its messages were sent to stderr), and the yielded list collects every target committed meanwhile."""
+    committed: list[Path | str] = []
+    tokens = _STDOUT_STREAM.set(stdout), _COMMITTED.set(committed)
+    try:
+        yield committed
+    finally:
+        _STDOUT_STREAM.reset(tokens[0])
+        _COMMITTED.reset(tokens[1])

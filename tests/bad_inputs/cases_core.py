@@ -254,10 +254,10 @@ CASES = {
         shipped_checkpoint,
     ),
     "train-out-is-an-existing-file": Case(
-        T.replace("{d}/est", "{d}/targets.jsonl").split(), {"targets.jsonl": TARGETS}, ("targets.jsonl", "is a file")
+        T.replace("{d}/est", "{d}/targets.jsonl").split(), {"targets.jsonl": TARGETS}, ("targets.jsonl", "is the input")
     ),
     "export-onto-an-existing-file": Case(
-        ["export", "x.ckpt", "-o", "{d}/x.ckpt"], {"x.ckpt": "not a checkpoint"}, ("x.ckpt", "is a file")
+        ["export", "x.ckpt", "-o", "{d}/x.ckpt"], {"x.ckpt": "not a checkpoint"}, ("x.ckpt", "is the input")
     ),
     "demo-out-is-an-existing-file": Case(["demo", "--out", "{d}/demo"], {"demo": "a file"}, ("demo", "is a file")),
     # ---- damaged checkpoints (also through select --checkpoint)

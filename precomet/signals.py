@@ -1,0 +1,58 @@
+"""Ctrl-C and SIGTERM while a command runs: both raise :class:`KeyboardInterrupt` *and* are remembered.
+
+Raising alone is not enough: an interrupt that lands inside a finaliser or a callback is printed as "Exception
+ignored in ..." and swallowed, and the command would go on to finish with exit 0. The remembered flag closes
+that gap: :meth:`precomet.io.atomic.OutputSet.commit` refuses to commit once it is set, and
+:func:`precomet.cli.main` exits 130 when a command returns after an interrupt.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+_RECEIVED: list[int] = []  # signal numbers received inside the current interruptible() block
+
+
+def interrupted() -> bool:
+    """Whether Ctrl-C or SIGTERM arrived inside the enclosing :func:`interruptible` block."""
+    return bool(_RECEIVED)
+
+
+@contextmanager
+def interruptible() -> Iterator[None]:
+    """SIGINT and SIGTERM raise KeyboardInterrupt and set :func:`interrupted` inside the block; the previous
+    handlers and the flag are restored afterwards. A no-op outside the main thread (signals go to it only)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum, frame):
+        _RECEIVED.append(signum)
+        raise KeyboardInterrupt
+
+    previous = {number: signal.signal(number, interrupt) for number in (signal.SIGINT, signal.SIGTERM)}
+    received = list(_RECEIVED)
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+        _RECEIVED[:] = received
+
+
+@contextmanager
+def deferred() -> Iterator[None]:
+    """Hold SIGINT and SIGTERM back while the block runs (a commit's renames); a signal that arrives meanwhile is
+    delivered when the block ends. Only the main thread can hold them; elsewhere a no-op."""
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    held = {signal.SIGINT, signal.SIGTERM}
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
