@@ -20,7 +20,7 @@ import numpy as np
 
 from precomet.errors import PrecometError, SolverGapWarning
 from precomet.io import jsonsafe
-from precomet.io.atomic import output_set, written_through
+from precomet.io.atomic import name_max, output_set, written_through
 from precomet.selection.objective import DEFAULT_COST_OBJECTIVE, check_cost_objective, unit_values
 from precomet.selection.units import budget_items, build_units, group_codes, normalise, quota_targets, top_per_group
 
@@ -357,9 +357,11 @@ def write_subset(
 
 
 def subset_manifest_path(path: str | Path) -> Path | None:
-    """``subset.jsonl`` -> ``subset.manifest.json`` (the manifest written beside a subset); ``None`` for a subset
-    written through to standard output or a device."""
+    """``subset.jsonl`` -> ``subset.manifest.json`` (the manifest written beside a subset; the stem is shortened
+    when the name would exceed the file system's limit); ``None`` for a subset written through to standard
+    output or a device."""
     if written_through(Path(path)):
         return None
-    path = Path(path)
-    return path.with_name(path.name.removesuffix(".jsonl") + ".manifest.json")
+    path, ending = Path(path), ".manifest.json"
+    room = name_max(path.absolute().parent) - len(ending)
+    return path.with_name(path.name.removesuffix(".jsonl").encode()[:room].decode(errors="ignore") + ending)

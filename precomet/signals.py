@@ -8,6 +8,7 @@ that gap: :meth:`precomet.io.atomic.OutputSet.commit` refuses to commit once it 
 
 from __future__ import annotations
 
+import os
 import signal
 import threading
 from collections.abc import Iterator
@@ -45,14 +46,25 @@ def interruptible() -> Iterator[None]:
 
 @contextmanager
 def deferred() -> Iterator[None]:
-    """Hold SIGINT and SIGTERM back while the block runs (a commit's renames); a signal that arrives meanwhile is
-    delivered when the block ends. Only the main thread can hold them; elsewhere a no-op."""
-    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "pthread_sigmask"):
+    """Hold SIGINT and SIGTERM back while the block runs (a commit's renames): a signal that arrives meanwhile is
+    recorded and handed to the previous handler when the block ends (for SIGTERM without one, the process then
+    ends as it would have). Python runs signal handlers in the main thread only, so elsewhere this is a no-op."""
+    if threading.current_thread() is not threading.main_thread():
         yield
         return
-    held = {signal.SIGINT, signal.SIGTERM}
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    held: list[int] = []
+    previous = {number: signal.signal(number, lambda signum, frame: held.append(signum)) for number in _HELD}
     try:
         yield
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+        for signum in dict.fromkeys(held):
+            handler = previous[signal.Signals(signum)]
+            if callable(handler):
+                handler(signum, None)
+            elif handler == signal.SIG_DFL:
+                os.kill(os.getpid(), signum)
+
+
+_HELD = (signal.SIGINT, signal.SIGTERM)

@@ -17,6 +17,7 @@ from precomet.commands.common import (
     positive_float,
     positive_int,
     require_documents,
+    seed,
 )
 from precomet.errors import PrecometError
 from precomet.selection.objective import DEFAULT_COST_OBJECTIVE
@@ -67,7 +68,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="seconds per knapsack with --budget-cost/--balance/--level doc; a solution not proven optimal by then is "
         "used (default 10)",
     )
-    parser.add_argument("--seed", type=int, default=0, help="seed of the utilities, random runs and permutations")
+    parser.add_argument("--seed", type=seed, default=0, help="seed of the utilities, random runs and permutations")
     parser.add_argument(
         "--budget-cost", action="store_true", help="budgets are shares of the total annotation cost (ILP knapsack)"
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import fnmatch
 
-from precomet.commands.common import Paths, parse_options
+from precomet.commands.common import Paths, parse_options, seed
 
 HELP = "compute a utility per item of each input campaign (normalised per campaign) as estimator training targets"
 GLOB = set("*?[")
@@ -69,7 +69,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="keep one row per (campaign, item) instead of one row per distinct source (mean of its campaigns)",
     )
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=seed, default=0)
     parser.add_argument("-o", "--output", required=True, help="output JSONL")
 
 

@@ -98,6 +98,10 @@ positive_int = _number_type(int, lambda v: v >= 1, "a whole number >= 1", "posit
 """A whole number >= 1 (``--seeds``, ``--rounds``, ``--batch-size``)."""
 share = _number_type(float, lambda v: 0 < v <= 1, "a share in (0, 1]", "share")
 """A proportion in (0, 1] (``--proportion``)."""
+seed = _number_type(int, lambda v: 0 <= v < 2**32, "a whole number in [0, 2**32)", "seed")
+"""A random seed (``--seed``): numpy's generators take 0 .. 2**32 - 1."""
+margin = _number_type(float, lambda v: math.isfinite(v) and v >= 0, "a finite number >= 0", "margin")
+"""A tie margin (``--margin``): ``nan`` would make every comparison a tie, ``inf`` too."""
 open_share = _number_type(float, lambda v: 0 < v < 1, "a number in (0, 1)", "open_share")
 """A probability in (0, 1) (``--level``, ``--alpha``)."""
 

@@ -11,14 +11,14 @@ import argparse
 import time
 from pathlib import Path
 
-from precomet.commands.common import Paths, share
+from precomet.commands.common import Paths, seed, share
 
 HELP = "run the main job end to end on a seeded simulator of historical campaigns (synthetic data)"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", default="demo-output", help="folder for the demo's outputs")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=seed, default=0)
     parser.add_argument(
         "--proportion", type=share, default=0.25, help="share in (0, 1] of the blind set's cost to annotate"
     )

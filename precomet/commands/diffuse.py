@@ -7,7 +7,16 @@ import sys
 
 import numpy as np
 
-from precomet.commands.common import Paths, add_data_arguments, comma_list, load_campaign
+from precomet.commands.common import (
+    Paths,
+    add_data_arguments,
+    comma_list,
+    load_campaign,
+    margin,
+    open_share,
+    positive_int,
+    seed,
+)
 from precomet.errors import PrecometError
 
 HELP = "DiffUse: select items whose output differences are representative; iterate until a winner is reliable"
@@ -26,7 +35,7 @@ def _common(parser: argparse.ArgumentParser) -> None:
 
 def _oracle_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--score", default="human", help="score that decides preferences (default: human)")
-    parser.add_argument("--margin", type=float, default=0.0, help="score differences within this margin are ties")
+    parser.add_argument("--margin", type=margin, default=0.0, help="score differences within this margin are ties")
     parser.add_argument("--lower-is-better", action="store_true", help="the score is an error count (lower wins)")
 
 
@@ -34,7 +43,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
     select = actions.add_parser("select", help="DiffUse representatives for a budget, largest cluster first")
     _common(select)
-    select.add_argument("--budget", type=int, required=True, help="number of items to select")
+    select.add_argument("--budget", type=positive_int, required=True, help="number of items to select")
     select.add_argument("--out", help="write the selection with its signature as JSON")
     iterate = actions.add_parser("iterate", help="Algorithm 1: annotate until the hypergeometric risk <= p")
     _common(iterate)
@@ -48,19 +57,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     iterate.add_argument(
         "--order", choices=["diffuse", "random"], default="diffuse", help="item order (random: seeded)"
     )
-    iterate.add_argument("--p", type=float, default=0.2, help="risk threshold (default 0.2)")
-    iterate.add_argument("--n-min", type=int, default=5, help="initial number of items (default 5)")
-    iterate.add_argument("--max-budget", type=int, default=200, help="maximum annotations (default 200)")
-    iterate.add_argument("--seed", type=int, default=0)
+    iterate.add_argument("--p", type=open_share, default=0.2, help="risk threshold (default 0.2)")
+    iterate.add_argument("--n-min", type=positive_int, default=5, help="initial number of items (default 5)")
+    iterate.add_argument("--max-budget", type=positive_int, default=200, help="maximum annotations (default 200)")
+    iterate.add_argument("--seed", type=seed, default=0)
     evaluate = actions.add_parser("evaluate", help="success rate of DiffUse vs random over pairs, seeds and budgets")
     _common(evaluate)
     _oracle_arguments(evaluate)
     evaluate.add_argument("--budgets", default="5:200:5", help="START:STOP:STEP or a comma list (default 5:200:5)")
-    evaluate.add_argument("--seeds", type=int, default=10)
-    evaluate.add_argument("--test-fraction", type=float, default=0.8)
-    evaluate.add_argument("--p", type=float, nargs="*", default=[0.2, 0.1], help="thresholds of the iterative table")
-    evaluate.add_argument("--n-min", type=int, default=5)
-    evaluate.add_argument("--max-budget", type=int, default=200)
+    evaluate.add_argument("--seeds", type=positive_int, default=10)
+    evaluate.add_argument("--test-fraction", type=open_share, default=0.8)
+    evaluate.add_argument(
+        "--p", type=open_share, nargs="*", default=[0.2, 0.1], help="thresholds of the iterative table"
+    )
+    evaluate.add_argument("--n-min", type=positive_int, default=5)
+    evaluate.add_argument("--max-budget", type=positive_int, default=200)
     evaluate.add_argument("--out", help="write the result (tables + signature) as JSON")
 
 
@@ -79,7 +90,12 @@ def _interactive_oracle(campaign, systems):
         print(f"\nitem {campaign.ids[index]}\nsource: {campaign.src[index]}", file=sys.stderr)
         for tag, system in zip("ab", systems):
             print(f"[{tag}] {campaign.outputs[system][index]}", file=sys.stderr)
-        return input("better output (a / b / tie): ")
+        try:
+            return input("better output (a / b / tie): ")
+        except EOFError:  # stdin closed or exhausted: the annotation stops here, nothing is decided
+            raise PrecometError(
+                f"--oracle interactive: the input ended before item {campaign.ids[index]!r} was answered"
+            ) from None
 
     return ask
 

@@ -6,7 +6,7 @@ import argparse
 import logging
 from pathlib import Path
 
-from precomet.commands.common import Paths, add_data_arguments, load_campaign, open_share, positive_int
+from precomet.commands.common import Paths, add_data_arguments, load_campaign, open_share, positive_int, seed
 from precomet.errors import DataError
 
 HELP = "rank systems from human scores: means, bootstrap CIs, significance clusters, win probabilities; JSON and figure"
@@ -36,7 +36,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=0.05,
         help="p-value below which the Wilcoxon test opens a new cluster (default 0.05)",
     )
-    parser.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (default 0)")
+    parser.add_argument("--seed", type=seed, default=0, help="seed of the bootstrap (default 0)")
     parser.add_argument("--json", type=Path, help="write the ranking with its signature here")
     parser.add_argument("--plot", type=Path, help="write the figure here (PNG, PDF or SVG)")
 

@@ -15,7 +15,9 @@ from precomet.commands.common import (
     apply_cost_from_times,
     load_campaign,
     positive_float,
+    positive_int,
     require_documents,
+    seed,
     share,
 )
 from precomet.errors import PrecometError
@@ -44,7 +46,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"encoder of the sources for --selector strata (default {DEFAULT_ENCODER}; see precomet.encoders)",
     )
     budget = parser.add_argument_group("budget (one of)").add_mutually_exclusive_group(required=True)
-    budget.add_argument("--budget", type=int, help="number of items (constant cost: top-k)")
+    budget.add_argument("--budget", type=positive_int, help="number of items (constant cost: top-k)")
     budget.add_argument(
         "--proportion",
         type=share,
@@ -65,7 +67,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--time-limit", type=positive_float, default=60.0, help="solver time limit in seconds (default 60)"
     )
     parser.add_argument("--allow-gap", action="store_true", help="accept a non-optimal answer (warns with its gap)")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=seed, default=0)
     parser.add_argument(
         "--strict",
         action="store_true",

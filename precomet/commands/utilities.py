@@ -5,7 +5,15 @@ from __future__ import annotations
 import argparse
 import sys
 
-from precomet.commands.common import Paths, add_data_arguments, comma_list, load_campaign, parse_options
+from precomet.commands.common import (
+    Paths,
+    add_data_arguments,
+    comma_list,
+    load_campaign,
+    parse_options,
+    positive_int,
+    seed,
+)
 from precomet.errors import PrecometError
 
 HELP = "compute an output-based item utility (higher = annotate first) and write {id, utility} JSONL"
@@ -23,8 +31,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--systems", type=comma_list, help="comma-separated systems to use (artificial crowd); default: all"
     )
-    parser.add_argument("--budget", type=int, help="number of items (methods that need it, e.g. kmeans)")
-    parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    parser.add_argument("--budget", type=positive_int, help="number of items (methods that need it, e.g. kmeans)")
+    parser.add_argument("--seed", type=seed, default=0, help="random seed (default 0)")
     parser.add_argument(
         "--option",
         action="append",

@@ -72,7 +72,8 @@ def output_error(path: str | Path, err: OSError) -> OutputError:
     return OutputError(f"cannot write {path}: {_describe(err)}")
 
 
-def _name_max(folder: Path) -> int:
+def name_max(folder: Path) -> int:
+    """The longest file name (bytes) the file system of ``folder`` (or its nearest existing parent) accepts."""
     while not folder.exists():
         folder = folder.parent
     try:
@@ -120,10 +121,10 @@ def check_output(path: str | Path, *, directory: bool = False, suffixes: tuple[s
         if text != STDOUT and not os.access(path, os.W_OK):
             raise OutputError(f"cannot write {path}: permission denied")
         return path
-    if len(path.name.encode()) > _name_max(path.absolute().parent):
+    if len(path.name.encode()) > name_max(path.absolute().parent):
         raise OutputError(
             f"cannot write {path}: its name is {len(path.name.encode())} bytes, more than the file system allows"
-            f" ({_name_max(path.absolute().parent)})"
+            f" ({name_max(path.absolute().parent)})"
         )
     if path.exists():
         if directory and not path.is_dir():
@@ -145,6 +146,14 @@ def check_output(path: str | Path, *, directory: bool = False, suffixes: tuple[s
 def _target(path: Path) -> Path:
     """Where ``path`` really is: links resolved, so that the file a link points to is replaced, not the link."""
     return Path(os.path.realpath(path))
+
+
+def _exists(path: Path) -> bool:
+    """``path.exists()`` that answers ``False`` for a name the system refuses (too long) instead of raising."""
+    try:
+        return path.exists()
+    except OSError:
+        return False
 
 
 def _same(a: Path, b: Path) -> bool:
@@ -169,15 +178,15 @@ def check_not_inputs(outputs: Iterable[str | Path | None], inputs: Iterable[str 
             continue
         output = Path(os.fspath(given))
         for source in sources:
-            if _same(output, source) if output.exists() and source.exists() else _target(output) == _target(source):
+            if _same(output, source) if _exists(output) and _exists(source) else _target(output) == _target(source):
                 raise OutputError(
                     f"output {output} is the input {source}; write it elsewhere (inputs are never overwritten)"
                 )
-            if source.is_dir() and output.exists() and _inside(output, source):
+            if source.is_dir() and _exists(output) and _inside(output, source):
                 raise OutputError(
                     f"output {output} would replace a file of the input folder {source}; write it elsewhere"
                 )
-            if output.is_dir() and _inside(source, output):
+            if _exists(output) and output.is_dir() and _inside(source, output):
                 raise OutputError(f"output {output} would replace the input {source} inside it; write it elsewhere")
 
 
@@ -186,7 +195,7 @@ def _temporary_name(target: Path, kind: str = "tmp", folder: Path | None = None)
     folder = target.parent if folder is None else folder
     suffix = target.suffix if kind == "tmp" else ""
     ending = f".precomet-{os.getpid()}-{secrets.token_hex(4)}.{kind}{suffix}"
-    room = _name_max(folder) - len(ending.encode()) - 1
+    room = name_max(folder) - len(ending.encode()) - 1
     if room < 0:  # an extremely long suffix: drop it
         ending, room = ending[: -len(suffix)] if suffix else ending, room + len(suffix.encode())
     stem = (target.stem if kind == "tmp" else target.name).encode()[:room].decode(errors="ignore")

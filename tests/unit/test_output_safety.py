@@ -1,0 +1,241 @@
+"""Issue 20: what is already there survives every command. Devices, FIFOs and standard output are written
+through, links keep pointing where they did, names up to the file system's limit work, a commit killed between
+its renames is finished by the next run, stale temporaries are cleaned, and an interrupt — even one swallowed
+by a finaliser — never ends in success. The interrupt cases run in subprocesses."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import stat
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from precomet import signals
+from precomet.cli import main
+from precomet.io.atomic import clean_leftovers, output_set
+from tests.bad_inputs import GOOD
+
+REPO = Path(__file__).resolve().parent.parent.parent
+TINY = str(REPO / "tests" / "fixtures" / "tiny.csv")
+
+
+def _leftovers(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.iterdir() if ".precomet-" in p.name)
+
+
+def _dead_pid() -> int:
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    return child.pid
+
+
+def test_dev_null_is_written_through_not_replaced(tmp_path, capsys):
+    before = os.stat("/dev/null")
+    assert main(["convert", "--data", TINY, "-o", "/dev/null"]) == 0
+    after = os.stat("/dev/null")
+    assert stat.S_ISCHR(after.st_mode) and (after.st_ino, after.st_rdev) == (before.st_ino, before.st_rdev)
+    assert not any(".precomet-" in name for name in os.listdir("/dev"))
+
+
+def test_dash_writes_the_output_to_stdout_and_messages_to_stderr(tmp_path, capfd):
+    assert main(["convert", "--data", TINY, "-o", "-"]) == 0
+    out, err = capfd.readouterr()
+    rows = [json.loads(line) for line in out.splitlines()]
+    assert rows and all("id" in row for row in rows)
+    assert "wrote" in err and "wrote" not in out
+
+
+def test_select_to_stdout_writes_no_manifest_anywhere(tmp_path, capfd, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "items.jsonl").write_text(GOOD)
+    argv = ["select", "--data", "items.jsonl", "--method", "metric_var", "--metric", "m", "--budget", "2", "-o", "-"]
+    assert main(argv) == 0
+    out, err = capfd.readouterr()
+    assert [json.loads(line)["id"] for line in out.splitlines()] and "selected 2" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["items.jsonl"]
+
+
+def test_fifo_is_written_through(tmp_path):
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    received: list[bytes] = []
+    reader = threading.Thread(target=lambda: received.append(fifo.read_bytes()))
+    reader.start()
+    assert main(["convert", "--data", TINY, "-o", str(fifo)]) == 0
+    reader.join(timeout=30)
+    assert stat.S_ISFIFO(fifo.lstat().st_mode)
+    assert json.loads(received[0].decode().splitlines()[0])["id"]
+
+
+def test_a_link_output_replaces_its_target_and_stays_a_link(tmp_path):
+    real, link = tmp_path / "real.jsonl", tmp_path / "link.jsonl"
+    real.write_text("old\n")
+    link.symlink_to(real)
+    assert main(["convert", "--data", TINY, "-o", str(link)]) == 0
+    assert link.is_symlink() and os.readlink(link) == str(real)
+    assert json.loads(real.read_text().splitlines()[0])["id"]
+    assert _leftovers(tmp_path) == []
+
+
+def test_names_up_to_the_file_system_limit_work(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "items.jsonl").write_text(GOOD)
+    name = "s" * 245 + ".jsonl"  # 251 bytes; the manifest's stem is shortened to fit
+    argv = ["select", "--data", "items.jsonl", "--method", "metric_var", "--metric", "m", "--budget", "2", "-o", name]
+    assert main(argv) == 0
+    manifest = [p.name for p in tmp_path.iterdir() if p.name.endswith(".manifest.json")]
+    assert (tmp_path / name).is_file() and len(manifest) == 1 and len(manifest[0].encode()) == 255
+    assert _leftovers(tmp_path) == []
+    # rank finds the manifest beside the subset by the same rule
+    from precomet.select import subset_manifest_path
+
+    assert subset_manifest_path(tmp_path / name).name == manifest[0]
+
+
+_KILL_BETWEEN_RENAMES = """
+import os, signal, sys
+from pathlib import Path
+import precomet.io.atomic as atomic
+
+folder = Path(sys.argv[1])
+real = atomic._replace
+calls = []
+
+def replace_then_die(*args, **kwargs):
+    result = real(*args, **kwargs)
+    calls.append(1)
+    if len(calls) == 1:
+        os.kill(os.getpid(), signal.SIGKILL)
+    return result
+
+atomic._replace = replace_then_die
+with atomic.output_set(folder / "a.jsonl", folder / "b.json") as out:
+    with out.open(folder / "a.jsonl") as handle:
+        handle.write("new a")
+    with out.open(folder / "b.json") as handle:
+        handle.write("new b")
+"""
+
+
+def test_a_commit_killed_between_its_renames_is_finished_by_the_next_run(tmp_path):
+    (tmp_path / "a.jsonl").write_text("old a")
+    (tmp_path / "b.json").write_text("old b")
+    killed = subprocess.run([sys.executable, "-c", _KILL_BETWEEN_RENAMES, str(tmp_path)], cwd=REPO)
+    assert killed.returncode == -signal.SIGKILL
+    assert any(name.endswith(".journal") for name in _leftovers(tmp_path))  # the state a kill leaves
+    assert (tmp_path / "a.jsonl").read_text() == "new a" and (tmp_path / "b.json").read_text() == "old b"
+    with output_set(tmp_path / "c.txt") as out:  # any later run writing into the folder
+        with out.open(tmp_path / "c.txt") as handle:
+            handle.write("c")
+    assert (tmp_path / "a.jsonl").read_text() == "new a" and (tmp_path / "b.json").read_text() == "new b"
+    assert _leftovers(tmp_path) == []
+
+
+def test_stale_temporaries_are_cleaned_and_live_ones_kept(tmp_path):
+    dead, live = _dead_pid(), os.getppid()
+    stale = [tmp_path / f".x.precomet-{dead}-0123abcd.tmp.jsonl", tmp_path / f".d.precomet-{dead}-0123abce.tmp"]
+    stale[0].write_text("half")
+    stale[1].mkdir()
+    (stale[1] / "head").write_text("w")
+    kept = tmp_path / f".y.precomet-{live}-0123abcf.tmp.jsonl"
+    kept.write_text("in progress")
+    (tmp_path / "user.precomet-1-0123abcd.tmp.txt").write_text("not ours: no leading dot")
+    assert main(["convert", "--data", TINY, "-o", str(tmp_path / "out.jsonl")]) == 0
+    assert _leftovers(tmp_path) == [kept.name, "user.precomet-1-0123abcd.tmp.txt"]
+
+
+def test_clean_leftovers_leaves_a_damaged_journal_for_a_person(tmp_path):
+    journal = tmp_path / f".commit.precomet-{_dead_pid()}-0123abcd.journal"
+    journal.write_text("{not json")
+    clean_leftovers(tmp_path)
+    assert journal.exists()
+
+
+def test_signals_during_a_commit_wait_for_its_end(tmp_path):
+    with signals.interruptible(), pytest.raises(KeyboardInterrupt):
+        with signals.deferred():
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(0.05)
+            reached = True  # the signal was held back
+        pytest.fail("the held signal was not delivered when the block ended")
+    assert reached
+
+
+def test_a_swallowed_interrupt_never_ends_in_success(tmp_path, monkeypatch, capsys):
+    """An interrupt caught and ignored somewhere (as a finaliser does: "Exception ignored in ...") must still
+    stop the command: no output, exit 130."""
+    import precomet.commands.convert as convert
+
+    real = convert.load_campaign
+
+    def load_and_swallow(args):
+        try:
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(0.05)
+        except KeyboardInterrupt:
+            pass
+        return real(args)
+
+    monkeypatch.setattr(convert, "load_campaign", load_and_swallow)
+    assert main(["convert", "--data", TINY, "-o", str(tmp_path / "out.jsonl")]) == 130
+    assert "no output was written" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_an_interrupt_after_the_commit_says_what_was_written(tmp_path, monkeypatch, capsys):
+    import precomet.commands.convert as convert
+
+    def print_then_interrupt(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(convert, "print", print_then_interrupt, raising=False)
+    out = tmp_path / "out.jsonl"
+    assert main(["convert", "--data", TINY, "-o", str(out)]) == 130
+    assert f"interrupted after writing {out}" in capsys.readouterr().err
+    assert out.is_file()
+
+
+@pytest.mark.parametrize("delay", [0.0, 0.3, 0.8, 1.5, 2.5, 4.0])
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_an_interrupted_command_leaves_all_or_nothing(tmp_path, delay, signum):
+    """Interrupted at any moment — start-up included — ``select`` leaves either nothing or its subset and
+    manifest together, never a temporary, never an "Exception ignored" that ends in success."""
+    (tmp_path / "items.jsonl").write_text(GOOD)
+    argv = ["select", "--data", "items.jsonl", "--method", "metric_var", "--metric", "m", "--budget", "2"]
+    child = subprocess.Popen(
+        [sys.executable, "-m", "precomet", *argv, "-o", "s.jsonl"],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
+    time.sleep(delay)
+    child.send_signal(signum)
+    out, err = child.communicate(timeout=120)
+    names = sorted(p.name for p in tmp_path.iterdir())
+    assert b"Exception ignored" not in err or child.returncode != 0, err
+    if child.returncode == 0:
+        assert names == ["items.jsonl", "s.jsonl", "s.manifest.json"], (names, err)
+    else:
+        assert child.returncode in (130, -signum), err
+        assert names in (["items.jsonl"], ["items.jsonl", "s.jsonl", "s.manifest.json"]), (names, err)
+        if child.returncode == 130 and len(names) == 1:
+            assert b"no output was written" in err
+    assert (tmp_path / "items.jsonl").read_text() == GOOD
+
+
+def test_no_progress_turns_off_third_party_bars_for_the_command(monkeypatch):
+    import precomet.commands.info as info
+
+    seen = {}
+    monkeypatch.delenv("TQDM_DISABLE", raising=False)
+    monkeypatch.setattr(info, "run", lambda args: seen.update(tqdm=os.environ.get("TQDM_DISABLE")) or 0)
+    assert main(["--no-progress", "info", "--data", TINY]) == 0
+    assert seen == {"tqdm": "1"} and "TQDM_DISABLE" not in os.environ
