@@ -157,6 +157,10 @@ CASES = {
     "convert-output-name-too-long": _clobber(
         "convert --data items.jsonl -o {d}/" + "n" * 250 + ".jsonl", {"items.jsonl": GOOD}, ("256 bytes", "255")
     ),
+    "convert-output-device-is-full": _clobber(
+        "convert --data items.jsonl -o /dev/full", {"items.jsonl": GOOD}, ("/dev/full", "no space left on device")
+    ),
+    "train-out-is-stdout": _clobber("train --train t.jsonl --out -", {"t.jsonl": TARGETS}, ("-", "standard output")),
     # ---- option values that used to give a wrong answer or an internal error
     "elo-margin-nan": _clobber(E + " --margin nan", {"prefs.csv": PREFS}, ("--margin", "'nan'")),
     "elo-data-margin-inf": _clobber(

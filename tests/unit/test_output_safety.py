@@ -62,6 +62,30 @@ def test_select_to_stdout_writes_no_manifest_anywhere(tmp_path, capfd, monkeypat
     assert sorted(p.name for p in tmp_path.iterdir()) == ["items.jsonl"]
 
 
+def test_dev_stdout_is_written_through_and_stays_a_link(tmp_path):
+    before = os.readlink("/dev/stdout")
+    done = subprocess.run(
+        [sys.executable, "-m", "precomet", "convert", "--data", TINY, "-o", "/dev/stdout"],
+        capture_output=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.decode().splitlines()[0])["id"]
+    assert os.path.islink("/dev/stdout") and os.readlink("/dev/stdout") == before
+
+
+def test_a_write_that_fails_names_its_output(tmp_path):
+    import errno
+
+    from precomet.errors import OutputError
+
+    target = tmp_path / "a.jsonl"
+    with pytest.raises(OutputError, match=r"a\.jsonl: no space left on device"):
+        with output_set(target) as out, out.open(target):
+            raise OSError(errno.ENOSPC, "No space left on device")
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_fifo_is_written_through(tmp_path):
     fifo = tmp_path / "pipe"
     os.mkfifo(fifo)
