@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import os
 import re
 import sys
 import traceback
@@ -123,6 +124,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(argv: list[str]) -> int:
+    from precomet.io.atomic import STDOUT, check_not_inputs, command_outputs
+
     parser = build_parser(only=_command_in(argv))
     args, unrecognized = parser.parse_known_args(argv)
     module = importlib.import_module(COMMANDS[args.command])
@@ -134,8 +137,6 @@ def _main(argv: list[str]) -> int:
     stdout = sys.stdout
     committed: list = []
     try:
-        from precomet.io.atomic import STDOUT, check_not_inputs, command_outputs
-
         inputs, outputs = module.paths(args)
         to_stdout = any(o is not None and str(o) == STDOUT for o in outputs)
         with (
@@ -156,8 +157,10 @@ def _main(argv: list[str]) -> int:
         where = f"{failure.filename}: " if failure.filename else ""
         message, status = f"error: {where}{failure.strerror or failure}", 2
     elif isinstance(failure, KeyboardInterrupt):
-        written = ", ".join(map(str, committed))
-        message = f"interrupted after writing {written}" if committed else "interrupted; no output was written"
+        kept = [
+            str(p) for p in committed if str(p) == STDOUT or os.path.lexists(p)
+        ]  # not files of a set that was then rolled back
+        message = f"interrupted after writing {', '.join(kept)}" if kept else "interrupted; no output was written"
         status = 130
     elif isinstance(failure, RecursionError):  # input nested deeper than any reader handles: bad input
         message, status = f"error: input nested too deeply to read ({failure})", 2
