@@ -162,6 +162,8 @@ def _main(argv: list[str]) -> int:
         ]  # not files of a set that was then rolled back
         message = f"interrupted after writing {', '.join(kept)}" if kept else "interrupted; no output was written"
         status = 130
+    elif isinstance(failure, MemoryError):  # a request larger than the machine: bad input, say which resource
+        message, status = "error: not enough memory for this input and these options (MemoryError)", 2
     elif isinstance(failure, RecursionError):  # input nested deeper than any reader handles: bad input
         message, status = f"error: input nested too deeply to read ({failure})", 2
     else:  # a bug: one line for the user, the traceback with -v

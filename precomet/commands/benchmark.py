@@ -16,6 +16,7 @@ from precomet.commands.common import (
     load_campaign,
     positive_float,
     positive_int,
+    repeats,
     require_documents,
     seed,
 )
@@ -57,9 +58,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default="0.05:0.5:0.05",
         help="budget proportions: start:stop:step or a comma list (default 0.05:0.5:0.05)",
     )
-    parser.add_argument("--seeds", type=positive_int, default=100, help="random-selection runs (default 100)")
+    parser.add_argument("--seeds", type=repeats, default=100, help="random-selection runs (default 100)")
     parser.add_argument(
-        "--permutations", type=positive_int, default=1000, help="sign-flip permutations for SPA (default 1000)"
+        "--permutations", type=repeats, default=1000, help="sign-flip permutations for SPA (default 1000)"
     )
     parser.add_argument(
         "--time-limit",
@@ -104,7 +105,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="artificial crowd (seed 002 Table 4): utilities on K random systems, subsets evaluated on the others",
     )
     parser.add_argument(
-        "--crowd-runs", type=positive_int, default=100, metavar="R", help="artificial-crowd runs (default 100)"
+        "--crowd-runs", type=repeats, default=100, metavar="R", help="artificial-crowd runs (default 100)"
     )
     parser.add_argument("--json", required=True, type=Path, help="write the results here")
     parser.add_argument("--plot", type=Path, help="write the SPA/clusters figure here (PNG, PDF or SVG)")

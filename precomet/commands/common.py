@@ -95,7 +95,10 @@ def _number_type(convert, accept, expected: str, name: str):
 positive_float = _number_type(float, lambda v: math.isfinite(v) and v > 0, "a positive finite number", "positive_float")
 """A finite number > 0 (``--time-limit``, ``--k``): ``-1``, ``0``, ``nan`` and ``inf`` are refused where parsed."""
 positive_int = _number_type(int, lambda v: v >= 1, "a whole number >= 1", "positive_int")
-"""A whole number >= 1 (``--seeds``, ``--rounds``, ``--batch-size``)."""
+"""A whole number >= 1 (``--budget``, ``--batch-size``, ``--n-min``)."""
+repeats = _number_type(int, lambda v: 1 <= v <= 10**6, "a whole number in 1..1000000", "repeats")
+"""Repetitions (``--rounds``, ``--seeds``, ``--permutations``, ``--crowd-runs``): each costs memory and time, and
+beyond a million the answer no longer changes while the machine runs out of memory."""
 share = _number_type(float, lambda v: 0 < v <= 1, "a share in (0, 1]", "share")
 """A proportion in (0, 1] (``--proportion``)."""
 seed = _number_type(int, lambda v: 0 <= v < 2**32, "a whole number in [0, 2**32)", "seed")
@@ -127,4 +130,6 @@ def parse_options(pairs: list[str]) -> dict:
             options[key] = json.loads(raw)
         except json.JSONDecodeError:
             options[key] = raw
+        except RecursionError:
+            raise PrecometError(f"--option {key}: the value is nested too deeply") from None
     return options

@@ -15,6 +15,7 @@ from precomet.commands.common import (
     margin,
     open_share,
     positive_int,
+    repeats,
     seed,
 )
 from precomet.errors import PrecometError
@@ -65,7 +66,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     _common(evaluate)
     _oracle_arguments(evaluate)
     evaluate.add_argument("--budgets", default="5:200:5", help="START:STOP:STEP or a comma list (default 5:200:5)")
-    evaluate.add_argument("--seeds", type=positive_int, default=10)
+    evaluate.add_argument("--seeds", type=repeats, default=10)
     evaluate.add_argument("--test-fraction", type=open_share, default=0.8)
     evaluate.add_argument(
         "--p", type=open_share, nargs="*", default=[0.2, 0.1], help="thresholds of the iterative table"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from precomet.commands.common import Paths, comma_list, margin, positive_float, positive_int, seed
+from precomet.commands.common import Paths, comma_list, margin, positive_float, repeats, seed
 
 HELP = "Elo or Bradley-Terry ratings with bootstrap 5-95% intervals from preferences (file or campaign scores)"
 
@@ -28,7 +28,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     rating = parser.add_argument_group("ratings")
     rating.add_argument("--method", choices=["elo", "bt"], default="elo", help="online Elo or Bradley-Terry MLE")
-    rating.add_argument("--rounds", type=positive_int, default=1000, help="bootstrap rounds (default 1000)")
+    rating.add_argument("--rounds", type=repeats, default=1000, help="bootstrap rounds (default 1000)")
     rating.add_argument("--seed", type=seed, default=0)
     rating.add_argument("--ties", choices=["half", "drop"], default="half", help="ties as half wins or dropped")
     rating.add_argument("--k", type=positive_float, default=4.0, help="Elo K-factor (default 4)")

@@ -6,7 +6,7 @@ import argparse
 import logging
 from pathlib import Path
 
-from precomet.commands.common import Paths, add_data_arguments, load_campaign, open_share, positive_int, seed
+from precomet.commands.common import Paths, add_data_arguments, load_campaign, open_share, repeats, seed
 from precomet.errors import DataError
 
 HELP = "rank systems from human scores: means, bootstrap CIs, significance clusters, win probabilities; JSON and figure"
@@ -29,7 +29,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--level", type=open_share, default=0.95, help="confidence level of the bootstrap intervals (default 0.95)"
     )
-    parser.add_argument("--rounds", type=positive_int, default=1000, help="bootstrap rounds (default 1000)")
+    parser.add_argument("--rounds", type=repeats, default=1000, help="bootstrap rounds (default 1000)")
     parser.add_argument(
         "--alpha",
         type=open_share,

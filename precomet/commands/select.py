@@ -207,6 +207,8 @@ def _quotas(text: str | None) -> dict | None:
         quotas = json.loads(text)
     except json.JSONDecodeError as err:
         raise PrecometError(f"--quotas is not JSON ({err.msg}): {text!r}") from None
+    except RecursionError:
+        raise PrecometError("--quotas is nested too deeply") from None
     if not isinstance(quotas, dict):
         raise PrecometError(f"--quotas must be a JSON object {{domain: count or share}}, got {text!r}")
     return quotas

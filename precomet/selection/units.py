@@ -106,7 +106,11 @@ def quota_targets(
     if unknown:
         raise PrecometError(f"quotas name unknown domain(s) {unknown}; domains are {list(names)}")
     values = [quotas.get(d, 0) for d in names]
-    if all(isinstance(q, (int, np.integer)) and not isinstance(q, bool) for q in values):
+    if any(isinstance(q, bool) for q in values):
+        raise PrecometError(f"quotas must be counts or proportions, not true/false, got {dict(quotas)}")
+    if all(isinstance(q, (int, np.integer)) for q in values):
+        if any(abs(int(q)) > 2**62 for q in values):
+            raise PrecometError(f"quotas must be counts no larger than the domains, got {dict(quotas)}")
         counts = np.array(values, dtype=int)
         kind = "counts"
     elif all(isinstance(q, (int, float, np.floating, np.integer)) for q in values):

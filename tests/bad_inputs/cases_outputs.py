@@ -26,8 +26,8 @@ def link(name: str, to: str):
     return prepare
 
 
-def _clobber(argv: str, files: dict, says: tuple[str, ...], prepare=None) -> Case:
-    return Case(argv.split(), files, says, prepare)
+def _clobber(argv: str | list[str], files: dict, says: tuple[str, ...], prepare=None) -> Case:
+    return Case(argv.split() if isinstance(argv, str) else argv, files, says, prepare)
 
 
 CASES = {
@@ -193,6 +193,28 @@ CASES = {
     ),
     "demo-seed-negative": _clobber("demo --out {d}/demo --seed -5", {}, ("--seed", "'-5'")),
     "diffuse-iterate-seed-negative": _clobber(D_ITERATE + " --seed -1", {"items.jsonl": GOOD}, ("--seed", "'-1'")),
+    "elo-rounds-beyond-memory": _clobber(
+        E + " --rounds 1000000000", {"prefs.csv": PREFS}, ("--rounds", "'1000000000'")
+    ),
+    "rank-rounds-beyond-a-million": _clobber(
+        RANK + " --rounds 2000000", {"items.jsonl": GOOD}, ("--rounds", "1000000")
+    ),
+    "benchmark-permutations-huge": _clobber(
+        B.replace("--permutations 10", "--permutations 99999999999999999999"),
+        {"items.jsonl": GOOD},
+        ("--permutations", "'99999999999999999999'"),
+    ),
+    "select-quotas-true": _clobber(
+        S.split() + ["--quotas", '{"all": true}'], {"items.jsonl": GOOD}, ("quotas", "true/false")
+    ),
+    "select-quotas-nested-deeply": _clobber(
+        S.split() + ["--quotas", "[" * 100000], {"items.jsonl": GOOD}, ("--quotas", "nested too deeply")
+    ),
+    "utilities-option-nested-deeply": _clobber(
+        U.replace("metric_avg", "irt_diff").split() + ["--option", "lr=" + "[" * 100000],
+        {"items.jsonl": GOOD},
+        ("--option lr", "nested too deeply"),
+    ),
     # ---- subsets and annotators
     "rank-subset-duplicate-id": _clobber(
         RANK + " --subset s.jsonl",
