@@ -62,13 +62,15 @@ def decode(raw: bytes, path: str | Path) -> str:
     for bom, name in _WIDE_BOMS:
         if raw.startswith(bom):
             raise DataError(path, f"is {name} text; save it as UTF-8")
+    skip = len(codecs.BOM_UTF8) if raw.startswith(codecs.BOM_UTF8) else 0
     try:
-        text = raw.decode("utf-8-sig")
+        text = raw[skip:].decode("utf-8")
     except UnicodeDecodeError as err:
-        bad = raw[err.start : err.start + 1].hex().upper()
-        line = raw[: err.start].count(b"\n") + 1
+        start = skip + err.start
+        bad = raw[start : start + 1].hex().upper()
+        line = raw[:start].count(b"\n") + 1
         raise DataError(
-            path, f"invalid UTF-8: not UTF-8 text (byte 0x{bad} at offset {err.start}); save it as UTF-8", line=line
+            path, f"invalid UTF-8: not UTF-8 text (byte 0x{bad} at offset {start}); save it as UTF-8", line=line
         ) from None
     nul = text.find("\0")
     if nul >= 0:
