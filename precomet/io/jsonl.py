@@ -66,6 +66,12 @@ def campaign_from_items(
                     f"{place}: {key!r} must be an object {{system: …}}, got {type(item[key]).__name__} "
                     f"{_short(item[key])}"
                 )
+        for key in ("tgt", "scores"):
+            for system, values in (item.get(key) or {}).items():
+                if not str(system).strip():
+                    raise CampaignError(f"{place}: {key!r} has an empty system name")
+                if key == "scores" and isinstance(values, Mapping) and any(not str(k).strip() for k in values):
+                    raise CampaignError(f"{place}: scores of system {system!r} have an empty score name")
         for system in item.get("tgt") or {}:
             systems[str(system)] = None
         for system, values in (item.get("scores") or {}).items():

@@ -166,11 +166,12 @@ def _field_limit(size: int) -> Iterator[None]:
 
 def csv_rows(path: str | Path, text: str, *, delimiter: str = ",", quotes: bool = True) -> list[tuple[int, list[str]]]:
     """``(line, fields)`` of every row of CSV/TSV ``text`` read from ``path`` (``line`` = the row's last line,
-    1-based); ``quotes=False`` reads ``"`` as an ordinary character. Cells may be as long as the file; a
-    malformed file raises :class:`DataError` with the line."""
+    1-based); ``quotes=False`` reads ``"`` as an ordinary character. Quoting is strict: a quote left open at
+    the end of the file (it would swallow every later row into one cell) or text after a closing quote is an
+    error. Cells may be as long as the file; a malformed file raises :class:`DataError` with the line."""
     handle = io.StringIO(text, newline="")
     if quotes:
-        reader = csv.reader(handle, delimiter=delimiter, quoting=csv.QUOTE_MINIMAL)
+        reader = csv.reader(handle, delimiter=delimiter, quoting=csv.QUOTE_MINIMAL, strict=True)
     else:
         reader = csv.reader(handle, delimiter=delimiter, quoting=csv.QUOTE_NONE)
     rows = []

@@ -297,6 +297,20 @@ CASES = {
     "readers-jsonl-domain-number-benchmark": Case(
         B.split(), {"items.jsonl": jsonl(items(i3={"domain": 1}))}, ("items.jsonl:4", "'domain'", "string")
     ),
+    "readers-jsonl-empty-system-name": Case(
+        INFO,
+        {"items.jsonl": GOOD.replace('"A": "one two A"', '"": "one two A"')},
+        ("items.jsonl:1", "empty system name"),
+    ),
+    "readers-jsonl-empty-score-name": Case(
+        U.split(), {"items.jsonl": GOOD.replace('"m": 0.5', '"": 0.5')}, ("items.jsonl:1", "empty score name")
+    ),
+    "readers-csv-unclosed-quote": Case(
+        ["info", "--data", "x.csv"], {"x.csv": 'id,src\na,"hello\nb,bye\n'}, ("x.csv:3", "malformed CSV")
+    ),
+    "readers-prefs-csv-text-after-quote": Case(
+        E.split(), {"prefs.csv": PREFS + '4,"A"x,B,a\n'}, ("prefs.csv:5", "malformed CSV")
+    ),
     # ---- names from the data that would become file paths
     "readers-esa-system-path": Case(ESA, {}, ("wave1.csv:2", "system name", "../../sources/en-cs"), esa_system_path),
     "readers-hf-split-path": Case(
