@@ -23,7 +23,6 @@ Vectorised: a chunk of rounds is one ``(rounds, N)`` count matrix (``bincount`` 
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -260,14 +259,10 @@ def read_manifest(path: str | Path) -> dict[str, Any]:
     """How a subset was selected: the manifest ``precomet select`` writes beside a subset, summarised for a
     ranking's signature (method, parameters, budget, size, solver outcome, data hash, version, file hash)."""
     path = Path(path)
-    try:
-        raw = path.read_bytes()
-    except OSError as err:
-        raise PrecometError(f"{path}: cannot read manifest ({err.strerror})") from None
-    try:
-        manifest = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise PrecometError(f"{path}: manifest is not JSON ({err})") from None
+    from precomet.io.text import decode, parse_json, read_bytes
+
+    raw = read_bytes(path)
+    manifest = parse_json(decode(raw, path), path)
     if not isinstance(manifest, dict) or "method" not in manifest:
         raise PrecometError(f"{path}: not a precomet subset manifest (expected a JSON object with 'method')")
     keys = (

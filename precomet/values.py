@@ -22,16 +22,25 @@ def finite_number(value: Any, *, what: str, path: Any = None, line: int | None =
     'A', score 'human'"``). With ``positive`` the number must also be > 0 (costs)."""
     if isinstance(value, bool) or value is None:
         number = None
-    elif isinstance(value, (int, float)):  # the common case, without a try
+    elif isinstance(value, float):  # the common case, without a try
         number = float(value)
+    elif isinstance(value, int):
+        try:
+            number = float(value)
+        except OverflowError:  # a 400-digit integer
+            number = math.inf
     else:
         try:
             number = float(value)  # text cells (float() strips whitespace), numpy scalars
         except (TypeError, ValueError):
             number = None
+        except OverflowError:
+            number = math.inf
     kind = "a positive finite number" if positive else "a finite number"
     if number is None or not math.isfinite(number) or (positive and number <= 0):
-        message = f"{what}: must be {kind}, got {value!r}"
+        shown = repr(value)
+        shown = shown if len(shown) <= 40 else f"{shown[:30]}… ({len(shown)} characters)"
+        message = f"{what}: must be {kind}, got {shown}"
         raise CampaignError(message) if path is None else DataError(path, message, line=line)
     return number
 

@@ -9,15 +9,13 @@ contain colons. Empty cells mean "missing": no output, NaN score, ``doc`` = the 
 
 from __future__ import annotations
 
-import csv
-import io
 from pathlib import Path
 
 import numpy as np
 
 from precomet.campaign import Campaign
 from precomet.errors import DataError
-from precomet.io.text import read_text
+from precomet.io.text import read_csv_rows
 from precomet.values import finite_number
 
 FIXED_COLUMNS = ("id", "src", "ref", "doc", "domain", "cost")
@@ -63,8 +61,7 @@ def _columns(
 def load_csv(path: str | Path, *, name: str | None = None) -> Campaign:
     """Load the simple CSV format (see the module docstring)."""
     path = Path(path)
-    reader = csv.reader(io.StringIO(read_text(path), newline=""))
-    rows = [(reader.line_num, row) for row in reader]
+    rows = read_csv_rows(path)
     if not rows:
         raise DataError(path, "empty file; expected a header row")
     header = rows[0][1]

@@ -12,7 +12,6 @@ Several ratings of the same (segment, system) are averaged. A campaign is one la
 
 from __future__ import annotations
 
-import csv
 from collections import Counter, defaultdict
 from pathlib import Path
 from typing import NamedTuple
@@ -21,7 +20,7 @@ import numpy as np
 
 from precomet.campaign import HUMAN, Campaign
 from precomet.errors import DataError, PrecometError
-from precomet.io.text import read_lines
+from precomet.io.text import read_csv_rows, read_lines, safe_name
 from precomet.values import finite_number
 
 ISO3_TO_2 = {
@@ -60,7 +59,9 @@ def read_appraise_csv(path: str | Path) -> list[AppraiseRow]:
     """Every row of an Appraise ``*.csv`` export (no filtering); malformed rows raise naming file and line."""
     path = Path(path)
     rows = []
-    for number, fields in enumerate(csv.reader(read_lines(path)), start=1):
+    for number, fields in read_csv_rows(path):
+        if not any(fields):
+            continue
         if len(fields) != 12:
             raise DataError(path, f"expected 12 comma-separated Appraise fields, got {len(fields)}", line=number)
         try:
@@ -143,6 +144,9 @@ def load_wmt24_esa(root: str | Path, campaign: str, *, include_refs: bool = Fals
         raise DataError(docs_path, f"expected {len(src)} lines of 'domain<TAB>doc'")
     ratings: dict[tuple[int, str], list[float]] = defaultdict(list)
     for path, row in kept:
+        safe_name(
+            row.system, what="system name", path=path, line=row.line
+        )  # it names txt/system-outputs/<lp>/<system>.txt
         if not 0 < row.item < len(src):
             raise DataError(
                 path, f"segment id {row.item} outside 1..{len(src) - 1} (lines of {campaign}.txt)", line=row.line

@@ -14,6 +14,7 @@ and writes no cache.
 
 from __future__ import annotations
 
+import codecs
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ from precomet.campaign import Campaign
 from precomet.errors import DataError, PrecometError
 from precomet.io.atomic import atomic_write
 from precomet.io.jsonl import campaign_from_items
+from precomet.io.text import read_bytes, read_json, safe_name
 
 PARQUET_SUFFIX = ".parquet"
 
@@ -59,48 +61,110 @@ def load_parquet(path: str | Path, *, name: str | None = None) -> Campaign:
     from pyarrow import ArrowException
 
     path = Path(path)
+    if not path.is_file():
+        raise DataError(path, "no such file" if not path.exists() else "is not a regular file")
     try:
         rows = pq.read_table(path).to_pylist()
-    except (ArrowException, OSError) as err:
+    except (ArrowException, OSError, ValueError, TypeError) as err:
         raise DataError(path, f"not a readable Parquet file ({err})") from None
     if not rows:
         raise DataError(path, "no items")
     return from_dataset(rows, source=str(path), name=name or path.stem)
 
 
-def load_saved_dataset(path: str | Path, *, split: str | None = None) -> Campaign:
-    """Load a ``save_to_disk`` directory: a ``Dataset``, or one split of a ``DatasetDict``."""
+_STATE_KEYS: dict[str, tuple[type, ...]] = {
+    "_data_files": (list,),
+    "_fingerprint": (str,),
+    "_format_columns": (list, type(None)),
+    "_format_kwargs": (dict,),
+    "_format_type": (str, type(None)),
+    "_output_all_columns": (bool,),
+    "_split": (str, type(None)),
+}
+"""The keys ``datasets`` reads from a saved Dataset's ``state.json`` and the JSON types it needs."""
+
+
+def _check_saved_dataset(path: Path) -> None:
+    """Refuse a ``save_to_disk`` directory whose ``state.json`` or ``dataset_info.json`` is broken, naming the
+    file and the key, before ``datasets`` reads it (it would raise a bare ``KeyError``/``TypeError``)."""
+    state_path, info_path = path / "state.json", path / "dataset_info.json"
+    for json_path in (state_path, info_path):
+        if read_bytes(json_path).startswith(codecs.BOM_UTF8):
+            raise DataError(
+                json_path, "starts with a UTF-8 byte-order mark, which datasets cannot read; save it without"
+            )
+    state = read_json(state_path)
+    if not isinstance(state, dict):
+        raise DataError(state_path, f"expected a JSON object (a saved Dataset's state), got {type(state).__name__}")
+    for key, types in _STATE_KEYS.items():
+        if key not in state:
+            raise DataError(state_path, f"missing key {key!r}; not a saved Dataset's state")
+        if not isinstance(state[key], types):
+            raise DataError(state_path, f"key {key!r} has a JSON value of the wrong type: {state[key]!r:.60}")
+    if not state["_data_files"]:
+        raise DataError(state_path, "'_data_files' lists no data file")
+    for position, entry in enumerate(state["_data_files"]):
+        name = entry.get("filename") if isinstance(entry, dict) else None
+        if not isinstance(name, str):
+            raise DataError(state_path, f"'_data_files'[{position}] must be an object with a 'filename' text")
+        safe_name(name, what=f"'_data_files'[{position}] filename", path=state_path)
+        if not (path / name).is_file():
+            raise DataError(state_path, f"'_data_files'[{position}] names {name!r}, which is not a file in {path}")
+    info = read_json(info_path)
+    if not isinstance(info, dict):
+        raise DataError(info_path, f"expected a JSON object (a DatasetInfo), got {type(info).__name__}")
     import datasets
 
-    path = Path(path)
     try:
-        loaded = datasets.load_from_disk(str(path))
-    except (OSError, ValueError, FileNotFoundError) as err:
-        raise DataError(path, f"not a readable saved dataset ({err})") from None
-    if isinstance(loaded, datasets.DatasetDict):
+        datasets.DatasetInfo.from_dict(info)
+    except (ValueError, KeyError, TypeError, AttributeError, IndexError) as err:
+        raise DataError(info_path, f"not a readable DatasetInfo ({type(err).__name__}: {err})") from None
+
+
+def _read_saved_dataset(path: Path) -> list[dict[str, Any]]:
+    """The rows of one ``Dataset.save_to_disk`` directory (checked by :func:`_check_saved_dataset` first)."""
+    import datasets
+    from pyarrow import ArrowException
+
+    if not is_saved_dataset(path):
+        raise DataError(path, "not a saved Dataset (needs state.json and dataset_info.json)")
+    _check_saved_dataset(path)
+    try:
+        return datasets.Dataset.load_from_disk(str(path)).to_list()
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, IndexError, ArrowException) as err:
+        raise DataError(path, f"not a readable saved dataset ({type(err).__name__}: {err})") from None
+
+
+def load_saved_dataset(path: str | Path, *, split: str | None = None) -> Campaign:
+    """Load a ``save_to_disk`` directory: a ``Dataset``, or one split of a ``DatasetDict``."""
+    path = Path(path)
+    if is_saved_dataset_dict(path):
+        splits = list_splits(path)
         if split is None:
-            raise PrecometError(f"{path}: a saved DatasetDict needs a split as campaign; found {list(loaded)}")
-        if split not in loaded:
-            raise PrecometError(f"{path}: no split {split!r}; found {list(loaded)}")
-        loaded, name = loaded[split], split
+            raise PrecometError(f"{path}: a saved DatasetDict needs a split as campaign; found {splits}")
+        if split not in splits:
+            raise PrecometError(f"{path}: no split {split!r}; found {splits}")
+        folder, name = path / split, split
     elif split is not None:
         raise PrecometError(f"{path}: a saved Dataset holds a single campaign; campaign {split!r} does not apply")
     else:
-        name = path.name
-    if len(loaded) == 0:
-        raise DataError(path, "no items")
-    return from_dataset(loaded, source=str(path), name=name)
+        folder, name = path, path.name
+    rows = _read_saved_dataset(folder)
+    if not rows:
+        raise DataError(folder, "no items")
+    return from_dataset(rows, source=str(folder), name=name)
 
 
 def list_splits(path: str | Path) -> list[str]:
-    """The splits (campaign names) of a saved ``DatasetDict``."""
-    import json
-
-    path = Path(path)
-    try:
-        return list(json.loads((path / "dataset_dict.json").read_text(encoding="utf-8"))["splits"])
-    except (OSError, ValueError, KeyError, TypeError) as err:
-        raise DataError(path / "dataset_dict.json", f"not a DatasetDict index ({err})") from None
+    """The splits (campaign names) of a saved ``DatasetDict``; each must be a subdirectory of ``path``."""
+    index = Path(path) / "dataset_dict.json"
+    content = read_json(index)
+    splits = content.get("splits") if isinstance(content, dict) else None
+    if not isinstance(splits, list) or not all(isinstance(name, str) for name in splits):
+        raise DataError(index, 'not a DatasetDict index: expected {"splits": [names]}')
+    for name in splits:
+        safe_name(name, what="split", path=index)
+    return list(splits)
 
 
 def write_parquet(campaign: Campaign, path: str | Path) -> None:

@@ -14,7 +14,6 @@ optional (cost defaults to the length estimate, domain to ``all``, doc to the id
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -24,7 +23,7 @@ from precomet.campaign import Campaign
 from precomet.errors import CampaignError, DataError
 from precomet.io import jsonsafe
 from precomet.io.atomic import atomic_write
-from precomet.io.text import read_lines
+from precomet.io.text import parse_json, read_lines
 from precomet.values import finite_number
 
 
@@ -34,10 +33,7 @@ def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
     for number, line in enumerate(read_lines(path), start=1):
         if not line.strip():
             continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as err:
-            raise DataError(path, f"invalid JSON ({err.msg})", line=number) from None
+        row = parse_json(line, path, line=number)
         if not isinstance(row, dict):
             raise DataError(path, "expected a JSON object", line=number)
         row["_line"] = number
@@ -70,6 +66,12 @@ def campaign_from_items(
                     f"{place}: {key!r} must be an object {{system: …}}, got {type(item[key]).__name__} "
                     f"{_short(item[key])}"
                 )
+        for key in ("tgt", "scores"):
+            for system, values in (item.get(key) or {}).items():
+                if not str(system).strip():
+                    raise CampaignError(f"{place}: {key!r} has an empty system name")
+                if key == "scores" and isinstance(values, Mapping) and any(not str(k).strip() for k in values):
+                    raise CampaignError(f"{place}: scores of system {system!r} have an empty score name")
         for system in item.get("tgt") or {}:
             systems[str(system)] = None
         for system, values in (item.get("scores") or {}).items():
@@ -99,10 +101,14 @@ def campaign_from_items(
         first_line[str(item_id)] = place
         if "src" not in item:
             raise CampaignError(f"{place}: item {item_id!r} has no 'src'")
-        for key in ("src", "ref", "doc", "domain"):
+        if isinstance(item_id, str) and not item_id.strip():
+            raise CampaignError(f"{place}: 'id' is empty")
+        for key in ("src", "ref", "doc", "domain", "campaign"):
             value = item.get(key)
-            if value is not None and (isinstance(value, bool) or not isinstance(value, (str, int))):
+            if value is not None and not isinstance(value, str):
                 raise CampaignError(f"{place}: item {item_id!r}: {key!r} must be a string, got {_short(value)}")
+        if item["src"] is None or not item["src"].strip():
+            raise CampaignError(f"{place}: item {item_id!r}: empty source 'src'")
         ids.append(item_id)
         src.append(item["src"])
         refs.append(item.get("ref"))

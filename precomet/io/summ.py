@@ -60,10 +60,22 @@ def load_summ_pickle(path: str | Path, *, name: str | None = None) -> Campaign:
     if not isinstance(data, Mapping) or not data:
         raise DataError(path, f"expected a non-empty dict of documents, got {type(data).__name__}")
     docs = [str(d) for d in data]
+    first_doc: dict[str, object] = {}
+    for doc_id in data:
+        if str(doc_id) in first_doc:
+            raise DataError(
+                path, f"duplicate document id {str(doc_id)!r} (keys {first_doc[str(doc_id)]!r} and {doc_id!r})"
+            )
+        first_doc[str(doc_id)] = doc_id
     systems: dict[str, None] = {}
     names: dict[str, None] = {}
     for doc_id, entry in data.items():
         where = f"document {doc_id!r}"
+        if isinstance(entry, Mapping) and isinstance(entry.get("sys_summs"), Mapping):
+            keys = [str(system) for system in entry["sys_summs"]]
+            repeated = sorted({key for key in keys if keys.count(key) > 1})
+            if repeated:
+                raise DataError(path, f"{where}: duplicate system name(s) {repeated}")
         if not isinstance(entry, Mapping) or not isinstance(entry.get("sys_summs"), Mapping):
             raise DataError(path, f"{where}: expected a dict with 'src', 'ref_summ' and 'sys_summs'")
         if not isinstance(entry.get("src"), str) or not entry["src"].strip():

@@ -19,7 +19,6 @@ this reproduces the published ``avg_seg_scores.tsv`` exactly.
 
 from __future__ import annotations
 
-import csv
 import re
 from collections import defaultdict
 from pathlib import Path
@@ -28,7 +27,7 @@ import numpy as np
 
 from precomet.campaign import HUMAN, Campaign
 from precomet.errors import DataError
-from precomet.io.text import read_lines
+from precomet.io.text import read_csv_rows, read_lines
 from precomet.values import finite_number
 
 _TAG = re.compile(r"</?v>")
@@ -63,11 +62,10 @@ def read_mqm_tsv(path: str | Path) -> dict:
     """Parse the error-level TSV into ``{"src": {seg: text}, "doc": {seg: doc}, "out": {(system, seg): text},
     "ratings": {(system, seg): {rater: weight sum in tenths}}}`` with integer ``seg`` ids."""
     path = Path(path)
-    lines = read_lines(path)
-    if not lines:
-        raise DataError(path, "empty file; expected an MQM TSV header")
-    rows = csv.reader(lines, delimiter="\t", quoting=csv.QUOTE_NONE)
-    header = next(rows)
+    rows = iter(read_csv_rows(path, delimiter="\t", quotes=False))
+    _, header = next(rows, (1, []))
+    if not header:
+        raise DataError(path, "empty file; expected an MQM TSV header", line=1)
     missing = [c for c in _REQUIRED if c not in header]
     if missing:
         raise DataError(path, f"header lacks column(s) {missing}; expected {list(_REQUIRED)}", line=1)
@@ -76,7 +74,7 @@ def read_mqm_tsv(path: str | Path) -> dict:
     doc: dict[int, str] = {}
     out: dict[tuple[str, int], str] = {}
     ratings: dict[tuple[str, int], dict[str, float]] = defaultdict(dict)
-    for number, row in enumerate(rows, start=2):
+    for number, row in rows:
         if len(row) != len(header):
             raise DataError(path, f"expected {len(header)} tab-separated fields, got {len(row)}", line=number)
         system, rater = row[col["system"]], row[col["rater"]]
@@ -175,6 +173,7 @@ def read_avg_seg_scores(path: str | Path) -> dict[tuple[str, int], float]:
     if not lines or lines[0].split() != ["system", "mqm_avg_score", "seg_id"]:
         raise DataError(path, "expected the header 'system mqm_avg_score seg_id'", line=1)
     scores = {}
+    first: dict[tuple[str, int], int] = {}
     for number, line in enumerate(lines[1:], start=2):
         parts = line.split()
         if len(parts) != 3:
@@ -186,8 +185,14 @@ def read_avg_seg_scores(path: str | Path) -> dict[tuple[str, int], float]:
             seg_id = int(seg)
         except ValueError:
             raise DataError(path, f"system {system!r}: seg_id {seg!r} is not an integer", line=number) from None
+        key = (AVG_REF_NAMES.get(system, system), seg_id)
+        if key in first:
+            raise DataError(
+                path, f"duplicate row for system {system!r}, seg_id {seg_id} (first on line {first[key]})", line=number
+            )
+        first[key] = number
         what = f"segment {seg_id}, system {system!r}, field 'mqm_avg_score'"
-        scores[(AVG_REF_NAMES.get(system, system), seg_id)] = finite_number(value, what=what, path=path, line=number)
+        scores[key] = finite_number(value, what=what, path=path, line=number)
     return scores
 
 

@@ -139,11 +139,7 @@ def list_release_campaigns(root: str | Path) -> list[str]:
 
 
 def _read(path: Path) -> list[str]:
-    lines = read_lines(path)
-    if lines and lines[0].startswith("\ufeff"):
-        log.debug("%s: UTF-8 byte-order mark removed", path)
-        lines[0] = lines[0][1:]
-    return lines
+    return read_lines(path)  # a leading UTF-8 byte-order mark is removed there
 
 
 def _texts(base: Path, folder: str, prefix: str, tl: str) -> dict[str, Path]:
@@ -163,7 +159,7 @@ def _texts(base: Path, folder: str, prefix: str, tl: str) -> dict[str, Path]:
 def _missing_source(root: Path, campaign: str, valid: list[str]) -> DataError:
     """The error for an unknown campaign; names the missing sources file when outputs or references exist."""
     parts = campaign.split("/")
-    if len(parts) in (2, 3):
+    if len(parts) in (2, 3) and all(part and part not in (".", "..") and "\\" not in part for part in parts):
         year, lp = parts[0], parts[-1]
         base = root / year / "txt"
         texts = sorted(
@@ -226,7 +222,7 @@ def read_humaneval(path: Path, n_lines: int) -> list[_HumanRow]:
                 path, f"expected {len(_HUMANEVAL_HEADER)} whitespace-separated fields, got {len(fields)}", line=number
             )
         system, sid = fields[0], fields[1]
-        if not re.fullmatch(r"[0-9]+", sid) or not 1 <= int(sid) <= n_lines:
+        if not re.fullmatch(r"[0-9]{1,18}", sid) or not 1 <= int(sid) <= n_lines:
             raise DataError(
                 path,
                 f"system {system!r}: SID must be an integer line number 1..{n_lines} of the sources file, got {sid!r}",

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import csv
 import hashlib
-import json
 import logging
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import combinations
@@ -23,6 +23,7 @@ import numpy as np
 
 from precomet.campaign import HUMAN, Campaign
 from precomet.errors import DataError, PrecometError
+from precomet.io.text import parse_json, read_csv_rows, read_json, read_lines
 from precomet.pairwise.diffuse import LABELS
 
 log = logging.getLogger(__name__)
@@ -103,7 +104,7 @@ def likert_labels(
     for position, value in enumerate(values):
         try:
             number = float(value)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             number = float("nan")
         if not number.is_integer() or int(number) not in LIKERT:
             where = items[position] if items is not None else position
@@ -171,10 +172,7 @@ def load_alpacaeval(path: str | Path, *, margin: float = 0.0) -> Preferences:
         raise DataError(path, "no annotations.json below this directory")
     columns: dict[str, list] = {key: [] for key in ("item", "model_a", "model_b", "label", "first_known")}
     for file in files:
-        try:
-            records = json.loads(file.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError) as err:
-            raise DataError(file, f"not a JSON file ({err})") from None
+        records = read_json(file)
         if not isinstance(records, list):
             raise DataError(file, "expected a JSON list of AlpacaEval annotations")
         for n, record in enumerate(records):
@@ -183,13 +181,18 @@ def load_alpacaeval(path: str | Path, *, margin: float = 0.0) -> Preferences:
                 preference = record["preference"]
             except (KeyError, TypeError):
                 raise DataError(file, f"record {n} lacks instruction/generator_1/generator_2/preference") from None
+            for key, value in (("instruction", instruction), ("generator_1", g1), ("generator_2", g2)):
+                if not isinstance(value, str) or not value.strip():
+                    raise DataError(file, f"record {n}: field {key!r} must be a non-empty text, got {value!r:.40}")
             if preference is None:
                 log.warning("%s: record %d has no preference; skipped", file, n)
                 continue
             try:
                 value = float(preference)
-            except (TypeError, ValueError):
-                raise DataError(file, f"record {n}: preference {preference!r} is not a number") from None
+            except (TypeError, ValueError, OverflowError):
+                value = float("nan")
+            if isinstance(preference, bool) or not math.isfinite(value):
+                raise DataError(file, f"record {n}: preference {preference!r:.40} is not a finite number") from None
             if not 1.0 <= value <= 2.0:
                 raise DataError(file, f"record {n}: preference {value} outside [1, 2]")
             winner = "b" if value > 1.5 + margin else "a" if value < 1.5 - margin else "tie"
@@ -231,6 +234,26 @@ def _from_rows(rows: Iterable[tuple[int, dict]], path: Path, likert_ties: bool) 
         raise DataError(path, str(err)) from None
 
 
+def _csv_records(path: Path) -> list[tuple[int, dict[str, str]]]:
+    """``(line, {column: cell})`` of a CSV file with a header row; blank rows are skipped, a row with another
+    number of cells than the header raises."""
+    rows = read_csv_rows(path)
+    if not rows:
+        raise DataError(path, "empty file; expected a header row item,model_a,model_b,label (or likert)", line=1)
+    header = rows[0][1]
+    repeated = sorted({name for name in header if header.count(name) > 1})
+    if repeated:
+        raise DataError(path, f"column(s) {repeated} appear more than once in the header", line=rows[0][0])
+    records = []
+    for line, cells in rows[1:]:
+        if not any(cell.strip() for cell in cells):
+            continue
+        if len(cells) != len(header):
+            raise DataError(path, f"expected {len(header)} fields as in the header, got {len(cells)}", line=line)
+        records.append((line, dict(zip(header, cells))))
+    return records
+
+
 def load_preferences(path: str | Path, *, likert_ties: bool = False, margin: float = 0.0) -> Preferences:
     """Preferences from a CSV (header ``item,model_a,model_b,label|likert``), a JSONL file with those keys,
     or AlpacaEval annotations (an ``annotations.json`` file or a directory holding them)."""
@@ -240,18 +263,10 @@ def load_preferences(path: str | Path, *, likert_ties: bool = False, margin: flo
     if path.is_dir() or path.suffix == ".json":
         return load_alpacaeval(path, margin=margin)
     if path.suffix == ".csv":
-        with path.open(encoding="utf-8", newline="") as handle:
-            return _from_rows(enumerate(csv.DictReader(handle), start=2), path, likert_ties)
+        return _from_rows(_csv_records(path), path, likert_ties)
     if path.suffix == ".jsonl":
-        rows = []
-        with path.open(encoding="utf-8") as handle:
-            for line, text in enumerate(handle, start=1):
-                if text.strip():
-                    try:
-                        rows.append((line, json.loads(text)))
-                    except json.JSONDecodeError as err:
-                        raise DataError(path, f"invalid JSON ({err})", line=line) from None
-        return _from_rows(rows, path, likert_ties)
+        lines = enumerate(read_lines(path), start=1)
+        return _from_rows([(n, parse_json(text, path, line=n)) for n, text in lines if text.strip()], path, likert_ties)
     raise DataError(path, "unknown preference format; use .csv, .jsonl, AlpacaEval .json or a directory")
 
 
