@@ -28,6 +28,8 @@ class SentenceEncoder(ABC):
     name: ClassVar[str]
     languages: ClassVar[str]
     batch_size: ClassVar[int] = 64
+    max_tokens: ClassVar[int | None] = None
+    """Tokens of a text the encoder reads (longer texts are truncated); ``None``: no limit (surface features)."""
 
     @property
     @abstractmethod
