@@ -96,6 +96,16 @@ def tiny_hf_checkpoint(folder: Path, **change) -> Path:
     return folder / "ckpt"
 
 
+def _encoder_file(name: str, damage):
+    """A tiny Hugging Face checkpoint whose ``encoder/name`` is replaced by ``damage(its bytes)``."""
+
+    def prepare(folder: Path) -> None:
+        path = tiny_hf_checkpoint(folder) / "encoder" / name
+        path.write_bytes(damage(path.read_bytes()))
+
+    return prepare
+
+
 def _torch_file(obj) -> bytes:
     buffer = io.BytesIO()
     torch.save(obj, buffer)
@@ -173,6 +183,24 @@ CASES = {
     ),
     "predict-hf-max-length-beyond-positions": Case(
         P.split(), SRC, ("precomet.json", "max_length", "100000"), lambda d: tiny_hf_checkpoint(d, max_length=100000)
+    ),
+    "predict-hf-encoder-config-garbage": Case(
+        P.split(), SRC, ("ckpt/encoder", "damaged"), _encoder_file("config.json", lambda b: b"\x00garbage")
+    ),
+    "predict-hf-encoder-config-a-list": Case(
+        P.split(), SRC, ("ckpt/encoder", "damaged"), _encoder_file("config.json", lambda b: b"[1]")
+    ),
+    "predict-hf-encoder-weights-truncated": Case(
+        P.split(), SRC, ("ckpt/encoder", "damaged"), _encoder_file("model.safetensors", lambda b: b[:500])
+    ),
+    "predict-hf-encoder-tokenizer-garbage": Case(
+        P.split(), SRC, ("ckpt/encoder", "damaged"), _encoder_file("tokenizer.json", lambda b: b"{garbage")
+    ),
+    "predict-hf-encoder-wider-than-head": Case(
+        P.split(),
+        SRC,
+        ("ckpt/encoder", "damaged"),
+        _encoder_file("config.json", lambda b: json.dumps({**json.loads(b), "hidden_size": 64}).encode()),
     ),
     # ---- predict options
     "predict-devices-zero": Case((P + " --devices 0").split(), SRC, ("--devices",), shipped_checkpoint),
