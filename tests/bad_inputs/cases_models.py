@@ -251,6 +251,17 @@ CASES = {
         {"x.ckpt": _torch_file({"precomet": GOOD_META, "state_dict": [1, 2]})},
         ("x.ckpt", "precomet"),
     ),
+    # ---- pairwise protocol options
+    "diffuse-iterate-margin-nan": Case(
+        "diffuse iterate --data items.jsonl --systems A,B --margin nan".split(),
+        {"items.jsonl": GOOD},
+        ("margin", "nan"),
+    ),
+    "diffuse-evaluate-margin-negative": Case(
+        ["diffuse", "evaluate", "--data", "items.jsonl", "--systems", "A,B", "--margin", "-1", "--seeds", "1"],
+        {"items.jsonl": GOOD},
+        ("margin", "-1"),
+    ),
 }
 
 if not CUDA_BUILT:  # on a CUDA build these are valid requests
