@@ -26,7 +26,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--devices",
-        type=int,
+        type=positive_int,
         help="predict through Lightning's Trainer.predict on N devices (multi-GPU); --device is then ignored",
     )
     parser.add_argument("--strategy", help="Lightning strategy with --devices, e.g. ddp, ddp_spawn (default: auto)")
@@ -65,19 +65,6 @@ def read_sources(path: str, *, text: bool, campaign: str | None) -> tuple[list[s
     return [str(i) for i in loaded.ids], list(loaded.src)
 
 
-def _check_device(name: str) -> None:
-    import torch
-
-    from precomet.errors import PrecometError
-
-    try:
-        torch.device(name)
-    except (RuntimeError, ValueError) as err:
-        raise PrecometError(
-            f"--device {name!r} is not a device name such as cpu, cuda or cuda:1 ({str(err).split(':')[0]})"
-        ) from None
-
-
 def paths(args: argparse.Namespace) -> Paths:
     return Paths(inputs=[args.checkpoint, args.data], outputs=[args.output])
 
@@ -87,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
 
     import numpy as np
 
-    from precomet.estimator.checkpoint import load_estimator
+    from precomet.estimator.checkpoint import check_device, load_estimator
     from precomet.estimator.leakage import check_seen
     from precomet.estimator.predict import predict_sources
     from precomet.io.atomic import check_output
@@ -95,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
     from precomet.utilities.output import write_utilities
 
     check_output(args.output)
-    _check_device(args.device)
+    check_device(args.device)
     ids, sources = read_sources(args.data, text=args.text, campaign=args.campaign)
     device = "cpu" if args.devices is not None else args.device
     estimator = load_estimator(args.checkpoint, device=device)

@@ -5,12 +5,14 @@ from __future__ import annotations
 import hashlib
 import logging
 import zipfile
+import zlib
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
+from numpy.lib.npyio import NpzFile
 
 from precomet.errors import PrecometError
 from precomet.io.atomic import atomic_write
@@ -26,6 +28,8 @@ class SentenceEncoder(ABC):
     name: ClassVar[str]
     languages: ClassVar[str]
     batch_size: ClassVar[int] = 64
+    max_tokens: ClassVar[int | None] = None
+    """Tokens of a text the encoder reads (longer texts are truncated); ``None``: no limit (surface features)."""
 
     @property
     @abstractmethod
@@ -64,29 +68,73 @@ def _text_key(text: str) -> str:
     return hashlib.sha1(text.encode("utf-8")).hexdigest()
 
 
-def _read_cache(path: Path) -> dict[str, np.ndarray]:
-    """The cached vectors in ``path``; an unreadable file is reported and ignored (it is rewritten)."""
+def _read_cache(path: Path, *, dim: int, warn: bool = True) -> tuple[dict[str, np.ndarray], bool]:
+    """``(cached vectors, damaged)`` of the cache file ``path`` (``{}, False`` when there is none). A file that is
+    not a complete cache of ``dim``-long finite float vectors (truncated, garbage, another shape or dtype, an
+    object array: never unpickled) is damaged: reported once (with ``warn``) and ignored, so that it is rewritten."""
     if not path.exists():
-        return {}
+        return {}, False
+    if not path.is_file():
+        raise PrecometError(f"{path}: the embedding cache file is a folder or a special file; remove or rename it")
     try:
-        with np.load(path) as stored:
-            return dict(zip(stored["keys"].tolist(), stored["vectors"]))
-    except (OSError, ValueError, KeyError, zipfile.BadZipFile, EOFError) as err:
-        log.warning("%s: unreadable embedding cache (%s); it is recomputed", path, err)
-        return {}
+        problem, cached = _load_cache(path, dim=dim)
+    except _UNREADABLE as err:
+        problem, cached = f"unreadable: {type(err).__name__}: {' '.join(str(err).split())[:200]}", {}
+    if problem:
+        if warn:
+            log.warning("%s: damaged embedding cache (%s); it is recomputed and rewritten", path, problem)
+        return {}, True
+    return cached, False
+
+
+_UNREADABLE = (OSError, ValueError, KeyError, TypeError, IndexError, EOFError, zipfile.BadZipFile, zlib.error)
+"""What ``np.load`` raises on a truncated, garbage or pickle-bearing file (``allow_pickle=False``)."""
+
+
+def _load_cache(path: Path, *, dim: int) -> tuple[str, dict[str, np.ndarray]]:
+    """``("", vectors)`` for a valid cache file, else ``(what is wrong, {})``."""
+    stored = np.load(path, allow_pickle=False)
+    if not isinstance(stored, NpzFile):
+        return f"a single {type(stored).__name__}, not an .npz archive", {}
+    with stored:
+        if set(stored.files) != {"keys", "vectors"}:
+            return f"arrays {sorted(stored.files)}, expected ['keys', 'vectors']", {}
+        keys, vectors = stored["keys"], stored["vectors"]
+    if keys.ndim != 1 or keys.dtype.kind != "U" or not all(len(k) == 40 for k in keys.tolist()):
+        return f"keys of shape {keys.shape} and dtype {keys.dtype}, expected text hashes", {}
+    if vectors.dtype.kind != "f" or vectors.ndim != 2 or len(vectors) != len(keys):
+        return f"vectors of shape {vectors.shape} and dtype {vectors.dtype} for {len(keys)} keys", {}
+    if dim and vectors.shape[1] != dim:
+        return f"vectors of length {vectors.shape[1]}, the encoder's are {dim} long", {}
+    if not np.isfinite(vectors).all():
+        return "non-finite vectors", {}
+    return "", dict(zip(keys.tolist(), vectors.astype(np.float32)))
+
+
+def _check_cache_dir(cache_dir: Path) -> None:
+    """Refuse a cache folder that is a file (or lies under one) before any work."""
+    folder = cache_dir.absolute()
+    while not folder.exists():
+        folder = folder.parent
+    if not folder.is_dir():
+        which = "is a file" if folder == cache_dir.absolute() else f"lies under {folder}, a file"
+        raise PrecometError(f"cache folder {cache_dir} {which}, not a folder")
 
 
 CHUNK = 2048
 """Texts encoded between two saves of the on-disk cache."""
 
 
-def _write_cache(path: Path, cached: dict[str, np.ndarray]) -> None:
+def _write_cache(path: Path, cached: dict[str, np.ndarray], *, dim: int, warn: bool = True) -> None:
     """Merge with what another process saved meanwhile, then replace ``path`` atomically."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    for key, vector in _read_cache(path).items():
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise PrecometError(f"cannot create the cache folder {path.parent}: {err.strerror or err}") from None
+    for key, vector in _read_cache(path, dim=dim, warn=warn)[0].items():
         cached.setdefault(key, vector)
     with atomic_write(path, "wb") as handle:
-        np.savez(handle, keys=np.array(list(cached)), vectors=np.stack(list(cached.values())))
+        np.savez(handle, keys=np.array(list(cached), dtype=str), vectors=np.stack(list(cached.values())))
 
 
 def encode_cached(
@@ -102,8 +150,11 @@ def encode_cached(
     texts = [str(t) for t in texts]
     unique = list(dict.fromkeys(texts))
     keys = [_text_key(t) for t in unique]
-    path = None if cache_dir is None else Path(cache_dir) / f"{encoder.name}-{encoder.cache_key()}.npz"
-    cached = {} if path is None else _read_cache(path)
+    path = None
+    if cache_dir is not None:
+        _check_cache_dir(Path(cache_dir))
+        path = Path(cache_dir) / f"{encoder.name}-{encoder.cache_key()}.npz"
+    cached, damaged = ({}, False) if path is None else _read_cache(path, dim=encoder.dim)
     todo = [i for i, k in enumerate(keys) if k not in cached]
     step = len(todo) if path is None else CHUNK
     for start in range(0, len(todo), max(step, 1)):  # with a cache, saved chunk by chunk: an interrupt keeps work done
@@ -111,7 +162,7 @@ def encode_cached(
         fresh = encoder.encode([unique[i] for i in part], progress=progress)
         cached.update(zip((keys[i] for i in part), fresh))
         if path is not None:
-            _write_cache(path, cached)
+            _write_cache(path, cached, dim=encoder.dim, warn=not damaged)  # a damaged file is reported once
     log.info("encoded %d distinct texts with %s (%d from cache)", len(unique), encoder.name, len(unique) - len(todo))
     if not texts:
         return np.empty((0, encoder.dim), dtype=np.float32)

@@ -16,6 +16,7 @@ class E5Small(SentenceEncoder):
     name = "e5-small"
     languages = "multilingual (the ~100 languages of multilingual-e5-small / XLM-R's vocabulary)"
     batch_size = 32
+    max_tokens = 512  # multilingual-e5-small's position embeddings
 
     def __init__(self) -> None:
         try:

@@ -30,6 +30,7 @@ class TransformerEncoder(SentenceEncoder):
     languages = "those of the model's vocabulary"
     batch_size = 32
     max_length = 256
+    max_tokens = 256  # texts are truncated to max_length tokens
 
     def __init__(self, location: str | Path) -> None:
         self.location = Path(location).expanduser()

@@ -61,7 +61,10 @@ def backbone_encoder(meta: dict[str, Any], *, where: Any) -> SentenceEncoder:
     if not isinstance(recorded, dict) or not isinstance(recorded.get("name"), str):
         raise PrecometError(f"{where}: 'backbone' must be an object with the encoder's name, got {recorded!r}")
     name = recorded["name"]
-    encoder = get_encoder(str(recorded.get("spec") or name))
+    try:
+        encoder = get_encoder(str(recorded.get("spec") or name))
+    except PrecometError as err:
+        raise PrecometError(f"{where}: field 'backbone' names encoder {name!r}, which cannot be used: {err}") from None
     if encoder.identity() != {k: v for k, v in recorded.items() if k != "spec"}:
         raise PrecometError(
             f"{where}: the installed encoder {name!r} is {encoder.identity()}, but this estimator was trained on"
@@ -88,15 +91,21 @@ class BackboneEstimator:
         self, sources: Sequence[str], *, cache_dir: str | Path | None = None, progress: bool | None = None
     ) -> np.ndarray:
         """Utility (higher = annotate first) of each source, in input order."""
+        from precomet.estimator.checkpoint import check_predictions
+
         features = encode_cached(self.encoder, list(sources), cache_dir=cache_dir, progress=progress)
         with torch.inference_mode():
             values = self.model.eval().score_features(torch.from_numpy(features).float())
-        return self.to_utility(values.double()).numpy()
+        utilities = self.to_utility(values.double()).numpy()
+        return check_predictions(utilities, sources, checkpoint=self.path or f"on backbone {self.encoder.name!r}")
 
 
 def load_backbone_estimator(path: Path, meta: dict[str, Any], head: dict[str, torch.Tensor]) -> BackboneEstimator:
     """Rebuild a :class:`BackboneEstimator` from its metadata and ``head.safetensors`` tensors."""
+    from precomet.estimator.checkpoint import check_max_length
+
     encoder = backbone_encoder(meta, where=path / "precomet.json")
+    check_max_length(meta, encoder.max_tokens, where=path / "precomet.json", encoder=repr(encoder.name))
     try:
         model = FeatureHead(encoder.dim, hidden_sizes=meta["hidden_sizes"], dropout=float(meta.get("dropout", 0.1)))
     except (TypeError, ValueError, RuntimeError) as err:

@@ -12,10 +12,13 @@ from __future__ import annotations
 
 import json
 import logging
+import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import torch
 
 from precomet import __version__
@@ -61,6 +64,53 @@ def to_utility(meta: dict[str, Any], standardised: torch.Tensor) -> torch.Tensor
     return value if meta["direction"] == "higher_first" else -value
 
 
+def check_device(device: Any) -> str:
+    """``device`` (``cpu``, ``cuda``, ``cuda:1``, ``mps``) when this machine can run on it; otherwise a
+    :class:`PrecometError` naming ``--device`` and saying why (a torch build without CUDA, no GPU visible, an
+    index beyond the GPUs there are), before anything is loaded."""
+    name = str(device).strip()
+    try:
+        parsed = torch.device(name)
+    except (RuntimeError, ValueError, TypeError) as err:
+        raise PrecometError(
+            f"--device {name!r} is not a device name such as cpu, cuda or cuda:1 ({str(err).split(':')[0]})"
+        ) from None
+    if parsed.type == "cpu":
+        return name
+    if parsed.type == "cuda":
+        if not torch.backends.cuda.is_built():
+            raise PrecometError(
+                f"--device {name}: this torch build has no CUDA (torch {torch.__version__} is CPU-only); use --device"
+                " cpu or install a CUDA build of torch"
+            )
+        count = torch.cuda.device_count()
+        if count == 0:
+            raise PrecometError(f"--device {name}: no CUDA GPU is visible on this machine; use --device cpu")
+        if parsed.index is not None and parsed.index >= count:
+            raise PrecometError(f"--device {name}: this machine has {count} CUDA GPU(s), numbered 0 to {count - 1}")
+        return name
+    if parsed.type == "mps":
+        if not torch.backends.mps.is_available():
+            raise PrecometError(f"--device {name}: Apple MPS is not available on this machine; use --device cpu")
+        return name
+    raise PrecometError(f"--device {name!r}: precomet runs on cpu, cuda[:N] or mps, not {parsed.type!r}")
+
+
+def check_predictions(utilities: Any, sources: Sequence[str], *, checkpoint: Any) -> np.ndarray:
+    """``utilities`` as a float array, refused when any is NaN or infinite (a damaged or overflowing head): never
+    written out as ``null``. The error names ``checkpoint`` and the first source concerned."""
+    values = np.asarray(utilities, dtype=float)
+    bad = np.flatnonzero(~np.isfinite(values))
+    if bad.size:
+        first = str(sources[int(bad[0])])
+        shown = first if len(first) <= 60 else first[:57] + "..."
+        raise PrecometError(
+            f"checkpoint {checkpoint}: non-finite prediction (NaN or inf) for {bad.size} of {len(values)} sources,"
+            f" the first at position {int(bad[0])} ({shown!r}); the checkpoint is damaged"
+        )
+    return values
+
+
 def packaged_encoder(name: str, *, frozen: bool) -> dict[str, str] | None:
     """``{"name", "weights_sha256"}`` when ``name`` is an installed-package encoder alias and the encoder is
     frozen (so the package's weights are exactly the ones the head was trained on), else ``None``."""
@@ -104,7 +154,8 @@ def write_meta(path: Path, meta: dict[str, Any]) -> None:
 
 
 def read_meta(checkpoint_dir: str | Path) -> dict[str, Any]:
-    """``precomet.json`` after checking that every file of the format is present and the version is known."""
+    """``precomet.json`` after checking that every file of the format is present, the version is known and
+    every field the estimator uses has its type (:func:`check_meta`)."""
     path = Path(checkpoint_dir)
     if not path.is_dir():
         raise PrecometError(f"{path}: checkpoint directory not found")
@@ -114,20 +165,120 @@ def read_meta(checkpoint_dir: str | Path) -> dict[str, Any]:
     try:
         meta = json.loads((path / META).read_text(encoding="utf-8"))
     except json.JSONDecodeError as err:
-        raise PrecometError(f"{path / META}: invalid JSON ({err.msg})") from None
-    if not (isinstance(meta, dict) and (meta.get("encoder_package") or meta.get("backbone"))):
+        raise PrecometError(f"{path / META}: invalid JSON ({err.msg}); precomet.json is not a JSON object") from None
+    except UnicodeDecodeError:
+        raise PrecometError(f"{path / META}: not UTF-8 text; precomet.json is not a JSON object") from None
+    except OSError as err:
+        raise PrecometError(f"{path / META}: cannot read ({err.strerror or err})") from None
+    if not isinstance(meta, dict):
+        raise PrecometError(
+            f"{path / META}: precomet.json is not a JSON object (got a JSON {_JSON_KINDS.get(type(meta), 'value')})"
+        )
+    if not (meta.get("encoder_package") or meta.get("backbone")):
         missing = [] if (path / ENCODER / "config.json").is_file() else [f"{ENCODER}/config.json"]
         if not any((path / ENCODER).glob("*.safetensors")):
             missing.append(f"{ENCODER}/*.safetensors")
         if missing:
             raise PrecometError(f"{path}: not a precomet checkpoint, missing {missing} (see checkpoints/README.md)")
-    version = meta.get("format_version") if isinstance(meta, dict) else None
-    if version != FORMAT_VERSION:
+    version = meta.get("format_version")
+    if version != FORMAT_VERSION or isinstance(version, bool):
         raise PrecometError(f"{path / META}: unknown format_version {version!r}; this precomet reads {FORMAT_VERSION}")
     absent = [k for k in REQUIRED_META if k not in meta]
     if absent:
         raise PrecometError(f"{path / META}: missing field(s) {absent}")
+    check_meta(meta, where=path / META)
     return meta
+
+
+_JSON_KINDS = {list: "array", str: "string", int: "number", float: "number", bool: "boolean", type(None): "null"}
+
+DIRECTIONS = ("higher_first", "lower_first")
+"""``direction``: whether a higher standardised prediction means annotate first (``lower_first`` is negated)."""
+
+
+def _field(where: Any, name: str, value: Any, expected: str) -> PrecometError:
+    return PrecometError(f"{where}: field {name!r} must be {expected}, got {value!r}"[:400])
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def check_meta(meta: dict[str, Any], *, where: Any = META) -> None:
+    """Raise :class:`PrecometError` naming ``where`` and the field unless every field an estimator reads has
+    its type and range: ``target`` (object with a ``method`` name), ``direction``, ``standardisation`` (finite
+    ``mean``, finite ``std`` > 0), ``pooling``, ``hidden_sizes`` (positive integers), ``max_length`` (an
+    integer >= 0), ``dropout`` (in [0, 1)), ``encoder`` / ``encoder_path`` (text), ``encoder_package`` and
+    ``backbone`` (objects)."""
+    target = meta.get("target")
+    if not isinstance(target, dict) or not isinstance(target.get("method"), str):
+        raise _field(where, "target", target, 'an object {"method": NAME, "normalisation": [...]}')
+    normalisation = target.get("normalisation", [])
+    if not isinstance(normalisation, list) or not all(isinstance(n, str) for n in normalisation):
+        raise _field(where, "target.normalisation", normalisation, "a list of names")
+    if meta.get("direction") not in DIRECTIONS:
+        raise _field(where, "direction", meta.get("direction"), f"one of {list(DIRECTIONS)}")
+    stats = meta.get("standardisation")
+    if not isinstance(stats, dict):
+        raise _field(where, "standardisation", stats, 'an object {"mean": NUMBER, "std": NUMBER}')
+    if not _is_number(stats.get("mean")):
+        raise _field(where, "standardisation.mean", stats.get("mean"), "a finite number")
+    if not _is_number(stats.get("std")) or stats["std"] <= 0:
+        raise _field(where, "standardisation.std", stats.get("std"), "a finite number > 0")
+    if not isinstance(meta.get("pooling"), str):
+        raise _field(where, "pooling", meta.get("pooling"), "a name (mean, mix or sentence-encoder)")
+    sizes = meta.get("hidden_sizes")
+    if not isinstance(sizes, list) or not all(_is_int(h) and h >= 1 for h in sizes):
+        raise _field(where, "hidden_sizes", sizes, "a list of positive integers (layer widths)")
+    if not _is_int(meta.get("max_length")) or meta["max_length"] < 0:
+        raise _field(where, "max_length", meta.get("max_length"), "an integer >= 0 (tokens per source)")
+    dropout = meta.get("dropout", 0.1)
+    if not _is_number(dropout) or not 0 <= dropout < 1:
+        raise _field(where, "dropout", dropout, "a number in [0, 1)")
+    for name in ("encoder", "encoder_path"):
+        if meta.get(name) is not None and not isinstance(meta[name], str):
+            raise _field(where, name, meta[name], "a model name or directory (text)")
+    package = meta.get("encoder_package")
+    if package is not None and not (
+        isinstance(package, dict)
+        and isinstance(package.get("name"), str)
+        and isinstance(package.get("weights_sha256"), str)
+    ):
+        raise _field(where, "encoder_package", package, 'null or an object {"name": ..., "weights_sha256": ...}')
+    backbone = meta.get("backbone")
+    if backbone is not None and not (isinstance(backbone, dict) and isinstance(backbone.get("name"), str)):
+        raise _field(where, "backbone", backbone, "an object with the encoder's name")
+    if backbone is None and meta["max_length"] < 1:
+        raise _field(where, "max_length", meta["max_length"], "an integer >= 1 (tokens per source)")
+
+
+def check_max_length(meta: dict[str, Any], limit: int | None, *, where: Any, encoder: str) -> None:
+    """Refuse a ``max_length`` beyond what the encoder can read (``limit`` tokens; ``None``: no limit)."""
+    if limit is not None and meta["max_length"] > limit:
+        raise PrecometError(
+            f"{where}: field 'max_length' is {meta['max_length']}, beyond the {limit} tokens encoder {encoder} reads"
+            " (its position embeddings)"
+        )
+
+
+def encoder_token_limit(encoder: Any, tokenizer: Any) -> int | None:
+    """Tokens per text a Hugging Face encoder reads: its position embeddings (less RoBERTa's padding offset)
+    and the tokenizer's own limit; ``None`` when neither is known."""
+    limits: list[int] = []
+    config: Any = getattr(encoder, "config", None)
+    positions: Any = getattr(config, "max_position_embeddings", None)
+    if _is_int(positions):
+        roberta = "roberta" in str(getattr(config, "model_type", ""))
+        offset = int(getattr(config, "pad_token_id", 0) or 0) + 1 if roberta else 0
+        limits.append(positions - offset)
+    own: Any = getattr(tokenizer, "model_max_length", None)
+    if _is_int(own) and own < 100_000:  # tokenizers without a limit report a huge number
+        limits.append(own)
+    return min(limits) if limits else None
 
 
 def build_model(encoder: torch.nn.Module, meta: dict[str, Any], *, where: Any = META) -> UtilityEstimator:
@@ -163,6 +314,7 @@ def load_estimator(checkpoint_dir: str | Path, *, device: str = "cpu") -> Estima
     from precomet.estimator.model import load_encoder
 
     path = Path(checkpoint_dir)
+    device = check_device(device)
     meta = read_meta(path)
     try:
         head = load_file(str(path / HEAD))
@@ -170,11 +322,18 @@ def load_estimator(checkpoint_dir: str | Path, *, device: str = "cpu") -> Estima
         raise PrecometError(
             f"{path / HEAD}: not a readable safetensors file ({err}); the checkpoint is damaged"
         ) from None
+    bad = [name for name, tensor in head.items() if not torch.isfinite(tensor.float()).all()]
+    if bad:
+        raise PrecometError(
+            f"{path / HEAD}: the head holds non-finite weights (NaN or inf in {', '.join(sorted(bad)[:3])}); the"
+            " checkpoint is damaged"
+        )
     if meta.get("backbone"):
         from precomet.estimator.backbone import load_backbone_estimator
 
         return load_backbone_estimator(path, meta, head)
     encoder, tokenizer = load_encoder(_encoder_location(path, meta))
+    check_max_length(meta, encoder_token_limit(encoder, tokenizer), where=path / META, encoder=str(path / ENCODER))
     model = build_model(encoder, meta, where=path / META)
     result = _load_weights(model, head, where=path / HEAD, strict=False)
     missing = [k for k in result.missing_keys if not k.startswith("encoder.")]
@@ -228,11 +387,27 @@ def read_lightning_checkpoint(
     except Exception as err:  # noqa: BLE001 -- torch raises UnpicklingError / RuntimeError for foreign or corrupt files
         raise PrecometError(f"{ckpt_path}: cannot read as a weights-only Lightning checkpoint ({err})") from None
     meta = ckpt.get("precomet") if isinstance(ckpt, dict) else None
-    if not isinstance(meta, dict) or "state_dict" not in ckpt:
+    if not isinstance(meta, dict) or not isinstance(ckpt.get("state_dict"), dict):
         raise PrecometError(f"{ckpt_path}: not written by precomet train (no 'precomet' metadata)")
+    if meta.get("backbone"):
+        raise PrecometError(
+            f"{ckpt_path}: an estimator on a sentence-encoder backbone; its checkpoint directory is written by"
+            " precomet train itself (export applies to Hugging Face encoder estimators)"
+        )
+    check_meta(meta, where=f"{ckpt_path} (precomet metadata)")
     package = meta.get("encoder_package")
-    encoder, tokenizer = load_encoder(package["name"] if package else meta["encoder_path"])
+    location = package["name"] if package else meta.get("encoder_path")
+    if not isinstance(location, str):
+        raise PrecometError(f"{ckpt_path}: precomet metadata names no encoder (encoder_path or encoder_package)")
+    encoder, tokenizer = load_encoder(location)
     model = build_model(encoder, meta, where=ckpt_path)
-    state = {k[len("model.") :]: v for k, v in ckpt["state_dict"].items() if k.startswith("model.")}
+    state = {
+        k[len("model.") :]: v
+        for k, v in ckpt["state_dict"].items()
+        if isinstance(k, str) and k.startswith("model.") and isinstance(v, torch.Tensor)
+    }
+    bad = [k for k, v in state.items() if not k.startswith("encoder.") and not torch.isfinite(v.float()).all()]
+    if bad:
+        raise PrecometError(f"{ckpt_path}: non-finite weights (NaN or inf in {', '.join(sorted(bad)[:3])})")
     _load_weights(model, state, where=ckpt_path, strict=True)
     return model.eval(), tokenizer, {**meta, **(extra_meta or {})}

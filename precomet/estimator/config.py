@@ -8,6 +8,7 @@ It imports neither torch nor Lightning, so that ``precomet --help`` stays fast.
 from __future__ import annotations
 
 import copy
+import math
 from pathlib import Path
 from typing import Any
 
@@ -69,6 +70,8 @@ FREE_TYPED = {
 }
 """Keys passed to Lightning unchanged, whose type varies (``devices: auto`` or ``[0, 1]``); every other key must
 have the type of its default (:func:`precomet.values.check_like`)."""
+OPTIONAL_NUMBERS = {"trainer.gradient_clip_val"}
+"""Keys whose default is ``None`` and whose value, when given, is a finite number >= 0."""
 CHOICES = {
     ("model", "pooling"): ("mean", "mix"),
     ("data", "group_by"): ("doc", "campaign"),
@@ -111,11 +114,26 @@ def load_config(path: str | Path | None = None, overrides: dict[str, Any] | None
         if not path.is_file():
             raise PrecometError(f"{path}: config file not found")
         try:
-            loaded = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError as err:
+            raise PrecometError(
+                f"{path}: config file is not UTF-8 text (byte {err.start}); expected a YAML mapping of sections"
+            ) from None
+        except OSError as err:
+            raise PrecometError(f"{path}: cannot read the config file ({err.strerror or err})") from None
+        if "\x00" in text:
+            raise PrecometError(f"{path}: config file is binary, not YAML text; expected a YAML mapping of sections")
+        try:
+            loaded = yaml.safe_load(text)
         except yaml.YAMLError as err:
-            raise PrecometError(f"{path}: invalid YAML ({err})") from None
+            raise PrecometError(f"{path}: invalid YAML ({' '.join(str(err).split())[:300]})") from None
+        if loaded is None:
+            loaded = {}
         if not isinstance(loaded, dict):
-            raise PrecometError(f"{path}: expected a mapping of sections, got {type(loaded).__name__}")
+            raise PrecometError(
+                f"{path}: config file must be a YAML mapping of sections (model:, data:, …), got a"
+                f" {type(loaded).__name__}: {str(loaded)[:60]!r}"
+            )
         _merge(config, loaded, where=str(path))
     for dotted, value in (overrides or {}).items():
         if isinstance(value, str):
@@ -144,7 +162,17 @@ def _merge(config: dict[str, Any], update: dict[str, Any], *, where: str) -> Non
 
 
 def _typed(value: Any, dotted: str, default: Any, where: str) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):  # .nan / .inf, whatever the key
+        raise PrecometError(f"{where}: {dotted} must be a finite number, got {value!r}")
     if dotted in FREE_TYPED:
+        return value
+    if dotted in OPTIONAL_NUMBERS:
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0):
+            raise PrecometError(f"{where}: {dotted} must be null or a finite number >= 0, got {value!r}")
+        return value
+    if dotted == "trainer.enable_progress_bar":
+        if value is not None and not isinstance(value, bool):
+            raise PrecometError(f"{where}: {dotted} must be true, false or null, got {value!r}")
         return value
     if isinstance(default, float) and isinstance(value, str):  # YAML 1.1 reads "1e-3" as a string
         try:
@@ -161,6 +189,9 @@ def _check_choices(config: dict[str, Any]) -> None:
     for (section, key), low in AT_LEAST.items():
         if config[section][key] < low:
             raise PrecometError(f"{section}.{key} must be >= {low}, got {config[section][key]!r}")
+    seed = config["seed_everything"]
+    if not 0 <= seed < 2**32:
+        raise PrecometError(f"seed_everything must be in [0, 2**32), got {seed!r}")
     sizes = config["model"]["hidden_sizes"]
     if not isinstance(sizes, list) or any(isinstance(h, bool) or not isinstance(h, int) or h < 1 for h in sizes):
         raise PrecometError(f"model.hidden_sizes must be a list of positive integers (layer widths), got {sizes!r}")

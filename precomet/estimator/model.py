@@ -53,14 +53,23 @@ def load_encoder(name: str) -> tuple[Any, Any]:
     path = resolve_model(name)
     if not any(path.glob("*.safetensors")):
         raise PrecometError(f"encoder {name!r} at {path}: no *.safetensors weights (pickled weights are refused)")
-    with quiet_third_party():
-        tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
-        try:  # BERT-like encoders: drop the unused pooler (its weights would get no gradient)
-            model = AutoModel.from_pretrained(
-                path, local_files_only=True, use_safetensors=True, add_pooling_layer=False
-            )
-        except TypeError:
-            model = AutoModel.from_pretrained(path, local_files_only=True, use_safetensors=True)
+    from safetensors import SafetensorError
+
+    try:
+        with quiet_third_party():
+            tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
+            try:  # BERT-like encoders: drop the unused pooler (its weights would get no gradient)
+                model = AutoModel.from_pretrained(
+                    path, local_files_only=True, use_safetensors=True, add_pooling_layer=False
+                )
+            except TypeError:
+                model = AutoModel.from_pretrained(path, local_files_only=True, use_safetensors=True)
+    except (OSError, ValueError, TypeError, RuntimeError, KeyError, AttributeError, SafetensorError) as err:
+        detail = " ".join(str(err).split())[:300]
+        raise PrecometError(
+            f"encoder {name!r} at {path}: its files (config.json, tokenizer, *.safetensors) cannot be loaded; the"
+            f" encoder is damaged ({type(err).__name__}: {detail})"
+        ) from None
     return model.train(), tokenizer  # from_pretrained returns eval mode: dropout must be on for training
 
 

@@ -17,8 +17,10 @@ from typing import Any
 import numpy as np
 import pytorch_lightning as pl
 import torch
+from lightning_fabric.utilities.exceptions import MisconfigurationException
 from torch.utils.data import DataLoader
 
+from precomet.errors import PrecometError
 from precomet.estimator.data import length_sorted_batches, pad_batch
 from precomet.quiet import quiet_third_party
 
@@ -98,16 +100,22 @@ def predict_lightning(
     """Standardised predictions (float32, input order) of ``model`` through ``Trainer.predict``."""
     with tempfile.TemporaryDirectory(prefix="precomet-predict-") as out_dir, quiet_third_party():
         module = PredictModule(model, ids, pad_id=pad_id, batch_size=batch_size, out_dir=out_dir)
-        trainer = pl.Trainer(
-            accelerator=accelerator or "auto",
-            devices=devices,
-            strategy=strategy or "auto",
-            logger=False,
-            enable_checkpointing=False,
-            enable_model_summary=False,
-            enable_progress_bar=progress,
-            use_distributed_sampler=False,
-        )
+        try:
+            trainer = pl.Trainer(
+                accelerator=accelerator or "auto",
+                devices=devices,
+                strategy=strategy or "auto",
+                logger=False,
+                enable_checkpointing=False,
+                enable_model_summary=False,
+                enable_progress_bar=progress,
+                use_distributed_sampler=False,
+            )
+        except (MisconfigurationException, ModuleNotFoundError, ValueError, TypeError, RuntimeError) as err:
+            raise PrecometError(
+                f"--devices {devices!r}, --strategy {strategy or 'auto'!r}, --accelerator {accelerator or 'auto'!r}"
+                f" are refused by Lightning: {' '.join(str(err).split())[:300]}"
+            ) from None
         trainer.predict(module, return_predictions=False)
         saved = sorted(Path(out_dir).glob("rank-*.npy"))
         if not saved:

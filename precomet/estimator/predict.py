@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -13,7 +13,7 @@ import torch
 from precomet.campaign import Campaign
 from precomet.errors import PrecometError
 from precomet.estimator.backbone import BackboneEstimator
-from precomet.estimator.checkpoint import Estimator, load_estimator
+from precomet.estimator.checkpoint import Estimator, check_device, check_predictions, load_estimator
 from precomet.estimator.data import (
     length_sorted_batches,
     pad_batch,
@@ -112,6 +112,8 @@ def predict_sources(
     through ``Trainer.predict`` (:mod:`precomet.estimator.multidevice`) and ``device`` is ignored."""
     if precision not in PRECISIONS:
         raise PrecometError(f"unknown precision {precision!r}; valid: {', '.join(PRECISIONS)}")
+    device = check_device(device)
+    _check_devices(devices)
     if devices is None and (strategy is not None or accelerator is not None):
         raise PrecometError("strategy and accelerator need devices (the Lightning predict path)")
     if precision == "int8" and devices is not None:
@@ -154,7 +156,24 @@ def predict_sources(
     else:
         model = estimator.model.to(device).eval()
         values = run_batches(model, ids, pad_id=pad_id, batch_size=batch_size, device=device, progress=progress)
-    return estimator.to_utility(values.double()).numpy()
+    utilities = estimator.to_utility(values.double()).numpy()
+    return check_predictions(utilities, sources, checkpoint=estimator.path or "(in memory)")
+
+
+def _check_devices(devices: Any) -> None:
+    """``devices`` of the Lightning path: ``None``, a count >= 1, a non-empty list of GPU indices, or text
+    (``"auto"``, ``"0,1"``: Lightning's own)."""
+    if devices is None or isinstance(devices, str):
+        return
+    if isinstance(devices, bool) or not (
+        (isinstance(devices, int) and devices >= 1)
+        or (
+            isinstance(devices, list)
+            and devices
+            and all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in devices)
+        )
+    ):
+        raise PrecometError(f"--devices must be a number of devices >= 1 or a list of GPU indices, got {devices!r}")
 
 
 def predict_campaign(

@@ -124,6 +124,7 @@ def train(
     started = time.perf_counter()
     check_output(out_dir, directory=True)
     cfg = load_config(config, overrides)
+    check_trainer_settings(cfg, out_dir=Path(out_dir))
     seed = int(cfg["seed_everything"])
     split = split_rows(train_rows, dev_rows, data=cfg["data"], seed=seed)
     final_dir = Path(out_dir)
@@ -163,7 +164,10 @@ def _train_backbone(
     from precomet.estimator.backbone import FeatureHead, encode_split
 
     model, data = cfg["model"], cfg["data"]
-    encoder = get_encoder(model["backbone"])
+    try:
+        encoder = get_encoder(model["backbone"])
+    except PrecometError as err:
+        raise PrecometError(f"model.backbone {model['backbone']!r}: {err}") from None
     inputs = encode_split(encoder, (split.train, split.dev), cache_dir=data["cache_dir"] or None, progress=progress)
     with seeded(int(cfg["seed_everything"])), output_set() as out:  # all files or none, as train()
         head = FeatureHead(encoder.dim, hidden_sizes=model["hidden_sizes"], dropout=float(model["dropout"]))
@@ -267,15 +271,17 @@ class Network:
 def build_network(model: dict[str, Any], *, max_length: int) -> Network:
     """Load ``model["encoder"]`` (offline) and put a freshly initialised head on it (seed first, for a
     reproducible head); ``max_length`` is capped by the tokenizer's own limit."""
+    from precomet.estimator.checkpoint import encoder_token_limit
     from precomet.estimator.model import UtilityEstimator, load_encoder
 
     encoder, tokenizer = load_encoder(model["encoder"])
     network = UtilityEstimator(
         encoder, pooling=model["pooling"], hidden_sizes=tuple(model["hidden_sizes"]), dropout=float(model["dropout"])
     )
-    limit = getattr(tokenizer, "model_max_length", None)
-    if isinstance(limit, int) and limit < 100_000:  # tokenizers without a limit report a huge number
-        max_length = min(max_length, limit)
+    limit = encoder_token_limit(encoder, tokenizer)  # the tokenizer's limit and the position embeddings
+    if limit is not None and max_length > limit:
+        logger.warning("data.max_length %d is beyond what the encoder reads: capped at %d tokens", max_length, limit)
+        max_length = limit
     return Network(model=network, tokenizer=tokenizer, max_length=int(max_length), pad_id=tokenizer.pad_token_id or 0)
 
 
@@ -463,6 +469,21 @@ def build_trainer(
     per_step = int(cfg["data"]["batch_size"]) * max(trainer.world_size, 1)
     trainer.accumulate_grad_batches = max(1, math.ceil(int(cfg["data"]["effective_batch_size"]) / per_step))
     return trainer, history
+
+
+def check_trainer_settings(cfg: dict[str, Any], *, out_dir: Path) -> None:
+    """Refuse ``trainer.*`` settings that Lightning or this machine cannot run (an accelerator without its
+    hardware, a device count of 0, an unknown precision or strategy) before any data or encoder is loaded:
+    a Trainer is built and dropped (it writes nothing)."""
+    import torch
+
+    accelerator = str(cfg["trainer"]["accelerator"])
+    if accelerator in ("gpu", "cuda") and not torch.backends.cuda.is_built():
+        raise PrecometError(
+            f"trainer.accelerator {accelerator}: this torch build has no CUDA (torch {torch.__version__} is"
+            " CPU-only); use trainer.accelerator cpu or auto"
+        )
+    build_trainer(cfg, out_dir=out_dir, has_dev=True, progress=False)
 
 
 # ---------------------------------------------------------------------------------------------- fit

@@ -13,6 +13,7 @@ linkage once per (pair, seed); every budget is a cut of it.
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import combinations
@@ -36,6 +37,10 @@ DEFAULT_BUDGETS = tuple(range(5, 201, 5))
 
 def preference_signs(first: np.ndarray, second: np.ndarray, *, margin: float = 0.0) -> np.ndarray:
     """+1 where ``first`` is higher by more than ``margin``, −1 where lower, 0 otherwise."""
+    if isinstance(margin, bool) or not isinstance(margin, (int, float)) or not math.isfinite(margin) or margin < 0:
+        raise PrecometError(
+            f"margin must be a finite number >= 0 (score differences within it are ties), got {margin!r}"
+        )
     delta = np.asarray(first, dtype=float) - np.asarray(second, dtype=float)
     if np.isnan(delta).any():
         raise PrecometError("preference scores contain NaN; drop incomplete items first")

@@ -83,6 +83,10 @@ class _SentenceTransformer(SentenceEncoder):
 
     @property
     def dim(self) -> int:
+        """The vector length: known once the model has encoded, or read from a local model's pooling config
+        (0 when unknown), so that a cache of other vectors is recognised before the model is loaded."""
+        if self._dim is None:
+            self._dim = _pooled_dim(Path(self.model).expanduser())
         return self._dim or 0
 
     def encode(self, texts: Sequence[str], *, progress: bool | None = None) -> np.ndarray:
@@ -97,6 +101,23 @@ class _SentenceTransformer(SentenceEncoder):
 
     def _encode_batch(self, texts: list[str]) -> np.ndarray:
         return self.encode(texts)
+
+
+def _pooled_dim(model_dir: Path) -> int | None:
+    """The embedding length of a local sentence-transformers model of transformer + pooling (+ normalisation)
+    modules, from ``1_Pooling/config.json``; ``None`` when that is not known without loading it."""
+    import json
+
+    try:
+        modules = json.loads((model_dir / "modules.json").read_text(encoding="utf-8"))
+        pooling = json.loads((model_dir / "1_Pooling" / "config.json").read_text(encoding="utf-8"))
+        kinds = [str(m.get("type", "")).rsplit(".", 1)[-1] for m in modules]
+        value = pooling.get("word_embedding_dimension")
+    except (OSError, ValueError, TypeError, AttributeError):
+        return None
+    if set(kinds) <= {"Transformer", "Pooling", "Normalize"} and isinstance(value, int) and value > 0:
+        return value
+    return None
 
 
 def _embed_with_callable(unique: np.ndarray, encoder: Callable[[list[str]], np.ndarray]) -> np.ndarray:

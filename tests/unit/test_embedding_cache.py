@@ -1,0 +1,197 @@
+"""Issue 20: a damaged embedding cache file (truncated, garbage, another shape, length or dtype, NaN vectors, an
+object array that would need unpickling, a lone ``.npy``) is reported once with a warning naming the file,
+recomputed, and rewritten atomically as a good cache: the run succeeds and the next one reads the cache silently.
+A cache folder that is a file is refused by name. Covered at the library level (:func:`encode_cached`) and
+through the CLI for the diversity and DiffUse utilities (the sentence encoder replaced by a stub)."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import logging
+
+import numpy as np
+import pytest
+
+from precomet.cli import main
+from precomet.encoders import SentenceEncoder, encode_cached
+from precomet.errors import PrecometError
+from tests.bad_inputs import GOOD
+
+
+class Counting(SentenceEncoder):
+    """A fake encoder of 2-long vectors that records every text it is asked to encode."""
+
+    name = "counting"
+    languages = "any"
+    batch_size = 2
+
+    def __init__(self) -> None:
+        self.seen: list[str] = []
+
+    @property
+    def dim(self) -> int:
+        return 2
+
+    def _encode_batch(self, texts: list[str]) -> np.ndarray:
+        self.seen += texts
+        return np.array([[len(t), t.count("a")] for t in texts], dtype=float)
+
+
+def _key(text: str) -> str:
+    return hashlib.sha1(text.encode("utf-8")).hexdigest()
+
+
+def _npz(**arrays) -> bytes:
+    buffer = io.BytesIO()
+    np.savez(buffer, **arrays)
+    return buffer.getvalue()
+
+
+def _npy(array) -> bytes:
+    buffer = io.BytesIO()
+    np.save(buffer, array)
+    return buffer.getvalue()
+
+
+TEXTS = ["aa", "b"]
+KEYS = np.array([_key(t) for t in TEXTS])
+
+
+def _damages(good: bytes) -> dict[str, bytes]:
+    return {
+        "truncated": good[: len(good) // 2],
+        "garbage": b"\x00\xff garbage \x13" * 40,
+        "empty": b"",
+        "wrong-vector-length": _npz(keys=KEYS, vectors=np.ones((2, 3), dtype=np.float32)),
+        "fewer-vectors-than-keys": _npz(keys=KEYS, vectors=np.ones((1, 2), dtype=np.float32)),
+        "text-vectors": _npz(keys=KEYS, vectors=np.array([["x", "y"], ["z", "w"]])),
+        "nan-vectors": _npz(keys=KEYS, vectors=np.array([[np.nan, 1], [2, 2]], dtype=np.float32)),
+        "object-array": _npz(keys=np.array(list(KEYS), dtype=object), vectors=np.ones((2, 2), dtype=np.float32)),
+        "lone-npy": _npy(np.ones((2, 2), dtype=np.float32)),
+        "other-arrays": _npz(a=np.ones(3)),
+        "keys-not-hashes": _npz(keys=np.array(["x", "y"]), vectors=np.ones((2, 2), dtype=np.float32)),
+    }
+
+
+def _good_cache(folder) -> bytes:
+    encode_cached(Counting(), TEXTS, cache_dir=folder)
+    (path,) = folder.glob("counting-*.npz")
+    return path.read_bytes()
+
+
+@pytest.mark.parametrize("damage", list(_damages(b"x" * 100)))
+def test_damaged_cache_is_reported_once_recomputed_and_rewritten(damage, tmp_path, caplog):
+    good = _good_cache(tmp_path / "reference")
+    folder = tmp_path / "cache"
+    folder.mkdir()
+    path = folder / next((tmp_path / "reference").glob("counting-*.npz")).name
+    path.write_bytes(_damages(good)[damage])
+    encoder = Counting()
+    with caplog.at_level(logging.WARNING):
+        vectors = encode_cached(encoder, ["b", "aa"], cache_dir=folder)
+    assert vectors.tolist() == [[1, 0], [2, 2]]
+    warnings = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(warnings) == 1 and str(path) in warnings[0].getMessage(), [r.getMessage() for r in warnings]
+    assert sorted(encoder.seen) == ["aa", "b"]
+    assert sorted(p.name for p in folder.iterdir()) == [path.name]  # rewritten in place, no temporary left
+    caplog.clear()
+    again = Counting()
+    with caplog.at_level(logging.WARNING):
+        assert encode_cached(again, ["aa", "b"], cache_dir=folder).tolist() == [[2, 2], [1, 0]]
+    assert again.seen == [] and not [r for r in caplog.records if r.levelno >= logging.WARNING]
+
+
+def test_damaged_cache_is_rewritten_even_when_the_run_is_interrupted_later(tmp_path):
+    """The first chunk saved replaces the damaged file (the rest resumes next time)."""
+    from precomet.encoders import base
+
+    folder = tmp_path / "cache"
+    _good_cache(folder)
+    (path,) = folder.glob("counting-*.npz")
+    path.write_bytes(b"garbage")
+    encode_cached(Counting(), ["new"], cache_dir=folder)
+    assert base._read_cache(path, dim=2)[1] is False
+
+
+def test_cache_folder_that_is_a_file_is_refused(tmp_path):
+    (tmp_path / "cache").write_text("I am a file")
+    with pytest.raises(PrecometError, match="cache folder .*cache is a file"):
+        encode_cached(Counting(), TEXTS, cache_dir=tmp_path / "cache")
+    with pytest.raises(PrecometError, match="lies under .*cache, a file"):
+        encode_cached(Counting(), TEXTS, cache_dir=tmp_path / "cache" / "deeper")
+
+
+def test_cache_file_that_is_a_folder_is_refused(tmp_path):
+    folder = tmp_path / "cache"
+    _good_cache(folder)
+    (path,) = folder.glob("counting-*.npz")
+    path.unlink()
+    path.mkdir()
+    with pytest.raises(PrecometError, match="embedding cache file is a folder"):
+        encode_cached(Counting(), TEXTS, cache_dir=folder)
+
+
+# ---------------------------------------------------------------------------------------------- through the CLI
+@pytest.fixture
+def stub_sentence_encoder(monkeypatch):
+    """The sentence-transformers call replaced by a deterministic 384-d stub that counts its calls."""
+    from precomet.utilities import embed
+
+    calls: list[int] = []
+
+    def encode(texts, *, encoder, batch_size, device):
+        calls.append(len(texts))
+        rng = np.random.default_rng([len(t) for t in texts] or [0])
+        vectors = rng.normal(size=(len(texts), 384)).astype(np.float32)
+        return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+
+    monkeypatch.setattr(embed, "_encode", encode)
+    return calls
+
+
+COMMANDS = {
+    "diversity": "utilities --data items.jsonl --method diversity --option cache_dir=cache -o {o}",
+    "diffuse": "utilities --data items.jsonl --method diffuse --budget 2 --option cache_dir=cache -o {o}",
+}
+
+
+@pytest.mark.parametrize("damage", ["truncated", "garbage", "wrong-vector-length", "nan-vectors", "object-array"])
+@pytest.mark.parametrize("command", list(COMMANDS))
+def test_cli_run_with_a_damaged_cache_succeeds_and_repairs_it(
+    command, damage, tmp_path, monkeypatch, caplog, stub_sentence_encoder
+):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "items.jsonl").write_text(GOOD)
+    argv = COMMANDS[command].format(o="first.jsonl").split()
+    assert main(argv) == 0
+    (path,) = (tmp_path / "cache").glob("*.npz")
+    good = path.read_bytes()
+    expected = (tmp_path / "first.jsonl").read_text()
+    path.write_bytes(_damages(good)[damage])
+    calls = len(stub_sentence_encoder)
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):
+        assert main(COMMANDS[command].format(o="second.jsonl").split()) == 0
+    warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(warnings) == 1 and path.name in warnings[0] and "damaged embedding cache" in warnings[0], warnings
+    assert len(stub_sentence_encoder) == calls + 1
+    signature_free = [line for line in expected.splitlines() if "signature" not in line]
+    assert [line for line in (tmp_path / "second.jsonl").read_text().splitlines() if "signature" not in line] == (
+        signature_free
+    )
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):
+        assert main(COMMANDS[command].format(o="third.jsonl").split()) == 0
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(stub_sentence_encoder) == calls + 1
+
+
+def test_cli_cache_folder_that_is_a_file_exits_2(tmp_path, monkeypatch, capsys, stub_sentence_encoder):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "items.jsonl").write_text(GOOD)
+    (tmp_path / "cache").write_text("a file")
+    assert main(COMMANDS["diversity"].format(o="u.jsonl").split()) == 2
+    err = capsys.readouterr().err
+    assert "cache folder cache is a file" in err and "internal error" not in err
+    assert not (tmp_path / "u.jsonl").exists()
