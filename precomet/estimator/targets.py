@@ -17,7 +17,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import math
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -32,6 +31,7 @@ from precomet.io.atomic import atomic_write
 from precomet.io.jsonl import read_jsonl
 from precomet.progress import progress as progress_bar
 from precomet.stats import rankdata
+from precomet.values import finite_number
 
 logger = logging.getLogger(__name__)
 
@@ -142,19 +142,29 @@ def merge_by_source(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def validate_rows(rows: Sequence[dict[str, Any]], *, where: str = "targets") -> list[dict[str, Any]]:
-    """Check required fields, finite targets and non-empty sources; error names the row and field."""
+    """Check required fields, text ids and sources, finite targets and one row per (campaign, id); the error names
+    the row and field."""
     if not rows:
         raise PrecometError(f"{where}: no target rows")
+    first: dict[tuple[str, str], str] = {}
     for position, row in enumerate(rows):
         at = f"{where}:{row['_line']}" if "_line" in row else f"{where}[{position}]"
         missing = [k for k in REQUIRED if k not in row]
         if missing:
             raise PrecometError(f"{at}: row {row.get('id')!r} lacks field(s) {missing}")
+        for field in ("id", "campaign"):
+            if isinstance(row[field], bool) or not isinstance(row[field], (str, int)):
+                raise PrecometError(f"{at}: field {field!r} must be text, got {type(row[field]).__name__}")
         if not isinstance(row["src"], str) or not row["src"].strip():
             raise PrecometError(f"{at}: row {row['id']!r} has an empty 'src'")
         target = row["target"]
-        if not isinstance(target, (int, float)) or isinstance(target, bool) or not math.isfinite(target):
+        if not isinstance(target, (int, float)) or isinstance(target, bool):
             raise PrecometError(f"{at}: row {row['id']!r} has target {target!r}; expected a finite number")
+        finite_number(target, what=f"{at}: row {row['id']!r}, field 'target'")
+        key = (str(row["campaign"]), str(row["id"]))
+        if key in first:
+            raise PrecometError(f"{at}: row {row['id']!r} of campaign {key[0]!r} repeats {first[key]}")
+        first[key] = at
     return list(rows)
 
 

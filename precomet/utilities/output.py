@@ -63,6 +63,8 @@ def read_utilities(path: str | Path) -> tuple[list[str], np.ndarray, dict[str, A
             continue
         if "id" not in row or "utility" not in row:
             raise DataError(path, "expected keys 'id' and 'utility'", line=number)
+        if isinstance(row["id"], bool) or not isinstance(row["id"], (str, int)):
+            raise DataError(path, f"'id' must be text, got {type(row['id']).__name__}", line=number)
         what = f"item {row['id']!r}, field 'utility'"
         value = np.nan if row["utility"] is None else finite_number(row["utility"], what=what, path=path, line=number)
         if str(row["id"]) in seen:

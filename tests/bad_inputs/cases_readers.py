@@ -335,4 +335,21 @@ CASES = {
         ("avg_seg_scores.tsv:3", "duplicate", "line 2"),
     ),
     "readers-prefs-csv-short-row": Case(E.split(), {"prefs.csv": PREFS + "4,A,B\n"}, ("prefs.csv:5", "fields")),
+    # ---- training targets and utility files: text ids, finite targets, one row per (campaign, id)
+    "readers-targets-400-digit-target": Case(
+        T.split(), {"targets.jsonl": TARGETS.replace("3.0", "1" + "0" * 400)}, ("targets.jsonl:4", "'target'", "finite")
+    ),
+    "readers-targets-repeated-row": Case(
+        T.split(),
+        {"targets.jsonl": TARGETS + TARGETS.splitlines()[0] + "\n"},
+        ("targets.jsonl:7", "repeats", "targets.jsonl:1"),
+    ),
+    "readers-targets-id-is-a-list": Case(
+        T.split(), {"targets.jsonl": TARGETS.replace('"id": "2"', '"id": [2]')}, ("targets.jsonl:3", "'id'", "list")
+    ),
+    "readers-scores-file-id-is-a-list": Case(
+        S.replace("--method metric_var --metric m", "--scores u.jsonl").split(),
+        {"items.jsonl": GOOD, "u.jsonl": UTILITIES.replace('"id": "b"', '"id": ["b"]')},
+        ("u.jsonl:2", "'id'", "list"),
+    ),
 }

@@ -104,7 +104,7 @@ def test_read_targets_rejects_nan(tmp_path):
         '{"src": "a b", "target": 1.0, "campaign": "c", "doc": "d", "id": "1"}\n'
         '{"src": "c d", "target": NaN, "campaign": "c", "doc": "d", "id": "2"}\n'
     )
-    with pytest.raises(PrecometError, match=r"t.jsonl:2: row '2' has target nan"):
+    with pytest.raises(PrecometError, match=r"t.jsonl:2: row '2', field 'target': must be a finite number, got nan"):
         read_targets(path)
 
 
