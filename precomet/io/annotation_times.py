@@ -171,6 +171,11 @@ def annotation_cost(
     times = segment_times(times_path_or_dir, doc_ids, max_gap=max_gap)
     seconds = times.seconds[lines]
     known = np.isfinite(seconds)
+    if len(campaign) and not known.any():  # asked for real times, got none: never silently the length model
+        raise PrecometError(
+            f"{times_path_or_dir}: no annotation times for any of the {len(campaign)} items of campaign"
+            f" {campaign.name!r} (read {len(times.files)} file(s))"
+        )
     cost = np.where(known, seconds, campaign.cost)
     note = (
         f"median annotation seconds from {len(times.files)} Appraise file(s) for {int(known.sum())} items;"
