@@ -1,18 +1,22 @@
-"""One progress-bar policy for every bar precomet shows (its own tqdm bars, Lightning's, sentence-transformers').
+"""One progress policy for every long step precomet runs (its own tqdm bars, Lightning's, sentence-transformers').
 
-:func:`progress_enabled` decides, in this order: an explicit ``progress=True/False`` from the caller; the
-setting of an enclosing :func:`progress_setting` block (``precomet --no-progress`` uses one); the environment
-(``PRECOMET_PROGRESS=0`` or ``TQDM_DISABLE=1`` turn bars off, ``PRECOMET_PROGRESS=1`` turns them on); otherwise
-bars are on exactly when stderr is a terminal — so they are off in pipes, logs and tests.
+:func:`progress_mode` decides between ``"bar"``, ``"lines"`` and ``"off"``, in this order: an explicit
+``progress=True/False`` from the caller; the setting of an enclosing :func:`progress_setting` block
+(``precomet --no-progress`` uses one); the environment (``PRECOMET_PROGRESS=0`` or ``TQDM_DISABLE=1`` turn
+progress off, ``PRECOMET_PROGRESS=1`` turns bars on); otherwise bars when stderr is a terminal and, in pipes,
+logs and CI, **lines**: one line on stderr every ``PRECOMET_PROGRESS_INTERVAL`` seconds (default 30) while a
+step runs, so that a log shows the work is alive. :func:`progress_enabled` is "bar mode" (for libraries that
+draw their own bars); :func:`announce` says what a slow step does before it starts.
 
-:func:`progress` is the tqdm wrapper; when bars are off it returns a silent stand-in and never imports tqdm
-(part of what keeps ``precomet benchmark`` quick to start).
+:func:`progress` is the tqdm wrapper; without bars it returns a stand-in and never imports tqdm (part of what
+keeps ``precomet benchmark`` quick to start).
 """
 
 from __future__ import annotations
 
 import os
 import sys
+import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -20,22 +24,38 @@ from typing import Any
 
 ENV = "PRECOMET_PROGRESS"
 _OFF, _ON = ("0", "false", "no", "off"), ("1", "true", "yes", "on")
+INTERVAL_ENV = "PRECOMET_PROGRESS_INTERVAL"
+PREFIX = "[progress]"
 _SETTING: ContextVar[bool | None] = ContextVar("precomet_progress", default=None)
+_MODE: ContextVar[str | None] = ContextVar("precomet_progress_mode", default=None)  # fixed by third_party_bars
+
+
+def progress_mode(progress: bool | None = None) -> str:
+    """``"bar"``, ``"lines"`` or ``"off"`` (see the module docstring for the order of the rules)."""
+    if progress is not None:
+        return "bar" if progress else "off"
+    if _SETTING.get() is not None:
+        return "bar" if _SETTING.get() else "off"
+    if _MODE.get() is not None:
+        return str(_MODE.get())
+    setting = os.environ.get(ENV, "").strip().lower()
+    if setting in _OFF or os.environ.get("TQDM_DISABLE", "").strip().lower() not in ("", *_OFF):
+        return "off"
+    if setting in _ON:
+        return "bar"
+    stream = sys.stderr
+    return "bar" if stream is not None and hasattr(stream, "isatty") and stream.isatty() else "lines"
 
 
 def progress_enabled(progress: bool | None = None) -> bool:
-    """Whether to show a progress bar (see the module docstring for the order of the rules)."""
-    if progress is not None:
-        return bool(progress)
-    if _SETTING.get() is not None:
-        return bool(_SETTING.get())
-    setting = os.environ.get(ENV, "").strip().lower()
-    if setting in _OFF or os.environ.get("TQDM_DISABLE", "").strip().lower() not in ("", *_OFF):
-        return False
-    if setting in _ON:
-        return True
-    stream = sys.stderr
-    return stream is not None and hasattr(stream, "isatty") and stream.isatty()
+    """Whether to draw progress bars (:func:`progress_mode` is ``"bar"``)."""
+    return progress_mode(progress) == "bar"
+
+
+def announce(message: str, *, progress: bool | None = None) -> None:
+    """Say on stderr what a slow step is about to do, unless progress is off."""
+    if progress_mode(progress) != "off":
+        print(f"{PREFIX} {message}", file=sys.stderr, flush=True)
 
 
 @contextmanager
@@ -56,20 +76,55 @@ THIRD_PARTY_SWITCHES = ("TQDM_DISABLE", "HF_DATASETS_DISABLE_PROGRESS_BARS", "HF
 @contextmanager
 def third_party_bars() -> Iterator[None]:
     """When bars are off (:func:`progress_enabled`), libraries loaded inside the block show none either: their
-    environment switches are set for the block and restored afterwards."""
-    if progress_enabled():
+    environment switches are set for the block and restored afterwards (precomet's own mode is kept: lines in a
+    pipe stay on)."""
+    mode = progress_mode()
+    if mode == "bar":
         yield
         return
     previous = {name: os.environ.get(name) for name in THIRD_PARTY_SWITCHES}
     os.environ.update(dict.fromkeys(THIRD_PARTY_SWITCHES, "1"))
+    token = _MODE.set(mode)
     try:
         yield
     finally:
+        _MODE.reset(token)
         for name, value in previous.items():
             if value is None:
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
+
+
+@contextmanager
+def heartbeat(desc: str, *, progress: bool | None = None) -> Iterator[None]:
+    """Around one long call that reports no progress of its own (a library's encode or fit): in lines mode a
+    line ``[progress] DESC: T s elapsed`` every interval until the block ends; nothing in the other modes."""
+    if progress_mode(progress) != "lines":
+        yield
+        return
+    import threading
+
+    stop, start = threading.Event(), time.monotonic()
+
+    def beat() -> None:
+        while not stop.wait(_interval()):
+            print(f"{PREFIX} {desc}: {time.monotonic() - start:.0f} s elapsed", file=sys.stderr, flush=True)
+
+    thread = threading.Thread(target=beat, name="precomet-heartbeat", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+
+
+def _interval() -> float:
+    try:
+        return max(0.01, float(os.environ.get(INTERVAL_ENV, "30")))
+    except ValueError:
+        return 30.0
 
 
 def progress(
@@ -80,10 +135,13 @@ def progress(
     unit: str = "it",
     enabled: bool | None = None,
 ) -> Any:
-    """A tqdm bar over ``iterable`` (or one advanced by hand with ``update()``, given ``total``) when
-    ``progress_enabled(enabled)``; otherwise a silent stand-in with the same iteration, ``update``, ``close``
-    and context-manager interface."""
-    if not progress_enabled(enabled):
+    """A tqdm bar over ``iterable`` (or one advanced by hand with ``update()``, given ``total``) in bar mode; in
+    lines mode a stand-in that prints a line every interval; otherwise a silent one (same iteration, ``update``,
+    ``close`` and context-manager interface)."""
+    mode = progress_mode(enabled)
+    if mode == "lines":
+        return _Lines(iterable, total=total, desc=desc, unit=unit)
+    if mode == "off":
         return _Silent(iterable)
     from tqdm.auto import tqdm
 
@@ -110,3 +168,49 @@ class _Silent:
 
     def __exit__(self, *exc_info: object) -> None:
         pass
+
+
+class _Lines(_Silent):
+    """Lines mode: counts like a bar and prints ``[progress] DESC: N/TOTAL UNIT (P %), T s elapsed`` on stderr once
+    every interval; a final line when something was printed."""
+
+    def __init__(self, iterable: Iterable | None, *, total: int | None, desc: str | None, unit: str) -> None:
+        super().__init__(iterable)
+        if total is None and hasattr(iterable, "__len__"):
+            total = len(iterable)  # type: ignore[arg-type]
+        self.total, self.desc, self.unit, self.n = total, desc or "working", unit, 0
+        self.interval = _interval()
+        self.start = self.last = time.monotonic()
+        self.printed = False
+
+    def __iter__(self) -> Iterator:
+        for item in super().__iter__():
+            yield item
+            self.update(1)
+        self.close()
+
+    def update(self, n: float = 1) -> None:
+        self.n += int(n)
+        now = time.monotonic()
+        if now - self.last >= self.interval:
+            self.last = now
+            self._line(now)
+
+    def _line(self, now: float, done: bool = False) -> None:
+        share = f" ({100 * self.n / self.total:.0f} %)" if self.total else ""
+        of = f"/{self.total}" if self.total else ""
+        state = "done in" if done else "elapsed"
+        print(
+            f"{PREFIX} {self.desc}: {self.n}{of} {self.unit}{share}, {now - self.start:.0f} s {state}",
+            file=sys.stderr,
+            flush=True,
+        )
+        self.printed = True
+
+    def close(self) -> None:
+        if self.printed:
+            self._line(time.monotonic(), done=True)
+            self.printed = False
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()

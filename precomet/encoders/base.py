@@ -16,6 +16,7 @@ from numpy.lib.npyio import NpzFile
 
 from precomet.errors import PrecometError
 from precomet.io.atomic import atomic_write
+from precomet.progress import announce
 from precomet.progress import progress as progress_bar
 
 log = logging.getLogger(__name__)
@@ -123,6 +124,8 @@ def _check_cache_dir(cache_dir: Path) -> None:
 
 CHUNK = 2048
 """Texts encoded between two saves of the on-disk cache."""
+ANNOUNCE_FROM = 1000
+"""Encoding at least this many texts is announced on stderr before it starts (it takes tens of seconds)."""
 
 
 def _write_cache(path: Path, cached: dict[str, np.ndarray], *, dim: int, warn: bool = True) -> None:
@@ -156,6 +159,8 @@ def encode_cached(
         path = Path(cache_dir) / f"{encoder.name}-{encoder.cache_key()}.npz"
     cached, damaged = ({}, False) if path is None else _read_cache(path, dim=encoder.dim)
     todo = [i for i, k in enumerate(keys) if k not in cached]
+    if len(todo) >= ANNOUNCE_FROM:
+        announce(f"encoding {len(todo):,} texts with {encoder.name} ({len(unique) - len(todo):,} from the cache)")
     step = len(todo) if path is None else CHUNK
     for start in range(0, len(todo), max(step, 1)):  # with a cache, saved chunk by chunk: an interrupt keeps work done
         part = todo[start : start + step]

@@ -17,7 +17,7 @@ import numpy as np
 
 from precomet.encoders.base import SentenceEncoder
 from precomet.errors import PrecometError
-from precomet.progress import progress_enabled
+from precomet.progress import heartbeat, progress_enabled
 from precomet.quiet import quiet_third_party
 
 log = logging.getLogger(__name__)
@@ -90,10 +90,11 @@ class _SentenceTransformer(SentenceEncoder):
         return self._dim or 0
 
     def encode(self, texts: Sequence[str], *, progress: bool | None = None) -> np.ndarray:
-        vectors = np.asarray(
-            _encode(list(texts), encoder=self.model, batch_size=self.batch_size_st, device=self.device),
-            dtype=np.float32,
-        )
+        with heartbeat(f"encode {len(texts)} texts ({Path(self.model).name})", progress=progress):
+            vectors = np.asarray(
+                _encode(list(texts), encoder=self.model, batch_size=self.batch_size_st, device=self.device),
+                dtype=np.float32,
+            )
         if not np.isfinite(vectors).all():
             raise PrecometError(f"encoder {self.model!r} returned non-finite embeddings")
         self._dim = vectors.shape[1]

@@ -33,6 +33,7 @@ from precomet.campaign import Campaign
 from precomet.errors import PrecometError
 from precomet.io import jsonsafe
 from precomet.io.atomic import atomic_write
+from precomet.progress import heartbeat
 from precomet.signature import signature
 from precomet.stats import rankdata
 
@@ -241,7 +242,8 @@ def fit_irt(
         py_irt.anchor_utils.console.quiet = True  # its "no anchor items" line ignores verbose=False
         with _pyro_scope(seed=seed, threads=int(threads)):
             trainer = IrtModelTrainer(config=config, data_path=None, dataset=dataset, verbose=False)
-            trainer.train(epochs=int(epochs), device=device)
+            with heartbeat(f"py-irt fit, {int(epochs)} epochs"):
+                trainer.train(epochs=int(epochs), device=device)
     finally:
         py_irt.anchor_utils.console.quiet = quiet
     last, best = trainer.last_params, trainer.best_params

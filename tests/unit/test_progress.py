@@ -85,3 +85,69 @@ def test_shown_bar_is_tqdm(clean_env):
 def test_hidden_bars_do_not_import_tqdm():
     code = "from precomet.progress import progress\nbar = progress(range(3))\nlist(bar)\nbar.close()"
     assert "tqdm" not in loaded_after(code)
+
+
+def test_in_a_pipe_progress_is_lines_not_silence(clean_env):
+    from precomet.progress import progress_mode
+
+    clean_env.setattr(sys, "stderr", _Stream(False))
+    assert progress_mode() == "lines"
+    assert progress_mode(False) == "off"
+    with progress_setting(False):  # precomet --no-progress
+        assert progress_mode() == "off"
+    clean_env.setenv("PRECOMET_PROGRESS", "0")
+    assert progress_mode() == "off"
+
+
+def test_lines_mode_prints_a_line_per_interval_and_a_final_one(clean_env, capsys):
+    import time
+
+    clean_env.setenv("PRECOMET_PROGRESS_INTERVAL", "0.01")
+    clean_env.setattr(sys, "stderr", sys.stderr)  # captured: not a terminal
+    for _ in progress(range(3), desc="encode (x)", unit="batch"):
+        time.sleep(0.02)
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[0].startswith("[progress] encode (x): 1/3 batch (33 %)")
+    assert lines[-1].startswith("[progress] encode (x): 3/3 batch (100 %)") and "done in" in lines[-1]
+
+
+def test_lines_mode_is_quiet_for_short_steps(clean_env, capsys):
+    clean_env.setenv("PRECOMET_PROGRESS_INTERVAL", "30")
+    for _ in progress(range(1000), desc="short"):
+        pass
+    assert capsys.readouterr().err == ""
+
+
+def test_heartbeat_shows_a_long_call_is_alive_only_in_lines_mode(clean_env, capsys):
+    import time
+
+    from precomet.progress import heartbeat
+
+    clean_env.setenv("PRECOMET_PROGRESS_INTERVAL", "0.02")
+    with heartbeat("py-irt fit"):
+        time.sleep(0.15)
+    lines = capsys.readouterr().err.splitlines()
+    assert lines and all(line.startswith("[progress] py-irt fit: ") for line in lines)
+    with heartbeat("py-irt fit", progress=False):
+        time.sleep(0.1)
+    assert capsys.readouterr().err == ""
+
+
+def test_third_party_switches_keep_precomet_lines(clean_env):
+    import os
+
+    from precomet.progress import progress_mode, third_party_bars
+
+    clean_env.setattr(sys, "stderr", _Stream(False))
+    with third_party_bars():
+        assert os.environ["TQDM_DISABLE"] == "1" and progress_mode() == "lines"
+    assert "TQDM_DISABLE" not in os.environ
+
+
+def test_a_large_encoding_is_announced_before_it_starts(clean_env, capsys):
+    from precomet.encoders import ENCODERS, encode_cached
+
+    encode_cached(ENCODERS["length"](), [f"text {i}" for i in range(1000)])
+    assert "[progress] encoding 1,000 texts with length" in capsys.readouterr().err
+    encode_cached(ENCODERS["length"](), [f"text {i}" for i in range(999)])
+    assert capsys.readouterr().err == ""
