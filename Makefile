@@ -28,7 +28,7 @@ lint: $(STAMP)
 	$(BIN)/mypy
 
 demo: $(STAMP)
-	$(BIN)/precomet demo --out demo-output
+	$(BIN)/precomet demo -o demo-output
 
 clean:
 	rm -rf $(VENV) demo-output .pytest_cache

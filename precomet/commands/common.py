@@ -37,7 +37,7 @@ class _DeprecatedSpelling(argparse.Action):
 
 
 def add_output_argument(
-    parser: argparse.ArgumentParser,
+    parser: argparse.ArgumentParser | argparse._ArgumentGroup,
     help: str,
     *,
     required: bool = True,

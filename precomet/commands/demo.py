@@ -11,13 +11,19 @@ import argparse
 import time
 from pathlib import Path
 
-from precomet.commands.common import Paths, seed, share
+from precomet.commands.common import Paths, add_output_argument, seed, share
 
 HELP = "run the main job end to end on a seeded simulator of historical campaigns (synthetic data)"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--out", default="demo-output", help="folder for the demo's outputs")
+    add_output_argument(
+        parser,
+        "folder for the demo's outputs (default demo-output)",
+        required=False,
+        old=("--out",),
+        default="demo-output",
+    )
     parser.add_argument("--seed", type=seed, default=0)
     parser.add_argument(
         "--proportion", type=share, default=0.25, help="share in (0, 1] of the blind set's cost to annotate"
@@ -30,7 +36,7 @@ def _step(title: str) -> float:
 
 
 def paths(args: argparse.Namespace) -> Paths:
-    return Paths(inputs=[], outputs=[args.out])
+    return Paths(inputs=[], outputs=[args.output])
 
 
 def run(args: argparse.Namespace) -> int:
@@ -39,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
     from precomet.io.atomic import output_set
 
     with output_set() as outputs:
-        work = outputs.directory(args.out)
+        work = outputs.directory(args.output)
         return _run(args, work)
 
 
@@ -57,7 +63,7 @@ def _run(args: argparse.Namespace, work: Path) -> int:
     from precomet.simulate import METRIC, simulate_campaign, simulate_history
     from precomet.utilities import compute_utility
 
-    out = Path(args.out)  # where the outputs appear at the end (named in messages); written into ``work``
+    out = Path(args.output)  # where the outputs appear at the end (named in messages); written into ``work``
     print("precomet demo — SYNTHETIC campaigns from precomet.simulate (no real data, no download)")
 
     started = _step("1. historical campaigns (items × systems with human scores and a noisy metric)")

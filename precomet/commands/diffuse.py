@@ -10,6 +10,7 @@ import numpy as np
 from precomet.commands.common import (
     Paths,
     add_data_arguments,
+    add_output_argument,
     comma_list,
     load_campaign,
     margin,
@@ -45,7 +46,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     select = actions.add_parser("select", help="DiffUse representatives for a budget, largest cluster first")
     _common(select)
     select.add_argument("--budget", type=positive_int, required=True, help="number of items to select")
-    select.add_argument("--out", help="write the selection with its signature as JSON")
+    add_output_argument(select, "write the selection with its signature as JSON", required=False, old=("--out",))
     iterate = actions.add_parser("iterate", help="Algorithm 1: annotate until the hypergeometric risk <= p")
     _common(iterate)
     _oracle_arguments(iterate)
@@ -73,7 +74,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     evaluate.add_argument("--n-min", type=positive_int, default=5)
     evaluate.add_argument("--max-budget", type=positive_int, default=200)
-    evaluate.add_argument("--out", help="write the result (tables + signature) as JSON")
+    add_output_argument(evaluate, "write the result (tables + signature) as JSON", required=False, old=("--out",))
 
 
 def _budgets(text: str) -> list[int]:
@@ -102,16 +103,16 @@ def _interactive_oracle(campaign, systems):
 
 
 def paths(args: argparse.Namespace) -> Paths:
-    return Paths(inputs=[args.data], outputs=[getattr(args, "out", None)])
+    return Paths(inputs=[args.data], outputs=[getattr(args, "output", None)])
 
 
 def run(args: argparse.Namespace) -> int:
     from precomet.pairwise import diffuse
 
-    if getattr(args, "out", None):
+    if getattr(args, "output", None):
         from precomet.io.atomic import check_output
 
-        check_output(args.out)
+        check_output(args.output)
     campaign = load_campaign(args)
     if args.action == "select":
         chosen = diffuse.diffuse_select(
@@ -119,7 +120,7 @@ def run(args: argparse.Namespace) -> int:
         )
         for rank, index in enumerate(chosen, start=1):
             print(f"{rank}\t{campaign.ids[index]}")
-        if args.out:
+        if args.output:
             from precomet.signature import signature
 
             run = signature(
@@ -130,7 +131,7 @@ def run(args: argparse.Namespace) -> int:
                 systems=args.systems or list(campaign.systems),
                 encoder=args.encoder,
             )
-            _write_json(args.out, dict(signature=run, ids=[campaign.ids[i] for i in chosen]))
+            _write_json(args.output, dict(signature=run, ids=[campaign.ids[i] for i in chosen]))
         return 0
     if args.action == "iterate":
         return _iterate(args, campaign, diffuse)
@@ -152,8 +153,8 @@ def run(args: argparse.Namespace) -> int:
         cache_dir=args.cache_dir,
     )
     print(result.to_markdown())
-    if args.out:
-        _write_json(args.out, dict(signature=result.signature, success=result.success, iterative=result.iterative))
+    if args.output:
+        _write_json(args.output, dict(signature=result.signature, success=result.success, iterative=result.iterative))
     return 0
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from precomet.commands.common import Paths, comma_list, margin, positive_float, repeats, seed
+from precomet.commands.common import Paths, add_output_argument, comma_list, margin, positive_float, repeats, seed
 
 HELP = "Elo or Bradley-Terry ratings with bootstrap 5-95% intervals from preferences (file or campaign scores)"
 
@@ -38,14 +38,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="comma-separated: rate exactly these models; records naming others are an error",
     )
     out = parser.add_argument_group("output")
-    out.add_argument("--figure", help="write a PNG of the intervals")
-    out.add_argument("--json", help="write the table, judge diagnostics and signature as JSON")
+    add_output_argument(
+        out, "write the table, judge diagnostics and signature as JSON", required=False, old=("--json",)
+    )
+    add_output_argument(
+        out,
+        "write a figure of the intervals (PNG, PDF or SVG)",
+        required=False,
+        old=("--figure",),
+        dest="plot",
+        flags=("--plot",),
+    )
     out.add_argument("--save-prefs", help="also write the preference records (.csv or .jsonl)")
     out.add_argument("--agree-with", help="second preference file (e.g. human labels): accuracy and Cohen's kappa")
 
 
 def paths(args: argparse.Namespace) -> Paths:
-    return Paths(inputs=[args.prefs, args.data, args.agree_with], outputs=[args.figure, args.json, args.save_prefs])
+    return Paths(inputs=[args.prefs, args.data, args.agree_with], outputs=[args.plot, args.output, args.save_prefs])
 
 
 def run(args: argparse.Namespace) -> int:
@@ -56,11 +65,11 @@ def run(args: argparse.Namespace) -> int:
 
     if bool(args.prefs) == bool(args.data):
         raise PrecometError("give exactly one of --prefs FILE or --data INPUT")
-    if args.figure:
-        check_output(args.figure, suffixes=FIGURE_SUFFIXES)
+    if args.plot:
+        check_output(args.plot, suffixes=FIGURE_SUFFIXES)
     if args.save_prefs:
         check_output(args.save_prefs, suffixes=preference.PREFERENCE_SUFFIXES)
-    check_outputs(args.figure, args.save_prefs, args.json)
+    check_outputs(args.plot, args.save_prefs, args.output)
     if args.prefs:
         prefs = preference.load_preferences(args.prefs, likert_ties=args.likert_ties, margin=args.margin)
     else:
@@ -93,12 +102,12 @@ def run(args: argparse.Namespace) -> int:
             f"{agree['kappa']:.3f};"
             f" accuracy {agree['decided_accuracy']:.3f} on the {agree['decided_pairs']} pairs neither calls a tie"
         )
-    with output_set(args.figure, args.save_prefs, args.json) as out:
-        if args.figure:
-            ratings.plot_ratings(table, out.path(args.figure))
+    with output_set(args.plot, args.save_prefs, args.output) as out:
+        if args.plot:
+            ratings.plot_ratings(table, out.path(args.plot))
         if args.save_prefs:
             preference.save_preferences(prefs, out.path(args.save_prefs))
-        if args.json:
+        if args.output:
             from precomet.signature import signature
 
             run = signature(
@@ -112,6 +121,6 @@ def run(args: argparse.Namespace) -> int:
                 records=len(prefs),
             )
             payload = dict(ratings=table.rows(), position_bias=bias, agreement=agree, signature=run)
-            with out.open(args.json) as handle:
+            with out.open(args.output) as handle:
                 jsonsafe.dump(payload, handle, indent=1, default=float)
     return 0

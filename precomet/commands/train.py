@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from precomet.commands.common import Paths
+from precomet.commands.common import Paths, add_output_argument
 from precomet.estimator.config import DEFAULTS, override_keys
 
 HELP = "train a source-based utility estimator (config YAML + targets JSONL) into a checkpoint directory"
@@ -40,7 +40,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--train", required=True, help="targets JSONL from precomet build-targets")
     parser.add_argument("--dev", help="dev targets JSONL (default: a split by document or campaign of --train)")
-    parser.add_argument("--out", required=True, help="checkpoint directory to write")
+    add_output_argument(parser, "checkpoint directory to write", old=("--out",))
     usage = " ".join(parser.format_usage().split()[1:]).replace(parser.prog, "%(prog)s", 1)
     parser.usage = f"{usage}\n{' ' * (len('usage: ') + len(parser.prog))} [--SECTION.KEY VALUE ...]"
     group = parser.add_argument_group("configuration overrides", overrides_help())
@@ -51,14 +51,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def paths(args: argparse.Namespace) -> Paths:
-    return Paths(inputs=[args.train, args.dev, args.config], outputs=[args.out])
+    return Paths(inputs=[args.train, args.dev, args.config], outputs=[args.output])
 
 
 def run(args: argparse.Namespace) -> int:
     from precomet.estimator.training import train
 
     overrides = {k.split(":", 1)[1]: v for k, v in vars(args).items() if k.startswith("override:")}
-    result = train(args.train, out_dir=args.out, dev_rows=args.dev, config=args.config, overrides=overrides)
+    result = train(args.train, out_dir=args.output, dev_rows=args.dev, config=args.config, overrides=overrides)
     metrics = ", ".join(f"{k} {v:.4f}" for k, v in result.dev_metrics.items() if k.startswith("val_"))
     print(f"wrote {result.checkpoint_dir} in {result.seconds:.1f} s" + (f"; best dev: {metrics}" if metrics else ""))
     return 0

@@ -81,7 +81,7 @@ B = (
 )
 E = "elo --prefs prefs.csv --rounds 10"
 P = "predict --checkpoint ckpt --data src.txt -o {d}/p.jsonl"
-T = "train --train targets.jsonl --out {d}/est"
+T = "train --train targets.jsonl -o {d}/est"
 
 
 def ted_inf(folder: Path) -> None:

@@ -201,7 +201,7 @@ CASES = {
         ("early_stopping.mode", "'sideways'"),
     ),
     "demo-proportion-out-of-range": Case(
-        ["demo", "--out", "{d}/demo", "--proportion", "1.5"], {}, ("--proportion", "'1.5'")
+        ["demo", "-o", "{d}/demo", "--proportion", "1.5"], {}, ("--proportion", "'1.5'")
     ),
     # ---- outputs that cannot be written: checked before the work
     "convert-output-is-a-directory": Case(
@@ -227,18 +227,18 @@ CASES = {
         B.replace("{d}/b.json", "{d}/items.jsonl/b.json").split(), {"items.jsonl": GOOD}, ("items.jsonl", "is a file")
     ),
     "elo-figure-onto-a-directory": Case(
-        (E + " --figure {d}/fig.png --json {d}/e.json").split(),
+        (E + " --plot {d}/fig.png -o {d}/e.json").split(),
         {"prefs.csv": PREFS, "fig.png/keep": ""},
         ("fig.png", "is a directory"),
     ),
     "elo-json-and-figure-same-path": Case(
-        (E + " --figure {d}/out.png --json {d}/out.png").split(), {"prefs.csv": PREFS}, ("out.png", "two outputs")
+        (E + " --plot {d}/out.png -o {d}/out.png").split(), {"prefs.csv": PREFS}, ("out.png", "two outputs")
     ),
     "elo-save-prefs-bad-suffix": Case(
-        (E + " --save-prefs {d}/p.txt --json {d}/e.json").split(), {"prefs.csv": PREFS}, ("p.txt", ".csv")
+        (E + " --save-prefs {d}/p.txt -o {d}/e.json").split(), {"prefs.csv": PREFS}, ("p.txt", ".csv")
     ),
     "diffuse-out-is-a-directory": Case(
-        ["diffuse", "select", "--data", "items.jsonl", "--systems", "A,B", "--budget", "2", "--out", "{d}/sel"],
+        ["diffuse", "select", "--data", "items.jsonl", "--systems", "A,B", "--budget", "2", "-o", "{d}/sel"],
         {"items.jsonl": GOOD, "sel/keep": ""},
         ("sel", "is a directory"),
     ),
@@ -259,7 +259,7 @@ CASES = {
     "export-onto-an-existing-file": Case(
         ["export", "x.ckpt", "-o", "{d}/x.ckpt"], {"x.ckpt": "not a checkpoint"}, ("x.ckpt", "is the input")
     ),
-    "demo-out-is-an-existing-file": Case(["demo", "--out", "{d}/demo"], {"demo": "a file"}, ("demo", "is a file")),
+    "demo-out-is-an-existing-file": Case(["demo", "-o", "{d}/demo"], {"demo": "a file"}, ("demo", "is a file")),
     # ---- damaged checkpoints (also through select --checkpoint)
     "predict-truncated-head": Case(P.split(), {"src.txt": "hello\n"}, ("head.safetensors", "damaged"), truncated_head),
     "predict-head-shape-mismatch": Case(
@@ -289,7 +289,7 @@ CASES = {
         ["diffuse", "iterate", "--data", "items.jsonl", "--systems", "A,B,C"], {"items.jsonl": GOOD}, ("two systems",)
     ),
     "elo-model-name-is-a-list": Case(
-        ["elo", "--prefs", "p.jsonl", "--json", "{d}/e.json"],
+        ["elo", "--prefs", "p.jsonl", "-o", "{d}/e.json"],
         {"p.jsonl": json.dumps({"item": 1, "model_a": "A", "model_b": ["B"], "label": "a"}) + "\n"},
         ("p.jsonl:1", "'model_b'"),
     ),
@@ -360,7 +360,7 @@ CASES = {
         ("items.jsonl:2", "human"),
     ),
     "elo-data-inf-score": Case(
-        ["elo", "--data", "items.jsonl", "--score", "m", "--rounds", "5", "--json", "{d}/e.json"],
+        ["elo", "--data", "items.jsonl", "--score", "m", "--rounds", "5", "-o", "{d}/e.json"],
         {"items.jsonl": with_score("Infinity")},
         ("items.jsonl:2", "score 'm'"),
     ),

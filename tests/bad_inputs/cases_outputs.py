@@ -113,10 +113,10 @@ CASES = {
         E + " --save-prefs {d}/prefs.csv", {"prefs.csv": PREFS}, ("prefs.csv", "is the input")
     ),
     "elo-json-is-the-agreement-file": _clobber(
-        E + " --agree-with a.csv --json {d}/a.csv", {"prefs.csv": PREFS, "a.csv": PREFS}, ("a.csv", "is the input")
+        E + " --agree-with a.csv -o {d}/a.csv", {"prefs.csv": PREFS, "a.csv": PREFS}, ("a.csv", "is the input")
     ),
     "elo-json-is-the-campaign": _clobber(
-        "elo --data items.jsonl --score m --rounds 5 --json {d}/items.jsonl",
+        "elo --data items.jsonl --score m --rounds 5 -o {d}/items.jsonl",
         {"items.jsonl": GOOD},
         ("items.jsonl", "is the input"),
     ),
@@ -137,13 +137,13 @@ CASES = {
         link("fig.png", "items.jsonl"),
     ),
     "diffuse-out-is-the-input": _clobber(
-        D_SELECT + " --out {d}/items.jsonl", {"items.jsonl": GOOD}, ("items.jsonl", "is the input")
+        D_SELECT + " -o {d}/items.jsonl", {"items.jsonl": GOOD}, ("items.jsonl", "is the input")
     ),
     "train-out-folder-holds-the-targets": _clobber(
-        "train --train est/t.jsonl --out {d}/est", {"est/t.jsonl": TARGETS}, ("est", "t.jsonl", "inside")
+        "train --train est/t.jsonl -o {d}/est", {"est/t.jsonl": TARGETS}, ("est", "t.jsonl", "inside")
     ),
     "train-out-is-the-config": _clobber(
-        "train --train t.jsonl --config c.yaml --out {d}/c.yaml",
+        "train --train t.jsonl --config c.yaml -o {d}/c.yaml",
         {"t.jsonl": TARGETS, "c.yaml": "seed_everything: 1\n"},
         ("c.yaml", "is the input"),
     ),
@@ -160,7 +160,7 @@ CASES = {
     "convert-output-device-is-full": _clobber(
         "convert --data items.jsonl -o /dev/full", {"items.jsonl": GOOD}, ("/dev/full", "no space left on device")
     ),
-    "train-out-is-stdout": _clobber("train --train t.jsonl --out -", {"t.jsonl": TARGETS}, ("-", "standard output")),
+    "train-out-is-stdout": _clobber("train --train t.jsonl -o -", {"t.jsonl": TARGETS}, ("-", "standard output")),
     # ---- option values that used to give a wrong answer or an internal error
     "elo-margin-nan": _clobber(E + " --margin nan", {"prefs.csv": PREFS}, ("--margin", "'nan'")),
     "elo-data-margin-inf": _clobber(
@@ -191,7 +191,7 @@ CASES = {
     "build-targets-seed-negative": _clobber(
         BT + " --seed -1 -o {d}/t.jsonl", {"items.jsonl": GOOD}, ("--seed", "'-1'")
     ),
-    "demo-seed-negative": _clobber("demo --out {d}/demo --seed -5", {}, ("--seed", "'-5'")),
+    "demo-seed-negative": _clobber("demo -o {d}/demo --seed -5", {}, ("--seed", "'-5'")),
     "diffuse-iterate-seed-negative": _clobber(D_ITERATE + " --seed -1", {"items.jsonl": GOOD}, ("--seed", "'-1'")),
     "elo-rounds-beyond-memory": _clobber(
         E + " --rounds 1000000000", {"prefs.csv": PREFS}, ("--rounds", "'1000000000'")

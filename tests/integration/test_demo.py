@@ -7,7 +7,7 @@ from precomet.cli import main
 
 @pytest.mark.slow
 def test_demo_runs_end_to_end(tmp_path, capsys):
-    assert main(["demo", "--out", str(tmp_path)]) == 0
+    assert main(["demo", "-o", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     for step in range(1, 8):
         assert f"== {step}." in out

@@ -15,7 +15,7 @@ def test_help_renders(argv, capsys):
 
 def test_an_unknown_config_key_names_the_valid_keys_of_its_section(capsys, tmp_path):
     with pytest.raises(SystemExit) as exit_info:
-        main(["train", "--train", "t.jsonl", "--out", str(tmp_path / "o"), "--trainer.epochs", "3"])
+        main(["train", "--train", "t.jsonl", "-o", str(tmp_path / "o"), "--trainer.epochs", "3"])
     assert exit_info.value.code == 2
     err = capsys.readouterr().err
     assert "trainer.epochs is not a configuration key" in err and "trainer.max_epochs" in err

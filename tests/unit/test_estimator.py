@@ -48,7 +48,7 @@ def trained(tmp_path_factory, tiny_encoder) -> dict:
             str(tiny_encoder),
             "--train",
             str(work / "targets.jsonl"),
-            "--out",
+            "-o",
             str(work / "ckpt"),
             "--trainer.max_epochs",
             "2",
@@ -422,7 +422,7 @@ def test_interrupted_train_keeps_nothing_and_says_so(tiny_encoder, tmp_path, mon
             str(tiny_encoder),
             "--train",
             str(tmp_path / "targets.jsonl"),
-            "--out",
+            "-o",
             str(tmp_path / "out" / "ckpt"),
         ]
     )

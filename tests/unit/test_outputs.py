@@ -118,7 +118,7 @@ def test_elo_json_flip_rate_nan_is_null(tmp_path):
         "item,model_a,model_b,label\n1,A,B,a\n2,A,B,b\n3,A,B,a\n"
     )  # never both orders: flip rate undefined
     out = tmp_path / "e.json"
-    assert main(["elo", "--prefs", str(prefs), "--rounds", "5", "--json", str(out)]) == 0
+    assert main(["elo", "--prefs", str(prefs), "--rounds", "5", "-o", str(out)]) == 0
     text = out.read_text()
     assert "NaN" not in text and "Infinity" not in text
     assert json.loads(text)["position_bias"]["flip_rate"] is None
