@@ -124,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(argv: list[str]) -> int:
-    from precomet.io.atomic import STDOUT, check_not_inputs, command_outputs
+    from precomet.io.atomic import STDOUT, check_not_inputs, command_outputs, is_stdout
 
     parser = build_parser(only=_command_in(argv))
     args, unrecognized = parser.parse_known_args(argv)
@@ -138,7 +138,7 @@ def _main(argv: list[str]) -> int:
     committed: list = []
     try:
         inputs, outputs = module.paths(args)
-        to_stdout = any(o is not None and str(o) == STDOUT for o in outputs)
+        to_stdout = any(o is not None and is_stdout(o) for o in outputs)
         with (
             _command_settings(verbose=args.verbose, progress=args.progress),
             command_outputs(stdout) as committed,

@@ -82,10 +82,14 @@ def name_max(folder: Path) -> int:
         return 255
 
 
+_DESCRIPTOR = re.compile(r"^/(dev/(stdin|stdout|stderr|fd/\d+)|proc/[^/]+/fd/\d+)$")
+
+
 def written_through(path: Path) -> bool:
-    """Whether ``path`` is written through instead of replaced: standard output, or an existing target that is
-    not a regular file or directory (a device, a FIFO, a socket) or that lives in /dev or /proc (``/dev/stdout``
-    redirected to a file)."""
+    """Whether ``path`` is written through instead of replaced: standard output, an existing target that is not a
+    regular file or directory (a device, a FIFO, a socket), or a file descriptor's name (``/dev/stdout``,
+    ``/dev/fd/N``, ``/proc/PID/fd/N``) even when it stands for a regular file (a shell redirection): replacing
+    it would cut the output off from the stream the user opened."""
     if str(path) == STDOUT:
         return True
     try:
@@ -94,7 +98,21 @@ def written_through(path: Path) -> bool:
         return False
     if stat.S_ISDIR(mode):
         return False
-    return not stat.S_ISREG(mode) or path.absolute().parts[1:2] in (("dev",), ("proc",))
+    return not stat.S_ISREG(mode) or bool(_DESCRIPTOR.match(os.path.normpath(path.absolute())))
+
+
+def is_stdout(path: str | Path) -> bool:
+    """``-``, or a descriptor name (``/dev/stdout``, ``/dev/fd/1``, …) that is this process's standard output:
+    written through the command's own stdout stream, so that its messages cannot overwrite the output."""
+    text = os.fspath(path)
+    if text == STDOUT:
+        return True
+    if not _DESCRIPTOR.match(os.path.normpath(os.path.abspath(text))):
+        return False
+    try:
+        return os.path.samestat(os.stat(text), os.fstat(1))
+    except OSError:
+        return False
 
 
 def check_output(path: str | Path, *, directory: bool = False, suffixes: tuple[str, ...] | None = None) -> Path:
@@ -169,14 +187,17 @@ def _inside(inner: Path, outer: Path) -> bool:
 
 
 def check_not_inputs(outputs: Iterable[str | Path | None], inputs: Iterable[str | Path | None]) -> None:
-    """Refuse (:class:`OutputError`, naming both) an output that is an input (links resolved), would replace a file
-    inside an input folder, or is a folder holding an input: writing it would destroy what the command reads. Standard
-    output and devices are written through, never replaced, so they may be both."""
+    """Refuse (:class:`OutputError`, naming both) an output that is an input (links, ``/proc`` paths and
+    descriptors resolved: ``-o /dev/stdin < input`` too), would replace a file inside an input folder, or is a
+    folder holding an input: writing it would destroy what the command reads. Standard output and devices are
+    written through, never replaced, so they may be both."""
     sources = [Path(os.fspath(i)) for i in inputs if i is not None and os.fspath(i) != STDOUT]
     for given in outputs:
-        if given is None or written_through(Path(os.fspath(given))):
+        if given is None or os.fspath(given) == STDOUT:
             continue
         output = Path(os.fspath(given))
+        if written_through(output) and not _regular(output):
+            continue  # a device or FIFO: written through, nothing of the user's is replaced
         for source in sources:
             if _same(output, source) if _exists(output) and _exists(source) else _target(output) == _target(source):
                 raise OutputError(
@@ -184,10 +205,18 @@ def check_not_inputs(outputs: Iterable[str | Path | None], inputs: Iterable[str 
                 )
             if source.is_dir() and _exists(output) and _inside(output, source):
                 raise OutputError(
-                    f"output {output} would replace a file of the input folder {source}; write it elsewhere"
+                    f"output {output} would replace {_target(output)}, a file of the input folder {source};"
+                    " write it elsewhere"
                 )
             if _exists(output) and output.is_dir() and _inside(source, output):
                 raise OutputError(f"output {output} would replace the input {source} inside it; write it elsewhere")
+
+
+def _regular(path: Path) -> bool:
+    try:
+        return stat.S_ISREG(path.stat().st_mode)
+    except OSError:
+        return False
 
 
 def _temporary_name(target: Path, kind: str = "tmp", folder: Path | None = None) -> Path:
@@ -294,7 +323,7 @@ class OutputSet:
         return temporary
 
     def _stream(self, given: Path) -> Path:
-        name = STDOUT if str(given) == STDOUT else given
+        name = STDOUT if is_stdout(given) else given
         self._new(given, name)
         folder = Path(tempfile.gettempdir())
         clean_leftovers(folder)
@@ -486,7 +515,7 @@ def check_outputs(*targets: str | Path | None) -> list[Path]:
     """:func:`check_output` on every target (``None`` skipped), and no path given for two of them: what a
     command calls before its work, so that :func:`output_set` cannot refuse after it."""
     given = [check_output(t) for t in targets if t is not None]
-    resolved = [STDOUT if str(t) == STDOUT else _target(t) for t in given]
+    resolved = [STDOUT if is_stdout(t) else _target(t) for t in given]
     twice = [str(t) for t, r in zip(given, resolved) if r != STDOUT and resolved.count(r) > 1]
     if twice:
         raise OutputError(f"{twice[0]} is given for two outputs of one command; give each its own path")

@@ -46,6 +46,19 @@ CASES = {
         ("link.jsonl", "is the input"),
         link("link.jsonl", "items.jsonl"),
     ),
+    "convert-output-is-the-input-through-proc": _clobber(
+        "convert --data items.jsonl -o /proc/self/cwd/items.jsonl",
+        {"items.jsonl": GOOD},
+        ("items.jsonl", "is the input"),
+    ),
+    "select-output-replaces-checkpoint-meta-through-proc": _clobber(
+        S.replace("--method metric_var --metric m", "--checkpoint ckpt").replace(
+            "{d}/subset.jsonl", "/proc/self/cwd/ckpt/precomet.json"
+        ),
+        {"items.jsonl": GOOD},
+        ("precomet.json", "input folder"),
+        shipped_checkpoint,
+    ),
     "convert-output-replaces-a-file-of-the-input-folder": _clobber(
         "convert --data esa --campaign en-cs -o {d}/esa/humeval/wave1.csv",
         {},

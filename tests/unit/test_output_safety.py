@@ -74,6 +74,34 @@ def test_dev_stdout_is_written_through_and_stays_a_link(tmp_path):
     assert os.path.islink("/dev/stdout") and os.readlink("/dev/stdout") == before
 
 
+def test_dev_stdin_redirected_from_the_input_is_refused(tmp_path):
+    (tmp_path / "items.jsonl").write_text(GOOD)
+    with open(tmp_path / "items.jsonl") as stdin:
+        done = subprocess.run(
+            [sys.executable, "-m", "precomet", "convert", "--data", "items.jsonl", "-o", "/dev/stdin"],
+            stdin=stdin,
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+            env={**os.environ, "PYTHONPATH": str(REPO)},
+        )
+    assert done.returncode == 2 and "is the input" in done.stderr
+    assert (tmp_path / "items.jsonl").read_text() == GOOD
+
+
+def test_dev_stdout_redirected_to_a_file_is_written_through(tmp_path):
+    with open(tmp_path / "out.jsonl", "w") as stdout:
+        done = subprocess.run(
+            [sys.executable, "-m", "precomet", "convert", "--data", TINY, "-o", "/dev/stdout"],
+            stdout=stdout,
+            stderr=subprocess.PIPE,
+            env={**os.environ, "PYTHONPATH": str(REPO)},
+        )
+    assert done.returncode == 0, done.stderr
+    assert json.loads((tmp_path / "out.jsonl").read_text().splitlines()[0])["id"]
+    assert _leftovers(tmp_path) == []
+
+
 def test_a_write_that_fails_names_its_output(tmp_path):
     import errno
 
