@@ -4,9 +4,19 @@ from __future__ import annotations
 
 import argparse
 import logging
+import sys
 from pathlib import Path
 
-from precomet.commands.common import Paths, add_data_arguments, load_campaign, open_share, repeats, seed
+from precomet.commands.common import (
+    Paths,
+    _DeprecatedSpelling,
+    add_data_arguments,
+    add_output_argument,
+    load_campaign,
+    open_share,
+    repeats,
+    seed,
+)
 from precomet.errors import DataError
 
 HELP = "rank systems from human scores: means, bootstrap CIs, significance clusters, win probabilities; JSON and figure"
@@ -27,7 +37,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--manifest", type=Path, help="manifest of the selection (.manifest.json) to record in the signature"
     )
     parser.add_argument(
-        "--level", type=open_share, default=0.95, help="confidence level of the bootstrap intervals (default 0.95)"
+        "--confidence",
+        type=open_share,
+        default=0.95,
+        help="confidence level of the bootstrap intervals, in (0, 1) (default 0.95)",
+    )
+    parser.add_argument(  # the old spelling, one release: --level means item/doc in select and benchmark
+        "--level",
+        dest="confidence",
+        type=open_share,
+        action=_DeprecatedSpelling,
+        instead="--confidence",
+        help=argparse.SUPPRESS,
     )
     parser.add_argument("--rounds", type=repeats, default=1000, help="bootstrap rounds (default 1000)")
     parser.add_argument(
@@ -37,24 +58,29 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="p-value below which the Wilcoxon test opens a new cluster (default 0.05)",
     )
     parser.add_argument("--seed", type=seed, default=0, help="seed of the bootstrap (default 0)")
-    parser.add_argument("--json", type=Path, help="write the ranking with its signature here")
-    parser.add_argument("--plot", type=Path, help="write the figure here (PNG, PDF or SVG)")
+    add_output_argument(
+        parser,
+        "write the ranking as JSON with its signature here ('-' = standard output)",
+        required=False,
+        old=("--json",),
+    )
+    parser.add_argument("--plot", type=Path, metavar="PATH", help="write the figure here (PNG, PDF or SVG)")
 
 
 def paths(args: argparse.Namespace) -> Paths:
     from precomet.select import subset_manifest_path
 
     beside = subset_manifest_path(args.subset) if args.subset is not None else None
-    return Paths(inputs=[args.data, args.subset, args.manifest, beside], outputs=[args.json, args.plot])
+    return Paths(inputs=[args.data, args.subset, args.manifest, beside], outputs=[args.output, args.plot])
 
 
 def run(args: argparse.Namespace) -> int:
     from precomet.io import jsonsafe
-    from precomet.io.atomic import FIGURE_SUFFIXES, check_output, check_outputs, output_set
+    from precomet.io.atomic import FIGURE_SUFFIXES, STDOUT, check_output, check_outputs, output_set
     from precomet.rank import check_manifest, plot_ranking, rank_systems, ranking_table, read_manifest
     from precomet.select import subset_manifest_path
 
-    check_outputs(args.json, args.plot)
+    check_outputs(args.output, args.plot)
     if args.plot:
         check_output(args.plot, suffixes=FIGURE_SUFFIXES)
     campaign = load_campaign(args)
@@ -68,7 +94,7 @@ def run(args: argparse.Namespace) -> int:
     ranking = rank_systems(
         campaign,
         score=args.score,
-        level=args.level,
+        level=args.confidence,
         rounds=args.rounds,
         alpha=args.alpha,
         seed=args.seed,
@@ -80,17 +106,18 @@ def run(args: argparse.Namespace) -> int:
             log.warning("%s: %s", manifest_path, problem)
     result = ranking.to_dict()
     result["signature"].update(data=str(args.data), subset=None if args.subset is None else str(args.subset))
-    print(ranking_table(ranking))
-    with output_set(args.json, args.plot) as out:
-        if args.json:
-            with out.open(args.json) as handle:
+    stream = sys.stderr if str(args.output) == STDOUT else sys.stdout  # '-o -': the JSON alone on stdout
+    print(ranking_table(ranking), file=stream)
+    with output_set(args.output, args.plot) as out:
+        if args.output:
+            with out.open(args.output) as handle:
                 jsonsafe.dump(result, handle, indent=1, ensure_ascii=False)
                 handle.write("\n")
         if args.plot:
             plot_ranking(ranking, out.path(args.plot))
-    written = [str(p) for p in (args.json, args.plot) if p]
+    written = [str(p) for p in (args.output, args.plot) if p]
     if written:
-        print("wrote " + " and ".join(written))
+        print("wrote " + " and ".join(written), file=stream)
     return 0
 
 
