@@ -17,7 +17,7 @@ from precomet.commands.common import (
     repeats,
     seed,
 )
-from precomet.errors import DataError
+from precomet.errors import DataError, PrecometError
 
 HELP = "rank systems from human scores: means, bootstrap CIs, significance clusters, win probabilities; JSON and figure"
 
@@ -50,6 +50,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         instead="--confidence",
         help=argparse.SUPPRESS,
     )
+    parser.add_argument(
+        "--reweight",
+        choices=["domain", "length"],
+        help="with --subset: also show means post-stratified to the test set's shares (each stratum's subset mean"
+        " weighted by its share of the whole --data): domain = per domain, length = per source-length quartile;"
+        " with bootstrap CIs resampled within strata",
+    )
     parser.add_argument("--rounds", type=repeats, default=1000, help="bootstrap rounds (default 1000)")
     parser.add_argument(
         "--alpha",
@@ -75,7 +82,10 @@ def paths(args: argparse.Namespace) -> Paths:
 
 
 def run(args: argparse.Namespace) -> int:
-    from precomet.io import jsonsafe
+    import numpy as np
+
+    from precomet.campaign import HUMAN
+    from precomet.io import jsonsafe, load
     from precomet.io.atomic import FIGURE_SUFFIXES, STDOUT, check_output, check_outputs, output_set
     from precomet.rank import check_manifest, plot_ranking, rank_systems, ranking_table, read_manifest
     from precomet.select import subset_manifest_path
@@ -83,10 +93,34 @@ def run(args: argparse.Namespace) -> int:
     check_outputs(args.output, args.plot)
     if args.plot:
         check_output(args.plot, suffixes=FIGURE_SUFFIXES)
-    campaign = load_campaign(args)
+    if args.reweight is not None and args.subset is None:
+        raise PrecometError(
+            f"--reweight {args.reweight} needs --subset: without it the data is the test set and the reweighted means"
+            " would be the raw means"
+        )
+    test_set = full = None
+    test_set_is = None
     manifest_path = args.manifest
-    if args.subset is not None:
-        campaign = campaign.take_ids(_subset_ids(args.subset))
+    if args.subset is None:
+        campaign = load_campaign(args)
+    else:
+        # the scored full data and the subset are what load_campaign gives (items rated for every system unless
+        # --keep-incomplete), restricted for the subset; the test set the subset is compared with is the scored
+        # full data when it reaches beyond the subset (what select drew from, what the full-data ranking covers),
+        # else every item of --data, rated or not (the subset alone was annotated)
+        everything = load(args.data, campaign=args.campaign, human=args.human, complete=False)
+        full = everything
+        if not args.keep_incomplete and HUMAN in everything.scores:
+            full = everything.complete(HUMAN)[0]
+        campaign = full.take_ids(_subset_ids(args.subset))
+        scored = (
+            full.take(np.flatnonzero(~np.isnan(full.score(args.score)).all(axis=1)))
+            if (args.score in full.scores)
+            else full
+        )
+        beyond = bool(set(map(str, scored.ids)) - set(map(str, campaign.ids)))
+        test_set = scored if beyond else everything
+        test_set_is = "the scored items of --data" if beyond else "every item of --data (only the subset is scored)"
         beside = subset_manifest_path(args.subset)
         if manifest_path is None and beside is not None and beside.exists():
             manifest_path = beside
@@ -99,13 +133,19 @@ def run(args: argparse.Namespace) -> int:
         alpha=args.alpha,
         seed=args.seed,
         manifest=manifest,
+        test_set=test_set,
+        full=full,
+        reweight=args.reweight,
     )
+    _warn_about_subset(ranking, args.reweight)
     if manifest is not None:
         problem = check_manifest(int(ranking.signature["items"]), manifest)
         if problem:
             log.warning("%s: %s", manifest_path, problem)
     result = ranking.to_dict()
     result["signature"].update(data=str(args.data), subset=None if args.subset is None else str(args.subset))
+    if "composition" in result:
+        result["composition"]["test_set"] = test_set_is
     stream = sys.stderr if str(args.output) == STDOUT else sys.stdout  # '-o -': the JSON alone on stdout
     print(ranking_table(ranking), file=stream)
     with output_set(args.output, args.plot) as out:
@@ -119,6 +159,27 @@ def run(args: argparse.Namespace) -> int:
     if written:
         print("wrote " + " and ".join(written), file=stream)
     return 0
+
+
+def _warn_about_subset(ranking, reweight: str | None) -> None:
+    """The subset's composition on stderr (one line per material difference), with what to do about it."""
+    comp = ranking.composition
+    if comp is None:
+        return
+    if comp.note:
+        log.warning("rank --subset: %s", comp.note)
+    for i, line in enumerate(comp.warnings):
+        hint = ""
+        if i == len(comp.warnings) - 1:
+            hint = (
+                "; subset means are not test-set means (--reweight domain or length post-stratifies them)"
+                if reweight is None
+                else f"; see the reweighted ({reweight}) means"
+            )
+        log.warning("rank --subset: %s%s", line, hint)
+    if ranking.reweighted is not None:
+        for note in ranking.reweighted.notes:
+            log.warning("rank --reweight: %s", note)
 
 
 def _subset_ids(path: Path) -> list[str]:
