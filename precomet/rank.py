@@ -15,6 +15,12 @@ subset) into what a findings paper prints:
 * **win probabilities**: ``win[a, b]`` = share of bootstrap rounds in which system ``a``'s mean is above
   ``b``'s, ties counted half (so ``win[a, b] + win[b, a] = 1``).
 
+With ``test_set`` (the subset's test set), three additions that leave the numbers above untouched: the subset's
+:class:`Composition` against it (domain shares, source length; material when the domain total variation exceeds
+:data:`MAX_DOMAIN_TVD` or the mean-length ratio leaves :data:`LENGTH_RATIO_RANGE`), :class:`Reweighted`
+post-stratified means (``reweight``: each stratum's subset mean weighted by its test-set share, bootstrap within
+strata) and the :class:`FullAgreement` (Kendall τ-b and flipped system pairs) with the full-data ranking.
+
 Vectorised: a chunk of rounds is one ``(rounds, N)`` count matrix (``bincount`` of uniform draws) times the
 ``(N, S)`` score matrix, so 1000 rounds on 100k items × 30 systems take about 1.7 s on 2 cores
 (``benchmarks/bench_rank.py``).
