@@ -4,10 +4,20 @@ from __future__ import annotations
 
 import argparse
 import logging
+import sys
 from pathlib import Path
 
-from precomet.commands.common import Paths, add_data_arguments, load_campaign, open_share, repeats, seed
-from precomet.errors import DataError
+from precomet.commands.common import (
+    Paths,
+    _DeprecatedSpelling,
+    add_data_arguments,
+    add_output_argument,
+    load_campaign,
+    open_share,
+    repeats,
+    seed,
+)
+from precomet.errors import DataError, PrecometError
 
 HELP = "rank systems from human scores: means, bootstrap CIs, significance clusters, win probabilities; JSON and figure"
 
@@ -27,7 +37,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--manifest", type=Path, help="manifest of the selection (.manifest.json) to record in the signature"
     )
     parser.add_argument(
-        "--level", type=open_share, default=0.95, help="confidence level of the bootstrap intervals (default 0.95)"
+        "--confidence",
+        type=open_share,
+        default=0.95,
+        help="confidence level of the bootstrap intervals, in (0, 1) (default 0.95)",
+    )
+    parser.add_argument(  # the old spelling, one release: --level means item/doc in select and benchmark
+        "--level",
+        dest="confidence",
+        type=open_share,
+        action=_DeprecatedSpelling,
+        instead="--confidence",
+        help=argparse.SUPPRESS,
+    )
+    parser.add_argument(
+        "--reweight",
+        choices=["domain", "length"],
+        help="with --subset: also show means post-stratified to the test set's shares (each stratum's subset mean"
+        " weighted by its share of the whole --data): domain = per domain, length = per source-length quartile;"
+        " with bootstrap CIs resampled within strata",
     )
     parser.add_argument("--rounds", type=repeats, default=1000, help="bootstrap rounds (default 1000)")
     parser.add_argument(
@@ -37,30 +65,62 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="p-value below which the Wilcoxon test opens a new cluster (default 0.05)",
     )
     parser.add_argument("--seed", type=seed, default=0, help="seed of the bootstrap (default 0)")
-    parser.add_argument("--json", type=Path, help="write the ranking with its signature here")
-    parser.add_argument("--plot", type=Path, help="write the figure here (PNG, PDF or SVG)")
+    add_output_argument(
+        parser,
+        "write the ranking as JSON with its signature here ('-' = standard output)",
+        required=False,
+        old=("--json",),
+    )
+    parser.add_argument("--plot", type=Path, metavar="PATH", help="write the figure here (PNG, PDF or SVG)")
 
 
 def paths(args: argparse.Namespace) -> Paths:
     from precomet.select import subset_manifest_path
 
     beside = subset_manifest_path(args.subset) if args.subset is not None else None
-    return Paths(inputs=[args.data, args.subset, args.manifest, beside], outputs=[args.json, args.plot])
+    return Paths(inputs=[args.data, args.subset, args.manifest, beside], outputs=[args.output, args.plot])
 
 
 def run(args: argparse.Namespace) -> int:
-    from precomet.io import jsonsafe
-    from precomet.io.atomic import FIGURE_SUFFIXES, check_output, check_outputs, output_set
+    import numpy as np
+
+    from precomet.campaign import HUMAN
+    from precomet.io import jsonsafe, load
+    from precomet.io.atomic import FIGURE_SUFFIXES, STDOUT, check_output, check_outputs, output_set
     from precomet.rank import check_manifest, plot_ranking, rank_systems, ranking_table, read_manifest
     from precomet.select import subset_manifest_path
 
-    check_outputs(args.json, args.plot)
+    check_outputs(args.output, args.plot)
     if args.plot:
         check_output(args.plot, suffixes=FIGURE_SUFFIXES)
-    campaign = load_campaign(args)
+    if args.reweight is not None and args.subset is None:
+        raise PrecometError(
+            f"--reweight {args.reweight} needs --subset: without it the data is the test set and the reweighted means"
+            " would be the raw means"
+        )
+    test_set = full = None
+    test_set_is = None
     manifest_path = args.manifest
-    if args.subset is not None:
-        campaign = campaign.take_ids(_subset_ids(args.subset))
+    if args.subset is None:
+        campaign = load_campaign(args)
+    else:
+        # the scored full data and the subset are what load_campaign gives (items rated for every system unless
+        # --keep-incomplete), restricted for the subset; the test set the subset is compared with is the scored
+        # full data when it reaches beyond the subset (what select drew from, what the full-data ranking covers),
+        # else every item of --data, rated or not (the subset alone was annotated)
+        everything = load(args.data, campaign=args.campaign, human=args.human, complete=False)
+        full = everything
+        if not args.keep_incomplete and HUMAN in everything.scores:
+            full = everything.complete(HUMAN)[0]
+        campaign = full.take_ids(_subset_ids(args.subset))
+        scored = (
+            full.take(np.flatnonzero(~np.isnan(full.score(args.score)).all(axis=1)))
+            if (args.score in full.scores)
+            else full
+        )
+        beyond = bool(set(map(str, scored.ids)) - set(map(str, campaign.ids)))
+        test_set = scored if beyond else everything
+        test_set_is = "the scored items of --data" if beyond else "every item of --data (only the subset is scored)"
         beside = subset_manifest_path(args.subset)
         if manifest_path is None and beside is not None and beside.exists():
             manifest_path = beside
@@ -68,30 +128,58 @@ def run(args: argparse.Namespace) -> int:
     ranking = rank_systems(
         campaign,
         score=args.score,
-        level=args.level,
+        level=args.confidence,
         rounds=args.rounds,
         alpha=args.alpha,
         seed=args.seed,
         manifest=manifest,
+        test_set=test_set,
+        full=full,
+        reweight=args.reweight,
     )
+    _warn_about_subset(ranking, args.reweight)
     if manifest is not None:
         problem = check_manifest(int(ranking.signature["items"]), manifest)
         if problem:
             log.warning("%s: %s", manifest_path, problem)
     result = ranking.to_dict()
     result["signature"].update(data=str(args.data), subset=None if args.subset is None else str(args.subset))
-    print(ranking_table(ranking))
-    with output_set(args.json, args.plot) as out:
-        if args.json:
-            with out.open(args.json) as handle:
+    if "composition" in result:
+        result["composition"]["test_set"] = test_set_is
+    stream = sys.stderr if str(args.output) == STDOUT else sys.stdout  # '-o -': the JSON alone on stdout
+    print(ranking_table(ranking), file=stream)
+    with output_set(args.output, args.plot) as out:
+        if args.output:
+            with out.open(args.output) as handle:
                 jsonsafe.dump(result, handle, indent=1, ensure_ascii=False)
                 handle.write("\n")
         if args.plot:
             plot_ranking(ranking, out.path(args.plot))
-    written = [str(p) for p in (args.json, args.plot) if p]
+    written = [str(p) for p in (args.output, args.plot) if p]
     if written:
-        print("wrote " + " and ".join(written))
+        print("wrote " + " and ".join(written), file=stream)
     return 0
+
+
+def _warn_about_subset(ranking, reweight: str | None) -> None:
+    """The subset's composition on stderr (one line per material difference), with what to do about it."""
+    comp = ranking.composition
+    if comp is None:
+        return
+    if comp.note:
+        log.warning("rank --subset: %s", comp.note)
+    for i, line in enumerate(comp.warnings):
+        hint = ""
+        if i == len(comp.warnings) - 1:
+            hint = (
+                "; subset means are not test-set means (--reweight domain or length post-stratifies them)"
+                if reweight is None
+                else f"; see the reweighted ({reweight}) means"
+            )
+        log.warning("rank --subset: %s%s", line, hint)
+    if ranking.reweighted is not None:
+        for note in ranking.reweighted.notes:
+            log.warning("rank --reweight: %s", note)
 
 
 def _subset_ids(path: Path) -> list[str]:

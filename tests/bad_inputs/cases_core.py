@@ -332,30 +332,30 @@ CASES = {
     ),
     # ---- rank: after the annotation
     "rank-unknown-score": Case(
-        ["rank", "--data", "items.jsonl", "--score", "bleu", "--json", "{d}/r.json"], {"items.jsonl": GOOD}, ("'bleu'",)
+        ["rank", "--data", "items.jsonl", "--score", "bleu", "-o", "{d}/r.json"], {"items.jsonl": GOOD}, ("'bleu'",)
     ),
     "rank-rounds-zero": Case(
-        ["rank", "--data", "items.jsonl", "--rounds", "0", "--json", "{d}/r.json"],
+        ["rank", "--data", "items.jsonl", "--rounds", "0", "-o", "{d}/r.json"],
         {"items.jsonl": GOOD},
         ("--rounds", "'0'"),
     ),
-    "rank-level-one": Case(
-        ["rank", "--data", "items.jsonl", "--level", "1", "--json", "{d}/r.json"],
+    "rank-confidence-one": Case(
+        ["rank", "--data", "items.jsonl", "--confidence", "1", "-o", "{d}/r.json"],
         {"items.jsonl": GOOD},
-        ("--level", "'1'"),
+        ("--confidence", "'1'"),
     ),
     "rank-subset-unknown-id": Case(
-        ["rank", "--data", "items.jsonl", "--subset", "s.jsonl", "--json", "{d}/r.json"],
+        ["rank", "--data", "items.jsonl", "--subset", "s.jsonl", "-o", "{d}/r.json"],
         {"items.jsonl": GOOD, "s.jsonl": '{"id": "a"}\n{"id": "zz"}\n'},
         ("'zz'",),
     ),
     "rank-plot-unknown-format": Case(
-        ["rank", "--data", "items.jsonl", "--json", "{d}/r.json", "--plot", "{d}/r.gif"],
+        ["rank", "--data", "items.jsonl", "-o", "{d}/r.json", "--plot", "{d}/r.gif"],
         {"items.jsonl": GOOD},
         ("r.gif",),
     ),
     "rank-inf-human-score": Case(
-        ["rank", "--data", "items.jsonl", "--json", "{d}/r.json"],
+        ["rank", "--data", "items.jsonl", "-o", "{d}/r.json"],
         {"items.jsonl": jsonl(items(), raw_replace=('"human": 4, "m": 0.2', '"human": Infinity, "m": 0.2'))},
         ("items.jsonl:2", "human"),
     ),

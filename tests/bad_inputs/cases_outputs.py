@@ -134,17 +134,17 @@ CASES = {
         ("items.jsonl", "is the input"),
     ),
     "rank-json-is-the-subset": _clobber(
-        RANK + " --subset s.jsonl --json {d}/s.jsonl",
+        RANK + " --subset s.jsonl -o {d}/s.jsonl",
         {"items.jsonl": GOOD, "s.jsonl": '{"id": "a"}\n{"id": "b"}\n'},
         ("s.jsonl", "is the input"),
     ),
     "rank-json-is-the-manifest-beside-the-subset": _clobber(
-        RANK + " --subset s.jsonl --json {d}/s.manifest.json",
+        RANK + " --subset s.jsonl -o {d}/s.manifest.json",
         {"items.jsonl": GOOD, "s.jsonl": '{"id": "a"}\n{"id": "b"}\n', "s.manifest.json": "{}"},
         ("s.manifest.json", "is the input"),
     ),
     "rank-plot-is-the-data-by-link": _clobber(
-        RANK + " --json {d}/r.json --plot {d}/fig.png",
+        RANK + " -o {d}/r.json --plot {d}/fig.png",
         {"items.jsonl": GOOD},
         ("fig.png", "is the input"),
         link("fig.png", "items.jsonl"),

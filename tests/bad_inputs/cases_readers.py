@@ -39,7 +39,7 @@ MTME = ["info", "--data", "mtme", "--campaign", "wmt23/en-de"]
 RELEASE = ["info", "--data", "release", "--campaign", "wmt22/en-de"]
 HF = ["convert", "--data", "ds", "-o", "{d}/out.jsonl"]
 TED_HEADER = "system\tdoc\tdoc_id\tseg_id\trater\tsource\ttarget\tcategory\tseverity\n"
-RANK = ["rank", "--data", "items.jsonl", "--json", "{d}/r.json"]
+RANK = ["rank", "--data", "items.jsonl", "-o", "{d}/r.json"]
 
 
 def _esa(folder: Path) -> Path:

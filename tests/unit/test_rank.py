@@ -177,7 +177,7 @@ def test_cli_json_signature_figure_and_manifest(tmp_path, capsys, tiny_campaign)
             "100",
             "--seed",
             "3",
-            "--json",
+            "-o",
             str(out),
             "--plot",
             str(fig),
@@ -206,7 +206,7 @@ def test_cli_keep_incomplete_and_bad_manifest(tmp_path, capsys):
             "--keep-incomplete",
             "--rounds",
             "50",
-            "--json",
+            "-o",
             str(tmp_path / "r.json"),
         ]
     )
