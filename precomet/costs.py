@@ -24,13 +24,13 @@ _MEASURED_NOTE = "median annotation seconds"  # how annotation_cost's campaign.i
 
 def format_duration(seconds: float) -> str:
     """``7500`` -> ``"2 h 05 min"``, ``2700`` -> ``"45 min"``, ``38`` -> ``"38 s"`` (rounded to the minute from
-    one minute on, to the second below it)."""
+    one minute on, to the second below it; halves round up)."""
     seconds = float(seconds)
     if not math.isfinite(seconds) or seconds < 0:
         raise ValueError(f"seconds={seconds!r}: expected a finite duration >= 0")
-    if round(seconds) < 60:
-        return f"{round(seconds)} s"
-    minutes = round(seconds / 60)
+    if math.floor(seconds + 0.5) < 60:
+        return f"{math.floor(seconds + 0.5)} s"
+    minutes = math.floor(seconds / 60 + 0.5)
     hours, minutes = divmod(minutes, 60)
     return f"{hours} h {minutes:02d} min" if hours else f"{minutes} min"
 
