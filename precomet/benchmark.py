@@ -848,7 +848,7 @@ def plot_benchmark(result: Mapping[str, Any], path: str | Path) -> None:
     ax_par.set_ylabel("parity: % of the budget to match random")
     ax_par.set_title("lines: parity per budget; ◆ right: mean with 90% interval", fontsize=8)
     ax_par.grid(alpha=0.3)
-    ax_par.legend(fontsize=8, loc="upper right")
+    ax_par.legend(fontsize=8, loc="best")
     ax_spa.set_ylabel("soft pairwise accuracy (%)")
     ax_clu.set_ylabel("cluster count")
     fig.suptitle(
