@@ -172,7 +172,7 @@ def main() -> None:
             "--seeds",
             str(args.seeds),
             "--no-oracle",
-            "--json",
+            "-o",
             out_json,
         ]
         peer_argv = [peer, "-c", PEER_SCRIPT, str(peer_data), metric, str(args.seeds), str(Path(tmp, "peer.json"))]
@@ -212,7 +212,7 @@ def main() -> None:
         f"Command: {command}",
         "",
         f"Data: {what}. precomet: `precomet benchmark --data items.jsonl --methods {','.join(METHODS)}"
-        f" --metric {metric} --seeds {args.seeds} --no-oracle --json out.json` (also searches each method's parity"
+        f" --metric {metric} --seeds {args.seeds} --no-oracle -o out.json` (also searches each method's parity"
         f" budget); peer: one `python` process running `select_subset.basic` + `eval_spa` + `eval_clucor` for the"
         f" same 3 methods and {args.seeds} random seeds (10 budgets 5–50 %). One BLAS thread on both sides; runs"
         " alternate. Source trees: " + ", ".join(f"{name} = {commit}" for name, commit in commits.items()) + ".",

@@ -5,7 +5,9 @@ meta-evaluated against the full campaign (SPA, cluster count, Kendall τ-b of sy
 is run with ``seeds`` seeds (default 100) and summarised by its mean and 90 % Student-t interval of a single
 run (``mean ± t₀.₉₅,R−1 · s``, the band of the paper's figures). The **parity proportion** (Eq. 12) of a
 method is, averaged over budgets ``B``, the smallest budget ``C`` at which the method's SPA reaches random's
-mean SPA at ``B``, divided by ``B``.
+mean SPA at ``B``, divided by ``B`` (:data:`PARITY_MEANING`). Its 90 % interval (``parity_ci90``) is a bootstrap
+over random's seeds and the budgets, computed from the SPA values the parity search already evaluated
+(:func:`parity_interval`); :func:`recommendation` turns the best parity into one sentence.
 """
 
 from __future__ import annotations
@@ -40,6 +42,11 @@ BENCH_MEASURES = ("spa", "clusters", "kendall")
 LEVELS = ("item", "doc")
 BALANCE = (None, "domain")
 _SEED_BATCH = 25  # random orderings meta-evaluated per batched call (progress granularity)
+PARITY_RESAMPLES = 1000  # bootstrap resamples behind parity_ci90
+PARITY_MEANING = (
+    "parity = the share of the budget a method needs to reach the accuracy (SPA) random selection reaches with the"
+    " whole budget, averaged over the budgets (below 100 %: the method saves annotation)"
+)
 
 Select = Callable[[np.ndarray, float], np.ndarray]
 
@@ -178,6 +185,19 @@ def random_baseline(
     tick: Callable[[], None] = lambda: None,
 ) -> dict[str, Any]:
     """Random selection with ``seeds`` seeds: per-prop means and 90 % intervals of SPA, clusters, Kendall."""
+    return summarise_random(random_runs(ref, select, props, seeds=seeds, seed=seed, tick=tick), len(props))
+
+
+def random_runs(
+    ref: Reference,
+    select: Select | None,
+    props: Sequence[float],
+    *,
+    seeds: int = 100,
+    seed: int = 0,
+    tick: Callable[[], None] = lambda: None,
+) -> np.ndarray:
+    """The random runs behind :func:`random_baseline`: array ``(seeds, props, BENCH_MEASURES)``."""
     if seeds < 1:
         raise PrecometError(f"seeds={seeds}: the random baseline needs at least 1 seed")
     runs = np.zeros((seeds, len(props), len(BENCH_MEASURES)))
@@ -197,14 +217,20 @@ def random_baseline(
             for q, values in enumerate(evaluate_props(ref, select, utility, props)):
                 runs[r, q] = [values[m] for m in BENCH_MEASURES]
                 tick()
+    return runs
+
+
+def summarise_random(runs: np.ndarray, n_props: int) -> dict[str, Any]:
+    """Per-prop means and 90 % single-run intervals of the random runs (:func:`random_runs`)."""
+    seeds = runs.shape[0]
     spa, clu, cor = (runs[:, :, k] for k in range(3))
     return {
         "spa": float(spa.mean()),
         "spa_by_prop": spa.mean(axis=0).tolist(),
-        "spa_ci90_by_prop": [list(ci90(spa[:, q])) for q in range(len(props))],
+        "spa_ci90_by_prop": [list(ci90(spa[:, q])) for q in range(n_props)],
         "clusters": float(clu.mean()),
         "clusters_by_prop": clu.mean(axis=0).tolist(),
-        "clusters_ci90_by_prop": [list(ci90(clu[:, q])) for q in range(len(props))],
+        "clusters_ci90_by_prop": [list(ci90(clu[:, q])) for q in range(n_props)],
         "corr": float(cor.mean()),
         "corr_by_prop": cor.mean(axis=0).tolist(),
         "seeds": seeds,
@@ -280,6 +306,84 @@ def parity_searches(
                 bracket[0] = mid
 
 
+def replayed_position(
+    spa_at: Callable[[int], float],
+    evaluated: Mapping[int, float],
+    target: float,
+    *,
+    n_items: int,
+    grid: int = 32,
+    start: int = 2,
+) -> float:
+    """:func:`parity_search`'s answer for ``target``, replayed on the SPA values it already ``evaluated``: the same
+    coarse pass (a coarse position not evaluated yet is asked of the memoised ``spa_at``) and the same bisection
+    while its midpoints are known; at the first unknown midpoint, the linear interpolation between the bracket's
+    ends (fractional). For a target the search ran with, the answer is the search's own (every midpoint known)."""
+    previous = start - 1
+    for g in coarse_grid(n_items, grid=grid, start=start):
+        g = int(g)
+        if (evaluated[g] if g in evaluated else spa_at(g)) >= target:
+            lo, hi = previous, g
+            while hi - lo > 1:
+                mid = (lo + hi) // 2
+                if mid not in evaluated:
+                    low = evaluated.get(lo, -np.inf)
+                    if not np.isfinite(low):
+                        return float(hi)
+                    share = (target - low) / (evaluated[hi] - low)
+                    return lo + float(np.clip(share, 0.0, 1.0)) * (hi - lo)
+                if evaluated[mid] >= target:
+                    hi = mid
+                else:
+                    lo = mid
+            return float(hi)
+        previous = g
+    return float(n_items)
+
+
+def parity_interval(
+    position_for: Callable[[float], float],
+    random_spa_runs: np.ndarray,
+    parity_of: Callable[[float, int], float],
+    *,
+    resamples: int = PARITY_RESAMPLES,
+    seed: int = 0,
+) -> tuple[float, float]:
+    """90 % bootstrap interval (5th and 95th percentile) of the parity over random's seeds and the budgets.
+
+    Each resample draws random's seeds with replacement (the targets become the resampled seeds' mean SPA per
+    budget), finds each budget's parity position with ``position_for(target)`` (:func:`replayed_position`: no
+    new subsets beyond a few coarse grid points), and averages the parities (``parity_of(position, budget
+    index)``) of budgets drawn with replacement. ``random_spa_runs`` = random's SPA, shape ``(seeds, budgets)``.
+    """
+    runs = np.asarray(random_spa_runs, dtype=float)
+    n_seeds, n_props = runs.shape
+    rng = np.random.default_rng([seed, 21])
+    values = np.empty(resamples)
+    for b in range(resamples):
+        targets = runs[rng.integers(0, n_seeds, n_seeds)].mean(axis=0)
+        parities = np.array([parity_of(position_for(float(targets[q])), q) for q in range(n_props)])
+        values[b] = parities[rng.integers(0, n_props, n_props)].mean()
+    bounds = np.percentile(values, [5, 95])
+    return float(bounds[0]), float(bounds[1])
+
+
+def circular_reason(methods: Sequence[str], metric: str | None, score: str) -> str | None:
+    """Why benchmarking ``methods`` on ``metric`` against ``score`` is circular, or ``None``: a score-based utility
+    computed from the very scores the subsets are evaluated on (which do not exist before annotation)."""
+    if metric is None or metric != score or not methods:
+        return None
+    from precomet.utilities import UTILITY_METHODS
+
+    reading = [m for m in methods if m in UTILITY_METHODS and UTILITY_METHODS[m].needs_score]
+    if not reading:
+        return None
+    return (
+        f"method(s) {', '.join(reading)} would compute their utility from {metric!r}, the very score the subsets are"
+        f" evaluated on: a circular evaluation that needs the annotations it is meant to save"
+    )
+
+
 # --------------------------------------------------------------------------- the benchmark loop
 def run_benchmark(
     campaign: Campaign,
@@ -303,13 +407,16 @@ def run_benchmark(
     oracle: bool = True,
     oracle_candidates: int = 100,
     oracle_step: int = 10,
+    allow_circular: bool = False,
 ) -> dict[str, Any]:
     """Benchmark utility ``methods`` (names in ``UTILITY_METHODS``, computed on ``metric``) and ``external``
     utilities (``{name: array aligned with the campaign}``, or ``{name: budget -> array}`` for a budget-dependent
     selector such as :func:`precomet.selection.strata.stratified_utility`) against random selection. Returns the
     JSON-ready result (``props``, ``random``, ``methods``, ``signature``, and with ``oracle`` the headroom row
-    ``oracle``: greedy on the ``score`` itself, :mod:`precomet.oracle`, flagged ``"usable": false``); see the module
-    docstring."""
+    ``oracle``: greedy on the ``score`` itself, :mod:`precomet.oracle`, flagged ``"usable": false``), ``cost`` (total
+    annotation seconds and where they came from) and ``recommendation`` (:func:`recommendation`); see the module
+    docstring. A score-based method computed on ``metric == score`` is refused (:func:`circular_reason`) unless
+    ``allow_circular``."""
     props = validate_props(props)
     external = {name: _check_external(campaign, name, values) for name, values in (external or {}).items()}
     specs = _method_specs(methods, external)
@@ -328,6 +435,9 @@ def run_benchmark(
         raise PrecometError(f"choose the metric the utilities use (metric=NAME); available: {available}")
     if metric is not None:
         campaign.score(metric)  # fails early, listing the valid names
+    circular = circular_reason(list(specs), metric, score)
+    if circular and not allow_circular:
+        raise PrecometError(f"{circular}; pass allow_circular=True to run it anyway")
     ref = full_reference(campaign, score=score, permutations=permutations, seed=seed)
     select = make_selector(
         campaign,
@@ -346,7 +456,8 @@ def run_benchmark(
         if select is None
         else make_random_selector(campaign, budget_cost=budget_cost, balance=balance, level=level)
     )
-    random = random_baseline(ref, random_select, props, seeds=seeds, seed=seed, tick=lambda: bar.update())
+    runs = random_runs(ref, random_select, props, seeds=seeds, seed=seed, tick=lambda: bar.update())
+    random = summarise_random(runs, len(props))
     random["seconds"] = time.perf_counter() - started
     results = {}
     for name in [*specs, *external]:
@@ -357,7 +468,18 @@ def run_benchmark(
         else:
             utility_at = _utility_at(campaign, name, needs_budget, metric, seed, (method_options or {}).get(name))
         results[name] = _evaluate_method(
-            ref, select, utility_at, needs_budget, props, random["spa_by_prop"], campaign, budget_cost, parity_grid, bar
+            ref,
+            select,
+            utility_at,
+            needs_budget,
+            props,
+            random["spa_by_prop"],
+            campaign,
+            budget_cost,
+            parity_grid,
+            bar,
+            random_spa_runs=runs[:, :, 0],
+            seed=seed,
         )
         results[name]["seconds"] = time.perf_counter() - started
     headroom = None
@@ -374,9 +496,12 @@ def run_benchmark(
             candidates=oracle_candidates,
             step=oracle_step,
             seed=seed,
+            random_spa_runs=runs[:, :, 0],
         )
     bar.close()
-    return {
+    from precomet.costs import cost_source
+
+    result = {
         "campaign": campaign.name,
         "items": len(campaign),
         "systems": list(campaign.systems),
@@ -385,6 +510,7 @@ def run_benchmark(
         "random": random,
         "methods": results,
         **({"oracle": headroom} if oracle else {}),
+        "cost": {"total_seconds": float(campaign.cost.sum()), "source": cost_source(campaign)},
         "signature": signature(
             "precomet benchmark",
             campaign=campaign,
@@ -405,12 +531,16 @@ def run_benchmark(
             oracle=oracle,
             oracle_candidates=oracle_candidates if oracle else None,
             oracle_step=oracle_step if oracle else None,
+            allow_circular=allow_circular,
+            circular=circular is not None,
         ),
     }
+    result["recommendation"] = recommendation(result)
+    return result
 
 
 def _evaluate_oracle(
-    ref, select, props, random_spa, campaign, budget_cost, grid, bar, *, candidates, step, seed
+    ref, select, props, random_spa, campaign, budget_cost, grid, bar, *, candidates, step, seed, random_spa_runs
 ) -> dict[str, Any]:
     """The headroom row: the greedy oracle's order (:func:`precomet.oracle.greedy_oracle_order`) evaluated like a
     method (its prefixes; through the subset builder as utilities when budgets are in cost, quotas or documents)."""
@@ -418,7 +548,20 @@ def _evaluate_oracle(
 
     started = time.perf_counter()
     utility = oracle_utility(greedy_oracle_order(ref, candidates=candidates, step=step, seed=seed))
-    row = _evaluate_method(ref, select, lambda k: utility, False, props, random_spa, campaign, budget_cost, grid, bar)
+    row = _evaluate_method(
+        ref,
+        select,
+        lambda k: utility,
+        False,
+        props,
+        random_spa,
+        campaign,
+        budget_cost,
+        grid,
+        bar,
+        random_spa_runs=random_spa_runs,
+        seed=seed,
+    )
     row.update(
         usable=False,
         uses=ref.score,
@@ -501,7 +644,7 @@ def _utility_at(campaign, name, needs_budget, metric, seed, options) -> Callable
 
 
 def _evaluate_method(
-    ref, select, utility_at, needs_budget, props, random_spa, campaign, budget_cost, grid, bar
+    ref, select, utility_at, needs_budget, props, random_spa, campaign, budget_cost, grid, bar, *, random_spa_runs, seed
 ) -> dict[str, Any]:
     n = len(campaign)
     memo: dict[int, float] = {}
@@ -517,7 +660,9 @@ def _evaluate_method(
 
     def spa_of(positions: list[int]) -> list[float]:  # nested top-k subsets: all positions in one batched call
         values = evaluate_props(ref, None, utility_at(0), [g / n for g in positions], measures=("spa",))
-        return [value["spa"] for value in values]
+        found = [value["spa"] for value in values]
+        memo.update(zip(positions, found))  # the parity interval replays the search on these
+        return found
 
     if needs_budget:
         found = [evaluate_props(ref, select, utility_at(budget_items(p, n)), [p])[0] for p in props]
@@ -533,6 +678,18 @@ def _evaluate_method(
         budget_value(campaign, g / n, budget_cost=budget_cost) / budget_value(campaign, prop, budget_cost=budget_cost)
         for prop, g in zip(props, positions)
     ]
+
+    def parity_of(position: float, q: int) -> float:  # a (fractional) grid position as a share of budget q
+        if budget_cost:
+            return position / n / props[q]
+        return position / budget_items(props[q], n)
+
+    interval = parity_interval(
+        lambda target: replayed_position(spa_at, memo, target, n_items=n, grid=grid),
+        random_spa_runs,
+        parity_of,
+        seed=seed,
+    )
     return {
         "spa": float(rows[:, 0].mean()),
         "spa_by_prop": rows[:, 0].tolist(),
@@ -542,41 +699,108 @@ def _evaluate_method(
         "corr_by_prop": rows[:, 2].tolist(),
         "parity": float(np.mean(parity)),
         "parity_by_prop": parity,
+        "parity_ci90": list(interval),
     }
 
 
 # --------------------------------------------------------------------------- output
+def recommendation(result: Mapping[str, Any]) -> dict[str, Any]:
+    """The one-line answer to "how much can I save?": the usable method with the lowest parity, as a share of the
+    items or of the annotation time/cost, with its 90 % interval — or, when no method's parity is below 100 %,
+    the advice to annotate a random sample. A best parity below 100 % whose interval reaches 100 % is called
+    "not clearly better than random". The ``random`` utility method (one random draw) is never recommended.
+    Returns ``{"method", "parity", "parity_ci90", "unit", "text"}`` (``method`` ``None`` when none beats random)."""
+    from precomet.costs import cost_unit
+
+    budget_cost = bool(result["signature"].get("budget_cost"))
+    unit = cost_unit(result.get("cost", {}).get("source", "")) if budget_cost else "items"
+    rows = {  # the "random" utility is a random sample: its parity is the luck of one draw, not a method to advise
+        name: m for name, m in result["methods"].items() if np.isfinite(m["parity"]) and name != "random"
+    }
+    if not rows:
+        return {"method": None, "parity": None, "parity_ci90": None, "unit": unit, "text": "no method to recommend"}
+    best = min(rows, key=lambda name: rows[name]["parity"])
+    parity = float(rows[best]["parity"])
+    low, high = rows[best].get("parity_ci90", (parity, parity))
+    interval = f"90 % interval {_percent(low)}–{_percent(high)}"
+    if parity >= 1.0:
+        text = (
+            f"no method beats random here: annotate a random sample (the best, {best}, needs {_percent(parity)} of"
+            f" the {unit} to match random; {interval})"
+        )
+        return {"method": None, "parity": parity, "parity_ci90": [low, high], "unit": unit, "text": text}
+    text = f"{best}: random's accuracy with {_percent(parity)} of the {unit} ({interval})"
+    if budget_cost and unit == "annotation time":
+        text += f", i.e. {round(60 * parity)} min per hour of random annotation"
+    if high >= 1.0:
+        text += "; not clearly better than random (the interval reaches 100 %)"
+    return {"method": best, "parity": parity, "parity_ci90": [low, high], "unit": unit, "text": text}
+
+
+def _percent(share: float) -> str:
+    return f"{100 * share:.0f} %"
+
+
 def summary_table(result: Mapping[str, Any]) -> str:
-    """A plain-text table: mean SPA, clusters, Kendall and parity per method, random first."""
+    """A plain-text summary: the annotation cost and budgets (hours and minutes, with the cost's source), mean SPA,
+    clusters, Kendall, parity with its 90 % interval per method (random first), what parity means, and the
+    recommendation."""
+    from precomet.costs import format_duration
+
     width = max(20, *(len(name) + 1 for name in result["methods"]))
-    lines = [f"{'method':<{width}} {'SPA':>7} {'clusters':>8} {'kendall':>8} {'parity':>7} {'seconds':>8}"]
+    lines = []
+    cost = result.get("cost")
+    if cost:
+        lines.append(
+            f"annotation cost: {format_duration(cost['total_seconds'])} for {result['items']} items ({cost['source']})"
+        )
+        props = result["props"]
+        if result["signature"].get("budget_cost"):
+            spent = [format_duration(p * cost["total_seconds"]) for p in (min(props), max(props))]
+            lines.append(f"budgets: {_percent(min(props))}–{_percent(max(props))} of it ({spent[0]} – {spent[1]})")
+        else:
+            items = [budget_items(p, result["items"]) for p in (min(props), max(props))]
+            spent = [format_duration(p * cost["total_seconds"]) for p in (min(props), max(props))]
+            lines.append(
+                f"budgets: {items[0]}–{items[1]} items ({_percent(min(props))}–{_percent(max(props))} of the items;"
+                f" about {spent[0]} – {spent[1]} at the mean item cost)"
+            )
+    lines.append(
+        f"{'method':<{width}} {'SPA':>7} {'clusters':>8} {'kendall':>8} {'parity':>7} {'90% interval':>13} "
+        f"{'seconds':>8}"
+    )
     r = result["random"]
     lines.append(
-        f"{'random':<{width}} {r['spa']:>7.2%} {r['clusters']:>8.2f} {r['corr']:>8.3f} {'':>7} {r['seconds']:>8.1f}"
+        f"{'random':<{width}} {r['spa']:>7.2%} {r['clusters']:>8.2f} {r['corr']:>8.3f} {'':>7} {'':>13} "
+        f"{r['seconds']:>8.1f}"
     )
-    for name, m in result["methods"].items():
+    rows = list(result["methods"].items())
+    if result.get("oracle"):
+        rows.append(("oracle (not usable)", result["oracle"]))
+    for name, m in rows:
+        low, high = m.get("parity_ci90", (np.nan, np.nan))
         lines.append(
             f"{name:<{width}} {m['spa']:>7.2%} {m['clusters']:>8.2f} {m['corr']:>8.3f} {m['parity']:>7.1%} "
-            f"{m['seconds']:>8.1f}"
+            f"{f'{low:.0%}–{high:.0%}':>13} {m['seconds']:>8.1f}"
         )
     if result.get("oracle"):
-        m = result["oracle"]
-        lines.append(
-            f"{'oracle (not usable)':<{width}} {m['spa']:>7.2%} {m['clusters']:>8.2f} {m['corr']:>8.3f} "
-            f"{m['parity']:>7.1%} {m['seconds']:>8.1f}"
-        )
-        lines.append(f"  {m['description']}")
+        lines.append(f"  {result['oracle']['description']}")
+    lines.append(f"{PARITY_MEANING}; interval: bootstrap over random's seeds and the budgets")
+    if result.get("recommendation"):
+        lines.append(f"recommendation: {result['recommendation']['text']}")
     return "\n".join(lines)
 
 
 def plot_benchmark(result: Mapping[str, Any], path: str | Path) -> None:
-    """Paper Figure 4: SPA vs budget per method with random's 90 % band, and a cluster-count panel."""
+    """Paper Figure 4: SPA vs budget per method with random's 90 % band, a cluster-count panel, and a parity panel
+    (each method's parity per budget, its mean as a horizontal line with the 90 % interval as a band; 100 % =
+    random)."""
     from matplotlib.figure import Figure  # a bare Figure: no pyplot state, no backend switch
 
     x = 100 * np.asarray(result["props"])
     random = result["random"]
-    fig = Figure(figsize=(11, 4.2))
-    ax_spa, ax_clu = fig.subplots(1, 2)
+    fig = Figure(figsize=(16, 4.4))
+    ax_spa, ax_clu, ax_par = fig.subplots(1, 3)
     rows = [(name, m, dict(marker="o", markersize=3), "") for name, m in result["methods"].items()]
     if result.get("oracle"):
         rows.append(
@@ -587,6 +811,7 @@ def plot_benchmark(result: Mapping[str, Any], path: str | Path) -> None:
                 " (human scores; not a selector)",
             )
         )
+    unit = "annotation cost" if result["signature"].get("budget_cost") else "items"
     for ax, key in ((ax_spa, "spa"), (ax_clu, "clusters")):
         scale = 100 if key == "spa" else 1
         band = np.asarray(random[f"{key}_ci90_by_prop"]) * scale
@@ -600,11 +825,30 @@ def plot_benchmark(result: Mapping[str, Any], path: str | Path) -> None:
         )
         for name, m, style, note in rows:
             ax.plot(x, np.asarray(m[f"{key}_by_prop"]) * scale, label=f"{name} {_mean(m, key)}{note}", **style)
-        ax.set_xlabel(
-            "budget (% of " + ("annotation cost" if result["signature"].get("budget_cost") else "items") + ")"
-        )
+        ax.set_xlabel(f"budget (% of {unit})")
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8, loc="lower right")
+    ax_par.axhline(100, color="0.3", linestyle="--", label="Random (100 %)")
+    span = float(x.max() - x.min()) or 10.0
+    for i, (name, m, style, _) in enumerate(rows):
+        (line,) = ax_par.plot(x, 100 * np.asarray(m["parity_by_prop"]), alpha=0.45, **style)
+        mean = 100 * m["parity"]
+        low, high = (100 * v for v in m.get("parity_ci90", (m["parity"], m["parity"])))
+        ax_par.errorbar(
+            float(x.max()) + span * 0.07 * (i + 1),
+            mean,
+            yerr=[[max(mean - low, 0.0)], [max(high - mean, 0.0)]],
+            fmt="D",
+            markersize=5,
+            capsize=3,
+            color=line.get_color(),
+        )
+        line.set_label(f"{name} {mean:.0f}% ({low:.0f}–{high:.0f}%)")
+    ax_par.set_xlabel(f"budget (% of {unit})")
+    ax_par.set_ylabel("parity: % of the budget to match random")
+    ax_par.set_title("lines: parity per budget; ◆ right: mean with 90% interval", fontsize=8)
+    ax_par.grid(alpha=0.3)
+    ax_par.legend(fontsize=8, loc="best")
     ax_spa.set_ylabel("soft pairwise accuracy (%)")
     ax_clu.set_ylabel("cluster count")
     fig.suptitle(

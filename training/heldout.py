@@ -198,7 +198,7 @@ def main() -> None:
         )
         print(
             f"precomet benchmark {BENCH_DATA[test].format(raw=RAW)} {specs} --seeds 100 "
-            f"--json {args.out}/{test.replace('/', '_')}.bench.json"
+            f"-o {args.out}/{test.replace('/', '_')}.bench.json"
         )
 
 

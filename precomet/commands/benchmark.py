@@ -12,6 +12,7 @@ from precomet.commands.common import (
     Paths,
     add_cost_arguments,
     add_data_arguments,
+    add_output_argument,
     apply_cost_from_times,
     load_campaign,
     positive_float,
@@ -24,11 +25,20 @@ from precomet.errors import PrecometError
 from precomet.selection.objective import DEFAULT_COST_OBJECTIVE
 from precomet.selection.strata import DEFAULT_ENCODER, SELECTORS
 
-HELP = "benchmark selection methods against random selection: SPA, clusters, parity; JSON and figure"
+HELP = (
+    "benchmark selection methods against random selection: SPA, clusters, parity (the share of the budget a method"
+    " needs to match random's accuracy) and a recommendation; optional JSON and figure"
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_data_arguments(parser)
+    parser.description = (
+        HELP + ". Parity: for each budget, the smallest budget at which a method's SPA reaches random's mean SPA at"
+        " that budget, divided by it, averaged over budgets; its 90 %% interval is a bootstrap over random's seeds"
+        " and the budgets. The table states the annotation cost in hours (estimated from source length, measured"
+        " times, or given in the input)."
+    )
     parser.add_argument(
         "--methods", default="", help="comma-separated utility methods, e.g. metric_avg,metric_var,diversity"
     )
@@ -107,8 +117,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--crowd-runs", type=repeats, default=100, metavar="R", help="artificial-crowd runs (default 100)"
     )
-    parser.add_argument("--json", required=True, type=Path, help="write the results here")
-    parser.add_argument("--plot", type=Path, help="write the SPA/clusters figure here (PNG, PDF or SVG)")
+    parser.add_argument(
+        "--allow-circular",
+        action="store_true",
+        help="run score-based methods on --metric equal to --target (utilities from the very human scores the"
+        " subsets are evaluated on: an upper bound, not a usable selector; refused without this flag)",
+    )
+    add_output_argument(
+        parser, "write the results here as JSON (default: print the table only)", required=False, old=("--json",)
+    )
+    parser.add_argument("--plot", type=Path, help="write the SPA/clusters/parity figure here (PNG, PDF or SVG)")
 
 
 def read_external_scores(spec: str, campaign: Campaign, *, strict: bool = False) -> tuple[str, np.ndarray, int | None]:
@@ -131,7 +149,7 @@ def read_external_scores(spec: str, campaign: Campaign, *, strict: bool = False)
 
 def paths(args: argparse.Namespace) -> Paths:
     files = [spec.partition("=")[2] or None for spec in args.scores]
-    return Paths(inputs=[args.data, args.cost_from_times, *files], outputs=[args.json, args.plot])
+    return Paths(inputs=[args.data, args.cost_from_times, *files], outputs=[args.output, args.plot])
 
 
 def run(args: argparse.Namespace) -> int:
@@ -144,7 +162,8 @@ def run(args: argparse.Namespace) -> int:
     from precomet.io import jsonsafe
     from precomet.io.atomic import FIGURE_SUFFIXES, check_output, check_outputs, output_set
 
-    check_outputs(args.json, args.plot)
+    output = Path(args.output) if args.output else None
+    check_outputs(output, args.plot)
     if args.plot:
         check_output(args.plot, suffixes=FIGURE_SUFFIXES)
     props = parse_props(args.props)
@@ -158,6 +177,7 @@ def run(args: argparse.Namespace) -> int:
     if args.level == "doc":
         require_documents(campaign)
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
+    _check_circular(args, methods)
     if args.crowd is not None:
         return _run_crowd(args, campaign, props, methods)
     read = [read_external_scores(spec, campaign, strict=args.strict) for spec in args.scores]
@@ -188,6 +208,7 @@ def run(args: argparse.Namespace) -> int:
         oracle=args.oracle,
         oracle_candidates=args.oracle_candidates,
         oracle_step=args.oracle_step,
+        allow_circular=args.allow_circular,
     )
     result["signature"]["data"] = str(args.data)
     result["signature"]["cost_from_times"] = args.cost_from_times
@@ -197,14 +218,31 @@ def run(args: argparse.Namespace) -> int:
         "encoder": args.strata_encoder if args.selector == "strata" else None,
     }
     result["signature"]["seen_in_training"] = {name: seen for name, _, seen in read}
-    with output_set(args.json, args.plot) as out:
-        with out.open(args.json) as handle:
-            jsonsafe.dump(result, handle, indent=1)
-        if args.plot:
-            plot_benchmark(result, out.path(args.plot))
+    written = [path for path in (output, args.plot) if path]
+    if written:
+        with output_set(*written) as out:
+            if output:
+                with out.open(output) as handle:
+                    jsonsafe.dump(result, handle, indent=1)
+            if args.plot:
+                plot_benchmark(result, out.path(args.plot))
     print(summary_table(result))
-    print(f"wrote {args.json}" + (f" and {args.plot}" if args.plot else ""))
+    if written:
+        print("wrote " + " and ".join(str(path) for path in written))
     return 0
+
+
+def _check_circular(args: argparse.Namespace, methods: list[str]) -> None:
+    """Refuse utilities computed on the evaluation's own scores (``--metric`` = ``--target``) without
+    ``--allow-circular``; with ``--crowd`` too (the crowd's human scores are annotations of the same items)."""
+    from precomet.benchmark import circular_reason
+
+    reason = circular_reason(methods, args.metric, args.target)
+    if reason and not args.allow_circular:
+        raise PrecometError(
+            f"{reason}; choose a metric (--metric) other than --target {args.target}, or add --allow-circular to"
+            " run it anyway as an upper bound"
+        )
 
 
 def _check_crowd_options(args: argparse.Namespace) -> None:
@@ -243,8 +281,11 @@ def _run_crowd(args: argparse.Namespace, campaign: Campaign, props: list[float],
         seed=args.seed,
     )
     result["signature"]["data"] = str(args.data)
-    with atomic_write(args.json) as handle:
-        jsonsafe.dump(result, handle, indent=1)
+    result["signature"]["allow_circular"] = args.allow_circular
+    if args.output:
+        with atomic_write(args.output) as handle:
+            jsonsafe.dump(result, handle, indent=1)
     print(crowd_table(result))
-    print(f"wrote {args.json}")
+    if args.output:
+        print(f"wrote {args.output}")
     return 0

@@ -75,10 +75,7 @@ class Case:
 
 S = "select --data items.jsonl --method metric_var --metric m --budget 2 -o {d}/subset.jsonl"
 U = "utilities --data items.jsonl --method metric_avg --metric m -o {d}/u.jsonl"
-B = (
-    "benchmark --data items.jsonl --methods metric_var --metric m --props 0.5 --seeds 2 --permutations 10"
-    " --json {d}/b.json"
-)
+B = "benchmark --data items.jsonl --methods metric_var --metric m --props 0.5 --seeds 2 --permutations 10 -o {d}/b.json"
 E = "elo --prefs prefs.csv --rounds 10"
 P = "predict --checkpoint ckpt --data src.txt -o {d}/p.jsonl"
 T = "train --train targets.jsonl -o {d}/est"

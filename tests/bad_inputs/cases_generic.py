@@ -37,7 +37,7 @@ TEMPLATES = {  # {X} = the broken path
     " --cost-from-times {X} -o {d}/s.jsonl",
     "utilities": "utilities --data {X} --method metric_avg --metric m -o {d}/u.jsonl",
     "benchmark-scores": "benchmark --data items.jsonl --methods metric_var --metric m --props 0.5 --seeds 2"
-    " --permutations 10 --scores e={X} --json {d}/b.json",
+    " --permutations 10 --scores e={X} -o {d}/b.json",
     "rank-subset": "rank --data items.jsonl --subset {X} --rounds 10",
     "rank-manifest": "rank --data items.jsonl --manifest {X} --rounds 10",
     "elo-prefs": "elo --prefs {X} --rounds 10",

@@ -198,7 +198,7 @@ def test_cli_end_to_end(tmp_path, campaign):
             "5",
             "--permutations",
             "100",
-            "--json",
+            "-o",
             str(out),
             "--plot",
             str(png),
@@ -216,7 +216,7 @@ def test_cli_bad_input(tmp_path, campaign, capsys):
     write_jsonl(campaign, data)
     partial = tmp_path / "partial.jsonl"
     _write_scores(partial, campaign.ids[:100], np.zeros(100))
-    base = ["benchmark", "--data", str(data), "--json", str(tmp_path / "o.json"), "--seeds", "2"]
+    base = ["benchmark", "--data", str(data), "-o", str(tmp_path / "o.json"), "--seeds", "2"]
     assert main(base + ["--scores", f"p={partial}"]) == 2
     assert "20 of 120 campaign id(s) have no utility" in capsys.readouterr().err
     assert main(base + ["--scores", f"p={partial}", "--props", "0.2:1.4:0.4"]) == 2
@@ -285,7 +285,7 @@ def test_cli_cost_options_need_a_cost_budget(tmp_path, campaign, capsys):
         str(data),
         "--scores",
         f"u={scores}",
-        "--json",
+        "-o",
         str(tmp_path / "o.json"),
         "--seeds",
         "2",

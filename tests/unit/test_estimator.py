@@ -346,7 +346,7 @@ def test_select_and_benchmark_report_seen_sources(trained, tmp_path, caplog, cap
         "2",
         "--props",
         "0.2,0.4",
-        "--json",
+        "-o",
         str(bench),
     ]
     assert main([*common, "--strict"]) == 2 and not bench.exists()

@@ -116,7 +116,7 @@ def test_benchmark_with_the_strata_selector(tmp_path):
     _, data, scores = _files(tmp_path)
     out = tmp_path / "bench.json"
     args = ["benchmark", "--data", str(data), "--keep-incomplete", "--scores", f"u={scores}", "--seeds", "5"]
-    args += ["--selector", "strata", "--strata-encoder", "surface", "--no-oracle", "--json", str(out)]
+    args += ["--selector", "strata", "--strata-encoder", "surface", "--no-oracle", "-o", str(out)]
     assert main(args) == 0
     result = json.loads(out.read_text())
     assert result["signature"]["selector"] == {"name": "strata", "encoder": "surface"}
