@@ -115,8 +115,9 @@ def load_campaign(args: argparse.Namespace) -> Campaign:
         if value
     ]
     if alongside and not (text or is_text_path(args.data)):
+        verb = "apply" if len(alongside) > 1 else "applies"
         raise PrecometError(
-            f"{' and '.join(alongside)} apply to plain-text sources (a .txt file, or --text), not to {args.data}; "
+            f"{' and '.join(alongside)} {verb} to plain-text sources (a .txt file, or --text), not to {args.data}; "
             "give documents and domains in the input itself (its doc/domain fields or columns)"
         )
     return load(

@@ -24,6 +24,7 @@ from precomet.commands.common import (
 )
 from precomet.errors import PrecometError
 from precomet.io.batch import BATCH_ORDERS
+from precomet.io.plaintext import is_sources_only
 from precomet.selection.strata import DEFAULT_ENCODER, DEFAULT_SELECTOR, SELECTORS
 
 HELP = "select the subset to annotate (top-k or cost-aware knapsack; domain balance; documents)"
@@ -121,6 +122,11 @@ def run(args: argparse.Namespace) -> int:
         raise PrecometError("--selector applies to --checkpoint or --scores, not --method")
     campaign = apply_cost_from_times(args, load_campaign(args))
     if args.level == "doc":
+        if is_sources_only(campaign) and not args.docs:
+            raise PrecometError(
+                f"--level doc: the plain-text sources of --data {args.data} have no documents; give --docs FILE (the"
+                " document id of each source line) or select items"
+            )
         require_documents(campaign)
     utility, method, parameters = _utilities(args, campaign)
     selector = args.selector or (DEFAULT_SELECTOR if method == "checkpoint" else "top")  # --scores: any utility
