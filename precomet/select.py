@@ -327,14 +327,28 @@ def _check_counts(counts, names, codes, weight, capacity) -> None:
 
 
 def write_subset(
-    path: str | Path, campaign: Campaign, selection: Selection, utility: np.ndarray, manifest: Mapping[str, Any]
+    path: str | Path,
+    campaign: Campaign,
+    selection: Selection,
+    utility: np.ndarray,
+    manifest: Mapping[str, Any],
+    *,
+    batch: str | Path | None = None,
+    batch_order: str = "input",
 ) -> Path | None:
     """Write the subset JSONL (id, doc, domain, cost, utility; most useful first) and ``<name>.manifest.json``
-    beside it, as one set (both or neither). Returns the manifest path; a subset written to standard output
-    (``-``) or a device has no folder to put a manifest beside, and none is written (``None``)."""
+    beside it, and with ``batch`` the annotation batch (the chosen items with their texts, in ``batch_order``;
+    :mod:`precomet.io.batch`, format by suffix), as one set (all or none). Returns the manifest path; a subset
+    written to standard output (``-``) or a device has no folder to put a manifest beside, and none is written
+    (``None``)."""
+    from precomet.io.batch import BATCH_ORDERS, batch_format, write_batch
+
     path = Path(path)
     manifest_path = subset_manifest_path(path)
-    with output_set(path, manifest_path) as out:
+    batch_kind = batch_format(batch) if batch is not None else None
+    if batch_order not in BATCH_ORDERS:
+        raise PrecometError(f"unknown batch order {batch_order!r}; choose one of {', '.join(BATCH_ORDERS)}")
+    with output_set(path, manifest_path, batch) as out:
         with out.open(path) as handle:
             jsonsafe.dump_lines(
                 (
@@ -353,6 +367,9 @@ def write_subset(
             with out.open(manifest_path) as handle:
                 jsonsafe.dump(dict(manifest), handle, indent=2, default=str)
                 handle.write("\n")
+        if batch is not None and batch_kind is not None:
+            with open(out.path(batch), "w", encoding="utf-8", newline="") as handle:
+                write_batch(handle, campaign, selection.indices, format=batch_kind, order=batch_order)
     return manifest_path
 
 

@@ -65,25 +65,86 @@ def add_output_argument(
 
 
 def add_data_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--data PATH [--campaign NAME] [--human PROTOCOL] [--keep-incomplete]``."""
+    """``--data PATH [--campaign NAME] [--human PROTOCOL] [--keep-incomplete] [--text] [--docs FILE]
+    [--domains FILE]``."""
     group = parser.add_argument_group("input data")
     group.add_argument(
         "--data",
         required=True,
         help="any supported input: mt-metrics-eval root, WMT release root (wmtYY/txt/...), MQM TSV, ESA dir, pickle, "
-        "JSONL, CSV, Parquet, saved datasets dir",
+        "JSONL, CSV, Parquet, saved datasets dir, or plain-text sources (.txt: one source per line, ids = line "
+        "numbers 1, 2, ...)",
     )
     group.add_argument("--campaign", help="campaign inside a multi-campaign input, e.g. wmt23/en-de")
     group.add_argument("--human", help="human protocol, e.g. mqm, da-sqm (default: the first available)")
     group.add_argument(
         "--keep-incomplete", action="store_true", help="keep items without a human score for every system"
     )
+    group.add_argument(
+        "--text",
+        action="store_true",
+        help="read --data as plain-text sources, one per line, whatever its name (default for .txt files)",
+    )
+    group.add_argument(
+        "--docs",
+        metavar="FILE",
+        help="plain-text sources only: a file with the document id of each source line (same number of lines)",
+    )
+    group.add_argument(
+        "--domains",
+        metavar="FILE",
+        help="plain-text sources only: a file with the domain of each source line (same number of lines)",
+    )
+
+
+def data_inputs(args: argparse.Namespace) -> list[Any]:
+    """The paths :func:`add_data_arguments` reads (``--data``, ``--docs``, ``--domains``), for ``paths(args)``."""
+    return [args.data, getattr(args, "docs", None), getattr(args, "domains", None)]
 
 
 def load_campaign(args: argparse.Namespace) -> Campaign:
+    """The campaign of :func:`add_data_arguments`' options; ``--docs``/``--domains`` on an input that is not plain
+    text are refused (they would be ignored)."""
     from precomet.io import load
+    from precomet.io.plaintext import is_text_path
 
-    return load(args.data, campaign=args.campaign, human=args.human, complete=not args.keep_incomplete)
+    text = bool(getattr(args, "text", False))
+    alongside = [
+        flag
+        for flag, value in (("--docs", getattr(args, "docs", None)), ("--domains", getattr(args, "domains", None)))
+        if value
+    ]
+    if alongside and not (text or is_text_path(args.data)):
+        verb = "apply" if len(alongside) > 1 else "applies"
+        raise PrecometError(
+            f"{' and '.join(alongside)} {verb} to plain-text sources (a .txt file, or --text), not to {args.data}; "
+            "give documents and domains in the input itself (its doc/domain fields or columns)"
+        )
+    return load(
+        args.data,
+        campaign=args.campaign,
+        human=args.human,
+        complete=not args.keep_incomplete,
+        text=text,
+        docs=getattr(args, "docs", None),
+        domains=getattr(args, "domains", None),
+    )
+
+
+def require_outputs(
+    campaign: Campaign,
+    args: argparse.Namespace,
+    *,
+    what: str,
+    instead: str,
+    needs: str = "system outputs and scores",
+) -> None:
+    """Refuse a sources-only campaign (plain text: no systems) for ``what`` (``--method metric_var``), naming what
+    is missing, the ``--data`` that lacks it and the option to use ``instead``: the check every command that needs
+    outputs or scores makes after :func:`load_campaign`."""
+    from precomet.io.plaintext import require_systems
+
+    require_systems(campaign, what=what, needs=needs, instead=instead, where=f"--data {args.data}")
 
 
 def add_cost_arguments(parser: argparse.ArgumentParser) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from precomet.commands.common import Paths, add_data_arguments, load_campaign
+from precomet.commands.common import Paths, add_data_arguments, data_inputs, load_campaign
 
 HELP = "convert any supported input to canonical JSONL (or Parquet) items and print a summary"
 
@@ -17,7 +17,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def paths(args: argparse.Namespace) -> Paths:
-    return Paths(inputs=[args.data], outputs=[args.output])
+    return Paths(inputs=data_inputs(args), outputs=[args.output])
 
 
 def run(args: argparse.Namespace) -> int:

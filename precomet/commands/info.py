@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from precomet.commands.common import Paths, add_data_arguments, load_campaign
+from precomet.commands.common import Paths, add_data_arguments, data_inputs, load_campaign
 
 HELP = "print a summary of an input: items, systems, score names, domains, documents, cost"
 
@@ -14,7 +14,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def paths(args: argparse.Namespace) -> Paths:
-    return Paths(inputs=[args.data], outputs=[])
+    return Paths(inputs=data_inputs(args), outputs=[])
 
 
 def run(args: argparse.Namespace) -> int:

@@ -3,19 +3,25 @@
 from __future__ import annotations
 
 import argparse
-import logging
 
 from precomet.commands.common import Paths, positive_int
 
 HELP = "predict source-based utilities (higher = annotate first) with a trained estimator checkpoint"
-logger = logging.getLogger(__name__)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--checkpoint", required=True, help="checkpoint directory (precomet train / export)")
-    parser.add_argument("--data", required=True, help="any supported input, or a .txt file with one source per line")
+    parser.add_argument(
+        "--data",
+        required=True,
+        help="any supported input, or plain-text sources (.txt: one source per line, ids = line numbers 1, 2, ...)",
+    )
     parser.add_argument("--campaign", help="campaign inside a multi-campaign input, e.g. wmt23/en-de")
-    parser.add_argument("--text", action="store_true", help="read --data as plain text (default for .txt files)")
+    parser.add_argument(
+        "--text",
+        action="store_true",
+        help="read --data as plain-text sources, one per line, whatever its name (default for .txt files)",
+    )
     parser.add_argument("--batch-size", type=positive_int, default=64)
     parser.add_argument("--device", default="cpu", help="cpu, cuda, cuda:1, …")
     parser.add_argument(
@@ -40,28 +46,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def read_sources(path: str, *, text: bool, campaign: str | None) -> tuple[list[str], list[str]]:
-    """``(ids, sources)``; for text input the id is the 0-based line number and empty lines are skipped
-    (and reported)."""
-    from pathlib import Path
-
-    if text or Path(path).suffix.lower() == ".txt":
-        from precomet.io.text import read_lines
-
-        lines = read_lines(path)
-        empty = [i for i, line in enumerate(lines) if not line.strip()]
-        if empty:
-            shown = ", ".join(str(i + 1) for i in empty[:10]) + (" …" if len(empty) > 10 else "")
-            logger.warning("%s: skipped %d empty line(s) (line %s)", path, len(empty), shown)
-            print(f"skipped {len(empty)} empty line(s) of {path} (line {shown})")
-        keep = [i for i, line in enumerate(lines) if line.strip()]
-        if not keep:
-            from precomet.errors import DataError
-
-            raise DataError(path, "no source text: the file is empty or has only empty lines")
-        return [str(i) for i in keep], [lines[i] for i in keep]
+    """``(ids, sources)`` of any input :func:`precomet.io.load` reads; plain text (``.txt``, or ``text``) is read as
+    by every other command (:mod:`precomet.io.plaintext`): ids are the 1-based line numbers and a blank line is
+    refused naming it."""
     from precomet.io import load
 
-    loaded = load(path, campaign=campaign, complete=False)
+    loaded = load(path, campaign=campaign, complete=False, text=text)
     return [str(i) for i in loaded.ids], list(loaded.src)
 
 

@@ -13,14 +13,18 @@ from precomet.commands.common import (
     add_cost_arguments,
     add_data_arguments,
     apply_cost_from_times,
+    data_inputs,
     load_campaign,
     positive_float,
     positive_int,
     require_documents,
+    require_outputs,
     seed,
     share,
 )
 from precomet.errors import PrecometError
+from precomet.io.batch import BATCH_ORDERS
+from precomet.io.plaintext import is_sources_only
 from precomet.selection.strata import DEFAULT_ENCODER, DEFAULT_SELECTOR, SELECTORS
 
 HELP = "select the subset to annotate (top-k or cost-aware knapsack; domain balance; documents)"
@@ -76,14 +80,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "-o", "--output", required=True, help="subset JSONL; the manifest goes beside it (.manifest.json)"
     )
+    parser.add_argument(
+        "--batch",
+        metavar="PATH",
+        help="also write the annotation batch: the chosen items with source, reference and every system's output, as"
+        " .jsonl, .csv or .tsv (by the suffix; CSV/TSV quoted as RFC 4180); written together with the subset",
+    )
+    parser.add_argument(
+        "--batch-order",
+        choices=BATCH_ORDERS,
+        default="input",
+        help="order of the items in --batch: input = as in --data (default), doc = grouped by document (documents in"
+        " the order they first appear)",
+    )
 
 
 def paths(args: argparse.Namespace) -> Paths:
     from precomet.select import subset_manifest_path
 
     return Paths(
-        inputs=[args.data, args.scores, args.checkpoint, args.cost_from_times],
-        outputs=[args.output, subset_manifest_path(args.output)],
+        inputs=[*data_inputs(args), args.scores, args.checkpoint, args.cost_from_times],
+        outputs=[args.output, subset_manifest_path(args.output), args.batch],
     )
 
 
@@ -93,12 +110,23 @@ def run(args: argparse.Namespace) -> int:
     from precomet.select import select_subset, subset_manifest_path, write_subset
     from precomet.selection.knapsack import check_solver
 
-    check_outputs(args.output, subset_manifest_path(args.output))
+    check_outputs(args.output, subset_manifest_path(args.output), args.batch)
+    if args.batch is not None:
+        from precomet.io.batch import batch_format
+
+        batch_format(args.batch)
+    elif args.batch_order != "input":
+        raise PrecometError("--batch-order applies to --batch (the annotation batch); give --batch PATH")
     check_solver(args.solver)
     if args.selector and args.method:
         raise PrecometError("--selector applies to --checkpoint or --scores, not --method")
     campaign = apply_cost_from_times(args, load_campaign(args))
     if args.level == "doc":
+        if is_sources_only(campaign) and not args.docs:
+            raise PrecometError(
+                f"--level doc: the plain-text sources of --data {args.data} have no documents; give --docs FILE (the"
+                " document id of each source line) or select items"
+            )
         require_documents(campaign)
     utility, method, parameters = _utilities(args, campaign)
     selector = args.selector or (DEFAULT_SELECTOR if method == "checkpoint" else "top")  # --scores: any utility
@@ -143,14 +171,20 @@ def run(args: argparse.Namespace) -> int:
         cost_from_times=args.cost_from_times,
         cost_objective=args.cost_objective if cost_aware else None,
         campaign=campaign.name,
+        batch=args.batch,
+        batch_order=args.batch_order if args.batch else None,
     )
     manifest = selection.manifest(method=method, parameters=parameters, data_hash=campaign.data_hash())
-    manifest_path = write_subset(args.output, campaign, selection, utility, manifest)
+    manifest_path = write_subset(
+        args.output, campaign, selection, utility, manifest, batch=args.batch, batch_order=args.batch_order
+    )
     print(
         f"selected {len(selection)} of {len(campaign)} items (cost {selection.total_cost:.1f} of "
         f"{campaign.cost.sum():.1f}); {selection.solver} {selection.status}, gap {selection.gap:.2g}, "
         f"{selection.seconds:.2f} s -> {args.output}" + (f" (+ {manifest_path.name})" if manifest_path else "")
     )
+    if args.batch:
+        print(f"annotation batch ({_batch_contents(campaign)}; {args.batch_order} order) -> {args.batch}")
     return 0
 
 
@@ -180,12 +214,34 @@ def _utilities(args: argparse.Namespace, campaign: Campaign) -> tuple[np.ndarray
         return utility, "checkpoint", {"checkpoint": args.checkpoint, "seen_in_training": seen}
     if args.strict:
         raise PrecometError("--strict applies to utilities from an estimator (--checkpoint or --scores), not --method")
-    from precomet.utilities import compute_utility
+    from precomet.utilities import UTILITY_METHODS, compute_utility, get_spec
+
+    spec = get_spec(args.method)
+    if spec.needs_score or spec.min_systems > 0:
+        free = "/".join(
+            name for name, other in UTILITY_METHODS.items() if not other.needs_score and not other.min_systems
+        )
+        require_outputs(
+            campaign,
+            args,
+            what=f"--method {args.method}",
+            needs="system outputs and scores" if spec.needs_score else "system outputs",
+            instead=f"for sources only use --checkpoint (predicted utilities), or --method {free}",
+        )
 
     utility = compute_utility(
         campaign, args.method, score=args.metric, budget=_item_budget(args, campaign), seed=args.seed
     )
     return np.asarray(utility, dtype=float), args.method, {"metric": args.metric, "seed": args.seed}
+
+
+def _batch_contents(campaign: Campaign) -> str:
+    """What the annotation batch holds, e.g. ``source, reference, 12 system outputs``."""
+    parts = ["source"] + (["reference"] if campaign.ref is not None else [])
+    outputs = sum(system in campaign.outputs for system in campaign.systems)
+    if outputs:
+        parts.append(f"{outputs} system output{'s' if outputs != 1 else ''}")
+    return ", ".join(parts)
 
 
 def _item_budget(args: argparse.Namespace, campaign: Campaign) -> int:

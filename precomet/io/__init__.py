@@ -25,6 +25,7 @@ from precomet.io.hf import (
 from precomet.io.jsonl import load_jsonl, write_jsonl
 from precomet.io.mtme import is_mtme_root, load_mtme
 from precomet.io.mtme import list_campaigns as list_mtme_campaigns
+from precomet.io.plaintext import is_text_path, load_text
 from precomet.io.summ import load_summ_pickle
 from precomet.io.ted import load_mqm_avg, load_mqm_tsv
 from precomet.io.wmt_release import is_wmt_release_root, list_release_campaigns, load_wmt_release
@@ -51,14 +52,20 @@ __all__ = [
     "load_parquet",
     "load_saved_dataset",
     "write_parquet",
+    "load_text",
 ]
 
 
-def detect_format(path: str | Path) -> str:
-    """The name of the loader that reads ``path`` (see :data:`LOADERS`)."""
+def detect_format(path: str | Path, *, text: bool = False) -> str:
+    """The name of the loader that reads ``path`` (see :data:`LOADERS`); ``text`` reads a file as plain-text
+    sources whatever its name (a ``.txt`` file is read so anyway)."""
     path = Path(path)
     if not path.exists():
         raise DataError(path, "no such file or directory")
+    if text and path.is_dir():
+        raise DataError(path, "is a directory; text=True reads a file of sources, one per line")
+    if text:
+        return "text"
     if path.is_dir():
         if is_mtme_root(path):
             return "mt-metrics-eval"
@@ -90,6 +97,8 @@ def detect_format(path: str | Path) -> str:
         return "csv"
     if suffixes.endswith(PARQUET_SUFFIX):
         return "parquet"
+    if is_text_path(path):
+        return "text"
     raise DataError(path, f"unsupported input format {path.suffix!r}; supported: {', '.join(LOADERS)}")
 
 
@@ -149,6 +158,7 @@ LOADERS = {
     "parquet": _no_options(load_parquet),
     "hf-dataset": _no_options(load_saved_dataset),
     "hf-dataset-dict": _load_dataset_dict,
+    "text": _no_options(load_text),
 }
 
 
@@ -192,15 +202,32 @@ def load(
     campaign: str | None = None,
     human: str | None = None,
     complete: bool = True,
+    text: bool = False,
+    docs: str | Path | None = None,
+    domains: str | Path | None = None,
 ) -> Campaign:
     """Load any supported input. With ``complete`` (default), items lacking a human score for some kept
-    system are dropped and the count is recorded in ``campaign.info['dropped']``."""
+    system are dropped and the count is recorded in ``campaign.info['dropped']``.
+
+    Plain-text sources (one per line, ids = 1-based line numbers; :mod:`precomet.io.plaintext`) are read from a
+    ``.txt`` file, or from any file with ``text=True``; ``docs`` / ``domains`` name files with one document id /
+    domain per source line, and apply to plain text only."""
     path = Path(path)
-    kind = detect_format(path)
+    kind = detect_format(path, text=text)
     if campaign is not None and kind not in MULTI_CAMPAIGN:
         raise PrecometError(
             f"{path}: a {kind} input holds a single campaign; a campaign name ({campaign!r}) applies to"
             f" {', '.join(MULTI_CAMPAIGN)} roots only"
+        )
+    alongside = [name for name, value in (("docs", docs), ("domains", domains)) if value is not None]
+    if kind == "text":
+        if human not in (None, HUMAN):
+            raise PrecometError(f"{path}: plain-text sources have no human scores; human={human!r} is not available")
+        return load_text(path, docs=docs, domains=domains)
+    if alongside:
+        raise PrecometError(
+            f"{path}: {'=, '.join(alongside)}= apply to plain-text sources (a .txt file, or text=True), not to a"
+            f" {kind} input; give documents and domains in the input itself (its 'doc' and 'domain' fields)"
         )
     loaded = LOADERS[kind](path, campaign, human)
     if complete and HUMAN in loaded.scores:

@@ -108,16 +108,19 @@ def test_predictions_invariant_to_order_and_batch_size(trained):
         np.testing.assert_allclose(shuffled, reference[perm], atol=1e-5)
 
 
-def test_predict_cli_text_file_reports_empty_lines(trained, tmp_path, capsys):
+def test_predict_cli_text_file_ids_are_line_numbers_and_blank_lines_refused(trained, tmp_path, capsys):
     text = tmp_path / "sources.txt"
-    text.write_text("the cat sat on a mat\n\nnotwithstanding jurisprudence\n   \n")
+    text.write_text("the cat sat on a mat\nnotwithstanding jurisprudence\n")
     out = tmp_path / "scores.jsonl"
     assert main(["predict", "--checkpoint", str(trained["dir"]), "--data", str(text), "-o", str(out)]) == 0
     signature, *lines = [json.loads(line) for line in out.read_text().splitlines()]
     assert signature["signature"]["method"] == "estimator" and signature["signature"]["n_items"] == 2
-    assert [line["id"] for line in lines] == ["0", "2"]
+    assert [line["id"] for line in lines] == ["1", "2"]  # 1-based line numbers, as every command reads .txt
     assert all(np.isfinite(line["utility"]) for line in lines)
-    assert "skipped 2 empty line(s)" in capsys.readouterr().out
+    text.write_text("the cat sat on a mat\n\nnotwithstanding jurisprudence\n   \n")
+    blank = tmp_path / "blank.jsonl"
+    assert main(["predict", "--checkpoint", str(trained["dir"]), "--data", str(text), "-o", str(blank)]) == 2
+    assert f"{text}:2: blank line" in capsys.readouterr().err and not blank.exists()
 
 
 def test_predict_campaign_matches_sources(trained):

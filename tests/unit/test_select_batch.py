@@ -1,0 +1,188 @@
+"""The annotation batch of ``select --batch`` (issue 21): the chosen items with their texts as JSONL, CSV or TSV,
+texts surviving a round trip through a CSV reader, input or document order, written with the subset as one set."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from precomet.cli import main
+from precomet.io import load
+from tests.bad_inputs import shipped_checkpoint
+
+TRICKY = [
+    'comma, "quotes" and a\ttab',
+    "two\nlines",
+    "windows\r\nline end and a lone \r return",
+    '  spaces around  ; a trailing quote"',
+    "=SUM(A1) ünïcödé 中文 🙂",
+    "plain",
+]
+SYSTEMS = ("sys,A", 'sys"B', "C")
+
+
+def _items(path: Path) -> Path:
+    rows = []
+    for i, text in enumerate(TRICKY):
+        rows.append(
+            {
+                "id": f"s{i}",
+                "src": text,
+                "ref": None if i == 5 else f"ref {text}",
+                "doc": f"d{i % 2}",
+                "domain": "news" if i < 3 else "chat",
+                "tgt": {s: (None if (i == 1 and s == "C") else f"{s}: {text}") for s in SYSTEMS},
+                "scores": {s: {"m": float((i * 7 + j * 3) % 5)} for j, s in enumerate(SYSTEMS)},
+            }
+        )
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    return path
+
+
+def _select(tmp_path: Path, batch: str, *extra: str) -> tuple[list[dict], Path]:
+    data = _items(tmp_path / "items.jsonl")
+    out = tmp_path / "subset.jsonl"
+    argv = ["select", "--data", str(data), "--method", "metric_var", "--metric", "m", "--budget", "6"]
+    assert main([*argv, "-o", str(out), "--batch", str(tmp_path / batch), *extra]) == 0
+    return [json.loads(line) for line in out.read_text().splitlines()], tmp_path / batch
+
+
+@pytest.mark.parametrize("name, delimiter", [("batch.csv", ","), ("batch.tsv", "\t"), ("batch.CSV", ",")])
+def test_csv_and_tsv_batches_round_trip_tricky_texts(tmp_path, name, delimiter):
+    subset, batch = _select(tmp_path, name)
+    with open(batch, encoding="utf-8", newline="") as handle:
+        header, *rows = list(csv.reader(handle, delimiter=delimiter))
+    assert header == ["id", "doc", "domain", "src", "ref"] + [f"tgt:{s}" for s in SYSTEMS]
+    assert [row[0] for row in rows] == [f"s{i}" for i in range(6)]  # input order, not the subset's utility order
+    assert {r["id"] for r in subset} == {row[0] for row in rows}
+    for i, row in enumerate(rows):
+        record = dict(zip(header, row))
+        assert record["src"] == TRICKY[i]
+        assert record["ref"] == ("" if i == 5 else f"ref {TRICKY[i]}")
+        assert record["doc"] == f"d{i % 2}" and record["domain"] == ("news" if i < 3 else "chat")
+        for s in SYSTEMS:
+            assert record[f"tgt:{s}"] == ("" if (i == 1 and s == "C") else f"{s}: {TRICKY[i]}")
+    assert batch.read_bytes().count(b"\r\n") >= len(rows) + 1  # RFC 4180 row ends
+
+
+def test_csv_batch_is_read_back_by_precomet(tmp_path):
+    _, batch = _select(tmp_path, "batch.csv")
+    again = load(batch)
+    assert list(again.src) == TRICKY and list(again.systems) == list(SYSTEMS)
+    assert again.outputs["C"][1] is None and again.outputs['sys"B'][2] == 'sys"B: ' + TRICKY[2]
+
+
+def test_jsonl_batch_holds_the_texts_and_loads_as_items(tmp_path):
+    _, batch = _select(tmp_path, "batch.jsonl")
+    rows = [json.loads(line) for line in batch.read_text(encoding="utf-8").splitlines()]
+    assert [r["src"] for r in rows] == TRICKY
+    assert rows[1]["tgt"] == {"sys,A": "sys,A: two\nlines", 'sys"B': 'sys"B: two\nlines', "C": None}
+    assert rows[5]["ref"] is None and "scores" not in rows[0] and "utility" not in rows[0]
+    assert list(load(batch).ids) == [f"s{i}" for i in range(6)]
+
+
+def test_batch_order_doc_groups_by_document(tmp_path):
+    _, batch = _select(tmp_path, "batch.jsonl", "--batch-order", "doc")
+    rows = [json.loads(line) for line in batch.read_text(encoding="utf-8").splitlines()]
+    assert [r["id"] for r in rows] == ["s0", "s2", "s4", "s1", "s3", "s5"]
+    assert [r["doc"] for r in rows] == ["d0"] * 3 + ["d1"] * 3
+    manifest = json.loads((tmp_path / "subset.manifest.json").read_text())
+    assert manifest["parameters"]["batch"] == str(batch) and manifest["parameters"]["batch_order"] == "doc"
+
+
+def test_batch_holds_only_the_chosen_items(tmp_path):
+    data = _items(tmp_path / "items.jsonl")
+    out, batch = tmp_path / "subset.jsonl", tmp_path / "b.tsv"
+    argv = ["select", "--data", str(data), "--method", "metric_var", "--metric", "m", "--budget", "2"]
+    assert main([*argv, "-o", str(out), "--batch", str(batch)]) == 0
+    chosen = {json.loads(line)["id"] for line in out.read_text().splitlines()}
+    with open(batch, encoding="utf-8", newline="") as handle:
+        ids = [row[0] for row in list(csv.reader(handle, delimiter="\t"))[1:]]
+    assert set(ids) == chosen and len(ids) == 2 and ids == sorted(ids, key=lambda i: int(i[1:]))
+
+
+def test_select_checkpoint_on_plain_text_end_to_end(tmp_path, capsys):
+    ckpt = shipped_checkpoint(tmp_path)
+    sources = [
+        "The committee approved the budget on Tuesday.",
+        "Er sagte: „Das ist, ehrlich gesagt, zu teuer.“",
+        "Restart the router, then wait thirty seconds.",
+        "这本书非常有趣，我推荐给大家。",
+        "Thanks!",
+    ]
+    text = tmp_path / "sources.txt"
+    text.write_text("\n".join(sources) + "\n", encoding="utf-8")
+    docs = tmp_path / "docs.txt"
+    docs.write_text("a\nb\na\nc\nb\n", encoding="utf-8")
+    out, batch = tmp_path / "subset.jsonl", tmp_path / "batch.csv"
+    argv = ["select", "--data", str(text), "--docs", str(docs), "--checkpoint", str(ckpt), "--proportion", "0.6"]
+    assert main([*argv, "-o", str(out), "--batch", str(batch), "--batch-order", "doc"]) == 0
+    printed = capsys.readouterr().out
+    assert "selected 3 of 5 items" in printed and "annotation batch (source; doc order)" in printed
+    subset = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(subset) == 3 and all(r["id"] in {"1", "2", "3", "4", "5"} for r in subset)
+    with open(batch, encoding="utf-8", newline="") as handle:
+        header, *rows = list(csv.reader(handle))
+    assert header == ["id", "doc", "domain", "src"]
+    assert {row[0] for row in rows} == {r["id"] for r in subset}
+    assert all(row[3] == sources[int(row[0]) - 1] for row in rows)
+    first = {}
+    for row in rows:
+        first.setdefault(row[1], len(first))
+    assert [first[row[1]] for row in rows] == sorted(first[row[1]] for row in rows)  # grouped by document
+    manifest = json.loads((tmp_path / "subset.manifest.json").read_text())
+    assert manifest["method"] == "checkpoint" and manifest["parameters"]["batch"] == str(batch)
+
+
+def _leftovers(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.iterdir() if p.name != "items.jsonl")
+
+
+@pytest.mark.parametrize("failure", [RuntimeError("disk on fire"), KeyboardInterrupt()])
+def test_failed_batch_leaves_neither_subset_nor_batch(tmp_path, monkeypatch, failure):
+    import precomet.io.batch
+
+    real = precomet.io.batch.write_batch
+
+    def half_then_fail(handle, *args, **kwargs):
+        real(handle, *args, **kwargs)
+        handle.flush()
+        raise failure
+
+    monkeypatch.setattr(precomet.io.batch, "write_batch", half_then_fail)
+    data = _items(tmp_path / "items.jsonl")
+    argv = ["select", "--data", str(data), "--method", "metric_var", "--metric", "m", "--budget", "3"]
+    status = main([*argv, "-o", str(tmp_path / "subset.jsonl"), "--batch", str(tmp_path / "batch.csv")])
+    assert status == (130 if isinstance(failure, KeyboardInterrupt) else 1)
+    assert _leftovers(tmp_path) == []
+
+
+def test_existing_outputs_kept_when_select_fails(tmp_path, monkeypatch):
+    import precomet.io.batch
+
+    def fail(*args, **kwargs):
+        raise RuntimeError("boom")
+
+    data = _items(tmp_path / "items.jsonl")
+    for name in ("subset.jsonl", "subset.manifest.json", "batch.tsv"):
+        (tmp_path / name).write_text("old\n")
+    monkeypatch.setattr(precomet.io.batch, "write_batch", fail)
+    argv = ["select", "--data", str(data), "--method", "metric_var", "--metric", "m", "--budget", "3"]
+    assert main([*argv, "-o", str(tmp_path / "subset.jsonl"), "--batch", str(tmp_path / "batch.tsv")]) == 1
+    assert _leftovers(tmp_path) == ["batch.tsv", "subset.jsonl", "subset.manifest.json"]
+    assert all((tmp_path / name).read_text() == "old\n" for name in _leftovers(tmp_path))
+
+
+def test_batch_writer_library_api():
+    from precomet.campaign import Campaign
+    from precomet.io.batch import batch_order, write_batch
+
+    campaign = Campaign.build(ids=["x", "y", "z"], src=["a", "b", "c"], systems=[], doc=["d2", "d1", "d2"])
+    assert list(batch_order(campaign, [2, 1, 0], "doc")) == [0, 2, 1]
+    handle = io.StringIO(newline="")
+    assert write_batch(handle, campaign, [2, 0], format="tsv") == 2
+    assert handle.getvalue() == "id\tdoc\tdomain\tsrc\r\nx\td2\tall\ta\r\nz\td2\tall\tc\r\n"
