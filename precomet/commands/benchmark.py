@@ -14,11 +14,13 @@ from precomet.commands.common import (
     add_data_arguments,
     add_output_argument,
     apply_cost_from_times,
+    data_inputs,
     load_campaign,
     positive_float,
     positive_int,
     repeats,
     require_documents,
+    require_outputs,
     seed,
 )
 from precomet.errors import PrecometError
@@ -149,7 +151,7 @@ def read_external_scores(spec: str, campaign: Campaign, *, strict: bool = False)
 
 def paths(args: argparse.Namespace) -> Paths:
     files = [spec.partition("=")[2] or None for spec in args.scores]
-    return Paths(inputs=[args.data, args.cost_from_times, *files], outputs=[args.output, args.plot])
+    return Paths(inputs=[*data_inputs(args), args.cost_from_times, *files], outputs=[args.output, args.plot])
 
 
 def run(args: argparse.Namespace) -> int:
@@ -173,7 +175,11 @@ def run(args: argparse.Namespace) -> int:
         _check_crowd_options(args)
     if args.selector == "strata" and (not args.scores or args.crowd is not None):
         raise PrecometError("--selector strata applies to --scores rankings (and not to --crowd)")
-    campaign = apply_cost_from_times(args, load_campaign(args))
+    campaign = load_campaign(args)
+    require_outputs(
+        campaign, args, what="benchmark", needs="systems with human scores", instead="benchmark a scored campaign"
+    )
+    campaign = apply_cost_from_times(args, campaign)
     if args.level == "doc":
         require_documents(campaign)
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]

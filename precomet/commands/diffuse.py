@@ -12,11 +12,13 @@ from precomet.commands.common import (
     add_data_arguments,
     add_output_argument,
     comma_list,
+    data_inputs,
     load_campaign,
     margin,
     open_share,
     positive_int,
     repeats,
+    require_outputs,
     seed,
 )
 from precomet.errors import PrecometError
@@ -103,7 +105,7 @@ def _interactive_oracle(campaign, systems):
 
 
 def paths(args: argparse.Namespace) -> Paths:
-    return Paths(inputs=[args.data], outputs=[getattr(args, "output", None)])
+    return Paths(inputs=data_inputs(args), outputs=[getattr(args, "output", None)])
 
 
 def run(args: argparse.Namespace) -> int:
@@ -114,6 +116,9 @@ def run(args: argparse.Namespace) -> int:
 
         check_output(args.output)
     campaign = load_campaign(args)
+    require_outputs(
+        campaign, args, what=f"diffuse {args.action}", needs="system outputs", instead="give a campaign with outputs"
+    )
     if args.action == "select":
         chosen = diffuse.diffuse_select(
             campaign, budget=args.budget, systems=args.systems, encoder=args.encoder, cache_dir=args.cache_dir

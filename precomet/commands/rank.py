@@ -12,6 +12,7 @@ from precomet.commands.common import (
     _DeprecatedSpelling,
     add_data_arguments,
     add_output_argument,
+    data_inputs,
     load_campaign,
     open_share,
     repeats,
@@ -78,7 +79,7 @@ def paths(args: argparse.Namespace) -> Paths:
     from precomet.select import subset_manifest_path
 
     beside = subset_manifest_path(args.subset) if args.subset is not None else None
-    return Paths(inputs=[args.data, args.subset, args.manifest, beside], outputs=[args.output, args.plot])
+    return Paths(inputs=[*data_inputs(args), args.subset, args.manifest, beside], outputs=[args.output, args.plot])
 
 
 def run(args: argparse.Namespace) -> int:

@@ -9,9 +9,11 @@ from precomet.commands.common import (
     Paths,
     add_data_arguments,
     comma_list,
+    data_inputs,
     load_campaign,
     parse_options,
     positive_int,
+    require_outputs,
     seed,
 )
 from precomet.errors import PrecometError
@@ -51,14 +53,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def paths(args: argparse.Namespace) -> Paths:
-    return Paths(inputs=[args.data], outputs=[args.output, args.save_irt])
+    return Paths(inputs=data_inputs(args), outputs=[args.output, args.save_irt])
 
 
 def run(args: argparse.Namespace) -> int:
     import numpy as np
 
     from precomet.io.atomic import check_outputs, output_set
-    from precomet.utilities import compute_utility, get_spec, require_scores, resolve_options
+    from precomet.utilities import UTILITY_METHODS, compute_utility, get_spec, require_scores, resolve_options
     from precomet.utilities.output import utility_signature, write_utilities
 
     check_outputs(args.output, args.save_irt)
@@ -68,6 +70,17 @@ def run(args: argparse.Namespace) -> int:
         options["missing"] = "exclude"
     resolve_options(args.method, options)
     campaign = load_campaign(args)
+    if spec.needs_score or spec.min_systems > 0:
+        free = "/".join(
+            name for name, other in UTILITY_METHODS.items() if not other.needs_score and not other.min_systems
+        )
+        require_outputs(
+            campaign,
+            args,
+            what=f"--method {args.method}",
+            needs="system outputs and scores" if spec.needs_score else "system outputs",
+            instead=f"for sources only use --method {free}, or precomet predict with a checkpoint",
+        )
     systems = args.systems
     if systems is not None:
         campaign.system_index(systems)
