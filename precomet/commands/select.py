@@ -179,13 +179,24 @@ def run(args: argparse.Namespace) -> int:
         args.output, campaign, selection, utility, manifest, batch=args.batch, batch_order=args.batch_order
     )
     print(
-        f"selected {len(selection)} of {len(campaign)} items (cost {selection.total_cost:.1f} of "
-        f"{campaign.cost.sum():.1f}); {selection.solver} {selection.status}, gap {selection.gap:.2g}, "
+        f"selected {len(selection)} of {len(campaign)} items ({_cost_summary(campaign, selection.indices)}); "
+        f"{selection.solver} {selection.status}, gap {selection.gap:.2g}, "
         f"{selection.seconds:.2f} s -> {args.output}" + (f" (+ {manifest_path.name})" if manifest_path else "")
     )
     if args.batch:
         print(f"annotation batch ({_batch_contents(campaign)}; {args.batch_order} order) -> {args.batch}")
     return 0
+
+
+def _cost_summary(campaign: Campaign, chosen: np.ndarray) -> str:
+    """``"2 h 05 min of 10 h 43 min annotation time, estimated from source length"`` (raw units for a given cost)."""
+    from precomet.costs import GIVEN, cost_source, format_duration
+
+    source = cost_source(campaign)
+    picked, total = float(campaign.cost[chosen].sum()), float(campaign.cost.sum())
+    if source == GIVEN:
+        return f"cost {picked:.1f} of {total:.1f}, {source}"
+    return f"{format_duration(picked)} of {format_duration(total)} annotation time, {source}"
 
 
 def _utilities(args: argparse.Namespace, campaign: Campaign) -> tuple[np.ndarray, str, dict]:
