@@ -72,7 +72,10 @@ def validate_props(props: Sequence[float]) -> list[float]:
     props = [float(p) for p in props]
     bad = [p for p in props if not 0 < p <= 1]
     if not props or bad:
-        raise PrecometError(f"budget proportions must lie in (0, 1], got {bad or 'none'}")
+        raise PrecometError(f"budget proportions props= must lie in (0, 1], got {bad or 'none'}")
+    twice = sorted({p for p in props if props.count(p) > 1})
+    if twice:
+        raise PrecometError(f"budget proportions props= give {twice} twice")
     return props
 
 

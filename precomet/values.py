@@ -15,12 +15,15 @@ from typing import Any
 from precomet.errors import CampaignError, DataError, PrecometError
 
 
-def finite_number(value: Any, *, what: str, path: Any = None, line: int | None = None, positive: bool = False) -> float:
+def finite_number(
+    value: Any, *, what: str, path: Any = None, line: int | None = None, positive: bool = False, text: bool = True
+) -> float:
     """``value`` (a JSON number or a text cell) as a finite float; otherwise raise ``"{what}: must be a finite
     number, got …"``, as a :class:`~precomet.errors.DataError` of ``path`` (and ``line``) when given, else a
     :class:`~precomet.errors.CampaignError`. ``what`` names the item, system and field (``"item 'a', system
-    'A', score 'human'"``). With ``positive`` the number must also be > 0 (costs)."""
-    if isinstance(value, bool) or value is None:
+    'A', score 'human'"``). With ``positive`` the number must also be > 0 (costs). ``text=False`` refuses a
+    number written as text (``"1"``): in JSON a number is a number; text cells are for CSV/TSV readers."""
+    if isinstance(value, bool) or value is None or (not text and isinstance(value, str)):
         number = None
     elif isinstance(value, float):  # the common case, without a try
         number = float(value)

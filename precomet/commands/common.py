@@ -174,10 +174,13 @@ def apply_cost_from_times(args: argparse.Namespace, campaign: Campaign) -> Campa
 
 
 def comma_list(text: str) -> list[str]:
-    """argparse type for ``a,b,c`` lists (``--systems``, ``--models``): names, stripped, empty ones dropped."""
-    names = [name.strip() for name in text.split(",") if name.strip()]
-    if not names:
-        raise argparse.ArgumentTypeError(f"expected comma-separated names, got {text!r}")
+    """argparse type for ``a,b,c`` lists (``--systems``, ``--models``): names, stripped; an empty or repeated name
+    is refused (``a,,b`` is a typo, not two names)."""
+    names = [name.strip() for name in text.split(",")]
+    if not any(names) or "" in names:
+        raise argparse.ArgumentTypeError(f"expected comma-separated names without empty ones, got {text!r}")
+    if len(set(names)) < len(names):
+        raise argparse.ArgumentTypeError(f"a name is given twice in {text!r}")
     return names
 
 

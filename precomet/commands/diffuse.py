@@ -83,10 +83,21 @@ def _budgets(text: str) -> list[int]:
     try:
         if ":" in text:
             start, stop, step = (int(x) for x in text.split(":"))
-            return list(range(start, stop + 1, step))
-        return [int(x) for x in text.split(",")]
+            budgets = list(range(start, stop + 1, step))
+        else:
+            budgets = [int(x) for x in text.split(",")]
     except ValueError:
         raise PrecometError(f"--budgets: expected START:STOP:STEP or a comma list of integers, got {text!r}") from None
+    if not budgets or min(budgets) < 1 or len(set(budgets)) < len(budgets):
+        raise PrecometError(f"--budgets: expected distinct budgets >= 1, got {text!r} ({budgets or 'none'})")
+    return budgets
+
+
+def _thresholds(values: list[float]) -> list[float]:
+    """``evaluate --p``: at least one threshold, none twice."""
+    if not values or len(set(values)) < len(values):
+        raise PrecometError(f"--p: expected one or more distinct thresholds in (0, 1), got {values}")
+    return values
 
 
 def _interactive_oracle(campaign, systems):
@@ -151,7 +162,7 @@ def run(args: argparse.Namespace) -> int:
         test_fraction=args.test_fraction,
         margin=args.margin,
         higher_is_better=not args.lower_is_better,
-        p_values=args.p,
+        p_values=_thresholds(args.p),
         n_min=args.n_min,
         max_budget=args.max_budget,
         encoder=args.encoder,

@@ -162,8 +162,13 @@ def read_meta(checkpoint_dir: str | Path) -> dict[str, Any]:
     missing = [n for n in (META, HEAD) if not (path / n).is_file()]
     if missing:
         raise PrecometError(f"{path}: not a precomet checkpoint, missing {missing} (see checkpoints/README.md)")
+    odd = (
+        [p for p in (path / ENCODER).rglob("*") if not (p.is_file() or p.is_dir())] if (path / ENCODER).is_dir() else []
+    )
+    if odd:  # a device or FIFO in place of a weights file would hang the loader
+        raise PrecometError(f"{odd[0]}: not a regular file; the checkpoint is damaged")
     try:
-        meta = json.loads((path / META).read_text(encoding="utf-8"))
+        meta = json.loads((path / META).read_text(encoding="utf-8-sig"))
     except json.JSONDecodeError as err:
         raise PrecometError(f"{path / META}: invalid JSON ({err.msg}); precomet.json is not a JSON object") from None
     except UnicodeDecodeError:

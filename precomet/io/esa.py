@@ -158,11 +158,11 @@ def load_wmt24_esa(root: str | Path, campaign: str, *, include_refs: bool = Fals
                 f" ({doc_rows[row.item][1]!r})",
                 line=row.line,
             )
-        ratings[(row.item, row.system)].append(
-            finite_number(
-                row.score, what=f"segment {row.item}, system {row.system!r}, field 'score'", path=path, line=row.line
-            )
-        )
+        what = f"segment {row.item}, system {row.system!r}, field 'score'"
+        score = finite_number(row.score, what=what, path=path, line=row.line)
+        if not 0 <= score <= 100:  # the ESA slider's range
+            raise DataError(path, f"{what}: must lie in [0, 100], got {row.score!r}", line=row.line)
+        ratings[(row.item, row.system)].append(score)
 
     refs = {p.name[len(campaign) + 1 : -len(".txt")]: p for p in (txt / "references").glob(f"{campaign}.*.txt")}
     rated = sorted({system for _, system in ratings})

@@ -118,7 +118,7 @@ def campaign_from_items(
         costs.append(
             None
             if cost is None
-            else finite_number(cost, what=f"{place}: item {item_id!r}, field 'cost'", positive=True)
+            else finite_number(cost, what=f"{place}: item {item_id!r}, field 'cost'", positive=True, text=False)
         )
         for system, text in (item.get("tgt") or {}).items():
             if text is not None and not isinstance(text, str):
@@ -132,7 +132,9 @@ def campaign_from_items(
                 if value is None:
                     continue
                 if type(value) is not float or not math.isfinite(value):  # JSON floats skip building the message
-                    value = finite_number(value, what=f"{place}: item {item_id!r}, system {system!r}, score {score!r}")
+                    value = finite_number(
+                        value, what=f"{place}: item {item_id!r}, system {system!r}, score {score!r}", text=False
+                    )
                 scores[str(score)][position][j] = value
     campaign_names: set[Any] = {item.get("campaign") for item in items if item.get("campaign")}
     return Campaign.build(

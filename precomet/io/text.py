@@ -130,7 +130,14 @@ def parse_json(text: str, path: str | Path, *, line: int | None = None) -> Any:
     if _depth_exceeds(text, MAX_JSON_DEPTH):
         raise DataError(path, f"invalid JSON: nested too deeply (more than {MAX_JSON_DEPTH} levels)", line=line)
     try:
-        return json.loads(text, object_pairs_hook=_no_duplicate_keys)
+        value = json.loads(text, object_pairs_hook=_no_duplicate_keys)
+        if "\\ud" in text.lower():  # an escaped surrogate: only a pair of them is a character
+            json.dumps(value, ensure_ascii=False).encode("utf-8")
+        return value
+    except UnicodeEncodeError:
+        raise DataError(
+            path, "invalid JSON: a lone surrogate escape (\\ud800-\\udfff) is not a character", line=line
+        ) from None
     except json.JSONDecodeError as err:
         where = line if line is not None else err.lineno
         raise DataError(path, f"invalid JSON ({err.msg}, column {err.colno})", line=where) from None

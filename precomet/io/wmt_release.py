@@ -232,6 +232,18 @@ def read_humaneval(path: Path, n_lines: int) -> list[_HumanRow]:
             finite_number(value, what=f"system {system!r}, SID {sid}, field {field!r}", path=path, line=number)
             for field, value in (("RAW.SCR", fields[2]), ("Z.SCR", fields[3]))
         ]
+        if not 0 <= scores[0] <= 100:  # the DA slider's range
+            raise DataError(
+                path,
+                f"system {system!r}, SID {sid}, field 'RAW.SCR': must lie in [0, 100], got {fields[2]!r}",
+                line=number,
+            )
+        if not re.fullmatch(r"[0-9]{1,9}", fields[4]) or int(fields[4]) < 1:
+            raise DataError(
+                path,
+                f"system {system!r}, SID {sid}, field 'N': must be a count of ratings >= 1, got {fields[4]!r}",
+                line=number,
+            )
         rows.append(_HumanRow(system, int(sid) - 1, scores[0], scores[1], number))
     return rows
 

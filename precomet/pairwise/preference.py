@@ -191,7 +191,7 @@ def load_alpacaeval(path: str | Path, *, margin: float = 0.0) -> Preferences:
                 value = float(preference)
             except (TypeError, ValueError, OverflowError):
                 value = float("nan")
-            if isinstance(preference, bool) or not math.isfinite(value):
+            if isinstance(preference, (bool, str)) or not math.isfinite(value):
                 raise DataError(file, f"record {n}: preference {preference!r:.40} is not a finite number") from None
             if not 1.0 <= value <= 2.0:
                 raise DataError(file, f"record {n}: preference {value} outside [1, 2]")
@@ -217,6 +217,8 @@ def _from_rows(rows: Iterable[tuple[int, dict]], path: Path, likert_ties: bool) 
         for key, value in (("model_a", model_a), ("model_b", model_b), ("item", item)):
             if isinstance(value, bool) or not isinstance(value, (str, int)) or str(value).strip() == "":
                 raise DataError(path, f"item {item!r}: field {key!r} must be a name (text), got {value!r}", line=line)
+        if row.get("likert") not in (None, "") and row.get("label") not in (None, ""):
+            raise DataError(path, f"item {item!r}: give 'label' or 'likert', not both", line=line)
         if row.get("likert") not in (None, ""):
             try:
                 (label,) = likert_labels([row["likert"]], likert_ties=likert_ties, items=[item])

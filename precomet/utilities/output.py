@@ -66,7 +66,11 @@ def read_utilities(path: str | Path) -> tuple[list[str], np.ndarray, dict[str, A
         if isinstance(row["id"], bool) or not isinstance(row["id"], (str, int)):
             raise DataError(path, f"'id' must be text, got {type(row['id']).__name__}", line=number)
         what = f"item {row['id']!r}, field 'utility'"
-        value = np.nan if row["utility"] is None else finite_number(row["utility"], what=what, path=path, line=number)
+        value = (
+            np.nan
+            if row["utility"] is None
+            else finite_number(row["utility"], what=what, path=path, line=number, text=False)
+        )
         if str(row["id"]) in seen:
             raise DataError(path, f"duplicate id {row['id']!r} (first on line {seen[str(row['id'])]})", line=number)
         seen[str(row["id"])] = number
