@@ -182,6 +182,11 @@ def run(args: argparse.Namespace) -> int:
     campaign = apply_cost_from_times(args, campaign)
     if args.level == "doc":
         require_documents(campaign)
+    if args.balance == "domain" and len(set(campaign.domain)) < 2:
+        raise PrecometError(
+            f"--balance domain: campaign {campaign.name!r} has one domain ({campaign.domain[0]!r}); there is nothing"
+            " to balance"
+        )
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
     _check_circular(args, methods)
     if args.crowd is not None:

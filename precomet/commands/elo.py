@@ -21,7 +21,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     source.add_argument(
         "--keep-incomplete", action="store_true", help="keep items without a human score for every system"
     )
-    source.add_argument("--score", default="human", help="campaign score deciding preferences (default: human)")
+    source.add_argument("--score", help="campaign score deciding preferences with --data (default: human)")
     source.add_argument("--lower-is-better", action="store_true", help="the campaign score is an error count")
     source.add_argument(
         "--margin", type=margin, default=0.0, help="tie margin (scores; AlpacaEval: |preference − 1.5|)"
@@ -31,7 +31,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     rating.add_argument("--rounds", type=repeats, default=1000, help="bootstrap rounds (default 1000)")
     rating.add_argument("--seed", type=seed, default=0)
     rating.add_argument("--ties", choices=["half", "drop"], default="half", help="ties as half wins or dropped")
-    rating.add_argument("--k", type=positive_float, default=4.0, help="Elo K-factor (default 4)")
+    rating.add_argument("--k", type=positive_float, help="Elo K-factor with --method elo (default 4)")
     rating.add_argument(
         "--models",
         type=comma_list,
@@ -57,6 +57,26 @@ def paths(args: argparse.Namespace) -> Paths:
     return Paths(inputs=[args.prefs, args.data, args.agree_with], outputs=[args.plot, args.output, args.save_prefs])
 
 
+def _refuse_unused(args: argparse.Namespace) -> None:
+    """Options that would be silently ignored by this combination are refused, naming what they apply to."""
+    from precomet.errors import PrecometError
+
+    if args.prefs:
+        for flag, given in (
+            ("--campaign", args.campaign),
+            ("--human", args.human),
+            ("--keep-incomplete", args.keep_incomplete),
+            ("--score", args.score),
+            ("--lower-is-better", args.lower_is_better),
+        ):
+            if given:
+                raise PrecometError(f"{flag} applies to --data (preferences from a campaign's scores), not to --prefs")
+    elif args.likert_ties:
+        raise PrecometError("--likert-ties applies to --prefs with Likert judgements, not to --data")
+    if args.method == "bt" and args.k is not None:
+        raise PrecometError("--k is the Elo K-factor; it does not apply to --method bt")
+
+
 def run(args: argparse.Namespace) -> int:
     from precomet.errors import PrecometError
     from precomet.io import jsonsafe
@@ -65,6 +85,7 @@ def run(args: argparse.Namespace) -> int:
 
     if bool(args.prefs) == bool(args.data):
         raise PrecometError("give exactly one of --prefs FILE or --data INPUT")
+    _refuse_unused(args)
     if args.plot:
         check_output(args.plot, suffixes=FIGURE_SUFFIXES)
     if args.save_prefs:
@@ -76,10 +97,19 @@ def run(args: argparse.Namespace) -> int:
         from precomet.commands.common import load_campaign
 
         prefs = preference.from_scores(
-            load_campaign(args), score=args.score, margin=args.margin, higher_is_better=not args.lower_is_better
+            load_campaign(args),
+            score=args.score or "human",
+            margin=args.margin,
+            higher_is_better=not args.lower_is_better,
         )
     table = ratings.bootstrap_ratings(
-        prefs, method=args.method, rounds=args.rounds, seed=args.seed, ties=args.ties, models=args.models, k=args.k
+        prefs,
+        method=args.method,
+        rounds=args.rounds,
+        seed=args.seed,
+        ties=args.ties,
+        models=args.models,
+        k=4.0 if args.k is None else args.k,
     )
     print(
         f"{len(prefs)} preference records from {prefs.source}; {args.method} with {args.rounds} bootstrap rounds, "
@@ -116,7 +146,7 @@ def run(args: argparse.Namespace) -> int:
                 seed=args.seed,
                 rounds=args.rounds,
                 ties=args.ties,
-                k=args.k,
+                k=(4.0 if args.k is None else args.k) if args.method == "elo" else None,
                 source=prefs.source,
                 records=len(prefs),
             )

@@ -143,6 +143,18 @@ def run(args: argparse.Namespace) -> int:
     cost_aware = args.budget_cost is not None or (
         args.proportion is not None and (args.cost_aware or bool(args.cost_from_times))
     )
+    from precomet.selection.objective import DEFAULT_COST_OBJECTIVE
+
+    if args.cost_objective != DEFAULT_COST_OBJECTIVE and not cost_aware:
+        raise PrecometError(
+            "--cost-objective applies to cost budgets (--budget-cost, or --proportion with --cost-aware or"
+            " --cost-from-times), not to a count of items"
+        )
+    if args.balance == "domain" and len(set(campaign.domain)) < 2:
+        raise PrecometError(
+            f"--balance domain: campaign {campaign.name!r} has one domain ({campaign.domain[0]!r}); there is nothing"
+            " to balance (give domains in the input, or --domains FILE for plain text)"
+        )
     options = dict(  # passed to select_subset and recorded in the manifest as given
         budget=args.budget,
         proportion=args.proportion,

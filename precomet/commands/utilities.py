@@ -65,6 +65,9 @@ def run(args: argparse.Namespace) -> int:
 
     check_outputs(args.output, args.save_irt)
     spec = get_spec(args.method)
+    if args.budget is not None and not spec.needs_budget:
+        needing = ", ".join(name for name, other in UTILITY_METHODS.items() if other.needs_budget)
+        raise PrecometError(f"--budget applies to the methods that need one ({needing}), not to --method {args.method}")
     options = parse_options(args.option)
     if args.exclude_missing:
         options["missing"] = "exclude"

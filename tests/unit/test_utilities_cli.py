@@ -110,6 +110,7 @@ def test_cli_bad_input_exits_2(tiny_campaign, tmp_path, capsys):
 def test_comma_list_type():
     from precomet.commands.common import comma_list
 
-    assert comma_list(" a, b ,,c") == ["a", "b", "c"]
-    with pytest.raises(argparse.ArgumentTypeError):
-        comma_list(" , ")
+    assert comma_list(" a, b ,c") == ["a", "b", "c"]
+    for typo in (" , ", "a,,b", "a,b,", "a,b,a"):  # an empty or repeated name is a typo, not a list
+        with pytest.raises(argparse.ArgumentTypeError):
+            comma_list(typo)
