@@ -276,7 +276,8 @@ def test_an_interrupted_command_leaves_all_or_nothing(tmp_path, delay, signum):
     if child.returncode == 0:
         assert names == ["items.jsonl", "s.jsonl", "s.manifest.json"], (names, err)
     else:
-        assert child.returncode in (130, -signum), err
+        starting = child.returncode == 1 and b"KeyboardInterrupt" in err and b"precomet" not in err  # in site.py
+        assert child.returncode in (130, -signum) or starting, err
         assert names in (["items.jsonl"], ["items.jsonl", "s.jsonl", "s.manifest.json"]), (names, err)
         if child.returncode == 130 and len(names) == 1:
             assert b"no output was written" in err
