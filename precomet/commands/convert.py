@@ -21,10 +21,15 @@ def paths(args: argparse.Namespace) -> Paths:
 
 
 def run(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from precomet.errors import OutputError
     from precomet.io import PARQUET_SUFFIX, write_jsonl, write_parquet
-    from precomet.io.atomic import check_output
+    from precomet.io.atomic import check_output, written_through
 
     check_output(args.output)
+    if not written_through(Path(args.output)) and Path(args.output).suffix.lower() not in (".jsonl", PARQUET_SUFFIX):
+        raise OutputError(f"cannot write {args.output}: convert writes canonical .jsonl or {PARQUET_SUFFIX}")
     campaign = load_campaign(args)
     write = write_parquet if str(args.output).lower().endswith(PARQUET_SUFFIX) else write_jsonl
     write(campaign, args.output)

@@ -93,6 +93,25 @@ AT_LEAST = {
 """Smallest valid value of numeric keys (checked once the config is merged)."""
 
 
+def _load_yaml(text: str) -> Any:
+    """``yaml.safe_load``, refusing a key given twice in one mapping (plain YAML keeps the last one silently)."""
+    import yaml
+
+    class UniqueKeyLoader(yaml.SafeLoader):
+        def construct_mapping(self, node, deep=False):
+            seen: set = set()
+            for key_node, _ in node.value:
+                key = self.construct_object(key_node, deep=deep)
+                if key in seen:
+                    raise yaml.constructor.ConstructorError(
+                        None, None, f"key {key!r} appears twice in one mapping", key_node.start_mark
+                    )
+                seen.add(key)
+            return super().construct_mapping(node, deep=deep)
+
+    return yaml.load(text, Loader=UniqueKeyLoader)  # noqa: S506 -- a SafeLoader subclass
+
+
 def override_keys() -> list[str]:
     """Every ``section.key`` (and top-level key) a command line may override."""
     keys = []
@@ -124,7 +143,7 @@ def load_config(path: str | Path | None = None, overrides: dict[str, Any] | None
         if "\x00" in text:
             raise PrecometError(f"{path}: config file is binary, not YAML text; expected a YAML mapping of sections")
         try:
-            loaded = yaml.safe_load(text)
+            loaded = _load_yaml(text)
         except yaml.YAMLError as err:
             raise PrecometError(f"{path}: invalid YAML ({' '.join(str(err).split())[:300]})") from None
         if loaded is None:

@@ -195,6 +195,8 @@ def check_not_inputs(outputs: Iterable[str | Path | None], inputs: Iterable[str 
     for given in outputs:
         if given is None or os.fspath(given) == STDOUT:
             continue
+        if not os.fspath(given).strip():
+            raise OutputError("output path is empty")
         output = Path(os.fspath(given))
         if written_through(output) and not _regular(output):
             continue  # a device or FIFO: written through, nothing of the user's is replaced
@@ -367,6 +369,20 @@ class OutputSet:
         self._pending.append((real, temporary))
         return temporary
 
+    def _usual_permissions(self) -> None:
+        """Files that writers created owner-only (safetensors, tempfile) get ``0666`` minus the umask, as documented."""
+        mask = os.umask(0)
+        os.umask(mask)
+        wanted = 0o666 & ~mask
+        for _, temporary in self._pending:
+            files = [temporary] if temporary.is_file() else [p for p in temporary.rglob("*") if p.is_file()]
+            for file in files:
+                if (
+                    stat.S_IMODE(file.stat().st_mode) & ~wanted & 0o666 == 0
+                    and stat.S_IMODE(file.stat().st_mode) != wanted
+                ):
+                    os.chmod(file, wanted | (stat.S_IMODE(file.stat().st_mode) & 0o111 & ~mask))
+
     def _steps(self) -> list[tuple[Path, Path, Path]]:
         """(target, temporary, aside) renames: a directory onto an existing one becomes one step per entry."""
         steps = []
@@ -381,6 +397,7 @@ class OutputSet:
         """Put every output in place, with Ctrl-C and SIGTERM held back; refused once an interrupt was seen."""
         if signals.interrupted():
             raise KeyboardInterrupt
+        self._usual_permissions()
         with signals.deferred():
             steps = self._steps()
             journals = self._journal(steps) if len(steps) > 1 else []

@@ -8,7 +8,21 @@ import json
 import shutil
 from pathlib import Path
 
-from tests.bad_inputs import FIXTURES, GOOD, PREFS, UTILITIES, B, Case, E, S, U, items, jsonl, shipped_checkpoint
+from tests.bad_inputs import (
+    FIXTURES,
+    GOOD,
+    PREFS,
+    TARGETS,
+    UTILITIES,
+    B,
+    Case,
+    E,
+    S,
+    U,
+    items,
+    jsonl,
+    shipped_checkpoint,
+)
 
 D_EVALUATE = "diffuse evaluate --data items.jsonl --systems A,B --score m --seeds 1"
 ANNOTATION = {"instruction": "say hi", "generator_1": "A", "generator_2": "B"}
@@ -121,5 +135,17 @@ CASES = {
         {"src.txt": "hello\n"},
         ("src.txt", "'wmt23/en-de'"),
         shipped_checkpoint,
+    ),
+    # ---- outputs and configs
+    "hunt-convert-output-suffix-csv": _case(
+        "convert --data items.jsonl -o {d}/o.csv", {"items.jsonl": GOOD}, ("o.csv", ".jsonl", ".parquet")
+    ),
+    "hunt-convert-output-empty": _case(
+        ["convert", "--data", "items.jsonl", "-o", ""], {"items.jsonl": GOOD}, ("empty",)
+    ),
+    "hunt-train-config-key-twice": _case(
+        "train --train t.jsonl --config c.yaml -o {d}/est",
+        {"t.jsonl": TARGETS, "c.yaml": "seed_everything: 1\nseed_everything: 2\n"},
+        ("c.yaml", "'seed_everything' appears twice"),
     ),
 }

@@ -140,7 +140,7 @@ CASES = {
     # ---- encodings: latin-1, UTF-16 (with and without a byte-order mark), in every kind of text input
     "readers-jsonl-latin1-info": Case(INFO, {"items.jsonl": LATIN1}, ("items.jsonl:2", "not UTF-8", "0xE9")),
     "readers-jsonl-utf16-convert": Case(
-        ["convert", "--data", "items.jsonl", "-o", "{d}/o.csv"],
+        ["convert", "--data", "items.jsonl", "-o", "{d}/o.jsonl"],
         {"items.jsonl": GOOD.encode("utf-16")},
         ("items.jsonl", "UTF-16"),
     ),

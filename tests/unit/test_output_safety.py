@@ -292,3 +292,16 @@ def test_no_progress_turns_off_third_party_bars_for_the_command(monkeypatch):
     monkeypatch.setattr(info, "run", lambda args: seen.update(tqdm=os.environ.get("TQDM_DISABLE")) or 0)
     assert main(["--no-progress", "info", "--data", TINY]) == 0
     assert seen == {"tqdm": "1"} and "TQDM_DISABLE" not in os.environ
+
+
+def test_files_a_writer_made_owner_only_get_the_usual_permissions(tmp_path):
+    previous = os.umask(0o022)
+    try:
+        with output_set() as out:
+            folder = out.directory(tmp_path / "ckpt")
+            head = folder / "head.safetensors"
+            head.write_bytes(b"w")
+            os.chmod(head, 0o600)  # what safetensors and tempfile do
+    finally:
+        os.umask(previous)
+    assert stat.S_IMODE((tmp_path / "ckpt" / "head.safetensors").stat().st_mode) == 0o644
