@@ -224,6 +224,13 @@ def rank_systems(
             f"campaign {campaign.name!r}: ranking needs at least 2 systems, got {len(campaign.systems)}"
         )
     rated = ~np.isnan(matrix)
+    with np.errstate(over="ignore", invalid="ignore"):
+        summable = np.isfinite(np.nansum(matrix, axis=0)).all() and np.isfinite(np.nansum(matrix**2))
+    if not summable:  # finite scores whose sums overflow (1e308): every mean and interval would be inf or nan
+        raise PrecometError(
+            f"campaign {campaign.name!r}: score {score!r} holds values too large to average"
+            f" (up to {np.nanmax(np.abs(matrix)):.3g}); rescale them"
+        )
     n_rated = rated.sum(axis=0)
     if (n_rated == 0).any():
         raise PrecometError(

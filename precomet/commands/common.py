@@ -168,9 +168,15 @@ def apply_cost_from_times(args: argparse.Namespace, campaign: Campaign) -> Campa
     """The campaign with real annotation seconds as cost when ``--cost-from-times`` is given."""
     if not args.cost_from_times:
         return campaign
+    from precomet.errors import DataError
     from precomet.io.annotation_times import annotation_cost
 
-    return annotation_cost(campaign, args.cost_from_times)
+    try:
+        return annotation_cost(campaign, args.cost_from_times)
+    except DataError:
+        raise  # names its file already
+    except PrecometError as err:
+        raise PrecometError(f"--cost-from-times {args.cost_from_times}: {err}") from None
 
 
 def comma_list(text: str) -> list[str]:

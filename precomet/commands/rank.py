@@ -18,7 +18,7 @@ from precomet.commands.common import (
     repeats,
     seed,
 )
-from precomet.errors import DataError, PrecometError
+from precomet.errors import CampaignError, DataError, PrecometError
 
 HELP = "rank systems from human scores: means, bootstrap CIs, significance clusters, win probabilities; JSON and figure"
 
@@ -113,7 +113,10 @@ def run(args: argparse.Namespace) -> int:
         full = everything
         if not args.keep_incomplete and HUMAN in everything.scores:
             full = everything.complete(HUMAN)[0]
-        campaign = full.take_ids(_subset_ids(args.subset))
+        try:
+            campaign = full.take_ids(_subset_ids(args.subset))
+        except CampaignError as err:  # ids the campaign does not have: say which file named them
+            raise PrecometError(f"--subset {args.subset}: {err}") from None
         scored = (
             full.take(np.flatnonzero(~np.isnan(full.score(args.score)).all(axis=1)))
             if (args.score in full.scores)

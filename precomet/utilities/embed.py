@@ -136,6 +136,8 @@ def _encode(texts: list[str], *, encoder: str, batch_size: int, device: str) -> 
     from sentence_transformers import SentenceTransformer
 
     threads = torch.get_num_threads()
+    if (encoder.startswith((".", "~", "/")) or encoder.count("/") > 1) and not Path(encoder).expanduser().is_dir():
+        raise PrecometError(f"sentence encoder {encoder!r}: no such folder (give a local model folder or a model name)")
     try:
         with quiet_third_party():
             model = SentenceTransformer(encoder, device=device)

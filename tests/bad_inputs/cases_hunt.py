@@ -148,4 +148,19 @@ CASES = {
         {"t.jsonl": TARGETS, "c.yaml": "seed_everything: 1\nseed_everything: 2\n"},
         ("c.yaml", "'seed_everything' appears twice"),
     ),
+    "hunt-rank-scores-overflow-a-mean": _case(
+        "rank --data x.jsonl --rounds 10",
+        {"x.jsonl": jsonl(items()).replace('"human": 4,', '"human": 1e308,').replace('"human": 3,', '"human": 1e308,')},
+        ("too large to average",),
+    ),
+    "hunt-rank-subset-unknown-id-names-the-file": _case(
+        "rank --data items.jsonl --rounds 10 --subset s.jsonl",
+        {"items.jsonl": GOOD, "s.jsonl": '{"id": "a"}\n{"id": "zz"}\n'},
+        ("--subset s.jsonl", "'zz'"),
+    ),
+    "hunt-diffuse-encoder-missing-folder": _case(
+        "diffuse select --data items.jsonl --systems A,B --budget 2 --encoder ./no-such-model",
+        {"items.jsonl": GOOD},
+        ("./no-such-model", "no such folder"),
+    ),
 }
