@@ -62,7 +62,9 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     the others get empty parsers: ``precomet benchmark`` need not import what ``precomet train`` needs."""
     parser = argparse.ArgumentParser(prog="precomet", description="Select the test items worth human evaluation.")
     parser.add_argument("--version", action="version", version=f"precomet {__version__}")
-    parser.add_argument("-v", "--verbose", action="store_true", help="log progress details")
+    parser.add_argument(
+        "-v", "--verbose", action="store_true", help="log details of the work, and print the traceback of an error"
+    )
     parser.add_argument(
         "--no-progress",
         dest="progress",

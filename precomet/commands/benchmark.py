@@ -99,7 +99,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--no-oracle",
         dest="oracle",
         action="store_false",
-        help="leave out the oracle row (greedy on the human scores, seed 002 Eq. 13: headroom, not a usable selector)",
+        help="leave out the oracle row (greedy on the human scores, Zouhar et al. 2025, Eq. 13: headroom, not a"
+        " usable selector)",
     )
     parser.add_argument(
         "--oracle-candidates",
@@ -114,7 +115,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--crowd",
         type=positive_int,
         metavar="K",
-        help="artificial crowd (seed 002 Table 4): utilities on K random systems, subsets evaluated on the others",
+        help="artificial crowd (Zouhar et al. 2025, Table 4): utilities on K random systems, subsets evaluated on"
+        " the others",
     )
     parser.add_argument(
         "--crowd-runs", type=repeats, default=100, metavar="R", help="artificial-crowd runs (default 100)"

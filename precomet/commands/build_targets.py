@@ -69,7 +69,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="keep one row per (campaign, item) instead of one row per distinct source (mean of its campaigns)",
     )
-    parser.add_argument("--seed", type=seed, default=0)
+    parser.add_argument("--seed", type=seed, default=0, help="seed of the utilities that draw at random (default 0)")
     parser.add_argument("-o", "--output", required=True, help="output JSONL")
 
 

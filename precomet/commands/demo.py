@@ -24,7 +24,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         old=("--out",),
         default="demo-output",
     )
-    parser.add_argument("--seed", type=seed, default=0)
+    parser.add_argument("--seed", type=seed, default=0, help="seed of the simulator and of every step (default 0)")
     parser.add_argument(
         "--proportion", type=share, default=0.25, help="share in (0, 1] of the blind set's cost to annotate"
     )

@@ -45,11 +45,22 @@ def _oracle_arguments(parser: argparse.ArgumentParser) -> None:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
-    select = actions.add_parser("select", help="DiffUse representatives for a budget, largest cluster first")
+    select = actions.add_parser(
+        "select",
+        help="DiffUse representatives for a budget, largest cluster first",
+        description="Cluster the differences between two systems' outputs (DiffUse, Ashury-Tahan et al. 2024) and"
+        " pick one representative item per cluster, largest cluster first, up to --budget items.",
+    )
     _common(select)
     select.add_argument("--budget", type=positive_int, required=True, help="number of items to select")
     add_output_argument(select, "write the selection with its signature as JSON", required=False, old=("--out",))
-    iterate = actions.add_parser("iterate", help="Algorithm 1: annotate until the hypergeometric risk <= p")
+    iterate = actions.add_parser(
+        "iterate",
+        help="Algorithm 1: annotate until the hypergeometric risk <= p",
+        description="Annotate items one at a time in DiffUse order (Ashury-Tahan et al. 2024, Algorithm 1) until the"
+        " risk that the majority preference is wrong falls to --p or --max-budget is reached; answers come from"
+        " --score (a simulated annotator) or the terminal (--oracle interactive).",
+    )
     _common(iterate)
     _oracle_arguments(iterate)
     iterate.add_argument(
@@ -64,18 +75,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     iterate.add_argument("--p", type=open_share, default=0.2, help="risk threshold (default 0.2)")
     iterate.add_argument("--n-min", type=positive_int, default=5, help="initial number of items (default 5)")
     iterate.add_argument("--max-budget", type=positive_int, default=200, help="maximum annotations (default 200)")
-    iterate.add_argument("--seed", type=seed, default=0)
-    evaluate = actions.add_parser("evaluate", help="success rate of DiffUse vs random over pairs, seeds and budgets")
+    iterate.add_argument("--seed", type=seed, default=0, help="seed of --order random (default 0)")
+    evaluate = actions.add_parser(
+        "evaluate",
+        help="success rate of DiffUse vs random over pairs, seeds and budgets",
+        description="The protocol of Ashury-Tahan et al. (2024): over every pair of systems, seeds and budgets, how"
+        " often DiffUse's and random's subsets pick the full test set's winner, and how Algorithm 1 does.",
+    )
     _common(evaluate)
     _oracle_arguments(evaluate)
     evaluate.add_argument("--budgets", default="5:200:5", help="START:STOP:STEP or a comma list (default 5:200:5)")
-    evaluate.add_argument("--seeds", type=repeats, default=10)
-    evaluate.add_argument("--test-fraction", type=open_share, default=0.8)
+    evaluate.add_argument("--seeds", type=repeats, default=10, help="random splits per pair (default 10)")
+    evaluate.add_argument(
+        "--test-fraction", type=open_share, default=0.8, help="share of the items each split evaluates on (default 0.8)"
+    )
     evaluate.add_argument(
         "--p", type=open_share, nargs="*", default=[0.2, 0.1], help="thresholds of the iterative table"
     )
-    evaluate.add_argument("--n-min", type=positive_int, default=5)
-    evaluate.add_argument("--max-budget", type=positive_int, default=200)
+    evaluate.add_argument("--n-min", type=positive_int, default=5, help="Algorithm 1's initial items (default 5)")
+    evaluate.add_argument(
+        "--max-budget", type=positive_int, default=200, help="Algorithm 1's maximum annotations (default 200)"
+    )
     add_output_argument(evaluate, "write the result (tables + signature) as JSON", required=False, old=("--out",))
 
 

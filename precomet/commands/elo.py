@@ -29,7 +29,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     rating = parser.add_argument_group("ratings")
     rating.add_argument("--method", choices=["elo", "bt"], default="elo", help="online Elo or Bradley-Terry MLE")
     rating.add_argument("--rounds", type=repeats, default=1000, help="bootstrap rounds (default 1000)")
-    rating.add_argument("--seed", type=seed, default=0)
+    rating.add_argument("--seed", type=seed, default=0, help="seed of the bootstrap (default 0)")
     rating.add_argument("--ties", choices=["half", "drop"], default="half", help="ties as half wins or dropped")
     rating.add_argument("--k", type=positive_float, help="Elo K-factor with --method elo (default 4)")
     rating.add_argument(

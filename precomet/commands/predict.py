@@ -22,7 +22,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="read --data as plain-text sources, one per line, whatever its name (default for .txt files)",
     )
-    parser.add_argument("--batch-size", type=positive_int, default=64)
+    parser.add_argument("--batch-size", type=positive_int, default=64, help="sources per batch (default 64)")
     parser.add_argument("--device", default="cpu", help="cpu, cuda, cuda:1, …")
     parser.add_argument(
         "--precision",

@@ -71,7 +71,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--time-limit", type=positive_float, default=60.0, help="solver time limit in seconds (default 60)"
     )
     parser.add_argument("--allow-gap", action="store_true", help="accept a non-optimal answer (warns with its gap)")
-    parser.add_argument("--seed", type=seed, default=0)
+    parser.add_argument(
+        "--seed", type=seed, default=0, help="seed of utilities that draw at random, and of ties (default 0)"
+    )
     parser.add_argument(
         "--strict",
         action="store_true",

@@ -22,12 +22,13 @@ HELP = "compute an output-based item utility (higher = annotate first) and write
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from precomet.utilities import UTILITY_METHODS
+
     add_data_arguments(parser)
     parser.add_argument(
         "--method",
         required=True,
-        help="metric_avg, metric_var, metric_cons, diversity, irt_diff, irt_disc, irt_feas, irt_diffdisc, irt_fic,"
-        " kmeans, kmeans_outputs, random, mixture (an unknown name lists all registered ones)",
+        help=f"the utility method, one of the registered ones: {', '.join(UTILITY_METHODS)}",
     )
     parser.add_argument("--metric", help="score name the utility reads, e.g. MetricX-23-c or human")
     parser.add_argument(
