@@ -98,7 +98,7 @@ def _load_yaml(text: str) -> Any:
     import yaml
 
     class UniqueKeyLoader(yaml.SafeLoader):
-        def construct_mapping(self, node, deep=False):
+        def construct_mapping(self, node: Any, deep: bool = False) -> Any:
             seen: set = set()
             for key_node, _ in node.value:
                 key = self.construct_object(key_node, deep=deep)
