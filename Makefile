@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 PIP := $(BIN)/pip install --constraint constraints.txt
 STAMP := $(VENV)/.installed
 
-.PHONY: install test test-fast lint demo clean
+.PHONY: install test test-fast test-docs lint demo clean
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -17,7 +17,10 @@ $(STAMP): pyproject.toml constraints.txt
 install: $(STAMP)
 
 test: lint
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -m "not docs"
+
+test-docs: $(STAMP)  # every code block of README.md and docs/ on the real data (CI runs it)
+	$(BIN)/python -m pytest -q -m docs
 
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -q -m "not slow"

@@ -33,6 +33,7 @@ SECTIONS = (  # (results file, what it measures) in reading order
     ("estimator-findings.md", "Source-based estimator on chrF-proxy targets: findings, speed (issue 10, superseded)"),
     ("pairwise.md", "Pairwise: DiffUse, annotate-until-decided, ratings (issue 7)"),
     ("loading.md", "Loading real campaigns (issue 2)"),
+    ("first_hour.md", "A new user's first hour: the demo and the fast test loop (issue 21)"),
 )
 HEADER = """# BENCHMARKS
 

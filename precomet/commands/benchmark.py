@@ -37,7 +37,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_data_arguments(parser)
     parser.description = (
         HELP + ". Parity: for each budget, the smallest budget at which a method's SPA reaches random's mean SPA at"
-        " that budget, divided by it, averaged over budgets; its 90 %% interval is a bootstrap over random's seeds"
+        " that budget, divided by it, averaged over budgets; its 90 % interval is a bootstrap over random's seeds"
         " and the budgets. The table states the annotation cost in hours (estimated from source length, measured"
         " times, or given in the input)."
     )

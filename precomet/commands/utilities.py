@@ -107,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
     values = compute_utility(
         campaign,
         args.method,
-        score=args.metric if spec.needs_score else None,
+        score=args.metric if spec.needs_score or args.method == "mixture" else None,  # mixture passes it on
         systems=systems,
         budget=args.budget,
         seed=args.seed,
@@ -116,7 +116,7 @@ def run(args: argparse.Namespace) -> int:
     signature = utility_signature(
         campaign,
         method=args.method,
-        score=args.metric if spec.needs_score else None,
+        score=args.metric if spec.needs_score or args.method == "mixture" else None,  # mixture passes it on
         systems=systems,
         budget=args.budget,
         seed=args.seed,

@@ -207,6 +207,7 @@ def doc_sessions(tmp_path_factory):
 
 @pytest.mark.slow
 @pytest.mark.realdata
+@pytest.mark.docs
 @pytest.mark.timeout(TIMEOUT + 60)
 @pytest.mark.parametrize("block", BLOCKS, ids=[block.id for block in BLOCKS])
 def test_doc_block(block: Block, doc_sessions):

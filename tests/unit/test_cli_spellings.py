@@ -44,6 +44,7 @@ def test_help_describes_the_command_and_every_option(name, parser):
     assert not undocumented, f"{name}: options without help: {undocumented}"
     text = parser.format_help()
     assert "seed 002" not in text  # the project's name for a paper: users read the authors and the year
+    assert "%%" not in text  # a description is printed as written, help strings are %-formatted
 
 
 @pytest.mark.parametrize("name,parser", PARSERS, ids=[name for name, _ in PARSERS])
