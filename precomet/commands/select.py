@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 
 import numpy as np
 
@@ -168,6 +169,12 @@ def run(args: argparse.Namespace) -> int:
         time_limit=args.time_limit,
         allow_gap=args.allow_gap,
     )
+    if args.budget is not None and args.budget >= len(campaign):  # not an error, but not a selection either
+        print(
+            f"precomet select: note: --budget {args.budget} covers all {len(campaign)} items: the subset is the whole"
+            " campaign",
+            file=sys.stderr,
+        )
     selection = select_subset(
         utility,
         cost=campaign.cost if cost_aware else None,

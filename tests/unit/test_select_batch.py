@@ -186,3 +186,16 @@ def test_batch_writer_library_api():
     handle = io.StringIO(newline="")
     assert write_batch(handle, campaign, [2, 0], format="tsv") == 2
     assert handle.getvalue() == "id\tdoc\tdomain\tsrc\r\nx\td2\tall\ta\r\nz\td2\tall\tc\r\n"
+
+
+def test_a_budget_that_covers_every_item_says_so(tmp_path, monkeypatch, capsys):
+    from precomet.cli import main
+    from tests.bad_inputs import GOOD
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "items.jsonl").write_text(GOOD)
+    argv = ["select", "--data", "items.jsonl", "--method", "metric_var", "--metric", "m", "-o", "s.jsonl"]
+    assert main([*argv, "--budget", "9"]) == 0
+    assert "covers all 4 items" in capsys.readouterr().err
+    assert main([*argv, "--budget", "2"]) == 0
+    assert "covers all" not in capsys.readouterr().err
