@@ -90,10 +90,29 @@ def ted_inf(folder: Path) -> None:
     path.write_text("\n".join(lines) + "\n")
 
 
-def esa_inf(folder: Path) -> None:
+def esa_tree(folder: Path) -> Path:
+    """The tiny ESA fixture copied to ``folder/esa``; returns the copy."""
     shutil.copytree(FIXTURES / "esa_tiny", folder / "esa")
-    wave = folder / "esa" / "humeval" / "wave1.csv"
-    wave.write_text(wave.read_text().replace(",80,", ",inf,", 1))
+    return folder / "esa"
+
+
+def esa_score(value: str) -> Callable[[Path], None]:
+    """A preparation: the ESA copy with its first score of 80 replaced by the raw text ``value``."""
+
+    def prepare(folder: Path) -> None:
+        wave = esa_tree(folder) / "humeval" / "wave1.csv"
+        wave.write_text(wave.read_text().replace(",80,", f",{value},", 1))
+
+    return prepare
+
+
+esa_inf = esa_score("inf")
+
+
+def release_tree(folder: Path) -> Path:
+    """The tiny WMT release fixture copied to ``folder/release``; returns its ``wmt22`` folder."""
+    shutil.copytree(FIXTURES / "wmt_release_tiny", folder / "release")
+    return folder / "release" / "wmt22"
 
 
 def shipped_checkpoint(folder: Path) -> Path:

@@ -5,11 +5,9 @@ combination would silently ignore or that repeat a value, a single domain to bal
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 from tests.bad_inputs import (
-    FIXTURES,
     GOOD,
     PREFS,
     TARGETS,
@@ -19,8 +17,10 @@ from tests.bad_inputs import (
     E,
     S,
     U,
+    esa_score,
     items,
     jsonl,
+    release_tree,
     shipped_checkpoint,
 )
 
@@ -28,19 +28,9 @@ D_EVALUATE = "diffuse evaluate --data items.jsonl --systems A,B --score m --seed
 ANNOTATION = {"instruction": "say hi", "generator_1": "A", "generator_2": "B"}
 
 
-def esa_score(value: str):
-    def prepare(folder: Path) -> None:
-        shutil.copytree(FIXTURES / "esa_tiny", folder / "esa")
-        wave = folder / "esa" / "humeval" / "wave1.csv"
-        wave.write_text(wave.read_text().replace(",80,", f",{value},", 1))
-
-    return prepare
-
-
 def release_da(row: str):
     def prepare(folder: Path) -> None:
-        shutil.copytree(FIXTURES / "wmt_release_tiny", folder / "release")
-        scores = folder / "release" / "wmt22" / "humaneval" / "ad-seg-scores-en-de.csv"
+        scores = release_tree(folder) / "humaneval" / "ad-seg-scores-en-de.csv"
         scores.parent.mkdir(parents=True)
         scores.write_text(f"SYS SID RAW.SCR Z.SCR N\nM1.3 1 80 0.5 1\n{row}\n")
 

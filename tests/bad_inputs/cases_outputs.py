@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from tests.bad_inputs import GOOD, PREFS, TARGETS, UTILITIES, B, Case, E, S, U, shipped_checkpoint
+from tests.bad_inputs import GOOD, PREFS, TARGETS, UTILITIES, B, Case, E, S, U, esa_tree, shipped_checkpoint
 
 P_TXT = "predict --checkpoint ckpt --data src.txt -o {d}/p.jsonl"
 D_SELECT = "diffuse select --data items.jsonl --systems A,B --budget 2"
@@ -63,9 +63,7 @@ CASES = {
         "convert --data esa --campaign en-cs -o {d}/esa/humeval/wave1.csv",
         {},
         ("wave1.csv", "input folder"),
-        lambda folder: __import__("shutil").copytree(
-            Path(__file__).parent.parent / "fixtures" / "esa_tiny", folder / "esa"
-        ),
+        esa_tree,
     ),
     "select-output-is-the-input": _clobber(
         S.replace("{d}/subset.jsonl", "{d}/items.jsonl"), {"items.jsonl": GOOD}, ("items.jsonl", "is the input")

@@ -5,12 +5,10 @@ saved-dataset metadata and duplicate rows — each refused naming the file and t
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 from tests.bad_inputs import (
     CSV_HEADER,
-    FIXTURES,
     GOOD,
     PREFS,
     TARGETS,
@@ -22,8 +20,10 @@ from tests.bad_inputs import (
     S,
     T,
     U,
+    esa_tree,
     items,
     jsonl,
+    release_tree,
     shipped_checkpoint,
     with_score,
 )
@@ -42,24 +42,19 @@ TED_HEADER = "system\tdoc\tdoc_id\tseg_id\trater\tsource\ttarget\tcategory\tseve
 RANK = ["rank", "--data", "items.jsonl", "-o", "{d}/r.json"]
 
 
-def _esa(folder: Path) -> Path:
-    shutil.copytree(FIXTURES / "esa_tiny", folder / "esa")
-    return folder / "esa"
-
-
 def esa_system_path(folder: Path) -> None:
     """A rated system named like a path: it would read txt/sources/en-cs.txt as its outputs."""
-    wave = _esa(folder) / "humeval" / "wave1.csv"
+    wave = esa_tree(folder) / "humeval" / "wave1.csv"
     wave.write_text(wave.read_text().replace("ann1,A,1,", "ann1,../../sources/en-cs,1,", 1))
 
 
 def esa_latin1(folder: Path) -> None:
-    wave = _esa(folder) / "humeval" / "wave1.csv"
+    wave = esa_tree(folder) / "humeval" / "wave1.csv"
     wave.write_bytes(wave.read_bytes().replace(b"ann1,A,1,", b"ann\xe9,A,1,", 1))
 
 
 def esa_sources_utf16(folder: Path) -> None:
-    sources = _esa(folder) / "txt" / "sources" / "en-cs.txt"
+    sources = esa_tree(folder) / "txt" / "sources" / "en-cs.txt"
     sources.write_bytes(sources.read_text(encoding="utf-8").encode("utf-16"))
 
 
@@ -78,18 +73,13 @@ def _mtme(folder: Path, **replace: bytes) -> None:
         path.write_bytes(replace.get(key, content))
 
 
-def _release(folder: Path) -> Path:
-    shutil.copytree(FIXTURES / "wmt_release_tiny", folder / "release")
-    return folder / "release" / "wmt22"
-
-
 def release_output_latin1(folder: Path) -> None:
-    output = _release(folder) / "txt" / "system-outputs" / "generaltest2022.en-de.hyp.M1.de"
+    output = release_tree(folder) / "txt" / "system-outputs" / "generaltest2022.en-de.hyp.M1.de"
     output.write_bytes(output.read_bytes().rstrip(b"\n") + b" caf\xe9\n")
 
 
 def release_huge_sid(folder: Path) -> None:
-    scores = _release(folder) / "humaneval" / "ad-seg-scores-en-de.csv"
+    scores = release_tree(folder) / "humaneval" / "ad-seg-scores-en-de.csv"
     scores.parent.mkdir(parents=True)
     scores.write_text(f"SYS SID RAW.SCR Z.SCR N\nM1.3 1 80 0.5 1\nM1.3 {HUGE} 70 0.1 1\n")
 
