@@ -147,6 +147,25 @@ def require_outputs(
     require_systems(campaign, what=what, needs=needs, instead=instead, where=f"--data {args.data}")
 
 
+def require_method_data(campaign: Campaign, args: argparse.Namespace, method: str, *, instead: str) -> None:
+    """:func:`require_outputs` for ``--method``: a utility that reads outputs or scores is refused on a sources-only
+    campaign; ``instead`` (with ``{free}``, the methods that need neither) says what to use."""
+    from precomet.utilities import UTILITY_METHODS, get_spec
+
+    spec = get_spec(method)
+    if spec.needs_score or spec.min_systems > 0:
+        free = "/".join(
+            name for name, other in UTILITY_METHODS.items() if not other.needs_score and not other.min_systems
+        )
+        require_outputs(
+            campaign,
+            args,
+            what=f"--method {method}",
+            needs="system outputs and scores" if spec.needs_score else "system outputs",
+            instead=instead.format(free=free),
+        )
+
+
 def add_cost_arguments(parser: argparse.ArgumentParser) -> None:
     """``--cost-from-times PATH`` and ``--cost-objective NAME`` (what a cost-aware knapsack maximises)."""
     from precomet.selection.objective import COST_OBJECTIVES, DEFAULT_COST_OBJECTIVE

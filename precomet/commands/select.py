@@ -19,7 +19,7 @@ from precomet.commands.common import (
     positive_float,
     positive_int,
     require_documents,
-    require_outputs,
+    require_method_data,
     seed,
     share,
 )
@@ -246,20 +246,14 @@ def _utilities(args: argparse.Namespace, campaign: Campaign) -> tuple[np.ndarray
         return utility, "checkpoint", {"checkpoint": args.checkpoint, "seen_in_training": seen}
     if args.strict:
         raise PrecometError("--strict applies to utilities from an estimator (--checkpoint or --scores), not --method")
-    from precomet.utilities import UTILITY_METHODS, compute_utility, get_spec
+    from precomet.utilities import compute_utility
 
-    spec = get_spec(args.method)
-    if spec.needs_score or spec.min_systems > 0:
-        free = "/".join(
-            name for name, other in UTILITY_METHODS.items() if not other.needs_score and not other.min_systems
-        )
-        require_outputs(
-            campaign,
-            args,
-            what=f"--method {args.method}",
-            needs="system outputs and scores" if spec.needs_score else "system outputs",
-            instead=f"for sources only use --checkpoint (predicted utilities), or --method {free}",
-        )
+    require_method_data(
+        campaign,
+        args,
+        args.method,
+        instead="for sources only use --checkpoint (predicted utilities), or --method {free}",
+    )
 
     utility = compute_utility(
         campaign, args.method, score=args.metric, budget=_item_budget(args, campaign), seed=args.seed

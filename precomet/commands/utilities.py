@@ -13,7 +13,7 @@ from precomet.commands.common import (
     load_campaign,
     parse_options,
     positive_int,
-    require_outputs,
+    require_method_data,
     seed,
 )
 from precomet.errors import PrecometError
@@ -74,17 +74,12 @@ def run(args: argparse.Namespace) -> int:
         options["missing"] = "exclude"
     resolve_options(args.method, options)
     campaign = load_campaign(args)
-    if spec.needs_score or spec.min_systems > 0:
-        free = "/".join(
-            name for name, other in UTILITY_METHODS.items() if not other.needs_score and not other.min_systems
-        )
-        require_outputs(
-            campaign,
-            args,
-            what=f"--method {args.method}",
-            needs="system outputs and scores" if spec.needs_score else "system outputs",
-            instead=f"for sources only use --method {free}, or precomet predict with a checkpoint",
-        )
+    require_method_data(
+        campaign,
+        args,
+        args.method,
+        instead="for sources only use --method {free}, or precomet predict with a checkpoint",
+    )
     systems = args.systems
     if systems is not None:
         campaign.system_index(systems)
