@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from precomet.campaign import HUMAN, Campaign
+from precomet.encoders import SentenceEncoder
 from precomet.simulate import simulate_history
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -127,3 +128,22 @@ def loaded_after(code: str) -> set[str]:
     script = f"{code}\nimport json, sys\nprint(json.dumps(sorted(sys.modules)))"
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, env=env, cwd=REPO)
     return set(json.loads(out.stdout.strip().splitlines()[-1]))
+
+
+class Counting(SentenceEncoder):
+    """A fake encoder of 2-long vectors (length, count of 'a') that records every text it is asked to encode."""
+
+    name = "counting"
+    languages = "any"
+    batch_size = 2
+
+    def __init__(self) -> None:
+        self.seen: list[str] = []
+
+    @property
+    def dim(self) -> int:
+        return 2
+
+    def _encode_batch(self, texts: list[str]) -> np.ndarray:
+        self.seen += texts
+        return np.array([[len(t), t.count("a")] for t in texts], dtype=float)

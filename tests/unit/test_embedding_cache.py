@@ -14,28 +14,10 @@ import numpy as np
 import pytest
 
 from precomet.cli import main
-from precomet.encoders import SentenceEncoder, encode_cached
+from precomet.encoders import encode_cached
 from precomet.errors import PrecometError
 from tests.bad_inputs import GOOD
-
-
-class Counting(SentenceEncoder):
-    """A fake encoder of 2-long vectors that records every text it is asked to encode."""
-
-    name = "counting"
-    languages = "any"
-    batch_size = 2
-
-    def __init__(self) -> None:
-        self.seen: list[str] = []
-
-    @property
-    def dim(self) -> int:
-        return 2
-
-    def _encode_batch(self, texts: list[str]) -> np.ndarray:
-        self.seen += texts
-        return np.array([[len(t), t.count("a")] for t in texts], dtype=float)
+from tests.conftest import Counting
 
 
 def _key(text: str) -> str:

@@ -8,28 +8,10 @@ import math
 import numpy as np
 import pytest
 
-from precomet.encoders import ENCODERS, SentenceEncoder, encode_cached, get_encoder
+from precomet.encoders import ENCODERS, encode_cached, get_encoder
 from precomet.encoders.surface import FEATURES, surface_features
 from precomet.errors import PrecometError
-
-
-class Counting(SentenceEncoder):
-    """A fake encoder that records every text it is asked to encode."""
-
-    name = "counting"
-    languages = "any"
-    batch_size = 2
-
-    def __init__(self) -> None:
-        self.seen: list[str] = []
-
-    @property
-    def dim(self) -> int:
-        return 2
-
-    def _encode_batch(self, texts: list[str]) -> np.ndarray:
-        self.seen += texts
-        return np.array([[len(t), t.count("a")] for t in texts], dtype=float)
+from tests.conftest import Counting
 
 
 def test_unknown_encoder_lists_the_valid_names():
