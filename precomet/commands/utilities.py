@@ -99,10 +99,11 @@ def run(args: argparse.Namespace) -> int:
         }
         params = fit_irt(crowd, score=args.metric, seed=args.seed, **fit_options)
         options["params"] = params
+    score = args.metric if spec.needs_score or args.method == "mixture" else None  # mixture hands it on
     values = compute_utility(
         campaign,
         args.method,
-        score=args.metric if spec.needs_score or args.method == "mixture" else None,  # mixture passes it on
+        score=score,
         systems=systems,
         budget=args.budget,
         seed=args.seed,
@@ -111,7 +112,7 @@ def run(args: argparse.Namespace) -> int:
     signature = utility_signature(
         campaign,
         method=args.method,
-        score=args.metric if spec.needs_score or args.method == "mixture" else None,  # mixture passes it on
+        score=score,
         systems=systems,
         budget=args.budget,
         seed=args.seed,
