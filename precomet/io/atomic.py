@@ -201,7 +201,7 @@ def check_not_inputs(outputs: Iterable[str | Path | None], inputs: Iterable[str 
         if written_through(output) and not _regular(output):
             continue  # a device or FIFO: written through, nothing of the user's is replaced
         for source in sources:
-            if _same(output, source) if _exists(output) and _exists(source) else _target(output) == _target(source):
+            if _same(output, source):
                 raise OutputError(
                     f"output {output} is the input {source}; write it elsewhere (inputs are never overwritten)"
                 )
@@ -377,11 +377,9 @@ class OutputSet:
         for _, temporary in self._pending:
             files = [temporary] if temporary.is_file() else [p for p in temporary.rglob("*") if p.is_file()]
             for file in files:
-                if (
-                    stat.S_IMODE(file.stat().st_mode) & ~wanted & 0o666 == 0
-                    and stat.S_IMODE(file.stat().st_mode) != wanted
-                ):
-                    os.chmod(file, wanted | (stat.S_IMODE(file.stat().st_mode) & 0o111 & ~mask))
+                mode = stat.S_IMODE(file.stat().st_mode)
+                if mode & 0o666 != wanted and not mode & 0o666 & ~wanted:  # narrower than usual, never wider
+                    os.chmod(file, wanted | (mode & 0o111 & ~mask))
 
     def _steps(self) -> list[tuple[Path, Path, Path]]:
         """(target, temporary, aside) renames: a directory onto an existing one becomes one step per entry."""
