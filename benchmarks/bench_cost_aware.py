@@ -6,7 +6,8 @@ Usage: .venv/bin/python benchmarks/bench_cost_aware.py [--seeds 100] [--only KEY
 For every campaign, budgets are 5 %..50 % of the total annotation cost (real WMT23 ESA seconds or the length
 model 0.15·len+33.7 s). Each utility selects through the exact knapsack under each cost objective
 (precomet.selection.objective: rank-length, rank-cost, paper) and is compared with random subsets that fit the
-same budget (100 seeds); parity is in cost (Eq. 12). Beside it, the paper's protocol: costs normalised to
+same budget (100 seeds), and with the length-only control (the same knapsack with a constant utility); parity
+is in cost (Eq. 12). Beside it, the paper's protocol: costs normalised to
 (c − c_min)/(c̄ − c_min) (floored at 1e-3 because our knapsack needs positive costs), the paper objective and,
 as random baseline, the knapsack over random utilities. WMT22 zh-en is the development campaign the default
 was chosen on; the others confirm it. ``--explore`` measures the candidate formulations on that campaign
@@ -37,7 +38,13 @@ from precomet.utilities import compute_utility
 OUT = REPO / "benchmarks" / "out" / "cost"
 RESULT = REPO / "benchmarks" / "results" / "cost-aware.md"
 METRIC_METHODS = ["metric_avg", "metric_var", "metric_cons"]
-LABEL = {"metric_avg": "MetricAvg", "metric_var": "MetricVar", "metric_cons": "MetricCons", "diversity": "Diversity"}
+LABEL = {
+    "metric_avg": "MetricAvg",
+    "metric_var": "MetricVar",
+    "metric_cons": "MetricCons",
+    "diversity": "Diversity",
+    "length only": "length only (constant utility)",
+}
 CASES = {  # key: (title, loader, methods, metric)
     "wmt22-zh-en": (
         "WMT22 zh-en MQM, length model (development)",
@@ -80,6 +87,7 @@ CASES = {  # key: (title, loader, methods, metric)
 }
 PAPER_CASES = ("wmt23-en-de-times", "wmt23-en-de", "wmt23-zh-en")  # the paper's protocol: on its campaigns only
 PAPER_TIME_LIMIT = 2.0  # s per knapsack over normalised (non-integer) costs, used as found after that
+LENGTH_ONLY = "length only"  # the control: the same knapsack with a constant utility (source length alone)
 OPTIONS = {"diversity": {"cache_dir": str(REPO / "benchmarks" / "out" / "embed-cache")}}
 
 
@@ -143,6 +151,7 @@ def run_case(key: str, seeds: int, paper_seeds: int) -> dict:
         start = time.perf_counter()
         select = make_selector(campaign, budget_cost=True, cost_objective=objective)
         out["objectives"][objective] = {m: evaluate(campaign, ref, random, select, u) for m, u in found.items()}
+        out["objectives"][objective][LENGTH_ONLY] = evaluate(campaign, ref, random, select, np.ones(len(campaign)))
         print(
             f"{key} {objective}: "
             + ", ".join(
@@ -247,6 +256,7 @@ def render(results: list[dict], command: str, seeds: int, explored: dict | None)
                 f"| {res['title']} | {res['items']} × {res['systems']} | {100 * res['random']['spa']:.1f} | "
                 f"{LABEL.get(m, m)} | " + " | ".join(cells) + " |"
             )
+    lines += summary_vs_length(results)
     with_paper = [r for r in results if "paper_protocol" in r]
     if with_paper:
         lines += [
@@ -306,6 +316,41 @@ def render(results: list[dict], command: str, seeds: int, explored: dict | None)
         ]
         lines.append("")
     return "\n".join(lines)
+
+
+def summary_vs_length(results: list[dict]) -> list[str]:
+    """Per campaign and objective: the utilities' mean parity against the length-only control's, and the mean
+    over campaigns (the goal: the default objective's utilities beat both random and length alone)."""
+    lines = [
+        "",
+        "## Do the utilities add anything beyond length?",
+        "",
+        "Parity in cost per campaign (lower is better; < 100 % beats random): the mean over the campaign's",
+        "utilities, its best utility, and the length-only control (the same knapsack with a constant utility).",
+        "",
+        "| campaign | " + " | ".join(f"{o}: utilities mean / best / length only" for o in COST_OBJECTIVES) + " |",
+        "|---|" + "---|" * len(COST_OBJECTIVES),
+    ]
+    means: dict[str, list[tuple[float, float]]] = {o: [] for o in COST_OBJECTIVES}
+    for res in results:
+        cells = []
+        for o in COST_OBJECTIVES:
+            rows = res["objectives"][o]
+            parity = [r["parity"] for m, r in rows.items() if m != LENGTH_ONLY]
+            means[o].append((float(np.mean(parity)), rows[LENGTH_ONLY]["parity"]))
+            cells.append(
+                f"{100 * np.mean(parity):.0f} % / {100 * min(parity):.0f} % / {100 * rows[LENGTH_ONLY]['parity']:.0f} %"
+            )
+        lines.append(f"| {res['title']} | " + " | ".join(cells) + " |")
+    lines.append(
+        "| **mean over campaigns** | "
+        + " | ".join(
+            f"{100 * np.mean([u for u, _ in means[o]]):.0f} % / – / {100 * np.mean([c for _, c in means[o]]):.0f} %"
+            for o in COST_OBJECTIVES
+        )
+        + " |"
+    )
+    return lines
 
 
 def main() -> None:
