@@ -3,16 +3,16 @@
 Usage: .venv/bin/python benchmarks/bench_cost_aware.py [--seeds 100] [--only KEY,...] [--paper-seeds 100]
        .venv/bin/python benchmarks/bench_cost_aware.py --explore [--seeds 30]   (how the default was chosen)
 
-For every campaign, budgets are 5 %..50 % of the total annotation cost (real WMT23 ESA seconds or the length
-model 0.15·len+33.7 s). Each utility selects through the exact knapsack under each cost objective
-(precomet.selection.objective: rank-length, rank-cost, paper) and is compared with random subsets that fit the
-same budget (100 seeds), and with the length-only control (the same knapsack with a constant utility); parity
-is in cost (Eq. 12). Beside it, the paper's protocol: costs normalised to
-(c − c_min)/(c̄ − c_min) (floored at 1e-3 because our knapsack needs positive costs), the paper objective and,
-as random baseline, the knapsack over random utilities. WMT22 zh-en is the development campaign the default
-was chosen on; the others confirm it. ``--explore`` measures the candidate formulations on that campaign
-alone, and how the spread of human scores across systems grows with source length on every campaign. JSON per
-campaign in benchmarks/out/cost/, markdown in benchmarks/results/cost-aware.md.
+For every campaign, budgets are 5 %..50 % of the total annotation cost (real WMT23 ESA seconds, untimed items
+getting the length model calibrated on them; or the length model 0.15·len+33.7 s). Each utility selects through the
+exact knapsack under each cost objective (precomet.selection.objective: rank-length, rank-cost, paper) and is
+compared with random subsets that fit the same budget (100 seeds), and with the length-only control (the same
+knapsack with a constant utility); parity is in cost (Eq. 12). Beside it, the paper's protocol: costs normalised to
+(c − c_min)/(c̄ − c_min) (floored at 1e-3 because our knapsack needs positive costs), the paper objective and, as
+random baseline, the knapsack over random utilities. WMT22 zh-en is the development campaign the default was chosen
+on; the others confirm it. ``--explore`` measures the candidate formulations on that campaign alone, and how the
+spread of human scores across systems grows with source length on every campaign. JSON per campaign in
+benchmarks/out/cost/, markdown in benchmarks/results/cost-aware.md.
 """
 
 from __future__ import annotations

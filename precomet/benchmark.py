@@ -502,7 +502,7 @@ def run_benchmark(
             random_spa_runs=runs[:, :, 0],
         )
     bar.close()
-    from precomet.costs import cost_source
+    from precomet.costs import cost_signature, cost_source
 
     result = {
         "campaign": campaign.name,
@@ -524,6 +524,7 @@ def run_benchmark(
             props=props,
             seeds=seeds,
             budget_cost=budget_cost,
+            cost=cost_signature(campaign),
             cost_objective=cost_objective if budget_cost else None,
             balance=balance,
             level=level,

@@ -167,12 +167,23 @@ def require_method_data(campaign: Campaign, args: argparse.Namespace, method: st
 
 
 def add_cost_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--cost-from-times PATH`` and ``--cost-objective NAME`` (what a cost-aware knapsack maximises)."""
+    """``--cost-from-times PATH`` (with ``--untimed``) and ``--cost-objective NAME`` (what a cost-aware knapsack
+    maximises)."""
+    from precomet.io.annotation_times import UNTIMED
     from precomet.selection.objective import COST_OBJECTIVES, DEFAULT_COST_OBJECTIVE
 
     group = parser.add_argument_group("annotation cost")
     group.add_argument(
-        "--cost-from-times", metavar="PATH", help="use real annotation times (WMT23 ESA CSV file or dir) as cost"
+        "--cost-from-times",
+        metavar="PATH",
+        help="use real annotation times (WMT23 ESA CSV file or dir) as cost; untimed items get the length model "
+        "calibrated on the timed ones",
+    )
+    group.add_argument(
+        "--untimed",
+        choices=list(UNTIMED),
+        help="what --cost-from-times does with items without a time: calibrate (default) = the length model fitted "
+        "on the timed items, refuse = stop with an error",
     )
     group.add_argument(
         "--cost-objective",
@@ -184,18 +195,23 @@ def add_cost_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def apply_cost_from_times(args: argparse.Namespace, campaign: Campaign) -> Campaign:
-    """The campaign with real annotation seconds as cost when ``--cost-from-times`` is given."""
+    """The campaign with real annotation seconds as cost when ``--cost-from-times`` is given (``--untimed``: what
+    the items without a time get)."""
     if not args.cost_from_times:
+        if args.untimed:
+            raise PrecometError("--untimed applies to --cost-from-times")
         return campaign
     from precomet.errors import DataError
     from precomet.io.annotation_times import annotation_cost
 
+    untimed = args.untimed or "calibrate"
     try:
-        return annotation_cost(campaign, args.cost_from_times)
+        return annotation_cost(campaign, args.cost_from_times, untimed=untimed)
     except DataError:
         raise  # names its file already
     except PrecometError as err:
-        raise PrecometError(f"--cost-from-times {args.cost_from_times}: {err}") from None
+        options = f"--cost-from-times {args.cost_from_times}" + (" --untimed refuse" if untimed == "refuse" else "")
+        raise PrecometError(f"{options}: {err}") from None
 
 
 def comma_list(text: str) -> list[str]:

@@ -13,6 +13,8 @@ items of one annotator and one ``<doc>#<system>`` are sorted by item id and mapp
 of the document in order (to all its lines when no ``.seg.score`` file is present). Groups whose size
 differs are skipped (counted). A line's cost is the **median** duration over all its annotations (every
 annotator, system and campaign file): robust to the remaining breaks and to very quick re-submissions.
+Lines without a time get the length model calibrated on the timed ones (:mod:`precomet.costs`), so that every
+cost is on the scale of the measured seconds.
 """
 
 from __future__ import annotations
@@ -25,7 +27,8 @@ from pathlib import Path
 
 import numpy as np
 
-from precomet.campaign import HUMAN, Campaign
+from precomet.campaign import HUMAN, Campaign, source_length
+from precomet.costs import RECORD_KEY, CostRecord, calibrate_length_model
 from precomet.errors import DataError, PrecometError
 from precomet.io.esa import AppraiseRow, read_appraise_csv
 from precomet.io.mtme import load_mtme, read_seg_scores
@@ -33,6 +36,8 @@ from precomet.io.text import read_lines
 
 logger = logging.getLogger(__name__)
 DEFAULT_MAX_GAP = 600.0
+UNTIMED = ("calibrate", "refuse")
+"""What :func:`annotation_cost` does with items without a time: calibrated length model, or an error."""
 
 
 @dataclass(frozen=True)
@@ -147,11 +152,19 @@ def annotation_cost(
     *,
     docs: str | Path | Sequence[str] | None = None,
     max_gap: float = DEFAULT_MAX_GAP,
+    untimed: str = "calibrate",
 ) -> Campaign:
-    """The campaign with ``cost`` = median real annotation seconds per item; items without times keep their
-    cost (the length estimate by default). ``docs`` = the test set's ``documents/<lp>.docs`` file or doc ids
-    per line; by default the documents file the mt-metrics-eval loader recorded in ``campaign.info``, else the
-    campaign's own documents (which then must hold every annotated line, or some cannot be aligned)."""
+    """The campaign with ``cost`` = median real annotation seconds per item. Items without times get, with
+    ``untimed="calibrate"``, the length model calibrated on the timed items
+    (:func:`precomet.costs.calibrate_length_model`), so that all costs are on one scale; ``untimed="refuse"``
+    raises instead. ``campaign.info["cost"]`` says how many items were measured and calibrated, and
+    ``campaign.info["cost record"]`` (a :class:`precomet.costs.CostRecord`) which ones.
+
+    ``docs`` = the test set's ``documents/<lp>.docs`` file or doc ids per line; by default the documents file
+    the mt-metrics-eval loader recorded in ``campaign.info``, else the campaign's own documents (which then must
+    hold every annotated line, or some cannot be aligned)."""
+    if untimed not in UNTIMED:
+        raise PrecometError(f"untimed={untimed!r}: expected one of {', '.join(UNTIMED)}")
     lines = _line_numbers(campaign)
     docs = docs if docs is not None else campaign.info.get("documents file")
     if docs is None:
@@ -176,14 +189,26 @@ def annotation_cost(
             f"{times_path_or_dir}: no annotation times for any of the {len(campaign)} items of campaign"
             f" {campaign.name!r} (read {len(times.files)} file(s))"
         )
-    cost = np.where(known, seconds, campaign.cost)
-    note = (
-        f"median annotation seconds from {len(times.files)} Appraise file(s) for {int(known.sum())} items;"
-        f" {int((~known).sum())} items keep the length estimate"
-    )
+    n_untimed = int((~known).sum())
+    if n_untimed and untimed == "refuse":
+        raise PrecometError(
+            f"{n_untimed} of {len(campaign)} items of campaign {campaign.name!r} have no annotation time (first:"
+            f" {campaign.ids[~known][0]!r}); restrict the campaign to its {int(known.sum())} timed items, or let the"
+            " untimed ones get the length model calibrated on them"
+        )
+    note = f"median annotation seconds from {len(times.files)} Appraise file(s) for {int(known.sum())} items"
+    cost, fit = seconds, None
+    if n_untimed:
+        length = source_length(campaign.src)
+        fit = calibrate_length_model(length, seconds)
+        cost = np.where(known, seconds, fit(length))
+        note += f"; {n_untimed} untimed items get the length model calibrated on them: {fit.describe()}"
+    else:
+        note += " (every item)"
     logger.info(note)
     updated = campaign.with_cost(cost)
-    return replace(updated, info={**updated.info, "cost": note})
+    record = CostRecord(dict(zip(campaign.ids[known], seconds[known].tolist())), fit)
+    return replace(updated, info={**updated.info, "cost": note, RECORD_KEY: record})
 
 
 def list_esa_protocols(esa_dir: str | Path) -> list[str]:
