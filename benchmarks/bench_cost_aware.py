@@ -18,6 +18,7 @@ benchmarks/out/cost/, markdown in benchmarks/results/cost-aware.md.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import time
 
@@ -26,6 +27,7 @@ from paths import RAW, REPO  # benchmarks/paths.py (the script's folder is on sy
 
 from precomet.benchmark import DEFAULT_PROPS, _evaluate_method, evaluate_props, make_selector, random_baseline
 from precomet.campaign import source_length
+from precomet.costs import MEASURED, cost_sources_per_item
 from precomet.io import load
 from precomet.io.annotation_times import annotation_cost
 from precomet.metaeval import full_reference
@@ -60,6 +62,16 @@ CASES = {  # key: (title, loader, methods, metric)
         METRIC_METHODS,
         "MetricX-23-c",
     ),
+    "wmt23-en-de-timed": (
+        "WMT23 en-de MQM, timed items only (real ESA seconds)",
+        lambda: timed_only(
+            annotation_cost(
+                load(RAW / "mt-metrics-eval-v2", campaign="wmt23/en-de", human="mqm"), RAW / "wmt23-esa-campaign"
+            )
+        ),
+        METRIC_METHODS,
+        "MetricX-23-c",
+    ),
     "wmt23-en-de": (
         "WMT23 en-de MQM, length model",
         lambda: load(RAW / "mt-metrics-eval-v2", campaign="wmt23/en-de", human="mqm"),
@@ -89,6 +101,13 @@ PAPER_CASES = ("wmt23-en-de-times", "wmt23-en-de", "wmt23-zh-en")  # the paper's
 PAPER_TIME_LIMIT = 2.0  # s per knapsack over normalised (non-integer) costs, used as found after that
 LENGTH_ONLY = "length only"  # the control: the same knapsack with a constant utility (source length alone)
 OPTIONS = {"diversity": {"cache_dir": str(REPO / "benchmarks" / "out" / "embed-cache")}}
+
+
+def timed_only(campaign):
+    """The campaign restricted to the items with measured annotation times: no calibrated cost at all."""
+    timed = campaign.take(np.flatnonzero(cost_sources_per_item(campaign) == MEASURED))
+    note = f"median annotation seconds of the {len(timed)} timed items only"
+    return dataclasses.replace(timed, info={**timed.info, "cost": note})
 
 
 class _NoBar:
