@@ -402,6 +402,7 @@ def run_benchmark(
     balance: str | None = None,
     level: str = "item",
     permutations: int = 1000,
+    cluster_rule: str = "paper",
     seed: int = 0,
     parity_grid: int = 32,
     method_options: Mapping[str, Mapping[str, Any]] | None = None,
@@ -419,7 +420,7 @@ def run_benchmark(
     ``oracle``: greedy on the ``score`` itself, :mod:`precomet.oracle`, flagged ``"usable": false``), ``cost`` (total
     annotation seconds and where they came from) and ``recommendation`` (:func:`recommendation`); see the module
     docstring. A score-based method computed on ``metric == score`` is refused (:func:`circular_reason`) unless
-    ``allow_circular``."""
+    ``allow_circular``. Cluster counts follow ``cluster_rule`` (:data:`precomet.metaeval.CLUSTER_RULES`)."""
     props = validate_props(props)
     external = {name: _check_external(campaign, name, values) for name, values in (external or {}).items()}
     specs = _method_specs(methods, external)
@@ -441,7 +442,7 @@ def run_benchmark(
     circular = circular_reason(list(specs), metric, score)
     if circular and not allow_circular:
         raise PrecometError(f"{circular}; pass allow_circular=True to run it anyway")
-    ref = full_reference(campaign, score=score, permutations=permutations, seed=seed)
+    ref = full_reference(campaign, score=score, permutations=permutations, seed=seed, cluster_rule=cluster_rule)
     select = make_selector(
         campaign,
         budget_cost=budget_cost,
@@ -529,6 +530,7 @@ def run_benchmark(
             balance=balance,
             level=level,
             permutations=permutations,
+            cluster_rule=cluster_rule,
             parity_grid=parity_grid,
             method_options=method_options,
             time_limit=time_limit,

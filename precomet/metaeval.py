@@ -9,8 +9,10 @@ score (default :data:`~precomet.campaign.HUMAN`):
   The sign flips are tied to the *item id* (a hash of seed and id), so the value does not depend on the
   order of items, and one matrix product per call serves every pair and permutation.
 * pairwise accuracy, Kendall τ-b / Spearman / Pearson of system means, top-1 match, MAE / RMSE;
-* **clusters** (paper Algorithm 1): systems sorted by mean; a one-sided Wilcoxon signed-rank test
-  (p < 0.05) against the previous system opens a new cluster; identical systems stay together.
+* **clusters**: systems sorted by mean and split where a one-sided Wilcoxon signed-rank test on paired item
+  differences finds a system worse, by one of :data:`CLUSTER_RULES`: ``paper`` (Algorithm 1, the default of the
+  meta-evaluation: against the previous system, p < 0.05) or ``wmt`` (mt-metrics-eval's ``AssignRanks``: against
+  every member of the current cluster, p ≤ 0.05); identical systems stay together.
 
 Use :func:`full_reference` once per campaign (it is cached) and :func:`evaluate_indices` per subset,
 :func:`evaluate_orderings` for many rankings × budgets at once (benchmark loops), or the id-based
@@ -28,7 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from precomet.campaign import HUMAN, Campaign
-from precomet.errors import CampaignError
+from precomet.errors import CampaignError, PrecometError
 from precomet.significance import (
     batch_pvalues,
     exact_float32,
@@ -60,6 +62,9 @@ MEASURES = (
 """Everything :func:`evaluate_indices` can compute; ``corr`` in benchmark results is ``kendall``."""
 
 CLUSTER_ALPHA = 0.05
+CLUSTER_RULES = ("paper", "wmt")
+"""How significance clusters are formed (:func:`clusters`): ``paper`` = Algorithm 1 (:func:`split_clusters`),
+``wmt`` = mt-metrics-eval's ``AssignRanks``, the clusters of WMT findings papers (:func:`split_clusters_wmt`)."""
 _BATCH = (
     1_000_000  # orderings per batch = _BATCH // (pairs × P): ~15 on WMT23; cache-sized arrays were 1.5× faster than 8e6
 )
@@ -68,15 +73,38 @@ _CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 # --------------------------------------------------------------------------- clusters
-def clusters(scores: np.ndarray, *, alpha: float = CLUSTER_ALPHA) -> list[list[int]]:
-    """Paper Algorithm 1 on an ``(n, S)`` score matrix: lists of system indices, best cluster first.
+def clusters(scores: np.ndarray, *, alpha: float = CLUSTER_ALPHA, rule: str = "paper") -> list[list[int]]:
+    """Significance clusters of an ``(n, S)`` score matrix: lists of system indices, best cluster first.
 
-    Systems are sorted by mean (descending, ties by index). Each system is compared with the previous one
-    (the last member of the current cluster); p < ``alpha`` opens a new cluster.
+    Systems are sorted by mean (descending, ties by index); ``rule`` (one of :data:`CLUSTER_RULES`) decides
+    where a new cluster opens, from one-sided Wilcoxon tests on paired item differences: ``paper`` tests each
+    system against the previous one (:func:`split_clusters`), ``wmt`` against every member of the current cluster
+    (:func:`split_clusters_wmt`).
     """
+    check_cluster_rule(rule)
     scores = np.asarray(scores, dtype=float)
     order = np.lexsort((np.arange(scores.shape[1]), -system_means(scores)))
-    return split_clusters(order, wilcoxon_less(scores[:, order[1:]] - scores[:, order[:-1]]), alpha=alpha)
+    ranked = scores[:, order]
+    if rule == "paper":
+        return split_clusters(order, wilcoxon_less(ranked[:, 1:] - ranked[:, :-1]), alpha=alpha)
+    return split_clusters_wmt(order, ordered_pvalues(ranked), alpha=alpha)
+
+
+def check_cluster_rule(rule: str) -> None:
+    """Raise :class:`PrecometError` unless ``rule`` is one of :data:`CLUSTER_RULES`."""
+    if rule not in CLUSTER_RULES:
+        raise PrecometError(f"unknown cluster rule {rule!r}; valid: {', '.join(CLUSTER_RULES)}")
+
+
+def ordered_pvalues(ranked: np.ndarray) -> np.ndarray:
+    """``(S, S)`` p-values of every pair of the columns of ``ranked`` (``(n, S)``, best system first): entry
+    ``[a, b]``, ``a < b``, is the one-sided Wilcoxon p-value of "column ``b`` is worse than column ``a``"
+    (:func:`wilcoxon_less` of ``ranked[:, b] − ranked[:, a]``); 1 on and below the diagonal."""
+    ranked = np.asarray(ranked, dtype=float)
+    first, second = pair_indices(ranked.shape[1])
+    out = np.ones((ranked.shape[1], ranked.shape[1]))
+    out[first, second] = wilcoxon_less(ranked[:, second] - ranked[:, first])
+    return out
 
 
 def split_clusters(
@@ -84,9 +112,42 @@ def split_clusters(
 ) -> list[list[int]]:
     """Algorithm 1's grouping: systems in ``order``; p-value ``i`` (``order[i+1]`` vs ``order[i]``) below
     ``alpha`` opens a new cluster."""
+    return _groups(order, np.asarray(pvalues, dtype=float) < alpha)
+
+
+def split_clusters_wmt(
+    order: Sequence[int] | np.ndarray, pvalues: np.ndarray, *, alpha: float = CLUSTER_ALPHA
+) -> list[list[int]]:
+    """mt-metrics-eval's ``AssignRanks``: systems in ``order``, ``pvalues`` an ``(S, S)`` matrix over positions in
+    ``order`` (as :func:`ordered_pvalues`; only ``a < b`` is read). The system at position ``b`` opens a new
+    cluster, starting at ``b``, when some member of the current cluster (positions ``start .. b−1``) is
+    significantly better, ``pvalues[a, b] ≤ alpha`` (≤ as ``AssignRanks``); otherwise it joins that cluster."""
+    return _groups(order, wmt_cluster_pvalues(pvalues, alpha=alpha) <= alpha)
+
+
+def wmt_cluster_pvalues(pvalues: np.ndarray, *, alpha: float = CLUSTER_ALPHA) -> np.ndarray:
+    """The p-value :func:`split_clusters_wmt` compares with ``alpha`` for each position ``b ≥ 1``: the smallest
+    ``pvalues[a, b]`` over the members ``a`` of the cluster open when ``b`` is reached (length ``S − 1``)."""
+    return _wmt_rows(np.asarray(pvalues, dtype=float)[None], alpha)[0]
+
+
+def _wmt_rows(pvalues: np.ndarray, alpha: float) -> np.ndarray:
+    """:func:`wmt_cluster_pvalues` of each ``(S, S)`` matrix of the batch ``pvalues`` (B, S, S): (B, S − 1)."""
+    n_rows, n_systems = pvalues.shape[:2]
+    out = np.empty((n_rows, n_systems - 1))
+    start, position = np.zeros((n_rows, 1), dtype=int), np.arange(n_systems)
+    for b in range(1, n_systems):
+        members = (position >= start) & (position < b)
+        out[:, b - 1] = np.where(members, pvalues[:, :, b], np.inf).min(axis=1)
+        start[out[:, b - 1] <= alpha] = b
+    return out
+
+
+def _groups(order: Sequence[int] | np.ndarray, opens: np.ndarray) -> list[list[int]]:
+    """Systems in ``order`` cut into clusters before every position ``i + 1`` where ``opens[i]``."""
     result = [[int(order[0])]]
-    for system, p in zip(order[1:], pvalues):
-        if p < alpha:
+    for system, new in zip(order[1:], opens):
+        if new:
             result.append([int(system)])
         else:
             result[-1].append(int(system))
@@ -146,6 +207,7 @@ class Reference:
     means: np.ndarray
     clusters: list[list[int]]
     exact: np.ndarray | None = None  # scores on a whole-number grid as float32 (see significance.exact_float32)
+    cluster_rule: str = "paper"  # of the clusters here and of every subset's (one of CLUSTER_RULES)
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -159,9 +221,11 @@ def reference_from_matrix(
     signs: np.ndarray,
     seed: int,
     systems: Sequence[str] | None = None,
+    cluster_rule: str = "paper",
 ) -> Reference:
     """The reference of a complete ``(N, S)`` score matrix of ``campaign``'s items (of ``systems``, default all)
-    with the given sign flips ``(N, permutations)``; :func:`full_reference` builds and caches it."""
+    with the given sign flips ``(N, permutations)``, clustering by ``cluster_rule``; :func:`full_reference` builds
+    and caches it."""
     return Reference(
         ids=campaign.ids,
         systems=tuple(campaign.systems if systems is None else systems),
@@ -172,14 +236,19 @@ def reference_from_matrix(
         seed=seed,
         pvalues=pairwise_pvalues(matrix, signs),
         means=system_means(matrix),
-        clusters=clusters(matrix),
+        clusters=clusters(matrix, rule=cluster_rule),
         exact=exact_float32(matrix),
+        cluster_rule=cluster_rule,
     )
 
 
-def full_reference(campaign: Campaign, *, score: str = HUMAN, permutations: int = 1000, seed: int = 0) -> Reference:
-    """The full-set side of every measure (p-values, means, clusters); cached per campaign object."""
-    key = (score, permutations, seed)
+def full_reference(
+    campaign: Campaign, *, score: str = HUMAN, permutations: int = 1000, seed: int = 0, cluster_rule: str = "paper"
+) -> Reference:
+    """The full-set side of every measure (p-values, means, clusters by ``cluster_rule``, one of
+    :data:`CLUSTER_RULES`, also for every subset evaluated against it); cached per campaign object."""
+    check_cluster_rule(cluster_rule)
+    key = (score, permutations, seed, cluster_rule)
     cached = _CACHE.setdefault(campaign, {})
     if key not in cached:
         matrix = np.asarray(campaign.score(score), dtype=float)
@@ -199,7 +268,9 @@ def full_reference(campaign: Campaign, *, score: str = HUMAN, permutations: int 
                 f" {campaign.systems[col]!r} ({int(missing.any(axis=1).sum())} items); use Campaign.complete({score!r})"
             )
         signs = item_signs(campaign.ids, permutations=permutations, seed=seed)
-        cached[key] = reference_from_matrix(campaign, matrix, score=score, signs=signs, seed=seed)
+        cached[key] = reference_from_matrix(
+            campaign, matrix, score=score, signs=signs, seed=seed, cluster_rule=cluster_rule
+        )
         log.debug("full-set reference for %s/%s computed (%d items)", campaign.name, score, len(campaign))
     return cached[key]
 
@@ -245,7 +316,7 @@ def evaluate_orderings(
 
     Batched for benchmark loops (many random orderings × budgets): nested prefixes share the SPA products
     (each item enters the sign-flip sums once per ordering, all orderings in one batched product), and all
-    subsets of one size share a single vectorised Wilcoxon call for the cluster counts.
+    subsets of one size share a single vectorised Wilcoxon call for the cluster counts (by ``ref.cluster_rule``).
     """
     _check_measures(measures)
     sizes = [int(k) for k in sizes]
@@ -327,7 +398,7 @@ def _batch_measures(
     wanted = set(measures)
     found: dict[str, np.ndarray | list[float] | None] = {}
     if {"clusters", "top1_dice"} & wanted:
-        found["clusters"], first = _batch_clusters(sub, means)
+        found["clusters"], first = _batch_clusters(sub, means, ref.cluster_rule)
         if "top1_dice" in wanted:
             found["top1_dice"] = np.array([dice(members, ref.clusters[0]) for members in first])
     if "kendall" in wanted:
@@ -344,14 +415,22 @@ def _batch_measures(
 
 
 def _batch_clusters(
-    sub: np.ndarray, means: np.ndarray, alpha: float = CLUSTER_ALPHA
+    sub: np.ndarray, means: np.ndarray, rule: str, alpha: float = CLUSTER_ALPHA
 ) -> tuple[np.ndarray, list[np.ndarray]]:
-    """Cluster counts (Algorithm 1) and best-cluster members of a batch ``sub`` (B, k, S): one Wilcoxon call."""
+    """Cluster counts (by ``rule``, as :func:`clusters`) and best-cluster members of a batch ``sub`` (B, k, S): one
+    Wilcoxon call, on the adjacent pairs (``paper``) or on every pair (``wmt``)."""
     n_orders, k, n_systems = sub.shape
     order = np.lexsort((np.broadcast_to(np.arange(n_systems), means.shape), -means))  # per row, as clusters()
     ranked = sub[np.arange(n_orders)[:, None], :, order]  # (B, S, k): row s = the scores of system order[b, s]
-    diffs = (ranked[:, 1:] - ranked[:, :-1]).reshape(-1, k)  # one row per adjacent pair, as wilcoxon_less_rows wants
-    split = (wilcoxon_less_rows(diffs) < alpha).reshape(n_orders, n_systems - 1)
+    if rule == "paper":
+        diffs = (ranked[:, 1:] - ranked[:, :-1]).reshape(-1, k)  # one row per adjacent pair, as wilcoxon_less_rows
+        split = (wilcoxon_less_rows(diffs) < alpha).reshape(n_orders, n_systems - 1)
+    else:
+        better, worse = pair_indices(n_systems)  # every pair, as ordered_pvalues
+        pvalues = np.ones((n_orders, n_systems, n_systems))
+        diffs = (ranked[:, worse] - ranked[:, better]).reshape(-1, k)
+        pvalues[:, better, worse] = wilcoxon_less_rows(diffs).reshape(n_orders, -1)
+        split = _wmt_rows(pvalues, alpha) <= alpha
     first = np.where(split.any(axis=1), split.argmax(axis=1) + 1, n_systems)
     return 1.0 + split.sum(axis=1), [row[:size] for row, size in zip(order, first)]
 
@@ -379,9 +458,10 @@ def evaluate_subset(
     permutations: int = 1000,
     seed: int = 0,
     measures: Sequence[str] = MEASURES,
+    cluster_rule: str = "paper",
 ) -> dict[str, float]:
-    """All (or the requested) measures for the subset with the given item ids."""
-    ref = full_reference(campaign, score=score, permutations=permutations, seed=seed)
+    """All (or the requested) measures for the subset with the given item ids (clusters by ``cluster_rule``)."""
+    ref = full_reference(campaign, score=score, permutations=permutations, seed=seed, cluster_rule=cluster_rule)
     return evaluate_indices(ref, subset_positions(campaign, subset_ids), measures=measures)
 
 
@@ -394,12 +474,15 @@ def soft_pairwise_accuracy(
     ]
 
 
-def cluster_count(campaign: Campaign, subset_ids: Iterable[object] | None = None, *, score: str = HUMAN) -> int:
-    """Number of significance clusters (Algorithm 1) on the subset (default: the full campaign)."""
+def cluster_count(
+    campaign: Campaign, subset_ids: Iterable[object] | None = None, *, score: str = HUMAN, rule: str = "paper"
+) -> int:
+    """Number of significance clusters (by ``rule``, one of :data:`CLUSTER_RULES`) on the subset (default: the
+    full campaign)."""
     matrix = np.asarray(campaign.score(score), dtype=float)
     if subset_ids is not None:
         matrix = matrix[subset_positions(campaign, subset_ids)]
-    return len(clusters(matrix))
+    return len(clusters(matrix, rule=rule))
 
 
 def evaluate_weighted(
@@ -409,7 +492,8 @@ def evaluate_weighted(
     scores count ``weights[i]`` times, as if every item of its cluster had its scores.
 
     SPA: sign-flip sums and observed sums of ``weight × score`` (a replicated item keeps its one id-tied sign);
-    clusters: Algorithm 1 on the rows replicated by their (integer) weights; Kendall: weighted system means.
+    clusters: :func:`clusters` (by ``ref.cluster_rule``) on the rows replicated by their (integer) weights; Kendall:
+    weighted system means.
     With all weights equal this is :func:`evaluate_indices` (p-values do not change when every weight is scaled).
     """
     idx = np.asarray(indices, dtype=int)
@@ -434,6 +518,6 @@ def evaluate_weighted(
     means = np.round(weighted.sum(axis=0) / w.sum(), 10)
     return {
         "spa": float(1.0 - np.abs(p - ref.pvalues).mean()),
-        "clusters": float(len(clusters(replicated))),
+        "clusters": float(len(clusters(replicated, rule=ref.cluster_rule))),
         "kendall": kendall_tau_b(means, ref.means),
     }

@@ -1,17 +1,19 @@
 """System ranking from human scores: the step after annotation ("close the loop").
 
 :func:`rank_systems` turns an ``(items × systems)`` score matrix (typically the human scores of an annotated
-subset) into what a findings paper prints:
+subset) into a findings-paper ranking:
 
 * **mean** score per system over the items rated for it (NaN = not rated, as every loader documents; with the
   loaders' default ``complete=True`` every kept item is rated for every system);
 * **bootstrap confidence intervals**: items are resampled with replacement ``rounds`` times (seeded; one draw
   of item multiplicities per round shared by all systems, so the resampling is paired), a system's mean in a
   round is ``Σ count·score / Σ count·rated``; the interval is the percentile interval at ``level``;
-* **significance clusters**: paper Algorithm 1, the same rule as the meta-evaluation
-  (:func:`precomet.metaeval.clusters`): systems sorted by mean, each compared with the previous one by a
-  one-sided Wilcoxon signed-rank test (:func:`precomet.significance.wilcoxon_less`), ``p < alpha`` opens a new
-  cluster. With missing ratings each adjacent pair is tested on the items rated for both;
+* **significance clusters** (:func:`precomet.metaeval.clusters`): systems sorted by mean, one-sided Wilcoxon
+  signed-rank tests on paired item differences (:func:`precomet.significance.wilcoxon_less`). ``cluster_rule``
+  ``wmt`` (default) is what WMT findings papers print (mt-metrics-eval's ``AssignRanks``): a system opens a new
+  cluster when any member of the current cluster is significantly better (``p ≤ alpha``); ``paper`` is the
+  meta-evaluation's Algorithm 1: only the previous system is tested (``p < alpha``). With missing ratings each
+  tested pair is compared on the items rated for both;
 * **win probabilities**: ``win[a, b]`` = share of bootstrap rounds in which system ``a``'s mean is above
   ``b``'s, ties counted half (so ``win[a, b] + win[b, a] = 1``).
 
@@ -39,9 +41,16 @@ import numpy as np
 
 from precomet.campaign import HUMAN, Campaign, source_length
 from precomet.errors import PrecometError
-from precomet.metaeval import CLUSTER_ALPHA, kendall_tau_b, split_clusters
+from precomet.metaeval import (
+    CLUSTER_ALPHA,
+    check_cluster_rule,
+    kendall_tau_b,
+    split_clusters,
+    split_clusters_wmt,
+    wmt_cluster_pvalues,
+)
 from precomet.signature import signature
-from precomet.significance import one_blas_thread, wilcoxon_less
+from precomet.significance import one_blas_thread, pair_indices, wilcoxon_less
 
 log = logging.getLogger(__name__)
 
@@ -60,11 +69,13 @@ class Ranking:
     ci_high: np.ndarray
     n_rated: np.ndarray
     clusters: list[list[str]]
-    adjacent_pvalues: np.ndarray  # p-value of system i+1 vs system i (the cluster test), length S-1
+    adjacent_pvalues: np.ndarray  # p-value of system i+1 vs system i, length S-1
+    cluster_pvalues: np.ndarray  # the p-value that placed system i+1 (vs alpha): adjacent (paper), min vs cluster (wmt)
     win_probability: np.ndarray  # (S, S) in the order of ``systems``
     level: float
     rounds: int
     seed: int
+    cluster_rule: str  # one of metaeval.CLUSTER_RULES
     signature: Mapping[str, Any] = field(default_factory=dict)
     composition: Composition | None = None  # with a test set: the subset's composition against it
     reweighted: Reweighted | None = None  # with ``reweight``: post-stratified means, aligned with ``systems``
@@ -98,6 +109,7 @@ class Ranking:
                 "ci_high": float(self.ci_high[i]),
                 "n_rated": int(self.n_rated[i]),
                 "p_vs_previous": None if i == 0 else float(self.adjacent_pvalues[i - 1]),
+                "p_vs_cluster": None if i == 0 else float(self.cluster_pvalues[i - 1]),
             }
             for i, s in enumerate(self.systems)
         ]
@@ -120,6 +132,7 @@ class Ranking:
             "level": self.level,
             "rounds": self.rounds,
             "seed": self.seed,
+            "cluster_rule": self.cluster_rule,
             "signature": dict(self.signature),
             **extra,
         }
@@ -175,15 +188,35 @@ def win_probabilities(boot: np.ndarray) -> np.ndarray:
     return win
 
 
-# --------------------------------------------------------------------------- clusters with missing ratings
-def _adjacent_tests(matrix: np.ndarray, order: np.ndarray) -> np.ndarray:
-    """One-sided Wilcoxon p-values of system ``order[i+1]`` vs ``order[i]`` (each pair on the items rated for both)."""
-    out = np.ones(len(order) - 1)
-    for i, (prev, cur) in enumerate(zip(order[:-1], order[1:])):
-        both = ~np.isnan(matrix[:, prev]) & ~np.isnan(matrix[:, cur])
-        if both.sum() >= 1:
-            out[i] = wilcoxon_less((matrix[both, cur] - matrix[both, prev])[:, None])[0]
+# --------------------------------------------------------------------------- clusters
+def _pair_tests(matrix: np.ndarray, better: np.ndarray, worse: np.ndarray) -> np.ndarray:
+    """One-sided Wilcoxon p-values of "system ``worse[i]`` is worse than ``better[i]``", each pair on the items
+    rated for both (p = 1 without any)."""
+    out = np.ones(len(better))
+    for i, (a, b) in enumerate(zip(better, worse)):
+        both = ~np.isnan(matrix[:, a]) & ~np.isnan(matrix[:, b])
+        if both.any():
+            out[i] = wilcoxon_less((matrix[both, b] - matrix[both, a])[:, None])[0]
     return out
+
+
+def _cluster_tests(
+    matrix: np.ndarray, order: np.ndarray, *, rule: str, alpha: float, complete: bool
+) -> tuple[list[list[int]], np.ndarray, np.ndarray]:
+    """Clusters of the systems in ``order`` by ``rule``, the adjacent p-values and the p-values that placed each
+    system (see :class:`Ranking`)."""
+    n = len(order)
+    better, worse = (np.arange(n - 1), np.arange(1, n)) if rule == "paper" else pair_indices(n)
+    if complete:
+        tested = wilcoxon_less(matrix[:, order[worse]] - matrix[:, order[better]])
+    else:
+        tested = _pair_tests(matrix, order[better], order[worse])
+    if rule == "paper":
+        return split_clusters(order, tested, alpha=alpha), tested, tested
+    pvalues = np.ones((n, n))
+    pvalues[better, worse] = tested
+    groups = split_clusters_wmt(order, pvalues, alpha=alpha)
+    return groups, np.diagonal(pvalues, 1).copy(), wmt_cluster_pvalues(pvalues, alpha=alpha)
 
 
 # --------------------------------------------------------------------------- the ranking
@@ -194,6 +227,7 @@ def rank_systems(
     level: float = 0.95,
     rounds: int = 1000,
     alpha: float = CLUSTER_ALPHA,
+    cluster_rule: str = "wmt",
     seed: int = 0,
     manifest: Mapping[str, Any] | None = None,
     test_set: Campaign | None = None,
@@ -207,6 +241,7 @@ def rank_systems(
     subset's :class:`Composition` against it and the :class:`FullAgreement` (Kendall τ) with the ranking over
     ``full`` (the scored full data; default ``test_set``); ``reweight`` (a :data:`STRATIFIERS` name, needs
     ``test_set``) adds post-stratified means. None of these change the raw means, intervals or clusters.
+    ``cluster_rule`` is ``wmt`` (WMT findings papers) or ``paper`` (Algorithm 1), see the module docstring.
     Raises :class:`PrecometError` when the score is unknown, a system has no rating at all, or there are fewer
     than 2 systems / items.
     """
@@ -214,6 +249,7 @@ def rank_systems(
         raise PrecometError(f"confidence level must lie in (0, 1), got {level}")
     if not 0 < alpha < 1:
         raise PrecometError(f"significance level alpha must lie in (0, 1), got {alpha}")
+    check_cluster_rule(cluster_rule)
     if reweight is not None and test_set is None:
         raise PrecometError(f"reweighting by {reweight!r} needs the test set the subset was drawn from (test_set)")
     if reweight is not None and reweight not in STRATIFIERS:
@@ -255,10 +291,7 @@ def rank_systems(
         raw_means: np.ndarray = np.nanmean(matrix, axis=0)  # typed: np.round of Any reads as a numpy scalar
         means = np.round(raw_means, 10)  # as metaeval.system_means: ties are ties
     order = np.lexsort((np.arange(len(means)), -means))  # as metaeval.clusters
-    pvalues = (
-        wilcoxon_less(matrix[:, order[1:]] - matrix[:, order[:-1]]) if complete else _adjacent_tests(matrix, order)
-    )
-    groups = split_clusters(order, pvalues, alpha=alpha)
+    groups, adjacent, decisive = _cluster_tests(matrix, order, rule=cluster_rule, alpha=alpha, complete=complete)
 
     boot = bootstrap_means(matrix, rounds=rounds, seed=seed)[:, order]
     with np.errstate(invalid="ignore"):
@@ -282,13 +315,15 @@ def rank_systems(
         more = {"test_items": len(test_set), "reweight": reweight}
     run = signature(
         "precomet rank",
-        method="mean + paired item bootstrap (percentile CI) + Wilcoxon clusters (Alg. 1)",
+        method="mean + paired item bootstrap (percentile CI) + Wilcoxon clusters "
+        + ("(WMT rule)" if cluster_rule == "wmt" else "(Alg. 1)"),
         campaign=campaign,
         seed=seed,
         score=score,
         level=level,
         rounds=rounds,
         alpha=alpha,
+        cluster_rule=cluster_rule,
         items=int(len(matrix)),
         systems=len(names),
         complete=complete,
@@ -302,11 +337,13 @@ def rank_systems(
         ci_high=high,
         n_rated=n_rated[order],
         clusters=[[campaign.systems[i] for i in members] for members in groups],
-        adjacent_pvalues=np.asarray(pvalues, dtype=float),
+        adjacent_pvalues=np.asarray(adjacent, dtype=float),
+        cluster_pvalues=np.asarray(decisive, dtype=float),
         win_probability=win_probabilities(boot),
         level=level,
         rounds=rounds,
         seed=seed,
+        cluster_rule=cluster_rule,
         signature=run,
         composition=composition,
         reweighted=reweighted,
@@ -688,12 +725,15 @@ def check_manifest(ranking_items: int, manifest: Mapping[str, Any]) -> str | Non
 
 # --------------------------------------------------------------------------- output
 def ranking_table(ranking: Ranking) -> str:
-    """The terminal table: rank range, cluster, system, mean, CI, ratings, p vs the previous system; with
-    reweighting its means and CIs beside the raw ones; footer lines for the composition and the full-data τ."""
+    """The terminal table: rank range, cluster, system, mean, CI, ratings, the p-value that placed the system (vs
+    the previous system, or the smallest vs the current cluster under the WMT rule); with reweighting its means and
+    CIs beside the raw ones; footer lines for the rule, the composition and the full-data τ."""
     width = max(12, *(len(s) for s in ranking.systems))
     pct = f"{ranking.level:.0%}"
     rw = ranking.reweighted
-    header = f"{'rank':>5} {'cl':>3} {'system':<{width}} {'mean':>9} {pct + ' CI':>21} {'n':>6} {'p(prev)':>8}"
+    wmt = ranking.cluster_rule == "wmt"
+    p_header = "p(clus)" if wmt else "p(prev)"
+    header = f"{'rank':>5} {'cl':>3} {'system':<{width}} {'mean':>9} {pct + ' CI':>21} {'n':>6} {p_header:>8}"
     if rw is not None:
         header += f" {'rw mean':>9} {'rw ' + pct + ' CI':>21}"
     lines = [header]
@@ -701,7 +741,7 @@ def ranking_table(ranking: Ranking) -> str:
     for i, (name, rank) in enumerate(zip(ranking.systems, ranking.rank_ranges())):
         if i and cluster[i] != cluster[i - 1]:
             lines.append("-" * len(lines[0]))
-        p = "" if i == 0 else f"{ranking.adjacent_pvalues[i - 1]:.3g}"
+        p = "" if i == 0 else f"{ranking.cluster_pvalues[i - 1]:.3g}"
         ci = f"[{ranking.ci_low[i]:.4g}, {ranking.ci_high[i]:.4g}]"
         line = (
             f"{rank:>5} {cluster[i]:>3} {name:<{width}} {ranking.means[i]:>9.4g} {ci:>21} {ranking.n_rated[i]:>6} "
@@ -711,9 +751,14 @@ def ranking_table(ranking: Ranking) -> str:
             line += f" {rw.means[i]:>9.4g} {f'[{rw.ci_low[i]:.4g}, {rw.ci_high[i]:.4g}]':>21}"
         lines.append(line)
     sig = ranking.signature
+    alpha = sig.get("alpha", CLUSTER_ALPHA)
+    rule = (
+        f"WMT rule: one-sided Wilcoxon vs every member of the current cluster, p <= {alpha}"
+        if wmt
+        else f"Algorithm 1: one-sided Wilcoxon vs the previous system, p < {alpha}"
+    )
     lines.append(
-        f"{len(ranking.clusters)} cluster(s) (one-sided Wilcoxon, p < {sig.get('alpha', CLUSTER_ALPHA)}); {pct} "
-        "bootstrap CI"
+        f"{len(ranking.clusters)} cluster(s) ({rule}); {pct} bootstrap CI"
         f" from {ranking.rounds} rounds, seed {ranking.seed}; {sig.get('items', '?')} items, score "
         f"{sig.get('score', '?')!r}"
     )

@@ -75,6 +75,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--permutations", type=repeats, default=1000, help="sign-flip permutations for SPA (default 1000)"
     )
     parser.add_argument(
+        "--cluster-rule",
+        choices=["paper", "wmt"],
+        default="paper",
+        help="significance clusters: paper (default, Algorithm 1: each system vs the previous one) or wmt (as WMT"
+        " findings papers: vs every member of the current cluster)",
+    )
+    parser.add_argument(
         "--time-limit",
         type=positive_float,
         default=10.0,
@@ -216,6 +223,7 @@ def run(args: argparse.Namespace) -> int:
         balance=args.balance,
         level=args.level,
         permutations=args.permutations,
+        cluster_rule=args.cluster_rule,
         seed=args.seed,
         time_limit=args.time_limit,
         oracle=args.oracle,
@@ -267,6 +275,7 @@ def _check_crowd_options(args: argparse.Namespace) -> None:
             ("--budget-cost", args.budget_cost),
             ("--balance", args.balance),
             ("--level doc", args.level != "item"),
+            ("--cluster-rule wmt", args.cluster_rule != "paper"),
         )
         if used
     ]

@@ -63,7 +63,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--alpha",
         type=open_share,
         default=0.05,
-        help="p-value below which the Wilcoxon test opens a new cluster (default 0.05)",
+        help="significance level of the Wilcoxon tests that open a new cluster (default 0.05)",
+    )
+    parser.add_argument(
+        "--cluster-rule",
+        choices=["wmt", "paper"],
+        default="wmt",
+        help="wmt (default, as WMT findings papers): a system opens a new cluster when any member of the current"
+        " cluster is significantly better (p <= alpha); paper: Algorithm 1, only the previous system (p < alpha)",
     )
     parser.add_argument("--seed", type=seed, default=0, help="seed of the bootstrap (default 0)")
     add_output_argument(
@@ -135,6 +142,7 @@ def run(args: argparse.Namespace) -> int:
         level=args.confidence,
         rounds=args.rounds,
         alpha=args.alpha,
+        cluster_rule=args.cluster_rule,
         seed=args.seed,
         manifest=manifest,
         test_set=test_set,
