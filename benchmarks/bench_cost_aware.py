@@ -25,7 +25,15 @@ import time
 import numpy as np
 from paths import RAW, REPO  # benchmarks/paths.py (the script's folder is on sys.path)
 
-from precomet.benchmark import DEFAULT_PROPS, _evaluate_method, evaluate_props, make_selector, random_baseline
+from precomet.benchmark import (
+    DEFAULT_PROPS,
+    _evaluate_method,
+    evaluate_props,
+    make_selector,
+    random_baseline,
+    random_runs,
+    summarise_random,
+)
 from precomet.campaign import source_length
 from precomet.costs import MEASURED, cost_sources_per_item
 from precomet.io import load
@@ -124,9 +132,27 @@ def utilities(campaign, methods, metric) -> dict[str, np.ndarray]:
 def evaluate(campaign, ref, random, select, utility) -> dict:
     """SPA, clusters and parity in cost of the subsets ``select(utility, prop)`` picks, against ``random``."""
     result = _evaluate_method(
-        ref, select, lambda k: utility, False, DEFAULT_PROPS, random["spa_by_prop"], campaign, True, 32, _NoBar()
+        ref,
+        select,
+        lambda k: utility,
+        False,
+        DEFAULT_PROPS,
+        random["spa_by_prop"],
+        campaign,
+        True,
+        32,
+        _NoBar(),
+        random_spa_runs=random["runs"][:, :, 0],
+        seed=0,
     )
-    return {k: result[k] for k in ("spa", "clusters", "parity", "spa_by_prop", "parity_by_prop")}
+    return {k: result[k] for k in ("spa", "clusters", "parity", "parity_ci90", "spa_by_prop", "parity_by_prop")}
+
+
+def random_subsets(ref, campaign, seeds: int) -> dict:
+    """Random subsets that fit each cost budget: the summary, and the runs behind parity's interval."""
+    select = make_random_selector(campaign, budget_cost=True, balance=None, level="item")
+    runs = random_runs(ref, select, DEFAULT_PROPS, seeds=seeds)
+    return {**summarise_random(runs, len(DEFAULT_PROPS)), "runs": runs}
 
 
 def paper_protocol(campaign, found: dict[str, np.ndarray], seeds: int) -> dict:
@@ -153,9 +179,7 @@ def run_case(key: str, seeds: int, paper_seeds: int) -> dict:
     title, loader, methods, metric = CASES[key]
     campaign = loader()
     ref = full_reference(campaign, score="human", permutations=1000, seed=0)
-    random = random_baseline(
-        ref, make_random_selector(campaign, budget_cost=True, balance=None, level="item"), DEFAULT_PROPS, seeds=seeds
-    )
+    random = random_subsets(ref, campaign, seeds)
     found = utilities(campaign, methods, metric)
     out = {
         "key": key,
@@ -163,7 +187,7 @@ def run_case(key: str, seeds: int, paper_seeds: int) -> dict:
         "items": len(campaign),
         "systems": len(campaign.systems),
         "cost_note": campaign.info.get("cost", "length model 0.15·len+33.7 s"),
-        "random": random,
+        "random": {k: v for k, v in random.items() if k != "runs"},
         "objectives": {},
     }
     for objective in COST_OBJECTIVES:
@@ -232,9 +256,7 @@ def explore(seeds: int) -> dict:
     title, loader, methods, metric = CASES["wmt22-zh-en"]
     campaign = loader()
     ref = full_reference(campaign, score="human", permutations=1000, seed=0)
-    random = random_baseline(
-        ref, make_random_selector(campaign, budget_cost=True, balance=None, level="item"), DEFAULT_PROPS, seeds=seeds
-    )
+    random = random_subsets(ref, campaign, seeds)
     found = utilities(campaign, methods, metric)
     rows = {}
     for name, select in candidates(campaign).items():
