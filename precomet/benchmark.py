@@ -8,13 +8,17 @@ method is, averaged over budgets ``B``, the smallest budget ``C`` at which the m
 mean SPA at ``B``, divided by ``B`` (:data:`PARITY_MEANING`). Its 90 % interval (``parity_ci90``) is a bootstrap
 over random's seeds and the budgets, computed from the SPA values the parity search already evaluated
 (:func:`parity_interval`); :func:`recommendation` turns the best parity into one sentence.
+
+A **control row** (``controls``, :data:`LENGTH_CONTROL`) shows what source length alone achieves: the ``length``
+utility (longer sources first; under a cost budget the same knapsack, with the same cost objective, and a constant
+utility), evaluated like a method, with its own parity against random.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +51,9 @@ PARITY_MEANING = (
     "parity = the share of the budget a method needs to reach the accuracy (SPA) random selection reaches with the"
     " whole budget, averaged over the budgets (below 100 %: the method saves annotation)"
 )
+
+LENGTH_CONTROL = "length"
+"""The control row: the ``length`` utility method (:mod:`precomet.utilities.length`), run like any method."""
 
 Select = Callable[[np.ndarray, float], np.ndarray]
 
@@ -412,6 +419,7 @@ def run_benchmark(
     oracle_candidates: int = 100,
     oracle_step: int = 10,
     allow_circular: bool = False,
+    controls: bool = True,
 ) -> dict[str, Any]:
     """Benchmark utility ``methods`` (names in ``UTILITY_METHODS``, computed on ``metric``) and ``external``
     utilities (``{name: array aligned with the campaign}``, or ``{name: budget -> array}`` for a budget-dependent
@@ -420,7 +428,9 @@ def run_benchmark(
     ``oracle``: greedy on the ``score`` itself, :mod:`precomet.oracle`, flagged ``"usable": false``), ``cost`` (total
     annotation seconds and where they came from) and ``recommendation`` (:func:`recommendation`); see the module
     docstring. A score-based method computed on ``metric == score`` is refused (:func:`circular_reason`) unless
-    ``allow_circular``. Cluster counts follow ``cluster_rule`` (:data:`precomet.metaeval.CLUSTER_RULES`)."""
+    ``allow_circular``. Cluster counts follow ``cluster_rule`` (:data:`precomet.metaeval.CLUSTER_RULES`). With
+    ``controls`` the result has the length control row under ``controls`` (or the reason it is left out under
+    ``controls_skipped``: ``length`` is among the methods)."""
     props = validate_props(props)
     external = {name: _check_external(campaign, name, values) for name, values in (external or {}).items()}
     specs = _method_specs(methods, external)
@@ -451,7 +461,8 @@ def run_benchmark(
         time_limit=time_limit,
         cost_objective=cost_objective,
     )
-    steps = (seeds + len(specs) + len(external) + int(oracle)) * len(props)
+    control_names, skipped = plan_controls(specs, controls)
+    steps = (seeds + len(specs) + len(external) + len(control_names) + int(oracle)) * len(props)
     bar = progress_bar(total=steps, desc=f"benchmark {campaign.name}", enabled=progress)
     started = time.perf_counter()
     # random under a cost budget, quotas or documents: a random subset that fits (not a knapsack over noise)
@@ -470,7 +481,9 @@ def run_benchmark(
         if name in external:
             utility_at = _external_at(campaign, name, external[name])
         else:
-            utility_at = _utility_at(campaign, name, needs_budget, metric, seed, (method_options or {}).get(name))
+            utility_at = _utility_at(
+                campaign, name, needs_budget, metric, seed, (method_options or {}).get(name), budget_cost=budget_cost
+            )
         results[name] = _evaluate_method(
             ref,
             select,
@@ -486,6 +499,25 @@ def run_benchmark(
             seed=seed,
         )
         results[name]["seconds"] = time.perf_counter() - started
+    control_rows = {}
+    for name in control_names:
+        started = time.perf_counter()
+        utility_at = _utility_at(campaign, name, False, None, seed, None, budget_cost=budget_cost)
+        control_rows[name] = _evaluate_method(
+            ref,
+            select,
+            utility_at,
+            False,
+            props,
+            random["spa_by_prop"],
+            campaign,
+            budget_cost,
+            parity_grid,
+            bar,
+            random_spa_runs=runs[:, :, 0],
+            seed=seed,
+        )
+        control_rows[name]["seconds"] = time.perf_counter() - started
     headroom = None
     if oracle:
         headroom = _evaluate_oracle(
@@ -513,6 +545,8 @@ def run_benchmark(
         "budgets": [budget_value(campaign, p, budget_cost=budget_cost) for p in props],
         "random": random,
         "methods": results,
+        "controls": control_rows,
+        "controls_skipped": skipped,
         **({"oracle": headroom} if oracle else {}),
         "cost": {"total_seconds": float(campaign.cost.sum()), "source": cost_source(campaign)},
         "signature": signature(
@@ -539,6 +573,7 @@ def run_benchmark(
             oracle_step=oracle_step if oracle else None,
             allow_circular=allow_circular,
             circular=circular is not None,
+            controls=[LENGTH_CONTROL] if controls else [],
         ),
     }
     result["recommendation"] = recommendation(result)
@@ -577,6 +612,17 @@ def _evaluate_oracle(
         seconds=time.perf_counter() - started,
     )
     return row
+
+
+def plan_controls(methods: Collection[str], controls: bool) -> tuple[list[str], dict[str, str]]:
+    """The control rows to evaluate beside utility ``methods``, and those left out with the reason (one line each):
+    the length control is not repeated when ``length`` is among the methods. (It needs source texts, which every
+    campaign has: :meth:`Campaign.build` refuses an empty source.)"""
+    if not controls:
+        return [], {}
+    if LENGTH_CONTROL in methods:
+        return [], {LENGTH_CONTROL: f"{LENGTH_CONTROL!r} is benchmarked as a method"}
+    return [LENGTH_CONTROL], {}
 
 
 def _method_specs(methods: Sequence[str], external: Mapping[str, Any]) -> dict[str, Any]:
@@ -632,18 +678,20 @@ def _external_at(campaign: Campaign, name: str, values: Any) -> Callable[[int], 
     return at
 
 
-def _utility_at(campaign, name, needs_budget, metric, seed, options) -> Callable[[int], np.ndarray]:
-    """Utilities for a budget of ``k`` items; computed once unless the method needs the budget (memoised)."""
-    from precomet.utilities import compute_utility
+def _utility_at(campaign, name, needs_budget, metric, seed, options, *, budget_cost) -> Callable[[int], np.ndarray]:
+    """Utilities for a budget of ``k`` items, as the subset builder gets them (:func:`knapsack_utility`); computed once
+    unless the method needs the budget (memoised)."""
+    from precomet.utilities import compute_utility, knapsack_utility
 
     cache: dict[int, np.ndarray] = {}
 
     def at(k: int) -> np.ndarray:
         key = k if needs_budget else 0
         if key not in cache:
-            cache[key] = compute_utility(
+            values = compute_utility(
                 campaign, name, score=metric, budget=k if needs_budget else None, seed=seed, options=options
             )
+            cache[key] = knapsack_utility(name, values, cost_budget=budget_cost)
         return cache[key]
 
     return at
@@ -714,8 +762,10 @@ def recommendation(result: Mapping[str, Any]) -> dict[str, Any]:
     """The one-line answer to "how much can I save?": the usable method with the lowest parity, as a share of the
     items or of the annotation time/cost, with its 90 % interval — or, when no method's parity is below 100 %,
     the advice to annotate a random sample. A best parity below 100 % whose interval reaches 100 % is called
-    "not clearly better than random". The ``random`` utility method (one random draw) is never recommended.
-    Returns ``{"method", "parity", "parity_ci90", "unit", "text"}`` (``method`` ``None`` when none beats random)."""
+    "not clearly better than random". The ``random`` utility method (one random draw) is never recommended. When the
+    length control row needs no more than the best method, the text says so (the utility adds nothing beyond length).
+    Returns ``{"method", "parity", "parity_ci90", "unit", "text", "length_parity"}`` (``method`` ``None`` when none
+    beats random; ``length_parity`` ``None`` without the control row)."""
     from precomet.costs import cost_unit
 
     budget_cost = bool(result["signature"].get("budget_cost"))
@@ -723,24 +773,42 @@ def recommendation(result: Mapping[str, Any]) -> dict[str, Any]:
     rows = {  # the "random" utility is a random sample: its parity is the luck of one draw, not a method to advise
         name: m for name, m in result["methods"].items() if np.isfinite(m["parity"]) and name != "random"
     }
+    control = result.get("controls", {}).get(LENGTH_CONTROL)
+    length = float(control["parity"]) if control else None
     if not rows:
-        return {"method": None, "parity": None, "parity_ci90": None, "unit": unit, "text": "no method to recommend"}
+        return {
+            "method": None,
+            "parity": None,
+            "parity_ci90": None,
+            "unit": unit,
+            "text": "no method to recommend",
+            "length_parity": length,
+        }
     best = min(rows, key=lambda name: rows[name]["parity"])
     parity = float(rows[best]["parity"])
     low, high = rows[best].get("parity_ci90", (parity, parity))
     interval = f"90 % interval {_percent(low)}–{_percent(high)}"
+    answer = {"parity": parity, "parity_ci90": [low, high], "unit": unit, "length_parity": length}
     if parity >= 1.0:
         text = (
             f"no method beats random here: annotate a random sample (the best, {best}, needs {_percent(parity)} of"
             f" the {unit} to match random; {interval})"
         )
-        return {"method": None, "parity": parity, "parity_ci90": [low, high], "unit": unit, "text": text}
+        if length is not None and length < 1.0:
+            text = (
+                f"no method beats random here, but source length does: select by length (method"
+                f" {LENGTH_CONTROL!r}: the length control needs {_percent(length)} of the {unit}; the best method,"
+                f" {best}, needs {_percent(parity)}, {interval})"
+            )
+        return {"method": None, "text": text, **answer}
     text = f"{best}: random's accuracy with {_percent(parity)} of the {unit} ({interval})"
     if budget_cost and unit == "annotation time":
         text += f", i.e. {round(60 * parity)} min per hour of random annotation"
     if high >= 1.0:
         text += "; not clearly better than random (the interval reaches 100 %)"
-    return {"method": best, "parity": parity, "parity_ci90": [low, high], "unit": unit, "text": text}
+    if length is not None and length <= parity:
+        text += f"; the length control alone needs {_percent(length)}: the utility adds nothing beyond length here"
+    return {"method": best, "text": text, **answer}
 
 
 def _percent(share: float) -> str:
@@ -749,8 +817,8 @@ def _percent(share: float) -> str:
 
 def summary_table(result: Mapping[str, Any]) -> str:
     """A plain-text summary: the annotation cost and budgets (hours and minutes, with the cost's source), mean SPA,
-    clusters, Kendall, parity with its 90 % interval per method (random first), what parity means, and the
-    recommendation."""
+    clusters, Kendall, parity with its 90 % interval per method (random first, then the control rows), what parity
+    means, and the recommendation."""
     from precomet.costs import format_duration
 
     width = max(20, *(len(name) + 1 for name in result["methods"]))
@@ -780,7 +848,8 @@ def summary_table(result: Mapping[str, Any]) -> str:
         f"{'random':<{width}} {r['spa']:>7.2%} {r['clusters']:>8.2f} {r['corr']:>8.3f} {'':>7} {'':>13} "
         f"{r['seconds']:>8.1f}"
     )
-    rows = list(result["methods"].items())
+    rows = [(f"{name} (control)", row) for name, row in result.get("controls", {}).items()]
+    rows += list(result["methods"].items())
     if result.get("oracle"):
         rows.append(("oracle (not usable)", result["oracle"]))
     for name, m in rows:
@@ -789,6 +858,8 @@ def summary_table(result: Mapping[str, Any]) -> str:
             f"{name:<{width}} {m['spa']:>7.2%} {m['clusters']:>8.2f} {m['corr']:>8.3f} {m['parity']:>7.1%} "
             f"{f'{low:.0%}–{high:.0%}':>13} {m['seconds']:>8.1f}"
         )
+    for name, reason in result.get("controls_skipped", {}).items():
+        lines.append(f"{name} control: left out ({reason})")
     if result.get("oracle"):
         lines.append(f"  {result['oracle']['description']}")
     lines.append(f"{PARITY_MEANING}; interval: bootstrap over random's seeds and the budgets")
@@ -800,14 +871,18 @@ def summary_table(result: Mapping[str, Any]) -> str:
 def plot_benchmark(result: Mapping[str, Any], path: str | Path) -> None:
     """Paper Figure 4: SPA vs budget per method with random's 90 % band, a cluster-count panel, and a parity panel
     (each method's parity per budget, its mean as a horizontal line with the 90 % interval as a band; 100 % =
-    random)."""
+    random). Control rows are grey dash-dotted lines labelled ``(control)``."""
     from matplotlib.figure import Figure  # a bare Figure: no pyplot state, no backend switch
 
     x = 100 * np.asarray(result["props"])
     random = result["random"]
     fig = Figure(figsize=(16, 4.4))
     ax_spa, ax_clu, ax_par = fig.subplots(1, 3)
-    rows = [(name, m, dict(marker="o", markersize=3), "") for name, m in result["methods"].items()]
+    rows = [
+        (f"{name} (control)", m, dict(color="0.55", linestyle="-.", linewidth=1.4), "")
+        for name, m in result.get("controls", {}).items()
+    ]
+    rows += [(name, m, dict(marker="o", markersize=3), "") for name, m in result["methods"].items()]
     if result.get("oracle"):
         rows.append(
             (

@@ -14,7 +14,9 @@ reuses its utilities; text embeddings come from the embedding cache when ``cache
 
 Reported per method: mean SPA / clusters / Kendall over runs and budgets, the 90 % t-interval of a single run
 (``mean ± t·s``, as the paper's ± and the benchmark's random band), and the paired difference to random
-(mean and 90 % t-interval of the *mean* over runs).
+(mean and 90 % t-interval of the *mean* over runs). With ``controls`` the length control row (longer sources
+first; system-free, so one ordering for every run) is reported the same way under ``controls``, or the reason it
+is left out under ``controls_skipped``.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from precomet.benchmark import BENCH_MEASURES, ci90, top_k, validate_props
+from precomet.benchmark import BENCH_MEASURES, LENGTH_CONTROL, ci90, plan_controls, top_k, validate_props
 from precomet.campaign import HUMAN, Campaign
 from precomet.errors import PrecometError
 from precomet.metaeval import evaluate_orderings, reference_from_matrix
@@ -37,7 +39,7 @@ from precomet.significance import item_signs
 
 log = logging.getLogger(__name__)
 
-SYSTEM_FREE = frozenset({"kmeans", "random"})
+SYSTEM_FREE = frozenset({"kmeans", "random", "length"})
 """Utilities that read only the sources: computed once, not once per crowd."""
 
 
@@ -70,6 +72,7 @@ def run_crowd_benchmark(
     seed: int = 0,
     method_options: Mapping[str, Mapping[str, Any]] | None = None,
     progress: bool | None = None,
+    controls: bool = True,
 ) -> dict[str, Any]:
     """The artificial-crowd benchmark (see the module docstring); JSON-ready result with a signature."""
     from precomet.utilities import UTILITY_METHODS, compute_utility
@@ -96,6 +99,11 @@ def run_crowd_benchmark(
     signs = item_signs(campaign.ids, permutations=permutations, seed=seed)
     random_orders = [top_k(np.random.default_rng([seed, r]).random(n), int(sizes.max())) for r in range(seeds)]
     options = dict(method_options or {})
+    control_names, skipped = plan_controls(names, controls)
+    control_orders = {  # system-free: the same ordering in every run
+        c: top_k(compute_utility(campaign, c, seed=seed), int(sizes.max())) for c in control_names
+    }
+    control_runs = {c: np.empty((runs, len(props), len(BENCH_MEASURES))) for c in control_names}
 
     utilities: dict[tuple, np.ndarray] = {}
     seconds = dict.fromkeys(names, 0.0)
@@ -122,6 +130,8 @@ def run_crowd_benchmark(
             ref, random_orders, sorted_sizes, measures=BENCH_MEASURES
         )  # (seeds, props, measures)
         random_runs[r, by_size] = values.mean(axis=0)
+        for c, order in control_orders.items():
+            control_runs[c][r, by_size] = evaluate_orderings(ref, [order], sorted_sizes, measures=BENCH_MEASURES)[0]
         for m in names:
             if UTILITY_METHODS[m].needs_budget:  # one utility per budget (e.g. k-means with k = budget)
                 for q, k in enumerate(sizes):
@@ -162,6 +172,11 @@ def run_crowd_benchmark(
             }
             for m in names
         },
+        "controls": {
+            c: {**_summary(control_runs[c]), **_paired(control_runs[c][:, :, 0].mean(axis=1), random_spa)}
+            for c in control_names
+        },
+        "controls_skipped": skipped,
         "signature": signature(
             "precomet benchmark --crowd",
             campaign=campaign,
@@ -175,6 +190,7 @@ def run_crowd_benchmark(
             seeds=seeds,
             permutations=permutations,
             method_options=options,
+            controls=[LENGTH_CONTROL] if controls else [],
         ),
     }
 
@@ -214,11 +230,13 @@ def crowd_table(result: Mapping[str, Any]) -> str:
         f"{'random':<{width}} {r['spa']:>7.2%} {(r['spa_ci90'][1] - r['spa_ci90'][0]) / 2:>6.2%} {r['clusters']:>8.2f} "
         f"{r['corr']:>8.3f}"
     )
-    for name, m in result["methods"].items():
+    rows = [(f"{name} (control)", row) for name, row in result.get("controls", {}).items()]
+    for name, m in [*rows, *result["methods"].items()]:
         lo, hi = m["spa_minus_random_ci90"]
         diff = f"{m['spa_minus_random']:+.2%} [{lo:+.2%}, {hi:+.2%}]"
         lines.append(
             f"{name:<{width}} {m['spa']:>7.2%} {(m['spa_ci90'][1] - m['spa_ci90'][0]) / 2:>6.2%} {m['clusters']:>8.2f}"
             f" {m['corr']:>8.3f} {diff:>24} {m['runs_above_random']:>6.0%}"
         )
+    lines += [f"{name} control: left out ({reason})" for name, reason in result.get("controls_skipped", {}).items()]
     return "\n".join(lines)

@@ -34,6 +34,8 @@ HELP = (
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from precomet.utilities import UTILITY_METHODS
+
     add_data_arguments(parser)
     parser.description = (
         HELP + ". Parity: for each budget, the smallest budget at which a method's SPA reaches random's mean SPA at"
@@ -42,7 +44,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         " times, or given in the input)."
     )
     parser.add_argument(
-        "--methods", default="", help="comma-separated utility methods, e.g. metric_avg,metric_var,diversity"
+        "--methods",
+        default="",
+        help=f"comma-separated utility methods, e.g. metric_avg,metric_var; registered: {', '.join(UTILITY_METHODS)}",
+    )
+    parser.add_argument(
+        "--no-controls",
+        dest="controls",
+        action="store_false",
+        help="leave out the control row 'length' (longer sources first; with --budget-cost the same knapsack with a"
+        " constant utility), which shows whether a utility adds anything beyond source length",
     )
     parser.add_argument("--metric", help="score the utilities use, e.g. MetricX-23-c (required by score-based methods)")
     parser.add_argument(
@@ -230,6 +241,7 @@ def run(args: argparse.Namespace) -> int:
         oracle_candidates=args.oracle_candidates,
         oracle_step=args.oracle_step,
         allow_circular=args.allow_circular,
+        controls=args.controls,
     )
     result["signature"]["data"] = str(args.data)
     result["signature"]["cost_from_times"] = args.cost_from_times
@@ -301,6 +313,7 @@ def _run_crowd(args: argparse.Namespace, campaign: Campaign, props: list[float],
         seeds=args.seeds,
         permutations=args.permutations,
         seed=args.seed,
+        controls=args.controls,
     )
     result["signature"]["data"] = str(args.data)
     result["signature"]["allow_circular"] = args.allow_circular

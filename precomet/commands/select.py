@@ -32,9 +32,15 @@ HELP = "select the subset to annotate (top-k or cost-aware knapsack; domain bala
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from precomet.utilities import UTILITY_METHODS
+
     add_data_arguments(parser)
     source = parser.add_argument_group("utilities (one of)").add_mutually_exclusive_group(required=True)
-    source.add_argument("--method", help="utility method computed on the fly (see precomet.utilities)")
+    source.add_argument(
+        "--method",
+        help=f"utility method computed on the fly: {', '.join(UTILITY_METHODS)} (length = longer sources first; under a"
+        " cost budget the knapsack with a constant utility, i.e. source length alone)",
+    )
     source.add_argument("--scores", help='JSONL of {"id", "utility"} (an optional first signature line is skipped)')
     source.add_argument("--checkpoint", help="estimator checkpoint directory: utilities predicted from the sources")
     parser.add_argument("--metric", help="score name used by --method (e.g. MetricX-23-c)")
@@ -146,6 +152,10 @@ def run(args: argparse.Namespace) -> int:
     cost_aware = args.budget_cost is not None or (
         args.proportion is not None and (args.cost_aware or bool(args.cost_from_times))
     )
+    if args.method:  # length under a cost budget: a constant utility, the cost objective alone decides
+        from precomet.utilities import knapsack_utility
+
+        utility = knapsack_utility(args.method, utility, cost_budget=cost_aware)
     from precomet.selection.objective import DEFAULT_COST_OBJECTIVE
 
     if args.cost_objective != DEFAULT_COST_OBJECTIVE and not cost_aware:

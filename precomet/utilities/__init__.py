@@ -28,8 +28,10 @@ MISSING_POLICIES = ("error", "exclude")
 
 @dataclass(frozen=True)
 class UtilitySpec:
-    """A registered utility: its function, whether it needs a budget / a score / outputs, and the
-    method-specific options it accepts with their defaults."""
+    """A registered utility: its function, whether it needs a budget / a score / outputs, the method-specific
+    options it accepts with their defaults, and whether a cost budget's knapsack gets a constant utility instead
+    (``constant_under_cost``: a utility that is the source length, which the cost objective already weighs; see
+    :func:`knapsack_utility`)."""
 
     fn: UtilityFn
     description: str
@@ -37,6 +39,7 @@ class UtilitySpec:
     needs_score: bool = True
     min_systems: int = 2
     options: Mapping[str, Any] = field(default_factory=dict)
+    constant_under_cost: bool = False
 
 
 def compute_utility(
@@ -108,6 +111,16 @@ def compute_utility(
     return out
 
 
+def knapsack_utility(method: str, utility: np.ndarray, *, cost_budget: bool) -> np.ndarray:
+    """The utility the subset builder gets for ``method``: ``utility`` itself, or under a cost budget a constant
+    for a method with ``constant_under_cost`` (``length``): the knapsack with the same cost objective and a
+    constant utility (rank-length: the most source characters the budget buys; rank-cost: any subset that fills
+    the budget; paper: the most items)."""
+    if cost_budget and get_spec(method).constant_under_cost:
+        return np.ones(len(utility))
+    return utility
+
+
 def require_scores(campaign: Campaign, method: str) -> None:
     """Raise a one-line :class:`PrecometError` when ``method`` needs a score matrix and ``campaign`` has none
     (an output-only input such as a WMT release), naming the utilities that need none."""
@@ -143,7 +156,7 @@ def resolve_options(method: str, options: Mapping[str, Any] | None) -> dict[str,
 
 
 def _registry() -> dict[str, UtilitySpec]:
-    from precomet.utilities import cluster, diffuse, diversity, irt, metric
+    from precomet.utilities import cluster, diffuse, diversity, irt, length, metric
 
     irt_options = dict(irt.FIT_OPTIONS)
     methods = {
@@ -186,6 +199,13 @@ def _registry() -> dict[str, UtilitySpec]:
             needs_score=False,
             min_systems=0,
         ),
+        length=UtilitySpec(
+            length.length_utility,
+            "source length in characters (longer first); under a cost budget the knapsack with a constant utility",
+            needs_score=False,
+            min_systems=0,
+            constant_under_cost=True,
+        ),
         mixture=UtilitySpec(
             cluster.mixture,
             "weighted mean of the per-utility ranks",
@@ -208,4 +228,12 @@ UTILITY_METHODS: dict[str, UtilitySpec] = _registry()
 """Name -> :class:`UtilitySpec`. Add a method with one line, e.g.
 ``UTILITY_METHODS["diffuse"] = UtilitySpec(diffuse, "...", needs_budget=True, needs_score=False)``."""
 
-__all__ = ["UTILITY_METHODS", "UtilitySpec", "compute_utility", "get_spec", "require_scores", "resolve_options"]
+__all__ = [
+    "UTILITY_METHODS",
+    "UtilitySpec",
+    "compute_utility",
+    "get_spec",
+    "knapsack_utility",
+    "require_scores",
+    "resolve_options",
+]
