@@ -73,8 +73,10 @@ def run_crowd_benchmark(
     method_options: Mapping[str, Mapping[str, Any]] | None = None,
     progress: bool | None = None,
     controls: bool = True,
+    cluster_rule: str = "paper",
 ) -> dict[str, Any]:
-    """The artificial-crowd benchmark (see the module docstring); JSON-ready result with a signature."""
+    """The artificial-crowd benchmark (see the module docstring); JSON-ready result with a signature. Cluster
+    counts follow ``cluster_rule`` (:data:`precomet.metaeval.CLUSTER_RULES`)."""
     from precomet.utilities import UTILITY_METHODS, compute_utility
 
     props = validate_props(props)
@@ -125,7 +127,9 @@ def run_crowd_benchmark(
     for r, members in enumerate(crowds):
         rest = [s for s in campaign.systems if s not in members]
         matrix = np.asarray(campaign.score(score), dtype=float)[:, campaign.system_index(rest)]
-        ref = reference_from_matrix(campaign, matrix, score=score, signs=signs, seed=seed, systems=rest)
+        ref = reference_from_matrix(
+            campaign, matrix, score=score, signs=signs, seed=seed, systems=rest, cluster_rule=cluster_rule
+        )
         values = evaluate_orderings(
             ref, random_orders, sorted_sizes, measures=BENCH_MEASURES
         )  # (seeds, props, measures)
@@ -191,6 +195,7 @@ def run_crowd_benchmark(
             permutations=permutations,
             method_options=options,
             controls=[LENGTH_CONTROL] if controls else [],
+            cluster_rule=cluster_rule,
         ),
     }
 

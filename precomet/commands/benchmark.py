@@ -287,7 +287,6 @@ def _check_crowd_options(args: argparse.Namespace) -> None:
             ("--budget-cost", args.budget_cost),
             ("--balance", args.balance),
             ("--level doc", args.level != "item"),
-            ("--cluster-rule wmt", args.cluster_rule != "paper"),
         )
         if used
     ]
@@ -314,6 +313,7 @@ def _run_crowd(args: argparse.Namespace, campaign: Campaign, props: list[float],
         permutations=args.permutations,
         seed=args.seed,
         controls=args.controls,
+        cluster_rule=args.cluster_rule,
     )
     result["signature"]["data"] = str(args.data)
     result["signature"]["allow_circular"] = args.allow_circular

@@ -243,14 +243,22 @@ def test_run_benchmark_records_and_uses_the_rule():
     assert wmt["methods"]["first"]["spa"] == paper["methods"]["first"]["spa"]  # only the clusters change
 
 
-def test_cli_benchmark_refuses_wmt_clusters_with_the_crowd(tmp_path, capsys):
+def test_crowd_uses_and_records_the_rule(tmp_path):
+    from precomet.cli import main as cli_main
     from precomet.io.jsonl import write_jsonl
 
+    rng = np.random.default_rng(5)
     data = tmp_path / "items.jsonl"
-    write_jsonl(_campaign(DIFFER), data)
-    args = ["benchmark", "--data", str(data), "--methods", "metric_var", "--crowd", "1", "--cluster-rule", "wmt"]
-    assert main(args) == 2
-    assert "--cluster-rule wmt" in capsys.readouterr().err
+    write_jsonl(_campaign(np.round(rng.normal(size=(60, 5)) + np.linspace(0, 1.0, 5), 1)), data)
+    out = {}
+    for rule in ("paper", "wmt"):
+        path = tmp_path / f"{rule}.json"
+        args = ["benchmark", "--data", str(data), "--methods", "random", "--crowd", "1", "--crowd-runs", "3"]
+        assert cli_main([*args, "--seeds", "3", "--cluster-rule", rule, "-o", str(path)]) == 0
+        out[rule] = json.loads(path.read_text())
+    assert [out[r]["signature"]["cluster_rule"] for r in ("paper", "wmt")] == ["paper", "wmt"]
+    assert out["wmt"]["random"]["spa"] == out["paper"]["random"]["spa"]  # only the clusters change
+    assert out["wmt"]["random"]["clusters"] > out["paper"]["random"]["clusters"]
 
 
 # --------------------------------------------------------------------------- real data
