@@ -1,11 +1,12 @@
 # Two commands on a fresh machine: `make test` and `make demo`. Both create .venv when missing.
+# `make benchmarks` regenerates benchmarks/results/ and BENCHMARKS.md (benchmarks/regenerate.py).
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 PIP := $(BIN)/pip install --constraint constraints.txt
 STAMP := $(VENV)/.installed
 
-.PHONY: install test test-fast test-docs lint demo clean
+.PHONY: install test test-fast test-docs lint demo benchmarks clean
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -32,6 +33,9 @@ lint: $(STAMP)
 
 demo: $(STAMP)
 	$(BIN)/precomet demo -o demo-output
+
+benchmarks: $(STAMP)  # re-run every cheap benchmark, then BENCHMARKS.md; ARGS="--list" / "--only NAME" / "--all"
+	$(BIN)/python benchmarks/regenerate.py $(ARGS)
 
 clean:
 	rm -rf $(VENV) demo-output .pytest_cache

@@ -1,5 +1,7 @@
-"""Write BENCHMARKS.md from the result files under benchmarks/results/ (each written by its own benchmark
-script, with the command that produced it). Run after any benchmark script:
+"""Write BENCHMARKS.md from the files under benchmarks/results/: results files, each written by its benchmark
+script under the command that produced it (``benchmarks/regenerate.py`` runs them all), and hand-written findings
+(``FINDINGS``), each starting with a ``Reads:`` line naming the results files it interprets. Run after any
+benchmark script (``make benchmarks`` does):
 
     .venv/bin/python benchmarks/assemble_benchmarks_md.py
 """
@@ -9,16 +11,22 @@ from __future__ import annotations
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-SECTIONS = (  # (results file, what it measures) in reading order
+SECTIONS = (  # (file under benchmarks/results/, what it measures) in reading order; findings after their tables
     ("metaeval.md", "Selection quality: output-based methods vs random and vs subset2evaluate (issue 5)"),
     ("metaeval_speed.md", "Meta-evaluation speed vs subset2evaluate (issue 5)"),
+    ("metaeval_speed-findings.md", "Meta-evaluation speed: runs and changes"),
     ("startup.md", "Whole-process time and start-up: precomet benchmark vs subset2evaluate (issue 13)"),
     ("oracle.md", "Headroom: the oracle row of precomet benchmark (issue 14)"),
     ("crowd.md", "Artificial crowd, seed 002 Table 4 (issue 14)"),
+    ("crowd-findings.md", "Artificial crowd: reading"),
     ("kmeans.md", "k-means on outputs and weighted k-means vs k-means on sources (issue 14)"),
+    ("kmeans-findings.md", "k-means variants: reading"),
     ("rank.md", "precomet rank: speed (issue 14)"),
-    ("utilities.md", "Utilities: speed, peer comparison, IRT recovery, real campaigns (issue 3)"),
-    ("select.md", "Subset building: knapsack speed and optimality vs subset2evaluate (issue 4)"),
+    ("utility-speed.md", "Utilities: speed, peer comparison, real campaigns (issue 3)"),
+    ("irt.md", "Utilities: IRT fit time and recovery (issue 3)"),
+    ("utilities-findings.md", "Utilities: goals and readings (issue 3)"),
+    ("knapsack.md", "Subset building: knapsack speed and optimality vs subset2evaluate (issue 4)"),
+    ("select-findings.md", "Subset building: readings (issue 4)"),
     (
         "cost-aware.md",
         "Cost-aware selection at equal real annotation cost: objectives vs random, paper protocol (issue 11)",
@@ -26,21 +34,32 @@ SECTIONS = (  # (results file, what it measures) in reading order
     ("cost-aware-findings.md", "Cost-aware selection: choice of the default, where it does not help, speed (issue 11)"),
     ("source-suite.md", "Source-based selection on human judgements, with every length control (issue 19)"),
     ("da_alignment.md", "Crowd-DA segment scores of the WMT21-22 to-English releases vs their source lines (issue 19)"),
-    (
-        "estimator-protocol.md",
-        "Source-based estimator on chrF-proxy targets: the paper's protocol (issue 10, superseded)",
-    ),
-    ("estimator-findings.md", "Source-based estimator on chrF-proxy targets: findings, speed (issue 10, superseded)"),
-    ("pairwise.md", "Pairwise: DiffUse, annotate-until-decided, ratings (issue 7)"),
+    ("diffuse-speed.md", "Pairwise: DiffUse selection speed (issue 7)"),
+    ("diffuse-protocol.md", "Pairwise: DiffUse success rate (issue 7)"),
+    ("pairwise-findings.md", "Pairwise: DiffUse, annotate-until-decided, ratings: readings (issue 7)"),
     ("loading.md", "Loading real campaigns (issue 2)"),
     ("first_hour.md", "A new user's first hour: the demo and the fast test loop (issue 21)"),
 )
+FINDINGS = frozenset(
+    {
+        "metaeval_speed-findings.md",
+        "crowd-findings.md",
+        "kmeans-findings.md",
+        "utilities-findings.md",
+        "select-findings.md",
+        "cost-aware-findings.md",
+        "pairwise-findings.md",
+    }
+)
+"""The hand-written files of SECTIONS; every other one is written by a script of benchmarks/regenerate.py."""
 HEADER = """# BENCHMARKS
 
 Measured on the project's machines (2 shared CPU cores, no GPU; absolute times drift with load, so speed
-claims are ratios measured side by side in one run). Every section names the command that produced it;
-this file is assembled from `benchmarks/results/*.md` by `benchmarks/assemble_benchmarks_md.py`.
-Peer = subset2evaluate 1.0.27 in its own venv (`benchmarks/peer_env.sh`).
+claims are ratios measured side by side in one run). Every results section names the command that produced it;
+hand-written findings name the results they read, and every number in them is one of those results
+(`tests/unit/test_benchmarks_md.py`). This file is assembled from `benchmarks/results/` by
+`benchmarks/assemble_benchmarks_md.py`; `make benchmarks` (`benchmarks/regenerate.py`) re-runs every benchmark
+and assembles it. Peer = subset2evaluate 1.0.27 in its own venv (`benchmarks/peer_env.sh`).
 """
 
 
@@ -55,17 +74,23 @@ def _demote(lines: list[str]) -> list[str]:
     return out
 
 
-def main() -> None:
+def render(results: Path = HERE / "results") -> str:
+    """BENCHMARKS.md: the header, then every section of SECTIONS read from ``results``."""
     parts = [HEADER]
     for name, title in SECTIONS:
-        path = HERE / "results" / name
+        path = results / name
         body = path.read_text(encoding="utf-8").strip() if path.exists() else "_not measured yet_"
+        source = "Hand-written findings" if name in FINDINGS else "Source"
         parts.append(
-            f"\n---\n\n## {title}\n\n_Source: `benchmarks/results/{name}`_\n\n"
+            f"\n---\n\n## {title}\n\n_{source}: `benchmarks/results/{name}`_\n\n"
             + "\n".join(_demote(body.splitlines()))
             + "\n"
         )
-    (HERE.parent / "BENCHMARKS.md").write_text("".join(parts), encoding="utf-8")
+    return "".join(parts)
+
+
+def main() -> None:
+    (HERE.parent / "BENCHMARKS.md").write_text(render(), encoding="utf-8")
     print(f"wrote {HERE.parent / 'BENCHMARKS.md'}")
 
 

@@ -156,15 +156,6 @@ def render() -> None:
         )
         + "Reused across runs: sign flips (drawn once from item ids), the random orderings (drawn once, re-scored per "
         "run), and output embeddings (cache). JSON: benchmarks/out/crowd/ (not committed).",
-        "",
-        "Reading (this run): absolute SPA is higher than the paper's 9-pair average on these two pairs (as in the "
-        "output-based table above), so compare the gain over random. MetricVar beats random on both pairs with a "
-        "crowd of 4 (+1.0 / +1.3 points, ≥ 73 % of runs), close to its full-crowd gain; MetricAvg's large en-de gain "
-        "(+2.9) shrinks to +0.9 on zh-en; MetricCons keeps only a small gain (+0.9 / +0.2); Diversity, which needs "
-        "many systems' outputs to estimate an item's spread, is below random on zh-en (−2.3). DiffDisc (10 runs "
-        "only) is above random on both (+1.9 / +0.5, wide intervals). The paper's finding — an artificial crowd of 4 "
-        "is about as good as the source-based estimators and slightly better than random — holds for the metric-based "
-        "utilities here; the paper's ± is read as a single-run interval, which it does not define further.",
     ]
     (REPO / "benchmarks" / "results" / "crowd.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
     print("\n".join(lines))

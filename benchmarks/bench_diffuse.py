@@ -3,6 +3,8 @@
     .venv/bin/python benchmarks/bench_diffuse.py speed      # 1000 items × 12 systems (WMT23 zh-en), ours vs peer
     .venv/bin/python benchmarks/bench_diffuse.py protocol   # WMT23 en-de / zh-en, TED en-de / zh-en (MQM)
 
+Each writes what it prints to benchmarks/results/diffuse-speed.md / diffuse-protocol.md (``--out``).
+
 Embeddings (offline all-MiniLM-L6-v2) are cached in benchmarks/out/embed-cache. The peer runs in
 benchmarks/.peer-venv (``bash benchmarks/peer_env.sh``) via subprocess, fed the same embeddings through a
 stub ``load_model`` (selection only); with ``--end-to-end`` both sides also run cold, each loading the same
@@ -20,7 +22,8 @@ import time
 from pathlib import Path
 
 import numpy as np
-from paths import RAW, REPO  # benchmarks/paths.py (the script's folder is on sys.path)
+from paths import RAW, REPO, RESULTS  # benchmarks/paths.py (the script's folder is on sys.path)
+from report import results_file  # benchmarks/report.py
 
 CACHE = REPO / "benchmarks" / "out" / "embed-cache"
 PEER_SCRIPT = r"""
@@ -180,9 +183,16 @@ def main() -> None:
     p.add_argument("--seeds", type=int, default=10)
     p.add_argument("--margin", type=float, default=0.0)
     p.add_argument("--only", help="run only data sets whose name contains this text")
+    for sub_parser in (s, p):
+        sub_parser.add_argument(
+            "--out", type=Path, help="the printed results (default benchmarks/results/diffuse-*.md)"
+        )
     args = parser.parse_args()
     _torch_single_thread()
-    {"speed": speed, "protocol": protocol}[args.what](args)
+    titles = {"speed": "DiffUse selection speed vs subset2evaluate 1.0.27", "protocol": "DiffUse success rate (MQM)"}
+    out = args.out or RESULTS / f"diffuse-{args.what}.md"
+    with results_file(out, titles[args.what], fenced=args.what == "speed"):
+        {"speed": speed, "protocol": protocol}[args.what](args)
 
 
 if __name__ == "__main__":

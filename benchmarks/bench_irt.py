@@ -1,6 +1,6 @@
 """IRT fit time and parameter recovery on synthetic data drawn from the model (py-irt 0.7.1, CPU, 1 thread).
 
-    .venv/bin/python benchmarks/bench_irt.py [--items 2000] [--systems 15] [--epochs 1000]
+    .venv/bin/python benchmarks/bench_irt.py [--items 2000] [--systems 15] [--epochs 1000] [--out FILE]
 
 Goals: fit of 2000 items × 15 systems ≤ 30 s; Pearson r of recovered difficulty with the truth ≥ 0.8,
 of ability ≥ 0.9. Responses: c·σ(a(θ − b)) + N(0, 0.05), clipped to [0, 1].
@@ -17,6 +17,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from paths import RESULTS  # noqa: E402  (benchmarks/paths.py: the script's folder is on sys.path)
+from report import results_file  # noqa: E402
+
 from precomet.campaign import Campaign  # noqa: E402
 from precomet.utilities.irt import fit_irt  # noqa: E402
 
@@ -26,7 +29,13 @@ def main() -> None:
     parser.add_argument("--items", type=int, default=2000)
     parser.add_argument("--systems", type=int, default=15)
     parser.add_argument("--epochs", type=int, default=1000)
+    parser.add_argument("--out", type=Path, default=RESULTS / "irt.md", help="the printed table, as markdown")
     args = parser.parse_args()
+    with results_file(args.out, "IRT fit time and parameter recovery (synthetic data from the model)"):
+        measure(args)
+
+
+def measure(args: argparse.Namespace) -> None:
     rng = np.random.default_rng(0)
     n, s = args.items, args.systems
     theta, b = rng.normal(0, 1, s), rng.normal(0, 1, n)

@@ -101,11 +101,7 @@ def main() -> None:
         "Plain and weighted rows share the representatives (one fit per embedding and budget); the fit time is "
         "for all 10 budgets. Weighted = each representative's scores count as often as its cluster has items "
         "(`metaeval.evaluate_weighted`). Its cluster counts are inflated by the replication (a Wilcoxon test on rows "
-        "repeated by weight sees more evidence than was annotated), so compare weighted rows by SPA only. "
-        "Finding: as in the paper's Table 8, plain k-means on sources is the best of the four; on outputs it is "
-        "slightly worse, weighting hurts, and on zh-en no variant beats random (Chinese sources through an English "
-        "encoder; the output variant embeds English outputs but still trails random there). Output k-means is "
-        "also 8× slower (S × 384 dimensions).",
+        "repeated by weight sees more evidence than was annotated), so compare weighted rows by SPA only.",
     ]
     (REPO / "benchmarks" / "results" / "kmeans.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
     print("\n".join(lines))

@@ -1,6 +1,7 @@
 """Cost-aware selection speed and quality: precomet vs subset2evaluate 1.0.27 ``costaware`` on the same data.
 
 Usage: .venv/bin/python benchmarks/bench_select.py [--n 1000] [--large 50000] [--plain-cbc] [--peer-large] [--real]
+       [--out benchmarks/results/knapsack.md]
 
 1. ``--n`` items (synthetic campaign: sources -> cost = 0.15·len + 33.7, utility ~ N(0, 1)); every budget
    from 5 % to 50 % of the total cost. Both tools get identical utilities/costs; the peer runs in
@@ -25,7 +26,8 @@ import time
 from pathlib import Path
 
 import numpy as np
-from paths import REPO  # benchmarks/paths.py (the script's folder is on sys.path)
+from paths import REPO, RESULTS  # benchmarks/paths.py (the script's folder is on sys.path)
+from report import results_file  # benchmarks/report.py
 
 from precomet.campaign import source_length
 from precomet.select import select_subset
@@ -90,7 +92,13 @@ def main() -> None:
     parser.add_argument("--plain-cbc", action="store_true")
     parser.add_argument("--peer-large", action="store_true")
     parser.add_argument("--real", action="store_true", help="rank-length solves on real campaigns (needs ../shared)")
+    parser.add_argument("--out", type=Path, default=RESULTS / "knapsack.md", help="the printed tables")
     args = parser.parse_args()
+    with results_file(args.out, "Subset building: the knapsack vs subset2evaluate 1.0.27 costaware", fenced=True):
+        measure(args)
+
+
+def measure(args: argparse.Namespace) -> None:
 
     campaign = simulate_campaign(n_items=args.n, n_systems=4, seed=0)
     cost = campaign.cost

@@ -383,6 +383,9 @@ def write_report() -> Path:
     lines = [
         "# Source-based selection on human judgements, with every control (issue 19)",
         "",
+        "Command: `.venv/bin/python benchmarks/bench_source_suite.py --stage report` (from the JSON of the dev, test",
+        "and speed runs below, each under its own command)",
+        "",
         "Parity (%) = the share of the budget at which a selector reaches random's soft pairwise accuracy, averaged",
         "over budgets 5-50 % (100 random seeds); below 100 beats random. `longer first`: the source length as the",
         "utility; `length model`: the same estimator and head with the source length as its only feature;",

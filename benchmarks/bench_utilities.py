@@ -1,6 +1,7 @@
 """Speed (and exactness) of the output-based utilities, side by side with subset2evaluate 1.0.27.
 
     .venv/bin/python benchmarks/bench_utilities.py [--peer benchmarks/.peer-venv/bin/python] [--items 1000]
+        [--out benchmarks/results/utility-speed.md]
 
 1. all non-embedding, non-IRT utilities on a synthetic 50,000 × 15 campaign (goal: ≤ 1 s each);
 2. chrF / BLEU / unigram diversity on the first N items × 12 systems of WMT23 zh-en, ours vs the peer's
@@ -21,7 +22,8 @@ import time
 from pathlib import Path
 
 import numpy as np
-from paths import RAW, REPO  # benchmarks/paths.py (the script's folder is on sys.path)
+from paths import RAW, REPO, RESULTS  # benchmarks/paths.py (the script's folder is on sys.path)
+from report import results_file  # benchmarks/report.py
 
 sys.path.insert(0, str(REPO))
 
@@ -149,17 +151,21 @@ def main() -> None:
     parser.add_argument("--items", type=int, default=1000)
     parser.add_argument("--parts", default="speed,peer,real")
     parser.add_argument("--campaigns", default="wmt23/en-de,wmt23/zh-en,ted", help="for --parts real")
+    parser.add_argument(
+        "--out", type=Path, default=RESULTS / "utility-speed.md", help="the printed tables, as markdown"
+    )
     args = parser.parse_args()
     import torch
 
     torch.set_num_threads(1)
     parts = args.parts.split(",")
-    if "speed" in parts:
-        part_speed()
-    if "peer" in parts:
-        part_peer(args.peer, args.items)
-    if "real" in parts:
-        part_real(args.campaigns.split(","))
+    with results_file(args.out, "Output-based utilities: speed, the peer's diversity, real campaigns"):
+        if "speed" in parts:
+            part_speed()
+        if "peer" in parts:
+            part_peer(args.peer, args.items)
+        if "real" in parts:
+            part_real(args.campaigns.split(","))
 
 
 if __name__ == "__main__":

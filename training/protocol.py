@@ -21,7 +21,8 @@ b. usefulness: SPA and parity (Eq. 12) against 100 random subsets, next to the s
 
     .venv/bin/python training/protocol.py [--methods ...] [--configs ...] [--settings ...] [--seeds 0 1 2]
 Runs accumulate in ``OUT/protocol.json`` (a rerun of the same setting/test/target/config/seed replaces it);
-``benchmarks/results/estimator-protocol.md`` is rewritten from it. The published tables: see RUNS.
+``OUT/estimator-protocol.md`` is rewritten from it. Its tables are not in BENCHMARKS.md: chrF-proxy targets, and the
+last run (RUNS) predates the leak guard; ``benchmarks/bench_source_suite.py`` supersedes it.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from pathlib import Path
 import numpy as np
 from scipy.stats import pearsonr, spearmanr
 
-RUNS = (  # the invocations behind BENCHMARKS.md, in order (about 75 minutes on 2 CPU cores in all)
+RUNS = (  # the invocations behind the tables once in BENCHMARKS.md, in order (about 75 minutes on 2 CPU cores in all)
     # run 1 chose the default config; it ran with max_epochs 40 (then the default; only one run reached it)
     "--methods diversity --configs frozen-small frozen frozen-small-mix frozen-small-256 --settings wmt23",
     "--methods diversity metric_avg metric_var metric_cons --configs frozen-small-mix",
@@ -195,7 +196,7 @@ def main() -> None:
         "--report-only", action="store_true", help="rewrite the markdown from OUT/protocol.json and stop"
     )
     args = parser.parse_args()
-    report_path = REPO / "benchmarks" / "results" / "estimator-protocol.md"
+    report_path = args.out / "estimator-protocol.md"
     if args.report_only:
         print(write_report(json.loads((args.out / "protocol.json").read_text()), report_path))
         return
@@ -337,7 +338,7 @@ def _mean_sd(values: list[float], scale: float = 1.0, digits: int = 2) -> str:
 
 
 def write_report(results: dict, path: Path) -> Path:
-    """The markdown section of BENCHMARKS.md: distillation and usefulness tables from ``results``."""
+    """The markdown report: distillation and usefulness tables from ``results``."""
     runs = results["runs"]
     lines = [
         "# Source-based estimator on WMT history: the paper's protocol (issue 10)",

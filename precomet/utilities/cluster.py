@@ -17,6 +17,11 @@ from precomet.utilities.embed import EMBED_OPTIONS, embed_texts
 log = logging.getLogger(__name__)
 
 KMEANS_OPTIONS = {**EMBED_OPTIONS, "n_init": 3}
+TIE_TOLERANCE = 1e-6
+"""Items this close to a centre's nearest distance count as equidistant; the first in campaign order is taken. Both
+members of a two-item cluster are equidistant from its centre, and which one float rounding put ahead followed the
+embeddings' noise (about 1e-7: torch's thread count, the batch a text was encoded in): with identical clusters,
+k-means SPA on WMT23 en-de read 95.18 to 95.30 over four such encodings of the same sources, 95.21 with this rule."""
 
 
 def kmeans(campaign: Campaign, *, score: str | None, budget: int, seed: int, options: Mapping[str, Any]) -> np.ndarray:
@@ -77,8 +82,9 @@ def kmeans_representatives(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """k-means with k = ``budget``: (representative positions, cluster size each represents, centres).
 
-    Centres are served in order of cluster size (largest first); each takes its nearest item not yet taken. The
-    sizes are the weights of *weighted k-means* (seed 002 App. A): each representative stands for its cluster.
+    Centres are served in order of cluster size (largest first); each takes its nearest item not yet taken (within
+    :data:`TIE_TOLERANCE`, the first in campaign order). The sizes are the weights of *weighted k-means* (seed 002
+    App. A): each representative stands for its cluster.
     """
     from sklearn.cluster import KMeans
     from threadpoolctl import threadpool_limits
@@ -92,7 +98,7 @@ def kmeans_representatives(
     for c in np.argsort(-sizes, kind="stable"):
         dist = np.linalg.norm(vectors - centres[c], axis=1)
         dist[taken] = np.inf
-        pick = int(np.argmin(dist))
+        pick = int(np.flatnonzero(dist <= dist.min() + TIE_TOLERANCE)[0])  # the first of (near-)equidistant items
         taken[pick] = True
         chosen.append(pick)
         weights.append(int(sizes[c]))
