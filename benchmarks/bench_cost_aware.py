@@ -105,6 +105,7 @@ CASES = {  # key: (title, loader, methods, metric)
         None,
     ),
 }
+DEVELOPMENT = "wmt22-zh-en"  # the campaign the default was chosen on; the others confirm or refute it
 PAPER_CASES = ("wmt23-en-de-times", "wmt23-en-de", "wmt23-zh-en")  # the paper's protocol: on its campaigns only
 PAPER_TIME_LIMIT = 2.0  # s per knapsack over normalised (non-integer) costs, used as found after that
 LENGTH_ONLY = "length only"  # the control: the same knapsack with a constant utility (source length alone)
@@ -383,14 +384,17 @@ def summary_vs_length(results: list[dict]) -> list[str]:
                 f"{100 * np.mean(parity):.0f} % / {100 * min(parity):.0f} % / {100 * rows[LENGTH_ONLY]['parity']:.0f} %"
             )
         lines.append(f"| {res['title']} | " + " | ".join(cells) + " |")
-    lines.append(
-        "| **mean over campaigns** | "
-        + " | ".join(
-            f"{100 * np.mean([u for u, _ in means[o]]):.0f} % / – / {100 * np.mean([c for _, c in means[o]]):.0f} %"
-            for o in COST_OBJECTIVES
+    confirming = [k for k, res in enumerate(results) if res["key"] != DEVELOPMENT]
+    for title, rows in (("mean over campaigns", range(len(results))), ("mean without the development one", confirming)):
+        lines.append(
+            f"| **{title}** | "
+            + " | ".join(
+                f"{100 * np.mean([means[o][k][0] for k in rows]):.0f} % / – / "
+                f"{100 * np.mean([means[o][k][1] for k in rows]):.0f} %"
+                for o in COST_OBJECTIVES
+            )
+            + " |"
         )
-        + " |"
-    )
     return lines
 
 
@@ -404,13 +408,14 @@ def main() -> None:
     parser.add_argument(
         "--explore", action="store_true", help="the candidates on the development campaign and spread vs length"
     )
+    parser.add_argument("--render-only", action="store_true", help="only rebuild the markdown from the JSONs")
     args = parser.parse_args()
-    if not RAW.exists():
+    if not args.render_only and not RAW.exists():
         raise SystemExit(f"no real data at {RAW}: nothing to benchmark")
     OUT.mkdir(parents=True, exist_ok=True)
-    if args.explore:
+    if args.explore and not args.render_only:
         (OUT / "explore.json").write_text(json.dumps(explore(args.seeds), indent=1))
-    else:
+    elif not args.render_only:
         for key in args.only.split(",") if args.only else list(CASES):
             (OUT / f"{key}.json").write_text(json.dumps(run_case(key, args.seeds, args.paper_seeds), indent=1))
     results = [json.loads((OUT / f"{k}.json").read_text()) for k in CASES if (OUT / f"{k}.json").exists()]

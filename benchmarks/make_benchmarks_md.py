@@ -34,7 +34,9 @@ from precomet.utilities import compute_utility
 OUT = REPO / "benchmarks" / "results"
 WMT_METHODS = ["metric_avg", "metric_var", "metric_cons", "diversity", "irt_diffdisc", "kmeans"]
 OUTPUT_METHODS = ["diversity", "kmeans"]
+LENGTH = "length (control)"  # run_benchmark's length control row: longer source first
 LABEL = {
+    LENGTH: "Length (control: longer source first)",
     "metric_avg": "MetricAvg",
     "metric_var": "MetricVar",
     "metric_cons": "MetricCons",
@@ -328,6 +330,13 @@ def render(args: argparse.Namespace) -> str:
     return "\n".join(lines)
 
 
+def row_of(result: dict, name: str) -> dict:
+    """A benchmark result's row: random, the length control (``LENGTH``) or a method."""
+    if name == "random":
+        return result["random"]
+    return result["controls"]["length"] if name == LENGTH else result["methods"][name]
+
+
 def wmt_section(results: dict, peers: dict) -> list[str]:
     wmt = [k for k in ("wmt23-en-de", "wmt23-zh-en") if k in results]
     if not wmt:
@@ -343,10 +352,10 @@ def wmt_section(results: dict, peers: dict) -> list[str]:
         + " | paper SPA (9 WMT23 pairs) | paper parity |",
         "|---" * (1 + 3 * len(wmt) + 1 + 2 * len(wmt) + 2) + "|",
     ]
-    for name in ["random", *WMT_METHODS, *PEER_ROWS]:
+    for name in ["random", LENGTH, *WMT_METHODS, *PEER_ROWS]:
         cells, spas = [], []
         for key in wmt:
-            m = results[key]["random"] if name == "random" else results[key]["methods"][name]
+            m = row_of(results[key], name)
             spas.append(m["spa"])
             cells += [pct(m["spa"]), f"{m['clusters']:.2f}", "–" if name == "random" else pct(m["parity"]) + "%"]
         peer_cells = []
@@ -463,17 +472,17 @@ def variant_section(results: dict, args: argparse.Namespace) -> list[str]:
         + " |",
         "|---" * (1 + (1 if plain else 0) + 3 * len(keys)) + "|",
     ]
-    for name in ["random", *WMT_METHODS]:
-        cells = [pct((plain["random"] if name == "random" else plain["methods"][name])["spa"])] if plain else []
+    for name in ["random", LENGTH, *WMT_METHODS]:
+        cells = [pct(row_of(plain, name)["spa"])] if plain else []
         for key in keys:
-            m = results[key]["random"] if name == "random" else results[key]["methods"][name]
+            m = row_of(results[key], name)
             cells += [pct(m["spa"]), f"{m['clusters']:.2f}", "–" if name == "random" else pct(m["parity"]) + "%"]
         lines.append(f"| {LABEL[name]} | " + " | ".join(cells) + " |")
     return [*lines, ""]
 
 
 def plain_table(title: str, prefix: str, keys: list[str], results: dict) -> list[str]:
-    methods = list(results[keys[0]]["methods"])
+    methods = [LENGTH, *results[keys[0]]["methods"]]
     lines = [
         f"## {title}",
         "",
@@ -485,7 +494,7 @@ def plain_table(title: str, prefix: str, keys: list[str], results: dict) -> list
     for key in keys:
         r = results[key]
         cells = [
-            f"{pct(r['methods'][m]['spa'])} | {r['methods'][m]['clusters']:.2f} | {pct(r['methods'][m]['parity'])}%"
+            f"{pct(row_of(r, m)['spa'])} | {row_of(r, m)['clusters']:.2f} | {pct(row_of(r, m)['parity'])}%"
             for m in methods
         ]
         lines.append(
