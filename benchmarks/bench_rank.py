@@ -103,8 +103,9 @@ def main() -> None:
         *[f"| {name} | {best:.2f} | {med:.2f} |" for name, best, med in rows],
         "",
         "`rank_systems` = system means, paired item bootstrap (multiplicities from one `bincount` per chunk of rounds, "
-        "times the score matrix), percentile CIs, Wilcoxon clusters (Algorithm 1) and win probabilities, plus the data "
-        "hash of the signature. The naive row is the per-round fancy-index-and-mean loop it replaces, extrapolated.",
+        "times the score matrix), percentile CIs, Wilcoxon clusters (the default WMT rule, testing only the pairs it "
+        "reads) and win probabilities, plus the data hash of the signature. The naive row is the per-round "
+        "fancy-index-and-mean loop it replaces, extrapolated.",
     ]
     args.out.write_text("\n".join(lines) + "\n", encoding="utf-8")
     print("\n".join(lines))

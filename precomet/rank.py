@@ -50,7 +50,7 @@ from precomet.metaeval import (
     wmt_cluster_pvalues,
 )
 from precomet.signature import signature
-from precomet.significance import one_blas_thread, pair_indices, wilcoxon_less
+from precomet.significance import one_blas_thread, wilcoxon_less
 
 log = logging.getLogger(__name__)
 
@@ -206,15 +206,19 @@ def _cluster_tests(
     """Clusters of the systems in ``order`` by ``rule``, the adjacent p-values and the p-values that placed each
     system (see :class:`Ranking`)."""
     n = len(order)
-    better, worse = (np.arange(n - 1), np.arange(1, n)) if rule == "paper" else pair_indices(n)
-    if complete:
-        tested = wilcoxon_less(matrix[:, order[worse]] - matrix[:, order[better]])
-    else:
-        tested = _pair_tests(matrix, order[better], order[worse])
+
+    def test(better: np.ndarray, worse: np.ndarray) -> np.ndarray:  # positions in ``order``
+        if complete:
+            return wilcoxon_less(matrix[:, order[worse]] - matrix[:, order[better]])
+        return _pair_tests(matrix, order[better], order[worse])
+
     if rule == "paper":
+        tested = test(np.arange(n - 1), np.arange(1, n))
         return split_clusters(order, tested, alpha=alpha), tested, tested
-    pvalues = np.ones((n, n))
-    pvalues[better, worse] = tested
+    pvalues, start = np.ones((n, n)), 0  # only the pairs AssignRanks reads: the open cluster's members vs the next
+    for b in range(1, n):
+        pvalues[start:b, b] = test(np.arange(start, b), np.full(b - start, b))
+        start = b if pvalues[start:b, b].min() <= alpha else start
     groups = split_clusters_wmt(order, pvalues, alpha=alpha)
     return groups, np.diagonal(pvalues, 1).copy(), wmt_cluster_pvalues(pvalues, alpha=alpha)
 

@@ -273,3 +273,22 @@ def test_full_data_mqm_cluster_counts(raw_data, name, wmt, paper):
     assert me.cluster_count(campaign, rule="wmt") == wmt
     assert me.cluster_count(campaign, rule="paper") == paper
     assert len(rank_systems(campaign, rounds=10).clusters) == wmt  # rank's default
+
+
+@pytest.mark.parametrize("missing", [0.0, 0.3])
+def test_rank_tests_only_the_pairs_the_wmt_rule_reads(missing):
+    """rank computes the WMT rule lazily (the open cluster's members only): same clusters and placing p-values as
+    from every pair's p-value."""
+    from precomet.rank import _cluster_tests, _pair_tests
+
+    rng = np.random.default_rng(11)
+    for trial in range(20):
+        matrix = np.round(rng.normal(size=(40, 7)) + np.sort(rng.uniform(0, 1.5, 7))[::-1], 1)
+        matrix[rng.random(matrix.shape) < missing] = np.nan
+        order = rng.permutation(7)
+        groups, adjacent, placed = _cluster_tests(matrix, order, rule="wmt", alpha=0.05, complete=missing == 0)
+        better, worse = np.triu_indices(7, 1)
+        every = np.ones((7, 7))
+        every[better, worse] = _pair_tests(matrix, order[better], order[worse])
+        assert groups == me.split_clusters_wmt(order, every), trial
+        assert np.allclose(placed, me.wmt_cluster_pvalues(every)) and np.allclose(adjacent, np.diagonal(every, 1))
