@@ -14,7 +14,7 @@ HERE = Path(__file__).resolve().parent
 SECTIONS = (  # (file under benchmarks/results/, what it measures) in reading order; findings after their tables
     ("metaeval.md", "Selection quality: output-based methods vs random and vs subset2evaluate (issue 5)"),
     ("metaeval_speed.md", "Meta-evaluation speed vs subset2evaluate (issue 5)"),
-    ("metaeval_speed-findings.md", "Meta-evaluation speed: runs and changes"),
+    ("metaeval_speed-findings.md", "Meta-evaluation speed: what makes it fast"),
     ("startup.md", "Whole-process time and start-up: precomet benchmark vs subset2evaluate (issue 13)"),
     ("oracle.md", "Headroom: the oracle row of precomet benchmark (issue 14)"),
     ("crowd.md", "Artificial crowd, seed 002 Table 4 (issue 14)"),
@@ -31,7 +31,10 @@ SECTIONS = (  # (file under benchmarks/results/, what it measures) in reading or
         "cost-aware.md",
         "Cost-aware selection at equal real annotation cost: objectives vs random, paper protocol (issue 11)",
     ),
-    ("cost-aware-findings.md", "Cost-aware selection: choice of the default, where it does not help, speed (issue 11)"),
+    (
+        "cost-aware-findings.md",
+        "Cost-aware selection: one cost scale, the length-only control, choice of the default (issues 11, 22)",
+    ),
     ("source-suite.md", "Source-based selection on human judgements, with every length control (issue 19)"),
     ("da_alignment.md", "Crowd-DA segment scores of the WMT21-22 to-English releases vs their source lines (issue 19)"),
     ("diffuse-speed.md", "Pairwise: DiffUse selection speed (issue 7)"),
