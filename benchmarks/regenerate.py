@@ -72,7 +72,7 @@ REGISTRY = (
         (
             (
                 "benchmarks/bench_startup.py",
-                *("--items", "1000", "--systems", "12", "--seeds", "100", "--repeats", "5", "--before", "c6363b4"),
+                *("--items", "1000", "--systems", "12", "--seeds", "100", "--repeats", "5"),
             ),
         ),
         ("startup.md",),
