@@ -35,8 +35,9 @@ OUT = REPO / "benchmarks" / "results"
 WMT_METHODS = ["metric_avg", "metric_var", "metric_cons", "diversity", "irt_diffdisc", "kmeans"]
 OUTPUT_METHODS = ["diversity", "kmeans"]
 LENGTH = "length (control)"  # run_benchmark's length control row: longer source first
+MISSING = {"spa": None, "clusters": None, "parity": None}
 LABEL = {
-    LENGTH: "Length (control: longer source first)",
+    LENGTH: "Length (control)",
     "metric_avg": "MetricAvg",
     "metric_var": "MetricVar",
     "metric_cons": "MetricCons",
@@ -216,6 +217,14 @@ def pct(x: float | None) -> str:
     return "–" if x is None else f"{100 * x:.1f}"
 
 
+def percent(x: float | None) -> str:
+    return "–" if x is None else f"{100 * x:.1f}%"
+
+
+def count(x: float | None) -> str:
+    return "–" if x is None else f"{x:.2f}"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--raw", type=Path, default=REPO.parent / "shared" / "data" / "raw")
@@ -312,7 +321,9 @@ def render(args: argparse.Namespace) -> str:
         "output embeddings (English vocabulary, so Czech/Hindi/Japanese/German outputs are embedded poorly); "
         "k-means on",
         "source embeddings, k = budget (its parity search refits per budget: the slowest method here). Output",
-        "embeddings come from the shared cache benchmarks/out/embed-cache.",
+        "embeddings come from the shared cache benchmarks/out/embed-cache. Length (control) = `benchmark`'s control",
+        "row: longer source first (under a cost budget the same knapsack with a constant utility); a method that does",
+        "not beat it adds nothing beyond source length.",
         "",
     ]
     lines += wmt_section(results, peers)
@@ -334,7 +345,9 @@ def row_of(result: dict, name: str) -> dict:
     """A benchmark result's row: random, the length control (``LENGTH``) or a method."""
     if name == "random":
         return result["random"]
-    return result["controls"]["length"] if name == LENGTH else result["methods"][name]
+    if name != LENGTH:
+        return result["methods"][name]
+    return result.get("controls", {}).get("length", MISSING)  # a JSON from before the control row: "–"
 
 
 def wmt_section(results: dict, peers: dict) -> list[str]:
@@ -357,7 +370,7 @@ def wmt_section(results: dict, peers: dict) -> list[str]:
         for key in wmt:
             m = row_of(results[key], name)
             spas.append(m["spa"])
-            cells += [pct(m["spa"]), f"{m['clusters']:.2f}", "–" if name == "random" else pct(m["parity"]) + "%"]
+            cells += [pct(m["spa"]), count(m["clusters"]), "–" if name == "random" else percent(m["parity"])]
         peer_cells = []
         for key in wmt:
             p = peers.get(key, {}).get(PEER_ROW_OF.get(name, ""))
@@ -366,7 +379,7 @@ def wmt_section(results: dict, peers: dict) -> list[str]:
         lines.append(
             f"| {LABEL[name]} | "
             + " | ".join(cells)
-            + f" | {pct(np.mean(spas))} | "
+            + f" | {pct(None if None in spas else float(np.mean(spas)))} | "
             + " | ".join(peer_cells)
             + f" | {PAPER_SPA.get(name, '–')} | {paper_parity} |"
         )
@@ -476,7 +489,7 @@ def variant_section(results: dict, args: argparse.Namespace) -> list[str]:
         cells = [pct(row_of(plain, name)["spa"])] if plain else []
         for key in keys:
             m = row_of(results[key], name)
-            cells += [pct(m["spa"]), f"{m['clusters']:.2f}", "–" if name == "random" else pct(m["parity"]) + "%"]
+            cells += [pct(m["spa"]), count(m["clusters"]), "–" if name == "random" else percent(m["parity"])]
         lines.append(f"| {LABEL[name]} | " + " | ".join(cells) + " |")
     return [*lines, ""]
 
@@ -494,7 +507,7 @@ def plain_table(title: str, prefix: str, keys: list[str], results: dict) -> list
     for key in keys:
         r = results[key]
         cells = [
-            f"{pct(row_of(r, m)['spa'])} | {row_of(r, m)['clusters']:.2f} | {pct(row_of(r, m)['parity'])}%"
+            f"{pct(row_of(r, m)['spa'])} | {count(row_of(r, m)['clusters'])} | {percent(row_of(r, m)['parity'])}"
             for m in methods
         ]
         lines.append(
