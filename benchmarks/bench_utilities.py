@@ -113,7 +113,7 @@ def part_real(names: list[str]) -> None:
     from scipy.stats import spearmanr
 
     campaigns = [load(RAW / "mt-metrics-eval-v2", campaign=c, human="mqm") for c in names if c.startswith("wmt23/")]
-    ted = sorted((RAW / "wmt-mqm-ted").glob("*/mqm_ted_*[a-z].tsv")) if "ted" in names else []
+    ted = sorted((RAW / "wmt-mqm-ted").glob("*/mqm_ted_????.tsv")) if "ted" in names else []
     campaigns += [load(path) for path in ted]  # TED MQM (WMT21): human scores only
     for campaign in campaigns:
         for score in [name for name in ("MetricX-23-c", HUMAN) if name in campaign.scores]:
