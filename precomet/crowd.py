@@ -28,7 +28,9 @@ from typing import Any
 
 import numpy as np
 
-from precomet.benchmark import BENCH_MEASURES, LENGTH_CONTROL, ci90, plan_controls, top_k, validate_props
+from precomet.benchmark.budgets import BENCH_MEASURES, top_k, validate_props
+from precomet.benchmark.plan import LENGTH_CONTROL, plan_controls
+from precomet.benchmark.stats import ci90
 from precomet.campaign import HUMAN, Campaign
 from precomet.errors import PrecometError
 from precomet.metaeval import evaluate_orderings, reference_from_matrix

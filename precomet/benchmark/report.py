@@ -1,0 +1,200 @@
+"""The report of a benchmark result: the recommendation, the plain-text summary table and the figure."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from precomet.benchmark.parity import PARITY_MEANING
+from precomet.benchmark.plan import LENGTH_CONTROL
+from precomet.selection.units import budget_items
+
+
+def recommendation(result: Mapping[str, Any]) -> dict[str, Any]:
+    """The one-line answer to "how much can I save?": the usable method with the lowest parity, as a share of the
+    items or of the annotation time/cost, with its 90 % interval — or, when no method's parity is below 100 %,
+    the advice to annotate a random sample. A best parity below 100 % whose interval reaches 100 % is called
+    "not clearly better than random". The ``random`` utility method (one random draw) is never recommended. When the
+    length control row needs no more than the best method, the text says so (the utility adds nothing beyond length).
+    Returns ``{"method", "parity", "parity_ci90", "unit", "text", "length_parity"}`` (``method`` ``None`` when none
+    beats random; ``length_parity`` ``None`` without the control row)."""
+    from precomet.costs import cost_unit
+
+    budget_cost = bool(result["signature"].get("budget_cost"))
+    unit = cost_unit(result.get("cost", {}).get("source", "")) if budget_cost else "items"
+    rows = {  # the "random" utility is a random sample: its parity is the luck of one draw, not a method to advise
+        name: m for name, m in result["methods"].items() if np.isfinite(m["parity"]) and name != "random"
+    }
+    control = result.get("controls", {}).get(LENGTH_CONTROL)
+    length = float(control["parity"]) if control else None
+    if not rows:
+        return {
+            "method": None,
+            "parity": None,
+            "parity_ci90": None,
+            "unit": unit,
+            "text": "no method to recommend",
+            "length_parity": length,
+        }
+    best = min(rows, key=lambda name: rows[name]["parity"])
+    parity = float(rows[best]["parity"])
+    low, high = rows[best].get("parity_ci90", (parity, parity))
+    interval = f"90 % interval {_percent(low)}–{_percent(high)}"
+    answer = {"parity": parity, "parity_ci90": [low, high], "unit": unit, "length_parity": length}
+    if parity >= 1.0:
+        text = (
+            f"no method beats random here: annotate a random sample (the best, {best}, needs {_percent(parity)} of"
+            f" the {unit} to match random; {interval})"
+        )
+        if length is not None and length < 1.0:
+            text = (
+                f"no method beats random here, but source length does: select by length (method"
+                f" {LENGTH_CONTROL!r}: the length control needs {_percent(length)} of the {unit}; the best method,"
+                f" {best}, needs {_percent(parity)}, {interval})"
+            )
+        return {"method": None, "text": text, **answer}
+    text = f"{best}: random's accuracy with {_percent(parity)} of the {unit} ({interval})"
+    if budget_cost and unit == "annotation time":
+        text += f", i.e. {round(60 * parity)} min per hour of random annotation"
+    if high >= 1.0:
+        text += "; not clearly better than random (the interval reaches 100 %)"
+    if length is not None and length <= parity:
+        text += f"; the length control alone needs {_percent(length)}: the utility adds nothing beyond length here"
+    return {"method": best, "text": text, **answer}
+
+
+def _percent(share: float) -> str:
+    return f"{100 * share:.0f} %"
+
+
+def summary_table(result: Mapping[str, Any]) -> str:
+    """A plain-text summary: the annotation cost and budgets (hours and minutes, with the cost's source), mean SPA,
+    clusters, Kendall, parity with its 90 % interval per method (random first, then the control rows), what parity
+    means, and the recommendation."""
+    from precomet.costs import format_duration
+
+    width = max(20, *(len(name) + 1 for name in result["methods"]))
+    lines = []
+    cost = result.get("cost")
+    if cost:
+        lines.append(
+            f"annotation cost: {format_duration(cost['total_seconds'])} for {result['items']} items ({cost['source']})"
+        )
+        props = result["props"]
+        if result["signature"].get("budget_cost"):
+            spent = [format_duration(p * cost["total_seconds"]) for p in (min(props), max(props))]
+            lines.append(f"budgets: {_percent(min(props))}–{_percent(max(props))} of it ({spent[0]} – {spent[1]})")
+        else:
+            items = [budget_items(p, result["items"]) for p in (min(props), max(props))]
+            spent = [format_duration(p * cost["total_seconds"]) for p in (min(props), max(props))]
+            lines.append(
+                f"budgets: {items[0]}–{items[1]} items ({_percent(min(props))}–{_percent(max(props))} of the items;"
+                f" about {spent[0]} – {spent[1]} at the mean item cost)"
+            )
+    lines.append(
+        f"{'method':<{width}} {'SPA':>7} {'clusters':>8} {'kendall':>8} {'parity':>7} {'90% interval':>13} "
+        f"{'seconds':>8}"
+    )
+    r = result["random"]
+    lines.append(
+        f"{'random':<{width}} {r['spa']:>7.2%} {r['clusters']:>8.2f} {r['corr']:>8.3f} {'':>7} {'':>13} "
+        f"{r['seconds']:>8.1f}"
+    )
+    rows = [(f"{name} (control)", row) for name, row in result.get("controls", {}).items()]
+    rows += list(result["methods"].items())
+    if result.get("oracle"):
+        rows.append(("oracle (not usable)", result["oracle"]))
+    for name, m in rows:
+        low, high = m.get("parity_ci90", (np.nan, np.nan))
+        lines.append(
+            f"{name:<{width}} {m['spa']:>7.2%} {m['clusters']:>8.2f} {m['corr']:>8.3f} {m['parity']:>7.1%} "
+            f"{f'{low:.0%}–{high:.0%}':>13} {m['seconds']:>8.1f}"
+        )
+    for name, reason in result.get("controls_skipped", {}).items():
+        lines.append(f"{name} control: left out ({reason})")
+    if result.get("oracle"):
+        lines.append(f"  {result['oracle']['description']}")
+    lines.append(f"{PARITY_MEANING}; interval: bootstrap over random's seeds and the budgets")
+    if result.get("recommendation"):
+        lines.append(f"recommendation: {result['recommendation']['text']}")
+    return "\n".join(lines)
+
+
+def plot_benchmark(result: Mapping[str, Any], path: str | Path) -> None:
+    """Paper Figure 4: SPA vs budget per method with random's 90 % band, a cluster-count panel, and a parity panel
+    (each method's parity per budget, its mean as a horizontal line with the 90 % interval as a band; 100 % =
+    random). Control rows are grey dash-dotted lines labelled ``(control)``."""
+    from matplotlib.figure import Figure  # a bare Figure: no pyplot state, no backend switch
+
+    x = 100 * np.asarray(result["props"])
+    random = result["random"]
+    fig = Figure(figsize=(16, 4.4))
+    ax_spa, ax_clu, ax_par = fig.subplots(1, 3)
+    rows = [
+        (f"{name} (control)", m, dict(color="0.55", linestyle="-.", linewidth=1.4), "")
+        for name, m in result.get("controls", {}).items()
+    ]
+    rows += [(name, m, dict(marker="o", markersize=3), "") for name, m in result["methods"].items()]
+    if result.get("oracle"):
+        rows.append(
+            (
+                "oracle",
+                result["oracle"],
+                dict(color="black", linestyle=":", linewidth=1.2),
+                " (human scores; not a selector)",
+            )
+        )
+    unit = "annotation cost" if result["signature"].get("budget_cost") else "items"
+    for ax, key in ((ax_spa, "spa"), (ax_clu, "clusters")):
+        scale = 100 if key == "spa" else 1
+        band = np.asarray(random[f"{key}_ci90_by_prop"]) * scale
+        ax.fill_between(x, band[:, 0], band[:, 1], color="0.8", alpha=0.6, linewidth=0)
+        ax.plot(
+            x,
+            np.asarray(random[f"{key}_by_prop"]) * scale,
+            color="0.3",
+            linestyle="--",
+            label=f"Random {_mean(random, key)}",
+        )
+        for name, m, style, note in rows:
+            ax.plot(x, np.asarray(m[f"{key}_by_prop"]) * scale, label=f"{name} {_mean(m, key)}{note}", **style)
+        ax.set_xlabel(f"budget (% of {unit})")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8, loc="lower right")
+    ax_par.axhline(100, color="0.3", linestyle="--", label="Random (100 %)")
+    span = float(x.max() - x.min()) or 10.0
+    for i, (name, m, style, _) in enumerate(rows):
+        (line,) = ax_par.plot(x, 100 * np.asarray(m["parity_by_prop"]), alpha=0.45, **style)
+        mean = 100 * m["parity"]
+        low, high = (100 * v for v in m.get("parity_ci90", (m["parity"], m["parity"])))
+        ax_par.errorbar(
+            float(x.max()) + span * 0.07 * (i + 1),
+            mean,
+            yerr=[[max(mean - low, 0.0)], [max(high - mean, 0.0)]],
+            fmt="D",
+            markersize=5,
+            capsize=3,
+            color=line.get_color(),
+        )
+        line.set_label(f"{name} {mean:.0f}% ({low:.0f}–{high:.0f}%)")
+    ax_par.set_xlabel(f"budget (% of {unit})")
+    ax_par.set_ylabel("parity: % of the budget to match random")
+    ax_par.set_title("lines: parity per budget; ◆ right: mean with 90% interval", fontsize=8)
+    ax_par.grid(alpha=0.3)
+    ax_par.legend(fontsize=8, loc="best")
+    ax_spa.set_ylabel("soft pairwise accuracy (%)")
+    ax_clu.set_ylabel("cluster count")
+    fig.suptitle(
+        f"{result['campaign']}: {result['items']} items × {len(result['systems'])} systems; random band = 90% "
+        f"t-interval ({random['seeds']} runs)",
+        fontsize=10,
+    )
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+def _mean(row: Mapping[str, Any], key: str) -> str:
+    return f"{row[key] * 100:.1f}%" if key == "spa" else f"{row[key]:.2f}"

@@ -1,0 +1,354 @@
+"""The benchmark loop: random baseline, each method's, control's and the oracle's row (measures per budget and
+parity), and the JSON-ready result."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from precomet.benchmark.budgets import (
+    BENCH_MEASURES,
+    DEFAULT_PROPS,
+    Select,
+    budget_value,
+    evaluate_props,
+    make_selector,
+    validate_props,
+)
+from precomet.benchmark.parity import parity_interval, parity_search, parity_searches, replayed_position
+from precomet.benchmark.plan import LENGTH_CONTROL, check_external, circular_reason, method_specs, plan_controls
+from precomet.benchmark.report import recommendation
+from precomet.benchmark.stats import random_runs, summarise_random
+from precomet.campaign import HUMAN, Campaign
+from precomet.errors import PrecometError
+from precomet.metaeval import Reference, full_reference
+from precomet.progress import progress as progress_bar
+from precomet.selection.objective import DEFAULT_COST_OBJECTIVE
+from precomet.selection.random_fill import make_random_selector
+from precomet.selection.units import budget_items
+from precomet.signature import signature
+
+log = logging.getLogger(__name__)
+
+
+def run_benchmark(
+    campaign: Campaign,
+    *,
+    methods: Sequence[str] = (),
+    external: Mapping[str, np.ndarray | Callable[[int], np.ndarray]] | None = None,
+    metric: str | None = None,
+    score: str = HUMAN,
+    props: Sequence[float] = DEFAULT_PROPS,
+    seeds: int = 100,
+    budget_cost: bool = False,
+    cost_objective: str = DEFAULT_COST_OBJECTIVE,
+    balance: str | None = None,
+    level: str = "item",
+    permutations: int = 1000,
+    cluster_rule: str = "paper",
+    seed: int = 0,
+    parity_grid: int = 32,
+    method_options: Mapping[str, Mapping[str, Any]] | None = None,
+    time_limit: float = 10.0,
+    progress: bool | None = None,
+    oracle: bool = True,
+    oracle_candidates: int = 100,
+    oracle_step: int = 10,
+    allow_circular: bool = False,
+    controls: bool = True,
+) -> dict[str, Any]:
+    """Benchmark utility ``methods`` (names in ``UTILITY_METHODS``, computed on ``metric``) and ``external``
+    utilities (``{name: array aligned with the campaign}``, or ``{name: budget -> array}`` for a budget-dependent
+    selector such as :func:`precomet.selection.strata.stratified_utility`) against random selection. Returns the
+    JSON-ready result (``props``, ``random``, ``methods``, ``signature``, and with ``oracle`` the headroom row
+    ``oracle``: greedy on the ``score`` itself, :mod:`precomet.oracle`, flagged ``"usable": false``), ``cost`` (total
+    annotation seconds and where they came from) and ``recommendation`` (:func:`recommendation`); see the module
+    docstring. A score-based method computed on ``metric == score`` is refused (:func:`circular_reason`) unless
+    ``allow_circular``. Cluster counts follow ``cluster_rule`` (:data:`precomet.metaeval.CLUSTER_RULES`). With
+    ``controls`` the result has the length control row under ``controls`` (or the reason it is left out under
+    ``controls_skipped``: ``length`` is among the methods)."""
+    props = validate_props(props)
+    external = {name: check_external(campaign, name, values) for name, values in (external or {}).items()}
+    specs = method_specs(methods, external)
+    if len(campaign.systems) < 2:
+        raise PrecometError(
+            f"campaign {campaign.name!r}: benchmarking needs at least 2 systems, got {len(campaign.systems)}"
+        )
+    small = [p for p in props if budget_items(p, len(campaign)) < 2]
+    if small:
+        raise PrecometError(
+            f"budget proportion(s) {small} give fewer than 2 of {len(campaign)} items;"
+            " use larger proportions (props=...)"
+        )
+    if any(spec.needs_score for spec in specs.values()) and metric is None:
+        available = sorted(set(campaign.scores) - {score})
+        raise PrecometError(f"choose the metric the utilities use (metric=NAME); available: {available}")
+    if metric is not None:
+        campaign.score(metric)  # fails early, listing the valid names
+    circular = circular_reason(list(specs), metric, score)
+    if circular and not allow_circular:
+        raise PrecometError(f"{circular}; pass allow_circular=True to run it anyway")
+    ref = full_reference(campaign, score=score, permutations=permutations, seed=seed, cluster_rule=cluster_rule)
+    select = make_selector(
+        campaign,
+        budget_cost=budget_cost,
+        balance=balance,
+        level=level,
+        time_limit=time_limit,
+        cost_objective=cost_objective,
+    )
+    control_names, skipped = plan_controls(specs, controls)
+    steps = (seeds + len(specs) + len(external) + len(control_names) + int(oracle)) * len(props)
+    bar = progress_bar(total=steps, desc=f"benchmark {campaign.name}", enabled=progress)
+    tick = bar.update
+    started = time.perf_counter()
+    # random under a cost budget, quotas or documents: a random subset that fits (not a knapsack over noise)
+    random_select = (
+        None
+        if select is None
+        else make_random_selector(campaign, budget_cost=budget_cost, balance=balance, level=level)
+    )
+    runs = random_runs(ref, random_select, props, seeds=seeds, seed=seed, tick=tick)
+    random = summarise_random(runs, len(props))
+    random["seconds"] = time.perf_counter() - started
+    results = {}
+    for name in [*specs, *external]:
+        started = time.perf_counter()
+        needs_budget = (name in specs and specs[name].needs_budget) or callable(external.get(name))
+        if name in external:
+            utility_at = _external_at(campaign, name, external[name])
+        else:
+            utility_at = _utility_at(
+                campaign, name, needs_budget, metric, seed, (method_options or {}).get(name), budget_cost=budget_cost
+            )
+        results[name] = evaluate_method(
+            ref,
+            campaign,
+            utility_at,
+            random_spa_runs=runs[:, :, 0],
+            props=props,
+            select=select,
+            needs_budget=needs_budget,
+            budget_cost=budget_cost,
+            grid=parity_grid,
+            seed=seed,
+            tick=tick,
+        )
+        results[name]["seconds"] = time.perf_counter() - started
+    control_rows = {}
+    for name in control_names:
+        started = time.perf_counter()
+        utility_at = _utility_at(campaign, name, False, None, seed, None, budget_cost=budget_cost)
+        control_rows[name] = evaluate_method(
+            ref,
+            campaign,
+            utility_at,
+            random_spa_runs=runs[:, :, 0],
+            props=props,
+            select=select,
+            budget_cost=budget_cost,
+            grid=parity_grid,
+            seed=seed,
+            tick=tick,
+        )
+        control_rows[name]["seconds"] = time.perf_counter() - started
+    headroom = None
+    if oracle:
+        headroom = _evaluate_oracle(
+            ref,
+            campaign,
+            random_spa_runs=runs[:, :, 0],
+            props=props,
+            select=select,
+            budget_cost=budget_cost,
+            grid=parity_grid,
+            seed=seed,
+            tick=tick,
+            candidates=oracle_candidates,
+            step=oracle_step,
+        )
+    bar.close()
+    from precomet.costs import cost_signature, cost_source
+
+    result = {
+        "campaign": campaign.name,
+        "items": len(campaign),
+        "systems": list(campaign.systems),
+        "props": props,
+        "budgets": [budget_value(campaign, p, budget_cost=budget_cost) for p in props],
+        "random": random,
+        "methods": results,
+        "controls": control_rows,
+        "controls_skipped": skipped,
+        **({"oracle": headroom} if oracle else {}),
+        "cost": {"total_seconds": float(campaign.cost.sum()), "source": cost_source(campaign)},
+        "signature": signature(
+            "precomet benchmark",
+            campaign=campaign,
+            seed=seed,
+            methods=[*specs, *external],
+            metric=metric,
+            score=score,
+            props=props,
+            seeds=seeds,
+            budget_cost=budget_cost,
+            cost=cost_signature(campaign),
+            cost_objective=cost_objective if budget_cost else None,
+            balance=balance,
+            level=level,
+            permutations=permutations,
+            cluster_rule=cluster_rule,
+            parity_grid=parity_grid,
+            method_options=method_options,
+            time_limit=time_limit,
+            oracle=oracle,
+            oracle_candidates=oracle_candidates if oracle else None,
+            oracle_step=oracle_step if oracle else None,
+            allow_circular=allow_circular,
+            circular=circular is not None,
+            controls=[LENGTH_CONTROL] if controls else [],
+        ),
+    }
+    result["recommendation"] = recommendation(result)
+    return result
+
+
+def _evaluate_oracle(
+    ref: Reference, campaign: Campaign, *, candidates: int, step: int, seed: int, **evaluation: Any
+) -> dict[str, Any]:
+    """The headroom row: the greedy oracle's order (:func:`precomet.oracle.greedy_oracle_order`) evaluated like a
+    method (its prefixes; through the subset builder as utilities when budgets are in cost, quotas or documents);
+    ``evaluation``: :func:`evaluate_method`'s options."""
+    from precomet.oracle import ORACLE_DESCRIPTION, greedy_oracle_order, oracle_utility
+
+    started = time.perf_counter()
+    utility = oracle_utility(greedy_oracle_order(ref, candidates=candidates, step=step, seed=seed))
+    row = evaluate_method(ref, campaign, lambda k: utility, seed=seed, **evaluation)
+    row.update(
+        usable=False,
+        uses=ref.score,
+        candidates=candidates,
+        step=step,
+        description=ORACLE_DESCRIPTION.format(step=step, candidates=candidates),
+        seconds=time.perf_counter() - started,
+    )
+    return row
+
+
+def _external_at(campaign: Campaign, name: str, values: Any) -> Callable[[int], np.ndarray]:
+    """Utilities at a budget of ``k`` items: the array itself, or the callable's answer for ``k`` (memoised)."""
+    if not callable(values):
+        return lambda k: values
+    cache: dict[int, np.ndarray] = {}
+
+    def at(k: int) -> np.ndarray:
+        if k not in cache:
+            cache[k] = check_external(campaign, name, np.asarray(values(k), dtype=float))
+        return cache[k]
+
+    return at
+
+
+def _utility_at(campaign, name, needs_budget, metric, seed, options, *, budget_cost) -> Callable[[int], np.ndarray]:
+    """Utilities for a budget of ``k`` items, as the subset builder gets them (:func:`knapsack_utility`); computed once
+    unless the method needs the budget (memoised)."""
+    from precomet.utilities import compute_utility, knapsack_utility
+
+    cache: dict[int, np.ndarray] = {}
+
+    def at(k: int) -> np.ndarray:
+        key = k if needs_budget else 0
+        if key not in cache:
+            values = compute_utility(
+                campaign, name, score=metric, budget=k if needs_budget else None, seed=seed, options=options
+            )
+            cache[key] = knapsack_utility(name, values, cost_budget=budget_cost)
+        return cache[key]
+
+    return at
+
+
+def evaluate_method(
+    ref: Reference,
+    campaign: Campaign,
+    utility_at: Callable[[int], np.ndarray],
+    *,
+    random_spa_runs: np.ndarray,
+    props: Sequence[float] = DEFAULT_PROPS,
+    select: Select | None = None,
+    needs_budget: bool = False,
+    budget_cost: bool = False,
+    grid: int = 32,
+    seed: int = 0,
+    tick: Callable[[], None] = lambda: None,
+) -> dict[str, Any]:
+    """One method's row against random: SPA, clusters and Kendall per budget ``props`` and their means, and the
+    parity per budget, its mean and its 90 % interval (``parity_ci90``).
+
+    ``utility_at(k)`` gives the utilities for a budget of ``k`` items (called with ``0`` unless ``needs_budget``);
+    ``select(utility, prop)`` picks the subsets (:func:`make_selector`; ``None``: top-k prefixes);
+    ``random_spa_runs`` is random's SPA per seed and budget, shape ``(seeds, props)`` (:func:`random_runs`'s
+    ``[:, :, 0]``), whose mean per budget is the parity target. With ``budget_cost`` parity is a share of the
+    annotation cost, else of the items; ``grid`` is the parity search's coarse grid and ``seed`` seeds its
+    bootstrap. ``tick`` is called once per budget (progress)."""
+    n = len(campaign)
+    random_spa = np.asarray(random_spa_runs, dtype=float).mean(axis=0).tolist()
+    memo: dict[int, float] = {}
+
+    def spa_at(g: int) -> float:  # g = grid position: budget proportion g / n
+        if g not in memo:
+            try:
+                memo[g] = evaluate_props(ref, select, utility_at(g), [g / n], measures=("spa",))[0]["spa"]
+            except PrecometError as err:  # e.g. a budget below the smallest document: nothing reached yet
+                log.debug("parity search: budget %d/%d infeasible (%s)", g, n, err)
+                memo[g] = -np.inf
+        return memo[g]
+
+    def spa_of(positions: list[int]) -> list[float]:  # nested top-k subsets: all positions in one batched call
+        values = evaluate_props(ref, None, utility_at(0), [g / n for g in positions], measures=("spa",))
+        found = [value["spa"] for value in values]
+        memo.update(zip(positions, found))  # the parity interval replays the search on these
+        return found
+
+    if needs_budget:
+        found = [evaluate_props(ref, select, utility_at(budget_items(p, n)), [p])[0] for p in props]
+    else:
+        found = evaluate_props(ref, select, utility_at(0), props)
+    for _ in props:
+        tick()
+    rows = np.array([[values[m] for m in BENCH_MEASURES] for values in found])
+    if select is None and not needs_budget:
+        positions = parity_searches(spa_of, random_spa, n_items=n, grid=grid)
+    else:
+        positions = [parity_search(spa_at, target, n_items=n, grid=grid) for target in random_spa]
+    parity = [
+        budget_value(campaign, g / n, budget_cost=budget_cost) / budget_value(campaign, prop, budget_cost=budget_cost)
+        for prop, g in zip(props, positions)
+    ]
+
+    def parity_of(position: float, q: int) -> float:  # a (fractional) grid position as a share of budget q
+        if budget_cost:
+            return position / n / props[q]
+        return position / budget_items(props[q], n)
+
+    interval = parity_interval(
+        lambda target: replayed_position(spa_at, memo, target, n_items=n, grid=grid),
+        random_spa_runs,
+        parity_of,
+        seed=seed,
+    )
+    return {
+        "spa": float(rows[:, 0].mean()),
+        "spa_by_prop": rows[:, 0].tolist(),
+        "clusters": float(rows[:, 1].mean()),
+        "clusters_by_prop": rows[:, 1].tolist(),
+        "corr": float(rows[:, 2].mean()),
+        "corr_by_prop": rows[:, 2].tolist(),
+        "parity": float(np.mean(parity)),
+        "parity_by_prop": parity,
+        "parity_ci90": list(interval),
+    }
