@@ -27,7 +27,7 @@ from paths import RAW, REPO  # benchmarks/paths.py (the script's folder is on sy
 
 from precomet.benchmark import (
     DEFAULT_PROPS,
-    _evaluate_method,
+    evaluate_method,
     evaluate_props,
     make_selector,
     random_baseline,
@@ -40,7 +40,7 @@ from precomet.io import load
 from precomet.io.annotation_times import annotation_cost
 from precomet.metaeval import full_reference
 from precomet.selection.knapsack import Problem, solve
-from precomet.selection.objective import COST_OBJECTIVES, _percentile
+from precomet.selection.objective import COST_OBJECTIVES, percentile_rank
 from precomet.selection.random_fill import make_random_selector, random_fill
 from precomet.selection.units import normalise
 from precomet.utilities import compute_utility
@@ -119,11 +119,6 @@ def timed_only(campaign):
     return dataclasses.replace(timed, info={**timed.info, "cost": note})
 
 
-class _NoBar:
-    def update(self, n: int = 1) -> None:
-        pass
-
-
 def utilities(campaign, methods, metric) -> dict[str, np.ndarray]:
     return {
         m: np.asarray(compute_utility(campaign, m, score=metric, options=OPTIONS.get(m)), dtype=float) for m in methods
@@ -132,19 +127,14 @@ def utilities(campaign, methods, metric) -> dict[str, np.ndarray]:
 
 def evaluate(campaign, ref, random, select, utility) -> dict:
     """SPA, clusters and parity in cost of the subsets ``select(utility, prop)`` picks, against ``random``."""
-    result = _evaluate_method(
+    result = evaluate_method(
         ref,
-        select,
-        lambda k: utility,
-        False,
-        DEFAULT_PROPS,
-        random["spa_by_prop"],
         campaign,
-        True,
-        32,
-        _NoBar(),
+        lambda k: utility,
         random_spa_runs=random["runs"][:, :, 0],
-        seed=0,
+        props=DEFAULT_PROPS,
+        select=select,
+        budget_cost=True,
     )
     return {k: result[k] for k in ("spa", "clusters", "parity", "parity_ci90", "spa_by_prop", "parity_by_prop")}
 
@@ -241,12 +231,12 @@ def candidates(campaign) -> dict:
     return {
         "paper (shift onto [0.1, 0.6])": knapsack(normalise),
         "shift onto [0.01, 1.01]": knapsack(lambda u: 2 * (normalise(u) - 0.1) + 0.01),
-        "rank": knapsack(_percentile),
-        "rank × cost (rank-cost)": knapsack(lambda u: _percentile(u) * cost),
-        "rank × √cost": knapsack(lambda u: _percentile(u) * np.sqrt(cost)),
-        "rank × cost^1.5": knapsack(lambda u: _percentile(u) * cost**1.5),
-        "rank × length (rank-length)": knapsack(lambda u: _percentile(u) * np.maximum(length, 1.0)),
-        "rank × (length + 30)": knapsack(lambda u: _percentile(u) * (length + 30)),
+        "rank": knapsack(percentile_rank),
+        "rank × cost (rank-cost)": knapsack(lambda u: percentile_rank(u) * cost),
+        "rank × √cost": knapsack(lambda u: percentile_rank(u) * np.sqrt(cost)),
+        "rank × cost^1.5": knapsack(lambda u: percentile_rank(u) * cost**1.5),
+        "rank × length (rank-length)": knapsack(lambda u: percentile_rank(u) * np.maximum(length, 1.0)),
+        "rank × (length + 30)": knapsack(lambda u: percentile_rank(u) * (length + 30)),
         "fill in utility order": lambda u, prop: random_fill(-u, cost, prop * total),
         "five cost strata, each filled in utility order": by_stratum,
     }

@@ -32,7 +32,7 @@ from precomet.stats import rankdata
 DEFAULT_COST_OBJECTIVE = "rank-length"
 
 
-def _percentile(utility: np.ndarray) -> np.ndarray:
+def percentile_rank(utility: np.ndarray) -> np.ndarray:
     """Average ranks of the utilities divided by N: in (0, 1], ties share a value."""
     return rankdata(utility) / len(utility)
 
@@ -40,11 +40,11 @@ def _percentile(utility: np.ndarray) -> np.ndarray:
 def _rank_length(utility: np.ndarray, cost: np.ndarray, length: np.ndarray | None) -> np.ndarray:
     if length is None:
         raise PrecometError("cost objective 'rank-length' needs the source length of every item (length=...)")
-    return _percentile(utility) * np.maximum(length, 1.0)
+    return percentile_rank(utility) * np.maximum(length, 1.0)
 
 
 def _rank_cost(utility: np.ndarray, cost: np.ndarray, length: np.ndarray | None) -> np.ndarray:
-    return _percentile(utility) * cost
+    return percentile_rank(utility) * cost
 
 
 def _paper(utility: np.ndarray, cost: np.ndarray, length: np.ndarray | None) -> np.ndarray:

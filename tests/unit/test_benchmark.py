@@ -156,6 +156,23 @@ def test_run_benchmark_schema_and_parity(campaign):
     json.dumps(result)
 
 
+def test_evaluate_method_is_run_benchmarks_row(campaign):
+    """The public row evaluator, fed random's runs, gives exactly run_benchmark's row, ticking once per budget."""
+    utility = np.random.default_rng(7).random(len(campaign))
+    props = [0.1, 0.3, 0.5]
+    result = bm.run_benchmark(
+        campaign, external={"u": utility}, props=props, seeds=6, permutations=100, oracle=False, controls=False
+    )
+    ref = full_reference(campaign, permutations=100)
+    runs = bm.random_runs(ref, None, props, seeds=6)
+    ticks = []
+    row = bm.evaluate_method(
+        ref, campaign, lambda k: utility, random_spa_runs=runs[:, :, 0], props=props, tick=lambda: ticks.append(1)
+    )
+    assert row == {k: v for k, v in result["methods"]["u"].items() if k != "seconds"}
+    assert len(ticks) == len(props)
+
+
 def test_run_benchmark_bad_input(campaign):
     with pytest.raises(PrecometError, match=r"\(0, 1\]"):
         bm.run_benchmark(campaign, external={"x": np.zeros(len(campaign))}, props=[0.0, 0.5])
