@@ -43,16 +43,13 @@ from precomet.selection.knapsack import Problem, solve
 from precomet.selection.objective import COST_OBJECTIVES, percentile_rank
 from precomet.selection.random_fill import make_random_selector, random_fill
 from precomet.selection.units import normalise
-from precomet.utilities import compute_utility
+from precomet.utilities import UTILITY_METHODS, compute_utility
 
 OUT = REPO / "benchmarks" / "out" / "cost"
 RESULT = REPO / "benchmarks" / "results" / "cost-aware.md"
 METRIC_METHODS = ["metric_avg", "metric_var", "metric_cons"]
 LABEL = {
-    "metric_avg": "MetricAvg",
-    "metric_var": "MetricVar",
-    "metric_cons": "MetricCons",
-    "diversity": "Diversity",
+    **{name: spec.label for name, spec in UTILITY_METHODS.items()},
     "length only": "length only (constant utility)",
 }
 CASES = {  # key: (title, loader, methods, metric)

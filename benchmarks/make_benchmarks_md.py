@@ -29,7 +29,7 @@ from threadpoolctl import threadpool_limits
 
 from precomet.benchmark import DEFAULT_PROPS, plot_benchmark, run_benchmark
 from precomet.io import load
-from precomet.utilities import compute_utility
+from precomet.utilities import UTILITY_METHODS, compute_utility
 
 OUT = REPO / "benchmarks" / "results"
 WMT_METHODS = ["metric_avg", "metric_var", "metric_cons", "diversity", "irt_diffdisc", "kmeans"]
@@ -37,14 +37,8 @@ OUTPUT_METHODS = ["diversity", "kmeans"]
 LENGTH = "length (control)"  # run_benchmark's length control row: longer source first
 MISSING = {"spa": None, "clusters": None, "parity": None}
 LABEL = {
+    **{name: spec.label for name, spec in UTILITY_METHODS.items()},
     LENGTH: "Length (control)",
-    "metric_avg": "MetricAvg",
-    "metric_var": "MetricVar",
-    "metric_cons": "MetricCons",
-    "diversity": "Diversity",
-    "irt_diffdisc": "DiffDisc",
-    "kmeans": "k-means",
-    "random": "Random",
     "diversity_bleu": "Diversity (BLEU, as the peer)",
     "metric_cons_kendall": "MetricCons (Kendall, as the peer)",
 }

@@ -41,9 +41,6 @@ from precomet.significance import item_signs
 
 log = logging.getLogger(__name__)
 
-SYSTEM_FREE = frozenset({"kmeans", "random", "length"})
-"""Utilities that read only the sources: computed once, not once per crowd."""
-
 
 def draw_crowds(systems: Sequence[str], *, k: int, runs: int, seed: int = 0) -> list[tuple[str, ...]]:
     """``runs`` crowds of ``k`` distinct systems each (campaign order inside a crowd)."""
@@ -113,7 +110,7 @@ def run_crowd_benchmark(
     seconds = dict.fromkeys(names, 0.0)
 
     def utility(method: str, members: tuple[str, ...], k: int | None) -> np.ndarray:
-        key = (method, None if method in SYSTEM_FREE else members, k)
+        key = (method, None if UTILITY_METHODS[method].system_free else members, k)
         if key not in utilities:
             started = time.perf_counter()
             utilities[key] = compute_utility(

@@ -158,15 +158,18 @@ def kmeans_prior(campaign, *, score, budget: int, seed: int, options) -> np.ndar
 
 
 def register_kmeans_prior() -> None:
-    from precomet.utilities import UTILITY_METHODS, UtilitySpec
+    from precomet.utilities import UtilitySpec, register_utility
 
-    UTILITY_METHODS["kmeans_prior"] = UtilitySpec(
-        kmeans_prior,
-        "k-means clusters, the estimator's best item in each",
-        needs_budget=True,
-        needs_score=False,
-        min_systems=0,
-        options={"prior": None, "cache_dir": None},
+    register_utility(
+        "kmeans_prior",
+        UtilitySpec(
+            kmeans_prior,
+            "k-means clusters, the estimator's best item in each",
+            needs_budget=True,
+            needs_score=False,
+            min_systems=0,
+            options={"prior": None, "cache_dir": None},
+        ),
     )
 
 

@@ -25,16 +25,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from precomet.utilities import UTILITY_METHODS
 
     add_data_arguments(parser)
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.epilog = "methods:\n" + "\n".join(
+        f"  {name:<15} {spec.description}" for name, spec in UTILITY_METHODS.items()
+    )
     parser.add_argument(
         "--method",
         required=True,
-        help=f"the utility method, one of the registered ones: {', '.join(UTILITY_METHODS)}",
+        help=f"the utility method, one of the registered ones: {', '.join(UTILITY_METHODS)} (see below)",
     )
     parser.add_argument("--metric", help="score name the utility reads, e.g. MetricX-23-c or human")
     parser.add_argument(
         "--systems", type=comma_list, help="comma-separated systems to use (artificial crowd); default: all"
     )
-    parser.add_argument("--budget", type=positive_int, help="number of items (methods that need it, e.g. kmeans)")
+    needing = ", ".join(name for name, spec in UTILITY_METHODS.items() if spec.needs_budget)
+    parser.add_argument("--budget", type=positive_int, help=f"number of items (methods that need it: {needing})")
     parser.add_argument("--seed", type=seed, default=0, help="random seed (default 0)")
     parser.add_argument(
         "--option",

@@ -1,6 +1,6 @@
 """Sentence encoders for the source-based estimator and for source embeddings: one base class, one registry.
 
-A backbone is one module and one line in :data:`ENCODERS` (as COMET's ``encoders/``). Every encoder is frozen
+A backbone is one module and one :func:`register_encoder` call (as COMET's ``encoders/``). Every encoder is frozen
 and maps texts to fixed-size float vectors; :func:`encode_cached` encodes each distinct text once and can keep
 the vectors on disk, so historical campaigns are encoded once.
 
@@ -14,6 +14,6 @@ the vectors on disk, so historical campaigns are encoded once.
 from __future__ import annotations
 
 from precomet.encoders.base import SentenceEncoder, encode_cached
-from precomet.encoders.registry import ENCODERS, get_encoder
+from precomet.encoders.registry import ENCODERS, get_encoder, register_encoder
 
-__all__ = ["ENCODERS", "SentenceEncoder", "encode_cached", "get_encoder"]
+__all__ = ["ENCODERS", "SentenceEncoder", "encode_cached", "get_encoder", "register_encoder"]

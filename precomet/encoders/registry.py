@@ -9,6 +9,7 @@ from precomet.encoders.e5 import E5Small
 from precomet.encoders.surface import Length, Surface
 from precomet.encoders.transformer import MiniLM, TransformerEncoder
 from precomet.errors import PrecometError
+from precomet.registration import register
 
 ENCODERS: dict[str, Callable[[], SentenceEncoder]] = {
     "e5-small": E5Small,
@@ -16,9 +17,16 @@ ENCODERS: dict[str, Callable[[], SentenceEncoder]] = {
     "surface": Surface,
     "length": Length,
 }
-"""Registered encoders by name; a new backbone is one module and one line here."""
+"""Registered encoders by name; a new backbone is one module and one :func:`register_encoder` call."""
 
 HF_PREFIX = "hf:"
+
+
+def register_encoder(name: str, factory: Callable[[], SentenceEncoder], *, replace: bool = False) -> None:
+    """Register the encoder ``name``: ``factory()`` (usually the :class:`SentenceEncoder` subclass) builds it. From
+    then on :func:`get_encoder`, an estimator config's ``encoder`` and ``--strata-encoder`` accept it. A name already
+    taken is refused unless ``replace=True``."""
+    register(ENCODERS, name, factory, kind="encoder", replace=replace)
 
 
 def get_encoder(name: str) -> SentenceEncoder:

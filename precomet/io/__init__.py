@@ -1,10 +1,12 @@
 """Loaders: every supported input format -> :class:`~precomet.campaign.Campaign`.
 
-:func:`load` detects the format from the path; the format-specific loaders are importable too.
+:func:`load` detects the format from the path; the format-specific loaders are importable too. A new format is
+one module and one :func:`register_format` call.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -29,6 +31,7 @@ from precomet.io.plaintext import is_text_path, load_text
 from precomet.io.summ import load_summ_pickle
 from precomet.io.ted import load_mqm_avg, load_mqm_tsv
 from precomet.io.wmt_release import is_wmt_release_root, list_release_campaigns, load_wmt_release
+from precomet.registration import register
 
 __all__ = [
     "load",
@@ -53,6 +56,7 @@ __all__ = [
     "load_saved_dataset",
     "write_parquet",
     "load_text",
+    "register_format",
 ]
 
 
@@ -66,6 +70,9 @@ def detect_format(path: str | Path, *, text: bool = False) -> str:
         raise DataError(path, "is a directory; text=True reads a file of sources, one per line")
     if text:
         return "text"
+    for name, matches in DETECTORS.items():
+        if matches(path):
+            return name
     if path.is_dir():
         if is_mtme_root(path):
             return "mt-metrics-eval"
@@ -160,6 +167,21 @@ LOADERS = {
     "hf-dataset-dict": _load_dataset_dict,
     "text": _no_options(load_text),
 }
+
+
+DETECTORS: dict[str, Callable[[Path], bool]] = {}
+"""Formats added by :func:`register_format`: name -> the test of a path, tried before the built-in rules."""
+
+
+def register_format(
+    name: str, loader: Callable[[Path], Campaign], *, detect: Callable[[Path], bool], replace: bool = False
+) -> None:
+    """Register the single-campaign input format ``name``: ``detect(path)`` says whether a path is in it and
+    ``loader(path)`` reads it. From then on :func:`load`, :func:`detect_format` and every command's ``--data``
+    accept it (registered formats are tried first, in registration order). A name already taken is refused unless
+    ``replace=True``."""
+    register(LOADERS, name, _no_options(loader), kind="input format", replace=replace)
+    DETECTORS[name] = detect
 
 
 MULTI_CAMPAIGN = {

@@ -1,7 +1,8 @@
 """Output-based item utilities: one value per item, **higher = annotate first**, always.
 
 :func:`compute_utility` is the single entry point; :data:`UTILITY_METHODS` is the explicit registry
-(name -> :class:`UtilitySpec`). Every method function has the signature
+(name -> :class:`UtilitySpec`, the one record of a utility), filled by :func:`register_utility`. Every method
+function has the signature
 ``fn(campaign, *, score, budget, seed, options) -> np.ndarray`` and sees a campaign that is already
 restricted to the requested systems (artificial crowd, paper §4.2) and complete for ``score``.
 """
@@ -11,12 +12,14 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from dataclasses import replace as replace_field
 from typing import Any
 
 import numpy as np
 
 from precomet.campaign import Campaign
 from precomet.errors import PrecometError
+from precomet.registration import register
 from precomet.values import check_like
 
 log = logging.getLogger(__name__)
@@ -28,10 +31,12 @@ MISSING_POLICIES = ("error", "exclude")
 
 @dataclass(frozen=True)
 class UtilitySpec:
-    """A registered utility: its function, whether it needs a budget / a score / outputs, the method-specific
-    options it accepts with their defaults, and whether a cost budget's knapsack gets a constant utility instead
-    (``constant_under_cost``: a utility that is the source length, which the cost objective already weighs; see
-    :func:`knapsack_utility`)."""
+    """Everything known about one utility: its function and ``description`` (the help text); whether it needs a
+    budget / a score matrix, and the systems it needs (``min_systems``: 0 for one that reads only the sources);
+    the method-specific ``options`` with their defaults; ``system_free`` (the value does not depend on which
+    systems are used, so the artificial crowd computes it once); ``constant_under_cost`` (a utility that is the
+    source length, which the cost objective already weighs: a cost budget's knapsack gets a constant utility, see
+    :func:`knapsack_utility`); and ``label``, the name shown in tables (default: the registered name)."""
 
     fn: UtilityFn
     description: str
@@ -40,6 +45,8 @@ class UtilitySpec:
     min_systems: int = 2
     options: Mapping[str, Any] = field(default_factory=dict)
     constant_under_cost: bool = False
+    system_free: bool = False
+    label: str = ""
 
 
 def compute_utility(
@@ -155,78 +162,135 @@ def resolve_options(method: str, options: Mapping[str, Any] | None) -> dict[str,
     return merged
 
 
-def _registry() -> dict[str, UtilitySpec]:
+UTILITY_METHODS: dict[str, UtilitySpec] = {}
+"""Name -> :class:`UtilitySpec`, in registration order; add to it with :func:`register_utility`."""
+
+
+def register_utility(name: str, spec: UtilitySpec, *, replace: bool = False) -> None:
+    """Register ``spec`` as the utility ``name`` (lower-case letters, digits, ``_``, ``-``): from then on
+    :func:`compute_utility`, ``select``, ``benchmark`` and the artificial crowd accept it. A name already taken is
+    refused unless ``replace=True``; an empty ``spec.label`` becomes ``name``."""
+    register(
+        UTILITY_METHODS, name, spec if spec.label else replace_field(spec, label=name), kind="utility", replace=replace
+    )
+
+
+IRT_LABELS = {"diff": "Diff", "disc": "Disc", "feas": "Feas", "diffdisc": "DiffDisc", "fic": "FIC"}
+"""Table labels of the ``irt_<kind>`` utilities (the paper's names)."""
+
+
+def _register_builtins() -> None:
     from precomet.utilities import cluster, diffuse, diversity, irt, length, metric
 
-    irt_options = dict(irt.FIT_OPTIONS)
-    methods = {
-        "metric_avg": UtilitySpec(metric.metric_avg, "minus the mean score over systems (Eq. 3)", min_systems=1),
-        "metric_var": UtilitySpec(metric.metric_var, "variance of scores over systems (Eq. 4)"),
-        "metric_cons": UtilitySpec(
+    register_utility(
+        "metric_avg",
+        UtilitySpec(metric.metric_avg, "minus the mean score over systems (Eq. 3)", min_systems=1, label="MetricAvg"),
+    )
+    register_utility(
+        "metric_var", UtilitySpec(metric.metric_var, "variance of scores over systems (Eq. 4)", label="MetricVar")
+    )
+    register_utility(
+        "metric_cons",
+        UtilitySpec(
             metric.metric_cons,
             "rank correlation of item scores with system means (Eq. 5)",
             options={"correlation": "spearman"},
+            label="MetricCons",
         ),
-        "diversity": UtilitySpec(
+    )
+    register_utility(
+        "diversity",
+        UtilitySpec(
             diversity.diversity,
             "1 - mean pairwise similarity of the outputs (Eq. 6, shifted)",
             needs_score=False,
             options=dict(diversity.OPTIONS),
+            label="Diversity",
         ),
-    }
+    )
     for kind in irt.UTILITY_KINDS:
-        methods[f"irt_{kind}"] = UtilitySpec(irt.irt_utility_method(kind), irt.UTILITY_KINDS[kind], options=irt_options)
-    methods.update(
-        kmeans=UtilitySpec(
+        register_utility(
+            f"irt_{kind}",
+            UtilitySpec(
+                irt.irt_utility_method(kind),
+                irt.UTILITY_KINDS[kind],
+                options=dict(irt.FIT_OPTIONS),
+                label=IRT_LABELS[kind],
+            ),
+        )
+    register_utility(
+        "kmeans",
+        UtilitySpec(
             cluster.kmeans,
             "k-means (k = budget) on source embeddings; items nearest the centres first",
             needs_budget=True,
             needs_score=False,
             min_systems=0,
             options=dict(cluster.KMEANS_OPTIONS),
+            system_free=True,
+            label="k-means",
         ),
-        kmeans_outputs=UtilitySpec(
+    )
+    register_utility(
+        "kmeans_outputs",
+        UtilitySpec(
             cluster.kmeans_outputs,
             "k-means (k = budget) on output embeddings (all systems' outputs concatenated); items nearest the centres "
             "first",
             needs_budget=True,
             needs_score=False,
             options=dict(cluster.KMEANS_OPTIONS),
+            label="k-means (outputs)",
         ),
-        random=UtilitySpec(
+    )
+    register_utility(
+        "random",
+        UtilitySpec(
             cluster.random_utility,
             "seeded uniform random values (hash of seed and item id)",
             needs_score=False,
             min_systems=0,
+            system_free=True,
+            label="Random",
         ),
-        length=UtilitySpec(
+    )
+    register_utility(
+        "length",
+        UtilitySpec(
             length.length_utility,
             "source length in characters (longer first); under a cost budget the knapsack with a constant utility",
             needs_score=False,
             min_systems=0,
             constant_under_cost=True,
+            system_free=True,
+            label="Length",
         ),
-        mixture=UtilitySpec(
+    )
+    register_utility(
+        "mixture",
+        UtilitySpec(
             cluster.mixture,
             "weighted mean of the per-utility ranks",
             needs_score=False,
             min_systems=0,
             options={"weights": None, "method_options": None},
+            label="Mixture",
         ),
     )
-    methods["diffuse"] = UtilitySpec(
-        diffuse.diffuse_method,
-        "DiffUse: one representative per Ward cluster of output differences (k = budget)",
-        needs_budget=True,
-        needs_score=False,
-        options=dict(diffuse.UTILITY_OPTIONS),
+    register_utility(
+        "diffuse",
+        UtilitySpec(
+            diffuse.diffuse_method,
+            "DiffUse: one representative per Ward cluster of output differences (k = budget)",
+            needs_budget=True,
+            needs_score=False,
+            options=dict(diffuse.UTILITY_OPTIONS),
+            label="DiffUse",
+        ),
     )
-    return methods
 
 
-UTILITY_METHODS: dict[str, UtilitySpec] = _registry()
-"""Name -> :class:`UtilitySpec`. Add a method with one line, e.g.
-``UTILITY_METHODS["diffuse"] = UtilitySpec(diffuse, "...", needs_budget=True, needs_score=False)``."""
+_register_builtins()
 
 __all__ = [
     "UTILITY_METHODS",
@@ -234,6 +298,7 @@ __all__ = [
     "compute_utility",
     "get_spec",
     "knapsack_utility",
+    "register_utility",
     "require_scores",
     "resolve_options",
 ]

@@ -1,0 +1,99 @@
+"""Extension points (issue 23): register_utility / register_format / register_encoder, the examples of
+docs/extending.md run on tiny data, and the facts read from the one utility record."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import precomet.io as pio
+from precomet import crowd as cr
+from precomet.encoders.registry import ENCODERS, register_encoder
+from precomet.errors import DataError, PrecometError
+from precomet.simulate import simulate_campaign
+from precomet.utilities import UTILITY_METHODS, UtilitySpec, compute_utility, register_utility
+from tests.conftest import REPO
+from tests.integration.test_docs_examples import extract_blocks
+
+PAGE = REPO / "docs" / "extending.md"
+
+
+@pytest.fixture(autouse=True)
+def registries():
+    """Every registry as it was before the test."""
+    tables = [UTILITY_METHODS, pio.LOADERS, pio.DETECTORS, ENCODERS]
+    saved = [dict(table) for table in tables]
+    yield
+    for table, before in zip(tables, saved):
+        table.clear()
+        table.update(before)
+
+
+def test_the_three_examples_of_the_page_run(tmp_path, monkeypatch):
+    blocks = [block for block in extract_blocks(PAGE) if block.lang == "python"]
+    assert len(blocks) == 3 and not any(block.skip for block in blocks)
+    monkeypatch.chdir(tmp_path)
+    namespace: dict = {"__name__": "__main__"}
+    for block in blocks:
+        exec(compile(block.code, block.id, "exec"), namespace)
+    assert UTILITY_METHODS["score_range"].label == "Range"
+    assert pio.detect_format(tmp_path / "tiny.long.tsv") == "long-tsv"
+    assert "word-shape" in ENCODERS
+    (tmp_path / "bad.long.tsv").write_text("1\tA\tsrc\tout\t0\nonly\ttwo\n", encoding="utf-8")
+    with pytest.raises(DataError, match=r"bad.long.tsv:2: expected 5"):
+        pio.load(tmp_path / "bad.long.tsv")
+
+
+def _constant(campaign, *, score, budget, seed, options):
+    return np.ones(len(campaign))
+
+
+def test_register_utility_checks_the_name_and_refuses_a_duplicate():
+    spec = UtilitySpec(_constant, "ones", needs_score=False, min_systems=0)
+    register_utility("ones", spec)
+    assert UTILITY_METHODS["ones"].label == "ones"  # the label defaults to the name
+    with pytest.raises(PrecometError, match="utility 'ones' is already registered; pass replace=True"):
+        register_utility("ones", spec)
+    with pytest.raises(PrecometError, match="utility 'metric_avg' is already registered"):
+        register_utility("metric_avg", spec)
+    register_utility(
+        "ones", UtilitySpec(_constant, "ones", needs_score=False, min_systems=0, label="One"), replace=True
+    )
+    assert UTILITY_METHODS["ones"].label == "One"
+    for bad in ("", "Ones", "a,b", "a b", "hf:x", "-x", "x=1"):
+        with pytest.raises(PrecometError, match="invalid utility name"):
+            register_utility(bad, spec)
+    assert compute_utility(simulate_campaign(n_items=10, n_systems=3, seed=0), "ones").tolist() == [1.0] * 10
+
+
+def test_register_format_and_encoder_refuse_a_taken_name():
+    with pytest.raises(PrecometError, match="input format 'csv' is already registered"):
+        pio.register_format("csv", lambda path: None, detect=lambda path: False)
+    assert "csv" not in pio.DETECTORS
+    with pytest.raises(PrecometError, match="encoder 'length' is already registered"):
+        register_encoder("length", ENCODERS["surface"])
+    with pytest.raises(PrecometError, match="invalid encoder name 'hf:x'"):
+        register_encoder("hf:x", ENCODERS["surface"])
+
+
+def test_builtin_records_carry_labels_and_system_free():
+    assert {name for name, spec in UTILITY_METHODS.items() if spec.system_free} == {"kmeans", "random", "length"}
+    assert UTILITY_METHODS["irt_diffdisc"].label == "DiffDisc" and UTILITY_METHODS["kmeans"].label == "k-means"
+    assert all(spec.label and spec.description for spec in UTILITY_METHODS.values())
+
+
+@pytest.mark.parametrize("system_free", [True, False])
+def test_crowd_computes_a_system_free_utility_once(system_free):
+    calls = []
+
+    def counted(campaign, *, score, budget, seed, options):
+        calls.append(campaign.systems)
+        return np.arange(len(campaign), dtype=float)
+
+    register_utility("counted", UtilitySpec(counted, "item order", needs_score=False, system_free=system_free))
+    campaign = simulate_campaign(n_items=30, n_systems=6, seed=1)
+    cr.run_crowd_benchmark(
+        campaign, methods=["counted"], crowd=3, runs=4, props=[0.2, 0.5], seeds=2, permutations=10, controls=False
+    )
+    distinct = len(set(cr.draw_crowds(campaign.systems, k=3, runs=4)))
+    assert distinct > 1 and len(calls) == (1 if system_free else distinct)
