@@ -62,8 +62,8 @@ def numbers(text: str) -> list[tuple[str, str]]:
 def _roundings(token: str) -> set[str]:
     """A shown number and every rounding of it to fewer decimals (half up, as people round)."""
     value = Decimal(token)
-    places = -value.as_tuple().exponent if "." in token else 0
-    return {str(value.quantize(Decimal(1).scaleb(-d), rounding=ROUND_HALF_UP)) for d in range(int(places) + 1)}
+    places = len(token.partition(".")[2])
+    return {str(value.quantize(Decimal(1).scaleb(-d), rounding=ROUND_HALF_UP)) for d in range(places + 1)}
 
 
 def _json_values(value) -> list[float]:

@@ -37,10 +37,11 @@ def main() -> None:
         {"file": f, "signature": {k: v for k, v in signed.items() if k != "training_sources"}}
         for f, (_, _, signed) in zip(files, parts)
     ]
-    hashes = {m["signature"].get("data_hash") for m in members}
+    hashes = {signed.get("data_hash") for _, _, signed in parts}
     union = None  # a source seen in training by any member was seen by the ensemble
-    if all(p is not None for p in prints):
-        union = SourceFingerprint(np.unique(np.concatenate([p.hashes for p in prints]))).to_json()
+    known = [p for p in prints if p is not None]
+    if len(known) == len(prints):
+        union = SourceFingerprint(np.unique(np.concatenate([p.hashes for p in known]))).to_json()
     signed = signature(
         "training/ensemble.py",
         method="ensemble",
