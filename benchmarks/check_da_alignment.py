@@ -9,6 +9,7 @@ and with the DA rows reordered by document name (a partial alignment found by ha
 
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 
@@ -41,6 +42,7 @@ def shuffled(a: np.ndarray, b: np.ndarray, *, n: int = 20) -> tuple[float, float
 
 
 def main() -> None:
+    argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter).parse_args()
     lines = [
         "# Crowd-DA segment scores vs. the source lines they are loaded on",
         "",

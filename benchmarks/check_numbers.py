@@ -20,6 +20,7 @@ Checked (tests/unit/test_benchmarks_md.py runs the same functions):
 
 from __future__ import annotations
 
+import argparse
 import json
 import re
 import sys
@@ -176,6 +177,7 @@ def _reads_problems(label: str, reads: str, results: Path, readable: set[str]) -
 
 
 def main() -> int:
+    argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter).parse_args()
     problems = structure_problems() + [f"untraced number: {line}" for line in untraced()]
     print("\n".join(problems) if problems else "every number traces to a results file")
     return 1 if problems else 0
