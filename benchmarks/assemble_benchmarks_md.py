@@ -3,11 +3,12 @@ script under the command that produced it (``benchmarks/regenerate.py`` runs the
 (``FINDINGS``), each starting with a ``Reads:`` line naming the results files it interprets. Run after any
 benchmark script (``make benchmarks`` does):
 
-    .venv/bin/python benchmarks/assemble_benchmarks_md.py
+    .venv/bin/python benchmarks/assemble_benchmarks_md.py [--out PATH]
 """
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -92,10 +93,13 @@ def render(results: Path = HERE / "results") -> str:
     return "".join(parts)
 
 
-def main() -> None:
-    (HERE.parent / "BENCHMARKS.md").write_text(render(), encoding="utf-8")
-    print(f"wrote {HERE.parent / 'BENCHMARKS.md'}")
+def main(out: Path = HERE.parent / "BENCHMARKS.md") -> None:
+    """Write :func:`render` to ``out`` (the sibling scripts call it with no argument)."""
+    out.write_text(render(), encoding="utf-8")
+    print(f"wrote {out}")
 
 
 if __name__ == "__main__":
-    main()
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", type=Path, default=HERE.parent / "BENCHMARKS.md", help="default: BENCHMARKS.md")
+    main(parser.parse_args().out)

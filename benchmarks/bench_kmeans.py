@@ -15,6 +15,7 @@ import argparse
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from paths import RAW, REPO  # benchmarks/paths.py (the script's folder is on sys.path)
@@ -34,14 +35,14 @@ ROWS = (
 PAPER = {("src", False): "92.3", ("src", True): "91.5", ("tgt", False): "91.8", ("tgt", True): "89.3"}
 
 
-def measure(lp: str, args) -> dict:
+def measure(lp: str, args: argparse.Namespace) -> dict[str | tuple[str, bool], Any]:
     campaign = load(RAW / "mt-metrics-eval-v2", campaign=f"wmt23/{lp}", human="mqm")
     ref = full_reference(campaign)
     n = len(campaign)
     random = random_baseline(ref, None, list(DEFAULT_PROPS), seeds=args.seeds)
     options = {**KMEANS_OPTIONS, "cache_dir": args.cache}
     vectors = {on: item_vectors(campaign, on, options) for on in ("src", "tgt")}
-    out = {
+    out: dict[str | tuple[str, bool], Any] = {  # per-campaign facts, and the results per (embedding, weighted)
         "random": {"spa": random["spa"], "clusters": random["clusters"], "corr": random["corr"]},
         "n": n,
         "systems": len(campaign.systems),

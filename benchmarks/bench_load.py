@@ -12,15 +12,17 @@ import argparse
 import platform
 import statistics
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from paths import REPO  # benchmarks/paths.py (the script's folder is on sys.path)
 
 import precomet
+from precomet.campaign import Campaign
 from precomet.io import annotation_cost, load, load_mqm_tsv, load_summ_pickle, load_wmt23_esa, load_wmt24_esa
 
 
-def cases(raw: Path) -> list[tuple[str, str, callable]]:
+def cases(raw: Path) -> list[tuple[str, str, Callable[[], Campaign]]]:
     mtme, esa23 = raw / "mt-metrics-eval-v2", raw / "wmt23-esa-campaign"
     ende_docs = mtme / "wmt23" / "documents" / "en-de.docs"
     return [
@@ -91,7 +93,7 @@ def main() -> None:
         raise SystemExit(f"real data not found at {args.raw}")
     rows = []
     for label, call, fn in cases(args.raw):
-        times, campaign = [], None
+        times = []
         for _ in range(args.repeat):
             start = time.perf_counter()
             campaign = fn()

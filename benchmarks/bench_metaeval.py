@@ -16,7 +16,6 @@ import argparse
 import json
 import os
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -103,9 +102,9 @@ def main() -> None:
         data_file.write_text(json.dumps(data))
         subsets_file.write_text(json.dumps([idx.tolist() for idx in subsets]))
         # one BLAS/OpenMP thread, as on our side: with threads the peer's time swung 9-119 s with machine load
-        single = {**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+        one_thread = {**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
         subprocess.run(
-            [peer, "-c", PEER_SCRIPT, str(data_file), str(subsets_file), str(out_file)], check=True, env=single
+            [peer, "-c", PEER_SCRIPT, str(data_file), str(subsets_file), str(out_file)], check=True, env=one_thread
         )
         result = json.loads(out_file.read_text())
     theirs = np.array(result["values"], dtype=float)
@@ -157,4 +156,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import json
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -200,4 +199,4 @@ def real_campaigns() -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

@@ -198,7 +198,7 @@ def run_stage(
         started = time.perf_counter()
         predictions = predictions_of(checkpoints, list(campaign.src))
         predict_seconds = time.perf_counter() - started
-        vectors = encode_cached(get_encoder(backbone), campaign.src, cache_dir=CACHE)
+        vectors = encode_cached(get_encoder(backbone), list(campaign.src), cache_dir=CACHE)
         truth = compute_utility(campaign, target, score="human", seed=0)
         result = {"items": evaluate(campaign, predictions, vectors, budget_cost=False)}
         if cost:

@@ -19,6 +19,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
@@ -115,6 +116,7 @@ def part_real(names: list[str]) -> None:
     campaigns = [load(RAW / "mt-metrics-eval-v2", campaign=c, human="mqm") for c in names if c.startswith("wmt23/")]
     ted = sorted((RAW / "wmt-mqm-ted").glob("*/mqm_ted_????.tsv")) if "ted" in names else []
     campaigns += [load(path) for path in ted]  # TED MQM (WMT21): human scores only
+    options: Mapping[str, object]  # utility options: their value types differ between the two loops below
     for campaign in campaigns:
         for score in [name for name in ("MetricX-23-c", HUMAN) if name in campaign.scores]:
             ref = compute_utility(campaign, "metric_var", score=score)

@@ -9,6 +9,7 @@ and with the DA rows reordered by document name (a partial alignment found by ha
 
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 
@@ -41,6 +42,7 @@ def shuffled(a: np.ndarray, b: np.ndarray, *, n: int = 20) -> tuple[float, float
 
 
 def main() -> None:
+    argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter).parse_args()
     lines = [
         "# Crowd-DA segment scores vs. the source lines they are loaded on",
         "",
@@ -59,12 +61,12 @@ def main() -> None:
         mean, top = shuffled(da, chrf)
         lines.append(f"| {name} | {int((~np.isnan(da)).sum())} | {pooled(da, chrf):.3f} | {mean:.3f}, {top:.3f} |")
         print(lines[-1], flush=True)
-    da = load_wmt_release(HISTORY, "wmt22/zh-en")
+    release = load_wmt_release(HISTORY, "wmt22/zh-en")
     mqm = load(RAW / "mt-metrics-eval-v2", campaign="wmt22/zh-en", human="mqm")
-    systems = [s for s in da.systems if s in mqm.systems]
-    d = da.restrict_systems(systems).score("human")
+    systems = [s for s in release.systems if s in mqm.systems]
+    d = release.restrict_systems(systems).score("human")
     by_src = {s: i for i, s in enumerate(mqm.src)}
-    rows = [by_src[s] for s in da.src]
+    rows = [by_src[s] for s in release.src]
     m = mqm.restrict_systems(systems).score("human")[rows]
     x = mqm.restrict_systems(systems).score("metricx_xxl_MQM_2020")[rows]
     docs = [line.split("\t")[1].strip() for line in (RAW / "mt-metrics-eval-v2/wmt22/documents/zh-en.docs").open()]

@@ -20,6 +20,7 @@ Checked (tests/unit/test_benchmarks_md.py runs the same functions):
 
 from __future__ import annotations
 
+import argparse
 import json
 import re
 import sys
@@ -62,8 +63,8 @@ def numbers(text: str) -> list[tuple[str, str]]:
 def _roundings(token: str) -> set[str]:
     """A shown number and every rounding of it to fewer decimals (half up, as people round)."""
     value = Decimal(token)
-    places = -value.as_tuple().exponent if "." in token else 0
-    return {str(value.quantize(Decimal(1).scaleb(-d), rounding=ROUND_HALF_UP)) for d in range(int(places) + 1)}
+    places = len(token.partition(".")[2])
+    return {str(value.quantize(Decimal(1).scaleb(-d), rounding=ROUND_HALF_UP)) for d in range(places + 1)}
 
 
 def _json_values(value) -> list[float]:
@@ -176,6 +177,7 @@ def _reads_problems(label: str, reads: str, results: Path, readable: set[str]) -
 
 
 def main() -> int:
+    argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter).parse_args()
     problems = structure_problems() + [f"untraced number: {line}" for line in untraced()]
     print("\n".join(problems) if problems else "every number traces to a results file")
     return 1 if problems else 0

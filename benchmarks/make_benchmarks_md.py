@@ -67,7 +67,7 @@ PEER_ROW_OF = {
 }
 """Table row -> the peer's result shown beside it (its MetricCons is Kendall, its Diversity sentence BLEU)."""
 SUMMEVAL_PROPS = (0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75)
-VARIANTS = {"cost": {"budget_cost": True}, "domain": {"balance": "domain"}, "doc": {"level": "doc"}}
+VARIANTS: dict[str, dict] = {"cost": {"budget_cost": True}, "domain": {"balance": "domain"}, "doc": {"level": "doc"}}
 VARIANT_TITLE = {
     "cost": "cost-aware (budget = share of annotation time, ILP)",
     "domain": "domain-balanced (equal items per domain)",
@@ -269,7 +269,7 @@ def run_cases(args: argparse.Namespace, todo: list[dict]) -> None:
             props=case["props"],
             seeds=args.variant_seeds if "variant" in case else args.seeds,
             method_options={m: options[m] for m in case["methods"] if m in options},
-            **VARIANTS.get(case.get("variant"), {}),
+            **(VARIANTS[case["variant"]] if "variant" in case else {}),
         )
         result["wall_seconds"] = time.perf_counter() - start
         print(f"{case['key']}: {result['wall_seconds']:.0f} s", file=sys.stderr, flush=True)
@@ -512,4 +512,4 @@ def plain_table(title: str, prefix: str, keys: list[str], results: dict) -> list
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

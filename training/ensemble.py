@@ -7,6 +7,7 @@ utility file whose signature names the members; ids must match in order.
 
 from __future__ import annotations
 
+import argparse
 import sys
 
 import numpy as np
@@ -18,9 +19,13 @@ def main() -> None:
     from precomet.signature import signature
     from precomet.utilities.output import read_utilities, write_utilities
 
-    if len(sys.argv) < 4:
-        sys.exit(__doc__)
-    out, *files = sys.argv[1:]
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("out", help="the ensemble's utility file (JSONL)")
+    parser.add_argument("files", nargs="+", help="the members' utility files (two or more)")
+    args = parser.parse_args()
+    out, files = args.out, args.files
+    if len(files) < 2:
+        parser.error("give two or more utility files to average")
     try:
         parts = [read_utilities(f) for f in files]
         prints = [fingerprint_in(signed, where=f) for f, (_, _, signed) in zip(files, parts)]
@@ -37,10 +42,11 @@ def main() -> None:
         {"file": f, "signature": {k: v for k, v in signed.items() if k != "training_sources"}}
         for f, (_, _, signed) in zip(files, parts)
     ]
-    hashes = {m["signature"].get("data_hash") for m in members}
+    hashes = {signed.get("data_hash") for _, _, signed in parts}
     union = None  # a source seen in training by any member was seen by the ensemble
-    if all(p is not None for p in prints):
-        union = SourceFingerprint(np.unique(np.concatenate([p.hashes for p in prints]))).to_json()
+    known = [p for p in prints if p is not None]
+    if len(known) == len(prints):
+        union = SourceFingerprint(np.unique(np.concatenate([p.hashes for p in known]))).to_json()
     signed = signature(
         "training/ensemble.py",
         method="ensemble",

@@ -33,6 +33,7 @@ import os
 import time
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from scipy.stats import pearsonr, spearmanr
@@ -57,7 +58,8 @@ SETTINGS = {
         "tests": {f"wmt24/{lp}": (RAW / "wmt24-esa", lp, None) for lp in ("en-cs", "en-hi", "en-ja")},
     },
 }
-CONFIGS = {  # name -> (config file, overrides); frozen variants share cached features per (pooling, max_length)
+# name -> (config file, overrides); frozen variants share cached features per (pooling, max_length)
+CONFIGS: dict[str, tuple[str, dict[str, Any]]] = {
     "frozen": ("precomet-minilm.yaml", {"model.hidden_sizes": [2048, 1024], "model.pooling": "mean"}),
     "frozen-small": ("precomet-minilm.yaml", {"model.hidden_sizes": [512, 128], "model.pooling": "mean"}),
     "frozen-small-256": (

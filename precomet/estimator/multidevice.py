@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pytorch_lightning as pl
 import torch
-from lightning_fabric.utilities.exceptions import MisconfigurationException
+from pytorch_lightning.utilities.exceptions import MisconfigurationException
 from torch.utils.data import DataLoader
 
 from precomet.errors import PrecometError

@@ -438,7 +438,7 @@ def build_trainer(
     Lightning refuses raise :class:`PrecometError`."""
 
     import pytorch_lightning as pl
-    from lightning_fabric.utilities.exceptions import MisconfigurationException
+    from pytorch_lightning.utilities.exceptions import MisconfigurationException
 
     es = cfg["early_stopping"]
     monitor = es["monitor"] if has_dev else None

@@ -1,0 +1,92 @@
+"""The scripts of benchmarks/ and training/ run: every one answers ``--help`` (argparse, so it parsed its
+arguments and ran nothing), and the cheap ones run for real, writing only under a temporary folder."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from precomet.utilities.output import read_utilities, write_utilities
+
+REPO = Path(__file__).resolve().parents[2]
+SCRIPTS = sorted(
+    path.relative_to(REPO).as_posix()
+    for folder in ("benchmarks", "training")
+    for path in (REPO / folder).glob("*.py")
+    if 'if __name__ == "__main__":' in path.read_text(encoding="utf-8")
+)
+SLOW_HELP = {"benchmarks/bench_source_suite.py"}  # imports the estimator (torch) before parsing: ~5 s
+
+
+def run_script(script: str, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """``python SCRIPT ARGS`` from ``cwd`` with this checkout's precomet importable, as the scripts are run."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+    return subprocess.run(
+        [sys.executable, str(REPO / script), *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=120
+    )
+
+
+def test_every_script_is_found():
+    assert len(SCRIPTS) >= 20
+    assert {"benchmarks/regenerate.py", "training/protocol.py"} <= set(SCRIPTS)
+    assert "benchmarks/paths.py" not in SCRIPTS  # a module the scripts import, not a script
+
+
+@pytest.mark.parametrize("script", [pytest.param(s, marks=pytest.mark.slow) if s in SLOW_HELP else s for s in SCRIPTS])
+def test_script_answers_help(script, tmp_path):
+    done = run_script(script, "--help", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("usage: "), done.stdout[:300]
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_check_numbers_finds_every_number_traced(tmp_path):
+    done = run_script("benchmarks/check_numbers.py", cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.strip() == "every number traces to a results file"
+
+
+def test_regenerate_lists_the_registry_and_runs_nothing(tmp_path):
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    try:
+        from regenerate import REGISTRY
+    finally:
+        sys.path.remove(str(REPO / "benchmarks"))
+    done = run_script("benchmarks/regenerate.py", "--list", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    listed = {line.split()[0] for line in done.stdout.splitlines() if line and not line.startswith(" ")}
+    assert {b.name for b in REGISTRY} <= listed
+    assert "cheap benchmarks: ~" in done.stdout
+
+
+def test_assembler_writes_benchmarks_md_where_told(tmp_path):
+    out = tmp_path / "BENCHMARKS.md"
+    done = run_script("benchmarks/assemble_benchmarks_md.py", "--out", str(out), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert out.read_text(encoding="utf-8") == (REPO / "BENCHMARKS.md").read_text(encoding="utf-8")
+
+
+def test_ensemble_averages_z_scored_members(tmp_path):
+    ids = ["a", "b", "c", "d"]
+    first, second = np.array([1.0, 2.0, 3.0, 4.0]), np.array([8.0, 2.0, 4.0, 6.0])
+    write_utilities(tmp_path / "one.jsonl", ids, first, {"method": "x", "data_hash": "h"})
+    write_utilities(tmp_path / "two.jsonl", ids, second, {"method": "y", "data_hash": "h"})
+    done = run_script("training/ensemble.py", "mean.jsonl", "one.jsonl", "two.jsonl", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    got_ids, values, signed = read_utilities(tmp_path / "mean.jsonl")
+    expected = np.mean([(v - v.mean()) / v.std() for v in (first, second)], axis=0)
+    assert got_ids == ids
+    np.testing.assert_allclose(values, expected)
+    assert signed["method"] == "ensemble" and signed["data_hash"] == "h"
+    assert [m["file"] for m in signed["members"]] == ["one.jsonl", "two.jsonl"]
+
+
+def test_ensemble_refuses_a_single_member(tmp_path):
+    done = run_script("training/ensemble.py", "mean.jsonl", "one.jsonl", cwd=tmp_path)
+    assert done.returncode == 2
+    assert "two or more utility files" in done.stderr
