@@ -8,7 +8,6 @@ import argparse
 import importlib
 import logging
 import os
-import re
 import sys
 import traceback
 import warnings
@@ -36,25 +35,19 @@ COMMANDS = {
 }
 
 
-PARAMETER_FLAGS = {
-    "external={NAME: utilities}": "--scores NAME=FILE",
-    "allow_gap=True": "--allow-gap",
-    "options={'missing': 'exclude'}": "--exclude-missing",
-    "campaign=": "--campaign ",
-    "human=": "--human ",
-    "metric=": "--metric ",
-    "methods=": "--methods ",
-    "props=": "--props ",
-    "seeds=": "--seeds ",
-    "time_limit=": "--time-limit ",
+OPTIONS = {
+    "allow_gap": "--allow-gap",
+    "campaign": "--campaign ",
+    "external": "--scores NAME=FILE",
+    "human": "--human ",
+    "methods": "--methods ",
+    "metric": "--metric ",
+    "options": "--exclude-missing",
+    "props": "--props ",
+    "seeds": "--seeds ",
+    "time_limit": "--time-limit ",
 }
-"""Library errors name parameters (``campaign=NAME``, ``allow_gap=True``); the CLI shows the options that set them."""
-_PARAMETER = re.compile(r"(?<![\w.-])(" + "|".join(map(re.escape, PARAMETER_FLAGS)) + ")")
-
-
-def as_flags(message: str) -> str:
-    """``message`` with every parameter of :data:`PARAMETER_FLAGS` written as its command-line option."""
-    return _PARAMETER.sub(lambda match: PARAMETER_FLAGS[match[1]], message)
+"""How the CLI writes a parameter a library error names (:attr:`PrecometError.params`): the option that sets it."""
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
@@ -154,7 +147,7 @@ def _main(argv: list[str]) -> int:
     except (Exception, KeyboardInterrupt) as err:  # noqa: BLE001 -- classified below; SystemExit passes
         failure = err
     if isinstance(failure, PrecometError):  # the library names parameters; the user typed options
-        message, status = f"error: {as_flags(str(failure))}", 2
+        message, status = f"error: {failure.spelled(OPTIONS)}", 2
     elif isinstance(failure, OSError):  # a file that cannot be read or written: bad input, not a bug
         where = f"{failure.filename}: " if failure.filename else ""
         message, status = f"error: {where}{failure.strerror or failure}", 2

@@ -81,19 +81,23 @@ def run_crowd_benchmark(
     props = validate_props(props)
     names = list(methods)
     if not names:
-        raise PrecometError("the artificial crowd needs utility methods (methods=...)")
+        raise PrecometError("the artificial crowd needs utility methods ({methods}...)", param="methods")
     unknown = [m for m in names if m not in UTILITY_METHODS]
     if unknown:
         raise PrecometError(f"unknown method(s) {unknown}; valid: {', '.join(UTILITY_METHODS)}")
     if any(UTILITY_METHODS[m].needs_score for m in names) and metric is None:
         available = sorted(set(campaign.scores) - {score})
-        raise PrecometError(f"choose the metric the utilities use (metric=NAME); available: {available}")
+        raise PrecometError(
+            f"choose the metric the utilities use ({{metric}}NAME); available: {available}", param="metric"
+        )
     if seeds < 1:
-        raise PrecometError(f"seeds={seeds}: the random baseline needs at least 1 seed")
+        raise PrecometError(f"{{seeds}}{seeds}: the random baseline needs at least 1 seed", param="seeds")
     n = len(campaign)
     sizes = np.array([budget_items(p, n) for p in props])
     if sizes.min() < 2:
-        raise PrecometError(f"budget proportion(s) give fewer than 2 of {n} items; use larger proportions (props=...)")
+        raise PrecometError(
+            f"budget proportion(s) give fewer than 2 of {n} items; use larger proportions ({{props}}...)", param="props"
+        )
     by_size = np.argsort(sizes, kind="stable")
     sorted_sizes = sizes[by_size].tolist()
     crowds = draw_crowds(campaign.systems, k=crowd, runs=runs, seed=seed)

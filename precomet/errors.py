@@ -1,19 +1,53 @@
 """Exception types. Every error precomet raises on bad input derives from :class:`PrecometError`;
 the CLI turns those into a one-line message and exit status 2."""
 
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+SUGGESTED = {
+    "allow_gap": "allow_gap=True",
+    "external": "external={NAME: utilities}",
+    "options": "options={'missing': 'exclude'}",
+}
+"""Parameters an error suggests with one value, as a Python caller writes them (any other reads ``name=``)."""
+
 
 class PrecometError(ValueError):
-    """Bad input or an impossible request; the message says what and where."""
+    """Bad input or an impossible request; the message says what and where.
+
+    An error about parameters names them in ``param`` (one name or a tuple; :attr:`param` is the first,
+    :attr:`params` all) and writes each in ``message`` as a field ``{name}`` before its value:
+    ``PrecometError("choose the metric ({metric}NAME)", param="metric")`` reads ``metric=NAME`` in ``str(err)``,
+    and :meth:`spelled` lets the CLI write its option (``--metric NAME``) instead."""
+
+    def __init__(self, message: str, *, param: str | tuple[str, ...] | None = None) -> None:
+        self.params: tuple[str, ...] = (param,) if isinstance(param, str) else tuple(param or ())
+        self.param: str | None = self.params[0] if self.params else None
+        self.template = message
+        super().__init__(self.spelled())
+
+    def spelled(self, flags: Mapping[str, str] | None = None) -> str:
+        """The message with each parameter field written as ``flags`` spells it (the CLI: its options), else as a
+        Python caller writes it (``name=``, or the setting of :data:`SUGGESTED`)."""
+        message = self.template
+        for name in self.params:
+            spelling = (flags or {}).get(name) or SUGGESTED.get(name, f"{name}=")
+            message = message.replace(f"{{{name}}}", spelling)
+        return message
 
 
 class DataError(PrecometError):
     """A data file that cannot be read as its format requires (names the file and line)."""
 
-    def __init__(self, path, message: str, *, line: int | None = None) -> None:
-        where = f"{path}:{line}" if line is not None else f"{path}"
-        super().__init__(f"{where}: {message}")
+    def __init__(self, path, message: str, *, line: int | None = None, param: str | None = None) -> None:
         self.path = path
         self.line = line
+        super().__init__(message, param=param)
+
+    def spelled(self, flags: Mapping[str, str] | None = None) -> str:
+        where = f"{self.path}:{self.line}" if self.line is not None else f"{self.path}"
+        return f"{where}: {super().spelled(flags)}"
 
 
 class CampaignError(PrecometError):

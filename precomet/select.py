@@ -153,7 +153,9 @@ def select_subset(
             f"(objective {outcome['objective']:.6g}, bound {outcome['bound']:.6g}, time limit {time_limit:g} s)"
         )
         if not allow_gap:
-            raise PrecometError(message + "; raise time_limit=... or pass allow_gap=True")
+            raise PrecometError(
+                message + "; raise {time_limit}... or pass {allow_gap}", param=("time_limit", "allow_gap")
+            )
         warnings.warn(message, SolverGapWarning, stacklevel=2)
         log.warning(message)
     picked = np.flatnonzero(chosen)

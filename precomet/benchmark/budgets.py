@@ -35,7 +35,9 @@ def parse_props(text: str) -> list[float]:
         else:
             props = [float(x) for x in text.split(",") if x.strip()]
     except ValueError:
-        raise PrecometError(f"props={text!r}: expected start:stop:step or a comma list of proportions") from None
+        raise PrecometError(
+            f"{{props}}{text!r}: expected start:stop:step or a comma list of proportions", param="props"
+        ) from None
     return validate_props(props)
 
 
@@ -44,10 +46,10 @@ def validate_props(props: Sequence[float]) -> list[float]:
     props = [float(p) for p in props]
     bad = [p for p in props if not 0 < p <= 1]
     if not props or bad:
-        raise PrecometError(f"budget proportions props= must lie in (0, 1], got {bad or 'none'}")
+        raise PrecometError(f"budget proportions {{props}} must lie in (0, 1], got {bad or 'none'}", param="props")
     twice = sorted({p for p in props if props.count(p) > 1})
     if twice:
-        raise PrecometError(f"budget proportions props= give {twice} twice")
+        raise PrecometError(f"budget proportions {{props}} give {twice} twice", param="props")
     return props
 
 

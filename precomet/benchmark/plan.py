@@ -48,8 +48,8 @@ def method_specs(methods: Sequence[str], external: Mapping[str, Any]) -> dict[st
     names = list(methods)
     if not names and not external:
         raise PrecometError(
-            "nothing to benchmark: give utility methods (methods=...)"
-            " and/or external utilities (external={NAME: utilities})"
+            "nothing to benchmark: give utility methods ({methods}...) and/or external utilities ({external})",
+            param=("methods", "external"),
         )
     clash = sorted(set(names) & set(external))
     if clash or len(set(names)) != len(names):
@@ -63,8 +63,8 @@ def method_specs(methods: Sequence[str], external: Mapping[str, Any]) -> dict[st
     unknown = [m for m in names if m not in UTILITY_METHODS]
     if unknown:
         raise PrecometError(
-            f"unknown method(s) {unknown}; valid: {', '.join(UTILITY_METHODS)}"
-            " (or external utilities: external={NAME: utilities})"
+            f"unknown method(s) {unknown}; valid: {', '.join(UTILITY_METHODS)} (or external utilities: {{external}})",
+            param="external",
         )
     return {m: UTILITY_METHODS[m] for m in names}
 

@@ -82,11 +82,14 @@ def run_benchmark(
     if small:
         raise PrecometError(
             f"budget proportion(s) {small} give fewer than 2 of {len(campaign)} items;"
-            " use larger proportions (props=...)"
+            " use larger proportions ({props}...)",
+            param="props",
         )
     if any(spec.needs_score for spec in specs.values()) and metric is None:
         available = sorted(set(campaign.scores) - {score})
-        raise PrecometError(f"choose the metric the utilities use (metric=NAME); available: {available}")
+        raise PrecometError(
+            f"choose the metric the utilities use ({{metric}}NAME); available: {available}", param="metric"
+        )
     if metric is not None:
         campaign.score(metric)  # fails early, listing the valid names
     circular = circular_reason(list(specs), metric, score)

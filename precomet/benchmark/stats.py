@@ -52,7 +52,7 @@ def random_runs(
 ) -> np.ndarray:
     """The random runs behind :func:`random_baseline`: array ``(seeds, props, BENCH_MEASURES)``."""
     if seeds < 1:
-        raise PrecometError(f"seeds={seeds}: the random baseline needs at least 1 seed")
+        raise PrecometError(f"{{seeds}}{seeds}: the random baseline needs at least 1 seed", param="seeds")
     runs = np.zeros((seeds, len(props), len(BENCH_MEASURES)))
     utilities = [np.random.default_rng([seed, r]).random(len(ref)) for r in range(seeds)]
     if select is None:  # nested top-k subsets: all seeds' orderings in batched calls

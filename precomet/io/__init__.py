@@ -85,7 +85,11 @@ def detect_format(path: str | Path, *, text: bool = False) -> str:
         if is_saved_dataset(path):
             return "hf-dataset"
         if path.name.startswith("wmt") and is_wmt_release_root(path.parent):
-            raise DataError(path, f"this is one year of a WMT release: pass its parent {path.parent} and campaign=NAME")
+            raise DataError(
+                path,
+                f"this is one year of a WMT release: pass its parent {path.parent} and {{campaign}}NAME",
+                param="campaign",
+            )
         raise DataError(
             path,
             "directory is neither an mt-metrics-eval root (wmtYY/sources/...), WMT24 ESA (humeval/, txt/)"
@@ -113,14 +117,18 @@ def _load_mtme(path: Path, campaign: str | None, human: str | None) -> Campaign:
     if campaign is None:
         from precomet.io.mtme import list_campaigns
 
-        raise PrecometError(f"{path}: an mt-metrics-eval root needs campaign=NAME; found {list_campaigns(path)}")
+        raise PrecometError(
+            f"{path}: an mt-metrics-eval root needs {{campaign}}NAME; found {list_campaigns(path)}", param="campaign"
+        )
     return load_mtme(path, campaign, human=human)
 
 
 def _no_options(loader):
     def load_file(path: Path, campaign: str | None, human: str | None) -> Campaign:
         if human not in (None, HUMAN):
-            raise PrecometError(f"{path}: this format has one human protocol; human={human!r} is not available")
+            raise PrecometError(
+                f"{path}: this format has one human protocol; {{human}}{human!r} is not available", param="human"
+            )
         return loader(path)
 
     return load_file
@@ -128,7 +136,10 @@ def _no_options(loader):
 
 def _load_esa(path: Path, campaign: str | None, human: str | None) -> Campaign:
     if campaign is None:
-        raise PrecometError(f"{path}: a WMT24 ESA directory needs campaign=NAME; found {list_esa_campaigns(path)}")
+        raise PrecometError(
+            f"{path}: a WMT24 ESA directory needs {{campaign}}NAME; found {list_esa_campaigns(path)}",
+            param="campaign",
+        )
     if human not in (None, "esa"):
         raise PrecometError(f"{path}: unknown human protocol {human!r}; available: ['esa']")
     return load_wmt24_esa(path, campaign)
@@ -136,11 +147,15 @@ def _load_esa(path: Path, campaign: str | None, human: str | None) -> Campaign:
 
 def _load_release(path: Path, campaign: str | None, human: str | None) -> Campaign:
     if campaign is None:
-        raise PrecometError(f"{path}: a WMT release root needs campaign=NAME; found {list_release_campaigns(path)}")
+        raise PrecometError(
+            f"{path}: a WMT release root needs {{campaign}}NAME; found {list_release_campaigns(path)}",
+            param="campaign",
+        )
     loaded = load_wmt_release(path, campaign)
     if human is not None and loaded.protocol is None:
         raise PrecometError(
-            f"{path}: WMT release campaign {campaign!r} has no human scores; human={human!r} is not available"
+            f"{path}: WMT release campaign {campaign!r} has no human scores; {{human}}{human!r} is not available",
+            param="human",
         )
     if human not in (None, loaded.protocol):
         raise PrecometError(f"{path}: unknown human protocol {human!r}; available: [{loaded.protocol!r}]")
@@ -149,7 +164,9 @@ def _load_release(path: Path, campaign: str | None, human: str | None) -> Campai
 
 def _load_dataset_dict(path: Path, campaign: str | None, human: str | None) -> Campaign:
     if human not in (None, HUMAN):
-        raise PrecometError(f"{path}: this format has one human protocol; human={human!r} is not available")
+        raise PrecometError(
+            f"{path}: this format has one human protocol; {{human}}{human!r} is not available", param="human"
+        )
     return load_saved_dataset(path, split=campaign)
 
 
@@ -244,7 +261,9 @@ def load(
     alongside = [name for name, value in (("docs", docs), ("domains", domains)) if value is not None]
     if kind == "text":
         if human not in (None, HUMAN):
-            raise PrecometError(f"{path}: plain-text sources have no human scores; human={human!r} is not available")
+            raise PrecometError(
+                f"{path}: plain-text sources have no human scores; {{human}}{human!r} is not available", param="human"
+            )
         return load_text(path, docs=docs, domains=domains)
     if alongside:
         raise PrecometError(

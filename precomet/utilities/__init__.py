@@ -101,7 +101,8 @@ def compute_utility(
                 raise PrecometError(
                     f"score {score!r} is missing for item {campaign.ids[rows[0]]!r}, system"
                     f" {campaign.systems[cols[0]]!r} ({n_bad} item(s) affected); restrict systems or pass"
-                    " options={'missing': 'exclude'}"
+                    " {options}",
+                    param="options",
                 )
             keep = np.flatnonzero(~bad.any(axis=1))
             log.warning("utility %s: %d item(s) lack %r for some system; excluded (utility NaN)", method, n_bad, score)

@@ -12,7 +12,7 @@ import pytest
 
 from precomet import cli
 from precomet.benchmark import parse_props, run_benchmark
-from precomet.errors import PrecometError
+from precomet.errors import DataError, PrecometError
 from precomet.io import load, write_jsonl
 from precomet.progress import progress_enabled
 from precomet.simulate import simulate_campaign
@@ -63,21 +63,60 @@ def test_a_missing_score_error_names_the_option_not_the_cli_flag():
     assert "--" not in str(error.value)
 
 
+def test_a_library_error_names_its_parameter(simulated):
+    campaign, _ = simulated
+    with pytest.raises(PrecometError) as error:
+        run_benchmark(campaign, methods=["metric_var"], seeds=2, oracle=False)
+    assert error.value.param == "metric" and error.value.params == ("metric",)
+    assert "(metric=NAME)" in str(error.value)
+    assert "(--metric NAME)" in error.value.spelled(cli.OPTIONS)
+
+
 @pytest.mark.parametrize(
-    ("message", "shown"),
+    ("error", "python", "shown"),
     [
-        ("x: a root needs campaign=NAME; found ['a']", "x: a root needs --campaign NAME; found ['a']"),
-        ("one human protocol; human='mqm' is not available", "one human protocol; --human 'mqm' is not available"),
-        ("use larger proportions (props=...)", "use larger proportions (--props ...)"),
-        ("(or external utilities: external={NAME: utilities})", "(or external utilities: --scores NAME=FILE)"),
-        ("raise time_limit=... or pass allow_gap=True", "raise --time-limit ... or pass --allow-gap"),
-        ("pass options={'missing': 'exclude'}", "pass --exclude-missing"),
-        ("seeds=0: the random baseline needs at least 1 seed", "--seeds 0: the random baseline needs at least 1 seed"),
-        ("score 'human_mqm' and the option my_metric=3 stay", "score 'human_mqm' and the option my_metric=3 stay"),
+        (
+            PrecometError("x: needs {campaign}NAME", param="campaign"),
+            "x: needs campaign=NAME",
+            "x: needs --campaign NAME",
+        ),
+        (PrecometError("{human}'mqm' is not available", param="human"), "human='mqm' is", "--human 'mqm' is"),
+        (
+            PrecometError("(or {external})", param="external"),
+            "(or external={NAME: utilities})",
+            "(or --scores NAME=FILE)",
+        ),
+        (
+            PrecometError("raise {time_limit}... or pass {allow_gap}", param=("time_limit", "allow_gap")),
+            "raise time_limit=... or pass allow_gap=True",
+            "raise --time-limit ... or pass --allow-gap",
+        ),
+        (
+            PrecometError("pass {options}", param="options"),
+            "pass options={'missing': 'exclude'}",
+            "pass --exclude-missing",
+        ),
+        (PrecometError("{seeds}0: needs 1 seed", param="seeds"), "seeds=0: needs 1 seed", "--seeds 0: needs 1 seed"),
+        (
+            PrecometError("{metric} and {props} stay", param="props"),
+            "{metric} and props= stay",
+            "{metric} and --props  stay",
+        ),
+        (
+            PrecometError("{'a': 1} for {metric}NAME", param="metric"),
+            "{'a': 1} for metric=NAME",
+            "{'a': 1} for --metric NAME",
+        ),
+        (
+            DataError("f.jsonl", "give {metric}NAME", line=3, param="metric"),
+            "f.jsonl:3: give metric=NAME",
+            "f.jsonl:3: give --metric NAME",
+        ),
     ],
 )
-def test_cli_translates_parameters_into_options(message, shown):
-    assert cli.as_flags(message) == shown
+def test_errors_spell_parameters_for_python_and_the_cli(error, python, shown):
+    assert python in str(error)
+    assert shown in error.spelled(cli.OPTIONS)
 
 
 def test_cli_shows_the_option_for_a_library_error(capsys):
