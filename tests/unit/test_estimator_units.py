@@ -375,3 +375,23 @@ def test_multidevice_rank_batches_cover_every_source_once_and_merge_checks():
     np.testing.assert_allclose(merge(gathered, 3), [0.0, 0.1, 0.2])
     with pytest.raises(RuntimeError, match="unevenly"):
         merge(gathered + [(torch.tensor([1]), torch.tensor([0.1]))], 3)
+
+
+def test_estimator_predict_is_predict_sources(encoder_dir):
+    from precomet.estimator.checkpoint import Estimator
+    from precomet.estimator.predict import predict_sources
+
+    model, tokenizer = _model(encoder_dir)
+    meta = {
+        "target": {"method": "neg_avg"},
+        "direction": "lower_first",
+        "standardisation": {"mean": 2.0, "std": 3.0},
+        "max_length": 32,
+    }
+    estimator = Estimator(model=model.eval(), tokenizer=tokenizer, meta=meta)
+    sources = TEXTS[:3]
+    values = estimator.predict(sources, batch_size=2)
+    assert values.shape == (3,) and np.isfinite(values).all() and np.ptp(values) > 0
+    np.testing.assert_array_equal(values, predict_sources(estimator, sources, batch_size=2))
+    with pytest.raises(PrecometError, match="empty source at position 1"):
+        estimator.predict(["a cat", " "])
