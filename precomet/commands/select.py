@@ -114,7 +114,6 @@ def paths(args: argparse.Namespace) -> Paths:
 
 
 def run(args: argparse.Namespace) -> int:
-    from precomet.campaign import source_length
     from precomet.io.atomic import check_outputs
     from precomet.select import select_subset, subset_manifest_path, write_subset
     from precomet.selection.knapsack import check_solver
@@ -187,13 +186,10 @@ def run(args: argparse.Namespace) -> int:
         )
     selection = select_subset(
         utility,
+        campaign=campaign,
         cost=campaign.cost if cost_aware else None,
-        domain=campaign.domain,
-        doc=campaign.doc,
-        ids=campaign.ids,
         seed=args.seed,
         cost_objective=args.cost_objective,
-        length=source_length(campaign.src),
         **options,
     )
     parameters.update(
