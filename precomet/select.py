@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from precomet.campaign import source_length
+from precomet.campaign import require_documents, source_length
 from precomet.errors import PrecometError, SolverGapWarning
 from precomet.io import jsonsafe
 from precomet.io.atomic import name_max, output_set, written_through
@@ -115,7 +115,7 @@ def select_subset(
 
     ``campaign`` (aligned with ``utility``) fills what is not given: ``domain``, ``doc``, ``ids``, ``length``
     (characters of each source) and, under ``budget_cost``, ``cost``; as on the command line, ``proportion`` is then
-    a share of the items unless ``cost=campaign.cost`` is passed.
+    a share of the items unless ``cost=campaign.cost`` is passed, and ``level="doc"`` needs its documents.
     """
     start = time.perf_counter()
     check_cost_objective(cost_objective)
@@ -126,6 +126,8 @@ def select_subset(
             raise PrecometError(f"campaign {campaign.name!r} has {len(campaign)} items, utility has {n} values")
         cost = campaign.cost if cost is None and budget_cost is not None else cost
         domain = campaign.domain if domain is None else domain
+        if doc is None and level == "doc":
+            require_documents(campaign, option="level='doc'")
         doc = campaign.doc if doc is None else doc
         ids = campaign.ids if ids is None else ids
         length = source_length(campaign.src) if length is None else length

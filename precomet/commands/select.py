@@ -8,7 +8,7 @@ import sys
 
 import numpy as np
 
-from precomet.campaign import Campaign
+from precomet.campaign import Campaign, require_documents
 from precomet.commands.common import (
     Paths,
     add_cost_arguments,
@@ -18,7 +18,6 @@ from precomet.commands.common import (
     load_campaign,
     positive_float,
     positive_int,
-    require_documents,
     require_method_data,
     seed,
     share,
@@ -278,14 +277,9 @@ def _batch_contents(campaign: Campaign) -> str:
 
 def _item_budget(args: argparse.Namespace, campaign: Campaign) -> int:
     """The budget in items (k for kmeans, diffuse and the strata selector)."""
-    from precomet.selection.units import budget_items
+    from precomet.selection.units import item_budget
 
-    if args.budget is not None:
-        return int(args.budget)
-    if args.proportion is not None:
-        return max(1, budget_items(args.proportion, len(campaign)))
-    # --budget-cost: as many items as the budget buys at the mean item cost
-    return max(1, int(args.budget_cost / float(campaign.cost.mean())))
+    return item_budget(campaign.cost, budget=args.budget, proportion=args.proportion, budget_cost=args.budget_cost)
 
 
 def _quotas(text: str | None) -> dict | None:

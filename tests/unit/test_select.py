@@ -485,3 +485,24 @@ def test_campaign_must_align_with_the_utilities():
     campaign = simulate_campaign(n_items=10, n_systems=2, seed=0)
     with pytest.raises(PrecometError, match="has 10 items, utility has 9 values"):
         select_subset(np.ones(9), campaign=campaign, budget=2)
+
+
+def test_campaign_without_documents_refuses_doc_level():
+    from precomet.campaign import Campaign
+
+    flat = Campaign.build(
+        ids=["a", "b", "c"], src=["one", "two", "three"], systems=[], name="flat"
+    )  # doc = the item id
+    with pytest.raises(PrecometError, match="level='doc': campaign 'flat' has no documents"):
+        select_subset(np.ones(3), campaign=flat, budget=2, level="doc")
+    documented = simulate_campaign(n_items=10, n_systems=2, seed=0)
+    assert len(select_subset(np.ones(10), campaign=documented, budget=5, level="doc")) >= 1
+
+
+def test_item_budget_counts_what_a_cost_budget_buys_at_the_mean_cost():
+    from precomet.selection.units import item_budget
+
+    cost = np.array([1.0, 2.0, 3.0, 6.0])  # mean 3
+    assert item_budget(cost, budget=3) == 3
+    assert item_budget(cost, proportion=0.5) == 2 and item_budget(cost, proportion=0.1) == 1
+    assert item_budget(cost, budget_cost=7.0) == 2 and item_budget(cost, budget_cost=1.0) == 1
