@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from precomet.errors import CampaignError
+from precomet.errors import CampaignError, PrecometError
 
 HUMAN = "human"
 """Score name under which loaders store the human judgements of a campaign."""
@@ -383,3 +383,13 @@ def _score_matrix(values: Any, systems: tuple[str, ...], n: int, name: str) -> n
     if matrix.shape != (n, len(systems)):
         raise CampaignError(f"score {name!r}: expected shape {(n, len(systems))}, got {matrix.shape}")
     return matrix
+
+
+def require_documents(campaign: Campaign, option: str = "--level doc") -> None:
+    """Refuse document-level selection on an input without documents (every item its own document, ``doc`` =
+    the item id): it would silently behave as item level."""
+    if len(campaign) and all(doc == item_id for doc, item_id in zip(campaign.doc, campaign.ids)):
+        raise PrecometError(
+            f"{option}: campaign {campaign.name!r} has no documents (no 'doc' field: every item is its own"
+            " document); give documents in the input or select items"
+        )

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from precomet.campaign import require_documents, source_length
 from precomet.errors import PrecometError, SolverGapWarning
 from precomet.io import jsonsafe
 from precomet.io.atomic import name_max, output_set, written_through
@@ -100,6 +101,7 @@ def select_subset(
     seed: int = 0,
     cost_objective: str = DEFAULT_COST_OBJECTIVE,
     length: Sequence[float] | np.ndarray | None = None,
+    campaign: Campaign | None = None,
 ) -> Selection:
     """Choose the items to annotate. Higher ``utility`` = annotate first.
 
@@ -110,11 +112,25 @@ def select_subset(
     knapsack maximises ``cost_objective`` (see :mod:`precomet.selection.objective`; the default
     ``"rank-length"`` needs ``length``, e.g. the characters of each source; ``"paper"`` is Eq. 2 with
     utilities shifted onto [0.1, 0.6]).
+
+    ``campaign`` (aligned with ``utility``) fills what is not given: ``domain``, ``doc``, ``ids``, ``length``
+    (characters of each source) and, under ``budget_cost``, ``cost``; as on the command line, ``proportion`` is then
+    a share of the items unless ``cost=campaign.cost`` is passed, and ``level="doc"`` needs its documents.
     """
     start = time.perf_counter()
     check_cost_objective(cost_objective)
     u = np.array(utility, dtype=float)
     n = len(u)
+    if campaign is not None:
+        if len(campaign) != n:
+            raise PrecometError(f"campaign {campaign.name!r} has {len(campaign)} items, utility has {n} values")
+        cost = campaign.cost if cost is None and budget_cost is not None else cost
+        domain = campaign.domain if domain is None else domain
+        if doc is None and level == "doc":
+            require_documents(campaign, option="level='doc'")
+        doc = campaign.doc if doc is None else doc
+        ids = campaign.ids if ids is None else ids
+        length = source_length(campaign.src) if length is None else length
     names = np.array([str(i) for i in (range(n) if ids is None else ids)], dtype=object)
     if u.ndim != 1 or n == 0:
         raise PrecometError(f"utility must be a non-empty 1-D array, got shape {u.shape}")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from precomet.campaign import Campaign
+from precomet.campaign import Campaign, require_documents
 from precomet.commands.common import (
     Paths,
     add_cost_arguments,
@@ -19,7 +19,6 @@ from precomet.commands.common import (
     positive_float,
     positive_int,
     repeats,
-    require_documents,
     require_outputs,
     seed,
 )

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import fnmatch
 
 from precomet.commands.common import Paths, parse_options, seed
+from precomet.io.specs import load_specs, split_spec
 
 HELP = "compute a utility per item of each input campaign (normalised per campaign) as estimator training targets"
-GLOB = set("*?[")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -73,51 +72,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-o", "--output", required=True, help="output JSONL")
 
 
-def split_spec(spec: str) -> tuple[str, str | None]:
-    """``PATH[:CAMPAIGN]`` -> (path, campaign); a path that exists as given wins over the split."""
-    from pathlib import Path
-
-    if Path(spec).exists() or ":" not in spec:
-        return spec, None
-    path, campaign = spec.rsplit(":", 1)
-    return path, campaign
-
-
-def expand_spec(spec: str) -> list[tuple[str, str | None]]:
-    """``PATH[:CAMPAIGN]`` with a glob in CAMPAIGN -> one ``(path, campaign)`` per matching campaign name."""
-    from precomet.io import match_campaigns
-
-    path, name = split_spec(spec)
-    if name is None or not GLOB & set(name):
-        return [(path, name)]
-    return [(path, n) for n in match_campaigns(path, name)]
-
-
-def load_specs(specs: list[str], human: str | None, *, complete: bool = True) -> list:
-    """Every campaign named by the specs (globs expanded); campaign names must be distinct. ``complete``:
-    drop items without a human score for every system (as :func:`precomet.io.load`)."""
-    from dataclasses import replace
-
-    from precomet.errors import PrecometError
-    from precomet.io import load
-
-    campaigns: list = []
-    origin: dict[str, str] = {}
-    for spec in specs:
-        for path, name in expand_spec(spec):
-            campaign = load(path, campaign=name, human=human, complete=complete)
-            if name is not None and campaign.name != name:
-                campaign = replace(campaign, name=name)
-            if campaign.name in origin:
-                raise PrecometError(
-                    f"campaign name {campaign.name!r} comes from both {origin[campaign.name]} and {path};"
-                    " targets are grouped by campaign name"
-                )
-            origin[campaign.name] = path
-            campaigns.append(campaign)
-    return campaigns
-
-
 def paths(args: argparse.Namespace) -> Paths:
     specs = [*args.data, *args.holdout]
     return Paths(inputs=[split_spec(spec)[0] for spec in specs], outputs=[args.output])
@@ -126,7 +80,7 @@ def paths(args: argparse.Namespace) -> Paths:
 def run(args: argparse.Namespace) -> int:
     from precomet.errors import PrecometError
     from precomet.estimator.leakage import drop_sources
-    from precomet.estimator.targets import build_targets, merge_by_source, write_targets
+    from precomet.estimator.targets import build_targets, exclude_campaigns, merge_by_source, write_targets
     from precomet.io.atomic import check_output
     from precomet.utilities import resolve_options
 
@@ -138,17 +92,8 @@ def run(args: argparse.Namespace) -> int:
         from precomet.utilities.reference import with_reference_score
 
         campaigns = [with_reference_score(c, args.reference_metric) for c in campaigns]
-    excluded = {p: [c for c in campaigns if fnmatch.fnmatchcase(c.name, p)] for p in args.exclude}
-    unmatched = [p for p, hits in excluded.items() if not hits]
-    if unmatched:
-        raise PrecometError(
-            f"--exclude {unmatched[0]!r} matches no input campaign; inputs: {[c.name for c in campaigns]}"
-        )
-    left_out = {c.name: c for hits in excluded.values() for c in hits}
-    kept = [c for c in campaigns if c.name not in left_out]
-    if not kept:
-        raise PrecometError("every input campaign was excluded")
-    held = list(left_out.values()) + (load_specs(args.holdout, None, complete=False) if args.holdout else [])
+    kept, left_out = exclude_campaigns(campaigns, args.exclude)
+    held = left_out + (load_specs(args.holdout, None, complete=False) if args.holdout else [])
     rows = build_targets(
         kept, method=args.method, score=args.metric, normalisation=args.normalise, seed=args.seed, options=options
     )

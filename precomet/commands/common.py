@@ -258,16 +258,6 @@ open_share = _number_type(float, lambda v: 0 < v < 1, "a number in (0, 1)", "ope
 """A probability in (0, 1) (``--level``, ``--alpha``)."""
 
 
-def require_documents(campaign: Campaign, option: str = "--level doc") -> None:
-    """Refuse document-level selection on an input without documents (every item its own document, ``doc`` =
-    the item id): it would silently behave as item level."""
-    if len(campaign) and all(doc == item_id for doc, item_id in zip(campaign.doc, campaign.ids)):
-        raise PrecometError(
-            f"{option}: campaign {campaign.name!r} has no documents (no 'doc' field: every item is its own"
-            " document); give documents in the input or select items"
-        )
-
-
 def parse_options(pairs: list[str]) -> dict:
     """``KEY=VALUE`` strings -> dict; values are JSON when they parse, strings otherwise."""
     options = {}

@@ -8,7 +8,7 @@ import sys
 
 import numpy as np
 
-from precomet.campaign import Campaign
+from precomet.campaign import Campaign, require_documents
 from precomet.commands.common import (
     Paths,
     add_cost_arguments,
@@ -18,7 +18,6 @@ from precomet.commands.common import (
     load_campaign,
     positive_float,
     positive_int,
-    require_documents,
     require_method_data,
     seed,
     share,
@@ -114,7 +113,6 @@ def paths(args: argparse.Namespace) -> Paths:
 
 
 def run(args: argparse.Namespace) -> int:
-    from precomet.campaign import source_length
     from precomet.io.atomic import check_outputs
     from precomet.select import select_subset, subset_manifest_path, write_subset
     from precomet.selection.knapsack import check_solver
@@ -187,13 +185,10 @@ def run(args: argparse.Namespace) -> int:
         )
     selection = select_subset(
         utility,
+        campaign=campaign,
         cost=campaign.cost if cost_aware else None,
-        domain=campaign.domain,
-        doc=campaign.doc,
-        ids=campaign.ids,
         seed=args.seed,
         cost_objective=args.cost_objective,
-        length=source_length(campaign.src),
         **options,
     )
     parameters.update(
@@ -282,14 +277,9 @@ def _batch_contents(campaign: Campaign) -> str:
 
 def _item_budget(args: argparse.Namespace, campaign: Campaign) -> int:
     """The budget in items (k for kmeans, diffuse and the strata selector)."""
-    from precomet.selection.units import budget_items
+    from precomet.selection.units import item_budget
 
-    if args.budget is not None:
-        return int(args.budget)
-    if args.proportion is not None:
-        return max(1, budget_items(args.proportion, len(campaign)))
-    # --budget-cost: as many items as the budget buys at the mean item cost
-    return max(1, int(args.budget_cost / float(campaign.cost.mean())))
+    return item_budget(campaign.cost, budget=args.budget, proportion=args.proportion, budget_cost=args.budget_cost)
 
 
 def _quotas(text: str | None) -> dict | None:

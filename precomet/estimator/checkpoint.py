@@ -56,6 +56,23 @@ class Estimator:
     def to_utility(self, standardised: torch.Tensor) -> torch.Tensor:
         return to_utility(self.meta, standardised)
 
+    def predict(
+        self,
+        sources: Sequence[str],
+        *,
+        batch_size: int = 64,
+        device: str = "cpu",
+        progress: bool | None = None,
+        precision: str = "fp32",
+    ) -> np.ndarray:
+        """Utility (higher = annotate first) of each source, in input order: :func:`precomet.estimator.predict.
+        predict_sources` on this estimator (the same checks, truncation warning and numbers)."""
+        from precomet.estimator.predict import predict_sources
+
+        return predict_sources(
+            self, sources, batch_size=batch_size, device=device, progress=progress, precision=precision
+        )
+
 
 def to_utility(meta: dict[str, Any], standardised: torch.Tensor) -> torch.Tensor:
     """Undo the training standardisation recorded in ``meta`` and orient so that higher = annotate first."""

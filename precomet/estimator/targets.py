@@ -119,6 +119,25 @@ def build_targets(
     return rows
 
 
+def exclude_campaigns(campaigns: Sequence[Campaign], patterns: Sequence[str]) -> tuple[list[Campaign], list[Campaign]]:
+    """``(kept, left_out)``: the campaigns whose name matches one of the glob ``patterns`` are left out (their
+    sources are then dropped from the kept ones' targets). A pattern that matches nothing, or leaving out every
+    campaign, is refused."""
+    import fnmatch
+
+    excluded = {p: [c for c in campaigns if fnmatch.fnmatchcase(c.name, p)] for p in patterns}
+    unmatched = [p for p, hits in excluded.items() if not hits]
+    if unmatched:
+        raise PrecometError(
+            f"--exclude {unmatched[0]!r} matches no input campaign; inputs: {[c.name for c in campaigns]}"
+        )
+    left_out = {c.name: c for hits in excluded.values() for c in hits}
+    kept = [c for c in campaigns if c.name not in left_out]
+    if not kept:
+        raise PrecometError("every input campaign was excluded")
+    return kept, list(left_out.values())
+
+
 def merge_by_source(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """One row per normalised source text: the mean target of its rows, ``count`` (how many campaign rows
     were merged) and ``campaigns``; other fields come from its first row. Input order of first occurrences

@@ -16,6 +16,21 @@ def budget_items(proportion: float, n_items: int) -> int:
     return int(np.floor(proportion * n_items + 1e-9))
 
 
+def item_budget(
+    cost: np.ndarray, *, budget: int | None = None, proportion: float | None = None, budget_cost: float | None = None
+) -> int:
+    """The budget in items (k for kmeans, diffuse and the strata selector) of ``len(cost)`` items: ``budget``, the
+    ``proportion`` of the items (at least 1), or as many items as ``budget_cost`` buys at the mean item cost (at
+    least 1)."""
+    if budget is not None:
+        return int(budget)
+    if proportion is not None:
+        return max(1, budget_items(proportion, len(cost)))
+    if budget_cost is None:
+        raise PrecometError("give one of budget, proportion, budget_cost")
+    return max(1, int(budget_cost / float(np.mean(cost))))
+
+
 @dataclass(frozen=True)
 class Units:
     """What the optimiser chooses from: one unit per item, or per document (paper Table 2)."""

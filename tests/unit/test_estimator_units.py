@@ -375,3 +375,47 @@ def test_multidevice_rank_batches_cover_every_source_once_and_merge_checks():
     np.testing.assert_allclose(merge(gathered, 3), [0.0, 0.1, 0.2])
     with pytest.raises(RuntimeError, match="unevenly"):
         merge(gathered + [(torch.tensor([1]), torch.tensor([0.1]))], 3)
+
+
+def test_estimator_predict_is_predict_sources(encoder_dir):
+    from precomet.estimator.checkpoint import Estimator
+    from precomet.estimator.predict import predict_sources
+
+    model, tokenizer = _model(encoder_dir)
+    meta = {
+        "target": {"method": "neg_avg"},
+        "direction": "lower_first",
+        "standardisation": {"mean": 2.0, "std": 3.0},
+        "max_length": 32,
+    }
+    estimator = Estimator(model=model.eval(), tokenizer=tokenizer, meta=meta)
+    sources = TEXTS[:3]
+    values = estimator.predict(sources, batch_size=2)
+    assert values.shape == (3,) and np.isfinite(values).all() and np.ptp(values) > 0
+    np.testing.assert_array_equal(values, predict_sources(estimator, sources, batch_size=2))
+    with pytest.raises(PrecometError, match="empty source at position 1"):
+        estimator.predict(["a cat", " "])
+
+
+def test_exclude_campaigns_keeps_the_unmatched_and_refuses_a_pattern_that_matches_nothing():
+    from precomet.estimator.targets import exclude_campaigns
+    from precomet.simulate import simulate_campaign
+
+    campaigns = [
+        simulate_campaign(n_items=5, n_systems=2, seed=s, name=n) for s, n in enumerate(["wmt22/a", "wmt23/a"])
+    ]
+    kept, left_out = exclude_campaigns(campaigns, ["wmt23/*"])
+    assert [c.name for c in kept] == ["wmt22/a"] and [c.name for c in left_out] == ["wmt23/a"]
+    with pytest.raises(PrecometError, match=r"--exclude 'x\*' matches no input campaign"):
+        exclude_campaigns(campaigns, ["x*"])
+    with pytest.raises(PrecometError, match="every input campaign was excluded"):
+        exclude_campaigns(campaigns, ["wmt*"])
+
+
+def test_split_spec_prefers_an_existing_path(tmp_path):
+    from precomet.io.specs import split_spec
+
+    assert split_spec("root:wmt23/en-de") == ("root", "wmt23/en-de")
+    odd = tmp_path / "a:b"
+    odd.write_text("")
+    assert split_spec(str(odd)) == (str(odd), None)

@@ -440,3 +440,69 @@ def test_share_quotas_under_a_cost_budget_are_shares_of_the_cost_even_with_equal
         assert selection.indices.tolist() == [0, 2], cost
     counted = select_subset(np.array([3.0, 2.0, 1.0]), domain=domain, budget=3, quotas={"chat": 0.5, "news": 0.5})
     assert counted.indices.tolist() == [0, 1, 2]  # an item budget rounds shares to counts (largest remainder)
+
+
+def _same_selection(a: Selection, b: Selection) -> bool:
+    """Equal in everything but the seconds it took."""
+    return a.indices.tolist() == b.indices.tolist() and all(
+        getattr(a, name) == getattr(b, name)
+        for name in Selection.__dataclass_fields__
+        if name not in ("indices", "seconds")
+    )
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        dict(budget_cost=500.0),
+        dict(budget_cost=500.0, balance="domain", cost_objective="rank-cost"),
+        dict(proportion=0.3, level="doc"),
+        dict(budget=8, quotas={"literary": 0.5, "social": 0.5}),
+    ],
+)
+def test_campaign_fills_the_columns_as_the_arrays_would(options):
+    campaign = simulate_campaign(n_items=40, n_systems=4, seed=1)
+    utility = np.random.default_rng(0).normal(size=len(campaign))
+    assert len(set(campaign.domain)) > 1 and len(set(campaign.doc)) > 1
+    arrays = select_subset(
+        utility,
+        cost=campaign.cost if "budget_cost" in options else None,
+        domain=campaign.domain,
+        doc=campaign.doc,
+        ids=campaign.ids,
+        length=source_length(campaign.src),
+        **options,
+    )
+    assert _same_selection(select_subset(utility, campaign=campaign, **options), arrays)
+    if "budget_cost" in options:  # the campaign's cost is what the budget buys; a given column wins
+        assert arrays.budget["unit"] == "cost"
+        doubled = select_subset(utility, campaign=campaign, cost=2 * campaign.cost, **options)
+        assert doubled.total_cost == pytest.approx(2 * campaign.cost[doubled.indices].sum())
+        assert doubled.total_cost <= options["budget_cost"] and len(doubled) < len(arrays)
+
+
+def test_campaign_must_align_with_the_utilities():
+    campaign = simulate_campaign(n_items=10, n_systems=2, seed=0)
+    with pytest.raises(PrecometError, match="has 10 items, utility has 9 values"):
+        select_subset(np.ones(9), campaign=campaign, budget=2)
+
+
+def test_campaign_without_documents_refuses_doc_level():
+    from precomet.campaign import Campaign
+
+    flat = Campaign.build(
+        ids=["a", "b", "c"], src=["one", "two", "three"], systems=[], name="flat"
+    )  # doc = the item id
+    with pytest.raises(PrecometError, match="level='doc': campaign 'flat' has no documents"):
+        select_subset(np.ones(3), campaign=flat, budget=2, level="doc")
+    documented = simulate_campaign(n_items=10, n_systems=2, seed=0)
+    assert len(select_subset(np.ones(10), campaign=documented, budget=5, level="doc")) >= 1
+
+
+def test_item_budget_counts_what_a_cost_budget_buys_at_the_mean_cost():
+    from precomet.selection.units import item_budget
+
+    cost = np.array([1.0, 2.0, 3.0, 6.0])  # mean 3
+    assert item_budget(cost, budget=3) == 3
+    assert item_budget(cost, proportion=0.5) == 2 and item_budget(cost, proportion=0.1) == 1
+    assert item_budget(cost, budget_cost=7.0) == 2 and item_budget(cost, budget_cost=1.0) == 1
