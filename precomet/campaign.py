@@ -385,11 +385,12 @@ def _score_matrix(values: Any, systems: tuple[str, ...], n: int, name: str) -> n
     return matrix
 
 
-def require_documents(campaign: Campaign, option: str = "--level doc") -> None:
-    """Refuse document-level selection on an input without documents (every item its own document, ``doc`` =
-    the item id): it would silently behave as item level."""
+def require_documents(campaign: Campaign) -> None:
+    """Refuse document-level selection (``level='doc'``) on an input without documents (every item its own
+    document, ``doc`` = the item id): it would silently behave as item level."""
     if len(campaign) and all(doc == item_id for doc, item_id in zip(campaign.doc, campaign.ids)):
         raise PrecometError(
-            f"{option}: campaign {campaign.name!r} has no documents (no 'doc' field: every item is its own"
-            " document); give documents in the input or select items"
+            f"{{doc_level}}: campaign {campaign.name!r} has no documents (no 'doc' field: every item is its own"
+            " document); give documents in the input or select items",
+            param="doc_level",
         )

@@ -38,8 +38,10 @@ COMMANDS = {
 OPTIONS = {
     "allow_gap": "--allow-gap",
     "campaign": "--campaign ",
+    "exclude": "--exclude ",
     "external": "--scores NAME=FILE",
     "human": "--human ",
+    "doc_level": "--level doc",
     "methods": "--methods ",
     "metric": "--metric ",
     "options": "--exclude-missing",

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 SUGGESTED = {
     "allow_gap": "allow_gap=True",
     "external": "external={NAME: utilities}",
+    "doc_level": "level='doc'",
     "options": "options={'missing': 'exclude'}",
 }
 """Parameters an error suggests with one value, as a Python caller writes them (any other reads ``name=``)."""

@@ -127,7 +127,7 @@ def select_subset(
         cost = campaign.cost if cost is None and budget_cost is not None else cost
         domain = campaign.domain if domain is None else domain
         if doc is None and level == "doc":
-            require_documents(campaign, option="level='doc'")
+            require_documents(campaign)
         doc = campaign.doc if doc is None else doc
         ids = campaign.ids if ids is None else ids
         length = source_length(campaign.src) if length is None else length

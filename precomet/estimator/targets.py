@@ -129,7 +129,8 @@ def exclude_campaigns(campaigns: Sequence[Campaign], patterns: Sequence[str]) ->
     unmatched = [p for p, hits in excluded.items() if not hits]
     if unmatched:
         raise PrecometError(
-            f"--exclude {unmatched[0]!r} matches no input campaign; inputs: {[c.name for c in campaigns]}"
+            f"{{exclude}}{unmatched[0]!r} matches no input campaign; inputs: {[c.name for c in campaigns]}",
+            param="exclude",
         )
     left_out = {c.name: c for hits in excluded.values() for c in hits}
     kept = [c for c in campaigns if c.name not in left_out]

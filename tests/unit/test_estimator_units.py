@@ -406,8 +406,10 @@ def test_exclude_campaigns_keeps_the_unmatched_and_refuses_a_pattern_that_matche
     ]
     kept, left_out = exclude_campaigns(campaigns, ["wmt23/*"])
     assert [c.name for c in kept] == ["wmt22/a"] and [c.name for c in left_out] == ["wmt23/a"]
-    with pytest.raises(PrecometError, match=r"--exclude 'x\*' matches no input campaign"):
+    with pytest.raises(PrecometError, match=r"exclude='x\*' matches no input campaign") as refused:
         exclude_campaigns(campaigns, ["x*"])
+    assert refused.value.param == "exclude"
+    assert refused.value.spelled({"exclude": "--exclude "}).startswith("--exclude 'x*' matches")
     with pytest.raises(PrecometError, match="every input campaign was excluded"):
         exclude_campaigns(campaigns, ["wmt*"])
 
