@@ -36,8 +36,11 @@ COMMANDS = {
 
 
 OPTIONS = {
+    "accelerator": "--accelerator ",
     "allow_gap": "--allow-gap",
     "campaign": "--campaign ",
+    "device": "--device ",
+    "devices": "--devices ",
     "exclude": "--exclude ",
     "external": "--scores NAME=FILE",
     "human": "--human ",
@@ -47,6 +50,7 @@ OPTIONS = {
     "options": "--exclude-missing",
     "props": "--props ",
     "seeds": "--seeds ",
+    "strategy": "--strategy ",
     "time_limit": "--time-limit ",
 }
 """How the CLI writes a parameter a library error names (:attr:`PrecometError.params`): the option that sets it."""

@@ -104,7 +104,7 @@ def run(args: argparse.Namespace) -> int:
         }
         params = fit_irt(crowd, score=args.metric, seed=args.seed, **fit_options)
         options["params"] = params
-    score = args.metric if spec.needs_score or args.method == "mixture" else None  # mixture hands it on
+    score = args.metric if spec.needs_score or spec.forwards_score else None
     values = compute_utility(
         campaign,
         args.method,

@@ -83,34 +83,44 @@ def to_utility(meta: dict[str, Any], standardised: torch.Tensor) -> torch.Tensor
 
 def check_device(device: Any) -> str:
     """``device`` (``cpu``, ``cuda``, ``cuda:1``, ``mps``) when this machine can run on it; otherwise a
-    :class:`PrecometError` naming ``--device`` and saying why (a torch build without CUDA, no GPU visible, an
-    index beyond the GPUs there are), before anything is loaded."""
+    :class:`PrecometError` naming the parameter ``device`` and saying why (a torch build without CUDA, no GPU
+    visible, an index beyond the GPUs there are), before anything is loaded."""
     name = str(device).strip()
     try:
         parsed = torch.device(name)
     except (RuntimeError, ValueError, TypeError) as err:
         raise PrecometError(
-            f"--device {name!r} is not a device name such as cpu, cuda or cuda:1 ({str(err).split(':')[0]})"
+            f"{{device}}{name!r} is not a device name such as cpu, cuda or cuda:1 ({str(err).split(':')[0]})",
+            param="device",
         ) from None
     if parsed.type == "cpu":
         return name
     if parsed.type == "cuda":
         if not torch.backends.cuda.is_built():
             raise PrecometError(
-                f"--device {name}: this torch build has no CUDA (torch {torch.__version__} is CPU-only); use --device"
-                " cpu or install a CUDA build of torch"
+                f"{{device}}{name}: this torch build has no CUDA (torch {torch.__version__} is CPU-only); use"
+                " {device}cpu or install a CUDA build of torch",
+                param="device",
             )
         count = torch.cuda.device_count()
         if count == 0:
-            raise PrecometError(f"--device {name}: no CUDA GPU is visible on this machine; use --device cpu")
+            raise PrecometError(
+                f"{{device}}{name}: no CUDA GPU is visible on this machine; use {{device}}cpu", param="device"
+            )
         if parsed.index is not None and parsed.index >= count:
-            raise PrecometError(f"--device {name}: this machine has {count} CUDA GPU(s), numbered 0 to {count - 1}")
+            raise PrecometError(
+                f"{{device}}{name}: this machine has {count} CUDA GPU(s), numbered 0 to {count - 1}", param="device"
+            )
         return name
     if parsed.type == "mps":
         if not torch.backends.mps.is_available():
-            raise PrecometError(f"--device {name}: Apple MPS is not available on this machine; use --device cpu")
+            raise PrecometError(
+                f"{{device}}{name}: Apple MPS is not available on this machine; use {{device}}cpu", param="device"
+            )
         return name
-    raise PrecometError(f"--device {name!r}: precomet runs on cpu, cuda[:N] or mps, not {parsed.type!r}")
+    raise PrecometError(
+        f"{{device}}{name!r}: precomet runs on cpu, cuda[:N] or mps, not {parsed.type!r}", param="device"
+    )
 
 
 def check_predictions(utilities: Any, sources: Sequence[str], *, checkpoint: Any) -> np.ndarray:

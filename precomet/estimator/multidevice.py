@@ -113,8 +113,9 @@ def predict_lightning(
             )
         except (MisconfigurationException, ModuleNotFoundError, ValueError, TypeError, RuntimeError) as err:
             raise PrecometError(
-                f"--devices {devices!r}, --strategy {strategy or 'auto'!r}, --accelerator {accelerator or 'auto'!r}"
-                f" are refused by Lightning: {' '.join(str(err).split())[:300]}"
+                f"{{devices}}{devices!r}, {{strategy}}{strategy or 'auto'!r}, {{accelerator}}{accelerator or 'auto'!r}"
+                f" are refused by Lightning: {' '.join(str(err).split())[:300]}",
+                param=("devices", "strategy", "accelerator"),
             ) from None
         trainer.predict(module, return_predictions=False)
         saved = sorted(Path(out_dir).glob("rank-*.npy"))

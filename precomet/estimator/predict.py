@@ -173,7 +173,9 @@ def _check_devices(devices: Any) -> None:
             and all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in devices)
         )
     ):
-        raise PrecometError(f"--devices must be a number of devices >= 1 or a list of GPU indices, got {devices!r}")
+        raise PrecometError(
+            f"{{devices}}{devices!r} is not a number of devices >= 1 or a list of GPU indices", param="devices"
+        )
 
 
 def predict_campaign(

@@ -36,7 +36,9 @@ class UtilitySpec:
     the method-specific ``options`` with their defaults; ``system_free`` (the value does not depend on which
     systems are used, so the artificial crowd computes it once); ``constant_under_cost`` (a utility that is the
     source length, which the cost objective already weighs: a cost budget's knapsack gets a constant utility, see
-    :func:`knapsack_utility`); and ``label``, the name shown in tables (default: the registered name)."""
+    :func:`knapsack_utility`); ``forwards_score`` (reads no score itself but is given the one requested, to hand on
+    to the utilities it combines: ``mixture``); and ``label``, the name shown in tables (default: the registered
+    name)."""
 
     fn: UtilityFn
     description: str
@@ -46,6 +48,7 @@ class UtilitySpec:
     options: Mapping[str, Any] = field(default_factory=dict)
     constant_under_cost: bool = False
     system_free: bool = False
+    forwards_score: bool = False
     label: str = ""
 
 
@@ -275,6 +278,7 @@ def _register_builtins() -> None:
             needs_score=False,
             min_systems=0,
             options={"weights": None, "method_options": None},
+            forwards_score=True,
             label="Mixture",
         ),
     )

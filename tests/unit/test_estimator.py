@@ -209,7 +209,7 @@ def test_int8_predictions_close_to_fp32_and_input_untouched(trained, tmp_path):
         ({"precision": "fp16"}, "unknown precision 'fp16'"),
         (
             {"precision": "int8", "device": "cuda"},
-            "int8 runs on CPU only" if torch.cuda.is_available() else "--device cuda: (this torch build has )?no CUDA",
+            "int8 runs on CPU only" if torch.cuda.is_available() else "device=cuda: (this torch build has )?no CUDA",
         ),
     ],
 )

@@ -421,3 +421,64 @@ def test_split_spec_prefers_an_existing_path(tmp_path):
     odd = tmp_path / "a:b"
     odd.write_text("")
     assert split_spec(str(odd)) == (str(odd), None)
+
+
+def _spellings(err: PrecometError) -> tuple[str, str]:
+    from precomet.cli import OPTIONS
+
+    return str(err), err.spelled(OPTIONS)
+
+
+def test_check_device_names_the_parameter_and_the_cli_its_option(monkeypatch):
+    from precomet.estimator.checkpoint import check_device
+
+    refused = {}
+    for name in ("gpu0", "meta"):
+        with pytest.raises(PrecometError) as err:
+            check_device(name)
+        refused[name] = err.value
+    monkeypatch.setattr(torch.backends.cuda, "is_built", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 0)
+    with pytest.raises(PrecometError) as err:
+        check_device("cuda")
+    refused["cuda"] = err.value
+    monkeypatch.setattr(torch.backends.cuda, "is_built", lambda: False)
+    with pytest.raises(PrecometError) as err:
+        check_device("cuda:1")
+    refused["cuda:1"] = err.value
+    assert all(err.param == "device" for err in refused.values())
+    library, cli = _spellings(refused["gpu0"])
+    assert library.startswith("device='gpu0' is not a device name") and cli.startswith("--device 'gpu0' is not")
+    library, cli = _spellings(refused["meta"])
+    assert library.startswith("device='meta': precomet runs on") and cli.startswith("--device 'meta': precomet")
+    library, cli = _spellings(refused["cuda"])
+    assert library == "device=cuda: no CUDA GPU is visible on this machine; use device=cpu"
+    assert cli == "--device cuda: no CUDA GPU is visible on this machine; use --device cpu"
+    library, cli = _spellings(refused["cuda:1"])
+    assert library.startswith("device=cuda:1: this torch build has no CUDA") and "use device=cpu or" in library
+    assert cli.startswith("--device cuda:1: this torch build has no CUDA") and "use --device cpu or" in cli
+
+
+def test_bad_devices_names_the_parameter_and_the_cli_its_option(tmp_path):
+    from precomet.estimator.predict import predict_sources
+
+    with pytest.raises(PrecometError) as err:
+        predict_sources(tmp_path, ["a cat"], devices=0)
+    assert err.value.param == "devices"
+    assert _spellings(err.value) == (
+        "devices=0 is not a number of devices >= 1 or a list of GPU indices",
+        "--devices 0 is not a number of devices >= 1 or a list of GPU indices",
+    )
+
+
+def test_lightning_refusal_on_devices_names_the_parameters_and_the_cli_its_options():
+    from precomet.estimator.multidevice import predict_lightning
+
+    with pytest.raises(PrecometError) as err:
+        predict_lightning(
+            torch.nn.Linear(1, 1), [[1]], pad_id=0, batch_size=1, devices=1, strategy="nope", accelerator="cpu"
+        )
+    assert err.value.params == ("devices", "strategy", "accelerator")
+    library, cli = _spellings(err.value)
+    assert library.startswith("devices=1, strategy='nope', accelerator='cpu' are refused by Lightning: ")
+    assert cli.startswith("--devices 1, --strategy 'nope', --accelerator 'cpu' are refused by Lightning: ")

@@ -97,3 +97,24 @@ def test_crowd_computes_a_system_free_utility_once(system_free):
     )
     distinct = len(set(cr.draw_crowds(campaign.systems, k=3, runs=4)))
     assert distinct > 1 and len(calls) == (1 if system_free else distinct)
+
+
+@pytest.mark.parametrize("forwards_score", [True, False])
+def test_the_utilities_cli_hands_the_metric_to_a_utility_that_forwards_the_score(tmp_path, forwards_score):
+    from precomet.cli import main
+    from precomet.utilities.output import read_utilities
+
+    given = []
+
+    def handed_on(campaign, *, score, budget, seed, options):
+        given.append(score)
+        return np.ones(len(campaign))
+
+    spec = UtilitySpec(handed_on, "ones", needs_score=False, min_systems=0, forwards_score=forwards_score)
+    register_utility("handed-on", spec)
+    data, out = tmp_path / "sim.jsonl", tmp_path / "u.jsonl"
+    pio.write_jsonl(simulate_campaign(n_items=6, n_systems=3, seed=0), data)
+    argv = ["utilities", "--data", str(data), "--method", "handed-on", "--metric", "MetricSim", "-o", str(out)]
+    assert main(argv) == 0
+    expected = "MetricSim" if forwards_score else None
+    assert given == [expected] and read_utilities(out)[2]["score"] == expected
