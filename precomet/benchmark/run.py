@@ -118,17 +118,10 @@ def run_benchmark(
     runs = random_runs(ref, random_select, props, seeds=seeds, seed=seed, tick=tick)
     random = summarise_random(runs, len(props))
     random["seconds"] = time.perf_counter() - started
-    results = {}
-    for name in [*specs, *external]:
+
+    def row(utility_at: Callable[[int], np.ndarray], needs_budget: bool) -> dict[str, Any]:
         started = time.perf_counter()
-        needs_budget = (name in specs and specs[name].needs_budget) or callable(external.get(name))
-        if name in external:
-            utility_at = _external_at(campaign, name, external[name])
-        else:
-            utility_at = _utility_at(
-                campaign, name, needs_budget, metric, seed, (method_options or {}).get(name), budget_cost=budget_cost
-            )
-        results[name] = evaluate_method(
+        found = evaluate_method(
             ref,
             campaign,
             utility_at,
@@ -141,24 +134,22 @@ def run_benchmark(
             seed=seed,
             tick=tick,
         )
-        results[name]["seconds"] = time.perf_counter() - started
-    control_rows = {}
-    for name in control_names:
-        started = time.perf_counter()
-        utility_at = _utility_at(campaign, name, False, None, seed, None, budget_cost=budget_cost)
-        control_rows[name] = evaluate_method(
-            ref,
-            campaign,
-            utility_at,
-            random_spa_runs=runs[:, :, 0],
-            props=props,
-            select=select,
-            budget_cost=budget_cost,
-            grid=parity_grid,
-            seed=seed,
-            tick=tick,
-        )
-        control_rows[name]["seconds"] = time.perf_counter() - started
+        return {**found, "seconds": time.perf_counter() - started}
+
+    results = {}
+    for name in [*specs, *external]:
+        needs_budget = (name in specs and specs[name].needs_budget) or callable(external.get(name))
+        if name in external:
+            utility_at = _external_at(campaign, name, external[name])
+        else:
+            utility_at = _utility_at(
+                campaign, name, needs_budget, metric, seed, (method_options or {}).get(name), budget_cost=budget_cost
+            )
+        results[name] = row(utility_at, needs_budget)
+    control_rows = {
+        name: row(_utility_at(campaign, name, False, None, seed, None, budget_cost=budget_cost), False)
+        for name in control_names
+    }
     headroom = None
     if oracle:
         headroom = _evaluate_oracle(
