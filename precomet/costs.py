@@ -20,7 +20,15 @@ from typing import Any
 
 import numpy as np
 
-from precomet.campaign import COST_INTERCEPT, COST_PER_CHAR, Campaign, ReadOnlyMapping, estimate_cost, source_length
+from precomet.campaign import (
+    COST_INTERCEPT,
+    COST_PER_CHAR,
+    Campaign,
+    ReadOnlyMapping,
+    estimate_cost,
+    length_cost,
+    source_length,
+)
 
 ESTIMATED = "estimated from source length"
 MEASURED = "measured annotation times"
@@ -87,7 +95,7 @@ def calibrate_length_model(length: np.ndarray, seconds: np.ndarray) -> LengthFit
             residual, total = np.sum((y - (a * x + b)) ** 2), np.sum((y - y.mean()) ** 2)
             r2 = float(1 - residual / total) if total > 0 else math.nan
             return LengthFit(a, b, "least squares", r2, float(np.median(y / (a * x + b))))
-    scale = float(y.mean() / _length_model(x).mean())
+    scale = float(y.mean() / length_cost(x).mean())
     a, b = COST_PER_CHAR * scale, COST_INTERCEPT * scale
     return LengthFit(a, b, "scaled length model", math.nan, float(np.median(y / (a * x + b))), reason)
 
@@ -139,7 +147,7 @@ def cost_sources_per_item(campaign: Campaign) -> np.ndarray:
     :class:`CostRecord` says (so costs replaced later, e.g. by ``with_cost``, count as given), estimated when it
     equals the default length model, given otherwise."""
     cost, length = campaign.cost, source_length(campaign.src)
-    labels = np.where(_same(cost, _length_model(length)), ESTIMATED, GIVEN).astype(object)
+    labels = np.where(_same(cost, length_cost(length)), ESTIMATED, GIVEN).astype(object)
     record = campaign.info.get(RECORD_KEY)
     if isinstance(record, CostRecord):
         if record.fit is not None:
@@ -176,11 +184,6 @@ def cost_unit(source: str) -> str:
 
 def _codes(labels: np.ndarray) -> str:
     return "".join(ITEM_CODES[label] for label in labels)
-
-
-def _length_model(length: np.ndarray) -> np.ndarray:
-    """The default length model (:func:`precomet.campaign.estimate_cost`) of character counts."""
-    return COST_PER_CHAR * np.asarray(length, dtype=float) + COST_INTERCEPT
 
 
 def _same(a: np.ndarray, b: np.ndarray) -> np.ndarray:
