@@ -118,7 +118,7 @@ def timed_only(campaign):
 
 def utilities(campaign, methods, metric) -> dict[str, np.ndarray]:
     return {
-        m: np.asarray(compute_utility(campaign, m, score=metric, options=OPTIONS.get(m)), dtype=float) for m in methods
+        m: np.asarray(compute_utility(campaign, m, metric=metric, options=OPTIONS.get(m)), dtype=float) for m in methods
     }
 
 
@@ -131,14 +131,14 @@ def evaluate(campaign, ref, random, select, utility) -> dict:
         random_spa_runs=random["runs"][:, :, 0],
         props=DEFAULT_PROPS,
         select=select,
-        budget_cost=True,
+        budget_unit="cost",
     )
     return {k: result[k] for k in ("spa", "clusters", "parity", "parity_ci90", "spa_by_prop", "parity_by_prop")}
 
 
 def random_subsets(ref, campaign, seeds: int) -> dict:
     """Random subsets that fit each cost budget: the summary, and the runs behind parity's interval."""
-    select = make_random_selector(campaign, budget_cost=True, balance=None, level="item")
+    select = make_random_selector(campaign, budget_unit="cost", balance=None, level="item")
     runs = random_runs(ref, select, DEFAULT_PROPS, seeds=seeds)
     return {**summarise_random(runs, len(DEFAULT_PROPS)), "runs": runs}
 
@@ -148,7 +148,7 @@ def paper_protocol(campaign, found: dict[str, np.ndarray], seeds: int) -> dict:
     cost = campaign.cost
     norm = campaign.with_cost(np.maximum((cost - cost.min()) / (cost.mean() - cost.min()), 1e-3))
     ref = full_reference(norm, score="human", permutations=1000, seed=0)
-    select = make_selector(norm, budget_cost=True, cost_objective="paper", time_limit=PAPER_TIME_LIMIT)
+    select = make_selector(norm, budget_unit="cost", cost_objective="paper", time_limit=PAPER_TIME_LIMIT)
     knapsack_random = random_baseline(ref, select, DEFAULT_PROPS, seeds=seeds)
     methods = {}
     for m, utility in found.items():
@@ -180,7 +180,7 @@ def run_case(key: str, seeds: int, paper_seeds: int) -> dict:
     }
     for objective in COST_OBJECTIVES:
         start = time.perf_counter()
-        select = make_selector(campaign, budget_cost=True, cost_objective=objective)
+        select = make_selector(campaign, budget_unit="cost", cost_objective=objective)
         out["objectives"][objective] = {m: evaluate(campaign, ref, random, select, u) for m, u in found.items()}
         out["objectives"][objective][LENGTH_ONLY] = evaluate(campaign, ref, random, select, np.ones(len(campaign)))
         print(

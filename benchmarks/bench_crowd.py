@@ -58,7 +58,7 @@ def run(args) -> None:
             if runs < 1 or tag in args.skip.split(","):
                 continue
             started = time.perf_counter()
-            result = run_crowd_benchmark(
+            crowd_result = run_crowd_benchmark(
                 campaign,
                 methods=methods,
                 crowd=args.crowd,
@@ -68,7 +68,7 @@ def run(args) -> None:
                 method_options=options,
                 progress=False,
             )
-            result["wall_seconds"] = time.perf_counter() - started
+            result = {**crowd_result.to_dict(), "wall_seconds": time.perf_counter() - started}
             (OUT / f"wmt23-{lp}.{tag}.json").write_text(json.dumps(result, indent=1), encoding="utf-8")
             print(crowd_table(result), f"\n{lp} {tag}: {result['wall_seconds']:.0f} s", flush=True)
 

@@ -49,7 +49,7 @@ def measure(args: argparse.Namespace) -> None:
             src=[f"x{i}" for i in range(n)], systems=[f"m{j}" for j in range(s)], scores={"r": responses}
         )
         start = time.perf_counter()
-        fitted = fit_irt(campaign, score="r", model=model, epochs=args.epochs, seed=0)
+        fitted = fit_irt(campaign, metric="r", model=model, epochs=args.epochs, seed=0)
         seconds = time.perf_counter() - start
         r = lambda x, y: np.corrcoef(x, y)[0, 1] if np.std(x) > 0 else float("nan")  # noqa: E731
         print(

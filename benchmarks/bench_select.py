@@ -187,7 +187,7 @@ def real_campaigns() -> None:
     for name, (loader, metric) in cases.items():
         campaign = loader()
         for method in ("metric_avg", "metric_var", "metric_cons"):
-            utility = compute_utility(campaign, method, score=metric)
+            utility = compute_utility(campaign, method, metric=metric)
             sels = [
                 select_subset(utility, cost=campaign.cost, proportion=p, length=source_length(campaign.src))
                 for p in np.arange(1, 11) / 20

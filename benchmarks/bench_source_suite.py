@@ -45,7 +45,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from paths import RAW, REPO, RESULTS, SCRATCH  # noqa: E402
 
 from precomet.benchmark import run_benchmark  # noqa: E402
-from precomet.campaign import Campaign, source_length  # noqa: E402
+from precomet.campaign import HUMAN, Campaign, source_length  # noqa: E402
 from precomet.encoders import encode_cached, get_encoder  # noqa: E402
 from precomet.estimator import build_targets, predict_sources, train  # noqa: E402
 from precomet.estimator.leakage import SourceFingerprint, drop_sources  # noqa: E402
@@ -93,7 +93,7 @@ def output_only_rows(method: str) -> list[dict]:
             if name in DEV or name.startswith("wmt23"):  # WMT23 sentences are inside the suite's WMT23 paragraphs
                 continue
             campaign = with_reference_score(replace(load_wmt_release(root, name), name=f"{root.name}:{name}"), "chrf")
-            rows += build_targets([campaign], method=method, score="chrF", seed=0, progress=False)
+            rows += build_targets([campaign], method=method, metric="chrF", seed=0, progress=False)
     return merge_by_source(rows)
 
 
@@ -117,11 +117,11 @@ def fit(rows: list[dict], *, backbone: str, seed: int, out: Path) -> Path:
     return out
 
 
-def evaluate(campaign: Campaign, predictions: dict[str, np.ndarray], vectors: np.ndarray, *, budget_cost: bool) -> dict:
+def evaluate(campaign: Campaign, predictions: dict[str, np.ndarray], vectors: np.ndarray, *, budget_unit: str) -> dict:
     """Parity, SPA and Spearman with length of every selector on one campaign."""
     length = source_length(campaign.src)
     external: dict = {"longer first": length, "k-means": lambda k: kmeans_utility(vectors, budget=k, seed=0)}
-    if budget_cost:  # the knapsack with nothing but the source length (its cost objective) to go on
+    if budget_unit == "cost":  # the knapsack with nothing but the source length (its cost objective) to go on
         external["constant utility"] = np.zeros(len(campaign))
     for name, pred in predictions.items():
         external[name] = pred
@@ -129,7 +129,7 @@ def evaluate(campaign: Campaign, predictions: dict[str, np.ndarray], vectors: np
             external[f"{name} - length"] = partial_out_length(pred, length)
             external[f"strata {name}"] = lambda k, pred=pred: stratified_utility(pred, vectors, budget=k, seed=0)
     result = run_benchmark(
-        campaign, external=external, seeds=100, oracle=False, progress=False, budget_cost=budget_cost
+        campaign, external=external, seeds=100, oracle=False, progress=False, budget_unit=budget_unit
     )
     rows = {
         name: {
@@ -199,10 +199,10 @@ def run_stage(
         predictions = predictions_of(checkpoints, list(campaign.src))
         predict_seconds = time.perf_counter() - started
         vectors = encode_cached(get_encoder(backbone), list(campaign.src), cache_dir=CACHE)
-        truth = compute_utility(campaign, target, score="human", seed=0)
-        result = {"items": evaluate(campaign, predictions, vectors, budget_cost=False)}
+        truth = compute_utility(campaign, target, metric="human", seed=0)
+        result = {"items": evaluate(campaign, predictions, vectors, budget_unit="items")}
         if cost:
-            result["cost"] = evaluate(campaign, predictions, vectors, budget_cost=True)
+            result["cost"] = evaluate(campaign, predictions, vectors, budget_unit="cost")
         result["pearson_truth"] = {k: float(pearsonr(v, truth)[0]) for k, v in predictions.items()}
         out[name].update(result, training_rows=len(rows), train_seconds=train_seconds, predict_seconds=predict_seconds)
         print(
@@ -234,7 +234,7 @@ def run_dev(args: argparse.Namespace) -> dict:
                 parts = [(dev, proxy)]
             else:  # each half, trained on the other half's human scores (and the proxy rows with "both")
                 parts = [
-                    (fold, merge_by_source(proxy + build_targets(others, method=target, score="human", progress=False)))
+                    (fold, merge_by_source(proxy + build_targets(others, method=target, metric=HUMAN, progress=False)))
                     for fold, others in ((f, [o for o in folds if o is not f]) for f in folds)
                 ]
             out["results"][key] = {}
@@ -258,7 +258,7 @@ def run_test(args: argparse.Namespace) -> dict:
     human = load_human(DEV)
     rows = output_only_rows(args.target) if args.history in ("proxy", "both") else []
     if args.history in ("human", "both"):
-        rows += build_targets(list(human.values()), method=args.target, score="human", seed=0, progress=False)
+        rows += build_targets(list(human.values()), method=args.target, metric="human", seed=0, progress=False)
     suite = load_human(SUITE)
     every_source = load_human(SUITE, complete=False)
     out: dict = {"stage": "test", "history": args.history, "target": args.target, "backbone": args.backbone}

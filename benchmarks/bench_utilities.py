@@ -76,7 +76,7 @@ def part_speed() -> None:
     ]
     for method, options in runs:
         seconds, _ = timed(
-            lambda method=method, options=options: compute_utility(campaign, method, score="m", options=options)
+            lambda method=method, options=options: compute_utility(campaign, method, metric="m", options=options)
         )
         print(f"| {method} {options or ''} | {seconds:.2f} |")
 
@@ -119,7 +119,7 @@ def part_real(names: list[str]) -> None:
     options: Mapping[str, object]  # utility options: their value types differ between the two loops below
     for campaign in campaigns:
         for score in [name for name in ("MetricX-23-c", HUMAN) if name in campaign.scores]:
-            ref = compute_utility(campaign, "metric_var", score=score)
+            ref = compute_utility(campaign, "metric_var", metric=score)
             for method, options, budget in (
                 ("metric_avg", {}, None),
                 ("metric_var", {}, None),
@@ -129,7 +129,7 @@ def part_real(names: list[str]) -> None:
             ):
                 seconds, u = timed(
                     lambda campaign=campaign, method=method, score=score, budget=budget, options=options: (
-                        compute_utility(campaign, method, score=score, budget=budget, options=options)
+                        compute_utility(campaign, method, metric=score, budget=budget, options=options)
                     )
                 )
                 print(f"| {campaign.name} | {score} | {method} | {seconds:.2f} | {spearmanr(u, ref).statistic:.2f} |")
@@ -143,7 +143,7 @@ def part_real(names: list[str]) -> None:
                     campaign, method, budget=budget, options=options
                 )
             )
-            rho = spearmanr(u, compute_utility(campaign, "metric_var", score=HUMAN)).statistic
+            rho = spearmanr(u, compute_utility(campaign, "metric_var", metric=HUMAN)).statistic
             print(f"| {campaign.name} | - | {method} {options} | {seconds:.2f} | {rho:.2f} |")
 
 

@@ -67,7 +67,7 @@ PEER_ROW_OF = {
 }
 """Table row -> the peer's result shown beside it (its MetricCons is Kendall, its Diversity sentence BLEU)."""
 SUMMEVAL_PROPS = (0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75)
-VARIANTS: dict[str, dict] = {"cost": {"budget_cost": True}, "domain": {"balance": "domain"}, "doc": {"level": "doc"}}
+VARIANTS: dict[str, dict] = {"cost": {"budget_unit": "cost"}, "domain": {"balance": "domain"}, "doc": {"level": "doc"}}
 VARIANT_TITLE = {
     "cost": "cost-aware (budget = share of annotation time, ILP)",
     "domain": "domain-balanced (equal items per domain)",
@@ -201,7 +201,7 @@ def peer_like_utilities(campaign) -> dict[str, np.ndarray]:
     """Our MetricCons with Kendall τ-b and our Diversity with sentence BLEU: the peer's choices, for the comparison."""
     return {
         "metric_cons_kendall": compute_utility(
-            campaign, "metric_cons", score="MetricX-23-c", options={"correlation": "kendall"}
+            campaign, "metric_cons", metric="MetricX-23-c", options={"correlation": "kendall"}
         ),
         "diversity_bleu": compute_utility(campaign, "diversity", options={"similarity": "bleu"}),
     }
@@ -260,7 +260,7 @@ def run_cases(args: argparse.Namespace, todo: list[dict]) -> None:
             continue
         start = time.perf_counter()
         external = peer_like_utilities(campaign) if case["group"] == "wmt23" else {}
-        result = run_benchmark(
+        benchmark = run_benchmark(
             campaign,
             methods=case["methods"],
             external=external,
@@ -271,7 +271,7 @@ def run_cases(args: argparse.Namespace, todo: list[dict]) -> None:
             method_options={m: options[m] for m in case["methods"] if m in options},
             **(VARIANTS[case["variant"]] if "variant" in case else {}),
         )
-        result["wall_seconds"] = time.perf_counter() - start
+        result = {**benchmark.to_dict(), "wall_seconds": time.perf_counter() - start}
         print(f"{case['key']}: {result['wall_seconds']:.0f} s", file=sys.stderr, flush=True)
         (OUT / "metaeval" / f"{case['key']}.json").write_text(json.dumps(result, indent=1))
         plot_benchmark(result, OUT / "metaeval" / f"{case['key']}.png")

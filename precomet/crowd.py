@@ -24,6 +24,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -35,8 +36,9 @@ from precomet.campaign import HUMAN, Campaign
 from precomet.errors import PrecometError
 from precomet.metaeval import evaluate_orderings, reference_from_matrix
 from precomet.progress import progress as progress_bar
+from precomet.record import Record
 from precomet.selection.units import budget_items
-from precomet.signature import signature
+from precomet.signature import Signature, signature
 from precomet.significance import item_signs
 
 log = logging.getLogger(__name__)
@@ -57,6 +59,32 @@ def draw_crowds(systems: Sequence[str], *, k: int, runs: int, seed: int = 0) -> 
     return out
 
 
+@dataclass(frozen=True)
+class CrowdResult(Record):
+    """The artificial-crowd benchmark on one campaign: ``runs`` crowds of ``crowd`` systems (``crowds``, the
+    systems drawn per run), each method's utilities computed on its crowd and meta-evaluated on the other systems.
+    ``random``, ``methods`` and ``controls`` hold one row each: ``spa``, ``clusters``, ``corr`` with their
+    ``*_by_prop`` lists and single-run 90 % intervals ``*_ci90``; methods and controls add the paired difference
+    to random (``spa_minus_random``, its ``_ci90``, ``runs_above_random``). As JSON, ``n_items`` is ``items``."""
+
+    campaign: str
+    n_items: int = field(metadata={"key": "items"})
+    systems: list[str]
+    props: list[float]
+    crowd: int
+    runs: int
+    crowds: list[list[str]]
+    random: Mapping[str, Any]
+    methods: Mapping[str, Mapping[str, Any]]
+    controls: Mapping[str, Mapping[str, Any]]
+    controls_skipped: Mapping[str, str]
+    signature: Signature
+
+    def with_signature(self, **parameters: Any) -> CrowdResult:
+        """A copy whose signature also records ``parameters`` (e.g. the command line's input file)."""
+        return self.replaced(signature=self.signature.with_parameters(**parameters))
+
+
 def run_crowd_benchmark(
     campaign: Campaign,
     *,
@@ -73,9 +101,9 @@ def run_crowd_benchmark(
     progress: bool | None = None,
     controls: bool = True,
     cluster_rule: str = "paper",
-) -> dict[str, Any]:
-    """The artificial-crowd benchmark (see the module docstring); JSON-ready result with a signature. Cluster
-    counts follow ``cluster_rule`` (:data:`precomet.metaeval.CLUSTER_RULES`)."""
+) -> CrowdResult:
+    """The artificial-crowd benchmark (see the module docstring): a :class:`CrowdResult` (``to_dict()`` for JSON).
+    Cluster counts follow ``cluster_rule`` (:data:`precomet.metaeval.CLUSTER_RULES`)."""
     from precomet.utilities import UTILITY_METHODS, compute_utility
 
     props = validate_props(props)
@@ -118,7 +146,7 @@ def run_crowd_benchmark(
         if key not in utilities:
             started = time.perf_counter()
             utilities[key] = compute_utility(
-                campaign, method, score=metric, systems=list(members), budget=k, seed=seed, options=options.get(method)
+                campaign, method, metric=metric, systems=list(members), budget=k, seed=seed, options=options.get(method)
             )
             seconds[method] += time.perf_counter() - started
         return utilities[key]
@@ -158,20 +186,20 @@ def run_crowd_benchmark(
         bar.update()
     bar.close()
     random_spa = random_runs[:, :, 0].mean(axis=1)  # per run, averaged over budgets
-    return {
-        "campaign": campaign.name,
-        "items": n,
-        "systems": list(campaign.systems),
-        "props": props,
-        "crowd": crowd,
-        "runs": runs,
-        "crowds": [list(c) for c in crowds],
-        "random": {
+    return CrowdResult(
+        campaign=campaign.name,
+        n_items=n,
+        systems=list(campaign.systems),
+        props=props,
+        crowd=crowd,
+        runs=runs,
+        crowds=[list(c) for c in crowds],
+        random={
             **_summary(random_runs),
             "seeds_per_run": seeds,
             "seconds": time.perf_counter() - started_all - sum(seconds.values()),
         },
-        "methods": {
+        methods={
             m: {
                 **_summary(method_runs[m]),
                 **_paired(method_runs[m][:, :, 0].mean(axis=1), random_spa),
@@ -179,12 +207,12 @@ def run_crowd_benchmark(
             }
             for m in names
         },
-        "controls": {
+        controls={
             c: {**_summary(control_runs[c]), **_paired(control_runs[c][:, :, 0].mean(axis=1), random_spa)}
             for c in control_names
         },
-        "controls_skipped": skipped,
-        "signature": signature(
+        controls_skipped=skipped,
+        signature=signature(
             "precomet benchmark --crowd",
             campaign=campaign,
             seed=seed,
@@ -200,7 +228,7 @@ def run_crowd_benchmark(
             controls=[LENGTH_CONTROL] if controls else [],
             cluster_rule=cluster_rule,
         ),
-    }
+    )
 
 
 def _summary(runs: np.ndarray) -> dict[str, Any]:

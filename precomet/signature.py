@@ -4,11 +4,48 @@ with which parameters, on which data, with which seed and precomet version."""
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from precomet.campaign import Campaign
+
+
+@dataclass(frozen=True, eq=False)
+class Signature(Mapping[str, Any]):
+    """Which tool and method produced a result, with which precomet version, on which data (``dataset``: the
+    campaign's name, language pair, human protocol, item count and data hash, or only the name or hash given),
+    with which ``seed`` and ``parameters`` (JSON-ready values). Immutable: :meth:`with_parameters` gives a new
+    one. Reads like its JSON (``sig["tool"]``, ``sig["budget_unit"]``), equals the dict it is written as, and
+    :meth:`to_dict` is that dict."""
+
+    tool: str
+    method: str | None
+    precomet_version: str
+    dataset: Mapping[str, Any] = field(default_factory=dict)
+    seed: int | None = None
+    parameters: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON-ready dict: tool, method, version, the dataset fields, seed, then the parameters."""
+        head = {"tool": self.tool, "method": self.method, "precomet_version": self.precomet_version}
+        return {**head, **self.dataset, "seed": self.seed, **{k: _copy(v) for k, v in self.parameters.items()}}
+
+    def with_parameters(self, **parameters: Any) -> Signature:
+        """A copy with ``parameters`` added (or replaced), e.g. the command line's file names."""
+        added = {key: jsonable(value) for key, value in parameters.items()}
+        return replace(self, parameters=MappingProxyType({**self.parameters, **added}))
+
+    def __getitem__(self, key: str) -> Any:
+        return self.to_dict()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.to_dict())
+
+    def __len__(self) -> int:
+        return len(self.to_dict())
 
 
 def signature(
@@ -19,29 +56,34 @@ def signature(
     data_hash: str | None = None,
     seed: int | None = None,
     **parameters: Any,
-) -> dict[str, Any]:
-    """The signature dict of a result: ``tool``, ``method``, ``precomet_version``, the campaign's name,
-    language pair, human protocol, item count and data hash (``campaign`` may also be just a name; ``data_hash``
-    is for results without a campaign), ``seed``, then ``parameters`` (values that are not JSON become their
-    ``repr``)."""
+) -> Signature:
+    """The signature of a result: ``tool``, ``method``, ``precomet_version``, the campaign's name, language pair,
+    human protocol, item count and data hash (``campaign`` may also be just a name; ``data_hash`` is for results
+    without a campaign), ``seed``, then ``parameters`` (values that are not JSON become their ``repr``)."""
     from precomet import __version__
 
-    result: dict[str, Any] = {"tool": tool, "method": method, "precomet_version": __version__}
+    data: dict[str, Any] = {}
     if isinstance(campaign, str):
-        result["campaign"] = campaign
+        data["campaign"] = campaign
     elif campaign is not None:
-        result.update(
+        data.update(
             campaign=campaign.name,
             lp=campaign.lp,
             protocol=campaign.protocol,
             n_items=len(campaign),
             data_hash=campaign.data_hash(),
         )
-    if data_hash is not None and "data_hash" not in result:
-        result["data_hash"] = data_hash
-    result["seed"] = seed
-    result.update({key: jsonable(value) for key, value in parameters.items()})
-    return result
+    if data_hash is not None and "data_hash" not in data:
+        data["data_hash"] = data_hash
+    params = {key: jsonable(value) for key, value in parameters.items()}
+    return Signature(
+        tool, method, __version__, dataset=MappingProxyType(data), seed=seed, parameters=MappingProxyType(params)
+    )
+
+
+def _copy(value: Any) -> Any:
+    """A fresh copy of a JSON value (a caller editing ``to_dict()`` never edits the signature)."""
+    return json.loads(json.dumps(value)) if isinstance(value, (dict, list)) else value
 
 
 def jsonable(value: Any) -> Any:

@@ -88,7 +88,7 @@ def target(campaign, method: str, seed: int):
     from precomet.utilities import compute_utility
 
     campaign, score = prepare(campaign, method)
-    return compute_utility(campaign, method, score=score, seed=seed, options=TARGET_OPTIONS.get(method))
+    return compute_utility(campaign, method, metric=score, seed=seed, options=TARGET_OPTIONS.get(method))
 
 
 def history_rows(method: str, seed: int) -> dict[str, list[dict]]:
@@ -101,7 +101,7 @@ def history_rows(method: str, seed: int) -> dict[str, list[dict]]:
     for name in list_campaigns(HISTORY):
         campaign, score = prepare(load(HISTORY, campaign=name), method)
         rows[name] = build_targets(
-            [campaign], method=method, score=score, seed=seed, options=TARGET_OPTIONS.get(method), progress=False
+            [campaign], method=method, metric=score, seed=seed, options=TARGET_OPTIONS.get(method), progress=False
         )
     print(f"targets {method} on {len(rows)} history campaigns: {time.perf_counter() - started:.1f} s", flush=True)
     return rows
@@ -138,7 +138,7 @@ def load_tests(setting: dict) -> dict:
     return tests
 
 
-def kmeans_prior(campaign, *, score, budget: int, seed: int, options) -> np.ndarray:
+def kmeans_prior(campaign, *, metric, budget: int, seed: int, options) -> np.ndarray:
     """Combination selector: k-means (k = budget) on source embeddings, and in each cluster the item with the
     highest ``prior`` utility (the estimator's prediction) instead of the one nearest the centre. Chosen items
     get 1 + rank/N, the rest rank/N (rank of the prior)."""

@@ -17,7 +17,8 @@ The package, by concern: :mod:`~precomet.benchmark.budgets` (budget proportions,
 utility's subsets), :mod:`~precomet.benchmark.stats` (:func:`ci90`, the random baseline),
 :mod:`~precomet.benchmark.parity` (the parity search and its interval), :mod:`~precomet.benchmark.plan` (methods,
 external utilities, control rows, the circularity check), :mod:`~precomet.benchmark.run` (the loop,
-:func:`evaluate_method`) and :mod:`~precomet.benchmark.report` (recommendation, table, figure).
+:func:`evaluate_method`), :mod:`~precomet.benchmark.result` (:class:`BenchmarkResult`) and
+:mod:`~precomet.benchmark.report` (recommendation, table, figure).
 """
 
 from precomet.benchmark.budgets import (
@@ -43,13 +44,15 @@ from precomet.benchmark.parity import (
     replayed_position,
 )
 from precomet.benchmark.plan import LENGTH_CONTROL, circular_reason, plan_controls
-from precomet.benchmark.report import plot_benchmark, recommendation, summary_table
+from precomet.benchmark.report import budgets_by_cost, plot_benchmark, recommendation, summary_table
+from precomet.benchmark.result import BenchmarkResult
 from precomet.benchmark.run import evaluate_method, run_benchmark
 from precomet.benchmark.stats import ci90, random_baseline, random_runs, summarise_random
 
 __all__ = [
     "BALANCE",
     "BENCH_MEASURES",
+    "BenchmarkResult",
     "DEFAULT_PROPS",
     "LENGTH_CONTROL",
     "LEVELS",
@@ -57,6 +60,7 @@ __all__ = [
     "PARITY_RESAMPLES",
     "Select",
     "budget_value",
+    "budgets_by_cost",
     "ci90",
     "circular_reason",
     "coarse_grid",

@@ -12,7 +12,7 @@ from precomet.campaign import Campaign
 from precomet.errors import PrecometError, SolverGapWarning
 from precomet.metaeval import Reference, evaluate_indices, evaluate_prefixes
 from precomet.selection.objective import DEFAULT_COST_OBJECTIVE
-from precomet.selection.units import budget_items
+from precomet.selection.units import budget_items, check_budget_unit
 
 log = logging.getLogger(__name__)
 
@@ -61,16 +61,16 @@ def top_k(utility: np.ndarray, k: int) -> np.ndarray:
 def make_selector(
     campaign: Campaign,
     *,
-    budget_cost: bool = False,
+    budget_unit: str = "items",
     balance: str | None = None,
     level: str = "item",
     time_limit: float = 10.0,
     cost_objective: str = DEFAULT_COST_OBJECTIVE,
 ) -> Select | None:
     """``select(utility, prop) -> positions`` through the subset builder (:func:`precomet.select.select_subset`)
-    with the cost budget ``prop · total cost`` (knapsack over ``cost_objective``), domain quotas and/or
-    document units; ``None`` when no option is
-    set: plain top-k, whose nested subsets :func:`evaluate_props` meta-evaluates in one pass.
+    with the cost budget ``prop · total cost`` when ``budget_unit`` is ``"cost"`` (knapsack over
+    ``cost_objective``), domain quotas and/or document units; ``None`` when no option is set: plain top-k, whose
+    nested subsets :func:`evaluate_props` meta-evaluates in one pass.
 
     A benchmark makes hundreds of selections, so a knapsack the solver has not certified optimal within
     ``time_limit`` seconds is used as found (its gap is logged at debug level)."""
@@ -78,8 +78,9 @@ def make_selector(
         raise PrecometError(f"unknown level {level!r}; valid: {list(LEVELS)}")
     if balance not in BALANCE:
         raise PrecometError(f"unknown balance {balance!r}; valid: {[b for b in BALANCE if b]}")
+    by_cost = check_budget_unit(budget_unit)
     n = len(campaign)
-    if not budget_cost and balance is None and level == "item":
+    if not by_cost and balance is None and level == "item":
         return None
 
     import warnings
@@ -95,11 +96,11 @@ def make_selector(
             warnings.simplefilter("ignore", SolverGapWarning)
             chosen = select_subset(
                 utility,
-                cost=campaign.cost if budget_cost else None,
+                cost=campaign.cost if by_cost else None,
                 domain=campaign.domain if balance else None,
                 doc=campaign.doc if level == "doc" else None,
-                budget=None if budget_cost else budget_items(prop, n),
-                budget_cost=prop * total if budget_cost else None,
+                budget=None if by_cost else budget_items(prop, n),
+                budget_cost=prop * total if by_cost else None,
                 balance=balance,
                 level=level,
                 time_limit=time_limit,
@@ -134,6 +135,8 @@ def evaluate_props(
     return out
 
 
-def budget_value(campaign: Campaign, prop: float, *, budget_cost: bool) -> float:
-    """The budget a proportion stands for: item count, or annotation cost with ``budget_cost``."""
-    return prop * float(campaign.cost.sum()) if budget_cost else float(budget_items(prop, len(campaign)))
+def budget_value(campaign: Campaign, prop: float, *, budget_unit: str) -> float:
+    """The budget a proportion stands for in ``budget_unit``: item count, or annotation cost."""
+    if check_budget_unit(budget_unit):
+        return prop * float(campaign.cost.sum())
+    return float(budget_items(prop, len(campaign)))

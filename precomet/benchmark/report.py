@@ -13,6 +13,12 @@ from precomet.benchmark.plan import LENGTH_CONTROL
 from precomet.selection.units import budget_items
 
 
+def budgets_by_cost(signature: Mapping[str, Any]) -> bool:
+    """Whether a benchmark result's budgets are shares of the annotation cost (``budget_unit``; results written
+    by precomet 0.4 and earlier say ``budget_cost: true``)."""
+    return signature.get("budget_unit") == "cost" or bool(signature.get("budget_cost"))
+
+
 def recommendation(result: Mapping[str, Any]) -> dict[str, Any]:
     """The one-line answer to "how much can I save?": the usable method with the lowest parity, as a share of the
     items or of the annotation time/cost, with its 90 % interval — or, when no method's parity is below 100 %,
@@ -23,8 +29,8 @@ def recommendation(result: Mapping[str, Any]) -> dict[str, Any]:
     beats random; ``length_parity`` ``None`` without the control row)."""
     from precomet.costs import cost_unit
 
-    budget_cost = bool(result["signature"].get("budget_cost"))
-    unit = cost_unit(result.get("cost", {}).get("source", "")) if budget_cost else "items"
+    by_cost = budgets_by_cost(result["signature"])
+    unit = cost_unit(result.get("cost", {}).get("source", "")) if by_cost else "items"
     rows = {  # the "random" utility is a random sample: its parity is the luck of one draw, not a method to advise
         name: m for name, m in result["methods"].items() if np.isfinite(m["parity"]) and name != "random"
     }
@@ -57,7 +63,7 @@ def recommendation(result: Mapping[str, Any]) -> dict[str, Any]:
             )
         return {"method": None, "text": text, **answer}
     text = f"{best}: random's accuracy with {_percent(parity)} of the {unit} ({interval})"
-    if budget_cost and unit == "annotation time":
+    if by_cost and unit == "annotation time":
         text += f", i.e. {round(60 * parity)} min per hour of random annotation"
     if high >= 1.0:
         text += "; not clearly better than random (the interval reaches 100 %)"
@@ -84,7 +90,7 @@ def summary_table(result: Mapping[str, Any]) -> str:
             f"annotation cost: {format_duration(cost['total_seconds'])} for {result['items']} items ({cost['source']})"
         )
         props = result["props"]
-        if result["signature"].get("budget_cost"):
+        if budgets_by_cost(result["signature"]):
             spent = [format_duration(p * cost["total_seconds"]) for p in (min(props), max(props))]
             lines.append(f"budgets: {_percent(min(props))}–{_percent(max(props))} of it ({spent[0]} – {spent[1]})")
         else:
@@ -147,7 +153,7 @@ def plot_benchmark(result: Mapping[str, Any], path: str | Path) -> None:
                 " (human scores; not a selector)",
             )
         )
-    unit = "annotation cost" if result["signature"].get("budget_cost") else "items"
+    unit = "annotation cost" if budgets_by_cost(result["signature"]) else "items"
     for ax, key in ((ax_spa, "spa"), (ax_clu, "clusters")):
         scale = 100 if key == "spa" else 1
         band = np.asarray(random[f"{key}_ci90_by_prop"]) * scale

@@ -1,5 +1,5 @@
 """The benchmark loop: random baseline, each method's, control's and the oracle's row (measures per budget and
-parity), and the JSON-ready result."""
+parity), and the typed result (:class:`~precomet.benchmark.result.BenchmarkResult`)."""
 
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ from precomet.benchmark.budgets import (
 from precomet.benchmark.parity import parity_interval, parity_search, parity_searches, replayed_position
 from precomet.benchmark.plan import LENGTH_CONTROL, check_external, circular_reason, method_specs, plan_controls
 from precomet.benchmark.report import recommendation
+from precomet.benchmark.result import BenchmarkResult
 from precomet.benchmark.stats import random_runs, summarise_random
 from precomet.campaign import HUMAN, Campaign
 from precomet.errors import PrecometError
@@ -44,7 +45,7 @@ def run_benchmark(
     score: str = HUMAN,
     props: Sequence[float] = DEFAULT_PROPS,
     seeds: int = 100,
-    budget_cost: bool = False,
+    budget_unit: str = "items",
     cost_objective: str = DEFAULT_COST_OBJECTIVE,
     balance: str | None = None,
     level: str = "item",
@@ -60,17 +61,17 @@ def run_benchmark(
     oracle_step: int = 10,
     allow_circular: bool = False,
     controls: bool = True,
-) -> dict[str, Any]:
+) -> BenchmarkResult:
     """Benchmark utility ``methods`` (names in ``UTILITY_METHODS``, computed on ``metric``) and ``external``
     utilities (``{name: array aligned with the campaign}``, or ``{name: budget -> array}`` for a budget-dependent
-    selector such as :func:`precomet.selection.strata.stratified_utility`) against random selection. Returns the
-    JSON-ready result (``props``, ``random``, ``methods``, ``signature``, and with ``oracle`` the headroom row
-    ``oracle``: greedy on the ``score`` itself, :mod:`precomet.oracle`, flagged ``"usable": false``), ``cost`` (total
-    annotation seconds and where they came from) and ``recommendation`` (:func:`recommendation`); see the module
-    docstring. A score-based method computed on ``metric == score`` is refused (:func:`circular_reason`) unless
-    ``allow_circular``. Cluster counts follow ``cluster_rule`` (:data:`precomet.metaeval.CLUSTER_RULES`). With
-    ``controls`` the result has the length control row under ``controls`` (or the reason it is left out under
-    ``controls_skipped``: ``length`` is among the methods)."""
+    selector such as :func:`precomet.selection.strata.stratified_utility`) against random selection, judged on the
+    ``score`` the systems are ranked by (the human scores by default). Budgets ``props`` are shares of the items, or
+    of the total annotation cost with ``budget_unit="cost"``. Returns a :class:`BenchmarkResult` (``to_dict()`` for
+    JSON); with ``oracle`` it has the headroom row: greedy on the ``score`` itself, :mod:`precomet.oracle`, flagged
+    ``"usable": false``. A score-based method computed on ``metric == score`` is refused
+    (:func:`circular_reason`) unless ``allow_circular``. Cluster counts follow ``cluster_rule``
+    (:data:`precomet.metaeval.CLUSTER_RULES`). With ``controls`` the result has the length control row under
+    ``controls`` (or the reason it is left out under ``controls_skipped``: ``length`` is among the methods)."""
     props = validate_props(props)
     external = {name: check_external(campaign, name, values) for name, values in (external or {}).items()}
     specs = method_specs(methods, external)
@@ -98,7 +99,7 @@ def run_benchmark(
     ref = full_reference(campaign, score=score, permutations=permutations, seed=seed, cluster_rule=cluster_rule)
     select = make_selector(
         campaign,
-        budget_cost=budget_cost,
+        budget_unit=budget_unit,
         balance=balance,
         level=level,
         time_limit=time_limit,
@@ -113,7 +114,7 @@ def run_benchmark(
     random_select = (
         None
         if select is None
-        else make_random_selector(campaign, budget_cost=budget_cost, balance=balance, level=level)
+        else make_random_selector(campaign, budget_unit=budget_unit, balance=balance, level=level)
     )
     runs = random_runs(ref, random_select, props, seeds=seeds, seed=seed, tick=tick)
     random = summarise_random(runs, len(props))
@@ -129,7 +130,7 @@ def run_benchmark(
             props=props,
             select=select,
             needs_budget=needs_budget,
-            budget_cost=budget_cost,
+            budget_unit=budget_unit,
             grid=parity_grid,
             seed=seed,
             tick=tick,
@@ -143,11 +144,11 @@ def run_benchmark(
             utility_at = _external_at(campaign, name, external[name])
         else:
             utility_at = _utility_at(
-                campaign, name, needs_budget, metric, seed, (method_options or {}).get(name), budget_cost=budget_cost
+                campaign, name, needs_budget, metric, seed, (method_options or {}).get(name), budget_unit=budget_unit
             )
         results[name] = row(utility_at, needs_budget)
     control_rows = {
-        name: row(_utility_at(campaign, name, False, None, seed, None, budget_cost=budget_cost), False)
+        name: row(_utility_at(campaign, name, False, None, seed, None, budget_unit=budget_unit), False)
         for name in control_names
     }
     headroom = None
@@ -158,7 +159,7 @@ def run_benchmark(
             random_spa_runs=runs[:, :, 0],
             props=props,
             select=select,
-            budget_cost=budget_cost,
+            budget_unit=budget_unit,
             grid=parity_grid,
             seed=seed,
             tick=tick,
@@ -168,19 +169,19 @@ def run_benchmark(
     bar.close()
     from precomet.costs import cost_signature, cost_source
 
-    result = {
-        "campaign": campaign.name,
-        "items": len(campaign),
-        "systems": list(campaign.systems),
-        "props": props,
-        "budgets": [budget_value(campaign, p, budget_cost=budget_cost) for p in props],
-        "random": random,
-        "methods": results,
-        "controls": control_rows,
-        "controls_skipped": skipped,
-        **({"oracle": headroom} if oracle else {}),
-        "cost": {"total_seconds": float(campaign.cost.sum()), "source": cost_source(campaign)},
-        "signature": signature(
+    result = BenchmarkResult(
+        campaign=campaign.name,
+        n_items=len(campaign),
+        systems=list(campaign.systems),
+        props=props,
+        budgets=[budget_value(campaign, p, budget_unit=budget_unit) for p in props],
+        random=random,
+        methods=results,
+        controls=control_rows,
+        controls_skipped=skipped,
+        oracle=headroom,
+        cost={"total_seconds": float(campaign.cost.sum()), "source": cost_source(campaign)},
+        signature=signature(
             "precomet benchmark",
             campaign=campaign,
             seed=seed,
@@ -189,9 +190,9 @@ def run_benchmark(
             score=score,
             props=props,
             seeds=seeds,
-            budget_cost=budget_cost,
+            budget_unit=budget_unit,
             cost=cost_signature(campaign),
-            cost_objective=cost_objective if budget_cost else None,
+            cost_objective=cost_objective if budget_unit == "cost" else None,
             balance=balance,
             level=level,
             permutations=permutations,
@@ -206,9 +207,8 @@ def run_benchmark(
             circular=circular is not None,
             controls=[LENGTH_CONTROL] if controls else [],
         ),
-    }
-    result["recommendation"] = recommendation(result)
-    return result
+    )
+    return result.replaced(recommendation=recommendation(result))
 
 
 def _evaluate_oracle(
@@ -247,7 +247,7 @@ def _external_at(campaign: Campaign, name: str, values: Any) -> Callable[[int], 
     return at
 
 
-def _utility_at(campaign, name, needs_budget, metric, seed, options, *, budget_cost) -> Callable[[int], np.ndarray]:
+def _utility_at(campaign, name, needs_budget, metric, seed, options, *, budget_unit) -> Callable[[int], np.ndarray]:
     """Utilities for a budget of ``k`` items, as the subset builder gets them (:func:`knapsack_utility`); computed once
     unless the method needs the budget (memoised)."""
     from precomet.utilities import compute_utility, knapsack_utility
@@ -258,9 +258,9 @@ def _utility_at(campaign, name, needs_budget, metric, seed, options, *, budget_c
         key = k if needs_budget else 0
         if key not in cache:
             values = compute_utility(
-                campaign, name, score=metric, budget=k if needs_budget else None, seed=seed, options=options
+                campaign, name, metric=metric, budget=k if needs_budget else None, seed=seed, options=options
             )
-            cache[key] = knapsack_utility(name, values, cost_budget=budget_cost)
+            cache[key] = knapsack_utility(name, values, by_cost=budget_unit == "cost")
         return cache[key]
 
     return at
@@ -275,7 +275,7 @@ def evaluate_method(
     props: Sequence[float] = DEFAULT_PROPS,
     select: Select | None = None,
     needs_budget: bool = False,
-    budget_cost: bool = False,
+    budget_unit: str = "items",
     grid: int = 32,
     seed: int = 0,
     tick: Callable[[], None] = lambda: None,
@@ -286,7 +286,7 @@ def evaluate_method(
     ``utility_at(k)`` gives the utilities for a budget of ``k`` items (called with ``0`` unless ``needs_budget``);
     ``select(utility, prop)`` picks the subsets (:func:`make_selector`; ``None``: top-k prefixes);
     ``random_spa_runs`` is random's SPA per seed and budget, shape ``(seeds, props)`` (:func:`random_runs`'s
-    ``[:, :, 0]``), whose mean per budget is the parity target. With ``budget_cost`` parity is a share of the
+    ``[:, :, 0]``), whose mean per budget is the parity target. With ``budget_unit="cost"`` parity is a share of the
     annotation cost, else of the items; ``grid`` is the parity search's coarse grid and ``seed`` seeds its
     bootstrap. ``tick`` is called once per budget (progress)."""
     n = len(campaign)
@@ -320,12 +320,12 @@ def evaluate_method(
     else:
         positions = [parity_search(spa_at, target, n_items=n, grid=grid) for target in random_spa]
     parity = [
-        budget_value(campaign, g / n, budget_cost=budget_cost) / budget_value(campaign, prop, budget_cost=budget_cost)
+        budget_value(campaign, g / n, budget_unit=budget_unit) / budget_value(campaign, prop, budget_unit=budget_unit)
         for prop, g in zip(props, positions)
     ]
 
     def parity_of(position: float, q: int) -> float:  # a (fractional) grid position as a share of budget q
-        if budget_cost:
+        if budget_unit == "cost":
             return position / n / props[q]
         return position / budget_items(props[q], n)
 

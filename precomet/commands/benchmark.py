@@ -9,6 +9,7 @@ import numpy as np
 
 from precomet.campaign import Campaign, require_documents
 from precomet.commands.common import (
+    DeprecatedSpelling,
     Paths,
     add_cost_arguments,
     add_data_arguments,
@@ -25,6 +26,7 @@ from precomet.commands.common import (
 from precomet.errors import PrecometError
 from precomet.selection.objective import DEFAULT_COST_OBJECTIVE
 from precomet.selection.strata import DEFAULT_ENCODER, SELECTORS
+from precomet.selection.units import BUDGET_UNITS
 
 HELP = (
     "benchmark selection methods against random selection: SPA, clusters, parity (the share of the budget a method"
@@ -95,12 +97,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--time-limit",
         type=positive_float,
         default=10.0,
-        help="seconds per knapsack with --budget-cost/--balance/--level doc; a solution not proven optimal by then is "
-        "used (default 10)",
+        help="seconds per knapsack with --budget-unit cost/--balance/--level doc; a solution not proven optimal by"
+        " then is used (default 10)",
     )
     parser.add_argument("--seed", type=seed, default=0, help="seed of the utilities, random runs and permutations")
     parser.add_argument(
-        "--budget-cost", action="store_true", help="budgets are shares of the total annotation cost (ILP knapsack)"
+        "--budget-unit",
+        choices=BUDGET_UNITS,
+        default="items",
+        help="what --props are shares of: the items (default) or the total annotation cost (ILP knapsack)",
+    )
+    parser.add_argument(  # 0.4's spelling; select's --budget-cost is an amount, not a unit
+        "--budget-cost",
+        dest="budget_unit",
+        action=DeprecatedSpelling,
+        nargs=0,
+        const="cost",
+        instead="--budget-unit cost",
+        help=argparse.SUPPRESS,
     )
     add_cost_arguments(parser)
     parser.add_argument("--balance", choices=["domain"], help="equal share of the budget per domain")
@@ -188,8 +202,8 @@ def run(args: argparse.Namespace) -> int:
     if args.plot:
         check_output(args.plot, suffixes=FIGURE_SUFFIXES)
     props = parse_props(args.props)
-    if (args.cost_from_times or args.cost_objective != DEFAULT_COST_OBJECTIVE) and not args.budget_cost:
-        raise PrecometError("--cost-from-times and --cost-objective apply to cost budgets: add --budget-cost")
+    if (args.cost_from_times or args.cost_objective != DEFAULT_COST_OBJECTIVE) and args.budget_unit != "cost":
+        raise PrecometError("--cost-from-times and --cost-objective apply to cost budgets: add --budget-unit cost")
     if args.crowd is not None:
         _check_crowd_options(args)
     if args.selector == "strata" and (not args.scores or args.crowd is not None):
@@ -228,7 +242,7 @@ def run(args: argparse.Namespace) -> int:
         score=args.target,
         props=props,
         seeds=args.seeds,
-        budget_cost=args.budget_cost,
+        budget_unit=args.budget_unit,
         cost_objective=args.cost_objective,
         balance=args.balance,
         level=args.level,
@@ -242,14 +256,13 @@ def run(args: argparse.Namespace) -> int:
         allow_circular=args.allow_circular,
         controls=args.controls,
     )
-    result["signature"]["data"] = str(args.data)
-    result["signature"]["cost_from_times"] = args.cost_from_times
-    result["signature"]["scores_files"] = list(args.scores)
-    result["signature"]["selector"] = {
-        "name": args.selector,
-        "encoder": args.strata_encoder if args.selector == "strata" else None,
-    }
-    result["signature"]["seen_in_training"] = {name: seen for name, _, seen in read}
+    result = result.with_signature(
+        data=str(args.data),
+        cost_from_times=args.cost_from_times,
+        scores_files=list(args.scores),
+        selector={"name": args.selector, "encoder": args.strata_encoder if args.selector == "strata" else None},
+        seen_in_training={name: seen for name, _, seen in read},
+    )
     written = [path for path in (output, args.plot) if path]
     if written:
         with output_set(*written) as out:
@@ -283,7 +296,7 @@ def _check_crowd_options(args: argparse.Namespace) -> None:
         for flag, used in (
             ("--scores", args.scores),
             ("--plot", args.plot),
-            ("--budget-cost", args.budget_cost),
+            ("--budget-unit cost", args.budget_unit == "cost"),
             ("--balance", args.balance),
             ("--level doc", args.level != "item"),
         )
@@ -314,8 +327,7 @@ def _run_crowd(args: argparse.Namespace, campaign: Campaign, props: list[float],
         controls=args.controls,
         cluster_rule=args.cluster_rule,
     )
-    result["signature"]["data"] = str(args.data)
-    result["signature"]["allow_circular"] = args.allow_circular
+    result = result.with_signature(data=str(args.data), allow_circular=args.allow_circular)
     if args.output:
         with atomic_write(args.output) as handle:
             jsonsafe.dump(result, handle, indent=1)

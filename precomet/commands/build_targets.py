@@ -95,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
     kept, left_out = exclude_campaigns(campaigns, args.exclude)
     held = left_out + (load_specs(args.holdout, None, complete=False) if args.holdout else [])
     rows = build_targets(
-        kept, method=args.method, score=args.metric, normalisation=args.normalise, seed=args.seed, options=options
+        kept, method=args.method, metric=args.metric, normalisation=args.normalise, seed=args.seed, options=options
     )
     for campaign in kept:
         print(f"{campaign.name}: {len(campaign)} targets")

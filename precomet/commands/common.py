@@ -21,8 +21,13 @@ class Paths(NamedTuple):
     outputs: list[Any]
 
 
-class _DeprecatedSpelling(argparse.Action):
-    """Stores like ``store`` and says on stderr that the spelling used is deprecated (argparse hides it)."""
+DEPRECATED_UNTIL = "0.6.0"
+"""The release that drops the deprecated spellings (a test fails once the version reaches it)."""
+
+
+class DeprecatedSpelling(argparse.Action):
+    """Stores like ``store`` (like ``store_const`` with ``nargs=0`` and a ``const``) and says on stderr that the
+    spelling used is deprecated, and for what; argparse hides it."""
 
     def __init__(self, option_strings, dest, *, instead: str, **kwargs) -> None:
         super().__init__(option_strings, dest, **kwargs)
@@ -30,10 +35,11 @@ class _DeprecatedSpelling(argparse.Action):
 
     def __call__(self, parser, namespace, values, option_string=None) -> None:
         print(
-            f"precomet: warning: {option_string} is deprecated and will be removed in 0.4; use {self.instead}",
+            f"precomet: warning: {option_string} is deprecated and will be removed in {DEPRECATED_UNTIL};"
+            f" use {self.instead}",
             file=sys.stderr,
         )
-        setattr(namespace, self.dest, values)
+        setattr(namespace, self.dest, self.const if self.nargs == 0 else values)
 
 
 def add_output_argument(
@@ -58,7 +64,7 @@ def add_output_argument(
             spelling,
             dest=dest,
             metavar="PATH",
-            action=_DeprecatedSpelling,
+            action=DeprecatedSpelling,
             instead="/".join(flags),
             help=argparse.SUPPRESS,
         )

@@ -76,9 +76,9 @@ def _run(args: argparse.Namespace, work: Path) -> int:
 
     _step("2. output-based utilities on sim/year0 (higher = annotate first)")
     year0 = history[0]
-    human_var = compute_utility(year0, "metric_var", score=HUMAN)
+    human_var = compute_utility(year0, "metric_var", metric=HUMAN)
     for method, options in (("metric_var", None), ("metric_cons", None), ("diversity", {"similarity": "chrf"})):
-        utility = compute_utility(year0, method, score=METRIC, seed=args.seed, options=options)
+        utility = compute_utility(year0, method, metric=METRIC, seed=args.seed, options=options)
         top = int(np.argmax(utility))
         print(
             f"{method:<12} Kendall τ with human-score variance {kendalltau(utility, human_var)[0]:+.2f}; "
@@ -96,7 +96,7 @@ def _run(args: argparse.Namespace, work: Path) -> int:
 
     _step("4. predict utilities of the unseen sources of sim/blind (no outputs, no scores used)")
     predicted = predict_campaign(result.checkpoint_dir, blind)
-    true_var = compute_utility(blind, "metric_var", score=HUMAN)
+    true_var = compute_utility(blind, "metric_var", metric=HUMAN)
     print(
         f"{len(blind)} sources; Pearson with the true (hidden) human-score variance "
         f"{pearsonr(predicted, true_var)[0]:+.3f}, Kendall {kendalltau(predicted, true_var)[0]:+.3f}"

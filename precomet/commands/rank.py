@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 
 from precomet.commands.common import (
+    DeprecatedSpelling,
     Paths,
-    _DeprecatedSpelling,
     add_data_arguments,
     add_output_argument,
     data_inputs,
@@ -47,7 +47,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--level",
         dest="confidence",
         type=open_share,
-        action=_DeprecatedSpelling,
+        action=DeprecatedSpelling,
         instead="--confidence",
         help=argparse.SUPPRESS,
     )

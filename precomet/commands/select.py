@@ -153,7 +153,7 @@ def run(args: argparse.Namespace) -> int:
     if args.method:  # length under a cost budget: a constant utility, the cost objective alone decides
         from precomet.utilities import knapsack_utility
 
-        utility = knapsack_utility(args.method, utility, cost_budget=cost_aware)
+        utility = knapsack_utility(args.method, utility, by_cost=cost_aware)
     from precomet.selection.objective import DEFAULT_COST_OBJECTIVE
 
     if args.cost_objective != DEFAULT_COST_OBJECTIVE and not cost_aware:
@@ -261,7 +261,7 @@ def _utilities(args: argparse.Namespace, campaign: Campaign) -> tuple[np.ndarray
     )
 
     utility = compute_utility(
-        campaign, args.method, score=args.metric, budget=_item_budget(args, campaign), seed=args.seed
+        campaign, args.method, metric=args.metric, budget=_item_budget(args, campaign), seed=args.seed
     )
     return np.asarray(utility, dtype=float), args.method, {"metric": args.metric, "seed": args.seed}
 

@@ -102,13 +102,13 @@ def run(args: argparse.Namespace) -> int:
         fit_options = {
             k: v for k, v in resolve_options(args.method, options).items() if k in FIT_OPTIONS and k != "params"
         }
-        params = fit_irt(crowd, score=args.metric, seed=args.seed, **fit_options)
+        params = fit_irt(crowd, metric=args.metric, seed=args.seed, **fit_options)
         options["params"] = params
-    score = args.metric if spec.needs_score or spec.forwards_score else None
+    metric = args.metric if spec.needs_score or spec.forwards_metric else None
     values = compute_utility(
         campaign,
         args.method,
-        score=score,
+        metric=metric,
         systems=systems,
         budget=args.budget,
         seed=args.seed,
@@ -117,14 +117,14 @@ def run(args: argparse.Namespace) -> int:
     signature = utility_signature(
         campaign,
         method=args.method,
-        score=score,
+        metric=metric,
         systems=systems,
         budget=args.budget,
         seed=args.seed,
         options=resolve_options(args.method, options),
     )
     if args.save_irt:
-        signature["options"]["params"] = args.save_irt
+        signature = signature.with_parameters(options={**signature["options"], "params": args.save_irt})
     with output_set(args.output, args.save_irt) as out:  # the utilities and the IRT parameters: both or neither
         if args.save_irt:
             params.to_json(out.path(args.save_irt))

@@ -58,19 +58,19 @@ def normalise_targets(values: Sequence[float] | np.ndarray, how: str) -> np.ndar
     return NORMALISERS[how](np.asarray(values, dtype=float))
 
 
-def raw_targets(campaign: Campaign, method: str, *, score: str, seed: int, options: dict | None = None) -> np.ndarray:
+def raw_targets(campaign: Campaign, method: str, *, metric: str, seed: int, options: dict | None = None) -> np.ndarray:
     """One campaign's targets before normalisation: the output-based utility of every item as floats
     (:func:`precomet.utilities.compute_utility`)."""
     from precomet.utilities import compute_utility
 
-    return np.asarray(compute_utility(campaign, method, score=score, seed=seed, options=options), dtype=float)
+    return np.asarray(compute_utility(campaign, method, metric=metric, seed=seed, options=options), dtype=float)
 
 
 def build_targets(
     campaigns: Iterable[Campaign],
     *,
     method: str,
-    score: str = HUMAN,
+    metric: str = HUMAN,
     normalisation: str = "zscore",
     seed: int = 0,
     options: dict[str, Any] | None = None,
@@ -88,7 +88,7 @@ def build_targets(
         if campaign.name in seen:
             raise PrecometError(f"campaign name {campaign.name!r} given twice; targets are grouped by campaign name")
         seen.add(campaign.name)
-        raw = raw_targets(campaign, method, score=score, seed=seed, options=options)
+        raw = raw_targets(campaign, method, metric=metric, seed=seed, options=options)
         if raw.shape != (len(campaign),):
             raise PrecometError(
                 f"utility {method!r} on {campaign.name!r}: expected {len(campaign)} values, got {raw.shape}"

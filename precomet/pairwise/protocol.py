@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import combinations
 from pathlib import Path
@@ -53,7 +53,7 @@ class PairwiseEvaluation:
 
     success: list[dict[str, Any]]
     iterative: list[dict[str, Any]]
-    signature: dict[str, Any] = field(default_factory=dict)
+    signature: Mapping[str, Any] = field(default_factory=dict)
 
     def to_markdown(self) -> str:
         lines = [

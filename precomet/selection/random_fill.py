@@ -15,7 +15,7 @@ from typing import cast
 import numpy as np
 
 from precomet.campaign import Campaign
-from precomet.selection.units import budget_items, build_units
+from precomet.selection.units import budget_items, build_units, check_budget_unit
 
 
 def random_fill(
@@ -61,15 +61,16 @@ def random_fill(
 
 
 def make_random_selector(
-    campaign: Campaign, *, budget_cost: bool, balance: str | None, level: str
+    campaign: Campaign, *, budget_unit: str, balance: str | None, level: str
 ) -> Callable[[np.ndarray, float], np.ndarray]:
     """``select(random_values, prop) -> positions`` with the same budget as the benchmark's selector: ``prop`` of
-    the total cost (``budget_cost``) or ``floor(prop · N)`` items."""
-    weight = campaign.cost if budget_cost else np.ones(len(campaign))
+    the total cost (``budget_unit="cost"``) or ``floor(prop · N)`` items (``"items"``)."""
+    by_cost = check_budget_unit(budget_unit)
+    weight = campaign.cost if by_cost else np.ones(len(campaign))
     total = float(weight.sum())
 
     def select(values: np.ndarray, prop: float) -> np.ndarray:
-        capacity = prop * total if budget_cost else float(budget_items(prop, len(campaign)))
+        capacity = prop * total if by_cost else float(budget_items(prop, len(campaign)))
         return random_fill(
             values, weight, capacity, domain=campaign.domain, doc=campaign.doc, level=level, balance=balance
         )

@@ -9,6 +9,16 @@ import numpy as np
 
 from precomet.errors import PrecometError
 
+BUDGET_UNITS = ("items", "cost")
+"""What a benchmark's budget proportions are shares of: the items, or the total annotation cost."""
+
+
+def check_budget_unit(unit: str) -> bool:
+    """``True`` when budgets are shares of the annotation cost; raises on a unit not in :data:`BUDGET_UNITS`."""
+    if unit not in BUDGET_UNITS:
+        raise PrecometError(f"unknown budget unit {unit!r}; valid: {list(BUDGET_UNITS)}", param="budget_unit")
+    return unit == "cost"
+
 
 def budget_items(proportion: float, n_items: int) -> int:
     """Items in a budget of ``proportion`` of ``n_items``: ``floor(P·N)`` (subset2evaluate's ``int(N * P)``;

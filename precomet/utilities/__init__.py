@@ -3,8 +3,8 @@
 :func:`compute_utility` is the single entry point; :data:`UTILITY_METHODS` is the explicit registry
 (name -> :class:`UtilitySpec`, the one record of a utility), filled by :func:`register_utility`. Every method
 function has the signature
-``fn(campaign, *, score, budget, seed, options) -> np.ndarray`` and sees a campaign that is already
-restricted to the requested systems (artificial crowd, paper §4.2) and complete for ``score``.
+``fn(campaign, *, metric, budget, seed, options) -> np.ndarray`` and sees a campaign that is already
+restricted to the requested systems (artificial crowd, paper §4.2) and complete for ``metric``.
 """
 
 from __future__ import annotations
@@ -36,8 +36,8 @@ class UtilitySpec:
     the method-specific ``options`` with their defaults; ``system_free`` (the value does not depend on which
     systems are used, so the artificial crowd computes it once); ``constant_under_cost`` (a utility that is the
     source length, which the cost objective already weighs: a cost budget's knapsack gets a constant utility, see
-    :func:`knapsack_utility`); ``forwards_score`` (reads no score itself but is given the one requested, to hand on
-    to the utilities it combines: ``mixture``); and ``label``, the name shown in tables (default: the registered
+    :func:`knapsack_utility`); ``forwards_metric`` (reads no score itself but is given the ``metric`` requested, to
+    hand on to the utilities it combines: ``mixture``); and ``label``, the name shown in tables (default: the registered
     name)."""
 
     fn: UtilityFn
@@ -48,7 +48,7 @@ class UtilitySpec:
     options: Mapping[str, Any] = field(default_factory=dict)
     constant_under_cost: bool = False
     system_free: bool = False
-    forwards_score: bool = False
+    forwards_metric: bool = False
     label: str = ""
 
 
@@ -56,7 +56,7 @@ def compute_utility(
     campaign: Campaign,
     method: str,
     *,
-    score: str | None = None,
+    metric: str | None = None,
     systems: Sequence[str] | None = None,
     budget: int | None = None,
     seed: int = 0,
@@ -64,10 +64,10 @@ def compute_utility(
 ) -> np.ndarray:
     """Utility of every item of ``campaign`` (float array, length N, campaign order; higher = annotate first).
 
-    ``score`` names the score matrix used by score-based methods (a metric or ``"human"``);
+    ``metric`` names the score matrix the utility reads (a metric, or ``"human"`` for utilities of human scores);
     ``systems`` restricts the computation to an artificial crowd; ``budget`` is required by methods with
     ``needs_budget``; ``options`` holds method-specific settings (see ``UTILITY_METHODS[name].options``)
-    plus ``missing``: ``"error"`` (default) or ``"exclude"`` — items lacking ``score`` for some system get
+    plus ``missing``: ``"error"`` (default) or ``"exclude"`` — items lacking ``metric`` for some system get
     NaN and the count is logged (see :func:`resolve_options`).
     """
     spec = get_spec(method)
@@ -93,26 +93,29 @@ def compute_utility(
     keep = None
     if spec.needs_score:
         require_scores(campaign, method)
-        if score is None:
-            raise PrecometError(f"utility {method!r} needs a score name; available: {sorted(campaign.scores)}")
-        matrix = campaign.score(score)
+        if metric is None:
+            raise PrecometError(
+                f"utility {method!r} needs the score it reads ({{metric}}NAME); available: {sorted(campaign.scores)}",
+                param="metric",
+            )
+        matrix = campaign.score(metric)
         bad = np.isnan(matrix)
         if bad.any():
             rows, cols = np.nonzero(bad)
             n_bad = int(bad.any(axis=1).sum())
             if missing == "error":
                 raise PrecometError(
-                    f"score {score!r} is missing for item {campaign.ids[rows[0]]!r}, system"
+                    f"score {metric!r} is missing for item {campaign.ids[rows[0]]!r}, system"
                     f" {campaign.systems[cols[0]]!r} ({n_bad} item(s) affected); restrict systems or pass"
                     " {options}",
                     param="options",
                 )
             keep = np.flatnonzero(~bad.any(axis=1))
-            log.warning("utility %s: %d item(s) lack %r for some system; excluded (utility NaN)", method, n_bad, score)
+            log.warning("utility %s: %d item(s) lack %r for some system; excluded (utility NaN)", method, n_bad, metric)
             if len(keep) == 0:
-                raise PrecometError(f"no item has score {score!r} for every system {list(campaign.systems)}")
+                raise PrecometError(f"no item has score {metric!r} for every system {list(campaign.systems)}")
     work = campaign if keep is None else campaign.take(keep)
-    values = np.asarray(spec.fn(work, score=score, budget=budget, seed=seed, options=opts), dtype=float)
+    values = np.asarray(spec.fn(work, metric=metric, budget=budget, seed=seed, options=opts), dtype=float)
     if values.shape != (len(work),):
         raise RuntimeError(f"utility {method!r} returned shape {values.shape}, expected ({len(work)},)")
     if keep is None:
@@ -122,12 +125,13 @@ def compute_utility(
     return out
 
 
-def knapsack_utility(method: str, utility: np.ndarray, *, cost_budget: bool) -> np.ndarray:
-    """The utility the subset builder gets for ``method``: ``utility`` itself, or under a cost budget a constant
+def knapsack_utility(method: str, utility: np.ndarray, *, by_cost: bool) -> np.ndarray:
+    """The utility the subset builder gets for ``method``: ``utility`` itself, or under a cost budget (``by_cost``) a
+    constant
     for a method with ``constant_under_cost`` (``length``): the knapsack with the same cost objective and a
     constant utility (rank-length: the most source characters the budget buys; rank-cost: any subset that fills
     the budget; paper: the most items)."""
-    if cost_budget and get_spec(method).constant_under_cost:
+    if by_cost and get_spec(method).constant_under_cost:
         return np.ones(len(utility))
     return utility
 
@@ -278,7 +282,7 @@ def _register_builtins() -> None:
             needs_score=False,
             min_systems=0,
             options={"weights": None, "method_options": None},
-            forwards_score=True,
+            forwards_metric=True,
             label="Mixture",
         ),
     )

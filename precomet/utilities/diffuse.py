@@ -237,9 +237,9 @@ UTILITY_OPTIONS = {"encoder": None, "cache_dir": None}
 """Options of the ``diffuse`` entry in :data:`precomet.utilities.UTILITY_METHODS`."""
 
 
-def diffuse_method(campaign: Campaign, *, score: str | None, budget: int, seed: int, options: dict) -> np.ndarray:
+def diffuse_method(campaign: Campaign, *, metric: str | None, budget: int, seed: int, options: dict) -> np.ndarray:
     """:func:`diffuse_utility` with the utility-registry signature (``score`` is not used)."""
-    del score
+    del metric
     return diffuse_utility(
         campaign, budget=budget, seed=seed, encoder=options["encoder"], cache_dir=options["cache_dir"]
     )

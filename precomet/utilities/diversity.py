@@ -34,7 +34,7 @@ OPTIONS = {"similarity": "embedding", **EMBED_OPTIONS}
 
 
 def diversity(
-    campaign: Campaign, *, score: str | None, budget: int | None, seed: int, options: Mapping[str, Any]
+    campaign: Campaign, *, metric: str | None, budget: int | None, seed: int, options: Mapping[str, Any]
 ) -> np.ndarray:
     """``1 - mean pairwise similarity`` of the outputs of every item (see the module docstring)."""
     kind = options["similarity"]

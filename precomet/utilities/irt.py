@@ -152,12 +152,12 @@ def irt_utility_method(kind: str):
     """The registry function of ``irt_<kind>``: fit (or load ``params``), then :func:`irt_utilities`."""
 
     def method(
-        campaign: Campaign, *, score: str, budget: int | None, seed: int, options: Mapping[str, Any]
+        campaign: Campaign, *, metric: str, budget: int | None, seed: int, options: Mapping[str, Any]
     ) -> np.ndarray:
         given = options["params"]
         if given is None:
             fit_options = {k: v for k, v in options.items() if k != "params"}
-            params = fit_irt(campaign, score=score, seed=seed, **fit_options)
+            params = fit_irt(campaign, metric=metric, seed=seed, **fit_options)
         else:
             params = given if isinstance(given, IrtParams) else IrtParams.from_json(given)
             params = align_params(params, campaign)
@@ -209,7 +209,7 @@ def rescale_scores(matrix: np.ndarray, method: str = "minmax") -> np.ndarray:
 def fit_irt(
     campaign: Campaign,
     *,
-    score: str,
+    metric: str,
     seed: int = 0,
     model: str = "4pl",
     epochs: int = 1000,
@@ -228,7 +228,7 @@ def fit_irt(
         raise PrecometError(
             f"IRT: need lr > 0, epochs ≥ 1, threads ≥ 1 (got lr={lr}, epochs={epochs}, threads={threads})"
         )
-    responses = rescale_scores(campaign.score(score), rescale)
+    responses = rescale_scores(campaign.score(metric), rescale)
     dataset = _dataset(responses, len(campaign.systems))
     import py_irt.models  # noqa: F401  (registers the models)
     from py_irt.config import IrtConfig
@@ -271,7 +271,7 @@ def fit_irt(
             campaign=campaign,
             seed=seed,
             model=model,
-            score=score,
+            metric=metric,
             rescale=rescale,
             lr=lr,
             lr_decay=lr_decay,

@@ -18,7 +18,7 @@ from precomet.campaign import Campaign, source_length
 
 
 def length_utility(
-    campaign: Campaign, *, score: str | None, budget: int | None, seed: int, options: Mapping[str, Any]
+    campaign: Campaign, *, metric: str | None, budget: int | None, seed: int, options: Mapping[str, Any]
 ) -> np.ndarray:
     """Characters of every source (float array, campaign order; every campaign item has a non-empty source)."""
     return source_length(campaign.src)

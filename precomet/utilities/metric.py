@@ -16,21 +16,21 @@ from precomet.stats import rankdata
 
 
 def metric_avg(
-    campaign: Campaign, *, score: str, budget: int | None, seed: int, options: Mapping[str, Any]
+    campaign: Campaign, *, metric: str, budget: int | None, seed: int, options: Mapping[str, Any]
 ) -> np.ndarray:
     """``-mean_s score[i, s]``: items on which systems score low (difficult items) first (Eq. 3)."""
-    return -campaign.score(score).mean(axis=1)
+    return -campaign.score(metric).mean(axis=1)
 
 
 def metric_var(
-    campaign: Campaign, *, score: str, budget: int | None, seed: int, options: Mapping[str, Any]
+    campaign: Campaign, *, metric: str, budget: int | None, seed: int, options: Mapping[str, Any]
 ) -> np.ndarray:
     """Population variance (ddof=0) of the scores over systems (Eq. 4)."""
-    return campaign.score(score).var(axis=1)
+    return campaign.score(metric).var(axis=1)
 
 
 def metric_cons(
-    campaign: Campaign, *, score: str, budget: int | None, seed: int, options: Mapping[str, Any]
+    campaign: Campaign, *, metric: str, budget: int | None, seed: int, options: Mapping[str, Any]
 ) -> np.ndarray:
     """Agreement of each item's system ordering with the systems' means over the campaign (Eq. 5).
 
@@ -41,7 +41,7 @@ def metric_cons(
     name = options["correlation"]
     if name not in CORRELATIONS:
         raise PrecometError(f"metric_cons: unknown correlation {name!r}; valid: {', '.join(CORRELATIONS)}")
-    matrix = np.asarray(campaign.score(score), dtype=float)
+    matrix = np.asarray(campaign.score(metric), dtype=float)
     return CORRELATIONS[name](matrix, matrix.mean(axis=0))
 
 

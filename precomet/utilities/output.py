@@ -15,7 +15,7 @@ from precomet.errors import DataError
 from precomet.io import jsonsafe
 from precomet.io.atomic import atomic_write
 from precomet.io.jsonl import read_jsonl
-from precomet.signature import signature
+from precomet.signature import Signature, signature
 from precomet.values import finite_number
 
 
@@ -23,19 +23,19 @@ def utility_signature(
     campaign: Campaign,
     *,
     method: str,
-    score: str | None,
+    metric: str | None,
     systems: Sequence[str] | None,
     budget: int | None,
     seed: int,
     options: Mapping[str, Any],
-) -> dict[str, Any]:
+) -> Signature:
     """Method, parameters, data hash, seed and precomet version of a utility computation."""
     return signature(
         "precomet utilities",
         method=method,
         campaign=campaign,
         seed=seed,
-        score=score,
+        metric=metric,
         systems=None if systems is None else list(systems),
         budget=budget,
         options=dict(options),

@@ -153,7 +153,7 @@ def test_run_benchmark_schema_and_parity(campaign):
         assert round(items) == 2 or flat_spa(round(items) - 1) < target
     sig = result["signature"]
     assert sig["data_hash"] == campaign.data_hash() and sig["seeds"] == 10 and sig["methods"] == ["oracle", "flat"]
-    json.dumps(result)
+    json.dumps(result.to_dict())
 
 
 def test_evaluate_method_is_run_benchmarks_row(campaign):
@@ -264,7 +264,7 @@ def test_cost_objective_changes_the_subsets_and_is_signed(campaign):
     utility = campaign.score("MetricSim").mean(axis=1)
     chosen = {}
     for objective in ("rank-length", "paper"):
-        select = bm.make_selector(campaign, budget_cost=True, cost_objective=objective)
+        select = bm.make_selector(campaign, budget_unit="cost", cost_objective=objective)
         chosen[objective] = sorted(select(utility, 0.2).tolist())
         direct = select_subset(
             utility,
@@ -283,7 +283,7 @@ def test_cost_objective_changes_the_subsets_and_is_signed(campaign):
         props=[0.2],
         seeds=2,
         permutations=50,
-        budget_cost=True,
+        budget_unit="cost",
         cost_objective="rank-cost",
     )
     assert result["signature"]["cost_objective"] == "rank-cost"
@@ -308,9 +308,19 @@ def test_cli_cost_options_need_a_cost_budget(tmp_path, campaign, capsys):
         "2",
     ]
     assert main(base + ["--cost-objective", "paper"]) == 2
-    assert "add --budget-cost" in capsys.readouterr().err and not (tmp_path / "o.json").exists()
-    assert main(base + ["--budget-cost", "--cost-objective", "paper", "--props", "0.2", "--permutations", "50"]) == 0
-    assert json.loads((tmp_path / "o.json").read_text())["signature"]["cost_objective"] == "paper"
+    assert "add --budget-unit cost" in capsys.readouterr().err and not (tmp_path / "o.json").exists()
+    run = ["--cost-objective", "paper", "--props", "0.2", "--permutations", "50"]
+    assert main(base + ["--budget-unit", "cost", *run]) == 0
+    first = json.loads((tmp_path / "o.json").read_text())
+    assert first["signature"]["cost_objective"] == "paper" and first["signature"]["budget_unit"] == "cost"
+    assert "deprecated" not in capsys.readouterr().err
+    (tmp_path / "o.json").unlink()
+    assert main(base + ["--budget-cost", *run]) == 0  # 0.4's spelling: the same run, and a warning
+    err = capsys.readouterr().err
+    assert "--budget-cost is deprecated" in err and "use --budget-unit cost" in err
+    second = json.loads((tmp_path / "o.json").read_text())
+    assert second["signature"]["budget_unit"] == "cost"
+    assert second["methods"]["u"]["parity_by_prop"] == first["methods"]["u"]["parity_by_prop"]
 
 
 def test_budget_dependent_external_is_asked_at_each_budget(campaign):
@@ -329,3 +339,38 @@ def test_budget_dependent_external_is_asked_at_each_budget(campaign):
     assert dynamic["spa_by_prop"] == static["spa_by_prop"] and dynamic["parity"] == pytest.approx(static["parity"])
     with pytest.raises(PrecometError, match="expected 120 utilities"):
         bm.run_benchmark(campaign, external={"bad": lambda k: np.zeros(3)}, **kwargs)
+
+
+def test_deprecated_spellings_are_dropped_by_the_release_they_name():
+    from precomet import __version__
+    from precomet.commands.common import DEPRECATED_UNTIL
+
+    def release(version: str) -> tuple[int, ...]:
+        return tuple(int(part) for part in version.split(".")[:3])
+
+    assert release(__version__) < release(DEPRECATED_UNTIL), "remove the deprecated spellings (DeprecatedSpelling)"
+
+
+def test_budget_unit_is_checked(campaign):
+    with pytest.raises(PrecometError, match=r"unknown budget unit 'seconds'; valid: \['items', 'cost'\]") as err:
+        bm.run_benchmark(campaign, external={"u": np.arange(len(campaign), dtype=float)}, budget_unit="seconds")
+    assert err.value.param == "budget_unit"
+
+
+def test_the_result_is_typed_immutable_and_writes_the_json_of_0_4(campaign):
+    utility = np.arange(len(campaign), dtype=float)
+    result = bm.run_benchmark(campaign, external={"u": utility}, props=[0.2], seeds=2, permutations=20, oracle=False)
+    assert isinstance(result, bm.BenchmarkResult) and result.n_items == len(campaign) and result.oracle is None
+    as_json = json.loads(json.dumps(result.to_dict()))
+    assert list(as_json) == [
+        "campaign", "items", "systems", "props", "budgets", "random", "methods", "controls", "controls_skipped",
+        "cost", "signature", "recommendation",
+    ]  # fmt: skip
+    assert as_json["items"] == result["items"] == len(campaign) and "oracle" not in result
+    assert result["methods"]["u"] is result.methods["u"] and dict(result.items())["props"] == [0.2]
+    tagged = result.with_signature(data="campaign.jsonl")
+    assert tagged.signature["data"] == "campaign.jsonl" and "data" not in result.signature
+    with pytest.raises(AttributeError):
+        result.props = [0.5]  # type: ignore[misc]
+    with_oracle = bm.run_benchmark(campaign, external={"u": utility}, props=[0.2], seeds=2, permutations=20)
+    assert list(with_oracle.to_dict())[9] == "oracle" and with_oracle["oracle"]["usable"] is False

@@ -47,7 +47,7 @@ def test_recommendation_names_the_method_that_beats_random(campaign):
         f"good: random's accuracy with {100 * rec['parity']:.0f} % of the items (90 % interval"
     )
     assert "not clearly" not in rec["text"]
-    assert json.loads(json.dumps(result))["recommendation"] == rec  # goes into the JSON as it is
+    assert json.loads(json.dumps(result.to_dict()))["recommendation"] == rec  # goes into the JSON as it is
     assert "recommendation: good: random's accuracy" in bm.summary_table(result)
 
 
@@ -64,7 +64,7 @@ def test_recommendation_when_no_method_beats_random(campaign):
 
 def test_recommendation_under_a_cost_budget_speaks_of_time(campaign):
     good = _informative(campaign)
-    result = bm.run_benchmark(campaign, external={"good": good}, budget_cost=True, time_limit=5, **KW)
+    result = bm.run_benchmark(campaign, external={"good": good}, budget_unit="cost", time_limit=5, **KW)
     rec = result["recommendation"]
     assert rec["method"] == "good" and rec["unit"] == "annotation time"
     assert "of the annotation time" in rec["text"] and "min per hour of random annotation" in rec["text"]

@@ -59,7 +59,7 @@ def test_a_missing_score_error_names_the_option_not_the_cli_flag():
     matrix = campaign.score("MetricSim").copy()
     matrix[0, 0] = np.nan
     with pytest.raises(PrecometError, match=r"options=\{'missing': 'exclude'\}") as error:
-        compute_utility(campaign.with_scores("MetricSim", matrix), "metric_var", score="MetricSim")
+        compute_utility(campaign.with_scores("MetricSim", matrix), "metric_var", metric="MetricSim")
     assert "--" not in str(error.value)
 
 

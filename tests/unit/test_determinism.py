@@ -31,7 +31,8 @@ def _json(result) -> str:
             return {k: untimed(v) for k, v in value.items() if not k.endswith("seconds")}
         return [untimed(v) for v in value] if isinstance(value, list) else value
 
-    text = json.dumps(result, default=lambda x: x.tolist() if hasattr(x, "tolist") else str(x))
+    plain = result.to_dict() if hasattr(result, "to_dict") else result
+    text = json.dumps(plain, default=lambda x: x.tolist() if hasattr(x, "tolist") else str(x))
     return json.dumps(untimed(json.loads(text)), sort_keys=True)
 
 

@@ -51,8 +51,8 @@ def _batch(tokenizer, texts):
 
 # ---------------------------------------------------------------- targets
 def test_build_targets_zscore_per_campaign(tiny_campaign, monkeypatch):
-    def mean_score(campaign, method, *, score, seed, options):
-        return campaign.score(score).mean(axis=1)
+    def mean_score(campaign, method, *, metric, seed, options):
+        return campaign.score(metric).mean(axis=1)
 
     monkeypatch.setattr(targets_module, "raw_targets", mean_score)
     second = tiny_campaign.take([0, 1, 2])
@@ -80,7 +80,7 @@ def test_build_targets_zscore_per_campaign(tiny_campaign, monkeypatch):
 
 def test_build_targets_rejects_nan_and_duplicates(tiny_campaign, monkeypatch):
     def fixed(values):
-        return lambda campaign, method, *, score, seed, options: np.array(values)
+        return lambda campaign, method, *, metric, seed, options: np.array(values)
 
     monkeypatch.setattr(targets_module, "raw_targets", fixed([1.0, np.nan, 2.0, 3.0]))
     with pytest.raises(PrecometError, match="non-finite value for item 'b'"):

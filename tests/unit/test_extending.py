@@ -44,7 +44,7 @@ def test_the_three_examples_of_the_page_run(tmp_path, monkeypatch):
         pio.load(tmp_path / "bad.long.tsv")
 
 
-def _constant(campaign, *, score, budget, seed, options):
+def _constant(campaign, *, metric, budget, seed, options):
     return np.ones(len(campaign))
 
 
@@ -86,7 +86,7 @@ def test_builtin_records_carry_labels_and_system_free():
 def test_crowd_computes_a_system_free_utility_once(system_free):
     calls = []
 
-    def counted(campaign, *, score, budget, seed, options):
+    def counted(campaign, *, metric, budget, seed, options):
         calls.append(campaign.systems)
         return np.arange(len(campaign), dtype=float)
 
@@ -99,22 +99,22 @@ def test_crowd_computes_a_system_free_utility_once(system_free):
     assert distinct > 1 and len(calls) == (1 if system_free else distinct)
 
 
-@pytest.mark.parametrize("forwards_score", [True, False])
-def test_the_utilities_cli_hands_the_metric_to_a_utility_that_forwards_the_score(tmp_path, forwards_score):
+@pytest.mark.parametrize("forwards_metric", [True, False])
+def test_the_utilities_cli_hands_the_metric_to_a_utility_that_forwards_the_metric(tmp_path, forwards_metric):
     from precomet.cli import main
     from precomet.utilities.output import read_utilities
 
     given = []
 
-    def handed_on(campaign, *, score, budget, seed, options):
-        given.append(score)
+    def handed_on(campaign, *, metric, budget, seed, options):
+        given.append(metric)
         return np.ones(len(campaign))
 
-    spec = UtilitySpec(handed_on, "ones", needs_score=False, min_systems=0, forwards_score=forwards_score)
+    spec = UtilitySpec(handed_on, "ones", needs_score=False, min_systems=0, forwards_metric=forwards_metric)
     register_utility("handed-on", spec)
     data, out = tmp_path / "sim.jsonl", tmp_path / "u.jsonl"
     pio.write_jsonl(simulate_campaign(n_items=6, n_systems=3, seed=0), data)
     argv = ["utilities", "--data", str(data), "--method", "handed-on", "--metric", "MetricSim", "-o", str(out)]
     assert main(argv) == 0
-    expected = "MetricSim" if forwards_score else None
-    assert given == [expected] and read_utilities(out)[2]["score"] == expected
+    expected = "MetricSim" if forwards_metric else None
+    assert given == [expected] and read_utilities(out)[2]["metric"] == expected

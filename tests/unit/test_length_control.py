@@ -57,7 +57,7 @@ def test_count_control_is_the_k_longest_sources(campaign):
     assert low <= row["parity"] <= high and len(row["parity_by_prop"]) == 2
     assert result["controls_skipped"] == {} and result["signature"]["controls"] == ["length"]
     assert list(result["methods"]) == ["metric_avg"]  # the control is not a method row
-    json.dumps(result)
+    json.dumps(result.to_dict())
 
 
 @pytest.mark.parametrize("objective", ["rank-length", "paper"])
@@ -87,22 +87,22 @@ def test_cost_control_is_the_knapsack_with_a_constant_utility(campaign, objectiv
     if objective == "paper":  # the length as the utility: the longest items instead of the most items
         assert expected != pytest.approx([_spa(campaign, subset(length, objective, p)) for p in KW["props"]])
     result = bm.run_benchmark(
-        campaign, methods=["metric_avg"], metric="m", budget_cost=True, cost_objective=objective, **KW
+        campaign, methods=["metric_avg"], metric="m", budget_unit="cost", cost_objective=objective, **KW
     )
     row = result["controls"]["length"]
     assert row["spa_by_prop"] == pytest.approx(expected)
     assert result["signature"]["cost_objective"] == objective
     # "length" as a method is the same row (the control is then not repeated)
-    as_method = bm.run_benchmark(campaign, methods=["length"], budget_cost=True, cost_objective=objective, **KW)
+    as_method = bm.run_benchmark(campaign, methods=["length"], budget_unit="cost", cost_objective=objective, **KW)
     assert as_method["methods"]["length"]["spa_by_prop"] == row["spa_by_prop"]
     assert as_method["controls"] == {} and "benchmarked as a method" in as_method["controls_skipped"]["length"]
 
 
 def test_knapsack_utility_is_constant_only_for_length_under_a_cost_budget():
     values = np.array([3.0, 1.0, 2.0])
-    assert knapsack_utility("length", values, cost_budget=True).tolist() == [1.0, 1.0, 1.0]
-    assert knapsack_utility("length", values, cost_budget=False) is values
-    assert knapsack_utility("metric_avg", values, cost_budget=True) is values
+    assert knapsack_utility("length", values, by_cost=True).tolist() == [1.0, 1.0, 1.0]
+    assert knapsack_utility("length", values, by_cost=False) is values
+    assert knapsack_utility("metric_avg", values, by_cost=True) is values
 
 
 def test_table_and_figure_show_the_control(campaign, tmp_path, monkeypatch):

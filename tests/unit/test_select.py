@@ -271,7 +271,7 @@ def test_gap_warning_has_its_own_category_which_benchmark_silences(monkeypatch, 
         select_subset(
             [1.0, 2.0, 3.0], cost=[1.0, 2.0, 3.0], budget_cost=3.0, allow_gap=True, cost_objective="rank-cost"
         )
-    select = make_selector(tiny_campaign, budget_cost=True, cost_objective="rank-cost")
+    select = make_selector(tiny_campaign, budget_unit="cost", cost_objective="rank-cost")
     with warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always")
         assert len(select(np.array([4.0, 3.0, 2.0, 1.0]), 0.5)) >= 1

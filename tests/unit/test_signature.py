@@ -3,6 +3,7 @@
 import json
 
 import numpy as np
+import pytest
 
 from precomet import __version__
 from precomet.benchmark import run_benchmark
@@ -38,7 +39,7 @@ def test_parameters_become_json():
             return "Opaque()"
 
     assert jsonable({"a": Opaque(), "b": [1, 2]}) == {"a": "Opaque()", "b": [1, 2]}
-    assert json.dumps(signature("t", options={"x": Opaque()}))
+    assert json.loads(json.dumps(signature("t", options={"x": Opaque()}).to_dict()))["options"] == {"x": "Opaque()"}
 
 
 def test_every_result_uses_the_same_fields(tiny_campaign):
@@ -46,7 +47,7 @@ def test_every_result_uses_the_same_fields(tiny_campaign):
     results = {
         "select": selection.manifest(method="m", parameters={}, data_hash=tiny_campaign.data_hash()),
         "utilities": utility_signature(
-            tiny_campaign, method="metric_var", score="metric", systems=None, budget=None, seed=0, options={}
+            tiny_campaign, method="metric_var", metric="metric", systems=None, budget=None, seed=0, options={}
         ),
         "rank": rank_systems(tiny_campaign, rounds=20).signature,
         "benchmark": run_benchmark(
@@ -70,3 +71,20 @@ def test_every_result_uses_the_same_fields(tiny_campaign):
 def test_campaign_may_be_a_name_and_data_hash_is_kept_for_results_without_a_campaign():
     sig = signature("precomet predict", campaign="wmt23/en-de", data_hash="0123")
     assert sig["campaign"] == "wmt23/en-de" and sig["data_hash"] == "0123" and sig["seed"] is None
+
+
+def test_a_signature_is_immutable_and_reads_like_its_json(tiny_campaign):
+    sig = signature("t", campaign=tiny_campaign, seed=3, options={"k": 1})
+    as_dict = sig.to_dict()
+    assert list(as_dict)[:4] == ["tool", "method", "precomet_version", "campaign"] and list(as_dict)[-1] == "options"
+    assert sig == as_dict and sig["options"] == {"k": 1} and dict(sig) == as_dict
+    as_dict["options"]["k"] = 2  # editing the dict, or what indexing returns, never edits the signature
+    sig["options"]["k"] = 3
+    with pytest.raises(TypeError):
+        sig.parameters["seed"] = 9  # type: ignore[index]
+    with pytest.raises(AttributeError):
+        sig.seed = 9  # type: ignore[misc]
+    assert sig["options"] == {"k": 1}
+    more = sig.with_parameters(data="x.jsonl", options={"k": 4})
+    assert more["data"] == "x.jsonl" and more["options"] == {"k": 4} and "data" not in sig
+    assert more["n_items"] == sig["n_items"] == len(tiny_campaign)

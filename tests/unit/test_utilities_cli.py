@@ -38,7 +38,7 @@ def test_cli_writes_signature_and_items_in_order(tiny_campaign, tmp_path, capsys
     ids, values, signature = read_utilities(out)
     assert ids == ["a", "b", "c", "d"] and np.allclose(values, [1.0, 0.0, 6.25, 0.25])
     assert signature["method"] == "metric_var" and signature["systems"] == ["s1", "s3"] and signature["seed"] == 0
-    assert {"data_hash", "precomet_version", "options", "score"} <= set(signature)
+    assert {"data_hash", "precomet_version", "options", "metric"} <= set(signature)
     first = json.loads(out.read_text().splitlines()[0])
     assert list(first) == ["signature"]
 

@@ -55,13 +55,13 @@ def test_params_json_round_trip_and_reuse(tmp_path, tiny_campaign):
         ability=np.zeros(3),
     )
     params.to_json(path)
-    u = compute_utility(tiny_campaign, "irt_diff", score=HUMAN, options={"params": str(path)})
+    u = compute_utility(tiny_campaign, "irt_diff", metric=HUMAN, options={"params": str(path)})
     assert np.allclose(u, [1, 2, 3, 4])
     with pytest.raises(PrecometError, match="lack 1 item"):
         compute_utility(
             tiny_campaign.take([0]),
             "irt_diff",
-            score=HUMAN,
+            metric=HUMAN,
             options={
                 "params": IrtParams(("x",), tiny_campaign.systems, np.ones(1), np.ones(1), np.ones(1), np.ones(3))
             },
@@ -70,7 +70,7 @@ def test_params_json_round_trip_and_reuse(tmp_path, tiny_campaign):
         compute_utility(
             tiny_campaign.take([0]),
             "irt_diff",
-            score=HUMAN,
+            metric=HUMAN,
             options={"params": IrtParams(("a",), ("s1",), np.ones(1), np.ones(1), np.ones(1), np.ones(1))},
         )
 
@@ -97,8 +97,8 @@ def test_fit_is_seeded_and_restores_global_state(tiny_campaign):
     np_state, py_state = np.random.get_state()[1][:5].copy(), random.getstate()
     validation = pyro.infer.util.is_validation_enabled()
 
-    first = fit_irt(tiny_campaign, score=HUMAN, seed=5, epochs=30)
-    second = fit_irt(tiny_campaign, score=HUMAN, seed=5, epochs=30)
+    first = fit_irt(tiny_campaign, metric=HUMAN, seed=5, epochs=30)
+    second = fit_irt(tiny_campaign, metric=HUMAN, seed=5, epochs=30)
     assert np.allclose(first.difficulty, second.difficulty) and np.allclose(first.ability, second.ability)
     assert first.discrimination.min() > 0 and ((first.feasibility >= 0) & (first.feasibility <= 1)).all()
 
@@ -112,14 +112,14 @@ def test_fit_is_seeded_and_restores_global_state(tiny_campaign):
 
 def test_divergence_gives_clear_error(tiny_campaign):
     with pytest.raises(PrecometError, match="lower learning rate"):
-        fit_irt(tiny_campaign, score=HUMAN, lr=1e6, epochs=30)
+        fit_irt(tiny_campaign, metric=HUMAN, lr=1e6, epochs=30)
 
 
 def test_bad_options(tiny_campaign):
     with pytest.raises(PrecometError, match="valid: .*epochs"):
-        compute_utility(tiny_campaign, "irt_diff", score=HUMAN, options={"epoch": 3})
+        compute_utility(tiny_campaign, "irt_diff", metric=HUMAN, options={"epoch": 3})
     with pytest.raises(PrecometError, match="4pl"):
-        fit_irt(tiny_campaign, score=HUMAN, model="5pl")
+        fit_irt(tiny_campaign, metric=HUMAN, model="5pl")
 
 
 @pytest.mark.slow
@@ -132,6 +132,6 @@ def test_recovery_on_synthetic_data():
     campaign = Campaign.build(
         src=[f"x{i}" for i in range(n)], systems=[f"m{j}" for j in range(s)], scores={"r": responses}
     )
-    fitted = fit_irt(campaign, score="r", seed=0, epochs=600)
+    fitted = fit_irt(campaign, metric="r", seed=0, epochs=600)
     assert np.corrcoef(fitted.difficulty, b)[0, 1] >= 0.8
     assert np.corrcoef(fitted.ability, theta)[0, 1] >= 0.9

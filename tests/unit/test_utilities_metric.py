@@ -19,9 +19,9 @@ from tests.conftest import assert_unchanged
 
 
 def test_metric_avg_and_var_hand_computed(tiny_campaign):
-    assert np.allclose(compute_utility(tiny_campaign, "metric_avg", score=HUMAN), [-2, -4, -5, -2])
-    assert np.allclose(compute_utility(tiny_campaign, "metric_var", score=HUMAN), [2 / 3, 0, 50 / 3, 2 / 3])
-    assert np.allclose(compute_utility(tiny_campaign, "metric_avg", score="metric"), [-0.5, -0.6, -0.6, -0.4])
+    assert np.allclose(compute_utility(tiny_campaign, "metric_avg", metric=HUMAN), [-2, -4, -5, -2])
+    assert np.allclose(compute_utility(tiny_campaign, "metric_var", metric=HUMAN), [2 / 3, 0, 50 / 3, 2 / 3])
+    assert np.allclose(compute_utility(tiny_campaign, "metric_avg", metric="metric"), [-0.5, -0.6, -0.6, -0.4])
 
 
 THREE = Campaign.build(
@@ -35,13 +35,13 @@ THREE = Campaign.build(
 
 def test_three_by_three_hand_computed():
     # MetricAvg = -row mean: -(12/3), -(6/3), -(9/3)
-    assert compute_utility(THREE, "metric_avg", score="m").tolist() == pytest.approx([-4.0, -2.0, -3.0])
+    assert compute_utility(THREE, "metric_avg", metric="m").tolist() == pytest.approx([-4.0, -2.0, -3.0])
     # MetricVar, population (ddof 0): i0 (9+4+25)/3, i1 (9+1+4)/3, i2 (9+9+0)/3
-    assert compute_utility(THREE, "metric_var", score="m").tolist() == pytest.approx([38 / 3, 14 / 3, 6.0])
+    assert compute_utility(THREE, "metric_var", metric="m").tolist() == pytest.approx([38 / 3, 14 / 3, 6.0])
     # MetricCons against the system means (2, 3, 4): i0 orders A<B<C like the means, i1 reverses them, i2 has
     # ranks (1, 3, 2): Spearman 1 - 6·2/(3·8) = 1/2; Kendall (2 concordant - 1 discordant)/3; pairwise 2 of 3
     cons = {
-        name: compute_utility(THREE, "metric_cons", score="m", options={"correlation": name}).tolist()
+        name: compute_utility(THREE, "metric_cons", metric="m", options={"correlation": name}).tolist()
         for name in ("spearman", "kendall", "pairwise")
     }
     assert cons["spearman"] == pytest.approx([1.0, -1.0, 0.5])
@@ -54,17 +54,17 @@ def test_three_by_three_hand_computed():
     [("spearman", [0.5, 0.0, 1.0, -1.0]), ("kendall", [1 / 3, 0.0, 1.0, -1.0]), ("pairwise", [2 / 3, 0.0, 1.0, 0.0])],
 )
 def test_metric_cons_hand_computed(tiny_campaign, correlation, expected):
-    u = compute_utility(tiny_campaign, "metric_cons", score=HUMAN, options={"correlation": correlation})
+    u = compute_utility(tiny_campaign, "metric_cons", metric=HUMAN, options={"correlation": correlation})
     assert np.allclose(u, expected)
 
 
 def test_artificial_crowd_uses_only_the_given_systems(tiny_campaign):
-    u = compute_utility(tiny_campaign, "metric_var", score=HUMAN, systems=["s1", "s3"])
+    u = compute_utility(tiny_campaign, "metric_var", metric=HUMAN, systems=["s1", "s3"])
     assert np.allclose(u, [1.0, 0.0, 6.25, 0.25])
     sub = tiny_campaign.restrict_systems(["s3", "s1"])
     assert np.allclose(
-        compute_utility(sub, "metric_cons", score=HUMAN),
-        compute_utility(tiny_campaign, "metric_cons", score=HUMAN, systems=["s3", "s1"]),
+        compute_utility(sub, "metric_cons", metric=HUMAN),
+        compute_utility(tiny_campaign, "metric_cons", metric=HUMAN, systems=["s3", "s1"]),
     )
 
 
@@ -95,8 +95,8 @@ def test_agreement_with_scipy_on_random_data():
 def test_order_invariance(method):
     campaign = simulate_campaign(n_items=60, n_systems=5, seed=1)
     perm = np.random.default_rng(0).permutation(len(campaign))
-    full = compute_utility(campaign, method, score=HUMAN, seed=4)
-    permuted = compute_utility(campaign.take(perm), method, score=HUMAN, seed=4)
+    full = compute_utility(campaign, method, metric=HUMAN, seed=4)
+    permuted = compute_utility(campaign.take(perm), method, metric=HUMAN, seed=4)
     assert np.allclose(permuted, full[perm])
 
 
@@ -110,29 +110,30 @@ def test_random_is_seeded_and_uniform(tiny_campaign):
 
 def test_mixture_is_weighted_mean_of_ranks(tiny_campaign):
     weights = {"metric_var": 3.0, "metric_avg": 1.0}
-    u = compute_utility(tiny_campaign, "mixture", score=HUMAN, options={"weights": weights})
+    u = compute_utility(tiny_campaign, "mixture", metric=HUMAN, options={"weights": weights})
     var_ranks = np.array([2.5, 1, 4, 2.5]) / 4  # var [2/3, 0, 50/3, 2/3]
     avg_ranks = np.array([3.5, 2, 1, 3.5]) / 4  # avg [-2, -4, -5, -2]
     assert np.allclose(u, (3 * var_ranks + avg_ranks) / 4)
     with pytest.raises(PrecometError, match="weights"):
-        compute_utility(tiny_campaign, "mixture", score=HUMAN)
+        compute_utility(tiny_campaign, "mixture", metric=HUMAN)
 
 
 def test_unknown_method_score_option_and_systems(tiny_campaign):
     with pytest.raises(PrecometError, match="metric_var"):
-        compute_utility(tiny_campaign, "nope", score=HUMAN)
+        compute_utility(tiny_campaign, "nope", metric=HUMAN)
     with pytest.raises(PrecometError, match="available"):
-        compute_utility(tiny_campaign, "metric_var", score="nope")
+        compute_utility(tiny_campaign, "metric_var", metric="nope")
     with pytest.raises(PrecometError, match="valid: .*correlation"):
-        compute_utility(tiny_campaign, "metric_cons", score=HUMAN, options={"corr": "kendall"})
+        compute_utility(tiny_campaign, "metric_cons", metric=HUMAN, options={"corr": "kendall"})
     with pytest.raises(PrecometError, match="spearman"):
-        compute_utility(tiny_campaign, "metric_cons", score=HUMAN, options={"correlation": "pearson"})
+        compute_utility(tiny_campaign, "metric_cons", metric=HUMAN, options={"correlation": "pearson"})
     with pytest.raises(PrecometError, match="unknown system"):
-        compute_utility(tiny_campaign, "metric_var", score=HUMAN, systems=["s1", "zz"])
+        compute_utility(tiny_campaign, "metric_var", metric=HUMAN, systems=["s1", "zz"])
     with pytest.raises(PrecometError, match="at least 2 systems"):
-        compute_utility(tiny_campaign, "metric_var", score=HUMAN, systems=["s1"])
-    with pytest.raises(PrecometError, match="needs a score"):
+        compute_utility(tiny_campaign, "metric_var", metric=HUMAN, systems=["s1"])
+    with pytest.raises(PrecometError, match=r"needs the score it reads \(metric=NAME\)") as err:
         compute_utility(tiny_campaign, "metric_var")
+    assert err.value.param == "metric"
     with pytest.raises(PrecometError, match="budget"):
         compute_utility(tiny_campaign, "kmeans")
     assert UTILITY_METHODS["kmeans"].needs_budget and not UTILITY_METHODS["metric_var"].needs_budget
@@ -143,8 +144,8 @@ def test_missing_score_error_or_exclude(tiny_campaign):
     matrix[2, 1] = np.nan
     campaign = tiny_campaign.with_scores(HUMAN, matrix)
     with pytest.raises(PrecometError, match="item 'c', system 's2'"):
-        compute_utility(campaign, "metric_var", score=HUMAN)
-    u = compute_utility(campaign, "metric_var", score=HUMAN, options={"missing": "exclude"})
+        compute_utility(campaign, "metric_var", metric=HUMAN)
+    u = compute_utility(campaign, "metric_var", metric=HUMAN, options={"missing": "exclude"})
     assert np.isnan(u[2]) and np.allclose(u[[0, 1, 3]], [2 / 3, 0, 2 / 3])
 
 
@@ -154,7 +155,7 @@ def test_inputs_not_mutated(tiny_campaign, method):
     scores = {name: tiny_campaign.score(name) for name in tiny_campaign.scores}
     options = {"weights": {"metric_var": 1.0, "metric_avg": 2.0}} if method == "mixture" else {}
     options_before = copy.deepcopy(options)
-    u = compute_utility(tiny_campaign, method, score=HUMAN, options=options)
+    u = compute_utility(tiny_campaign, method, metric=HUMAN, options=options)
     assert_unchanged(before, tiny_campaign._columns())
     assert_unchanged(options_before, options)
     for name, matrix in scores.items():  # the same read-only arrays, not replaced or unlocked
@@ -192,13 +193,13 @@ def test_real_wmt23(raw_data):
     assert rows.tolist() == rated.tolist() and len(rows) == 460
     for score, matrix in raw.items():
         matrix = matrix[rows]
-        np.testing.assert_allclose(compute_utility(campaign, "metric_avg", score=score), -matrix.mean(axis=1))
-        np.testing.assert_allclose(compute_utility(campaign, "metric_var", score=score), matrix.var(axis=1))
+        np.testing.assert_allclose(compute_utility(campaign, "metric_avg", metric=score), -matrix.mean(axis=1))
+        np.testing.assert_allclose(compute_utility(campaign, "metric_var", metric=score), matrix.var(axis=1))
         means = matrix.mean(axis=0)
         expected = [spearmanr(row, means).statistic if np.ptp(row) > 0 else 0.0 for row in matrix]
-        np.testing.assert_allclose(compute_utility(campaign, "metric_cons", score=score), expected, atol=1e-12)
+        np.testing.assert_allclose(compute_utility(campaign, "metric_cons", metric=score), expected, atol=1e-12)
 
 
 def test_one_system_campaign_for_metric_avg():
     campaign = Campaign.build(src=["a", "b"], systems=["x"], scores={"m": [[1.0], [2.0]]})
-    assert np.allclose(compute_utility(campaign, "metric_avg", score="m"), [-1, -2])
+    assert np.allclose(compute_utility(campaign, "metric_avg", metric="m"), [-1, -2])
