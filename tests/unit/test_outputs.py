@@ -160,12 +160,12 @@ def test_sigterm_mid_write_leaves_no_output(tmp_path):
 
 
 def test_keyboard_interrupt_in_select_leaves_neither_subset_nor_manifest(tmp_path, monkeypatch, capsys):
-    import precomet.select as select_module
+    import precomet.selection.subset_file as subset_file
 
     def interrupted(*args, **kwargs):  # the subset is written, the manifest is being written
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(select_module.jsonsafe, "dump", interrupted)
+    monkeypatch.setattr(subset_file.jsonsafe, "dump", interrupted)
     items = tmp_path / "items.jsonl"
     items.write_text(
         "".join(

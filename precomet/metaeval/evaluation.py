@@ -1,51 +1,33 @@
-"""Meta-evaluation: how close is the evaluation outcome on a subset to the outcome on the full campaign?
-
-All measures compare system-level results of a subset ``Y`` with those of the full campaign ``X`` on one
-score (default :data:`~precomet.campaign.HUMAN`):
-
-* **SPA**, soft pairwise accuracy (Thompson et al. 2024; paper Eq. 17): ``1 − mean_pairs |p^Y − p^X|`` where
-  ``p`` is the one-sided paired permutation p-value of "mean of A > mean of B" from sign flips,
-  ``p = #{null ≥ observed} / P`` (no +1, ties count as "≥", as in Thompson's code and subset2evaluate).
-  The sign flips are tied to the *item id* (a hash of seed and id), so the value does not depend on the
-  order of items, and one matrix product per call serves every pair and permutation.
-* pairwise accuracy, Kendall τ-b / Spearman / Pearson of system means, top-1 match, MAE / RMSE;
-* **clusters**: systems sorted by mean and split where a one-sided Wilcoxon signed-rank test on paired item
-  differences finds a system worse, by one of :data:`CLUSTER_RULES`: ``paper`` (Algorithm 1, the default of the
-  meta-evaluation: against the previous system, p < 0.05) or ``wmt`` (mt-metrics-eval's ``AssignRanks``: against
-  every member of the current cluster, p ≤ 0.05); identical systems stay together.
-
-Use :func:`full_reference` once per campaign (it is cached) and :func:`evaluate_indices` per subset,
-:func:`evaluate_orderings` for many rankings × budgets at once (benchmark loops), or the id-based
-conveniences :func:`soft_pairwise_accuracy` / :func:`evaluate_subset`. The tests themselves live in
-:mod:`precomet.significance`.
-"""
+"""Subsets measured against a :class:`~precomet.metaeval.reference.Reference`: one subset
+(:func:`evaluate_indices`), the prefixes of orderings in batches (:func:`evaluate_prefixes`,
+:func:`evaluate_orderings`: shared sign-flip sums, one vectorised Wilcoxon call per size), a weighted subset
+(:func:`evaluate_weighted`) and the id-based conveniences (:func:`evaluate_subset`,
+:func:`soft_pairwise_accuracy`, :func:`cluster_count`)."""
 
 from __future__ import annotations
 
-import logging
-import weakref
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from precomet.campaign import HUMAN, Campaign
-from precomet.errors import CampaignError, PrecometError
+from precomet.errors import CampaignError
+from precomet.metaeval.cluster_rules import CLUSTER_ALPHA, _wmt_rows, clusters
+from precomet.metaeval.measures import dice, kendall_tau_b, pearson, spearman
+from precomet.metaeval.reference import full_reference
 from precomet.significance import (
     batch_pvalues,
-    exact_float32,
-    item_signs,
     one_blas_thread,
     pair_indices,
-    pairwise_pvalues,
     partial_sums,
     pvalues_from_sums,
-    wilcoxon_less,
     wilcoxon_less_rows,
 )
 from precomet.utilities.metric import kendall_rows
 
-log = logging.getLogger(__name__)
+if TYPE_CHECKING:
+    from precomet.metaeval.reference import Reference
 
 MEASURES = (
     "spa",
@@ -61,218 +43,10 @@ MEASURES = (
 )
 """Everything :func:`evaluate_indices` can compute; ``corr`` in benchmark results is ``kendall``."""
 
-CLUSTER_ALPHA = 0.05
-CLUSTER_RULES = ("paper", "wmt")
-"""How significance clusters are formed (:func:`clusters`): ``paper`` = Algorithm 1 (:func:`split_clusters`),
-``wmt`` = mt-metrics-eval's ``AssignRanks``, the clusters of WMT findings papers (:func:`split_clusters_wmt`)."""
 _BATCH = (
     1_000_000  # orderings per batch = _BATCH // (pairs × P): ~15 on WMT23; cache-sized arrays were 1.5× faster than 8e6
 )
 _SPA_ROWS = 32  # subsets whose SPA one batch_pvalues call computes: (rows, S, P) sums, 3 MB at S=12
-_CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
-# --------------------------------------------------------------------------- clusters
-def clusters(scores: np.ndarray, *, alpha: float = CLUSTER_ALPHA, rule: str = "paper") -> list[list[int]]:
-    """Significance clusters of an ``(n, S)`` score matrix: lists of system indices, best cluster first.
-
-    Systems are sorted by mean (descending, ties by index); ``rule`` (one of :data:`CLUSTER_RULES`) decides
-    where a new cluster opens, from one-sided Wilcoxon tests on paired item differences: ``paper`` tests each
-    system against the previous one (:func:`split_clusters`), ``wmt`` against every member of the current cluster
-    (:func:`split_clusters_wmt`).
-    """
-    check_cluster_rule(rule)
-    scores = np.asarray(scores, dtype=float)
-    order = np.lexsort((np.arange(scores.shape[1]), -system_means(scores)))
-    ranked = scores[:, order]
-    if rule == "paper":
-        return split_clusters(order, wilcoxon_less(ranked[:, 1:] - ranked[:, :-1]), alpha=alpha)
-    return split_clusters_wmt(order, ordered_pvalues(ranked), alpha=alpha)
-
-
-def check_cluster_rule(rule: str) -> None:
-    """Raise :class:`PrecometError` unless ``rule`` is one of :data:`CLUSTER_RULES`."""
-    if rule not in CLUSTER_RULES:
-        raise PrecometError(f"unknown cluster rule {rule!r}; valid: {', '.join(CLUSTER_RULES)}")
-
-
-def ordered_pvalues(ranked: np.ndarray) -> np.ndarray:
-    """``(S, S)`` p-values of every pair of the columns of ``ranked`` (``(n, S)``, best system first): entry
-    ``[a, b]``, ``a < b``, is the one-sided Wilcoxon p-value of "column ``b`` is worse than column ``a``"
-    (:func:`wilcoxon_less` of ``ranked[:, b] − ranked[:, a]``); 1 on and below the diagonal."""
-    ranked = np.asarray(ranked, dtype=float)
-    first, second = pair_indices(ranked.shape[1])
-    out = np.ones((ranked.shape[1], ranked.shape[1]))
-    out[first, second] = wilcoxon_less(ranked[:, second] - ranked[:, first])
-    return out
-
-
-def split_clusters(
-    order: Sequence[int] | np.ndarray, pvalues: Sequence[float] | np.ndarray, *, alpha: float = CLUSTER_ALPHA
-) -> list[list[int]]:
-    """Algorithm 1's grouping: systems in ``order``; p-value ``i`` (``order[i+1]`` vs ``order[i]``) below
-    ``alpha`` opens a new cluster."""
-    return _groups(order, np.asarray(pvalues, dtype=float) < alpha)
-
-
-def split_clusters_wmt(
-    order: Sequence[int] | np.ndarray, pvalues: np.ndarray, *, alpha: float = CLUSTER_ALPHA
-) -> list[list[int]]:
-    """mt-metrics-eval's ``AssignRanks``: systems in ``order``, ``pvalues`` an ``(S, S)`` matrix over positions in
-    ``order`` (as :func:`ordered_pvalues`; only ``a < b`` is read). The system at position ``b`` opens a new
-    cluster, starting at ``b``, when some member of the current cluster (positions ``start .. b−1``) is
-    significantly better, ``pvalues[a, b] ≤ alpha`` (≤ as ``AssignRanks``); otherwise it joins that cluster."""
-    return _groups(order, wmt_cluster_pvalues(pvalues, alpha=alpha) <= alpha)
-
-
-def wmt_cluster_pvalues(pvalues: np.ndarray, *, alpha: float = CLUSTER_ALPHA) -> np.ndarray:
-    """The p-value :func:`split_clusters_wmt` compares with ``alpha`` for each position ``b ≥ 1``: the smallest
-    ``pvalues[a, b]`` over the members ``a`` of the cluster open when ``b`` is reached (length ``S − 1``)."""
-    return _wmt_rows(np.asarray(pvalues, dtype=float)[None], alpha)[0]
-
-
-def _wmt_rows(pvalues: np.ndarray, alpha: float) -> np.ndarray:
-    """:func:`wmt_cluster_pvalues` of each ``(S, S)`` matrix of the batch ``pvalues`` (B, S, S): (B, S − 1)."""
-    n_rows, n_systems = pvalues.shape[:2]
-    out = np.empty((n_rows, n_systems - 1))
-    start, position = np.zeros((n_rows, 1), dtype=int), np.arange(n_systems)
-    for b in range(1, n_systems):
-        members = (position >= start) & (position < b)
-        out[:, b - 1] = np.where(members, pvalues[:, :, b], np.inf).min(axis=1)
-        start[out[:, b - 1] <= alpha] = b
-    return out
-
-
-def _groups(order: Sequence[int] | np.ndarray, opens: np.ndarray) -> list[list[int]]:
-    """Systems in ``order`` cut into clusters before every position ``i + 1`` where ``opens[i]``."""
-    result = [[int(order[0])]]
-    for system, new in zip(order[1:], opens):
-        if new:
-            result.append([int(system)])
-        else:
-            result[-1].append(int(system))
-    return result
-
-
-def system_means(scores: np.ndarray) -> np.ndarray:
-    """Column means rounded to 10 decimals, so systems with equal means tie whatever the summation order."""
-    return np.round(np.asarray(scores, dtype=float).mean(axis=0), 10)
-
-
-def dice(a: Iterable[int], b: Iterable[int]) -> float:
-    """Sørensen–Dice coefficient of two sets."""
-    a, b = set(a), set(b)
-    return 2 * len(a & b) / (len(a) + len(b))
-
-
-# --------------------------------------------------------------------------- system-level correlations
-def kendall_tau_b(x: np.ndarray, y: np.ndarray) -> float:
-    """Kendall τ-b of two short vectors (O(S²), equals scipy's); 0 when either is constant (as the peer)."""
-    return float(kendall_rows(np.asarray(x, dtype=float)[None, :], np.asarray(y, dtype=float))[0])
-
-
-def pearson(x: np.ndarray, y: np.ndarray) -> float:
-    """Pearson r; 0 when either vector is constant."""
-    x, y = x - x.mean(), y - y.mean()
-    denominator = np.sqrt((x * x).sum() * (y * y).sum())
-    return float((x * y).sum() / denominator) if denominator > 0 else 0.0
-
-
-def spearman(x: np.ndarray, y: np.ndarray) -> float:
-    """Spearman ρ (Pearson of average ranks); 0 when either vector is constant."""
-    from scipy.stats import rankdata
-
-    return pearson(rankdata(x), rankdata(y))
-
-
-def pairwise_accuracy(sub_means: np.ndarray, full_means: np.ndarray) -> float:
-    """Share of system pairs ordered the same way (``a < b`` on both or on neither), as subset2evaluate."""
-    i, j = pair_indices(len(full_means))
-    return float(np.mean((sub_means[i] < sub_means[j]) == (full_means[i] < full_means[j])))
-
-
-# --------------------------------------------------------------------------- reference and evaluation
-@dataclass(frozen=True, eq=False)
-class Reference:
-    """Everything about the full campaign the subset measures need, computed once (see :func:`full_reference`)."""
-
-    ids: np.ndarray
-    systems: tuple[str, ...]
-    score: str
-    matrix: np.ndarray
-    signs: np.ndarray
-    permutations: int
-    seed: int
-    pvalues: np.ndarray
-    means: np.ndarray
-    clusters: list[list[int]]
-    exact: np.ndarray | None = None  # scores on a whole-number grid as float32 (see significance.exact_float32)
-    cluster_rule: str = "paper"  # of the clusters here and of every subset's (one of CLUSTER_RULES)
-
-    def __len__(self) -> int:
-        return len(self.ids)
-
-
-def reference_from_matrix(
-    campaign: Campaign,
-    matrix: np.ndarray,
-    *,
-    score: str,
-    signs: np.ndarray,
-    seed: int,
-    systems: Sequence[str] | None = None,
-    cluster_rule: str = "paper",
-) -> Reference:
-    """The reference of a complete ``(N, S)`` score matrix of ``campaign``'s items (of ``systems``, default all)
-    with the given sign flips ``(N, permutations)``, clustering by ``cluster_rule``; :func:`full_reference` builds
-    and caches it."""
-    return Reference(
-        ids=campaign.ids,
-        systems=tuple(campaign.systems if systems is None else systems),
-        score=score,
-        matrix=matrix,
-        signs=signs,
-        permutations=signs.shape[1],
-        seed=seed,
-        pvalues=pairwise_pvalues(matrix, signs),
-        means=system_means(matrix),
-        clusters=clusters(matrix, rule=cluster_rule),
-        exact=exact_float32(matrix),
-        cluster_rule=cluster_rule,
-    )
-
-
-def full_reference(
-    campaign: Campaign, *, score: str = HUMAN, permutations: int = 1000, seed: int = 0, cluster_rule: str = "paper"
-) -> Reference:
-    """The full-set side of every measure (p-values, means, clusters by ``cluster_rule``, one of
-    :data:`CLUSTER_RULES`, also for every subset evaluated against it); cached per campaign object."""
-    check_cluster_rule(cluster_rule)
-    key = (score, permutations, seed, cluster_rule)
-    cached = _CACHE.setdefault(campaign, {})
-    if key not in cached:
-        matrix = np.asarray(campaign.score(score), dtype=float)
-        if len(campaign.systems) < 2:
-            raise CampaignError(
-                f"campaign {campaign.name!r}: meta-evaluation needs at least 2 systems, got {len(campaign.systems)}"
-            )
-        if len(campaign) < 2:
-            raise CampaignError(
-                f"campaign {campaign.name!r}: meta-evaluation needs at least 2 items, got {len(campaign)}"
-            )
-        missing = np.isnan(matrix)
-        if missing.any():
-            row, col = np.argwhere(missing)[0]
-            raise CampaignError(
-                f"campaign {campaign.name!r}: score {score!r} missing for item {campaign.ids[row]!r}, system"
-                f" {campaign.systems[col]!r} ({int(missing.any(axis=1).sum())} items); use Campaign.complete({score!r})"
-            )
-        signs = item_signs(campaign.ids, permutations=permutations, seed=seed)
-        cached[key] = reference_from_matrix(
-            campaign, matrix, score=score, signs=signs, seed=seed, cluster_rule=cluster_rule
-        )
-        log.debug("full-set reference for %s/%s computed (%d items)", campaign.name, score, len(campaign))
-    return cached[key]
 
 
 def spa_indices(ref: Reference, indices: np.ndarray) -> float:

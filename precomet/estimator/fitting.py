@@ -1,0 +1,280 @@
+"""The Lightning side of :func:`~precomet.estimator.training.train`: the network (:func:`build_network`), the
+checkpoint metadata and the ``EstimatorModule`` (:func:`checkpoint_meta`, :func:`build_module`), the Trainer
+(:func:`build_trainer`, :func:`check_trainer_settings`), :func:`fit`, and the export of the best epoch
+(:func:`best_metrics`, :func:`export_best`, :func:`export_best_head`)."""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
+
+from precomet.errors import PrecometError
+from precomet.estimator.leakage import SourceFingerprint
+from precomet.estimator.targets import rows_hash
+from precomet.progress import progress_enabled
+from precomet.quiet import quiet_third_party
+
+if TYPE_CHECKING:
+    import pytorch_lightning as pl
+
+    from precomet.estimator.data import TargetDataModule
+    from precomet.estimator.inputs import Split
+    from precomet.estimator.model import UtilityEstimator
+    from precomet.estimator.module import EstimatorModule
+
+logger = logging.getLogger(__name__)
+
+
+def _campaigns(rows: Sequence[dict[str, Any]]) -> list[str]:
+    """Every campaign a row came from (merged rows list several under ``campaigns``)."""
+    return sorted({name for r in rows for name in r.get("campaigns", [r["campaign"]])})
+
+
+def _history_callback(history: list[dict[str, float]]):
+    import pytorch_lightning as pl
+
+    class History(pl.Callback):
+        def on_train_epoch_end(self, trainer: pl.Trainer, module: pl.LightningModule) -> None:
+            logged = trainer.callback_metrics.items()
+            metrics = {k: float(v) for k, v in logged if k.startswith(("val_", "train_loss_epoch"))}
+            history.append({"epoch": trainer.current_epoch, **metrics})
+
+    return History()
+
+
+# ---------------------------------------------------------------------------------------------- module: network
+@dataclass(frozen=True)
+class Network:
+    """The network to train (encoder + head), its tokenizer, the token limit per source and the padding id."""
+
+    model: UtilityEstimator
+    tokenizer: Any
+    max_length: int
+    pad_id: int
+
+
+def build_network(model: dict[str, Any], *, max_length: int) -> Network:
+    """Load ``model["encoder"]`` (offline) and put a freshly initialised head on it (seed first, for a
+    reproducible head); ``max_length`` is capped by the tokenizer's own limit."""
+    from precomet.estimator.checkpoint import encoder_token_limit
+    from precomet.estimator.model import UtilityEstimator, load_encoder
+
+    encoder, tokenizer = load_encoder(model["encoder"])
+    network = UtilityEstimator(
+        encoder, pooling=model["pooling"], hidden_sizes=tuple(model["hidden_sizes"]), dropout=float(model["dropout"])
+    )
+    limit = encoder_token_limit(encoder, tokenizer)  # the tokenizer's limit and the position embeddings
+    if limit is not None and max_length > limit:
+        logger.warning("data.max_length %d is beyond what the encoder reads: capped at %d tokens", max_length, limit)
+        max_length = limit
+    return Network(model=network, tokenizer=tokenizer, max_length=int(max_length), pad_id=tokenizer.pad_token_id or 0)
+
+
+# ---------------------------------------------------------------------------------------------- module
+def checkpoint_meta(
+    cfg: dict[str, Any], split: Split, network: Network, *, backbone: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """The checkpoint metadata known before training (``precomet.json`` without ``dev_metrics`` and
+    ``history``, which :func:`export_best` adds); stored in every Lightning ``.ckpt``. With ``backbone`` (the
+    registered encoder's identity) no Hugging Face encoder is involved."""
+    from precomet.estimator.backbone import POOLING
+    from precomet.estimator.checkpoint import packaged_encoder
+    from precomet.estimator.model import resolve_model
+
+    model = cfg["model"]
+    package = None if backbone else packaged_encoder(model["encoder"], frozen=bool(model["freeze_encoder"]))
+    encoder = (
+        {"backbone": backbone}
+        if backbone
+        else {
+            "encoder": model["encoder"],
+            "encoder_package": package,
+            "encoder_path": None if package else str(resolve_model(model["encoder"]).resolve()),
+        }
+    )
+    return {
+        "target": {"method": split.method, "normalisation": split.normalisations},
+        "direction": "higher_first",
+        "standardisation": {"mean": split.mean, "std": split.std},
+        "pooling": POOLING if backbone else model["pooling"],
+        "hidden_sizes": list(model["hidden_sizes"]),
+        "dropout": float(model["dropout"]),
+        "max_length": network.max_length,
+        **encoder,
+        "training_sources": SourceFingerprint.of(r["src"] for part in (split.train, split.dev) for r in part).to_json(),
+        "training_data": {
+            "hash": rows_hash(split.train),
+            "rows": len(split.train),
+            "dev_rows": len(split.dev),
+            "campaigns": _campaigns(split.train),
+            "dev_campaigns": _campaigns(split.dev),
+        },
+        "seed": int(cfg["seed_everything"]),
+        "config": cfg,
+    }
+
+
+def build_module(network: Network, model: dict[str, Any], *, meta: dict[str, Any]) -> EstimatorModule:
+    """The ``EstimatorModule`` (loss, optimiser groups, freezing) around ``network.model``."""
+    from precomet.estimator.module import EstimatorModule
+
+    return EstimatorModule(
+        network.model,
+        encoder_lr=float(model["encoder_lr"]),
+        head_lr=float(model["head_lr"]),
+        layerwise_decay=float(model["layerwise_decay"]),
+        weight_decay=float(model["weight_decay"]),
+        freeze_fraction=float(model["freeze_fraction"]),
+        freeze_encoder=bool(model["freeze_encoder"]),
+        meta=meta,
+    )
+
+
+# ---------------------------------------------------------------------------------------------- trainer
+def build_trainer(
+    cfg: dict[str, Any],
+    *,
+    out_dir: Path,
+    has_dev: bool,
+    progress: bool | None = None,
+) -> tuple[pl.Trainer, list[dict[str, float]]]:
+    """``(pl.Trainer, history)``: the Trainer from ``cfg["trainer"]`` with the best-epoch checkpoint (under
+    ``out_dir/lightning``), early stopping when there is a dev set, and gradient accumulation up to
+    ``data.effective_batch_size``; ``history`` is filled with one dict per epoch during fitting. Settings
+    Lightning refuses raise :class:`PrecometError`."""
+
+    import pytorch_lightning as pl
+    from pytorch_lightning.utilities.exceptions import MisconfigurationException
+
+    es = cfg["early_stopping"]
+    monitor = es["monitor"] if has_dev else None
+    history: list[dict[str, float]] = []
+    ckpt = pl.callbacks.ModelCheckpoint(
+        dirpath=out_dir / "lightning", filename="best-{epoch}", monitor=monitor, mode=es["mode"], save_top_k=1
+    )
+    callbacks = [ckpt, _history_callback(history)]
+    if monitor:
+        callbacks.append(pl.callbacks.EarlyStopping(monitor=monitor, mode=es["mode"], patience=int(es["patience"])))
+    settings = dict(cfg["trainer"])
+    if settings["enable_progress_bar"] is None:
+        settings["enable_progress_bar"] = progress_enabled(progress)
+    settings = {k: v for k, v in settings.items() if v is not None}
+    try:
+        with quiet_third_party():
+            trainer = pl.Trainer(
+                **settings,
+                callbacks=callbacks,
+                logger=False,
+                enable_model_summary=False,
+                use_distributed_sampler=False,
+                num_sanity_val_steps=0,
+                default_root_dir=out_dir / "lightning",
+            )
+    except (MisconfigurationException, ModuleNotFoundError, ValueError, TypeError) as err:  # bad trainer.* values
+        raise PrecometError(f"trainer settings {settings} are refused by Lightning: {err}") from None
+    per_step = int(cfg["data"]["batch_size"]) * max(trainer.world_size, 1)
+    trainer.accumulate_grad_batches = max(1, math.ceil(int(cfg["data"]["effective_batch_size"]) / per_step))
+    return trainer, history
+
+
+def check_trainer_settings(cfg: dict[str, Any], *, out_dir: Path) -> None:
+    """Refuse ``trainer.*`` settings that Lightning or this machine cannot run (an accelerator without its
+    hardware, a device count of 0, an unknown precision or strategy) before any data or encoder is loaded:
+    a Trainer is built and dropped (it writes nothing)."""
+    import torch
+
+    accelerator = str(cfg["trainer"]["accelerator"])
+    if accelerator in ("gpu", "cuda") and not torch.backends.cuda.is_built():
+        raise PrecometError(
+            f"trainer.accelerator {accelerator}: this torch build has no CUDA (torch {torch.__version__} is"
+            " CPU-only); use trainer.accelerator cpu or auto"
+        )
+    build_trainer(cfg, out_dir=out_dir, has_dev=True, progress=False)
+
+
+# ---------------------------------------------------------------------------------------------- fit
+def fit(trainer: pl.Trainer, module: EstimatorModule, data: TargetDataModule) -> None:
+    """``trainer.fit``; Lightning's answer to Ctrl-C (``sys.exit(1)``) becomes a ``KeyboardInterrupt`` and the
+    SIGINT handler it replaces is put back."""
+    import signal
+    import threading
+
+    logger.info(
+        "training on %d rows (dev %d), gradient accumulation %d",
+        len(data.train_set),
+        len(data.dev_set),
+        trainer.accumulate_grad_batches,
+    )
+    main_thread = threading.current_thread() is threading.main_thread()
+    sigint = signal.getsignal(signal.SIGINT) if main_thread else None
+    try:
+        with quiet_third_party():
+            trainer.fit(module, datamodule=data)
+    except SystemExit:  # Lightning turns Ctrl-C into sys.exit(1) after its own shutdown: report the interrupt
+        raise KeyboardInterrupt from None
+    finally:
+        if main_thread and signal.getsignal(signal.SIGINT) is not sigint:  # Lightning ignores SIGINT after one
+            signal.signal(signal.SIGINT, sigint)
+
+
+# ---------------------------------------------------------------------------------------------- export
+def best_metrics(history: list[dict[str, float]], early_stopping: dict[str, Any], *, has_dev: bool) -> dict[str, float]:
+    """The history entry of the best epoch by ``early_stopping["monitor"]`` (empty without a dev set)."""
+    monitor: Any = early_stopping["monitor"] if has_dev else None  # a metric name or None
+    scored = [h for h in history if monitor in h] if monitor else []
+    if not scored:
+        return {}
+    pick = max if early_stopping["mode"] == "max" else min
+    return pick(scored, key=lambda h: h[monitor])
+
+
+def best_checkpoint(trainer: pl.Trainer) -> str:
+    """Path of the best epoch's ``.ckpt``; an error when training wrote none."""
+    # the trainer is built with a ModelCheckpoint (Lightning types the property as the base class or None)
+    best = cast("pl.callbacks.ModelCheckpoint", trainer.checkpoint_callback).best_model_path
+    if not best:
+        raise PrecometError("training produced no checkpoint (zero training batches?)")
+    return best
+
+
+def export_best(
+    trainer: pl.Trainer,
+    out_dir: Path,
+    *,
+    dev_metrics: dict[str, float],
+    history: list[dict[str, float]],
+) -> Path:
+    """Write the checkpoint directory files of the best ``.ckpt`` into ``out_dir`` (the temporary directory of
+    an output set: ``precomet.json`` is written once, complete with ``dev_metrics`` and ``history``, and moved
+    into place with the rest). Only the global-zero process writes. Returns the ``.ckpt`` path."""
+    from precomet.estimator.checkpoint import read_lightning_checkpoint, write_checkpoint_files
+
+    best = best_checkpoint(trainer)
+    if trainer.is_global_zero:
+        with quiet_third_party():
+            model, tokenizer, meta = read_lightning_checkpoint(
+                best, extra_meta={"dev_metrics": dev_metrics, "history": history}
+            )
+            write_checkpoint_files(out_dir, model=model, tokenizer=tokenizer, meta=meta)
+    return Path(best)
+
+
+def export_best_head(trainer: pl.Trainer, out_dir: Path, *, meta: dict[str, Any]) -> Path:
+    """:func:`export_best` for a backbone estimator: the best ``.ckpt``'s head (read with
+    ``weights_only=True``) as ``head.safetensors`` and ``meta`` as ``precomet.json``."""
+    import torch
+    from safetensors.torch import save_file
+
+    from precomet.estimator.checkpoint import HEAD, META, write_meta
+
+    best = best_checkpoint(trainer)
+    if trainer.is_global_zero:
+        state = torch.load(best, map_location="cpu", weights_only=True)["state_dict"]
+        head = {k.removeprefix("model."): v.contiguous() for k, v in state.items() if k.startswith("model.")}
+        save_file(head, str(out_dir / HEAD))
+        write_meta(out_dir / META, meta)
+    return Path(best)
