@@ -195,7 +195,7 @@ def train_on_campaigns(
     *,
     out_dir: str | Path,
     method: str = "metric_var",
-    score: str = HUMAN,
+    metric: str = HUMAN,
     encoder: str = "minilm",
     max_epochs: int = 30,
     seed: int = 0,
@@ -203,7 +203,7 @@ def train_on_campaigns(
 ) -> TrainResult:
     """Quick estimator for the demo: targets from ``campaigns`` (z-scored per campaign), frozen ``encoder``
     with cached features, head trained with lr 1e-3; dev = whole documents."""
-    rows = build_targets(campaigns, method=method, score=score, normalisation="zscore", seed=seed)
+    rows = build_targets(campaigns, method=method, metric=metric, normalisation="zscore", seed=seed)
     overrides = {
         "seed_everything": seed,
         "model.encoder": encoder,
