@@ -3,6 +3,7 @@ interval (:func:`parity_interval`) replayed on the SPA values the search already
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable, Mapping, Sequence
 
@@ -19,7 +20,13 @@ PARITY_MEANING = (
 
 def coarse_grid(n_items: int, *, grid: int = 32, start: int = 2) -> np.ndarray:
     """The grid positions :func:`parity_search` tries first: ``grid`` evenly spaced positions ``start..n_items``."""
-    return np.unique(np.linspace(start, n_items, max(2, grid)).round().astype(int))
+    return np.array(_grid(n_items, grid, start), dtype=int)
+
+
+@functools.lru_cache(maxsize=256)
+def _grid(n_items: int, grid: int, start: int) -> tuple[int, ...]:
+    """:func:`coarse_grid` as Python ints, computed once per size (the parity interval replays it 10⁴–10⁵ times)."""
+    return tuple(int(g) for g in np.unique(np.linspace(start, n_items, max(2, grid)).round().astype(int)))
 
 
 def parity_search(
@@ -100,8 +107,7 @@ def replayed_position(
     while its midpoints are known; at the first unknown midpoint, the linear interpolation between the bracket's
     ends (fractional). For a target the search ran with, the answer is the search's own (every midpoint known)."""
     previous = start - 1
-    for g in coarse_grid(n_items, grid=grid, start=start):
-        g = int(g)
+    for g in _grid(n_items, grid, start):
         if (evaluated[g] if g in evaluated else spa_at(g)) >= target:
             lo, hi = previous, g
             while hi - lo > 1:
