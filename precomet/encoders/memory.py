@@ -3,12 +3,14 @@
 :func:`precomet.encoders.encode_cached` (the one path of every embedding: sources, outputs, the estimator, strata)
 looks texts up here first, then in the on-disk cache (``cache_dir``), and encodes only what neither holds; it stores
 here whatever it read from disk or encoded. So a benchmark that computes a utility once per budget, seed or crowd
-encodes each text once per process.
+encodes each text once per process. A call whose texts are all in memory does not open ``cache_dir``: the file
+receives the texts this process encodes, not those it already held.
 
 - Key: the encoder's cache key (its name and :meth:`~precomet.encoders.SentenceEncoder.identity`: model, weights;
   a sentence-transformers model by its name or path, always L2-normalised) and the SHA-1 of the text.
 - Bound: at most ``PRECOMET_EMBEDDING_CACHE_MB`` MiB of vectors (read at each call; default
-  :data:`DEFAULT_MB`); beyond it the least recently used vectors are dropped. ``0`` disables the cache.
+  :data:`DEFAULT_MB`; keys and bookkeeping add about 20 % for 384-d vectors); beyond it the least recently used
+  vectors are dropped. ``0`` disables the cache.
 - Safety: vectors are kept as read-only copies and every call returns a new array, so a caller that modifies its
   result does not change the next one.
 - :func:`clear_embedding_cache` empties it (tests do so before each test).
