@@ -10,7 +10,8 @@ method has a paired random value per run. Budgets are item counts (top-k prefixe
 Work reused across runs: the item sign flips (they depend only on item ids) are drawn once and each run's
 reference takes its columns; the random orderings are drawn once and re-scored per run; utilities that do not
 depend on the systems (``kmeans``, ``random``: sources only) are computed once per budget; a crowd drawn twice
-reuses its utilities; text embeddings come from the embedding cache when ``cache_dir`` is set in the options.
+reuses its utilities; each text is embedded once per process (:mod:`precomet.encoders.memory`), or once at all
+with ``cache_dir`` in the options.
 
 Reported per method: mean SPA / clusters / Kendall over runs and budgets, the 90 % t-interval of a single run
 (``mean ± t·s``, as the paper's ± and the benchmark's random band), and the paired difference to random

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from precomet.campaign import HUMAN, Campaign
-from precomet.encoders import SentenceEncoder
+from precomet.encoders import SentenceEncoder, clear_embedding_cache
 from precomet.simulate import simulate_history
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -81,6 +81,12 @@ def _block_network(monkeypatch):
     monkeypatch.setattr(
         socket, "create_connection", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("network blocked"))
     )
+
+
+@pytest.fixture(autouse=True)
+def _fresh_embedding_cache():
+    """Each test starts with an empty in-process embedding cache: tests stub encoders under shared names."""
+    clear_embedding_cache()
 
 
 def pytest_collection_modifyitems(items):

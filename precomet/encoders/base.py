@@ -1,4 +1,4 @@
-"""The encoder interface and the per-text vector cache."""
+"""The encoder interface and the per-text vector cache (in-process, then on disk)."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from typing import Any, ClassVar
 import numpy as np
 from numpy.lib.npyio import NpzFile
 
+from precomet.encoders.memory import MEMORY, limit_bytes
 from precomet.errors import PrecometError
 from precomet.io.atomic import atomic_write
 from precomet.progress import announce
@@ -147,30 +148,38 @@ def encode_cached(
     cache_dir: str | Path | None = None,
     progress: bool | None = None,
 ) -> np.ndarray:
-    """:meth:`SentenceEncoder.encode` of ``texts`` with each distinct text encoded once; with ``cache_dir``
-    the vectors are kept in ``cache_dir/<encoder key>.npz`` (merged with what another process saved, written
-    atomically every :data:`CHUNK` texts, so an interrupted run resumes) and read back on the next call."""
+    """:meth:`SentenceEncoder.encode` of ``texts`` with each distinct text encoded once per process: looked up in
+    the in-process cache (:mod:`precomet.encoders.memory`), then with ``cache_dir`` in ``cache_dir/<encoder
+    key>.npz`` (merged with what another process saved, written atomically every :data:`CHUNK` texts, so an
+    interrupted run resumes); only texts found in neither are encoded. Returns a new array on every call."""
     texts = [str(t) for t in texts]
     unique = list(dict.fromkeys(texts))
     keys = [_text_key(t) for t in unique]
+    encoder_key = f"{encoder.name}-{encoder.cache_key()}"
     path = None
     if cache_dir is not None:
         _check_cache_dir(Path(cache_dir))
-        path = Path(cache_dir) / f"{encoder.name}-{encoder.cache_key()}.npz"
-    cached, damaged = ({}, False) if path is None else _read_cache(path, dim=encoder.dim)
-    todo = [i for i, k in enumerate(keys) if k not in cached]
+        path = Path(cache_dir) / f"{encoder_key}.npz"
+    limit = limit_bytes()
+    known = MEMORY.get(encoder_key, keys) if limit else {}
+    missing = len(known) < len(keys)
+    stored, damaged = _read_cache(path, dim=encoder.dim) if path is not None and missing else ({}, False)
+    todo = [i for i, k in enumerate(keys) if k not in known and k not in stored]
     if len(todo) >= ANNOUNCE_FROM:
         announce(f"encoding {len(todo):,} texts with {encoder.name} ({len(unique) - len(todo):,} from the cache)")
     step = len(todo) if path is None else CHUNK
     for start in range(0, len(todo), max(step, 1)):  # with a cache, saved chunk by chunk: an interrupt keeps work done
         part = todo[start : start + step]
         fresh = encoder.encode([unique[i] for i in part], progress=progress)
-        cached.update(zip((keys[i] for i in part), fresh))
+        stored.update(zip((keys[i] for i in part), fresh))
         if path is not None:
-            _write_cache(path, cached, dim=encoder.dim, warn=not damaged)  # a damaged file is reported once
+            _write_cache(path, stored, dim=encoder.dim, warn=not damaged)  # a damaged file is reported once
     log.info("encoded %d distinct texts with %s (%d from cache)", len(unique), encoder.name, len(unique) - len(todo))
     if not texts:
         return np.empty((0, encoder.dim), dtype=np.float32)
+    new = {k: stored[k] for k in keys if k not in known}
+    if limit:
+        MEMORY.put(encoder_key, new, limit=limit)
     position = {text: i for i, text in enumerate(unique)}
-    table = np.stack([cached[k] for k in keys]).astype(np.float32)
+    table = np.stack([known[k] if k in known else new[k] for k in keys]).astype(np.float32)
     return table[[position[t] for t in texts]]

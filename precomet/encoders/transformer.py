@@ -41,6 +41,7 @@ class TransformerEncoder(SentenceEncoder):
                 f"encoder {str(self.location)!r}: no *.safetensors weights (pickled weights are refused)"
             )
         self._loaded: tuple[Any, Any] | None = None
+        self._digest: str | None = None
 
     def _load(self) -> tuple[Any, Any]:
         if self._loaded is None:
@@ -57,7 +58,9 @@ class TransformerEncoder(SentenceEncoder):
         return int(self._load()[0].config.hidden_size)
 
     def identity(self) -> dict[str, Any]:
-        return {"name": f"{self.name}:{self.location.name}", "weights_sha256": weights_digest(self.location)}
+        if self._digest is None:  # hashed once per instance: every encode_cached call asks for it
+            self._digest = weights_digest(self.location)
+        return {"name": f"{self.name}:{self.location.name}", "weights_sha256": self._digest}
 
     def _encode_batch(self, texts: list[str]) -> np.ndarray:
         import torch

