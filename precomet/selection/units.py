@@ -158,6 +158,21 @@ def quota_targets(
     return kind, counts
 
 
+def smallest(values: np.ndarray, k: int) -> np.ndarray:
+    """Positions of the ``k`` smallest ``values`` (ties: earlier position first), in position order.
+
+    The first ``k`` of a stable argsort, as a set, in linear time (``np.partition``), so that top-k over millions
+    of items takes well under a second."""
+    if k >= len(values):
+        return np.arange(len(values))
+    if k <= 0:
+        return np.arange(0)
+    threshold = np.partition(values, k - 1)[k - 1]
+    below = np.flatnonzero(values < threshold)
+    tied = np.flatnonzero(values == threshold)[: k - len(below)]
+    return np.sort(np.concatenate((below, tied)))
+
+
 def top_per_group(value: np.ndarray, codes: np.ndarray, counts: np.ndarray) -> np.ndarray:
     """Boolean mask of the ``counts[g]`` best units of every group (ties: earlier position first)."""
     chosen = np.zeros(len(value), dtype=bool)
