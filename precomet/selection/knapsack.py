@@ -175,7 +175,7 @@ def _lp_relaxation(problem: Problem) -> tuple[np.ndarray, float]:
     ``C - W(lambda)`` finds the minimum. Every ``lambda >= 0`` gives a valid bound.
     """
     value, weight, capacity = problem.value, problem.weight, problem.capacity
-    layout = None if problem.group is None else _Layout.of(problem.group)
+    layout = None if problem.group is None else _Layout.of(problem)
     seen: dict[float, tuple[float, float, np.ndarray | None]] = {}
 
     def dual(lam: float) -> tuple[float, float, np.ndarray | None]:
@@ -206,52 +206,63 @@ def _lp_relaxation(problem: Problem) -> tuple[np.ndarray, float]:
 
 @dataclass(frozen=True)
 class _Layout:
-    """The items of every group side by side: ``order`` lists group 0's positions, then group 1's, ..."""
+    """The units of every group side by side (group 0's in position order, then group 1's, ...), with their
+    values and weights in that order, so that every group is one contiguous slice."""
 
-    order: np.ndarray
-    starts: np.ndarray
-    sizes: np.ndarray
+    value: np.ndarray
+    weight: np.ndarray
+    spans: list[slice]
 
     @classmethod
-    def of(cls, group: np.ndarray) -> _Layout:
-        sizes = np.bincount(group)
-        return cls(np.argsort(group, kind="stable"), np.concatenate(([0], np.cumsum(sizes)[:-1])), sizes)
+    def of(cls, problem: Problem) -> _Layout:
+        assert problem.group is not None  # only grouped problems are laid out
+        order = np.argsort(problem.group, kind="stable")
+        ends = np.cumsum(np.bincount(problem.group))
+        spans = [slice(int(end - size), int(end)) for end, size in zip(ends, np.bincount(problem.group))]
+        return cls(problem.value[order], problem.weight[order], spans)
 
 
 def _dual(problem: Problem, layout: _Layout | None, lam: float) -> tuple[float, float, np.ndarray | None]:
     """``D(lambda)``, the weight of the maximising set, and the group prices ``mu`` (None without groups); the
     reduced costs are ``v - lambda w - mu_g``. Per group only the sorted reduced values are needed, never an
-    argsort: the maximising set is "above the group's threshold", ties taken in position order."""
-    r = problem.value - lam * problem.weight
-    if problem.group is None or layout is None:
+    argsort: the maximising set is "at or above the group's threshold", ties taken in position order."""
+    if layout is None:
+        r = problem.value - lam * problem.weight
         take = r > 0
         return lam * problem.capacity + float(r[take].sum()), float(problem.weight[take].sum()), None
-    group, sizes = problem.group, layout.sizes
-    grouped = r[layout.order]
-    ascending = [np.sort(grouped[s : s + z]) for s, z in zip(layout.starts, sizes)]
+    r = layout.value - lam * layout.weight
+    ordered = r.copy()
+    for span in layout.spans:
+        ordered[span].sort()  # ascending within every group
+    sizes = np.array([span.stop - span.start for span in layout.spans])
     if problem.counts is not None:
         n = problem.counts.astype(int)
     else:  # the best common count k: prefix sums of every group truncated to the smallest group
         k_max = int(sizes.min())
         prefix = np.zeros(k_max + 1)
-        for values in ascending:
-            prefix[1:] += np.cumsum(values[::-1][:k_max])
+        for span in layout.spans:
+            prefix[1:] += np.cumsum(ordered[span.stop - k_max : span.stop][::-1])
         n = np.full(len(sizes), int(np.argmax(prefix)))
-    # per group: the n-th best value (the threshold), and the (n+1)-th
-    upper_end = np.array([v[len(v) - c] if c > 0 else np.inf for v, c in zip(ascending, n)])
-    lower_end = np.array([v[len(v) - c - 1] if c < len(v) else -np.inf for v, c in zip(ascending, n)])
-    take = r >= upper_end[group]
-    for g, (values, c) in enumerate(zip(ascending, n)):
+    # per group: the n-th best value (the threshold) and the (n+1)-th
+    upper_end = np.array([ordered[sp.stop - c] if c > 0 else np.inf for sp, c in zip(layout.spans, n)])
+    lower_end = np.array(
+        [ordered[sp.stop - c - 1] if c < sp.stop - sp.start else -np.inf for sp, c in zip(layout.spans, n)]
+    )
+    gain = weight = 0.0
+    for span, c, threshold in zip(layout.spans, n, upper_end):
         if c == 0:
             continue
-        surplus = len(values) - int(np.searchsorted(values, upper_end[g])) - c  # tied with the n-th, beyond it
-        if surplus > 0:  # ties at the threshold: the earliest positions are taken, as a stable sort would
-            span = slice(layout.starts[g], layout.starts[g] + sizes[g])
-            tied = np.sort(layout.order[span][grouped[span] == upper_end[g]])
+        take = r[span] >= threshold
+        surplus = int(take.sum()) - c  # tied with the n-th but beyond it: the later positions are left out
+        if surplus > 0:
+            tied = np.flatnonzero(r[span] == threshold)
             take[tied[len(tied) - surplus :]] = False
-    gain = float(r[take].sum()) if problem.counts is not None else float(prefix[n[0]])
+        gain += float(ordered[span.stop - c : span.stop].sum())
+        weight += float(layout.weight[span][take].sum())
+    if problem.counts is None:
+        gain = float(prefix[n[0]])
     # group prices mu_g between the n-th and (n+1)-th reduced value (they sum to 0 for equal counts)
-    largest = max(max(abs(float(v[0])), abs(float(v[-1]))) for v in ascending if len(v))
+    largest = max(max(abs(float(ordered[sp.start])), abs(float(ordered[sp.stop - 1]))) for sp in layout.spans)
     big = 4.0 * len(sizes) * (largest + 1.0)
     upper_end = np.where(np.isinf(upper_end), lower_end + big, upper_end)
     lower_end = np.where(np.isinf(lower_end), upper_end - big, lower_end)
@@ -260,7 +271,7 @@ def _dual(problem: Problem, layout: _Layout | None, lam: float) -> tuple[float, 
     else:
         t = -lower_end.sum() / max((upper_end - lower_end).sum(), 1e-300)
         mu = lower_end + min(max(t, 0.0), 1.0) * (upper_end - lower_end)
-    return lam * problem.capacity + gain, float(problem.weight[take].sum()), mu
+    return lam * problem.capacity + gain, weight, mu
 
 
 def _greedy(value: np.ndarray, weight: np.ndarray, capacity: float) -> np.ndarray:
