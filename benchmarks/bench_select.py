@@ -2,6 +2,7 @@
 
 Usage: .venv/bin/python benchmarks/bench_select.py [--n 1000] [--large 50000] [--plain-cbc] [--peer-large] [--real]
        [--out benchmarks/results/knapsack.md]
+       .venv/bin/python benchmarks/bench_select.py --pool [--pool-sizes 1000000 10000000]
 
 1. ``--n`` items (synthetic campaign: sources -> cost = 0.15·len + 33.7, utility ~ N(0, 1)); every budget
    from 5 % to 50 % of the total cost. Both tools get identical utilities/costs; the peer runs in
@@ -13,13 +14,18 @@ Usage: .venv/bin/python benchmarks/bench_select.py [--n 1000] [--large 50000] [-
 3. ``--real``: the default objective (rank-length) on real campaigns in ../shared/data/raw (WMT22/23 zh-en,
    WMT23 en-de with real ESA seconds), MetricX utilities, budgets 5 %..50 % of the cost: slowest solve and
    whether every one was certified optimal.
+4. ``--pool`` (alone; writes benchmarks/results/knapsack-pool.md): selection at pool size. Per size, in a fresh
+   process: ``select_subset`` with a cost budget (20 %) and 5 equal-count domains under the default objective
+   (wall time, peak RSS of the process, status, gap), then top-k (20 % of the items, count budget) in another.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import resource
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -91,8 +97,20 @@ def main() -> None:
     parser.add_argument("--plain-cbc", action="store_true")
     parser.add_argument("--peer-large", action="store_true")
     parser.add_argument("--real", action="store_true", help="rank-length solves on real campaigns (needs ../shared)")
-    parser.add_argument("--out", type=Path, default=RESULTS / "knapsack.md", help="the printed tables")
+    parser.add_argument("--out", type=Path, default=None, help="the printed tables (default by mode)")
+    parser.add_argument("--pool", action="store_true", help="selection at pool size (1M and 10M items)")
+    parser.add_argument("--pool-sizes", type=int, nargs="+", default=[1_000_000, 10_000_000])
+    parser.add_argument("--pool-child", nargs=2, metavar=("CASE", "N"), help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.pool_child:
+        print(json.dumps(pool_case(args.pool_child[0], int(args.pool_child[1]))))
+        return
+    if args.pool:
+        title = "Subset building at pool size: knapsack + 5 domains and top-k on millions of items"
+        with results_file(args.out or RESULTS / "knapsack-pool.md", title, fenced=True):
+            pool(args.pool_sizes)
+        return
+    args.out = args.out or RESULTS / "knapsack.md"
     with results_file(args.out, "Subset building: the knapsack vs subset2evaluate 1.0.27 costaware", fenced=True):
         measure(args)
 
@@ -166,6 +184,46 @@ def measure(args: argparse.Namespace) -> None:
         )
     if args.real:
         real_campaigns()
+
+
+def pool_case(case: str, n: int) -> dict:
+    """One pool-size selection in this process: wall seconds of ``select_subset``, peak RSS, outcome."""
+    rng = np.random.default_rng(1)
+    length = rng.integers(10, 400, n).astype(float)
+    utility = rng.normal(size=n)
+    domain = rng.choice(np.array(["news", "social", "speech", "literary", "user_review"], dtype=object), n)
+    start = time.perf_counter()
+    if case == "knapsack":
+        cost = 0.15 * length + 33.7
+        sel = select_subset(utility, cost=cost, proportion=0.2, domain=domain, balance="domain", length=length)
+    else:
+        sel = select_subset(utility, budget=n // 5)
+    seconds = time.perf_counter() - start
+    return {
+        "seconds": seconds,
+        "peak_gb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20,
+        "status": sel.status,
+        "gap": sel.gap,
+        "items": len(sel),
+        "core": sel.details.get("core_size", 0),
+    }
+
+
+def pool(sizes: list[int]) -> None:
+    print("synthetic pool: utility ~ N(0,1), length ~ U{10..399} chars, cost = 0.15*len+33.7, 5 random domains")
+    print("knapsack: 20% of the cost, 5 equal-count domains, default objective rank-length; top-k: 20% of the items")
+    print("peak = the process's maximum RSS (data, inputs and selection); one fresh process per line")
+    print(f"{'case':10} {'items':>10} {'seconds':>8} {'peak GB':>8} {'status':>8} {'gap':>8} {'core':>6} {'chosen':>9}")
+    for n in sizes:
+        for case in ("knapsack", "top-k"):
+            done = subprocess.run(
+                [sys.executable, __file__, "--pool-child", case, str(n)], capture_output=True, text=True, check=True
+            )
+            r = json.loads(done.stdout.strip().splitlines()[-1])
+            print(
+                f"{case:10} {n:>10} {r['seconds']:8.2f} {r['peak_gb']:8.2f} {r['status']:>8} {r['gap']:8.1e} "
+                f"{r['core']:>6} {r['items']:>9}"
+            )
 
 
 def real_campaigns() -> None:

@@ -97,6 +97,7 @@ REGISTRY = (
     Benchmark(
         "knapsack", (("benchmarks/bench_select.py", "--plain-cbc"),), ("knapsack.md",), 0.4, peer=True, data=False
     ),
+    Benchmark("knapsack-pool", (("benchmarks/bench_select.py", "--pool"),), ("knapsack-pool.md",), 2, data=False),
     Benchmark(
         "cost-aware",
         (

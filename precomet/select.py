@@ -22,7 +22,16 @@ from precomet.campaign import require_documents, source_length
 from precomet.errors import PrecometError, SolverGapWarning
 from precomet.selection.objective import DEFAULT_COST_OBJECTIVE, check_cost_objective, unit_values
 from precomet.selection.subset_file import subset_manifest_path, write_subset
-from precomet.selection.units import budget_items, build_units, group_codes, normalise, quota_targets, top_per_group
+from precomet.selection.units import (
+    budget_items,
+    build_units,
+    factorize,
+    group_codes,
+    normalise,
+    quota_targets,
+    smallest,
+    top_per_group,
+)
 
 if TYPE_CHECKING:
     from precomet.campaign import Campaign
@@ -132,7 +141,7 @@ def select_subset(
         doc = campaign.doc if doc is None else doc
         ids = campaign.ids if ids is None else ids
         length = source_length(campaign.src) if length is None else length
-    names = np.array([str(i) for i in (range(n) if ids is None else ids)], dtype=object)
+    names = _Names(ids, n)
     if u.ndim != 1 or n == 0:
         raise PrecometError(f"utility must be a non-empty 1-D array, got shape {u.shape}")
     _check_finite(u, names, "utility")
@@ -143,7 +152,7 @@ def select_subset(
     units = build_units(u, weight, level=level, doc=_column(doc, n, "doc"), domain=domain_arr, length=lengths)
     cheapest = int(np.argmin(units.weight))
     if capacity < units.weight[cheapest] * (1 - 1e-12):
-        first = names[units.members[cheapest][0]]
+        first = names[int(units.items(np.array([cheapest]))[0])]
         raise PrecometError(
             f"budget {capacity:g} is below the cheapest {'document' if level == 'doc' else 'item'} "
             f"({first!r}, cost {units.weight[cheapest]:g})"
@@ -177,11 +186,11 @@ def select_subset(
         log.warning(message)
     picked = np.flatnonzero(chosen)
     picked = picked[np.argsort(-order_value[picked], kind="stable")]
-    indices = np.concatenate([units.members[p] for p in picked])
+    indices = units.items(picked)
     domains = {}
     if domain_arr is not None:
-        found, counts = np.unique(domain_arr[indices].astype(str), return_counts=True)
-        domains = {str(d): int(c) for d, c in zip(found, counts)}
+        found, codes = factorize(domain_arr[indices])
+        domains = {d: int(c) for d, c in zip(found, np.bincount(codes, minlength=len(found)))}
     total_cost = float(np.asarray(cost, dtype=float)[indices].sum()) if cost is not None else float(len(indices))
     return Selection(
         indices=indices,
@@ -200,9 +209,24 @@ def select_subset(
     )
 
 
+class _Names:
+    """Item names for error messages (``ids``, else positions), made only when one is shown."""
+
+    def __init__(self, ids: Sequence[Any] | np.ndarray | None, n: int) -> None:
+        self.ids, self.n = ids, n
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, i: int) -> str:
+        return str(i if self.ids is None else self.ids[i])
+
+
 def _column(values: Sequence[Any] | np.ndarray | None, n: int, what: str) -> np.ndarray | None:
     if values is None:
         return None
+    if isinstance(values, np.ndarray) and values.dtype == object and values.shape == (n,):
+        return values
     column = np.empty(len(values), dtype=object)
     column[:] = list(values)
     if len(column) != n:
@@ -210,7 +234,7 @@ def _column(values: Sequence[Any] | np.ndarray | None, n: int, what: str) -> np.
     return column
 
 
-def _item_numbers(values: Sequence[float] | np.ndarray, names: np.ndarray, what: str, *, positive: bool) -> np.ndarray:
+def _item_numbers(values: Sequence[float] | np.ndarray, names: _Names, what: str, *, positive: bool) -> np.ndarray:
     """One finite number per item (costs: positive; lengths: not negative), as a float array."""
     array = np.array(values, dtype=float)
     if array.shape != (len(names),):
@@ -223,7 +247,7 @@ def _item_numbers(values: Sequence[float] | np.ndarray, names: np.ndarray, what:
     return array
 
 
-def _check_finite(values: np.ndarray, names: np.ndarray, what: str) -> None:
+def _check_finite(values: np.ndarray, names: _Names, what: str) -> None:
     bad = np.flatnonzero(~np.isfinite(values))
     if len(bad):
         raise PrecometError(
@@ -279,10 +303,10 @@ def _optimise(units, value, capacity, *, balance, quotas, cost_aware, knapsack) 
             per = slots // len(names)
             if per == 0:
                 raise PrecometError(f"a budget of {slots} unit(s) cannot give each of {len(names)} domains one")
-            smallest = int(np.argmin(sizes))
-            if per > sizes[smallest]:
+            tightest = int(np.argmin(sizes))
+            if per > sizes[tightest]:
                 raise PrecometError(
-                    f"balance needs {per} units per domain but domain {names[smallest]!r} has only {sizes[smallest]}"
+                    f"balance needs {per} units per domain but domain {names[tightest]!r} has only {sizes[tightest]}"
                 )
             counts = np.full(len(names), per)
         if counts is not None:
@@ -291,7 +315,7 @@ def _optimise(units, value, capacity, *, balance, quotas, cost_aware, knapsack) 
         assert slots is not None  # set whenever every unit costs the same
         if counts is None:
             chosen = np.zeros(len(value), dtype=bool)
-            chosen[np.argsort(-value, kind="stable")[: min(slots, len(value))]] = True
+            chosen[smallest(-value, slots)] = True  # the first ``slots`` of a stable argsort
         else:
             assert codes is not None  # counts are only set together with the group codes
             chosen = top_per_group(value, codes, counts)

@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 
 from precomet.errors import PrecometError
+from precomet.selection.units import smallest
 
 log = logging.getLogger(__name__)
 
@@ -104,11 +105,11 @@ def solve(
     # with CBC's bound rounded to its printed digits) still meets ``gap_tolerance``
     solver_gap = 0.5 * gap_tolerance * upper
     # incumbent: the ILP on the units closest to their LP boundary (grown until feasible), or greedy if better
-    order = np.argsort(np.abs(d), kind="stable")
+    distance = np.abs(d)
     groups = 0 if problem.group is None else int(problem.group.max()) + 1
     size, calls = min(len(value), _FIRST_CORE + 8 * groups), 0
     while True:
-        core = np.sort(order[:size])
+        core = smallest(distance, size)
         found: tuple[np.ndarray, bool, float | None] | None = (
             _dp_core(problem, side, core) if problem.group is None else None
         )
@@ -174,12 +175,20 @@ def _lp_relaxation(problem: Problem) -> tuple[np.ndarray, float]:
     ``C - W(lambda)`` finds the minimum. Every ``lambda >= 0`` gives a valid bound.
     """
     value, weight, capacity = problem.value, problem.weight, problem.capacity
-    if _dual(problem, 0.0)[1] <= capacity:
+    layout = None if problem.group is None else _Layout.of(problem)
+    seen: dict[float, tuple[float, float, np.ndarray | None]] = {}
+
+    def dual(lam: float) -> tuple[float, float, np.ndarray | None]:
+        if lam not in seen:
+            seen[lam] = _dual(problem, layout, lam)
+        return seen[lam]
+
+    if dual(0.0)[1] <= capacity:
         lam = 0.0
     else:
         lo, hi = 0.0, float((value / weight).max())
         for _ in range(200):
-            if _dual(problem, hi)[1] <= capacity:
+            if dual(hi)[1] <= capacity:
                 break
             lo, hi = hi, hi * 2
         else:
@@ -188,40 +197,73 @@ def _lp_relaxation(problem: Problem) -> tuple[np.ndarray, float]:
             mid = (lo + hi) / 2
             if not lo < mid < hi:
                 break
-            lo, hi = (lo, mid) if _dual(problem, mid)[1] <= capacity else (mid, hi)
-        lam = min((lo, hi), key=lambda x: _dual(problem, x)[0])
-    upper, _, d = _dual(problem, lam)
-    return d, upper
+            lo, hi = (lo, mid) if dual(mid)[1] <= capacity else (mid, hi)
+        lam = min((lo, hi), key=lambda x: dual(x)[0])
+    upper, _, mu = dual(lam)
+    reduced = value - lam * weight
+    return (reduced if mu is None else reduced - mu[problem.group]), upper
 
 
-def _dual(problem: Problem, lam: float) -> tuple[float, float, np.ndarray]:
-    """``D(lambda)``, the weight of the maximising set, and reduced costs ``v - lambda w - mu_g``."""
-    r = problem.value - lam * problem.weight
-    if problem.group is None:
+@dataclass(frozen=True)
+class _Layout:
+    """The units of every group side by side (group 0's in position order, then group 1's, ...), with their
+    values and weights in that order, so that every group is one contiguous slice."""
+
+    value: np.ndarray
+    weight: np.ndarray
+    spans: list[slice]
+
+    @classmethod
+    def of(cls, problem: Problem) -> _Layout:
+        assert problem.group is not None  # only grouped problems are laid out
+        order = np.argsort(problem.group, kind="stable")
+        ends = np.cumsum(np.bincount(problem.group))
+        spans = [slice(int(end - size), int(end)) for end, size in zip(ends, np.bincount(problem.group))]
+        return cls(problem.value[order], problem.weight[order], spans)
+
+
+def _dual(problem: Problem, layout: _Layout | None, lam: float) -> tuple[float, float, np.ndarray | None]:
+    """``D(lambda)``, the weight of the maximising set, and the group prices ``mu`` (None without groups); the
+    reduced costs are ``v - lambda w - mu_g``. Per group only the sorted reduced values are needed, never an
+    argsort: the maximising set is "at or above the group's threshold", ties taken in position order."""
+    if layout is None:
+        r = problem.value - lam * problem.weight
         take = r > 0
-        return lam * problem.capacity + float(r[take].sum()), float(problem.weight[take].sum()), r
-    group = problem.group
-    sizes = np.bincount(group)
-    order = np.lexsort((-r, group))
-    starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))
-    rank = np.empty(len(r), dtype=int)
-    rank[order] = np.arange(len(r)) - np.repeat(starts, sizes)
-    r_sorted = r[order]
+        return lam * problem.capacity + float(r[take].sum()), float(problem.weight[take].sum()), None
+    r = layout.value - lam * layout.weight
+    ordered = r.copy()
+    for span in layout.spans:
+        ordered[span].sort()  # ascending within every group
+    sizes = np.array([span.stop - span.start for span in layout.spans])
     if problem.counts is not None:
         n = problem.counts.astype(int)
-        gain = float(r[rank < n[group]].sum())
     else:  # the best common count k: prefix sums of every group truncated to the smallest group
         k_max = int(sizes.min())
         prefix = np.zeros(k_max + 1)
-        for start in starts:
-            prefix[1:] += np.cumsum(r_sorted[start : start + k_max])
+        for span in layout.spans:
+            prefix[1:] += np.cumsum(ordered[span.stop - k_max : span.stop][::-1])
         n = np.full(len(sizes), int(np.argmax(prefix)))
+    # per group: the n-th best value (the threshold) and the (n+1)-th
+    upper_end = np.array([ordered[sp.stop - c] if c > 0 else np.inf for sp, c in zip(layout.spans, n)])
+    lower_end = np.array(
+        [ordered[sp.stop - c - 1] if c < sp.stop - sp.start else -np.inf for sp, c in zip(layout.spans, n)]
+    )
+    gain = weight = 0.0
+    for span, c, threshold in zip(layout.spans, n, upper_end):
+        if c == 0:
+            continue
+        take = r[span] >= threshold
+        surplus = int(take.sum()) - c  # tied with the n-th but beyond it: the later positions are left out
+        if surplus > 0:
+            tied = np.flatnonzero(r[span] == threshold)
+            take[tied[len(tied) - surplus :]] = False
+        gain += float(ordered[span.stop - c : span.stop].sum())
+        weight += float(layout.weight[span][take].sum())
+    if problem.counts is None:
         gain = float(prefix[n[0]])
-    take = rank < n[group]
     # group prices mu_g between the n-th and (n+1)-th reduced value (they sum to 0 for equal counts)
-    big = 4.0 * len(sizes) * (float(np.abs(r).max()) + 1.0)
-    upper_end = np.where(n > 0, r_sorted[starts + np.maximum(n - 1, 0)], np.inf)
-    lower_end = np.where(n < sizes, r_sorted[np.minimum(starts + n, len(r) - 1)], -np.inf)
+    largest = max(max(abs(float(ordered[sp.start])), abs(float(ordered[sp.stop - 1]))) for sp in layout.spans)
+    big = 4.0 * len(sizes) * (largest + 1.0)
     upper_end = np.where(np.isinf(upper_end), lower_end + big, upper_end)
     lower_end = np.where(np.isinf(lower_end), upper_end - big, lower_end)
     if problem.counts is not None:
@@ -229,17 +271,24 @@ def _dual(problem: Problem, lam: float) -> tuple[float, float, np.ndarray]:
     else:
         t = -lower_end.sum() / max((upper_end - lower_end).sum(), 1e-300)
         mu = lower_end + min(max(t, 0.0), 1.0) * (upper_end - lower_end)
-    return lam * problem.capacity + gain, float(problem.weight[take].sum()), r - mu[group]
+    return lam * problem.capacity + gain, weight, mu
 
 
 def _greedy(value: np.ndarray, weight: np.ndarray, capacity: float) -> np.ndarray:
-    """Greedy by value/weight ratio (stable), skipping units that no longer fit."""
+    """Greedy by value/weight ratio (stable), skipping units that no longer fit.
+
+    Vectorised but exact: the running budget is the same chain of subtractions as a loop's
+    (``np.subtract.accumulate`` is sequential), and ``left - w >= 0`` exactly when ``w <= left``."""
     chosen = np.zeros(len(value), dtype=bool)
     left = capacity
-    for i in np.argsort(-value / weight, kind="stable"):
-        if weight[i] <= left:
-            chosen[i] = True
-            left -= weight[i]
+    candidates = np.argsort(-value / weight, kind="stable")
+    while len(candidates := candidates[weight[candidates] <= left]):
+        after = np.subtract.accumulate(np.concatenate(([left], weight[candidates])))[1:]
+        negative = np.flatnonzero(after < 0)  # the first unit that no longer fits (the first one always does)
+        stop = int(negative[0]) if len(negative) else len(after)
+        chosen[candidates[:stop]] = True
+        left = float(after[stop - 1])
+        candidates = candidates[stop + 1 :]
     return chosen
 
 

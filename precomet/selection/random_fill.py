@@ -57,7 +57,7 @@ def random_fill(
             used += cost
     if not chosen:
         return np.zeros(0, dtype=int)
-    return np.concatenate([units.members[u] for u in chosen])
+    return units.items(np.array(chosen, dtype=int))
 
 
 def make_random_selector(
