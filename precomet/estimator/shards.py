@@ -10,11 +10,11 @@ its epoch each rank writes its shard, all ranks meet at a barrier, and rank 0 wr
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytorch_lightning as pl
 import torch
 from pytorch_lightning.callbacks import BasePredictionWriter
@@ -43,9 +43,9 @@ class ShardModule(pl.LightningModule):
         ids, n_truncated = tokenize(self.tokenizer, [self.sources[p] for p in positions], max_length=self.max_length)
         warn_truncated(n_truncated, len(positions), self.max_length)
         self.ids = dict(zip(positions, ids))
-        batches = [[positions[i] for i in b] for b in length_sorted_batches([len(x) for x in ids], self.batch_size)]
-        # one dataset item = one batch; torch types ``dataset`` as Dataset, but any sequence works (documented)
-        return DataLoader(batches, batch_size=None, collate_fn=self.collate)  # type: ignore[arg-type]
+        order = np.concatenate(length_sorted_batches([len(x) for x in ids], self.batch_size))
+        # consecutive rows of the length-sorted shard: the batches of :func:`length_sorted_batches`
+        return DataLoader([positions[i] for i in order], batch_size=self.batch_size, collate_fn=self.collate)
 
     def collate(self, positions: list[int]) -> dict[str, torch.Tensor]:
         input_ids, mask = pad_batch([self.ids[p] for p in positions], self.tokenizer.pad_token_id or 0)
@@ -134,7 +134,5 @@ def predict_shards(
             ) from None
         if trainer.world_size > len(sources):
             raise PrecometError(f"{trainer.world_size} processes for {len(sources)} sources: every shard needs one")
-        with warnings.catch_warnings():  # the writer takes the positions from the steps, not from Lightning
-            warnings.filterwarnings("ignore", message=".*infer the batch indices.*")
-            trainer.predict(ShardModule(estimator, sources, batch_size=batch_size), return_predictions=False)
+        trainer.predict(ShardModule(estimator, sources, batch_size=batch_size), return_predictions=False)
     return trainer.global_rank
