@@ -44,8 +44,10 @@ class ShardModule(pl.LightningModule):
         warn_truncated(n_truncated, len(positions), self.max_length)
         self.ids = dict(zip(positions, ids))
         order = np.concatenate(length_sorted_batches([len(x) for x in ids], self.batch_size))
-        # consecutive rows of the length-sorted shard: the batches of :func:`length_sorted_batches`
-        return DataLoader([positions[i] for i in order], batch_size=self.batch_size, collate_fn=self.collate)
+        # consecutive rows of the length-sorted shard are the batches of :func:`length_sorted_batches`; torch types
+        # ``dataset`` as Dataset, but any sequence works (documented)
+        rows = [positions[i] for i in order]
+        return DataLoader(rows, batch_size=self.batch_size, collate_fn=self.collate)  # type: ignore[arg-type]
 
     def collate(self, positions: list[int]) -> dict[str, torch.Tensor]:
         input_ids, mask = pad_batch([self.ids[p] for p in positions], self.tokenizer.pad_token_id or 0)
