@@ -47,6 +47,7 @@ OPTIONS = {
     "doc_level": "--level doc",
     "methods": "--methods ",
     "metric": "--metric ",
+    "num_nodes": "--num-nodes ",
     "options": "--exclude-missing",
     "props": "--props ",
     "seeds": "--seeds ",

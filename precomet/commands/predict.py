@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING, Any
 
 from precomet.commands.common import Paths, positive_int
+from precomet.errors import PrecometError
+
+if TYPE_CHECKING:
+    from precomet.signature import Signature
 
 HELP = "predict source-based utilities (higher = annotate first) with a trained estimator checkpoint"
 
@@ -42,7 +47,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="refuse sources the estimator was trained on (default: warn and count them)",
     )
-    parser.add_argument("-o", "--output", required=True, help='output JSONL of {"id", "utility"}')
+    output = parser.add_mutually_exclusive_group(required=True)
+    output.add_argument("-o", "--output", help='output JSONL of {"id", "utility"}')
+    output.add_argument(
+        "--shard-dir",
+        help="instead of -o: every process of a torchrun / srun / --devices N run writes its shard of the pool here"
+        " (a folder all nodes share; read as one pool by select and benchmark; docs/estimator.md)",
+    )
+    parser.add_argument("--num-nodes", type=positive_int, default=1, help="nodes of a --shard-dir run (default 1)")
 
 
 def read_sources(path: str, *, text: bool, campaign: str | None) -> tuple[list[str], list[str]]:
@@ -56,22 +68,19 @@ def read_sources(path: str, *, text: bool, campaign: str | None) -> tuple[list[s
 
 
 def paths(args: argparse.Namespace) -> Paths:
-    return Paths(inputs=[args.checkpoint, args.data], outputs=[args.output])
+    return Paths(inputs=[args.checkpoint, args.data], outputs=[args.output, args.shard_dir])
 
 
 def run(args: argparse.Namespace) -> int:
-    import hashlib
-
     import numpy as np
 
     from precomet.estimator.checkpoint import check_device, load_estimator
     from precomet.estimator.leakage import check_seen
     from precomet.estimator.predict import predict_sources
     from precomet.io.atomic import check_output
-    from precomet.signature import signature
     from precomet.utilities.output import write_utilities
 
-    check_output(args.output)
+    check_output(args.shard_dir or args.output, directory=args.shard_dir is not None)
     check_device(args.device)
     ids, sources = read_sources(args.data, text=args.text, campaign=args.campaign)
     device = "cpu" if args.devices is not None else args.device
@@ -83,6 +92,8 @@ def run(args: argparse.Namespace) -> int:
         what=f"checkpoint {args.checkpoint}",
         where=f"{args.checkpoint}/precomet.json",
     )
+    if args.shard_dir is not None:
+        return _run_shards(args, estimator, ids, sources, _signature(args, estimator, sources, seen))
     utilities = predict_sources(
         estimator,
         sources,
@@ -93,8 +104,21 @@ def run(args: argparse.Namespace) -> int:
         strategy=args.strategy,
         accelerator=args.accelerator,
     )
+    run = _signature(args, estimator, sources, seen)
+    write_utilities(args.output, ids, np.asarray(utilities, dtype=float), run)
+    print(f"wrote {len(ids)} utilities ({estimator.meta['target']['method']}) to {args.output}")
+    if seen is None:
+        print("the checkpoint has no training-source fingerprint: sources seen in training cannot be counted")
+    return 0
+
+
+def _signature(args: argparse.Namespace, estimator: Any, sources: list[str], seen: int | None) -> Signature:
+    import hashlib
+
+    from precomet.signature import signature
+
     sources_hash = hashlib.sha256("\x1f".join(sources).encode("utf-8")).hexdigest()[:16]
-    run = signature(
+    return signature(
         "precomet predict",
         method="estimator",
         campaign=args.campaign,
@@ -102,13 +126,30 @@ def run(args: argparse.Namespace) -> int:
         checkpoint=str(args.checkpoint),
         target=estimator.meta["target"],
         data=str(args.data),
-        n_items=len(ids),
+        n_items=len(sources),
         precision=args.precision,
         seen_in_training=seen,
         training_sources=estimator.meta.get("training_sources"),
     )
-    write_utilities(args.output, ids, np.asarray(utilities, dtype=float), run)
-    print(f"wrote {len(ids)} utilities ({estimator.meta['target']['method']}) to {args.output}")
-    if seen is None:
-        print("the checkpoint has no training-source fingerprint: sources seen in training cannot be counted")
+
+
+def _run_shards(args: argparse.Namespace, estimator: Any, ids: list[str], sources: list[str], run: Signature) -> int:
+    from precomet.estimator.shards import predict_shards
+
+    if args.precision != "fp32":
+        raise PrecometError("--shard-dir predicts in fp32 (--precision int8 runs on the single-device path)")
+    rank = predict_shards(
+        estimator,
+        ids,
+        sources,
+        args.shard_dir,
+        signature=run,
+        batch_size=args.batch_size,
+        devices=args.devices or 1,
+        num_nodes=args.num_nodes,
+        strategy=args.strategy,
+        accelerator=args.accelerator,
+    )
+    if rank == 0:
+        print(f"wrote {len(ids)} utilities in shards to {args.shard_dir} (manifest: shards.json)")
     return 0

@@ -1,12 +1,13 @@
 """Utility files: a JSONL whose first line is ``{"signature": {...}}`` followed by one
-``{"id": ..., "utility": ...}`` line per item in campaign order (``null`` = not computable)."""
+``{"id": ..., "utility": ...}`` line per item in campaign order (``null`` = not computable). Wherever one is read,
+a shard directory of ``precomet predict --shard-dir`` (:mod:`precomet.utilities.shards`) reads as one file."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import numpy as np
 
@@ -47,13 +48,25 @@ def write_utilities(
 ) -> None:
     """Write the signature line and one line per item, atomically."""
     with atomic_write(path) as handle:
-        jsonsafe.dump_lines([{"signature": dict(signature)}], handle)
-        jsonsafe.dump_lines(({"id": item_id, "utility": float(value)} for item_id, value in zip(ids, values)), handle)
+        dump_utilities(handle, ids, values, signature)
+
+
+def dump_utilities(
+    handle: IO[str], ids: Sequence[str] | np.ndarray, values: np.ndarray, signature: Mapping[str, Any]
+) -> None:
+    """The lines of :func:`write_utilities` written to an open text file."""
+    jsonsafe.dump_lines([{"signature": dict(signature)}], handle)
+    jsonsafe.dump_lines(({"id": item_id, "utility": float(value)} for item_id, value in zip(ids, values)), handle)
 
 
 def read_utilities(path: str | Path) -> tuple[list[str], np.ndarray, dict[str, Any]]:
     """Ids, utilities (NaN for ``null``) and signature of a ``{"id", "utility"}`` JSONL file (an optional first
-    ``{"signature": ...}`` line, as :func:`write_utilities` writes)."""
+    ``{"signature": ...}`` line, as :func:`write_utilities` writes), or of a shard directory as one pool
+    (:func:`precomet.utilities.shards.read_shards`)."""
+    if Path(path).is_dir():
+        from precomet.utilities.shards import read_shards
+
+        return read_shards(path)
     ids, values, signature = [], [], {}
     seen: dict[str, int] = {}
     for position, row in enumerate(read_jsonl(path)):

@@ -1,0 +1,140 @@
+"""Prediction over a pool too large for one machine: a multi-process / multi-node ``Trainer.predict`` in which
+each rank scores only its shard and writes it (:mod:`precomet.utilities.shards` for the directory format).
+
+The processes come from the launcher: ``torchrun`` (env://), SLURM's ``srun`` (Lightning's SLURMEnvironment)
+or, in one process, ``strategy="ddp_spawn"``. Every process reads the whole pool, but rank ``r`` of ``W``
+tokenizes and scores only items ``r, r + W, ...`` in length-sorted batches; nothing is gathered across ranks (the
+predict loop does not wrap the model in DDP, so the ranks need not take the same number of steps). At the end of
+its epoch each rank writes its shard, all ranks meet at a barrier, and rank 0 writes ``shards.json``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytorch_lightning as pl
+import torch
+from pytorch_lightning.callbacks import BasePredictionWriter
+from pytorch_lightning.utilities.exceptions import MisconfigurationException
+from torch.utils.data import DataLoader
+
+from precomet.errors import PrecometError
+from precomet.estimator.checkpoint import Estimator, check_predictions, to_utility
+from precomet.estimator.data import length_sorted_batches, pad_batch, tokenize, warn_truncated
+from precomet.quiet import quiet_third_party
+from precomet.utilities.shards import MANIFEST, shard_positions, write_manifest, write_shard
+
+
+class ShardModule(pl.LightningModule):
+    """``predict_step`` over this rank's shard of ``sources``; each step returns ``(positions, standardised)``."""
+
+    def __init__(self, estimator: Estimator, sources: Sequence[str], *, batch_size: int) -> None:
+        super().__init__()
+        self.model = estimator.model.eval()
+        self.tokenizer, self.max_length = estimator.tokenizer, estimator.max_length
+        self.sources, self.batch_size = list(sources), batch_size
+        self.ids: dict[int, list[int]] = {}
+
+    def predict_dataloader(self) -> DataLoader:
+        positions = shard_positions(len(self.sources), self.trainer.global_rank, self.trainer.world_size)
+        ids, n_truncated = tokenize(self.tokenizer, [self.sources[p] for p in positions], max_length=self.max_length)
+        warn_truncated(n_truncated, len(positions), self.max_length)
+        self.ids = dict(zip(positions, ids))
+        order = np.concatenate(length_sorted_batches([len(x) for x in ids], self.batch_size))
+        # consecutive rows of the length-sorted shard are the batches of :func:`length_sorted_batches`; torch types
+        # ``dataset`` as Dataset, but any sequence works (documented)
+        rows = [positions[i] for i in order]
+        return DataLoader(rows, batch_size=self.batch_size, collate_fn=self.collate)  # type: ignore[arg-type]
+
+    def collate(self, positions: list[int]) -> dict[str, torch.Tensor]:
+        input_ids, mask = pad_batch([self.ids[p] for p in positions], self.tokenizer.pad_token_id or 0)
+        return {"index": torch.tensor(positions, dtype=torch.long), "input_ids": input_ids, "attention_mask": mask}
+
+    def predict_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> tuple[torch.Tensor, torch.Tensor]:
+        return batch["index"].cpu(), self.model(batch["input_ids"], batch["attention_mask"]).float().cpu()
+
+
+class ShardWriter(BasePredictionWriter):
+    """Writes this rank's shard at the end of its epoch; after a barrier rank 0 writes the manifest."""
+
+    def __init__(
+        self, out_dir: Path, item_ids: Sequence[str], signature: Mapping[str, Any], meta: dict[str, Any]
+    ) -> None:
+        super().__init__(write_interval="epoch")
+        self.out_dir, self.item_ids, self.signature, self.meta = out_dir, list(item_ids), dict(signature), meta
+
+    def on_predict_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        if trainer.global_rank == 0:  # until the new one is written, the folder reads as unfinished
+            (self.out_dir / MANIFEST).unlink(missing_ok=True)
+
+    def write_on_epoch_end(
+        self, trainer: pl.Trainer, pl_module: pl.LightningModule, predictions: Sequence[Any], batch_indices: Any
+    ) -> None:
+        rank, world_size, n = trainer.global_rank, trainer.world_size, len(self.item_ids)
+        steps: Sequence[tuple[torch.Tensor, torch.Tensor]] = predictions
+        index = torch.cat([i for i, _ in steps])
+        order = torch.argsort(index)
+        positions = index[order].tolist()
+        if positions != list(shard_positions(n, rank, world_size)):
+            raise RuntimeError(f"rank {rank} scored {len(positions)} items, not its shard of the pool")
+        standardised = torch.cat([v for _, v in steps])[order]
+        ids = [self.item_ids[p] for p in positions]
+        utilities = check_predictions(
+            to_utility(self.meta, standardised.double()).numpy(), ids, checkpoint=self.signature.get("checkpoint")
+        )
+        write_shard(self.out_dir, rank, world_size, ids, utilities, self.signature)
+        trainer.strategy.barrier("precomet-shards")
+        if rank == 0:
+            write_manifest(self.out_dir, world_size, n, self.signature)
+
+
+def predict_shards(
+    estimator: Estimator,
+    item_ids: Sequence[str],
+    sources: Sequence[str],
+    out_dir: str | Path,
+    *,
+    signature: Mapping[str, Any],
+    batch_size: int = 64,
+    devices: int | str | list[int] = 1,
+    num_nodes: int = 1,
+    strategy: str | None = None,
+    accelerator: str | None = None,
+    progress: bool = False,
+) -> int:
+    """Score the pool ``sources`` (ids ``item_ids``) as ``devices × num_nodes`` ranks, each writing its shard of
+    utilities to ``out_dir`` (``signature`` on every shard and in the manifest). Returns this process's global
+    rank (0 in the process that called a ``ddp_spawn`` run)."""
+    if len(item_ids) != len(sources) or not sources:
+        raise PrecometError(f"{len(item_ids)} ids for {len(sources)} sources; give one id per source, at least one")
+    if batch_size < 1:
+        raise PrecometError(f"batch_size must be >= 1, got {batch_size}")
+    with quiet_third_party():
+        try:
+            trainer = pl.Trainer(
+                accelerator=accelerator or "auto",
+                devices=devices,
+                num_nodes=num_nodes,
+                strategy=strategy or "auto",
+                logger=False,
+                enable_checkpointing=False,
+                enable_model_summary=False,
+                enable_progress_bar=progress,
+                use_distributed_sampler=False,
+                callbacks=[ShardWriter(Path(out_dir), item_ids, signature, estimator.meta)],
+            )
+        except (MisconfigurationException, ModuleNotFoundError, ValueError, TypeError, RuntimeError) as err:
+            raise PrecometError(
+                f"{{devices}}{devices!r}, {{num_nodes}}{num_nodes!r}, {{strategy}}{strategy or 'auto'!r},"
+                f" {{accelerator}}{accelerator or 'auto'!r} are refused by Lightning:"
+                f" {' '.join(str(err).split())[:300]}",
+                param=("devices", "num_nodes", "strategy", "accelerator"),
+            ) from None
+        if trainer.world_size > len(sources):
+            raise PrecometError(f"{trainer.world_size} processes for {len(sources)} sources: every shard needs one")
+        trainer.predict(ShardModule(estimator, sources, batch_size=batch_size), return_predictions=False)
+    return trainer.global_rank

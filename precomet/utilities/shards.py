@@ -1,0 +1,165 @@
+"""Shard directories: the utilities of one pool written by ``W`` processes (``precomet predict --shard-dir``,
+:mod:`precomet.estimator.shards`) and read back as one pool.
+
+* Item ``i`` of the pool (input order) belongs to shard ``i % W`` (strided, so every shard gets the same mix of
+  short and long sources); shard ``r`` is ``shard-{r:05d}-of-{W:05d}.jsonl``, a utilities file
+  (:mod:`precomet.utilities.output`) holding its items in pool order, its signature line being the run's with
+  ``shard`` and ``world_size`` added.
+* ``shards.json`` (written last, by rank 0, once every shard is in place) names the run: world size, item count,
+  checkpoint, data hash, each shard's file and row count, and the run's signature. A directory without it is an
+  unfinished run.
+* :func:`read_shards` checks the whole directory against the manifest and interleaves the shards back into pool
+  order: pool item ``i`` is row ``i // W`` of shard ``i % W``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import socket
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from precomet.errors import PrecometError
+from precomet.io.atomic import atomic_write
+from precomet.utilities.output import dump_utilities, read_utilities
+
+MANIFEST = "shards.json"
+FORMAT = "precomet shards 1"
+_SHARD = re.compile(r"^shard-(\d{5,})-of-(\d{5,})\.jsonl$")
+_RUN_KEYS = ("shard", "world_size")  # what a shard's signature adds to the run's
+
+
+def shard_name(rank: int, world_size: int) -> str:
+    """``shard-00001-of-00004.jsonl``."""
+    return f"shard-{rank:05d}-of-{world_size:05d}.jsonl"
+
+
+def shard_positions(n_items: int, rank: int, world_size: int) -> range:
+    """Pool positions of shard ``rank``: ``rank, rank + W, rank + 2W, ...``."""
+    return range(rank, n_items, world_size)
+
+
+def write_shard(
+    out_dir: str | Path,
+    rank: int,
+    world_size: int,
+    ids: Sequence[str],
+    values: np.ndarray,
+    signature: Mapping[str, Any],
+) -> Path:
+    """Write shard ``rank`` all-or-nothing. Not through :func:`precomet.io.atomic.atomic_write`: that removes
+    temporaries of processes it cannot see running, and on a folder shared by several nodes those are the other
+    nodes' live writers; here the temporary is named by host and process and only this process removes it."""
+    path = Path(out_dir) / shard_name(rank, world_size)
+    temporary = path.with_name(f".{path.name}.{socket.gethostname()}-{os.getpid()}.part")
+    try:
+        with open(temporary, "w", encoding="utf-8") as handle:
+            dump_utilities(handle, ids, values, {**signature, "shard": rank, "world_size": world_size})
+        os.replace(temporary, path)
+    finally:
+        temporary.unlink(missing_ok=True)
+    return path
+
+
+def write_manifest(out_dir: str | Path, world_size: int, n_items: int, signature: Mapping[str, Any]) -> Path:
+    """``shards.json`` once every shard is written; raises naming a shard that this process cannot see (a
+    folder not shared by every node) or whose row count is not its share of the pool."""
+    out_dir = Path(out_dir)
+    shards = []
+    for rank in range(world_size):
+        path = out_dir / shard_name(rank, world_size)
+        if not path.is_file():
+            raise PrecometError(f"{path}: not found by rank 0; --shard-dir must be a folder every node shares")
+        with open(path, encoding="utf-8") as handle:
+            rows = sum(1 for line in handle if line.strip()) - 1
+        if rows != len(shard_positions(n_items, rank, world_size)):
+            raise PrecometError(f"{path}: {rows} rows, expected {len(shard_positions(n_items, rank, world_size))}")
+        shards.append({"file": path.name, "rows": rows})
+    manifest = {
+        "format": FORMAT,
+        "assignment": "pool item i is row i // world_size of shard i % world_size",
+        "world_size": world_size,
+        "n_items": n_items,
+        "checkpoint": signature.get("checkpoint"),
+        "data_hash": signature.get("data_hash"),
+        "shards": shards,
+        "signature": dict(signature),
+    }
+    with atomic_write(out_dir / MANIFEST) as handle:
+        json.dump(manifest, handle, indent=2)
+        handle.write("\n")
+    return out_dir / MANIFEST
+
+
+def read_shards(path: str | Path) -> tuple[list[str], np.ndarray, dict[str, Any]]:
+    """Ids, utilities and signature of the pool in a shard directory, in pool order, as
+    :func:`precomet.utilities.output.read_utilities` returns them for one file. Refused with a
+    :class:`PrecometError`: no manifest, a shard missing or not listed, a row count that differs, a shard
+    from another run (its signature differs from the manifest's: checkpoint, data hash, ...), an id in two
+    shards."""
+    folder = Path(path)
+    manifest = _manifest(folder)
+    world_size, n_items, run = manifest["world_size"], manifest["n_items"], manifest["signature"]
+    listed = [folder / shard_name(rank, world_size) for rank in range(world_size)]
+    stray = sorted(p.name for p in folder.iterdir() if _SHARD.match(p.name) and p not in listed)
+    if stray:
+        raise PrecometError(f"{folder}: shard file(s) {stray[:3]} are not in {MANIFEST} (another run's); remove them")
+    missing = [p.name for p in listed if not p.is_file()]
+    if missing:
+        raise PrecometError(f"{folder}: {len(missing)} of {world_size} shard(s) missing, e.g. {missing[0]}")
+    columns: list[tuple[list[str], np.ndarray]] = []
+    for rank, shard in enumerate(listed):
+        ids, values, signature = read_utilities(shard)
+        expected = len(shard_positions(n_items, rank, world_size))
+        if len(ids) != expected or manifest["shards"][rank].get("rows") != expected:
+            raise PrecometError(f"{shard}: {len(ids)} rows, the manifest expects {expected} (pool of {n_items})")
+        _same_run(shard, signature, run, rank, world_size)
+        columns.append((ids, values))
+    ids = [columns[i % world_size][0][i // world_size] for i in range(n_items)]
+    values = np.array([columns[i % world_size][1][i // world_size] for i in range(n_items)], dtype=float)
+    counts = Counter(ids)
+    duplicate = next((i for i in ids if counts[i] > 1), None)
+    if duplicate is not None:
+        raise PrecometError(f"{folder}: id {duplicate!r} is in two shards; the shards are not one pool")
+    return ids, values, dict(run)
+
+
+def _manifest(folder: Path) -> dict[str, Any]:
+    path = folder / MANIFEST
+    if not path.is_file():
+        raise PrecometError(f"{folder}: no {MANIFEST}; not a shard directory, or its run has not finished")
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise PrecometError(f"{path}: cannot read ({err})") from None
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+        raise PrecometError(f"{path}: not a {FORMAT!r} manifest")
+    world_size, n_items = manifest.get("world_size"), manifest.get("n_items")
+    if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in (world_size, n_items)):
+        raise PrecometError(f"{path}: world_size and n_items must be integers >= 1")
+    shards, run = manifest.get("shards"), manifest.get("signature")
+    if not isinstance(shards, list) or len(shards) != world_size or not all(isinstance(s, dict) for s in shards):
+        raise PrecometError(f"{path}: 'shards' must list {world_size} shard(s)")
+    if not isinstance(run, dict):
+        raise PrecometError(f"{path}: 'signature' must be an object")
+    return manifest
+
+
+def _same_run(shard: Path, signature: dict[str, Any], run: dict[str, Any], rank: int, world_size: int) -> None:
+    """Refuse a shard whose signature is not the run's plus its own rank and world size."""
+    if (signature.get("shard"), signature.get("world_size")) != (rank, world_size):
+        raise PrecometError(f"{shard}: its signature names shard {signature.get('shard')!r}, not {rank}")
+    own = {k: v for k, v in signature.items() if k not in _RUN_KEYS}
+    differ = sorted(k for k in set(own) | set(run) if own.get(k) != run.get(k))
+    if differ:
+        name = "checkpoint" if "checkpoint" in differ else differ[0]
+        raise PrecometError(
+            f"{shard}: from another run ({name} {own.get(name)!r}, the manifest's {run.get(name)!r});"
+            " every shard must come from one run"
+        )

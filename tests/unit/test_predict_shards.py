@@ -1,0 +1,126 @@
+"""``precomet predict --shard-dir`` as a 2-process CPU (gloo) torchrun job on a tiny untrained checkpoint, and the
+shard directory read back as one pool."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from precomet.cli import main
+from precomet.errors import PrecometError
+from precomet.utilities.output import read_utilities
+from tests.bad_inputs.cases_models import tiny_hf_checkpoint
+from tests.conftest import REPO
+
+pytestmark = pytest.mark.slow  # one torchrun job shared by the file (~12 s on 2 busy cores)
+WORDS = "the a cat dog sat on mat hello world another source runs quickly over lazy fox".split()
+N = 37
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory) -> dict:
+    """A 37-source pool scored by ``torchrun --nproc_per_node=2 -m precomet predict --shard-dir`` and, for
+    reference, by the single-process path."""
+    from precomet.estimator import load_estimator, predict_sources
+
+    work = tmp_path_factory.mktemp("shards")
+    checkpoint = tiny_hf_checkpoint(work)
+    draw = random.Random(0)
+    sources = [" ".join(draw.choice(WORDS) for _ in range(draw.randint(1, 20))) for _ in range(N)]
+    (work / "src.txt").write_text("\n".join(sources) + "\n")
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", "-m", "precomet"]
+    options = ["--checkpoint", "ckpt", "--data", "src.txt", "--batch-size", "4"]
+    env = {**os.environ, "PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
+    sharded = ["--shard-dir", "shards", "--devices", "2", "--strategy", "ddp", "--accelerator", "cpu"]
+    done = subprocess.run(
+        [*command, "predict", *options, *sharded], cwd=work, env=env, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    single = predict_sources(load_estimator(checkpoint), sources, batch_size=4)
+    return {"work": work, "shards": work / "shards", "single": single, "stdout": done.stdout}
+
+
+def test_two_torchrun_processes_merge_to_the_single_process_predictions(run):
+    """Equal up to float32 rounding (atol 1e-6), not bit for bit: a source is padded to the longest source of
+    its batch, and the batches of a shard are not those of the whole pool."""
+    ids, values, signature = read_utilities(run["shards"])
+    assert ids == [str(i) for i in range(1, N + 1)]
+    np.testing.assert_allclose(values, run["single"], atol=1e-6)
+    assert signature["tool"] == "precomet predict" and "shard" not in signature
+    manifest = json.loads((run["shards"] / "shards.json").read_text())
+    assert manifest["world_size"] == 2 and [s["rows"] for s in manifest["shards"]] == [19, 18]
+    odd, _, odd_signature = read_utilities(run["shards"] / "shard-00001-of-00002.jsonl")  # a utilities file itself
+    assert odd == [str(i) for i in range(2, N + 1, 2)] and odd_signature["shard"] == 1
+    assert run["stdout"].count("wrote 37 utilities in shards") == 1  # rank 0 only
+
+
+def _copy(run, tmp_path) -> Path:
+    return Path(shutil.copytree(run["shards"], tmp_path / "shards"))
+
+
+def _edit_shard(folder: Path, rank: int, edit) -> None:
+    path = folder / f"shard-{rank:05d}-of-00002.jsonl"
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    edit(rows)
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+
+
+def _missing(folder: Path) -> None:
+    (folder / "shard-00001-of-00002.jsonl").unlink()
+
+
+def _duplicate(folder: Path) -> None:
+    _edit_shard(folder, 1, lambda rows: rows[1].update(id="1"))  # "1" is the first row of shard 0
+
+
+def _other_checkpoint(folder: Path) -> None:
+    _edit_shard(folder, 1, lambda rows: rows[0]["signature"].update(checkpoint="other-ckpt"))
+
+
+def _unfinished(folder: Path) -> None:
+    (folder / "shards.json").unlink()
+
+
+def _stray(folder: Path) -> None:
+    shutil.copy(folder / "shard-00000-of-00002.jsonl", folder / "shard-00000-of-00003.jsonl")
+
+
+@pytest.mark.parametrize(
+    "damage, message",
+    [
+        (_missing, "1 of 2 shard(s) missing, e.g. shard-00001-of-00002.jsonl"),
+        (_duplicate, "id '1' is in two shards"),
+        (_other_checkpoint, "from another run (checkpoint 'other-ckpt', the manifest's 'ckpt')"),
+        (_unfinished, "no shards.json"),
+        (_stray, "are not in shards.json"),
+    ],
+)
+def test_reader_refuses_a_damaged_shard_directory(run, tmp_path, damage, message):
+    folder = _copy(run, tmp_path)
+    read_utilities(folder)  # intact, the copy reads
+    damage(folder)
+    with pytest.raises(PrecometError) as err:
+        read_utilities(folder)
+    assert message in str(err.value)
+
+
+def test_select_on_a_shard_directory_is_select_on_the_single_process_file(run, tmp_path):
+    from precomet.utilities.output import write_utilities
+
+    single = tmp_path / "single.jsonl"
+    write_utilities(single, [str(i) for i in range(1, N + 1)], run["single"], read_utilities(run["shards"])[2])
+    subsets = []
+    for scores in (single, run["shards"]):
+        out = tmp_path / f"subset-{scores.name}.jsonl"
+        argv = ["select", "--data", str(run["work"] / "src.txt"), "--scores", str(scores), "--budget", "9"]
+        assert main([*argv, "-o", str(out)]) == 0
+        subsets.append([json.loads(line)["id"] for line in out.read_text().splitlines()])
+    assert subsets[0] == subsets[1] and len(subsets[0]) == 9
