@@ -27,6 +27,7 @@ SECTIONS = (  # (file under benchmarks/results/, what it measures) in reading or
     ("irt.md", "Utilities: IRT fit time and recovery (issue 3)"),
     ("utilities-findings.md", "Utilities: goals and readings (issue 3)"),
     ("knapsack.md", "Subset building: knapsack speed and optimality vs subset2evaluate (issue 4)"),
+    ("knapsack-pool.md", "Subset building at pool scale: 1M and 10M items (issue 24)"),
     ("select-findings.md", "Subset building: readings (issue 4)"),
     (
         "cost-aware.md",
