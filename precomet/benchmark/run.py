@@ -3,6 +3,7 @@ parity), and the typed result (:class:`~precomet.benchmark.result.BenchmarkResul
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -27,6 +28,7 @@ from precomet.benchmark.stats import random_runs, summarise_random
 from precomet.campaign import HUMAN, Campaign
 from precomet.errors import PrecometError
 from precomet.metaeval import Reference, full_reference
+from precomet.parallel import check_workers, map_forked
 from precomet.progress import progress as progress_bar
 from precomet.selection.objective import DEFAULT_COST_OBJECTIVE
 from precomet.selection.random_fill import make_random_selector
@@ -61,6 +63,7 @@ def run_benchmark(
     oracle_step: int = 10,
     allow_circular: bool = False,
     controls: bool = True,
+    workers: int | None = None,
 ) -> BenchmarkResult:
     """Benchmark utility ``methods`` (names in ``UTILITY_METHODS``, computed on ``metric``) and ``external``
     utilities (``{name: array aligned with the campaign}``, or ``{name: budget -> array}`` for a budget-dependent
@@ -71,8 +74,11 @@ def run_benchmark(
     ``"usable": false``. A score-based method computed on ``metric == score`` is refused
     (:func:`circular_reason`) unless ``allow_circular``. Cluster counts follow ``cluster_rule``
     (:data:`precomet.metaeval.CLUSTER_RULES`). With ``controls`` the result has the length control row under
-    ``controls`` (or the reason it is left out under ``controls_skipped``: ``length`` is among the methods)."""
+    ``controls`` (or the reason it is left out under ``controls_skipped``: ``length`` is among the methods).
+    Random's seeds and the rows run on ``workers`` processes (default: every CPU this process may use,
+    :mod:`precomet.parallel`); the result is the same for any count."""
     props = validate_props(props)
+    workers = check_workers(workers)
     external = {name: check_external(campaign, name, values) for name, values in (external or {}).items()}
     specs = method_specs(methods, external)
     if len(campaign.systems) < 2:
@@ -116,56 +122,55 @@ def run_benchmark(
         if select is None
         else make_random_selector(campaign, budget_unit=budget_unit, balance=balance, level=level)
     )
-    runs = random_runs(ref, random_select, props, seeds=seeds, seed=seed, tick=tick)
+    runs = random_runs(ref, random_select, props, seeds=seeds, seed=seed, tick=tick, workers=workers)
     random = summarise_random(runs, len(props))
     random["seconds"] = time.perf_counter() - started
+    evaluation: dict[str, Any] = dict(
+        random_spa_runs=runs[:, :, 0], props=props, select=select, budget_unit=budget_unit, grid=parity_grid, seed=seed
+    )
 
-    def row(utility_at: Callable[[int], np.ndarray], needs_budget: bool) -> dict[str, Any]:
+    def row(utility_at: Callable[[int], np.ndarray], needs_budget: bool, tick: Callable[[], None]) -> dict[str, Any]:
         started = time.perf_counter()
-        found = evaluate_method(
-            ref,
-            campaign,
-            utility_at,
-            random_spa_runs=runs[:, :, 0],
-            props=props,
-            select=select,
-            needs_budget=needs_budget,
-            budget_unit=budget_unit,
-            grid=parity_grid,
-            seed=seed,
-            tick=tick,
-        )
+        found = evaluate_method(ref, campaign, utility_at, needs_budget=needs_budget, tick=tick, **evaluation)
         return {**found, "seconds": time.perf_counter() - started}
 
-    results = {}
+    at: dict[tuple[str, str], tuple[Callable[[int], np.ndarray], bool]] = {}
     for name in [*specs, *external]:
         needs_budget = (name in specs and specs[name].needs_budget) or callable(external.get(name))
         if name in external:
-            utility_at = _external_at(campaign, name, external[name])
+            at["methods", name] = (_external_at(campaign, name, external[name]), needs_budget)
         else:
-            utility_at = _utility_at(
-                campaign, name, needs_budget, metric, seed, (method_options or {}).get(name), budget_unit=budget_unit
-            )
-        results[name] = row(utility_at, needs_budget)
-    control_rows = {
-        name: row(_utility_at(campaign, name, False, None, seed, None, budget_unit=budget_unit), False)
-        for name in control_names
-    }
-    headroom = None
+            options = (method_options or {}).get(name)
+            utility = _utility_at(campaign, name, needs_budget, metric, seed, options, budget_unit=budget_unit)
+            at["methods", name] = (utility, needs_budget)
+    for name in control_names:
+        at["controls", name] = (_utility_at(campaign, name, False, None, seed, None, budget_unit=budget_unit), False)
+    rows: dict[tuple[str, str], dict[str, Any]] = {}
+    for key, (utility_at, needs_budget) in at.items():  # budget-dependent utilities (k-means, …) here, in order
+        if needs_budget:
+            rows[key] = row(utility_at, True, tick)
+        else:
+            utility_at(0)  # computed here (torch, sklearn, py-irt): the workers only meta-evaluate
+    tasks: list[tuple[tuple[str, str], Callable[[], dict[str, Any]]]] = [
+        (key, functools.partial(row, utility_at, False, lambda: None))
+        for key, (utility_at, needs_budget) in at.items()
+        if not needs_budget
+    ]
     if oracle:
-        headroom = _evaluate_oracle(
-            ref,
-            campaign,
-            random_spa_runs=runs[:, :, 0],
-            props=props,
-            select=select,
-            budget_unit=budget_unit,
-            grid=parity_grid,
-            seed=seed,
-            tick=tick,
-            candidates=oracle_candidates,
-            step=oracle_step,
+        oracle_row = functools.partial(
+            _evaluate_oracle, ref, campaign, candidates=oracle_candidates, step=oracle_step, **evaluation
         )
+        tasks.append((("oracle", "oracle"), oracle_row))
+
+    def ticks(found: dict[str, Any]) -> None:
+        for _ in props:
+            tick()
+
+    done = map_forked(lambda task: task[1](), tasks, workers=workers, done=ticks)  # the rows on every core
+    rows.update((key, found) for (key, _), found in zip(tasks, done))
+    results = {name: rows["methods", name] for name in [*specs, *external]}
+    control_rows = {name: rows["controls", name] for name in control_names}
+    headroom = rows.get(("oracle", "oracle"))
     bar.close()
     from precomet.costs import cost_signature, cost_source
 

@@ -11,6 +11,7 @@ import numpy as np
 from precomet.benchmark.budgets import BENCH_MEASURES, Select, evaluate_props, top_k
 from precomet.errors import PrecometError
 from precomet.metaeval import Reference, evaluate_orderings
+from precomet.parallel import map_forked
 from precomet.selection.units import budget_items
 
 _SEED_BATCH = 25  # random orderings meta-evaluated per batched call (progress granularity)
@@ -49,28 +50,36 @@ def random_runs(
     seeds: int = 100,
     seed: int = 0,
     tick: Callable[[], None] = lambda: None,
+    workers: int | None = 1,
 ) -> np.ndarray:
-    """The random runs behind :func:`random_baseline`: array ``(seeds, props, BENCH_MEASURES)``."""
+    """The random runs behind :func:`random_baseline`: array ``(seeds, props, BENCH_MEASURES)``; batches of seeds
+    run on ``workers`` processes (:func:`precomet.parallel.map_forked`; the same numbers for any count)."""
     if seeds < 1:
         raise PrecometError(f"{{seeds}}{seeds}: the random baseline needs at least 1 seed", param="seeds")
-    runs = np.zeros((seeds, len(props), len(BENCH_MEASURES)))
     utilities = [np.random.default_rng([seed, r]).random(len(ref)) for r in range(seeds)]
-    if select is None:  # nested top-k subsets: all seeds' orderings in batched calls
+    size = _SEED_BATCH if select is None else 1  # a selector's knapsacks are slow enough to go one seed at a time
+    batches = [range(start, min(start + size, seeds)) for start in range(0, seeds, size)]
+    if select is None:  # nested top-k subsets: each batch of seeds' orderings in one batched call
         sizes = np.array([budget_items(prop, len(ref)) for prop in props])
         by_size = np.argsort(sizes, kind="stable")
-        for start in range(0, seeds, _SEED_BATCH):
-            orders = [top_k(u, int(sizes.max())) for u in utilities[start : start + _SEED_BATCH]]
-            runs[start : start + _SEED_BATCH, by_size] = evaluate_orderings(
-                ref, orders, sizes[by_size].tolist(), measures=BENCH_MEASURES
-            )
-            for _ in range(len(orders) * len(props)):
-                tick()
+
+        def batch(rows: range) -> np.ndarray:
+            orders = [top_k(utilities[r], int(sizes.max())) for r in rows]
+            out = np.zeros((len(rows), len(props), len(BENCH_MEASURES)))
+            out[:, by_size] = evaluate_orderings(ref, orders, sizes[by_size].tolist(), measures=BENCH_MEASURES)
+            return out
+
     else:
-        for r, utility in enumerate(utilities):
-            for q, values in enumerate(evaluate_props(ref, select, utility, props)):
-                runs[r, q] = [values[m] for m in BENCH_MEASURES]
-                tick()
-    return runs
+
+        def batch(rows: range) -> np.ndarray:
+            found = [evaluate_props(ref, select, utilities[r], props) for r in rows]
+            return np.array([[[values[m] for m in BENCH_MEASURES] for values in run] for run in found])
+
+    def ticks(values: np.ndarray) -> None:
+        for _ in range(values.shape[0] * values.shape[1]):
+            tick()
+
+    return np.concatenate(map_forked(batch, batches, workers=workers, done=ticks))
 
 
 def summarise_random(runs: np.ndarray, n_props: int) -> dict[str, Any]:

@@ -102,6 +102,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--seed", type=seed, default=0, help="seed of the utilities, random runs and permutations")
     parser.add_argument(
+        "--workers",
+        type=positive_int,
+        help="processes for random's seeds and the rows (default: PRECOMET_WORKERS, else every CPU this process may"
+        " use); the numbers do not depend on it",
+    )
+    parser.add_argument(
         "--budget-unit",
         choices=BUDGET_UNITS,
         default="items",
@@ -255,6 +261,7 @@ def run(args: argparse.Namespace) -> int:
         oracle_step=args.oracle_step,
         allow_circular=args.allow_circular,
         controls=args.controls,
+        workers=args.workers,
     )
     result = result.with_signature(
         data=str(args.data),
@@ -297,6 +304,7 @@ def _check_crowd_options(args: argparse.Namespace) -> None:
             ("--scores", args.scores),
             ("--plot", args.plot),
             ("--budget-unit cost", args.budget_unit == "cost"),
+            ("--workers", args.workers is not None),
             ("--balance", args.balance),
             ("--level doc", args.level != "item"),
         )

@@ -1,0 +1,72 @@
+"""Work on several cores gives the numbers one core gives (precomet.parallel, run_benchmark(workers=))."""
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+from precomet.benchmark import run_benchmark
+from precomet.errors import PrecometError
+from precomet.parallel import check_workers, default_workers, map_forked
+from precomet.simulate import simulate_campaign
+
+
+def _pid_and_square(x: int) -> tuple[int, int]:
+    return os.getpid(), x * x
+
+
+def test_map_forked_keeps_the_order_and_uses_other_processes():
+    seen: list[int] = []
+    found = map_forked(_pid_and_square, range(12), workers=2, done=lambda result: seen.append(result[1]))
+    assert [square for _, square in found] == [x * x for x in range(12)] == seen
+    pids = {pid for pid, _ in found}
+    assert os.getpid() not in pids and len(pids) == 2
+    alone = map_forked(_pid_and_square, range(3), workers=1)
+    assert {pid for pid, _ in alone} == {os.getpid()}
+
+
+def test_workers_are_checked(monkeypatch):
+    for bad in (0, -1, True, 1.5, "2"):
+        with pytest.raises(PrecometError, match="whole number of processes") as err:
+            check_workers(bad)  # type: ignore[arg-type]
+        assert err.value.param == "workers"
+    monkeypatch.setenv("PRECOMET_WORKERS", "3")
+    assert check_workers(None) == default_workers() == 3
+    monkeypatch.setenv("PRECOMET_WORKERS", "zero")
+    with pytest.raises(PrecometError, match="PRECOMET_WORKERS='zero'"):
+        default_workers()
+
+
+def _untimed(result) -> str:
+    def strip(value):
+        if isinstance(value, dict):
+            return {k: strip(v) for k, v in value.items() if not k.endswith("seconds")}
+        return [strip(v) for v in value] if isinstance(value, list) else value
+
+    return json.dumps(strip(result.to_dict()), sort_keys=True)
+
+
+def _surface(texts: list[str]) -> np.ndarray:
+    return np.array([[len(t), t.count(" "), sum(c in "aeiou" for c in t)] for t in texts], dtype=float)
+
+
+@pytest.mark.parametrize("budget_unit", ["items", "cost"])
+def test_the_benchmark_is_the_same_on_one_core_and_on_two(budget_unit):
+    campaign = simulate_campaign(n_items=60, n_systems=5, seed=2)
+    kwargs = dict(
+        methods=["metric_var", "metric_avg", "kmeans"],
+        metric="MetricSim",
+        external={"given": np.arange(60.0)[::-1]},
+        props=[0.2, 0.4],
+        seeds=30,
+        permutations=50,
+        oracle_candidates=5,
+        budget_unit=budget_unit,
+        method_options={"kmeans": {"encoder": _surface, "n_init": 1}},
+        progress=False,
+    )
+    one = run_benchmark(campaign, workers=1, **kwargs)
+    two = run_benchmark(campaign, workers=2, **kwargs)
+    assert _untimed(one) == _untimed(two)
+    assert list(two.methods) == ["metric_var", "metric_avg", "kmeans", "given"] and two.oracle is not None
