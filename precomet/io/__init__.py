@@ -235,6 +235,15 @@ def match_campaigns(path: str | Path, pattern: str) -> list[str]:
     return matched
 
 
+def check_campaign_name(path: Path, kind: str, campaign: str | None) -> None:
+    """Refuse a campaign name for a single-campaign input of format ``kind``."""
+    if campaign is not None and kind not in MULTI_CAMPAIGN:
+        raise PrecometError(
+            f"{path}: a {kind} input holds a single campaign; a campaign name ({campaign!r}) applies to"
+            f" {', '.join(MULTI_CAMPAIGN)} roots only"
+        )
+
+
 def load(
     path: str | Path,
     *,
@@ -253,11 +262,7 @@ def load(
     domain per source line, and apply to plain text only."""
     path = Path(path)
     kind = detect_format(path, text=text)
-    if campaign is not None and kind not in MULTI_CAMPAIGN:
-        raise PrecometError(
-            f"{path}: a {kind} input holds a single campaign; a campaign name ({campaign!r}) applies to"
-            f" {', '.join(MULTI_CAMPAIGN)} roots only"
-        )
+    check_campaign_name(path, kind, campaign)
     alongside = [name for name, value in (("docs", docs), ("domains", domains)) if value is not None]
     if kind == "text":
         if human not in (None, HUMAN):

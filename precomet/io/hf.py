@@ -15,7 +15,7 @@ and writes no cache.
 from __future__ import annotations
 
 import codecs
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -52,24 +52,38 @@ def to_dataset(campaign: Campaign):
 
 def from_dataset(dataset: Iterable[Mapping[str, Any]], *, source: str = "dataset", name: str | None = None) -> Campaign:
     """Inverse of :func:`to_dataset`: any dataset (or iterable of rows) in the canonical item format."""
-    return campaign_from_items((_drop_none(dict(row)) for row in dataset), source=source, name=name)
+    return campaign_from_items((drop_none(dict(row)) for row in dataset), source=source, name=name)
 
 
 def load_parquet(path: str | Path, *, name: str | None = None) -> Campaign:
     """Load a Parquet file of canonical items."""
-    import pyarrow.parquet as pq
-    from pyarrow import ArrowException
-
     path = Path(path)
-    if not path.is_file():
-        raise DataError(path, "no such file" if not path.exists() else "is not a regular file")
-    try:
-        rows = pq.read_table(path).to_pylist()
-    except (ArrowException, OSError, ValueError, TypeError) as err:
-        raise DataError(path, f"not a readable Parquet file ({err})") from None
+    rows = next(iter_parquet(path, chunk_size=None))
     if not rows:
         raise DataError(path, "no items")
     return from_dataset(rows, source=str(path), name=name or path.stem)
+
+
+def iter_parquet(path: Path, *, chunk_size: int | None) -> Iterator[list[dict[str, Any]]]:
+    """The rows of a Parquet file in chunks of ``chunk_size`` rows (all in one with ``None``; at least one,
+    maybe empty, chunk)."""
+    import pyarrow.parquet as pq
+    from pyarrow import ArrowException
+
+    if not path.is_file():
+        raise DataError(path, "no such file" if not path.exists() else "is not a regular file")
+    try:
+        if chunk_size is None:
+            yield pq.read_table(path).to_pylist()
+            return
+        empty = True
+        for batch in pq.ParquetFile(path).iter_batches(batch_size=chunk_size):
+            empty = False
+            yield batch.to_pylist()
+        if empty:
+            yield []
+    except (ArrowException, OSError, ValueError, TypeError) as err:
+        raise DataError(path, f"not a readable Parquet file ({err})") from None
 
 
 _STATE_KEYS: dict[str, tuple[type, ...]] = {
@@ -123,6 +137,12 @@ def _check_saved_dataset(path: Path) -> None:
 
 def _read_saved_dataset(path: Path) -> list[dict[str, Any]]:
     """The rows of one ``Dataset.save_to_disk`` directory (checked by :func:`_check_saved_dataset` first)."""
+    return next(iter_saved_dataset(path, chunk_size=None))
+
+
+def iter_saved_dataset(path: Path, *, chunk_size: int | None) -> Iterator[list[dict[str, Any]]]:
+    """The rows of one ``Dataset.save_to_disk`` directory (checked by :func:`_check_saved_dataset` first), in
+    chunks of ``chunk_size`` rows read from the memory-mapped Arrow files (all in one with ``None``)."""
     import datasets
     from pyarrow import ArrowException
 
@@ -130,13 +150,17 @@ def _read_saved_dataset(path: Path) -> list[dict[str, Any]]:
         raise DataError(path, "not a saved Dataset (needs state.json and dataset_info.json)")
     _check_saved_dataset(path)
     try:
-        return datasets.Dataset.load_from_disk(str(path)).to_list()
+        dataset = datasets.Dataset.load_from_disk(str(path))
+        step = chunk_size or max(len(dataset), 1)
+        for start in range(0, max(len(dataset), 1), step):
+            yield dataset.select(range(start, min(start + step, len(dataset)))).to_list()
     except (OSError, ValueError, KeyError, TypeError, AttributeError, IndexError, ArrowException) as err:
         raise DataError(path, f"not a readable saved dataset ({type(err).__name__}: {err})") from None
 
 
-def load_saved_dataset(path: str | Path, *, split: str | None = None) -> Campaign:
-    """Load a ``save_to_disk`` directory: a ``Dataset``, or one split of a ``DatasetDict``."""
+def saved_dataset_folder(path: str | Path, split: str | None) -> tuple[Path, str]:
+    """``(folder, campaign name)`` of a ``save_to_disk`` directory: a ``Dataset``, or the ``split`` of a
+    ``DatasetDict``."""
     path = Path(path)
     if is_saved_dataset_dict(path):
         splits = list_splits(path)
@@ -149,6 +173,12 @@ def load_saved_dataset(path: str | Path, *, split: str | None = None) -> Campaig
         raise PrecometError(f"{path}: a saved Dataset holds a single campaign; campaign {split!r} does not apply")
     else:
         folder, name = path, path.name
+    return folder, name
+
+
+def load_saved_dataset(path: str | Path, *, split: str | None = None) -> Campaign:
+    """Load a ``save_to_disk`` directory: a ``Dataset``, or one split of a ``DatasetDict``."""
+    folder, name = saved_dataset_folder(path, split)
     rows = _read_saved_dataset(folder)
     if not rows:
         raise DataError(folder, "no items")
@@ -173,7 +203,7 @@ def write_parquet(campaign: Campaign, path: str | Path) -> None:
         to_dataset(campaign).to_parquet(handle)
 
 
-def _drop_none(row: dict[str, Any]) -> dict[str, Any]:
+def drop_none(row: dict[str, Any]) -> dict[str, Any]:
     """Arrow's ``None`` placeholders back to absent keys (top level and per-system scores)."""
     row = {key: value for key, value in row.items() if value is not None}
     if isinstance(row.get("scores"), Mapping):

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -43,20 +44,40 @@ def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
     return rows
 
 
+@dataclass
+class ItemIds:
+    """What :func:`campaign_from_items` remembers of the ids of earlier chunks of one input, so that reading it in
+    chunks refuses a repeated id, or items with and without ids, with the message of a single call."""
+
+    first_at: dict[str, str] = field(default_factory=dict)  # id -> where it first appeared
+    with_id: str | None = None  # where the first item with an id is
+    without_id: str | None = None  # where the first item without an id is
+
+
 def campaign_from_items(
-    items: Iterable[Mapping[str, Any]], *, source: str = "items", name: str | None = None
+    items: Iterable[Mapping[str, Any]],
+    *,
+    source: str = "items",
+    name: str | None = None,
+    start: int = 0,
+    seen: ItemIds | None = None,
 ) -> Campaign:
-    """Build a campaign from item dicts in the canonical format (``source`` names them in errors)."""
+    """Build a campaign from item dicts in the canonical format (``source`` names them in errors). For one chunk
+    of a longer input, ``start`` is the position of its first item (default ids and ``source[position]`` count
+    from it) and ``seen`` the :class:`ItemIds` shared by the chunks."""
     items = list(items)
     where = [
-        f"{source}:{item['_line']}" if "_line" in item else f"{source}[{position}]"
+        f"{source}:{item['_line']}" if "_line" in item else f"{source}[{start + position}]"
         for position, item in enumerate(items)
     ]
-    with_id = [("id" in item or "i" in item) for item in items]
-    if any(with_id) and not all(with_id):
-        position = with_id.index(False)
-        first = with_id.index(True)
-        raise CampaignError(f"{where[position]}: item has no 'id' although {where[first]} and others have one")
+    seen = ItemIds() if seen is None else seen
+    for place, item in zip(where, items):
+        if "id" in item or "i" in item:
+            seen.with_id = seen.with_id or place
+        else:
+            seen.without_id = seen.without_id or place
+        if seen.with_id and seen.without_id:
+            raise CampaignError(f"{seen.without_id}: item has no 'id' although {seen.with_id} and others have one")
     systems: dict[str, None] = {}
     score_names: dict[str, None] = {}
     for place, item in zip(where, items):
@@ -91,9 +112,9 @@ def campaign_from_items(
     scores = {k: [[math.nan] * len(system_list) for _ in range(n)] for k in score_names}
     column = {s: j for j, s in enumerate(system_list)}
     ids, src, refs, docs, domains, costs = [], [], [], [], [], []
-    first_line: dict[str, str] = {}
+    first_line = seen.first_at
     for position, (place, item) in enumerate(zip(where, items)):
-        item_id = item.get("id", item.get("i", position))
+        item_id = item.get("id", item.get("i", start + position))
         if isinstance(item_id, bool) or not isinstance(item_id, (str, int)):
             raise CampaignError(f"{place}: 'id' must be a string or an integer, got {_short(item_id)}")
         if str(item_id) in first_line:
