@@ -108,10 +108,15 @@ def check_seen(mapping: Any, sources: Sequence[str] | np.ndarray, *, strict: boo
     fingerprint = fingerprint_in(mapping, where=where)
     if fingerprint is None:
         return None
-    seen = int(fingerprint.contains(sources).sum())
+    return report_seen(int(fingerprint.contains(sources).sum()), len(sources), strict=strict, what=what)
+
+
+def report_seen(seen: int, total: int, *, strict: bool, what: str) -> int:
+    """``seen`` of ``total`` sources (counted chunk by chunk for a large pool) were in the training data of
+    ``what``: a warning when any, or with ``strict`` a :class:`PrecometError`. Returns ``seen``."""
     if seen:
         message = (
-            f"{seen} of {len(sources)} sources scored by {what} were in its training data; their utilities are"
+            f"{seen} of {total} sources scored by {what} were in its training data; their utilities are"
             f" memorised, not predicted (train without them: hold their campaign out of the training targets)"
         )
         if strict:

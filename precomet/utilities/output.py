@@ -55,7 +55,17 @@ def dump_utilities(
     handle: IO[str], ids: Sequence[str] | np.ndarray, values: np.ndarray, signature: Mapping[str, Any]
 ) -> None:
     """The lines of :func:`write_utilities` written to an open text file."""
+    write_signature_line(handle, signature)
+    write_utility_lines(handle, ids, values)
+
+
+def write_signature_line(handle: IO[str], signature: Mapping[str, Any]) -> None:
+    """The first line of a utility file (for writing one in pieces: then :func:`write_utility_lines`)."""
     jsonsafe.dump_lines([{"signature": dict(signature)}], handle)
+
+
+def write_utility_lines(handle: IO[str], ids: Sequence[str] | np.ndarray, values: np.ndarray) -> None:
+    """One ``{"id", "utility"}`` line per item, after :func:`write_signature_line`."""
     jsonsafe.dump_lines(({"id": item_id, "utility": float(value)} for item_id, value in zip(ids, values)), handle)
 
 

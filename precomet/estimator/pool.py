@@ -1,0 +1,209 @@
+"""Prediction over a pool too large to tokenise at once: chunk by chunk, each chunk's utilities handed on as soon
+as they are known, and (with a resume folder) kept so that an interrupted run resumes where it stopped.
+
+A chunk's utilities are kept in ``RESUME_DIR/KEY.npy``, written atomically (a run killed mid-write leaves a
+temporary, never a half file under the final name). ``KEY`` is the sha256 of everything the numbers depend on:
+the checkpoint's files (:func:`checkpoint_fingerprint`), precision, batch size, device type, precomet version
+and the chunk's ids and sources. A changed input, checkpoint or setting therefore never reuses a chunk; the
+same chunks of the same run are read back instead of predicted. Chunk boundaries change the length-sorted
+batches, so utilities predicted with another ``chunk_size`` differ in the last digits (~1e-7); a resumed run
+repeats the interrupted one's numbers exactly.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from precomet import __version__
+from precomet.errors import PrecometError
+from precomet.estimator.backbone import BackboneEstimator
+from precomet.estimator.checkpoint import Estimator
+from precomet.estimator.leakage import fingerprint_in, report_seen
+from precomet.estimator.predict import predict_sources
+from precomet.io.atomic import atomic_write
+from precomet.progress import announce
+
+logger = logging.getLogger(__name__)
+
+Chunk = tuple[Sequence[str], Sequence[str]]
+"""``(ids, sources)`` of consecutive items (:func:`precomet.io.chunks.iter_source_chunks`)."""
+
+
+@dataclass(frozen=True)
+class PoolScan:
+    """What a first pass over a pool's chunks learns before any prediction."""
+
+    n_items: int
+    data_hash: str
+    """sha256 of the sources joined by ``\\x1f`` (first 16 hex digits), as ``precomet predict`` signs it."""
+    seen_in_training: int | None
+    """Sources the estimator was trained on (``None``: the checkpoint has no training-source fingerprint)."""
+
+
+def scan_pool(chunks: Iterable[Chunk], *, meta: dict[str, Any], strict: bool, what: str, where: str) -> PoolScan:
+    """Count, hash and check every source of ``chunks`` against the training-source fingerprint in ``meta`` (read
+    at ``where``): a seen source is a warning, or with ``strict`` a :class:`PrecometError`, before any work."""
+    fingerprint = fingerprint_in(meta, where=where)
+    digest, n_items, seen = hashlib.sha256(), 0, 0
+    for _, sources in chunks:
+        for source in sources:
+            digest.update(("\x1f" if n_items else "").encode() + source.encode("utf-8"))
+            n_items += 1
+        if fingerprint is not None:
+            seen += int(fingerprint.contains(sources).sum())
+    if not n_items:
+        raise PrecometError("no sources to score (empty input)")
+    counted = None if fingerprint is None else report_seen(seen, n_items, strict=strict, what=what)
+    return PoolScan(n_items=n_items, data_hash=digest.hexdigest()[:16], seen_in_training=counted)
+
+
+def checkpoint_fingerprint(path: str | Path) -> str:
+    """sha256 over the name, size and content of every file of a checkpoint directory (sorted by name)."""
+    root = Path(path)
+    digest = hashlib.sha256()
+    for file in sorted(p for p in root.rglob("*") if p.is_file()):
+        digest.update(f"{file.relative_to(root).as_posix()}\0{file.stat().st_size}\0".encode())
+        with open(file, "rb") as handle:
+            for block in iter(lambda: handle.read(1 << 22), b""):
+                digest.update(block)
+    return digest.hexdigest()
+
+
+@dataclass(frozen=True)
+class PoolRun:
+    """How a pool was predicted: chunks predicted now and chunks read back from the resume folder."""
+
+    n_items: int
+    predicted: int
+    reused: int
+    kept: tuple[Path, ...] = ()
+    """The resume folder's files of this run's chunks (see :func:`discard_kept`)."""
+
+
+def discard_kept(run: PoolRun) -> None:
+    """Remove the chunk files of ``run`` from its resume folder, and the folder once it is empty."""
+    for file in run.kept:
+        file.unlink(missing_ok=True)
+    if run.kept:
+        try:
+            run.kept[0].parent.rmdir()
+        except OSError:  # other runs' chunks are still there
+            pass
+
+
+def predict_pool(
+    estimator: Estimator | BackboneEstimator,
+    chunks: Iterable[Chunk],
+    *,
+    write: Callable[[Sequence[str], np.ndarray], None],
+    resume_dir: str | Path | None = None,
+    n_items: int | None = None,
+    batch_size: int = 64,
+    device: str = "cpu",
+    precision: str = "fp32",
+    devices: int | str | list[int] | None = None,
+    strategy: str | None = None,
+    accelerator: str | None = None,
+    progress: bool | None = None,
+) -> PoolRun:
+    """Predict ``chunks`` one at a time with :func:`~precomet.estimator.predict.predict_sources` (same settings),
+    calling ``write(ids, utilities)`` after each. With ``resume_dir``, each chunk's utilities are kept there
+    (see the module docstring) and chunks already kept are read back instead of predicted; ``estimator`` must
+    then come from a checkpoint directory. ``n_items`` (the pool's size) only makes the progress lines
+    count towards it."""
+    settings = {
+        "checkpoint": _fingerprint(estimator) if resume_dir is not None else None,
+        "precision": precision,
+        "batch_size": batch_size,
+        "device": device.split(":")[0],
+        "devices": None if devices is None else str(devices),
+        "strategy": strategy,
+        "accelerator": accelerator,
+        "precomet": __version__,
+    }
+    folder = None if resume_dir is None else Path(resume_dir)
+    done = predicted = reused = 0
+    kept: list[Path] = []
+    for number, (ids, sources) in enumerate(chunks, start=1):
+        cached = None if folder is None else folder / f"{_chunk_key(settings, ids, sources)}.npy"
+        values = _read_chunk(cached, len(sources))
+        how = f"read back from {folder}"
+        if values is None:
+            values = predict_sources(
+                estimator,
+                sources,
+                batch_size=batch_size,
+                device=device,
+                progress=progress,
+                precision=precision,
+                devices=devices,
+                strategy=strategy,
+                accelerator=accelerator,
+            )
+            if cached is not None:
+                with atomic_write(cached, "wb") as handle:
+                    np.save(handle, values, allow_pickle=False)
+            predicted, how = predicted + 1, "predicted"
+        else:
+            reused += 1
+        if cached is not None:
+            kept.append(cached)
+        write(ids, values)
+        done += len(ids)
+        announce(
+            f"chunk {number}: {how}, {done}{'' if n_items is None else f' of {n_items}'} sources done",
+            progress=progress,
+        )
+    return PoolRun(n_items=done, predicted=predicted, reused=reused, kept=tuple(kept))
+
+
+def check_resume_dir(resume_dir: str | Path, *, inputs: Iterable[str | Path]) -> Path:
+    """``resume_dir`` when it can keep chunks: not a file, and neither inside nor holding an input (a checkpoint
+    is hashed whole, so chunks kept inside it would change its fingerprint); else :class:`PrecometError`."""
+    folder = Path(resume_dir)
+    if folder.exists() and not folder.is_dir():
+        raise PrecometError(f"{{resume_dir}}{folder} is not a folder", param="resume_dir")
+    where = folder.resolve()
+    for given in inputs:
+        source = Path(given).resolve()
+        if where == source or source in where.parents or where in source.parents:
+            raise PrecometError(
+                f"{{resume_dir}}{folder} is, holds or lies inside the input {given}; keep chunks elsewhere",
+                param="resume_dir",
+            )
+    return folder
+
+
+def _fingerprint(estimator: Estimator | BackboneEstimator) -> str:
+    if estimator.path is None:
+        raise PrecometError("resuming needs an estimator loaded from a checkpoint directory (its files are hashed)")
+    return checkpoint_fingerprint(estimator.path)
+
+
+def _chunk_key(settings: dict[str, Any], ids: Sequence[str], sources: Sequence[str]) -> str:
+    digest = hashlib.sha256(json.dumps(settings, sort_keys=True).encode())
+    digest.update(b"\0" + json.dumps([list(ids), list(sources)], ensure_ascii=False).encode("utf-8", "surrogatepass"))
+    return digest.hexdigest()
+
+
+def _read_chunk(path: Path | None, n: int) -> np.ndarray | None:
+    """A kept chunk's utilities, or ``None`` when there is none (or it is unreadable: then predicted again)."""
+    if path is None or not path.is_file():
+        return None
+    try:
+        values = np.load(path, allow_pickle=False)
+    except (OSError, ValueError) as err:
+        logger.warning("%s: unreadable kept chunk (%s); predicting it again", path, err)
+        return None
+    if values.shape != (n,) or values.dtype != np.float64 or not np.isfinite(values).all():
+        logger.warning("%s: kept chunk does not hold %d finite utilities; predicting it again", path, n)
+        return None
+    return values
