@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from precomet.commands.common import Paths, positive_int
 from precomet.errors import PrecometError
 
 if TYPE_CHECKING:
+    from precomet.estimator.pool import PoolScan
     from precomet.signature import Signature
 
 HELP = "predict source-based utilities (higher = annotate first) with a trained estimator checkpoint"
@@ -55,6 +57,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         " (a folder all nodes share; read as one pool by select and benchmark; docs/estimator.md)",
     )
     parser.add_argument("--num-nodes", type=positive_int, default=1, help="nodes of a --shard-dir run (default 1)")
+    parser.add_argument(
+        "--chunk-size",
+        type=positive_int,
+        default=10000,
+        help="with -o: sources read, tokenised and predicted at a time (default 10000), so memory stays bounded",
+    )
+    parser.add_argument(
+        "--resume-dir",
+        help="with -o: folder keeping each predicted chunk, so that an interrupted run resumes there (same input,"
+        " checkpoint and settings); kept afterwards (default: OUTPUT.chunks beside the output, removed once the"
+        " output is written)",
+    )
 
 
 def read_sources(path: str, *, text: bool, campaign: str | None) -> tuple[list[str], list[str]]:
@@ -71,79 +85,106 @@ def paths(args: argparse.Namespace) -> Paths:
     return Paths(inputs=[args.checkpoint, args.data], outputs=[args.output, args.shard_dir])
 
 
-def run(args: argparse.Namespace) -> int:
-    import numpy as np
+def resume_dir(args: argparse.Namespace) -> Path | None:
+    """``--resume-dir``, or by default ``OUTPUT.chunks`` beside a file output (none for standard output)."""
+    from precomet.io.atomic import written_through
 
-    from precomet.estimator.checkpoint import check_device, load_estimator
-    from precomet.estimator.leakage import check_seen
-    from precomet.estimator.predict import predict_sources
-    from precomet.io.atomic import check_output
-    from precomet.utilities.output import write_utilities
+    if args.resume_dir is not None:
+        return Path(args.resume_dir)
+    output = Path(args.output)
+    return None if written_through(output) else output.with_name(output.name + ".chunks")
 
-    check_output(args.shard_dir or args.output, directory=args.shard_dir is not None)
-    check_device(args.device)
-    ids, sources = read_sources(args.data, text=args.text, campaign=args.campaign)
-    device = "cpu" if args.devices is not None else args.device
-    estimator = load_estimator(args.checkpoint, device=device)
-    seen = check_seen(
-        estimator.meta,
-        sources,
+
+def _scan(args: argparse.Namespace, chunks: Any, meta: dict[str, Any]) -> PoolScan:
+    from precomet.estimator.pool import scan_pool
+
+    return scan_pool(
+        chunks,
+        meta=meta,
         strict=args.strict,
         what=f"checkpoint {args.checkpoint}",
         where=f"{args.checkpoint}/precomet.json",
     )
+
+
+def run(args: argparse.Namespace) -> int:
+    from functools import partial
+
+    from precomet.estimator.checkpoint import check_device, load_estimator, read_meta
+    from precomet.estimator.pool import check_resume_dir, discard_kept, predict_pool
+    from precomet.io.atomic import check_output, output_set
+    from precomet.io.chunks import iter_source_chunks
+    from precomet.utilities.output import write_signature_line, write_utility_lines
+
+    check_output(args.shard_dir or args.output, directory=args.shard_dir is not None)
+    check_device(args.device)
     if args.shard_dir is not None:
-        return _run_shards(args, estimator, ids, sources, _signature(args, estimator, sources, seen))
-    utilities = predict_sources(
-        estimator,
-        sources,
-        batch_size=args.batch_size,
-        device=device,
-        precision=args.precision,
-        devices=args.devices,
-        strategy=args.strategy,
-        accelerator=args.accelerator,
-    )
-    run = _signature(args, estimator, sources, seen)
-    write_utilities(args.output, ids, np.asarray(utilities, dtype=float), run)
-    print(f"wrote {len(ids)} utilities ({estimator.meta['target']['method']}) to {args.output}")
-    if seen is None:
+        return _run_shards(args)
+    folder = resume_dir(args)
+    if folder is not None:
+        check_resume_dir(folder, inputs=[args.checkpoint, args.data])
+    chunks = partial(iter_source_chunks, args.data, chunk_size=args.chunk_size, text=args.text, campaign=args.campaign)
+    scan = _scan(args, chunks(), read_meta(args.checkpoint))
+    device = "cpu" if args.devices is not None else args.device
+    estimator = load_estimator(args.checkpoint, device=device)
+    with output_set(args.output) as out, out.open(args.output) as handle:
+        write_signature_line(handle, _signature(args, estimator, scan))
+        pool = predict_pool(
+            estimator,
+            chunks(),
+            write=partial(write_utility_lines, handle),
+            resume_dir=folder,
+            n_items=scan.n_items,
+            batch_size=args.batch_size,
+            device=device,
+            precision=args.precision,
+            devices=args.devices,
+            strategy=args.strategy,
+            accelerator=args.accelerator,
+        )
+    if args.resume_dir is None:
+        discard_kept(pool)
+    print(f"wrote {scan.n_items} utilities ({estimator.meta['target']['method']}) to {args.output}")
+    if pool.reused:
+        print(f"{pool.reused} of {pool.reused + pool.predicted} chunks were read back from {folder}")
+    if scan.seen_in_training is None:
         print("the checkpoint has no training-source fingerprint: sources seen in training cannot be counted")
     return 0
 
 
-def _signature(args: argparse.Namespace, estimator: Any, sources: list[str], seen: int | None) -> Signature:
-    import hashlib
-
+def _signature(args: argparse.Namespace, estimator: Any, scan: PoolScan) -> Signature:
     from precomet.signature import signature
 
-    sources_hash = hashlib.sha256("\x1f".join(sources).encode("utf-8")).hexdigest()[:16]
     return signature(
         "precomet predict",
         method="estimator",
         campaign=args.campaign,
-        data_hash=sources_hash,
+        data_hash=scan.data_hash,
         checkpoint=str(args.checkpoint),
         target=estimator.meta["target"],
         data=str(args.data),
-        n_items=len(sources),
+        n_items=scan.n_items,
         precision=args.precision,
-        seen_in_training=seen,
+        seen_in_training=scan.seen_in_training,
         training_sources=estimator.meta.get("training_sources"),
     )
 
 
-def _run_shards(args: argparse.Namespace, estimator: Any, ids: list[str], sources: list[str], run: Signature) -> int:
+def _run_shards(args: argparse.Namespace) -> int:
+    from precomet.estimator.checkpoint import load_estimator
     from precomet.estimator.shards import predict_shards
 
     if args.precision != "fp32":
         raise PrecometError("--shard-dir predicts in fp32 (--precision int8 runs on the single-device path)")
+    ids, sources = read_sources(args.data, text=args.text, campaign=args.campaign)
+    estimator = load_estimator(args.checkpoint, device="cpu" if args.devices is not None else args.device)
+    scan = _scan(args, [(ids, sources)], estimator.meta)
     rank = predict_shards(
         estimator,
         ids,
         sources,
         args.shard_dir,
-        signature=run,
+        signature=_signature(args, estimator, scan),
         batch_size=args.batch_size,
         devices=args.devices or 1,
         num_nodes=args.num_nodes,

@@ -1,0 +1,249 @@
+"""Pool-scale prediction: chunked reading (precomet.io.chunks), chunk-by-chunk prediction with a resume folder
+(precomet.estimator.pool) and ``precomet predict --chunk-size/--resume-dir``, on a tiny untrained checkpoint."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import datasets
+import numpy as np
+import pytest
+import torch
+
+import precomet.estimator.pool as pool_module
+import precomet.estimator.predict as predict_module
+from precomet.cli import main
+from precomet.errors import PrecometError
+from precomet.estimator.checkpoint import load_estimator
+from precomet.estimator.pool import check_resume_dir, predict_pool
+from precomet.estimator.predict import predict_sources
+from precomet.io import load
+from precomet.io.chunks import iter_source_chunks
+
+REPO = Path(__file__).resolve().parents[2]
+WORDS = "the cat sat on a mat notwithstanding idiosyncratic jurisprudence people walk home after work".split()
+SOURCES = [" ".join(WORDS[(7 * i + k) % len(WORDS)] for k in range(1 + i % 13)) + f" {i}" for i in range(60)]
+
+
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory) -> Path:
+    """An untrained tiny checkpoint (random encoder and head): meaningless but deterministic predictions."""
+    from precomet.estimator.checkpoint import save_checkpoint
+    from precomet.estimator.model import UtilityEstimator, load_encoder
+    from precomet.estimator.tiny import build_tiny_encoder
+
+    work = tmp_path_factory.mktemp("pool")
+    encoder, tokenizer = load_encoder(str(build_tiny_encoder(work / "enc", texts=SOURCES, seed=0)))
+    torch.manual_seed(0)
+    model = UtilityEstimator(encoder, pooling="mean", hidden_sizes=(16, 8), dropout=0.1).eval()
+    meta = {
+        "target": {"method": "neg_avg"},
+        "direction": "higher_first",
+        "standardisation": {"mean": 0.0, "std": 1.0},
+        "pooling": "mean",
+        "hidden_sizes": [16, 8],
+        "max_length": 32,
+    }
+    return save_checkpoint(work / "ckpt", model=model, tokenizer=tokenizer, meta=meta)
+
+
+def _inputs(folder: Path, sources=SOURCES) -> dict[str, Path]:
+    """The same items as plain text, JSONL, Parquet and a saved dataset."""
+    rows = [{"id": str(number), "src": source} for number, source in enumerate(sources, start=1)]
+    text = folder / "pool.txt"
+    text.write_text("".join(s + "\n" for s in sources), encoding="utf-8")
+    jsonl = folder / "pool.jsonl"
+    jsonl.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    dataset = datasets.Dataset.from_list(rows)
+    dataset.to_parquet(str(folder / "pool.parquet"))
+    dataset.save_to_disk(str(folder / "saved"))
+    return {"text": text, "jsonl": jsonl, "parquet": folder / "pool.parquet", "hf-dataset": folder / "saved"}
+
+
+@pytest.mark.parametrize("kind", ["text", "jsonl", "parquet", "hf-dataset"])
+def test_chunks_hold_the_items_of_the_full_loader(kind, tmp_path):
+    path = _inputs(tmp_path)[kind]
+    chunks = list(iter_source_chunks(path, chunk_size=7))
+    assert [len(ids) for ids, _ in chunks] == [7] * 8 + [4]
+    loaded = load(path, complete=False)
+    assert [i for ids, _ in chunks for i in ids] == [str(i) for i in loaded.ids]
+    assert [s for _, sources in chunks for s in sources] == list(loaded.src) == SOURCES
+
+
+@pytest.mark.parametrize("kind", ["jsonl", "parquet", "hf-dataset"])
+def test_a_repeated_id_in_a_later_chunk_is_refused_as_by_the_full_loader(kind, tmp_path):
+    rows = [{"id": str(i), "src": f"source {i}"} for i in range(20)]
+    rows[17]["id"] = "3"
+    path = {"jsonl": tmp_path / "a.jsonl", "parquet": tmp_path / "a.parquet", "hf-dataset": tmp_path / "saved"}[kind]
+    if kind == "jsonl":
+        path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    elif kind == "parquet":
+        datasets.Dataset.from_list(rows).to_parquet(str(path))
+    else:
+        datasets.Dataset.from_list(rows).save_to_disk(str(path))
+    with pytest.raises(PrecometError) as full:
+        load(path, complete=False)
+    with pytest.raises(PrecometError) as chunked:
+        list(iter_source_chunks(path, chunk_size=5))
+    assert str(chunked.value) == str(full.value) and "duplicate item id '3'" in str(full.value)
+
+
+def test_items_with_and_without_ids_in_different_chunks_are_refused_as_by_the_full_loader(tmp_path):
+    path = tmp_path / "mixed.jsonl"
+    rows = [{"id": str(i), "src": f"source {i}"} for i in range(8)] + [{"src": "no id"}]
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    with pytest.raises(PrecometError) as full:
+        load(path, complete=False)
+    with pytest.raises(PrecometError) as chunked:
+        list(iter_source_chunks(path, chunk_size=3))
+    assert str(chunked.value) == str(full.value) == f"{path}:9: item has no 'id' although {path}:1 and others have one"
+
+
+def test_a_blank_source_is_refused_naming_its_line(tmp_path):
+    path = tmp_path / "blank.txt"
+    path.write_text("one\ntwo\n \nfour\n", encoding="utf-8")
+    with pytest.raises(PrecometError, match=f"{path}:3: blank line"):
+        next(iter_source_chunks(path, chunk_size=1))
+
+
+def _predict(estimator, chunks, **options):
+    ids, values = [], []
+
+    def write(chunk_ids, chunk_values):
+        ids.extend(chunk_ids)
+        values.extend(chunk_values.tolist())
+
+    run = predict_pool(estimator, chunks, write=write, **options)
+    return ids, np.array(values), run
+
+
+def test_chunked_predictions_match_one_call_and_tokenise_at_most_a_chunk(checkpoint, tmp_path, monkeypatch):
+    estimator = load_estimator(checkpoint)
+    reference = predict_sources(estimator, SOURCES, batch_size=4)
+    tokenised: list[int] = []
+    tokenize = predict_module.tokenize
+
+    def recording(tokenizer, sources, **options):
+        tokenised.append(len(sources))
+        return tokenize(tokenizer, sources, **options)
+
+    monkeypatch.setattr(predict_module, "tokenize", recording)
+    path = _inputs(tmp_path)["jsonl"]
+    ids, values, run = _predict(estimator, iter_source_chunks(path, chunk_size=9), batch_size=4)
+    assert ids == [str(i) for i in range(1, 61)] and (run.predicted, run.reused) == (7, 0)
+    assert max(tokenised) == 9 and sum(tokenised) == 60
+    np.testing.assert_allclose(values, reference, rtol=0, atol=1e-6)  # other batches: the last digits may differ
+    _, whole, _ = _predict(estimator, iter_source_chunks(path, chunk_size=100), batch_size=4)
+    np.testing.assert_array_equal(whole, reference)  # one chunk: the unchunked numbers exactly
+
+
+def _counting(monkeypatch) -> list[int]:
+    calls: list[int] = []
+    real = pool_module.predict_sources
+
+    def counted(estimator, sources, **options):
+        calls.append(len(sources))
+        return real(estimator, sources, **options)
+
+    monkeypatch.setattr(pool_module, "predict_sources", counted)
+    return calls
+
+
+def test_resume_reuses_only_chunks_of_the_same_sources_checkpoint_and_settings(checkpoint, tmp_path, monkeypatch):
+    calls = _counting(monkeypatch)
+    resume = tmp_path / "resume"
+    estimator = load_estimator(checkpoint)
+
+    def run(sources=SOURCES, estimator=estimator, **options):
+        calls.clear()
+        chunks = [
+            ([str(i) for i in range(start, start + 10)], sources[start : start + 10]) for start in range(0, 60, 10)
+        ]
+        return _predict(estimator, chunks, resume_dir=resume, **{"batch_size": 4, **options})
+
+    _, first, done = run()
+    assert len(calls) == 6 and done.predicted == 6 and len(list(resume.glob("*.npy"))) == 6
+    _, again, done = run()
+    assert calls == [] and done.reused == 6
+    np.testing.assert_array_equal(again, first)
+    changed = list(SOURCES)
+    changed[25] = "a changed source"
+    _, values, _ = run(changed)
+    assert calls == [10]  # only the chunk holding the changed source
+    np.testing.assert_array_equal(np.delete(values, range(20, 30)), np.delete(first, range(20, 30)))
+    run(batch_size=5)
+    assert len(calls) == 6  # another batch size gives other last digits: nothing reused
+    other = tmp_path / "other"  # the same checkpoint but another standardisation: other numbers
+    shutil.copytree(checkpoint, other)
+    meta = json.loads((other / "precomet.json").read_text())
+    meta["standardisation"]["mean"] = 1.0
+    (other / "precomet.json").write_text(json.dumps(meta))
+    _, moved, _ = run(estimator=load_estimator(other))
+    assert len(calls) == 6 and not np.allclose(moved, first)
+    done.kept[2].write_bytes(b"\x93NUMPY half a file")  # a damaged chunk file is predicted again
+    _, repaired, _ = run()
+    assert calls == [10]
+    np.testing.assert_array_equal(repaired, first)
+
+
+def test_a_resume_folder_inside_an_input_is_refused(checkpoint, tmp_path):
+    with pytest.raises(PrecometError, match="lies inside the input"):
+        check_resume_dir(checkpoint / "chunks", inputs=[checkpoint])
+    with pytest.raises(PrecometError, match="is not a folder"):
+        check_resume_dir(checkpoint / "precomet.json", inputs=[])
+
+
+def _cli(checkpoint, data, output, *extra):
+    return ["predict", "--checkpoint", str(checkpoint), "--data", str(data), "-o", str(output), *extra]
+
+
+def test_cli_output_signature_and_values_are_those_of_one_call(checkpoint, tmp_path, monkeypatch):
+    path = _inputs(tmp_path)["text"]
+    out = tmp_path / "scores.jsonl"
+    assert main(_cli(checkpoint, path, out, "--chunk-size", "100", "--batch-size", "4")) == 0
+    signature, *rows = [json.loads(line) for line in out.read_text().splitlines()]
+    expected_hash = hashlib.sha256("\x1f".join(SOURCES).encode("utf-8")).hexdigest()[:16]
+    assert signature["signature"]["data_hash"] == expected_hash and signature["signature"]["n_items"] == 60
+    assert [row["id"] for row in rows] == [str(i) for i in range(1, 61)]
+    reference = predict_sources(load_estimator(checkpoint), SOURCES, batch_size=4)
+    np.testing.assert_array_equal([row["utility"] for row in rows], reference)
+    assert not (tmp_path / "scores.jsonl.chunks").exists()  # the default resume folder goes once the output is written
+
+
+def test_sigterm_then_rerun_predicts_only_the_missing_chunks_and_writes_the_same_bytes(
+    checkpoint, tmp_path, monkeypatch
+):
+    path = _inputs(tmp_path)["text"]
+    options = ["--chunk-size", "6", "--batch-size", "4"]
+    whole = tmp_path / "whole.jsonl"
+    assert main(_cli(checkpoint, path, whole, *options)) == 0
+    out, resume = tmp_path / "scores.jsonl", tmp_path / "resume"
+    slow = (  # each chunk takes 0.3 s more, so that the test can stop the run half way
+        "import sys, time; import precomet.estimator.pool as p; real = p.predict_sources;"
+        "p.predict_sources = lambda *a, **k: (time.sleep(0.3), real(*a, **k))[1];"
+        "from precomet.cli import main; sys.exit(main(sys.argv[1:]))"
+    )
+    env = {**os.environ, "PYTHONPATH": str(REPO), "PRECOMET_PROGRESS": "0"}
+    args = _cli(checkpoint, path, out, *options, "--resume-dir", str(resume))
+    child = subprocess.Popen([sys.executable, "-c", slow, *args], env=env, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 120
+    while len(list(resume.glob("*.npy"))) < 4 and time.monotonic() < deadline and child.poll() is None:
+        time.sleep(0.05)
+    child.send_signal(signal.SIGTERM)
+    _, err = child.communicate(timeout=60)
+    kept = len(list(resume.glob("*.npy")))
+    assert child.returncode == 130 and 4 <= kept < 10, err.decode()
+    assert not out.exists()  # all or nothing
+    calls = _counting(monkeypatch)
+    assert main(args) == 0
+    assert len(calls) == 10 - kept
+    assert out.read_bytes() == whole.read_bytes()
+    assert len(list(resume.glob("*.npy"))) == 10  # an explicit resume folder is kept
