@@ -177,7 +177,7 @@ def _run_shards(args: argparse.Namespace) -> int:
     if args.precision != "fp32":
         raise PrecometError("--shard-dir predicts in fp32 (--precision int8 runs on the single-device path)")
     ids, sources = read_sources(args.data, text=args.text, campaign=args.campaign)
-    estimator = load_estimator(args.checkpoint, device="cpu" if args.devices is not None else args.device)
+    estimator: Any = load_estimator(args.checkpoint, device="cpu" if args.devices is not None else args.device)
     scan = _scan(args, [(ids, sources)], estimator.meta)
     rank = predict_shards(
         estimator,
