@@ -1,13 +1,13 @@
 """Prediction over a pool too large to tokenise at once: chunk by chunk, each chunk's utilities handed on as soon
 as they are known, and (with a resume folder) kept so that an interrupted run resumes where it stopped.
 
-A chunk's utilities are kept in ``RESUME_DIR/KEY.npy``, written atomically (a run killed mid-write leaves a
-temporary, never a half file under the final name). ``KEY`` is the sha256 of everything the numbers depend on:
-the checkpoint's files (:func:`checkpoint_fingerprint`), precision, batch size, device type, precomet version
-and the chunk's ids and sources. A changed input, checkpoint or setting therefore never reuses a chunk; the
-same chunks of the same run are read back instead of predicted. Chunk boundaries change the length-sorted
-batches, so utilities predicted with another ``chunk_size`` differ in the last digits (~1e-7); a resumed run
-repeats the interrupted one's numbers exactly.
+A chunk's utilities are kept in ``RESUME_DIR/KEY.npy``, written atomically (a run killed mid-write leaves at most a
+temporary, never a half file under the final name); they are a cache, not an output of the command. ``KEY`` is the
+sha256 of everything the numbers depend on: the checkpoint's files (:func:`checkpoint_fingerprint`), precision,
+batch size, device type, precomet version and the chunk's ids and sources. A changed input, checkpoint or setting
+therefore never reuses a chunk; the same chunks of the same run are read back instead of predicted. Chunk
+boundaries change the length-sorted batches, so utilities predicted with another ``chunk_size`` differ in the last
+digits (~1e-7); a resumed run repeats the interrupted one's numbers exactly.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,7 +29,7 @@ from precomet.estimator.backbone import BackboneEstimator
 from precomet.estimator.checkpoint import Estimator
 from precomet.estimator.leakage import fingerprint_in, report_seen
 from precomet.estimator.predict import predict_sources
-from precomet.io.atomic import atomic_write
+from precomet.io.leftovers import _temporary_name, clean_leftovers
 from precomet.progress import announce
 
 logger = logging.getLogger(__name__)
@@ -130,6 +131,9 @@ def predict_pool(
         "precomet": __version__,
     }
     folder = None if resume_dir is None else Path(resume_dir)
+    if folder is not None:
+        folder.mkdir(parents=True, exist_ok=True)
+        clean_leftovers(folder)
     done = predicted = reused = 0
     kept: list[Path] = []
     for number, (ids, sources) in enumerate(chunks, start=1):
@@ -149,8 +153,7 @@ def predict_pool(
                 accelerator=accelerator,
             )
             if cached is not None:
-                with atomic_write(cached, "wb") as handle:
-                    np.save(handle, values, allow_pickle=False)
+                _keep(cached, values)
             predicted, how = predicted + 1, "predicted"
         else:
             reused += 1
@@ -192,6 +195,18 @@ def _chunk_key(settings: dict[str, Any], ids: Sequence[str], sources: Sequence[s
     digest = hashlib.sha256(json.dumps(settings, sort_keys=True).encode())
     digest.update(b"\0" + json.dumps([list(ids), list(sources)], ensure_ascii=False).encode("utf-8", "surrogatepass"))
     return digest.hexdigest()
+
+
+def _keep(path: Path, values: np.ndarray) -> None:
+    """Write a chunk file through a temporary renamed into place: a run stopped mid-write leaves no half file under
+    the final name (Ctrl-C and SIGTERM remove the temporary; after SIGKILL the next run's clean-up does)."""
+    temporary = _temporary_name(path)
+    try:
+        with open(temporary, "wb") as handle:
+            np.save(handle, values, allow_pickle=False)
+        os.replace(temporary, path)
+    finally:
+        temporary.unlink(missing_ok=True)
 
 
 def _read_chunk(path: Path | None, n: int) -> np.ndarray | None:
