@@ -131,40 +131,48 @@ def predict_pool(
         "precomet": __version__,
     }
     folder = None if resume_dir is None else Path(resume_dir)
+    created = folder is not None and not folder.exists()
     if folder is not None:
         folder.mkdir(parents=True, exist_ok=True)
         clean_leftovers(folder)
     done = predicted = reused = 0
     kept: list[Path] = []
-    for number, (ids, sources) in enumerate(chunks, start=1):
-        cached = None if folder is None else folder / f"{_chunk_key(settings, ids, sources)}.npy"
-        values = _read_chunk(cached, len(sources))
-        how = f"read back from {folder}"
-        if values is None:
-            values = predict_sources(
-                estimator,
-                sources,
-                batch_size=batch_size,
-                device=device,
-                progress=progress,
-                precision=precision,
-                devices=devices,
-                strategy=strategy,
-                accelerator=accelerator,
-            )
+    written: list[Path] = []
+    try:
+        for number, (ids, sources) in enumerate(chunks, start=1):
+            cached = None if folder is None else folder / f"{_chunk_key(settings, ids, sources)}.npy"
+            values = _read_chunk(cached, len(sources))
+            how = f"read back from {folder}"
+            if values is None:
+                values = predict_sources(
+                    estimator,
+                    sources,
+                    batch_size=batch_size,
+                    device=device,
+                    progress=progress,
+                    precision=precision,
+                    devices=devices,
+                    strategy=strategy,
+                    accelerator=accelerator,
+                )
+                if cached is not None:
+                    _keep(cached, values)
+                    written.append(cached)
+                predicted, how = predicted + 1, "predicted"
+            else:
+                reused += 1
             if cached is not None:
-                _keep(cached, values)
-            predicted, how = predicted + 1, "predicted"
-        else:
-            reused += 1
-        if cached is not None:
-            kept.append(cached)
-        write(ids, values)
-        done += len(ids)
-        announce(
-            f"chunk {number}: {how}, {done}{'' if n_items is None else f' of {n_items}'} sources done",
-            progress=progress,
-        )
+                kept.append(cached)
+            write(ids, values)
+            done += len(ids)
+            of = "" if n_items is None else f" of {n_items}"
+            announce(f"chunk {number}: {how}, {done}{of} sources done", progress=progress)
+    except PrecometError:  # the same input and checkpoint fail the same way again: keep nothing of this run
+        for file in written:
+            file.unlink(missing_ok=True)
+        if created and folder is not None and folder.exists() and not any(folder.iterdir()):
+            folder.rmdir()
+        raise
     return PoolRun(n_items=done, predicted=predicted, reused=reused, kept=tuple(kept))
 
 

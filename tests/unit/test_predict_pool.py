@@ -248,3 +248,20 @@ def test_sigterm_then_rerun_predicts_only_the_missing_chunks_and_writes_the_same
     assert len(calls) == 10 - kept
     assert out.read_bytes() == whole.read_bytes()
     assert len(list(resume.glob("*.npy"))) == 10  # an explicit resume folder is kept
+
+
+def test_an_error_keeps_no_chunk_of_the_failed_run(checkpoint, tmp_path, monkeypatch):
+    real, calls = pool_module.predict_sources, []
+
+    def failing(estimator, sources, **options):
+        calls.append(1)
+        if len(calls) == 2:
+            raise PrecometError("checkpoint damaged")
+        return real(estimator, sources, **options)
+
+    monkeypatch.setattr(pool_module, "predict_sources", failing)
+    resume = tmp_path / "new-folder"
+    chunks = [(["1", "2"], SOURCES[:2]), (["3", "4"], SOURCES[2:4])]
+    with pytest.raises(PrecometError, match="damaged"):
+        _predict(load_estimator(checkpoint), chunks, resume_dir=resume)
+    assert not resume.exists()  # the same input fails the same way again: nothing to resume from
