@@ -60,7 +60,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--chunk-size",
         type=positive_int,
-        default=10000,
+        default=10000,  # precomet.estimator.pool.CHUNK_SIZE, not imported here: it would load torch
         help="with -o: sources read, tokenised and predicted at a time (default 10000), so memory stays bounded",
     )
     parser.add_argument(

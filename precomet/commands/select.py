@@ -237,7 +237,8 @@ def _utilities(args: argparse.Namespace, campaign: Campaign) -> tuple[np.ndarray
         )
         return utility, "scores", {"scores": args.scores, "seen_in_training": seen}
     if args.checkpoint:
-        from precomet.estimator import load_estimator, predict_campaign
+        from precomet.estimator import load_estimator
+        from precomet.estimator.pool import predict_in_chunks
 
         estimator = load_estimator(args.checkpoint)
         seen = check_seen(
@@ -247,7 +248,7 @@ def _utilities(args: argparse.Namespace, campaign: Campaign) -> tuple[np.ndarray
             what=f"checkpoint {args.checkpoint}",
             where=f"{args.checkpoint}/precomet.json",
         )
-        utility = np.asarray(predict_campaign(estimator, campaign), dtype=float)
+        utility = predict_in_chunks(estimator, list(campaign.src))
         return utility, "checkpoint", {"checkpoint": args.checkpoint, "seen_in_training": seen}
     if args.strict:
         raise PrecometError("--strict applies to utilities from an estimator (--checkpoint or --scores), not --method")

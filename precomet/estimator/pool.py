@@ -34,6 +34,9 @@ from precomet.progress import announce
 
 logger = logging.getLogger(__name__)
 
+CHUNK_SIZE = 10000
+"""Sources tokenised and predicted at a time by default."""
+
 Chunk = tuple[Sequence[str], Sequence[str]]
 """``(ids, sources)`` of consecutive items (:func:`precomet.io.chunks.iter_source_chunks`)."""
 
@@ -174,6 +177,22 @@ def predict_pool(
             folder.rmdir()
         raise
     return PoolRun(n_items=done, predicted=predicted, reused=reused, kept=tuple(kept))
+
+
+def predict_in_chunks(
+    estimator: Estimator | BackboneEstimator, sources: Sequence[str], *, chunk_size: int = CHUNK_SIZE
+) -> np.ndarray:
+    """Utilities of ``sources`` in input order, tokenised and predicted ``chunk_size`` at a time (the numbers of
+    :func:`~precomet.estimator.predict.predict_sources` when ``len(sources) <= chunk_size``)."""
+    parts: list[np.ndarray] = []
+    ids = [str(position) for position in range(len(sources))]
+    starts = range(0, len(sources), chunk_size)
+    predict_pool(
+        estimator,
+        ((ids[i : i + chunk_size], sources[i : i + chunk_size]) for i in starts),
+        write=lambda _, values: parts.append(values),
+    )
+    return np.concatenate(parts) if parts else predict_sources(estimator, sources)
 
 
 def check_resume_dir(resume_dir: str | Path, *, inputs: Iterable[str | Path]) -> Path:

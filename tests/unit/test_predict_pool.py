@@ -265,3 +265,14 @@ def test_an_error_keeps_no_chunk_of_the_failed_run(checkpoint, tmp_path, monkeyp
     with pytest.raises(PrecometError, match="damaged"):
         _predict(load_estimator(checkpoint), chunks, resume_dir=resume)
     assert not resume.exists()  # the same input fails the same way again: nothing to resume from
+
+
+def test_select_checkpoint_predicts_in_chunks(checkpoint, monkeypatch):
+    from precomet.estimator.pool import predict_in_chunks
+
+    estimator = load_estimator(checkpoint)
+    reference = predict_sources(estimator, SOURCES)
+    np.testing.assert_array_equal(predict_in_chunks(estimator, SOURCES), reference)
+    calls = _counting(monkeypatch)
+    np.testing.assert_allclose(predict_in_chunks(estimator, SOURCES, chunk_size=25), reference, rtol=0, atol=1e-6)
+    assert calls == [25, 25, 10]
