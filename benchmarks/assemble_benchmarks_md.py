@@ -28,6 +28,8 @@ SECTIONS = (  # (file under benchmarks/results/, what it measures) in reading or
     ("utilities-findings.md", "Utilities: goals and readings (issue 3)"),
     ("knapsack.md", "Subset building: knapsack speed and optimality vs subset2evaluate (issue 4)"),
     ("knapsack-pool.md", "Subset building at pool scale: 1M and 10M items (issue 24)"),
+    ("pool.md", "Pre-selection at pool scale: 10k to 1M sources, read, predict, select (issue 24)"),
+    ("predict-speed.md", "Prediction speed of the shipped estimator on 2 CPU cores (issue 24)"),
     ("select-findings.md", "Subset building: readings (issue 4)"),
     (
         "cost-aware.md",

@@ -98,6 +98,13 @@ REGISTRY = (
         "knapsack", (("benchmarks/bench_select.py", "--plain-cbc"),), ("knapsack.md",), 0.4, peer=True, data=False
     ),
     Benchmark("knapsack-pool", (("benchmarks/bench_select.py", "--pool"),), ("knapsack-pool.md",), 2, data=False),
+    Benchmark("pool", (("benchmarks/bench_pool.py",),), ("pool.md",), 12),
+    Benchmark(
+        "predict-speed",
+        (("benchmarks/bench_predict_speed.py", "--n", "200", "--repeats", "2"),),
+        ("predict-speed.md",),
+        4,
+    ),
     Benchmark(
         "cost-aware",
         (
