@@ -90,7 +90,7 @@ REGISTRY = (
         15,
         expensive=True,
     ),
-    Benchmark("kmeans", (("benchmarks/bench_kmeans.py",),), ("kmeans.md",), 9.4),
+    Benchmark("kmeans", (("benchmarks/bench_kmeans.py",),), ("kmeans.md",), 2.4),
     Benchmark("rank", (("benchmarks/bench_rank.py",),), ("rank.md",), 1, data=False),
     Benchmark("utility-speed", (("benchmarks/bench_utilities.py",),), ("utility-speed.md",), 12, peer=True),
     Benchmark("irt", (("benchmarks/bench_irt.py",),), ("irt.md",), 0.3, data=False),
