@@ -7,7 +7,8 @@ for numpy work only: a forked child must not start OpenMP-threaded libraries (to
 already run.
 
 The number of workers is ``workers`` when given, else ``PRECOMET_WORKERS``, else the CPUs this process may use.
-With one worker, one item, or no ``fork`` (Windows, macOS spawn), it is the plain loop.
+With one worker, one item, off Linux, or inside a daemonic process (a ``multiprocessing`` pool's worker), it is
+the plain loop.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import signal
+import sys
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
@@ -58,7 +60,7 @@ def map_forked(
     items = list(items)
     count = min(check_workers(workers), len(items))
     results: list[R] = []
-    if count < 2 or "fork" not in multiprocessing.get_all_start_methods() or _WORK is not None:
+    if count < 2 or not _can_fork() or _WORK is not None:
         for item in items:  # also inside a worker: no pool of pools
             results.append(fn(item))
             done(results[-1])
@@ -72,6 +74,12 @@ def map_forked(
     finally:
         _WORK = None
     return results
+
+
+def _can_fork() -> bool:
+    """Fork only where it is safe and allowed: Linux (macOS system libraries are not fork-safe; Windows cannot), and
+    not inside a daemonic process (a ``multiprocessing`` worker may not have children)."""
+    return sys.platform.startswith("linux") and not multiprocessing.current_process().daemon
 
 
 def _run(index: int) -> Any:
