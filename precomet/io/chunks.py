@@ -23,9 +23,8 @@ from typing import Any
 
 from precomet.errors import DataError, PrecometError
 from precomet.io.hf import drop_none, iter_parquet, iter_saved_dataset, saved_dataset_folder
-from precomet.io.jsonl import ItemIds, campaign_from_items
+from precomet.io.jsonl import ItemIds, campaign_from_items, iter_jsonl
 from precomet.io.plaintext import read_text_sources
-from precomet.io.text import parse_json, read_lines
 
 Chunk = tuple[list[str], list[str]]
 """``(ids, sources)`` of consecutive items."""
@@ -65,16 +64,9 @@ def _slices(ids: list[str], sources: list[str], chunk_size: int) -> Iterator[Chu
 
 
 def _jsonl_rows(path: Path, chunk_size: int) -> Iterator[list[dict[str, Any]]]:
-    """The objects of a JSONL file, parsed ``chunk_size`` at a time, as :func:`~precomet.io.jsonl.read_jsonl`
-    parses them (blank lines skipped, ``_line`` added)."""
+    """The objects of a JSONL file (:func:`~precomet.io.jsonl.iter_jsonl`), ``chunk_size`` at a time."""
     rows: list[dict[str, Any]] = []
-    for number, line in enumerate(read_lines(path), start=1):
-        if not line.strip():
-            continue
-        row = parse_json(line, path, line=number)
-        if not isinstance(row, dict):
-            raise DataError(path, "expected a JSON object", line=number)
-        row["_line"] = number
+    for row in iter_jsonl(path):
         rows.append(row)
         if len(rows) == chunk_size:
             yield rows

@@ -15,7 +15,7 @@ optional (cost defaults to the length estimate, domain to ``all``, doc to the id
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,9 +28,9 @@ from precomet.io.text import parse_json, read_lines
 from precomet.values import finite_number
 
 
-def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
-    """Parse a JSONL file into dicts; malformed lines raise naming file and line."""
-    rows = []
+def iter_jsonl(path: str | Path) -> Iterator[dict[str, Any]]:
+    """The objects of a JSONL file one at a time (blank lines skipped, ``_line`` added); malformed lines raise
+    naming file and line."""
     for number, line in enumerate(read_lines(path), start=1):
         if not line.strip():
             continue
@@ -38,7 +38,12 @@ def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
         if not isinstance(row, dict):
             raise DataError(path, "expected a JSON object", line=number)
         row["_line"] = number
-        rows.append(row)
+        yield row
+
+
+def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
+    """Parse a JSONL file into dicts (:func:`iter_jsonl`); a file without items raises."""
+    rows = list(iter_jsonl(path))
     if not rows:
         raise DataError(path, "no items")
     return rows
