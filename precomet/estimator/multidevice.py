@@ -100,25 +100,45 @@ def predict_lightning(
     """Standardised predictions (float32, input order) of ``model`` through ``Trainer.predict``."""
     with tempfile.TemporaryDirectory(prefix="precomet-predict-") as out_dir, quiet_third_party():
         module = PredictModule(model, ids, pad_id=pad_id, batch_size=batch_size, out_dir=out_dir)
-        try:
-            trainer = pl.Trainer(
-                accelerator=accelerator or "auto",
-                devices=devices,
-                strategy=strategy or "auto",
-                logger=False,
-                enable_checkpointing=False,
-                enable_model_summary=False,
-                enable_progress_bar=progress,
-                use_distributed_sampler=False,
-            )
-        except (MisconfigurationException, ModuleNotFoundError, ValueError, TypeError, RuntimeError) as err:
-            raise PrecometError(
-                f"{{devices}}{devices!r}, {{strategy}}{strategy or 'auto'!r}, {{accelerator}}{accelerator or 'auto'!r}"
-                f" are refused by Lightning: {' '.join(str(err).split())[:300]}",
-                param=("devices", "strategy", "accelerator"),
-            ) from None
+        trainer = predict_trainer(devices=devices, strategy=strategy, accelerator=accelerator, progress=progress)
         trainer.predict(module, return_predictions=False)
         saved = sorted(Path(out_dir).glob("rank-*.npy"))
         if not saved:
             raise RuntimeError("Trainer.predict wrote no predictions")
         return torch.from_numpy(np.load(saved[0], allow_pickle=False))
+
+
+def predict_trainer(
+    *,
+    devices: int | str | list[int],
+    strategy: str | None,
+    accelerator: str | None,
+    progress: bool,
+    num_nodes: int | None = None,
+    callbacks: Sequence[pl.Callback] = (),
+) -> pl.Trainer:
+    """A ``Trainer`` for prediction only (no logger, checkpoints or distributed sampler; ``num_nodes`` machines, 1
+    when ``None``); settings Lightning refuses raise one :class:`PrecometError` naming those given."""
+    try:
+        return pl.Trainer(
+            accelerator=accelerator or "auto",
+            devices=devices,
+            num_nodes=1 if num_nodes is None else num_nodes,
+            strategy=strategy or "auto",
+            logger=False,
+            enable_checkpointing=False,
+            enable_model_summary=False,
+            enable_progress_bar=progress,
+            use_distributed_sampler=False,
+            callbacks=list(callbacks),
+        )
+    except (MisconfigurationException, ModuleNotFoundError, ValueError, TypeError, RuntimeError) as err:
+        nodes = "" if num_nodes is None else f" {{num_nodes}}{num_nodes!r},"
+        named: tuple[str, ...] = ("devices", "strategy", "accelerator")
+        if num_nodes is not None:
+            named = ("devices", "num_nodes", "strategy", "accelerator")
+        raise PrecometError(
+            f"{{devices}}{devices!r},{nodes} {{strategy}}{strategy or 'auto'!r},"
+            f" {{accelerator}}{accelerator or 'auto'!r} are refused by Lightning: {' '.join(str(err).split())[:300]}",
+            param=named,
+        ) from None

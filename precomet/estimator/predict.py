@@ -29,7 +29,8 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 
-def _check_batch_size(batch_size: int) -> int:
+def check_batch_size(batch_size: int) -> int:
+    """``batch_size``, refused unless >= 1."""
     if batch_size < 1:
         raise PrecometError(f"batch_size must be >= 1, got {batch_size}")
     return batch_size
@@ -46,7 +47,7 @@ def run_batches(
     desc: str = "predict",
 ) -> torch.Tensor:
     """Apply ``fn(input_ids, attention_mask)`` to length-sorted batches; rows come back in input order."""
-    _check_batch_size(batch_size)
+    check_batch_size(batch_size)
     if not ids:
         raise PrecometError("no sources to run")
     out = torch.empty(0)
@@ -147,7 +148,7 @@ def predict_sources(
             estimator.model.eval(),
             ids,
             pad_id=pad_id,
-            batch_size=_check_batch_size(batch_size),
+            batch_size=check_batch_size(batch_size),
             devices=devices,
             strategy=strategy,
             accelerator=accelerator,

@@ -18,12 +18,13 @@ import numpy as np
 import pytorch_lightning as pl
 import torch
 from pytorch_lightning.callbacks import BasePredictionWriter
-from pytorch_lightning.utilities.exceptions import MisconfigurationException
 from torch.utils.data import DataLoader
 
 from precomet.errors import PrecometError
 from precomet.estimator.checkpoint import Estimator, check_predictions, to_utility
 from precomet.estimator.data import length_sorted_batches, pad_batch, tokenize, warn_truncated
+from precomet.estimator.multidevice import predict_trainer
+from precomet.estimator.predict import check_batch_size
 from precomet.quiet import quiet_third_party
 from precomet.utilities.shards import MANIFEST, shard_positions, write_manifest, write_shard
 
@@ -111,29 +112,16 @@ def predict_shards(
     rank (0 in the process that called a ``ddp_spawn`` run)."""
     if len(item_ids) != len(sources) or not sources:
         raise PrecometError(f"{len(item_ids)} ids for {len(sources)} sources; give one id per source, at least one")
-    if batch_size < 1:
-        raise PrecometError(f"batch_size must be >= 1, got {batch_size}")
+    check_batch_size(batch_size)
     with quiet_third_party():
-        try:
-            trainer = pl.Trainer(
-                accelerator=accelerator or "auto",
-                devices=devices,
-                num_nodes=num_nodes,
-                strategy=strategy or "auto",
-                logger=False,
-                enable_checkpointing=False,
-                enable_model_summary=False,
-                enable_progress_bar=progress,
-                use_distributed_sampler=False,
-                callbacks=[ShardWriter(Path(out_dir), item_ids, signature, estimator.meta)],
-            )
-        except (MisconfigurationException, ModuleNotFoundError, ValueError, TypeError, RuntimeError) as err:
-            raise PrecometError(
-                f"{{devices}}{devices!r}, {{num_nodes}}{num_nodes!r}, {{strategy}}{strategy or 'auto'!r},"
-                f" {{accelerator}}{accelerator or 'auto'!r} are refused by Lightning:"
-                f" {' '.join(str(err).split())[:300]}",
-                param=("devices", "num_nodes", "strategy", "accelerator"),
-            ) from None
+        trainer = predict_trainer(
+            devices=devices,
+            strategy=strategy,
+            accelerator=accelerator,
+            progress=progress,
+            num_nodes=num_nodes,
+            callbacks=[ShardWriter(Path(out_dir), item_ids, signature, estimator.meta)],
+        )
         if trainer.world_size > len(sources):
             raise PrecometError(f"{trainer.world_size} processes for {len(sources)} sources: every shard needs one")
         trainer.predict(ShardModule(estimator, sources, batch_size=batch_size), return_predictions=False)
