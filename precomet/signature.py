@@ -38,14 +38,20 @@ class Signature(Mapping[str, Any]):
         added = {key: jsonable(value) for key, value in parameters.items()}
         return replace(self, parameters=MappingProxyType({**self.parameters, **added}))
 
-    def __getitem__(self, key: str) -> Any:
-        return self.to_dict()[key]
+    def __getitem__(self, key: str) -> Any:  # the field to_dict() writes last for a key wins, as there
+        if key in self.parameters:
+            return _copy(self.parameters[key])
+        if key == "seed":
+            return self.seed
+        if key in self.dataset:
+            return self.dataset[key]
+        return {"tool": self.tool, "method": self.method, "precomet_version": self.precomet_version}[key]
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self.to_dict())
+        return iter(dict.fromkeys(["tool", "method", "precomet_version", *self.dataset, "seed", *self.parameters]))
 
     def __len__(self) -> int:
-        return len(self.to_dict())
+        return sum(1 for _ in self)
 
 
 def signature(
