@@ -47,6 +47,7 @@ OPTIONS = {
     "doc_level": "--level doc",
     "methods": "--methods ",
     "metric": "--metric ",
+    "null_orderings": "--null-orderings ",
     "num_nodes": "--num-nodes ",
     "options": "--exclude-missing",
     "props": "--props ",

@@ -34,16 +34,22 @@ from precomet.benchmark.budgets import (
     top_k,
     validate_props,
 )
-from precomet.benchmark.parity import (
-    PARITY_MEANING,
-    PARITY_RESAMPLES,
-    coarse_grid,
+from precomet.benchmark.null import (
+    NULL_ORDERINGS,
+    PRIMARY,
+    PRIMARY_MEANING,
+    SIGNIFICANCE,
+    null_summary,
+    null_utilities,
+    p_value,
     parity_interval,
-    parity_search,
-    parity_searches,
-    replayed_position,
+    score_null,
+    spa_gain,
+    verdict,
 )
+from precomet.benchmark.parity import PARITY_MEANING, coarse_grid, parity_search, parity_searches, parity_shares
 from precomet.benchmark.plan import LENGTH_CONTROL, circular_reason, plan_controls
+from precomet.benchmark.pooled import MIN_SHARED, pool_results, pooled_table, shared_item_groups
 from precomet.benchmark.report import budgets_by_cost, plot_benchmark, recommendation, summary_table
 from precomet.benchmark.result import BenchmarkResult
 from precomet.benchmark.run import evaluate_method, run_benchmark
@@ -56,8 +62,12 @@ __all__ = [
     "DEFAULT_PROPS",
     "LENGTH_CONTROL",
     "LEVELS",
+    "MIN_SHARED",
     "PARITY_MEANING",
-    "PARITY_RESAMPLES",
+    "NULL_ORDERINGS",
+    "PRIMARY",
+    "PRIMARY_MEANING",
+    "SIGNIFICANCE",
     "Select",
     "budget_value",
     "budgets_by_cost",
@@ -70,13 +80,22 @@ __all__ = [
     "parity_interval",
     "parity_search",
     "parity_searches",
+    "parity_shares",
+    "null_summary",
+    "null_utilities",
+    "p_value",
+    "score_null",
+    "spa_gain",
+    "verdict",
     "parse_props",
     "plan_controls",
     "plot_benchmark",
+    "pool_results",
+    "pooled_table",
+    "shared_item_groups",
     "random_baseline",
     "random_runs",
     "recommendation",
-    "replayed_position",
     "run_benchmark",
     "summarise_random",
     "summary_table",

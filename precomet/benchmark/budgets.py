@@ -135,6 +135,16 @@ def evaluate_props(
     return out
 
 
+def spa_at_position(ref: Reference, select: Select | None, utility: np.ndarray, position: int) -> float:
+    """SPA of the subset ``utility`` selects at budget proportion ``position / N`` (a parity search's grid position);
+    ``-inf`` when that budget is infeasible (e.g. below the smallest document): nothing is reached there yet."""
+    try:
+        return evaluate_props(ref, select, utility, [position / len(ref)], measures=("spa",))[0]["spa"]
+    except PrecometError as err:
+        log.debug("parity search: budget %d/%d infeasible (%s)", position, len(ref), err)
+        return -np.inf
+
+
 def budget_value(campaign: Campaign, prop: float, *, budget_unit: str) -> float:
     """The budget a proportion stands for in ``budget_unit``: item count, or annotation cost."""
     if check_budget_unit(budget_unit):

@@ -1,17 +1,20 @@
-"""The parity search (Eq. 12): the smallest budget at which a method's SPA reaches random's, and its bootstrap
-interval (:func:`parity_interval`) replayed on the SPA values the search already evaluated."""
+"""The parity search (Eq. 12): the smallest budget at which a method's SPA reaches random's, and those budgets as
+shares of the budgets they match (:func:`parity_shares`). Its interval comes from the null of random orderings
+(:mod:`precomet.benchmark.null`)."""
 
 from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from precomet.benchmark.budgets import budget_value
+from precomet.campaign import Campaign
+
 log = logging.getLogger(__name__)
 
-PARITY_RESAMPLES = 1000  # bootstrap resamples behind parity_ci90
 PARITY_MEANING = (
     "parity = the share of the budget a method needs to reach the accuracy (SPA) random selection reaches with the"
     " whole budget, averaged over the budgets (below 100 %: the method saves annotation)"
@@ -25,7 +28,7 @@ def coarse_grid(n_items: int, *, grid: int = 32, start: int = 2) -> np.ndarray:
 
 @functools.lru_cache(maxsize=256)
 def _grid(n_items: int, grid: int, start: int) -> tuple[int, ...]:
-    """:func:`coarse_grid` as Python ints, computed once per size (the parity interval replays it 10⁴–10⁵ times)."""
+    """:func:`coarse_grid` as Python ints, computed once per size (the null's orderings search it hundreds of times)."""
     return tuple(int(g) for g in np.unique(np.linspace(start, n_items, max(2, grid)).round().astype(int)))
 
 
@@ -93,62 +96,13 @@ def parity_searches(
                 bracket[0] = mid
 
 
-def replayed_position(
-    spa_at: Callable[[int], float],
-    evaluated: Mapping[int, float],
-    target: float,
-    *,
-    n_items: int,
-    grid: int = 32,
-    start: int = 2,
-) -> float:
-    """:func:`parity_search`'s answer for ``target``, replayed on the SPA values it already ``evaluated``: the same
-    coarse pass (a coarse position not evaluated yet is asked of the memoised ``spa_at``) and the same bisection
-    while its midpoints are known; at the first unknown midpoint, the linear interpolation between the bracket's
-    ends (fractional). For a target the search ran with, the answer is the search's own (every midpoint known)."""
-    previous = start - 1
-    for g in _grid(n_items, grid, start):
-        if (evaluated[g] if g in evaluated else spa_at(g)) >= target:
-            lo, hi = previous, g
-            while hi - lo > 1:
-                mid = (lo + hi) // 2
-                if mid not in evaluated:
-                    low = evaluated.get(lo, -np.inf)
-                    if not np.isfinite(low):
-                        return float(hi)
-                    share = (target - low) / (evaluated[hi] - low)
-                    return lo + float(np.clip(share, 0.0, 1.0)) * (hi - lo)
-                if evaluated[mid] >= target:
-                    hi = mid
-                else:
-                    lo = mid
-            return float(hi)
-        previous = g
-    return float(n_items)
-
-
-def parity_interval(
-    position_for: Callable[[float], float],
-    random_spa_runs: np.ndarray,
-    parity_of: Callable[[float, int], float],
-    *,
-    resamples: int = PARITY_RESAMPLES,
-    seed: int = 0,
-) -> tuple[float, float]:
-    """90 % bootstrap interval (5th and 95th percentile) of the parity over random's seeds and the budgets.
-
-    Each resample draws random's seeds with replacement (the targets become the resampled seeds' mean SPA per
-    budget), finds each budget's parity position with ``position_for(target)`` (:func:`replayed_position`: no
-    new subsets beyond a few coarse grid points), and averages the parities (``parity_of(position, budget
-    index)``) of budgets drawn with replacement. ``random_spa_runs`` = random's SPA, shape ``(seeds, budgets)``.
-    """
-    runs = np.asarray(random_spa_runs, dtype=float)
-    n_seeds, n_props = runs.shape
-    rng = np.random.default_rng([seed, 21])
-    values = np.empty(resamples)
-    for b in range(resamples):
-        targets = runs[rng.integers(0, n_seeds, n_seeds)].mean(axis=0)
-        parities = np.array([parity_of(position_for(float(targets[q])), q) for q in range(n_props)])
-        values[b] = parities[rng.integers(0, n_props, n_props)].mean()
-    bounds = np.percentile(values, [5, 95])
-    return float(bounds[0]), float(bounds[1])
+def parity_shares(
+    campaign: Campaign, props: Sequence[float], positions: Sequence[int], budget_unit: str
+) -> list[float]:
+    """Parity per budget: the budget at grid position ``g`` (proportion ``g / N``) as a share of budget ``prop``, in
+    ``budget_unit`` (items, or annotation cost)."""
+    n = len(campaign)
+    return [
+        budget_value(campaign, g / n, budget_unit=budget_unit) / budget_value(campaign, prop, budget_unit=budget_unit)
+        for prop, g in zip(props, positions)
+    ]

@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from precomet.benchmark.null import PRIMARY, PRIMARY_MEANING, SIGNIFICANCE, null_band_text
 from precomet.benchmark.parity import PARITY_MEANING
 from precomet.benchmark.plan import LENGTH_CONTROL
 from precomet.selection.units import budget_items
@@ -20,13 +21,14 @@ def budgets_by_cost(signature: Mapping[str, Any]) -> bool:
 
 
 def recommendation(result: Mapping[str, Any]) -> dict[str, Any]:
-    """The one-line answer to "how much can I save?": the usable method with the lowest parity, as a share of the
-    items or of the annotation time/cost, with its 90 % interval — or, when no method's parity is below 100 %,
-    the advice to annotate a random sample. A best parity below 100 % whose interval reaches 100 % is called
-    "not clearly better than random". The ``random`` utility method (one random draw) is never recommended. When the
-    length control row needs no more than the best method, the text says so (the utility adds nothing beyond length).
-    Returns ``{"method", "parity", "parity_ci90", "unit", "text", "length_parity"}`` (``method`` ``None`` when none
-    beats random; ``length_parity`` ``None`` without the control row)."""
+    """The one-line answer to "how much can I save?", in words that match the evidence: the usable method with the
+    highest SPA gain, judged against random orderings scored the same way (:mod:`precomet.benchmark.null`). Only
+    ``p_value < SIGNIFICANCE`` earns "saves X %" (X = 100 % − its parity, with the null-calibrated 90 % interval);
+    otherwise the method is "indistinguishable from random orderings (p = …)" and the advice is a random sample. The
+    ``random`` utility method (one random draw) is never recommended; without a null (``null_orderings=0``) no saving
+    is claimed. When the length control does at least as well, the text says so (the utility adds nothing beyond
+    length). Returns ``{"method", "parity", "parity_ci90", "p_value", "unit", "text", "length_parity",
+    "length_p_value"}`` (``method`` ``None`` unless it beats random orderings)."""
     from precomet.costs import cost_unit
 
     by_cost = budgets_by_cost(result["signature"])
@@ -36,40 +38,55 @@ def recommendation(result: Mapping[str, Any]) -> dict[str, Any]:
     }
     control = result.get("controls", {}).get(LENGTH_CONTROL)
     length = float(control["parity"]) if control else None
+    length_p = control.get("p_value") if control else None
+    empty = {"method": None, "parity": None, "parity_ci90": None, "p_value": None, "unit": unit}
     if not rows:
-        return {
-            "method": None,
-            "parity": None,
-            "parity_ci90": None,
-            "unit": unit,
-            "text": "no method to recommend",
-            "length_parity": length,
-        }
-    best = min(rows, key=lambda name: rows[name]["parity"])
-    parity = float(rows[best]["parity"])
-    low, high = rows[best].get("parity_ci90", (parity, parity))
-    interval = f"90 % interval {_percent(low)}–{_percent(high)}"
-    answer = {"parity": parity, "parity_ci90": [low, high], "unit": unit, "length_parity": length}
-    if parity >= 1.0:
-        text = (
-            f"no method beats random here: annotate a random sample (the best, {best}, needs {_percent(parity)} of"
-            f" the {unit} to match random; {interval})"
-        )
-        if length is not None and length < 1.0:
-            text = (
-                f"no method beats random here, but source length does: select by length (method"
-                f" {LENGTH_CONTROL!r}: the length control needs {_percent(length)} of the {unit}; the best method,"
-                f" {best}, needs {_percent(parity)}, {interval})"
+        return {**empty, "text": "no method to recommend", "length_parity": length, "length_p_value": length_p}
+    best = max(rows, key=lambda name: rows[name][PRIMARY])
+    row = rows[best]
+    parity, p = float(row["parity"]), row.get("p_value")
+    answer = {
+        "parity": parity,
+        "parity_ci90": row.get("parity_ci90"),
+        "p_value": p,
+        "unit": unit,
+        "length_parity": length,
+        "length_p_value": length_p,
+    }
+    needs = f"{best} needs {_percent(parity)} of the {unit} to match random"
+    if p is None:
+        text = f"{needs}; not tested against random orderings (null_orderings=0), so no saving is claimed"
+        return {"method": None, "text": text, **answer}
+    low, high = row["parity_ci90"]
+    against = f"p = {_p(p)} against {row['null']['orderings']} random orderings"
+    if p >= SIGNIFICANCE:
+        text = f"indistinguishable from random orderings ({against}): annotate a random sample ({needs})"
+        if length_p is not None and length_p < SIGNIFICANCE and length is not None and length < 1.0:
+            text += (
+                f"; source length does beat them: select by length (method {LENGTH_CONTROL!r} needs"
+                f" {_percent(length)}, p = {_p(length_p)})"
             )
         return {"method": None, "text": text, **answer}
-    text = f"{best}: random's accuracy with {_percent(parity)} of the {unit} ({interval})"
-    if by_cost and unit == "annotation time":
-        text += f", i.e. {round(60 * parity)} min per hour of random annotation"
-    if high >= 1.0:
-        text += "; not clearly better than random (the interval reaches 100 %)"
-    if length is not None and length <= parity:
-        text += f"; the length control alone needs {_percent(length)}: the utility adds nothing beyond length here"
+    if parity >= 1.0:
+        text = f"{best} beats random orderings on accuracy ({against}) but saves nothing: it needs {_percent(parity)}"
+        text += f" of the {unit} to match random"
+    else:
+        text = (
+            f"{best} saves {_percent(1.0 - parity)} of the {unit}: random's accuracy with {_percent(parity)}"
+            f" (90 % interval {_percent(low)}–{_percent(high)}; {against})"
+        )
+        if by_cost and unit == "annotation time":
+            text += f", i.e. {round(60 * parity)} min per hour of random annotation"
+    if control is not None and control[PRIMARY] >= row[PRIMARY]:
+        text += (
+            f"; the length control alone does as well (needs {_percent(length or 0.0)}, p = {_p(length_p)}):"
+            " the utility adds nothing beyond length here"
+        )
     return {"method": best, "text": text, **answer}
+
+
+def _p(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.3f}"
 
 
 def _percent(share: float) -> str:
@@ -101,29 +118,40 @@ def summary_table(result: Mapping[str, Any]) -> str:
                 f" about {spent[0]} – {spent[1]} at the mean item cost)"
             )
     lines.append(
-        f"{'method':<{width}} {'SPA':>7} {'clusters':>8} {'kendall':>8} {'parity':>7} {'90% interval':>13} "
-        f"{'seconds':>8}"
+        f"{'method':<{width}} {'SPA':>7} {'gain':>6} {'clusters':>8} {'kendall':>8} {'parity':>7} {'90% interval':>13} "
+        f"{'p':>6} {'seconds':>8}"
     )
     r = result["random"]
     lines.append(
-        f"{'random':<{width}} {r['spa']:>7.2%} {r['clusters']:>8.2f} {r['corr']:>8.3f} {'':>7} {'':>13} "
-        f"{r['seconds']:>8.1f}"
+        f"{'random':<{width}} {r['spa']:>7.2%} {'':>6} {r['clusters']:>8.2f} {r['corr']:>8.3f} {'':>7} {'':>13} "
+        f"{'':>6} {r['seconds']:>8.1f}"
     )
     rows = [(f"{name} (control)", row) for name, row in result.get("controls", {}).items()]
     rows += list(result["methods"].items())
     if result.get("oracle"):
         rows.append(("oracle (not usable)", result["oracle"]))
     for name, m in rows:
-        low, high = m.get("parity_ci90", (np.nan, np.nan))
+        interval = m.get("parity_ci90")
+        shown = f"{interval[0]:.0%}–{interval[1]:.0%}" if interval else "–"
+        gain = f"{100 * m[PRIMARY]:+.1f}" if PRIMARY in m else ""
         lines.append(
-            f"{name:<{width}} {m['spa']:>7.2%} {m['clusters']:>8.2f} {m['corr']:>8.3f} {m['parity']:>7.1%} "
-            f"{f'{low:.0%}–{high:.0%}':>13} {m['seconds']:>8.1f}"
+            f"{name:<{width}} {m['spa']:>7.2%} {gain:>6} {m['clusters']:>8.2f} {m['corr']:>8.3f} {m['parity']:>7.1%} "
+            f"{shown:>13} {_p(m.get('p_value')):>6} {m['seconds']:>8.1f}"
         )
     for name, reason in result.get("controls_skipped", {}).items():
         lines.append(f"{name} control: left out ({reason})")
     if result.get("oracle"):
         lines.append(f"  {result['oracle']['description']}")
-    lines.append(f"{PARITY_MEANING}; interval: bootstrap over random's seeds and the budgets")
+    lines.append(f"{PARITY_MEANING}")
+    null = next((m["null"] for _, m in rows if m.get("null")), None)
+    if null:
+        lines.append(f"null: {null['orderings']} random orderings scored like a method: {null_band_text(null)}")
+        lines.append(
+            f"gain: {PRIMARY_MEANING}, in SPA points; p: the share of random orderings that gain as much;"
+            " 90 % interval: the parity with a random ordering's luck taken out"
+        )
+    else:
+        lines.append("no null of random orderings (null_orderings=0): no p-values, no intervals, no saving claimed")
     if result.get("recommendation"):
         lines.append(f"recommendation: {result['recommendation']['text']}")
     return "\n".join(lines)
@@ -131,8 +159,9 @@ def summary_table(result: Mapping[str, Any]) -> str:
 
 def plot_benchmark(result: Mapping[str, Any], path: str | Path) -> None:
     """Paper Figure 4: SPA vs budget per method with random's 90 % band, a cluster-count panel, and a parity panel
-    (each method's parity per budget, its mean as a horizontal line with the 90 % interval as a band; 100 % =
-    random). Control rows are grey dash-dotted lines labelled ``(control)``."""
+    (each method's parity per budget, its mean with the 90 % interval and p-value; 100 % = random; the grey band is
+    where random orderings scored as methods land, 5th–95th percentile, with their median). Control rows are grey
+    dash-dotted lines labelled ``(control)``."""
     from matplotlib.figure import Figure  # a bare Figure: no pyplot state, no backend switch
 
     x = 100 * np.asarray(result["props"])
@@ -172,10 +201,19 @@ def plot_benchmark(result: Mapping[str, Any], path: str | Path) -> None:
         ax.legend(fontsize=8, loc="lower right")
     ax_par.axhline(100, color="0.3", linestyle="--", label="Random (100 %)")
     span = float(x.max() - x.min()) or 10.0
+    null = next((m["null"] for _, m, _, _ in rows if m.get("null")), None)
+    if null:
+        ax_par.axhspan(100 * null["parity_p05"], 100 * null["parity_p95"], color="0.85", alpha=0.7, linewidth=0)
+        ax_par.axhline(
+            100 * null["parity_median"],
+            color="0.6",
+            linewidth=1,
+            label=f"{null['orderings']} random orderings: median, 5–95 % band",
+        )
     for i, (name, m, style, _) in enumerate(rows):
         (line,) = ax_par.plot(x, 100 * np.asarray(m["parity_by_prop"]), alpha=0.45, **style)
         mean = 100 * m["parity"]
-        low, high = (100 * v for v in m.get("parity_ci90", (m["parity"], m["parity"])))
+        low, high = (100 * v for v in (m.get("parity_ci90") or (m["parity"], m["parity"])))
         ax_par.errorbar(
             float(x.max()) + span * 0.07 * (i + 1),
             mean,
@@ -185,10 +223,11 @@ def plot_benchmark(result: Mapping[str, Any], path: str | Path) -> None:
             capsize=3,
             color=line.get_color(),
         )
-        line.set_label(f"{name} {mean:.0f}% ({low:.0f}–{high:.0f}%)")
+        p = f", p={m['p_value']:.3f}" if m.get("p_value") is not None else ""
+        line.set_label(f"{name} {mean:.0f}% ({low:.0f}–{high:.0f}%{p})")
     ax_par.set_xlabel(f"budget (% of {unit})")
     ax_par.set_ylabel("parity: % of the budget to match random")
-    ax_par.set_title("lines: parity per budget; ◆ right: mean with 90% interval", fontsize=8)
+    ax_par.set_title("lines: parity per budget; ◆ right: mean with 90% interval; grey: random orderings", fontsize=8)
     ax_par.grid(alpha=0.3)
     ax_par.legend(fontsize=8, loc="best")
     ax_spa.set_ylabel("soft pairwise accuracy (%)")

@@ -18,9 +18,11 @@ from precomet.benchmark.budgets import (
     budget_value,
     evaluate_props,
     make_selector,
+    spa_at_position,
     validate_props,
 )
-from precomet.benchmark.parity import parity_interval, parity_search, parity_searches, replayed_position
+from precomet.benchmark.null import NULL_ORDERINGS, PRIMARY, score_null, spa_gain, verdict
+from precomet.benchmark.parity import parity_search, parity_searches, parity_shares
 from precomet.benchmark.plan import LENGTH_CONTROL, check_external, circular_reason, method_specs, plan_controls
 from precomet.benchmark.report import recommendation
 from precomet.benchmark.result import BenchmarkResult
@@ -63,6 +65,7 @@ def run_benchmark(
     oracle_step: int = 10,
     allow_circular: bool = False,
     controls: bool = True,
+    null_orderings: int = NULL_ORDERINGS,
     workers: int | None = None,
 ) -> BenchmarkResult:
     """Benchmark utility ``methods`` (names in ``UTILITY_METHODS``, computed on ``metric``) and ``external``
@@ -75,10 +78,18 @@ def run_benchmark(
     (:func:`circular_reason`) unless ``allow_circular``. Cluster counts follow ``cluster_rule``
     (:data:`precomet.metaeval.CLUSTER_RULES`). With ``controls`` the result has the length control row under
     ``controls`` (or the reason it is left out under ``controls_skipped``: ``length`` is among the methods).
-    Random's seeds and the rows run on ``workers`` processes (default: every CPU this process may use,
+    Every row is judged against ``null_orderings`` random orderings (random subsets of the same budget under cost
+    budgets, quotas or documents) scored exactly like it (:mod:`precomet.benchmark.null`): its ``p_value`` on the
+    SPA gain, ``parity_ci90`` and the null's band (``null``); 0 switches the null off (those keys are ``None``).
+    Random's seeds, the null and the rows run on ``workers`` processes (default: every CPU this process may use,
     :mod:`precomet.parallel`); the result is the same for any count."""
     props = validate_props(props)
     workers = check_workers(workers)
+    if isinstance(null_orderings, bool) or not isinstance(null_orderings, int) or null_orderings < 0:
+        raise PrecometError(
+            f"{{null_orderings}}{null_orderings!r}: expected a whole number ≥ 0 of random orderings (0: no null)",
+            param="null_orderings",
+        )
     external = {name: check_external(campaign, name, values) for name, values in (external or {}).items()}
     specs = method_specs(methods, external)
     if len(campaign.systems) < 2:
@@ -112,7 +123,7 @@ def run_benchmark(
         cost_objective=cost_objective,
     )
     control_names, skipped = plan_controls(specs, controls)
-    steps = (seeds + len(specs) + len(external) + len(control_names) + int(oracle)) * len(props)
+    steps = (seeds + len(specs) + len(external) + len(control_names) + int(oracle)) * len(props) + null_orderings
     bar = progress_bar(total=steps, desc=f"benchmark {campaign.name}", enabled=progress)
     tick = bar.update
     started = time.perf_counter()
@@ -126,8 +137,23 @@ def run_benchmark(
     random = summarise_random(runs, len(props))
     random["seconds"] = time.perf_counter() - started
     evaluation: dict[str, Any] = dict(
-        random_spa_runs=runs[:, :, 0], props=props, select=select, budget_unit=budget_unit, grid=parity_grid, seed=seed
+        random_spa_runs=runs[:, :, 0], props=props, select=select, budget_unit=budget_unit, grid=parity_grid
     )
+    started = time.perf_counter()
+    null = score_null(
+        ref,
+        campaign,
+        random_spa_runs=runs[:, :, 0],
+        props=props,
+        select=random_select,
+        budget_unit=budget_unit,
+        grid=parity_grid,
+        orderings=null_orderings,
+        seed=seed,
+        workers=workers,
+        tick=tick,
+    )
+    null_seconds = time.perf_counter() - started
 
     def row(utility_at: Callable[[int], np.ndarray], needs_budget: bool, tick: Callable[[], None]) -> dict[str, Any]:
         started = time.perf_counter()
@@ -158,7 +184,7 @@ def run_benchmark(
     ]
     if oracle:
         oracle_row = functools.partial(
-            _evaluate_oracle, ref, campaign, candidates=oracle_candidates, step=oracle_step, **evaluation
+            _evaluate_oracle, ref, campaign, candidates=oracle_candidates, step=oracle_step, seed=seed, **evaluation
         )
         tasks.append((("oracle", "oracle"), oracle_row))
 
@@ -168,6 +194,7 @@ def run_benchmark(
 
     done = map_forked(lambda task: task[1](), tasks, workers=workers, done=ticks)  # the rows on every core
     rows.update((key, found) for (key, _), found in zip(tasks, done))
+    rows = {key: verdict(found, null if null_orderings else None) for key, found in rows.items()}
     results = {name: rows["methods", name] for name in [*specs, *external]}
     control_rows = {name: rows["controls", name] for name in control_names}
     headroom = rows.get(("oracle", "oracle"))
@@ -185,6 +212,10 @@ def run_benchmark(
         controls=control_rows,
         controls_skipped=skipped,
         oracle=headroom,
+        null_orderings=null_orderings,
+        null={"seed": seed, "seconds": null_seconds, **{key: values.tolist() for key, values in null.items()}}
+        if null_orderings
+        else None,
         cost={"total_seconds": float(campaign.cost.sum()), "source": cost_source(campaign)},
         signature=signature(
             "precomet benchmark",
@@ -211,6 +242,7 @@ def run_benchmark(
             allow_circular=allow_circular,
             circular=circular is not None,
             controls=[LENGTH_CONTROL] if controls else [],
+            null_orderings=null_orderings,
         ),
     )
     return result.replaced(recommendation=recommendation(result))
@@ -226,7 +258,7 @@ def _evaluate_oracle(
 
     started = time.perf_counter()
     utility = oracle_utility(greedy_oracle_order(ref, candidates=candidates, step=step, seed=seed))
-    row = evaluate_method(ref, campaign, lambda k: utility, seed=seed, **evaluation)
+    row = evaluate_method(ref, campaign, lambda k: utility, **evaluation)
     row.update(
         usable=False,
         uses=ref.score,
@@ -282,36 +314,30 @@ def evaluate_method(
     needs_budget: bool = False,
     budget_unit: str = "items",
     grid: int = 32,
-    seed: int = 0,
     tick: Callable[[], None] = lambda: None,
 ) -> dict[str, Any]:
-    """One method's row against random: SPA, clusters and Kendall per budget ``props`` and their means, and the
-    parity per budget, its mean and its 90 % interval (``parity_ci90``).
+    """One method's row against random: SPA, clusters and Kendall per budget ``props`` and their means, the SPA gain
+    over random (:data:`~precomet.benchmark.null.PRIMARY`) and the parity per budget and its mean (its verdict
+    against random orderings: :func:`~precomet.benchmark.null.verdict`).
 
     ``utility_at(k)`` gives the utilities for a budget of ``k`` items (called with ``0`` unless ``needs_budget``);
     ``select(utility, prop)`` picks the subsets (:func:`make_selector`; ``None``: top-k prefixes);
     ``random_spa_runs`` is random's SPA per seed and budget, shape ``(seeds, props)`` (:func:`random_runs`'s
     ``[:, :, 0]``), whose mean per budget is the parity target. With ``budget_unit="cost"`` parity is a share of the
-    annotation cost, else of the items; ``grid`` is the parity search's coarse grid and ``seed`` seeds its
-    bootstrap. ``tick`` is called once per budget (progress)."""
+    annotation cost, else of the items; ``grid`` is the parity search's coarse grid. ``tick`` is called once per
+    budget (progress)."""
     n = len(campaign)
     random_spa = np.asarray(random_spa_runs, dtype=float).mean(axis=0).tolist()
     memo: dict[int, float] = {}
 
     def spa_at(g: int) -> float:  # g = grid position: budget proportion g / n
         if g not in memo:
-            try:
-                memo[g] = evaluate_props(ref, select, utility_at(g), [g / n], measures=("spa",))[0]["spa"]
-            except PrecometError as err:  # e.g. a budget below the smallest document: nothing reached yet
-                log.debug("parity search: budget %d/%d infeasible (%s)", g, n, err)
-                memo[g] = -np.inf
+            memo[g] = spa_at_position(ref, select, utility_at(g), g)
         return memo[g]
 
     def spa_of(positions: list[int]) -> list[float]:  # nested top-k subsets: all positions in one batched call
         values = evaluate_props(ref, None, utility_at(0), [g / n for g in positions], measures=("spa",))
-        found = [value["spa"] for value in values]
-        memo.update(zip(positions, found))  # the parity interval replays the search on these
-        return found
+        return [value["spa"] for value in values]
 
     if needs_budget:
         found = [evaluate_props(ref, select, utility_at(budget_items(p, n)), [p])[0] for p in props]
@@ -324,30 +350,15 @@ def evaluate_method(
         positions = parity_searches(spa_of, random_spa, n_items=n, grid=grid)
     else:
         positions = [parity_search(spa_at, target, n_items=n, grid=grid) for target in random_spa]
-    parity = [
-        budget_value(campaign, g / n, budget_unit=budget_unit) / budget_value(campaign, prop, budget_unit=budget_unit)
-        for prop, g in zip(props, positions)
-    ]
-
-    def parity_of(position: float, q: int) -> float:  # a (fractional) grid position as a share of budget q
-        if budget_unit == "cost":
-            return position / n / props[q]
-        return position / budget_items(props[q], n)
-
-    interval = parity_interval(
-        lambda target: replayed_position(spa_at, memo, target, n_items=n, grid=grid),
-        random_spa_runs,
-        parity_of,
-        seed=seed,
-    )
+    parity = parity_shares(campaign, props, positions, budget_unit)
     return {
         "spa": float(rows[:, 0].mean()),
         "spa_by_prop": rows[:, 0].tolist(),
+        PRIMARY: spa_gain(rows[:, 0], random_spa),
         "clusters": float(rows[:, 1].mean()),
         "clusters_by_prop": rows[:, 1].tolist(),
         "corr": float(rows[:, 2].mean()),
         "corr_by_prop": rows[:, 2].tolist(),
         "parity": float(np.mean(parity)),
         "parity_by_prop": parity,
-        "parity_ci90": list(interval),
     }

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
+from precomet.benchmark.null import NULL_ORDERINGS
 from precomet.campaign import Campaign, require_documents
 from precomet.commands.common import (
     DeprecatedSpelling,
@@ -17,6 +18,7 @@ from precomet.commands.common import (
     apply_cost_from_times,
     data_inputs,
     load_campaign,
+    non_negative_int,
     positive_float,
     positive_int,
     repeats,
@@ -30,7 +32,8 @@ from precomet.selection.units import BUDGET_UNITS
 
 HELP = (
     "benchmark selection methods against random selection: SPA, clusters, parity (the share of the budget a method"
-    " needs to match random's accuracy) and a recommendation; optional JSON and figure"
+    " needs to match random's accuracy), p-values against random orderings and a recommendation; optional JSON and"
+    " figure"
 )
 
 
@@ -40,8 +43,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_data_arguments(parser)
     parser.description = (
         HELP + ". Parity: for each budget, the smallest budget at which a method's SPA reaches random's mean SPA at"
-        " that budget, divided by it, averaged over budgets; its 90 % interval is a bootstrap over random's seeds"
-        " and the budgets. The table states the annotation cost in hours (estimated from source length, measured"
+        " that budget, divided by it, averaged over budgets. Every row is judged against --null-orderings random"
+        " orderings scored the same way: p = the share of them whose SPA gain over random is at least the method's;"
+        " only p < 0.05 is called a saving; the parity's 90 % interval takes a random ordering's luck out. The table"
+        " states the annotation cost in hours (estimated from source length, measured"
         " times, or given in the input)."
     )
     parser.add_argument(
@@ -83,6 +88,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="budget proportions: start:stop:step or a comma list (default 0.05:0.5:0.05)",
     )
     parser.add_argument("--seeds", type=repeats, default=100, help="random-selection runs (default 100)")
+    parser.add_argument(
+        "--null-orderings",
+        type=non_negative_int,
+        default=NULL_ORDERINGS,
+        metavar="N",
+        help=f"random orderings scored exactly like a method, the null behind every p-value and interval (default"
+        f" {NULL_ORDERINGS}; 0: no null, so no p-values and no saving claimed)",
+    )
     parser.add_argument(
         "--permutations", type=repeats, default=1000, help="sign-flip permutations for SPA (default 1000)"
     )
@@ -261,6 +274,7 @@ def run(args: argparse.Namespace) -> int:
         oracle_step=args.oracle_step,
         allow_circular=args.allow_circular,
         controls=args.controls,
+        null_orderings=args.null_orderings,
         workers=args.workers,
     )
     result = result.with_signature(

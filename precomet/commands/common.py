@@ -254,6 +254,8 @@ positive_int = _number_type(int, lambda v: v >= 1, "a whole number >= 1", "posit
 repeats = _number_type(int, lambda v: 1 <= v <= 10**6, "a whole number in 1..1000000", "repeats")
 """Repetitions (``--rounds``, ``--seeds``, ``--permutations``, ``--crowd-runs``): each costs memory and time, and
 beyond a million the answer no longer changes while the machine runs out of memory."""
+non_negative_int = _number_type(int, lambda v: 0 <= v <= 10**6, "a whole number in 0..1000000", "non_negative_int")
+"""Repetitions that may be switched off with 0 (``--null-orderings``)."""
 share = _number_type(float, lambda v: 0 < v <= 1, "a share in (0, 1]", "share")
 """A proportion in (0, 1] (``--proportion``)."""
 seed = _number_type(int, lambda v: 0 <= v < 2**32, "a whole number in [0, 2**32)", "seed")

@@ -169,7 +169,10 @@ def test_evaluate_method_is_run_benchmarks_row(campaign):
     row = bm.evaluate_method(
         ref, campaign, lambda k: utility, random_spa_runs=runs[:, :, 0], props=props, tick=lambda: ticks.append(1)
     )
-    assert row == {k: v for k, v in result["methods"]["u"].items() if k != "seconds"}
+    assert row == {k: v for k, v in result["methods"]["u"].items() if k in row}
+    judged = bm.verdict(row, result.null)  # the verdict against the run's own null of random orderings
+    assert judged == {k: v for k, v in result["methods"]["u"].items() if k != "seconds"}
+    assert judged["null"]["orderings"] == result["null_orderings"] == bm.NULL_ORDERINGS
     assert len(ticks) == len(props)
 
 
@@ -364,7 +367,7 @@ def test_the_result_is_typed_immutable_and_writes_the_json_of_0_4(campaign):
     as_json = json.loads(json.dumps(result.to_dict()))
     assert list(as_json) == [
         "campaign", "items", "systems", "props", "budgets", "random", "methods", "controls", "controls_skipped",
-        "cost", "signature", "recommendation",
+        "null_orderings", "null", "cost", "signature", "recommendation",
     ]  # fmt: skip
     assert as_json["items"] == result["items"] == len(campaign) and "oracle" not in result
     assert result["methods"]["u"] is result.methods["u"] and dict(result.items())["props"] == [0.2]

@@ -1,4 +1,5 @@
-"""benchmark's answer in the user's units: recommendation, parity interval, cost lines, circular guard, optional -o."""
+"""benchmark's answer in the user's units and in words that match the evidence: recommendation, p-value, parity
+interval, cost lines, circular guard, optional -o."""
 
 from __future__ import annotations
 
@@ -43,23 +44,58 @@ def test_recommendation_names_the_method_that_beats_random(campaign):
     rec = result["recommendation"]
     assert rec["method"] == "good" and rec["unit"] == "items"
     assert result["methods"]["good"]["parity"] < 1 < result["methods"]["bad"]["parity"]
+    assert rec["p_value"] == result["methods"]["good"]["p_value"] < bm.SIGNIFICANCE
     assert rec["text"].startswith(
-        f"good: random's accuracy with {100 * rec['parity']:.0f} % of the items (90 % interval"
+        f"good saves {100 - round(100 * rec['parity'])} % of the items: random's accuracy with"
+        f" {100 * rec['parity']:.0f} % (90 % interval"
     )
-    assert "not clearly" not in rec["text"]
+    assert f"p = {rec['p_value']:.3f} against {bm.NULL_ORDERINGS} random orderings" in rec["text"]
     assert json.loads(json.dumps(result.to_dict()))["recommendation"] == rec  # goes into the JSON as it is
-    assert "recommendation: good: random's accuracy" in bm.summary_table(result)
+    assert "recommendation: good saves" in bm.summary_table(result)
 
 
-def test_recommendation_when_no_method_beats_random(campaign):
+def test_recommendation_when_no_method_beats_random_orderings(campaign):
     bad = 1 - _informative(campaign)
     result = bm.run_benchmark(campaign, external={"bad": bad}, **KW)
     rec = result["recommendation"]
-    assert rec["method"] is None and rec["parity"] > 1
-    assert rec["text"].startswith("no method beats random here: annotate a random sample (the best, bad, needs")
+    assert rec["method"] is None and rec["parity"] > 1 and rec["p_value"] > 0.5
+    assert rec["text"].startswith("indistinguishable from random orderings (p = ")
+    assert "annotate a random sample (bad needs" in rec["text"]
     # the "random" utility method is a random sample, never the advice
     result = bm.run_benchmark(campaign, methods=["random"], **KW)
     assert result["recommendation"]["method"] is None
+
+
+def test_a_lucky_random_ordering_below_100_percent_is_not_called_a_saving(campaign):
+    """Among random utilities, one whose parity is below 100 % by luck but whose p-value is not below 0.05 gets
+    "indistinguishable" — the words follow the p-value, not the point value of parity."""
+    lucky = None
+    for seed in range(40):
+        utility = np.random.default_rng([seed, 5]).random(len(campaign))
+        result = bm.run_benchmark(campaign, external={"noise": utility}, **KW)
+        row = result["methods"]["noise"]
+        if row["parity"] < 1 and row["p_value"] >= bm.SIGNIFICANCE:
+            lucky = result
+            break
+    assert lucky is not None, "no random utility with a parity below 100 % in 40 draws"
+    assert lucky["recommendation"]["method"] is None
+    assert "saves" not in lucky["recommendation"]["text"]
+    assert lucky["recommendation"]["text"].startswith("indistinguishable from random orderings")
+
+
+def test_recommendation_without_a_null_claims_no_saving(campaign):
+    good = _informative(campaign)
+    result = bm.run_benchmark(campaign, external={"good": good}, null_orderings=0, **KW)
+    row = result["methods"]["good"]
+    assert row["p_value"] is None and row["parity_ci90"] is None and row["null"] is None
+    assert result["null_orderings"] == 0 and "null" not in result.to_dict()
+    assert result["recommendation"]["method"] is None
+    assert "no saving is claimed" in result["recommendation"]["text"]
+    table = bm.summary_table(result)
+    assert "no null of random orderings" in table
+    with pytest.raises(PrecometError, match="whole number ≥ 0") as err:
+        bm.run_benchmark(campaign, external={"good": good}, null_orderings=-1, **KW)
+    assert err.value.params == ("null_orderings",)
 
 
 def test_recommendation_under_a_cost_budget_speaks_of_time(campaign):
@@ -76,52 +112,21 @@ def test_recommendation_under_a_cost_budget_speaks_of_time(campaign):
     assert "annotation cost: " in table and "(estimated from source length)" in table and " min" in table
 
 
-def test_parity_interval_contains_the_estimate_and_comes_from_the_run(campaign):
+def test_parity_interval_is_the_parity_with_the_null_luck_taken_out(campaign):
     good = _informative(campaign)
     result = bm.run_benchmark(campaign, external={"good": good, "bad": 1 - good, "flat": np.zeros(80)}, **KW)
+    null = np.asarray(result.null["parity"])
+    p05, p95 = np.percentile(null, [5, 95])
     for name, row in result["methods"].items():
         low, high = row["parity_ci90"]
-        assert low <= row["parity"] <= high, name
-        assert low < high or min(row["parity_by_prop"]) == max(row["parity_by_prop"]), name
-    # the same run reproduces the interval; another resampling seed (= another run seed) moves it
+        assert low == pytest.approx(max(0.0, row["parity"] - (p95 - 1))), name
+        assert high == pytest.approx(row["parity"] - (p05 - 1)), name
+        assert row["null"]["parity_p05"] == pytest.approx(p05) and row["null"]["parity_p95"] == pytest.approx(p95)
+    # the same run reproduces the null; another seed draws other orderings
     again = bm.run_benchmark(campaign, external={"good": good}, **KW)
-    assert again["methods"]["good"]["parity_ci90"] == result["methods"]["good"]["parity_ci90"]
-
-
-def test_replayed_position_equals_the_search_and_interpolates_between_known_points():
-    rng = np.random.default_rng(3)
-    for _ in range(20):
-        n = int(rng.integers(20, 200))
-        curve = np.maximum.accumulate(rng.random(n + 1))
-        curve[n] = 1.0
-        memo: dict[int, float] = {}
-
-        def spa_at(g, memo=memo, curve=curve):
-            memo[g] = float(curve[g])
-            return memo[g]
-
-        target = float(rng.uniform(curve[2], 1.0))
-        found = bm.parity_search(spa_at, target, n_items=n, grid=16)
-        asked = len(memo)
-        assert bm.replayed_position(spa_at, memo, target, n_items=n, grid=16) == found
-        assert len(memo) == asked  # nothing new evaluated for the search's own target
-        # a nearby target: an answer between two evaluated positions, without new subsets inside the bracket
-        other = bm.replayed_position(spa_at, memo, min(target + 0.01, 1.0), n_items=n, grid=16)
-        assert found <= other <= n
-
-
-def test_parity_interval_by_hand():
-    """Two budgets, two seeds; parity = position / budget with position = target × 100: the bootstrap mean of
-    resampled targets and budgets stays inside the per-budget range."""
-    runs = np.array([[0.2, 0.4], [0.4, 0.6]])  # seeds × budgets
-
-    def position_for(target):
-        return 100 * target
-
-    low, high = bm.parity_interval(position_for, runs, lambda g, q: g / [30, 50][q], seed=0, resamples=2000)
-    per_budget = [100 * runs[:, 0] / 30, 100 * runs[:, 1] / 50]
-    assert min(per_budget[0].min(), per_budget[1].min()) <= low < high <= max(per_budget[0].max(), per_budget[1].max())
-    assert bm.parity_interval(position_for, runs, lambda g, q: g / [30, 50][q], seed=0, resamples=2000) == (low, high)
+    assert again.null["parity"] == result.null["parity"]
+    other = bm.run_benchmark(campaign, external={"good": good}, **{**KW, "seed": 1})
+    assert other.null["parity"] != result.null["parity"]
 
 
 def test_circular_guard(campaign):

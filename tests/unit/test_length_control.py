@@ -134,22 +134,35 @@ def test_controls_off_and_length_as_a_method(campaign):
     assert "length control: left out ('length' is benchmarked as a method)" in bm.summary_table(both)
 
 
-def _result(best, length):
+def _result(best, length, *, p=0.01, length_p=0.01, gains=(0.02, 0.01)):
+    null = {"orderings": 99}
     return {
         "signature": {},
-        "methods": {"metric_avg": {"parity": best, "parity_ci90": [best - 0.05, best + 0.05]}},
-        "controls": {"length": {"parity": length}},
-    }
+        "methods": {
+            "metric_avg": {
+                "parity": best, "parity_ci90": [best - 0.05, best + 0.05], "spa_gain": gains[0], "p_value": p, "null": null
+            }
+        },
+        "controls": {"length": {"parity": length, "spa_gain": gains[1], "p_value": length_p, "null": null}},
+    }  # fmt: skip
 
 
 def test_recommendation_names_a_utility_that_adds_nothing_beyond_length():
-    rec = bm.recommendation(_result(0.80, 0.78))
-    assert rec["method"] == "metric_avg" and rec["length_parity"] == 0.78
-    assert rec["text"].endswith("; the length control alone needs 78 %: the utility adds nothing beyond length here")
-    assert "length" not in bm.recommendation(_result(0.60, 0.78))["text"]
-    rec = bm.recommendation(_result(1.10, 0.78))
-    assert rec["method"] is None and rec["text"].startswith("no method beats random here, but source length does")
-    assert bm.recommendation(_result(1.10, 1.20))["text"].startswith("no method beats random here: annotate a random")
+    rec = bm.recommendation(_result(0.80, 0.78, gains=(0.01, 0.02)))
+    assert rec["method"] == "metric_avg" and rec["length_parity"] == 0.78 and rec["length_p_value"] == 0.01
+    assert rec["text"].startswith("metric_avg saves 20 % of the items: random's accuracy with 80 %")
+    assert rec["text"].endswith(
+        "; the length control alone does as well (needs 78 %, p = 0.010): the utility adds nothing beyond length here"
+    )
+    assert "length" not in bm.recommendation(_result(0.60, 0.78))["text"]  # the utility gains more than length
+    rec = bm.recommendation(_result(1.10, 0.78, p=0.3))
+    assert rec["method"] is None
+    assert rec["text"].startswith("indistinguishable from random orderings (p = 0.300 against 99 random orderings)")
+    assert rec["text"].endswith(
+        "; source length does beat them: select by length (method 'length' needs 78 %, p = 0.010)"
+    )
+    rec = bm.recommendation(_result(0.70, 0.78, p=0.3, length_p=0.2))  # a parity below 100 % is not a saving alone
+    assert rec["method"] is None and "saves" not in rec["text"] and "by length" not in rec["text"]
     assert bm.recommendation({**_result(0.8, 0.7), "controls": {}})["length_parity"] is None
 
 
