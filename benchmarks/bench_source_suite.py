@@ -44,7 +44,7 @@ from scipy.stats import pearsonr, spearmanr
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from paths import RAW, REPO, RESULTS, SCRATCH  # noqa: E402
 
-from precomet.benchmark import run_benchmark  # noqa: E402
+from precomet.benchmark import pool_results, run_benchmark, shared_item_groups  # noqa: E402
 from precomet.campaign import HUMAN, Campaign, source_length  # noqa: E402
 from precomet.encoders import encode_cached, get_encoder  # noqa: E402
 from precomet.estimator import build_targets, predict_sources, train  # noqa: E402
@@ -133,15 +133,23 @@ def evaluate(campaign: Campaign, predictions: dict[str, np.ndarray], vectors: np
     )
     rows = {
         name: {
-            "parity": row["parity"],
-            "parity_by_prop": row["parity_by_prop"],
-            "spa": row["spa"],
-            "spearman_length": float(spearmanr(external[name], length)[0]) if not callable(external[name]) else None,
+            **{key: row[key] for key in VERDICT},
+            "spearman_length": _spearman(external[name], length),
         }
         for name, row in result["methods"].items()
     }
-    rows["random"] = {"spa": result["random"]["spa"] if "spa" in result["random"] else None, "parity": 1.0}
-    return {"items": len(campaign), "systems": len(campaign.systems), "rows": rows, "signature": result["signature"]}
+    return {
+        "items": len(campaign),
+        "systems": len(campaign.systems),
+        "random_spa": result["random"]["spa"],
+        "rows": rows,
+        "null": {key: result.null[key] for key in ("spa_gain", "parity")} if result.null else None,
+        "signature": result.to_dict()["signature"],
+    }
+
+
+VERDICT = ("parity", "parity_by_prop", "spa", "spa_gain", "p_value", "parity_p_value", "parity_ci90", "null")
+"""What each selector's row keeps of its benchmark row: parity, SPA and the verdict against random orderings."""
 
 
 def estimators(rows: list[dict], *, backbone: str, seeds: list[int], where: str) -> dict[str, list[Path]]:
@@ -263,6 +271,7 @@ def run_test(args: argparse.Namespace) -> dict:
     every_source = load_human(SUITE, complete=False)
     out: dict = {"stage": "test", "history": args.history, "target": args.target, "backbone": args.backbone}
     out["config"] = str(CONFIG.relative_to(REPO))
+    out["groups"] = shared_item_groups({name: campaign.src for name, campaign in suite.items()})
     out["campaigns"] = run_stage(
         suite,
         every_source,
@@ -343,28 +352,42 @@ SELECTORS = ("longer first", "length model", "k-means", "estimator", "estimator 
 
 
 def report_test(path: Path, *, budget: str = "items") -> list[str]:
-    """Parity (%) per suite campaign and selector, with the suite mean and the worst campaign."""
+    """Parity (%) per suite campaign and selector with its p-value against random orderings, and the verdict pooled
+    over the campaigns (those sharing items merged: they count once)."""
     result = json.loads(path.read_text())
     campaigns = {n: c for n, c in result["campaigns"].items() if budget in c}
     names = list(campaigns)
     selectors = list(next(iter(campaigns.values()))[budget]["rows"])
+    pooled = pooled_verdicts(result, budget)
     lines = [
-        f"| selector | {' | '.join(names)} | mean | worst |",
-        "|---|" + "---|" * (len(names) + 2),
+        f"| selector | {' | '.join(names)} | mean | pooled gain (SPA points) | pooled p |",
+        "|---|" + "---|" * (len(names) + 3),
     ]
     for sel in selectors:
-        values = [campaigns[n][budget]["rows"][sel]["parity"] for n in names]
-        lines.append(
-            f"| {sel} | "
-            + " | ".join(_pct(v) for v in values)
-            + f" | **{_pct(np.mean(values))}** | {_pct(max(values))} |"
-        )
+        rows = [campaigns[n][budget]["rows"][sel] for n in names]
+        cells = [_pct(row["parity"]) + _mark(row.get("p_value")) for row in rows]
+        verdict = pooled["rows"].get(sel) if pooled else None
+        tail = f"{100 * verdict['spa_gain']:+.1f} | {verdict['p_value']:.3f}" if verdict else "– | –"
+        lines.append(f"| {sel} | " + " | ".join(cells) + f" | {_pct(np.mean([r['parity'] for r in rows]))} | {tail} |")
+    if pooled:
+        band = pooled["null"]
+        lines += [
+            "",
+            f"Parity (%) per campaign; * = p < 0.05 against {pooled['null_orderings']} random orderings scored the same"
+            " way (on the SPA gain), otherwise indistinguishable from random whatever the point value. Pooled: mean"
+            " over groups of campaigns that share items (" + "; ".join(" + ".join(g) for g in pooled["groups"]) + "),"
+            f" against pooled random orderings: their pooled parity {100 * band['parity_median']:.0f} % (5–95 %"
+            f" {100 * band['parity_p05']:.0f}–{100 * band['parity_p95']:.0f} %), pooled gain"
+            f" {100 * band['spa_gain_p05']:+.1f} to {100 * band['spa_gain_p95']:+.1f} points.",
+            "",
+        ]
     if budget == "items":
+        lines += ["| correlation | " + " | ".join(names) + " | mean |", "|---|" + "---|" * (len(names) + 1)]
         for label, field in (("Pearson with the true utility", "pearson_truth"),):
             for sel in campaigns[names[0]][field]:
                 values = [campaigns[n][field][sel] for n in names]
                 lines.append(
-                    f"| {label}: {sel} | " + " | ".join(f"{v:.2f}" for v in values) + f" | {np.mean(values):.2f} | |"
+                    f"| {label}: {sel} | " + " | ".join(f"{v:.2f}" for v in values) + f" | {np.mean(values):.2f} |"
                 )
         for sel in selectors:
             values = [campaigns[n][budget]["rows"][sel].get("spearman_length") for n in names]
@@ -372,14 +395,35 @@ def report_test(path: Path, *, budget: str = "items") -> list[str]:
                 lines.append(
                     f"| Spearman with length: {sel} | "
                     + " | ".join(f"{v:.2f}" for v in values)
-                    + f" | {np.mean(values):.2f} | |"
+                    + f" | {np.mean(values):.2f} |"
                 )
     return lines
 
 
-def write_report() -> Path:
-    """benchmarks/results/source-suite.md from the dev and test JSON files present."""
-    dev = sorted(RESULTS.glob("source_suite_dev_*.json"))
+def pooled_verdicts(result: dict, budget: str) -> dict | None:
+    """:func:`precomet.benchmark.pool_results` over the suite's campaigns (``None`` for a JSON without nulls)."""
+    campaigns = {n: c[budget] for n, c in result["campaigns"].items() if budget in c}
+    if not campaigns or any(not c.get("null") for c in campaigns.values()):
+        return None
+    as_results = {n: {"methods": c["rows"], "controls": {}, "null": c["null"]} for n, c in campaigns.items()}
+    groups = [[n for n in group if n in campaigns] for group in result.get("groups", [[n] for n in campaigns])]
+    return pool_results(as_results, groups=[g for g in groups if g])
+
+
+def _spearman(utility, length: np.ndarray) -> float | None:
+    """Spearman of a utility with the source length (``None`` for a budget-dependent or constant utility)."""
+    if callable(utility) or np.ptp(utility) == 0:
+        return None
+    return float(spearmanr(utility, length)[0])
+
+
+def _mark(p: float | None) -> str:
+    return "*" if p is not None and p < 0.05 else ""
+
+
+def write_report(results: Path = RESULTS) -> Path:
+    """``results``/source-suite.md from the dev and test JSON files present there (default benchmarks/results)."""
+    dev = sorted(results.glob("source_suite_dev_*.json"))
     lines = [
         "# Source-based selection on human judgements, with every control (issue 19)",
         "",
@@ -387,8 +431,9 @@ def write_report() -> Path:
         "and speed runs below, each under its own command)",
         "",
         "Parity (%) = the share of the budget at which a selector reaches random's soft pairwise accuracy, averaged",
-        "over budgets 5-50 % (100 random seeds); below 100 beats random. `longer first`: the source length as the",
-        "utility; `length model`: the same estimator and head with the source length as its only feature;",
+        "over budgets 5-50 % (100 random seeds); below 100 beats random only with p < 0.05 against random orderings.",
+        "`longer first`: the source length as the utility; `length model`: the same estimator and head with the",
+        "source length as its only feature;",
         "`k-means`: k-means (k = budget) on the backbone's source vectors; `estimator`: top-k on the prediction;",
         "`estimator - length`: its rank with the length rank regressed out (what it adds beyond length); `strata`:",
         "the best predicted item of each k-means stratum (`precomet.selection.strata`). Pearson: prediction vs the",
@@ -401,18 +446,20 @@ def write_report() -> Path:
         command = json.loads(path.read_text()).get("command", "")
         lines.append(f"`{command}`")
         lines.append("")
-    lines += report_dev(dev)
-    best = min(
-        (float(np.mean([p["items"]["rows"][sel]["parity"] for p in parts.values() if "items" in p])), key, sel)
-        for path in dev
-        for key, parts in json.loads(path.read_text())["results"].items()
-        for sel in ("estimator", "strata estimator")
-    )
-    lines += [
-        "",
-        f"Lowest dev parity: {best[1]} with {best[2]} ({100 * best[0]:.0f} %): the configuration tested below.",
-    ]
-    for path in sorted(RESULTS.glob("source_suite_test*.json")):
+    if dev:
+        lines += report_dev(dev)
+        best = min(
+            (float(np.mean([p["items"]["rows"][sel]["parity"] for p in parts.values() if "items" in p])), key, sel)
+            for path in dev
+            for key, parts in json.loads(path.read_text())["results"].items()
+            for sel in ("estimator", "strata estimator")
+        )
+        lines += [
+            "",
+            f"Lowest dev parity: {best[1]} with {best[2]} ({100 * best[0]:.0f} %): the configuration tested below."
+            " Dev parity chooses a configuration; it is no verdict against random (the test suite's p-values are).",
+        ]
+    for path in sorted(results.glob("source_suite_test*.json")):
         result = json.loads(path.read_text())
         lines += ["", f"## Test suite: {result['target']} on {result['backbone']}, history {result['history']}", ""]
         lines += [f"`{result['command']}` ({result['seconds']:.0f} s)", "", "Budgets in items:", ""]
@@ -422,7 +469,7 @@ def write_report() -> Path:
             lines += report_test(path, budget="cost")
         dropped = {n: c.get("leak_guard_dropped_rows") for n, c in result["campaigns"].items()}
         lines += ["", f"Leak guard (training rows dropped for sharing a source, sentence or run): {dropped}."]
-    speed_path = RESULTS / "source_suite_speed.json"
+    speed_path = results / "source_suite_speed.json"
     if speed_path.exists():
         sp = json.loads(speed_path.read_text())
         lines += [
@@ -437,7 +484,7 @@ def write_report() -> Path:
             f" The shipped checkpoint predicts {sp['predict_zh_per_s']:.0f} Chinese and {sp['predict_en_per_s']:.0f}"
             " English sources/s: below the 300/s goal, the price of a multilingual encoder on CPU.",
         ]
-    out = RESULTS / "source-suite.md"
+    out = results / "source-suite.md"
     out.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return out
 
@@ -458,11 +505,14 @@ def main() -> None:
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     parser.add_argument("--cost", action="store_true", help="test: also under a cost budget (length cost model)")
     parser.add_argument("--out", type=Path)
+    parser.add_argument(
+        "--results", type=Path, default=RESULTS, help="report: the folder of the JSON files and the report"
+    )
     parser.add_argument("--ship", type=Path, help="test: copy the first seed's checkpoint here (e.g. checkpoints/NAME)")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
     if args.stage == "report":
-        print(f"wrote {write_report()}")
+        print(f"wrote {write_report(args.results)}")
         return
     started = time.perf_counter()
     result = {"dev": run_dev, "test": run_test, "speed": run_speed}[args.stage](args)

@@ -25,6 +25,7 @@ import numpy as np
 import torch
 from assemble_benchmarks_md import main as assemble_benchmarks_md  # sibling script (benchmarks/ is on sys.path)
 from paths import REPO  # benchmarks/paths.py (the script's folder is on sys.path)
+from report import null_line, verdict_cell  # benchmarks/report.py
 from threadpoolctl import threadpool_limits
 
 from precomet.benchmark import DEFAULT_PROPS, plot_benchmark, run_benchmark
@@ -78,8 +79,8 @@ NOTES = [
     "### Reading the output-only tables",
     "",
     "- k-means refits for every budget, so its subsets are not nested and its SPA is not monotone in the budget; the",
-    "  parity search reports the first budget whose SPA reaches random's, which can be a lucky small budget. That is",
-    "  how k-means can show parity < 100 % with a mean SPA below random (ESA en-ja). Nested methods do not have this.",
+    "  parity search reports the first budget whose SPA reaches random's, which can be a lucky small budget. Every",
+    "  ordering has that luck (the null line): only a p-value below 0.05 says a row beats random orderings.",
     "- Diversity helps on TED en-de and SummEval consistency/fluency. It is below random on TED zh-en and WMT23 zh-en,",
     "  whose outputs are English (so not an encoder problem), and on the ESA pairs, whose Czech/Hindi/Japanese outputs",
     "  the English encoder also embeds poorly.",
@@ -211,10 +212,6 @@ def pct(x: float | None) -> str:
     return "–" if x is None else f"{100 * x:.1f}"
 
 
-def percent(x: float | None) -> str:
-    return "–" if x is None else f"{100 * x:.1f}%"
-
-
 def count(x: float | None) -> str:
     return "–" if x is None else f"{x:.2f}"
 
@@ -306,7 +303,7 @@ def render(args: argparse.Namespace) -> str:
         "SPA = soft pairwise accuracy (%) averaged over budgets; clusters = "
         "mean cluster count; parity = budget needed to",
         "reach random's mean SPA, as a share of random's budget (Eq. 12, lower "
-        f"is better). Random = mean of {args.seeds} seeds.",
+        f"is better), with its p-value against random orderings. Random = mean of {args.seeds} seeds.",
         "JSON and figures: benchmarks/results/metaeval/. Wall time per campaign (whole benchmark, incl. utilities): "
         + ", ".join(f"{k} {v:.0f} s" for k, v in seconds.items())
         + ".",
@@ -364,7 +361,7 @@ def wmt_section(results: dict, peers: dict) -> list[str]:
         for key in wmt:
             m = row_of(results[key], name)
             spas.append(m["spa"])
-            cells += [pct(m["spa"]), count(m["clusters"]), "–" if name == "random" else percent(m["parity"])]
+            cells += [pct(m["spa"]), count(m["clusters"]), "–" if name == "random" else verdict_cell(m)]
         peer_cells = []
         for key in wmt:
             p = peers.get(key, {}).get(PEER_ROW_OF.get(name, ""))
@@ -387,7 +384,7 @@ def wmt_section(results: dict, peers: dict) -> list[str]:
             + ", ".join(f"{k} {v:.0f} s" for k, v in peer_seconds.items())
             + ".",
         ]
-    return [*lines, "", *peer_differences(results, peers, wmt)]
+    return [*lines, "", null_line({key: results[key] for key in wmt}), "", *peer_differences(results, peers, wmt)]
 
 
 def peer_differences(results: dict, peers: dict, wmt: list[str]) -> list[str]:
@@ -483,9 +480,9 @@ def variant_section(results: dict, args: argparse.Namespace) -> list[str]:
         cells = [pct(row_of(plain, name)["spa"])] if plain else []
         for key in keys:
             m = row_of(results[key], name)
-            cells += [pct(m["spa"]), count(m["clusters"]), "–" if name == "random" else percent(m["parity"])]
+            cells += [pct(m["spa"]), count(m["clusters"]), "–" if name == "random" else verdict_cell(m)]
         lines.append(f"| {LABEL[name]} | " + " | ".join(cells) + " |")
-    return [*lines, ""]
+    return [*lines, "", null_line({key: results[key] for key in keys}), ""]
 
 
 def plain_table(title: str, prefix: str, keys: list[str], results: dict) -> list[str]:
@@ -501,14 +498,14 @@ def plain_table(title: str, prefix: str, keys: list[str], results: dict) -> list
     for key in keys:
         r = results[key]
         cells = [
-            f"{pct(row_of(r, m)['spa'])} | {count(row_of(r, m)['clusters'])} | {percent(row_of(r, m)['parity'])}"
+            f"{pct(row_of(r, m)['spa'])} | {count(row_of(r, m)['clusters'])} | {verdict_cell(row_of(r, m))}"
             for m in methods
         ]
         lines.append(
             f"| {key[len(prefix) :]} | {r['items']} × {len(r['systems'])} | {pct(r['random']['spa'])} | "
             f"{r['random']['clusters']:.2f} | " + " | ".join(cells) + " |"
         )
-    return [*lines, ""]
+    return [*lines, "", null_line({key: results[key] for key in keys}), ""]
 
 
 if __name__ == "__main__":

@@ -46,3 +46,33 @@ def results_file(path: Path, title: str, *, fenced: bool = False) -> Iterator[No
     body = f"```\n{body}\n```" if fenced else body
     path.write_text(f"# {title}\n\nCommand: `{invocation()}`\n\n{body}\n", encoding="utf-8")
     print(f"wrote {path}")
+
+
+def verdict_cell(row: dict) -> str:
+    """A result row's parity with its verdict against random orderings: ``"71.4% (p 0.005)"``; a parity whose
+    p-value (on the SPA gain) is not below 0.05 is marked ``n.s.``: indistinguishable from random orderings."""
+    parity = f"{100 * row['parity']:.1f}%"
+    p = row.get("p_value")
+    if p is None:
+        return f"{parity} (no null)"
+    return f"{parity} (p {p:.3f})" if p < 0.05 else f"{parity} (n.s., p {p:.2f})"
+
+
+def null_line(results: dict[str, dict]) -> str:
+    """One line naming each result's null of random orderings: parity median and 5–95 % band."""
+    parts = []
+    for key, result in results.items():
+        row = next((m for m in result["methods"].values() if m.get("null")), None)
+        if row:
+            null = row["null"]
+            parts.append(
+                f"{key} {100 * null['parity_median']:.0f} % ({100 * null['parity_p05']:.0f}–"
+                f"{100 * null['parity_p95']:.0f} %)"
+            )
+    orderings = next(iter(results.values())).get("null_orderings", 0) if results else 0
+    return (
+        f"Null: {orderings} random orderings scored exactly as a method; their parity, median (5–95 %): "
+        + "; ".join(parts)
+        + ". p = share of them whose SPA gain over random is at least the row's (+1 correction); n.s. = p ≥ 0.05,"
+        " indistinguishable from random orderings whatever the parity's point value."
+    )

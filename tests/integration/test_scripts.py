@@ -90,3 +90,40 @@ def test_ensemble_refuses_a_single_member(tmp_path):
     done = run_script("training/ensemble.py", "mean.jsonl", "one.jsonl", cwd=tmp_path)
     assert done.returncode == 2
     assert "two or more utility files" in done.stderr
+
+
+@pytest.mark.slow
+def test_source_suite_report_stage_runs_on_a_tiny_stand_in(tmp_path):
+    """The suite's evaluate() on two tiny simulated campaigns (one a twin of the other: they share their items),
+    written as the test stage writes its JSON, then the report stage: parity with p-values, pooled verdicts."""
+    import json
+
+    from precomet.simulate import simulate_campaign
+
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    try:
+        import bench_source_suite as suite
+    finally:
+        sys.path.remove(str(REPO / "benchmarks"))
+    campaigns = {"a": simulate_campaign(n_items=60, n_systems=4, seed=1)}
+    campaigns["a-twin"] = campaigns["a"]
+    campaigns["b"] = simulate_campaign(n_items=50, n_systems=4, seed=2)
+    result = {"stage": "test", "history": "human", "target": "metric_avg", "backbone": "stand-in", "seconds": 1.0}
+    result["command"] = "stand-in"
+    result["groups"] = suite.shared_item_groups({name: c.src for name, c in campaigns.items()})
+    assert result["groups"] == [["a", "a-twin"], ["b"]]
+    result["campaigns"] = {}
+    for name, campaign in campaigns.items():
+        rng = np.random.default_rng(0)
+        predictions = {"estimator": rng.random(len(campaign)), "length model": rng.random(len(campaign))}
+        vectors = rng.normal(size=(len(campaign), 8))
+        result["campaigns"][name] = {
+            budget: suite.evaluate(campaign, predictions, vectors, budget_unit=budget) for budget in ("items", "cost")
+        }
+        result["campaigns"][name]["pearson_truth"] = {"estimator": 0.1}
+    (tmp_path / "source_suite_test.json").write_text(json.dumps(result))  # plain json: everything serialisable
+    done = run_script("benchmarks/bench_source_suite.py", "--stage", "report", "--results", str(tmp_path), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    report = (tmp_path / "source-suite.md").read_text()
+    assert "| estimator |" in report and "pooled p" in report and "a + a-twin; b" in report
+    assert "random orderings" in report and "Budgets in annotation cost" in report

@@ -140,7 +140,8 @@ def _result(best, length, *, p=0.01, length_p=0.01, gains=(0.02, 0.01)):
         "signature": {},
         "methods": {
             "metric_avg": {
-                "parity": best, "parity_ci90": [best - 0.05, best + 0.05], "spa_gain": gains[0], "p_value": p, "null": null
+                "parity": best, "parity_ci90": [best - 0.05, best + 0.05], "spa_gain": gains[0], "p_value": p,
+                "null": null,
             }
         },
         "controls": {"length": {"parity": length, "spa_gain": gains[1], "p_value": length_p, "null": null}},

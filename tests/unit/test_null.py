@@ -53,7 +53,7 @@ def test_null_orderings_are_scored_exactly_like_methods(campaign):
         assert len(null["parity"]) == len(null["spa_gain"]) == 30
         utilities = bm.null_utilities(len(campaign), 30, seed=4)
         for r in (0, 7, 29):
-            row = bm.evaluate_method(ref, campaign, lambda k, r=r: utilities[r], **kw)
+            row = bm.evaluate_method(ref, campaign, lambda k, u=utilities[r]: u, **kw)
             assert null["spa_gain"][r] == pytest.approx(row["spa_gain"], abs=1e-12), (budget_unit, r)
             assert null["parity"][r] == pytest.approx(row["parity"], abs=1e-12), (budget_unit, r)
         forked = bm.score_null(ref, campaign, orderings=30, seed=4, workers=2, **kw)
