@@ -13,7 +13,10 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 SECTIONS = (  # (file under benchmarks/results/, what it measures) in reading order; findings after their tables
-    ("null.md", "The verdict's null: random orderings scored as methods, the primary statistic, calibration (issue 30)"),
+    (
+        "null.md",
+        "The verdict's null: random orderings scored as methods, the primary statistic, calibration (issue 30)",
+    ),
     ("metaeval.md", "Selection quality: output-based methods vs random and vs subset2evaluate (issue 5)"),
     ("metaeval_speed.md", "Meta-evaluation speed vs subset2evaluate (issue 5)"),
     ("metaeval_speed-findings.md", "Meta-evaluation speed: what makes it fast"),

@@ -27,12 +27,15 @@ from paths import RAW, REPO  # benchmarks/paths.py (the script's folder is on sy
 
 from precomet.benchmark import (
     DEFAULT_PROPS,
+    NULL_ORDERINGS,
     evaluate_method,
     evaluate_props,
     make_selector,
     random_baseline,
     random_runs,
+    score_null,
     summarise_random,
+    verdict,
 )
 from precomet.campaign import source_length
 from precomet.costs import MEASURED, cost_sources_per_item
@@ -122,8 +125,9 @@ def utilities(campaign, methods, metric) -> dict[str, np.ndarray]:
     }
 
 
-def evaluate(campaign, ref, random, select, utility) -> dict:
-    """SPA, clusters and parity in cost of the subsets ``select(utility, prop)`` picks, against ``random``."""
+def evaluate(campaign, ref, random, select, utility, null=None) -> dict:
+    """SPA, clusters, SPA gain and parity in cost of the subsets ``select(utility, prop)`` picks, against ``random``;
+    with ``null`` (random subsets of equal cost scored the same way) also the p-value of the gain."""
     result = evaluate_method(
         ref,
         campaign,
@@ -133,14 +137,22 @@ def evaluate(campaign, ref, random, select, utility) -> dict:
         select=select,
         budget_unit="cost",
     )
-    return {k: result[k] for k in ("spa", "clusters", "parity", "parity_ci90", "spa_by_prop", "parity_by_prop")}
+    if null is not None:
+        result = verdict(result, null)
+    keys = ("spa", "clusters", "spa_gain", "parity", "spa_by_prop", "parity_by_prop", "p_value", "parity_ci90")
+    return {k: result[k] for k in keys if k in result}
 
 
-def random_subsets(ref, campaign, seeds: int) -> dict:
-    """Random subsets that fit each cost budget: the summary, and the runs behind parity's interval."""
+def random_subsets(ref, campaign, seeds: int, orderings: int = NULL_ORDERINGS) -> dict:
+    """Random subsets that fit each cost budget: the summary, the runs behind parity's target, and the null
+    (``orderings`` other random subsets of equal cost, scored as methods)."""
     select = make_random_selector(campaign, budget_unit="cost", balance=None, level="item")
     runs = random_runs(ref, select, DEFAULT_PROPS, seeds=seeds)
-    return {**summarise_random(runs, len(DEFAULT_PROPS)), "runs": runs}
+    null = score_null(
+        ref, campaign, random_spa_runs=runs[:, :, 0], props=DEFAULT_PROPS, select=select, budget_unit="cost",
+        orderings=orderings, workers=None,
+    )  # fmt: skip
+    return {**summarise_random(runs, len(DEFAULT_PROPS)), "runs": runs, "null": null}
 
 
 def paper_protocol(campaign, found: dict[str, np.ndarray], seeds: int) -> dict:
@@ -175,14 +187,17 @@ def run_case(key: str, seeds: int, paper_seeds: int) -> dict:
         "items": len(campaign),
         "systems": len(campaign.systems),
         "cost_note": campaign.info.get("cost", "length model 0.15·len+33.7 s"),
-        "random": {k: v for k, v in random.items() if k != "runs"},
+        "random": {k: v for k, v in random.items() if k not in ("runs", "null")},
         "objectives": {},
     }
     for objective in COST_OBJECTIVES:
         start = time.perf_counter()
         select = make_selector(campaign, budget_unit="cost", cost_objective=objective)
-        out["objectives"][objective] = {m: evaluate(campaign, ref, random, select, u) for m, u in found.items()}
-        out["objectives"][objective][LENGTH_ONLY] = evaluate(campaign, ref, random, select, np.ones(len(campaign)))
+        null = random["null"]
+        out["objectives"][objective] = {m: evaluate(campaign, ref, random, select, u, null) for m, u in found.items()}
+        out["objectives"][objective][LENGTH_ONLY] = evaluate(
+            campaign, ref, random, select, np.ones(len(campaign)), null
+        )
         print(
             f"{key} {objective}: "
             + ", ".join(
@@ -244,7 +259,7 @@ def explore(seeds: int) -> dict:
     title, loader, methods, metric = CASES["wmt22-zh-en"]
     campaign = loader()
     ref = full_reference(campaign, score="human", permutations=1000, seed=0)
-    random = random_subsets(ref, campaign, seeds)
+    random = random_subsets(ref, campaign, seeds, orderings=0)  # choosing on dev: parity only, no verdict
     found = utilities(campaign, methods, metric)
     rows = {}
     for name, select in candidates(campaign).items():
@@ -265,7 +280,9 @@ def render(results: list[dict], command: str, seeds: int, explored: dict | None)
         "",
         f"Command: `{command}` (random = {seeds} seeds of a random subset that fits the same cost budget; budgets",
         "5 %..50 % of the total cost; parity = the share of the cost at which a method first reaches random's mean",
-        "SPA, averaged over budgets, Eq. 12 in cost; lower is better, < 100 % beats random). Objectives",
+        "SPA, averaged over budgets, Eq. 12 in cost; lower is better). * = p < 0.05 against"
+        f" {NULL_ORDERINGS} random subsets of equal cost scored the same way (p on the SPA gain over random);",
+        "without it a parity is indistinguishable from random subsets, whatever its point value. Objectives",
         "(precomet.selection.objective): **rank-length** = utility percentile × source characters (the default),",
         "**rank-cost** = utility percentile × cost, **paper** = utilities shifted onto [0.1, 0.6] (Eq. 2).",
         "",
@@ -279,6 +296,7 @@ def render(results: list[dict], command: str, seeds: int, explored: dict | None)
         for m in res["objectives"]["paper"]:
             cells = [
                 f"{100 * res['objectives'][o][m]['spa']:.1f} / {100 * res['objectives'][o][m]['parity']:.0f} %"
+                + _mark(res["objectives"][o][m].get("p_value"))
                 for o in ("rank-length", "rank-cost", "paper")
             ]
             lines.append(
@@ -345,6 +363,10 @@ def render(results: list[dict], command: str, seeds: int, explored: dict | None)
         ]
         lines.append("")
     return "\n".join(lines)
+
+
+def _mark(p: float | None) -> str:
+    return "" if p is None else f" (p {p:.3f}) *" if p < 0.05 else f" (p {p:.2f})"
 
 
 def summary_vs_length(results: list[dict]) -> list[str]:

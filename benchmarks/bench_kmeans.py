@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 from paths import RAW, REPO  # benchmarks/paths.py (the script's folder is on sys.path)
 
-from precomet.benchmark import DEFAULT_PROPS, random_baseline
+from precomet.benchmark import DEFAULT_PROPS, NULL_ORDERINGS, p_value, random_runs, score_null, summarise_random
 from precomet.io import load
 from precomet.metaeval import evaluate_indices, evaluate_weighted, full_reference
 from precomet.selection.units import budget_items
@@ -39,11 +39,14 @@ def measure(lp: str, args: argparse.Namespace) -> dict[str | tuple[str, bool], A
     campaign = load(RAW / "mt-metrics-eval-v2", campaign=f"wmt23/{lp}", human="mqm")
     ref = full_reference(campaign)
     n = len(campaign)
-    random = random_baseline(ref, None, list(DEFAULT_PROPS), seeds=args.seeds)
+    runs = random_runs(ref, None, list(DEFAULT_PROPS), seeds=args.seeds)
+    random = summarise_random(runs, len(DEFAULT_PROPS))
+    null = score_null(ref, campaign, random_spa_runs=runs[:, :, 0], props=DEFAULT_PROPS, select=None, workers=None)
     options = {**KMEANS_OPTIONS, "cache_dir": args.cache}
     vectors = {on: item_vectors(campaign, on, options) for on in ("src", "tgt")}
     out: dict[str | tuple[str, bool], Any] = {  # per-campaign facts, and the results per (embedding, weighted)
         "random": {"spa": random["spa"], "clusters": random["clusters"], "corr": random["corr"]},
+        "null_gain": null["spa_gain"],
         "n": n,
         "systems": len(campaign.systems),
     }
@@ -60,8 +63,14 @@ def measure(lp: str, args: argparse.Namespace) -> dict[str | tuple[str, bool], A
             out[(on, flag)] = {key: float(np.mean([r[key] for r in rows])) for key in ("spa", "clusters", "kendall")}
             out[(on, flag)]["spa_by_prop"] = [r["spa"] for r in rows]
             out[(on, flag)]["fit_seconds"] = seconds
+            gain = float(np.mean(out[(on, flag)]["spa_by_prop"]) - random["spa"])
+            out[(on, flag)]["p"] = p_value(gain, null["spa_gain"])
         print(lp, on, out[(on, False)]["spa"], out[(on, True)]["spa"], f"{seconds:.0f} s", flush=True)
     return out
+
+
+def _p(p: float) -> str:
+    return f"p {p:.3f}" if p < 0.05 else f"n.s., p {p:.2f}"
 
 
 def main() -> None:
@@ -77,10 +86,12 @@ def main() -> None:
         f"Command: `{command.strip()}`  ",
         "WMT23, human = MQM, budgets 5–50 % (k = budget), SPA (%) and cluster count averaged over budgets; "
         "random = mean of "
-        f"{args.seeds} random subsets; Δ = SPA − random. Paper = Table 8 (9 WMT23 pairs; its encoder MiniLM-L12 "
+        f"{args.seeds} random subsets; Δ = SPA − random (the SPA gain); p = share of {NULL_ORDERINGS} random orderings"
+        " with at least that gain (`precomet.benchmark.score_null`; n.s. = p ≥ 0.05: indistinguishable from random"
+        " orderings). Paper = Table 8 (9 WMT23 pairs; its encoder MiniLM-L12 "
         "multilingual, ours the offline English all-MiniLM-L6-v2, so Chinese sources embed poorly).",
         "",
-        "| selector | en-de SPA | en-de Δ | en-de clusters | zh-en SPA | zh-en Δ | zh-en clusters "
+        "| selector | en-de SPA | en-de Δ (p) | en-de clusters | zh-en SPA | zh-en Δ (p) | zh-en clusters "
         "| k-means fit s (en-de / zh-en) | paper SPA |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
@@ -93,8 +104,9 @@ def main() -> None:
     for on, flag, label in ROWS:
         a, b = de[(on, flag)], zh[(on, flag)]
         lines.append(
-            f"| {label} | {100 * a['spa']:.1f} | {100 * (a['spa'] - de['random']['spa']):+.1f} | {a['clusters']:.2f} | "
-            f"{100 * b['spa']:.1f} | {100 * (b['spa'] - zh['random']['spa']):+.1f} | {b['clusters']:.2f} | "
+            f"| {label} | {100 * a['spa']:.1f} | {100 * (a['spa'] - de['random']['spa']):+.1f} ({_p(a['p'])}) |"
+            f" {a['clusters']:.2f} | {100 * b['spa']:.1f} | {100 * (b['spa'] - zh['random']['spa']):+.1f}"
+            f" ({_p(b['p'])}) | {b['clusters']:.2f} | "
             f"{a['fit_seconds']:.0f} / {b['fit_seconds']:.0f} | {PAPER[(on, flag)]} |"
         )
     lines += [

@@ -12,6 +12,7 @@ import argparse
 import sys
 
 from paths import RAW, REPO  # benchmarks/paths.py (the script's folder is on sys.path)
+from report import null_line, verdict_cell  # benchmarks/report.py
 
 from precomet.benchmark import run_benchmark
 from precomet.io import load
@@ -51,7 +52,7 @@ def main() -> None:
         cells = []
         for lp in ("en-de", "zh-en"):
             m = get(lp)
-            parity = f"{100 * m['parity']:.1f}%" if "parity" in m else "–"
+            parity = verdict_cell(m) if "parity" in m else "–"
             cells += [f"{100 * m['spa']:.1f}", f"{m['clusters']:.2f}", parity]
         return f"| {label} | " + " | ".join(cells) + f" | {paper} |"
 
@@ -81,6 +82,8 @@ def main() -> None:
         "Oracle wall time (greedy order + evaluation + parity search): "
         + ", ".join(f"{lp} {res[lp]['oracle']['seconds']:.1f} s" for lp in res)
         + ". Cluster counts are a by-product (the oracle optimises SPA only).",
+        "",
+        null_line({f"wmt23/{lp}": res[lp] for lp in res}),
     ]
     (REPO / "benchmarks" / "results" / "oracle.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
     print("\n".join(lines))
