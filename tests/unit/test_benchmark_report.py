@@ -195,3 +195,30 @@ def test_paths_lists_output_and_plot(data, tmp_path):
         ["benchmark", "--data", str(data), "--methods", "metric_avg", "-o", "o.json", "--plot", "p.png"]
     )
     assert [str(p) for p in command.paths(args).outputs if p] == ["o.json", "p.png"]
+
+
+def test_cli_json_contract_of_the_null(data, tmp_path, capsys):
+    """Other tools read it: every row of methods and controls has p_value in (0, 1] and the null's band; the top
+    level has null_orderings. --null-orderings 0 switches the null off; a negative count is refused."""
+    out = tmp_path / "b.json"
+    cmd = ["benchmark", "--data", str(data), "--methods", "metric_avg", "--metric", "m", *BASE, "-o", str(out)]
+    assert main([*cmd, "--null-orderings", "50"]) == 0
+    table = capsys.readouterr().out
+    written = json.loads(out.read_text())
+    assert written["null_orderings"] == 50 and len(written["null"]["parity"]) == 50
+    rows = [*written["methods"].values(), *written["controls"].values()]
+    assert len(rows) == 2
+    for row in rows:
+        assert 0 < row["p_value"] <= 1 and isinstance(row["p_value"], float)
+        assert set(row["null"]) >= {"orderings", "parity_median", "parity_p05", "parity_p95"}
+        assert row["null"]["orderings"] == 50
+        assert row["null"]["parity_p05"] <= row["null"]["parity_median"] <= row["null"]["parity_p95"]
+    assert "null: 50 random orderings scored like a method" in table
+    assert written["signature"]["null_orderings"] == 50
+    assert main([*cmd, "--null-orderings", "0"]) == 0
+    assert "no null of random orderings" in capsys.readouterr().out
+    off = json.loads(out.read_text())
+    assert off["null_orderings"] == 0 and off["methods"]["metric_avg"]["p_value"] is None
+    with pytest.raises(SystemExit):
+        main([*cmd, "--null-orderings", "-1"])
+    assert "--null-orderings" in capsys.readouterr().err
