@@ -33,6 +33,8 @@ from pathlib import Path
 
 from paths import RAW, REPO, RESULTS  # benchmarks/paths.py (the script's folder is on sys.path)
 
+from precomet.benchmark.null import NULL_ORDERINGS
+
 METHODS = ("metric_avg", "metric_var", "metric_cons")
 ONE_THREAD = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 
@@ -213,7 +215,8 @@ def main() -> None:
         "",
         f"Data: {what}. precomet: `precomet benchmark --data items.jsonl --methods {','.join(METHODS)}"
         f" --metric {metric} --seeds {args.seeds} --no-oracle -o out.json` (also searches each method's parity"
-        f" budget); peer: one `python` process running `select_subset.basic` + `eval_spa` + `eval_clucor` for the"
+        f" budget and scores the null's {NULL_ORDERINGS} random orderings, which the peer has no counterpart of);"
+        " peer: one `python` process running `select_subset.basic` + `eval_spa` + `eval_clucor` for the"
         f" same 3 methods and {args.seeds} random seeds (10 budgets 5–50 %). One BLAS thread on both sides; runs"
         " alternate. Source trees: " + ", ".join(f"{name} = {commit}" for name, commit in commits.items()) + ".",
         "",

@@ -94,7 +94,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=NULL_ORDERINGS,
         metavar="N",
         help=f"random orderings scored exactly like a method, the null behind every p-value and interval (default"
-        f" {NULL_ORDERINGS}; 0: no null, so no p-values and no saving claimed)",
+        f" {NULL_ORDERINGS}; 0: no null, so no p-values and no saving claimed; --crowd has no null yet)",
     )
     parser.add_argument(
         "--permutations", type=repeats, default=1000, help="sign-flip permutations for SPA (default 1000)"
