@@ -6,7 +6,7 @@ History (what an estimator learns from):
 * human-scored and aligned with its sources: WMT22 zh-en MQM (mt-metrics-eval), targets on the human scores;
 * output-only: the WMT21-22 release campaigns (from English and into English, 9 source languages), targets
   on sentence chrF against the reference (proxies: see docs/estimator.md). The crowd-DA segment scores of the
-  to-English campaigns are NOT used: their segment ids do not follow the source lines (BENCHMARKS.md).
+  to-English campaigns, aligned by the loader through their documents since issue 31, are not used here yet.
 
 Stages (every choice is made on ``dev`` before ``test`` is read):
 

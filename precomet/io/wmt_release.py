@@ -51,7 +51,16 @@ from precomet.errors import DataError
 from precomet.io.text import read_lines
 from precomet.values import finite_number
 
-__all__ = ["HUMANEVAL_ALIASES", "HUMAN_RAW", "is_wmt_release_root", "list_release_campaigns", "load_wmt_release"]
+__all__ = [
+    "HUMANEVAL_ALIASES",
+    "HUMAN_N",
+    "HUMAN_RAW",
+    "is_wmt_release_root",
+    "list_release_campaigns",
+    "load_wmt_release",
+    "read_documents",
+    "sid_lines",
+]
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +70,8 @@ _LAYOUT = "wmtYY/txt/sources/<testset>.<lp>.src.<sl>"
 
 HUMAN_RAW = "human_raw"
 """Score name of the raw (0-100) DA; ``human`` holds the annotator-standardised (z) DA."""
+HUMAN_N = "human_n"
+"""Score name of the number of DA judgements behind each (item, system) cell (N): a weight, not a quality score."""
 
 HUMANEVAL_ALIASES: dict[str, tuple[str, ...]] = {"liv-en": ("lv-en",)}
 """Campaign pair -> other pair names its ``ad-seg-scores-<pair>.csv`` may carry (WMT22 named the Livonian file
@@ -199,10 +210,34 @@ def _humaneval_file(root: Path, source: _Source, sources: list[_Source]) -> Path
 
 class _HumanRow(NamedTuple):
     system: str  # as written in the file
-    item: int  # 0-based line of the sources file
+    sid: int  # 1-based segment id: the position in the test set sorted by document id (sid_lines)
     raw: float
     z: float
+    judgements: int  # N: how many ratings the cell's means average
     line: int
+
+
+def read_documents(path: Path, n_lines: int) -> tuple[list[str], list[str]]:
+    """``(domains, document ids)`` of a ``documents/<pair>.docs`` file: one ``<domain or ->\t<docid>`` line per
+    source line (mt-metrics-eval's format); ``-`` becomes the domain ``all``."""
+    lines = _read(path)
+    if len(lines) != n_lines:
+        raise DataError(path, f"{len(lines)} lines, but the sources file has {n_lines}: one line per source line")
+    domains, docids = [], []
+    for number, text in enumerate(lines, start=1):
+        fields = text.split("\t")
+        if len(fields) != 2 or not fields[0].strip() or not fields[1].strip():
+            raise DataError(path, f"expected '<domain or ->\\t<document id>', got {text!r}", line=number)
+        domains.append("all" if fields[0].strip() == "-" else fields[0].strip())
+        docids.append(fields[1].strip())
+    return domains, docids
+
+
+def sid_lines(docids: list[str]) -> list[int]:
+    """The 0-based source line of every crowd-DA segment id, in SID order (SID ``k`` -> ``result[k - 1]``): the
+    test set's lines sorted by document id (plain string sort by code point, stable: a document keeps its
+    lines' order), the numbering of the WMT21-22 to-English crowd tasks (SOURCES.md §9)."""
+    return sorted(range(len(docids)), key=lambda i: (docids[i], i))
 
 
 def read_humaneval(path: Path, n_lines: int) -> list[_HumanRow]:
@@ -244,7 +279,7 @@ def read_humaneval(path: Path, n_lines: int) -> list[_HumanRow]:
                 f"system {system!r}, SID {sid}, field 'N': must be a count of ratings >= 1, got {fields[4]!r}",
                 line=number,
             )
-        rows.append(_HumanRow(system, int(sid) - 1, scores[0], scores[1], number))
+        rows.append(_HumanRow(system, int(sid), scores[0], scores[1], int(fields[4]), number))
     return rows
 
 
@@ -253,39 +288,47 @@ def _is_human_reference(name: str) -> bool:
 
 
 def _human_scores(
-    path: Path, root: Path, n_lines: int, systems: list[str], keep: list[int]
+    path: Path, root: Path, docids: list[str], systems: list[str], keep: list[int]
 ) -> tuple[dict[str, np.ndarray], dict[str, str]]:
-    """``{human: (len(keep), S), human_raw: …}`` from one humaneval file, and the ``info`` entries."""
+    """``{human: (len(keep), S), human_raw: …, human_n: …}`` from one humaneval file whose SIDs number the test
+    set sorted by ``docids`` (:func:`sid_lines`), and the ``info`` entries."""
     column = {s: j for j, s in enumerate(systems)}
     row_of = {line: i for i, line in enumerate(keep)}
+    line_of_sid = sid_lines(docids)
     z = np.full((len(keep), len(systems)), np.nan)
     raw = np.full_like(z, np.nan)
+    judgements = np.full_like(z, np.nan)
     seen: dict[tuple[str, int], int] = {}
     references: set[str] = set()
     without_output: set[str] = set()
-    for row in read_humaneval(path, n_lines):
+    for row in read_humaneval(path, len(docids)):
         name = row.system if row.system in column else _SUFFIX.sub("", row.system)
-        if (name, row.item) in seen:
+        if (name, row.sid) in seen:
             raise DataError(
                 path,
-                f"duplicate score for system {row.system!r} ({name}), SID {row.item + 1}"
-                f" (first on line {seen[(name, row.item)]})",
+                f"duplicate score for system {row.system!r} ({name}), SID {row.sid}"
+                f" (first on line {seen[(name, row.sid)]})",
                 line=row.line,
             )
-        seen[(name, row.item)] = row.line
+        seen[(name, row.sid)] = row.line
+        line = line_of_sid[row.sid - 1]
         if _is_human_reference(name):
             references.add(row.system)
         elif name not in column:
             without_output.add(row.system)
-        elif row.item in row_of:
-            z[row_of[row.item], column[name]] = row.z
-            raw[row_of[row.item], column[name]] = row.raw
+        elif line in row_of:
+            z[row_of[line], column[name]] = row.z
+            raw[row_of[line], column[name]] = row.raw
+            judgements[row_of[line], column[name]] = row.judgements
     scored = ~np.isnan(z)
     info = {
-        "human scores": f"{path.relative_to(root)} (crowd DA: {HUMAN} = Z.SCR, {HUMAN_RAW} = RAW.SCR)",
+        "human scores": (
+            f"{path.relative_to(root)} (crowd DA: {HUMAN} = Z.SCR, {HUMAN_RAW} = RAW.SCR, {HUMAN_N} = N, the"
+            " judgements behind each cell)"
+        ),
         "human alignment": (
-            "SID read as the 1-based source line (the release's documentation); measured, these scores do not"
-            " follow the source lines (benchmarks/check_da_alignment.py): use them for system-level results only"
+            "SID k = the k-th line of the test set sorted by document id (plain string sort, stable; document ids"
+            " from documents/; SOURCES.md §9), not the k-th source line"
         ),
         "human coverage": (
             f"{int(scored.all(axis=1).sum()) if systems else 0} of {len(keep)} items scored for every system,"
@@ -299,7 +342,7 @@ def _human_scores(
     unscored = [s for j, s in enumerate(systems) if not scored[:, j].any()]
     if unscored:
         info["systems without human score"] = ", ".join(unscored)
-    return {HUMAN: z, HUMAN_RAW: raw}, info
+    return {HUMAN: z, HUMAN_RAW: raw, HUMAN_N: judgements}, info
 
 
 def load_wmt_release(root: str | Path, campaign: str) -> Campaign:
@@ -341,8 +384,14 @@ def load_wmt_release(root: str | Path, campaign: str) -> Campaign:
         aligned(ref_paths[other], f"reference {other!r}")
 
     keep = [i for i, text in enumerate(src) if text.strip()]
+    docs_path = root / source.year / "documents" / f"{source.lp}.docs"
+    domains, docids = read_documents(docs_path, n) if docs_path.is_file() else (None, None)
     info = {
-        "layout": "WMT release txt: no documents or domains (each item is its own document, domain 'all')",
+        "layout": (
+            f"WMT release txt; documents and domains from {docs_path.relative_to(root)}"
+            if docids
+            else "WMT release txt: no documents/<pair>.docs (each item is its own document, domain 'all')"
+        ),
         "testset": source.testset,
         "reference": (
             f"{ref_names[0]} (first by name)"
@@ -369,8 +418,13 @@ def load_wmt_release(root: str | Path, campaign: str) -> Campaign:
                 f"{human_path.relative_to(root)} not loaded: {source.year} has {len(testsets)} test sets for"
                 f" {source.lp} ({', '.join(testsets)}) and the file does not say which it scores"
             )
+        elif docids is None:
+            info["human scores"] = (
+                f"{human_path.relative_to(root)} not loaded: its segment ids number the test set sorted by document"
+                f" id, and {docs_path.relative_to(root)} (one '<domain>\\t<docid>' line per source line) is missing"
+            )
         else:
-            scores, human_info = _human_scores(human_path, root, n, systems, keep)
+            scores, human_info = _human_scores(human_path, root, docids, systems, keep)
             info.update(human_info)
     return Campaign.build(
         ids=[str(i) for i in keep],
@@ -378,6 +432,8 @@ def load_wmt_release(root: str | Path, campaign: str) -> Campaign:
         systems=systems,
         outputs={s: [outputs[s][i] for i in keep] for s in systems},
         ref=None if ref is None else [ref[i] for i in keep],
+        doc=None if docids is None else [docids[i] for i in keep],
+        domain=None if domains is None else [domains[i] for i in keep],
         scores=scores,
         name=campaign,
         lp=source.lp,

@@ -54,7 +54,7 @@ def test_tiny_campaign_hand_computed():
     assert list(campaign.ref) == ["Die Katze saß.", "Es regnete.", "Gute Nacht."]  # ref A, not B
     assert campaign.info["reference"] == "A (first by name); also available: B"
     assert campaign.info["testset"] == "newstest2021"
-    assert "no documents or domains" in campaign.info["layout"]
+    assert "no documents/<pair>.docs" in campaign.info["layout"]
     assert "dropped" not in campaign.info and "empty outputs" not in campaign.info
     assert campaign.scores == {}
     assert list(campaign.doc) == ["0", "1", "2"]

@@ -1,6 +1,7 @@
-"""WMT release layout with crowd DA human scores (wmtYY/humaneval/**/ad-seg-scores-<lp>.csv): tiny hand-made
-roots in tmp_path with hand-computed matrices, every error case, and the 13 to-English campaigns of
-../shared/data/raw/wmt-news-systems-toen."""
+"""WMT release layout with crowd DA human scores (wmtYY/humaneval/**/ad-seg-scores-<lp>.csv), whose segment ids
+number the test set sorted by document id (wmtYY/documents/<lp>.docs): tiny hand-made roots in tmp_path with
+hand-computed matrices, every error case, the 14 to-English campaigns of ../shared/data/raw/wmt-news-systems-toen
+and their sid-map files."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import pytest
 from precomet.campaign import HUMAN
 from precomet.errors import DataError, PrecometError
 from precomet.io import list_release_campaigns, load, load_wmt_release
-from precomet.io.wmt_release import HUMAN_RAW
+from precomet.io.wmt_release import HUMAN_N, HUMAN_RAW, sid_lines
 
 NAN = np.nan
 HEADER = "SYS SID RAW.SCR Z.SCR N \n"  # the real files end every line with a space
@@ -31,6 +32,7 @@ SCORES = (
     + "\n"
 )
 CSV = "wmt21/humaneval/newstest2021-toen/ad-seg-scores-de-en.csv"
+DOCS = "-\td1\n-\td1\nnews\td2\n"  # sorted by document id, the lines keep their order: SID k = line k
 
 
 def write(root: Path, relative: str, text: str) -> Path:
@@ -40,8 +42,9 @@ def write(root: Path, relative: str, text: str) -> Path:
     return path
 
 
-def make_root(tmp_path: Path, scores: str = SCORES, src: str = "Eins.\nZwei.\nDrei.\n") -> Path:
+def make_root(tmp_path: Path, scores: str = SCORES, src: str = "Eins.\nZwei.\nDrei.\n", docs: str = DOCS) -> Path:
     root = tmp_path / "toen"
+    write(root, "wmt21/documents/de-en.docs", docs)
     txt = "wmt21/txt/"
     write(root, txt + "sources/newstest2021.de-en.src.de", src)
     write(root, txt + "references/newstest2021.de-en.ref.A.en", "One.\nTwo.\nThree.\n")
@@ -57,17 +60,55 @@ def test_hand_computed_matrices_and_info(tmp_path):
     campaign = load_wmt_release(root, "wmt21/de-en")
     assert campaign.systems == ("Allegro.eu", "B", "C")  # no HUMAN*, no Ghost
     assert list(campaign.ids) == ["0", "1", "2"] and campaign.protocol == "da"
-    assert sorted(campaign.scores) == [HUMAN, HUMAN_RAW] == ["human", "human_raw"]
+    assert sorted(campaign.scores) == [HUMAN, HUMAN_N, HUMAN_RAW] == ["human", "human_n", "human_raw"]
     np.testing.assert_array_equal(
         campaign.score(HUMAN), [[0.5, 1.25, NAN], [NAN, -1.5, NAN], [-0.25, 0.125, NAN]]
     )  # Z.SCR
     np.testing.assert_array_equal(campaign.score(HUMAN_RAW), [[70, 90, NAN], [NAN, 10, NAN], [40, 55.5, NAN]])
+    np.testing.assert_array_equal(campaign.score(HUMAN_N), [[2, 3, NAN], [NAN, 1, NAN], [1, 2, NAN]])  # N
+    assert list(campaign.doc) == ["d1", "d1", "d2"] and list(campaign.domain) == ["all", "all", "news"]
     info = campaign.info
-    assert info["human scores"] == f"{CSV} (crowd DA: human = Z.SCR, human_raw = RAW.SCR)"
+    assert info["human scores"] == (
+        f"{CSV} (crowd DA: human = Z.SCR, human_raw = RAW.SCR, human_n = N, the judgements behind each cell)"
+    )
+    assert "sorted by document id" in info["human alignment"] and "documents/de-en.docs" in info["layout"]
     assert info["human coverage"] == "0 of 3 items scored for every system, 3 for at least one"
     assert info["human references scored"] == "HUMAN-B, HUMAN.1 (not systems; not loaded)"
     assert info["scored without output"] == "Ghost.4 (no output file; dropped)"
     assert info["systems without human score"] == "C"
+
+
+def test_segment_ids_number_the_test_set_sorted_by_document_id(tmp_path):
+    """Documents b, a, b: sorted by id (stable) the lines are 1, 0, 2, so SID 1 scores line 1, SID 2 line 0,
+    SID 3 line 2. A numeric or locale sort would put "d10" before "d9" differently: the sort is by code point."""
+    root = make_root(tmp_path, docs="-\tb\n-\ta\n-\tb\n")
+    campaign = load_wmt_release(root, "wmt21/de-en")
+    np.testing.assert_array_equal(
+        campaign.score(HUMAN), [[NAN, -1.5, NAN], [0.5, 1.25, NAN], [-0.25, 0.125, NAN]]
+    )  # the first two rows of test_hand_computed_matrices_and_info, swapped
+    assert list(campaign.doc) == ["b", "a", "b"]
+    assert sid_lines(["b", "a", "b"]) == [1, 0, 2]
+    assert sid_lines(["d9", "d10", "D1", "d9"]) == [2, 1, 0, 3]  # code points: "D" < "d", "d1…" < "d9"
+
+
+def test_without_documents_the_scores_are_not_loaded(tmp_path):
+    root = make_root(tmp_path)
+    (root / "wmt21/documents/de-en.docs").unlink()
+    campaign = load_wmt_release(root, "wmt21/de-en")
+    assert campaign.scores == {} and campaign.protocol is None
+    assert campaign.info["human scores"] == (
+        f"{CSV} not loaded: its segment ids number the test set sorted by document id, and"
+        " wmt21/documents/de-en.docs (one '<domain>\\t<docid>' line per source line) is missing"
+    )
+
+
+@pytest.mark.parametrize(
+    ("docs", "message"),
+    [("-\td1\n-\td1\n", r"de-en.docs: 2 lines, but the sources file has 3"), ("-\td1\nd1\n-\td2\n", r":2: expected")],
+)
+def test_bad_documents_file(tmp_path, docs, message):
+    with pytest.raises(DataError, match=message):
+        load_wmt_release(make_root(tmp_path, docs=docs), "wmt21/de-en")
 
 
 def test_coverage_counts_full_rows(tmp_path):
@@ -113,6 +154,8 @@ def test_livonian_file_named_lv_en(tmp_path):
     write(root, "wmt22/txt/sources/generaltest2022.liv-en.src.liv", "Tere.\nÕ.\n")
     write(root, "wmt22/txt/system-outputs/generaltest2022.liv-en.hyp.T.en", "Hello.\nOh.\n")
     write(root, "wmt22/humaneval/DA/newstest2022-toen/ad-seg-scores-lv-en.csv", HEADER + "T.1 2 80 0.5 1\n")
+    write(root, "wmt22/documents/liv-en.docs", "-\tx\n-\ty\n")
+    write(root, "wmt22/documents/lv-en.docs", "-\tx\n-\ty\n")
     campaign = load_wmt_release(root, "wmt22/liv-en")
     np.testing.assert_array_equal(campaign.score(HUMAN), [[NAN], [0.5]])
     assert campaign.info["human scores"].startswith("wmt22/humaneval/DA/newstest2022-toen/ad-seg-scores-lv-en.csv")
@@ -240,10 +283,10 @@ def test_real_wmt21_de_en(toen_root):
     assert scored.any(axis=1).all()  # every item has some score
     others = [j for j, s in enumerate(campaign.systems) if s != "NVIDIA-NeMo"]
     assert scored[:, others].mean() > 0.9  # dense for the scored systems
-    # file line: UF.15 974 95 1.00232936586798 4
-    uf = campaign.systems.index("UF")
-    assert campaign.score(HUMAN)[campaign.index_of(["973"])[0], uf] == 1.00232936586798
-    assert campaign.score(HUMAN_RAW)[campaign.index_of(["973"])[0], uf] == 95
+    # file line: UF.15 974 95 1.00232936586798 4; sid-map/de-en.tsv: SID 974 = line 687 (1-based), doc wn.de.700458
+    uf, item = campaign.systems.index("UF"), campaign.index_of(["686"])[0]
+    assert campaign.score(HUMAN)[item, uf] == 1.00232936586798 and campaign.score(HUMAN_RAW)[item, uf] == 95
+    assert campaign.score(HUMAN_N)[item, uf] == 4 and campaign.doc[item] == "wn.de.700458"
 
 
 @pytest.mark.realdata
@@ -251,7 +294,8 @@ def test_real_wmt22_liv_en(toen_root):
     campaign = load_wmt_release(toen_root, "wmt22/liv-en")
     assert (len(campaign), len(campaign.systems)) == (420, 5)
     assert campaign.info["human scores"].endswith(
-        "ad-seg-scores-lv-en.csv (crowd DA: human = Z.SCR, human_raw = RAW.SCR)"
+        "ad-seg-scores-lv-en.csv (crowd DA: human = Z.SCR, human_raw = RAW.SCR, human_n = N, the judgements behind"
+        " each cell)"
     )
     assert campaign.info["human coverage"] == "391 of 420 items scored for every system, 420 for at least one"
     assert (~np.isnan(campaign.score(HUMAN))).mean() > 0.95
@@ -269,3 +313,52 @@ def test_real_all_13_campaigns(toen_root):
         assert scored.any(axis=1).all(), name
         assert scored[:, scored.any(axis=0)].mean() > 0.8, name
         assert np.isnan(campaign.score(HUMAN)).tolist() == np.isnan(campaign.score(HUMAN_RAW)).tolist(), name
+
+
+@pytest.mark.realdata
+def test_every_sid_map_file_is_the_loaders_alignment(toen_root):
+    """For all 14 campaigns: sid_lines on documents/<pair>.docs equals sid-map/<pair>.tsv row for row, and every
+    row of the segment-score file lands, through the loader, on the line the sid-map names."""
+    from precomet.io.wmt_release import read_documents
+
+    maps = sorted(toen_root.glob("wmt*/sid-map/*.tsv"))
+    assert len(maps) == 14
+    for path in maps:
+        year, pair = path.parent.parent.name, path.stem
+        rows = [line.split("\t") for line in path.read_text(encoding="utf-8").splitlines()[1:]]
+        n = len(rows)
+        _, docids = read_documents(toen_root / year / "documents" / f"{pair}.docs", n)
+        assert [line + 1 for line in sid_lines(docids)] == [int(r[1]) for r in rows], path
+        assert [int(r[0]) for r in rows] == list(range(1, n + 1)) and [docids[int(r[1]) - 1] for r in rows] == [
+            r[2] for r in rows
+        ], path
+        campaign = load_wmt_release(toen_root, f"{year}/{pair}")
+        line_of = {int(r[0]): int(r[1]) - 1 for r in rows}
+        csv = next((toen_root / year / "humaneval").rglob(f"ad-seg-scores-{'lv-en' if pair == 'liv-en' else pair}.csv"))
+        checked = 0
+        for text in csv.read_text(encoding="utf-8").splitlines()[1::97]:  # every 97th row
+            system, sid, raw, z, count = text.split()
+            name = system if system in campaign.systems else system.rsplit(".", 1)[0]
+            if name not in campaign.systems or str(line_of[int(sid)]) not in set(campaign.ids):
+                continue
+            item, j = campaign.index_of([str(line_of[int(sid)])])[0], campaign.systems.index(name)
+            assert campaign.score(HUMAN)[item, j] == float(z) and campaign.score(HUMAN_N)[item, j] == int(count)
+            checked += 1
+        assert checked > 20, path
+
+
+@pytest.mark.realdata
+@pytest.mark.slow
+def test_aligned_da_agrees_with_chrf_in_every_campaign(toen_root):
+    """The symptom the alignment cures: within-system Pearson of DA z with sentence chrF is positive (> 0.1) in
+    every campaign once aligned (it was ~0.01 with SID read as the line)."""
+    from precomet.utilities.reference import reference_scores
+
+    for name in list_release_campaigns(toen_root):
+        campaign = load_wmt_release(toen_root, name)
+        chrf = reference_scores(campaign, "chrf")
+        human = campaign.score(HUMAN)
+        ok = ~np.isnan(human) & ~np.isnan(chrf)
+        a = np.where(ok, human, np.nan) - np.nanmean(np.where(ok, human, np.nan), axis=0)
+        b = np.where(ok, chrf, np.nan) - np.nanmean(np.where(ok, chrf, np.nan), axis=0)
+        assert np.corrcoef(a[ok], b[ok])[0, 1] > 0.1, name
