@@ -15,17 +15,20 @@ final ``.<tl>``.
 
 Items = source lines (id = the 0-based line index as a string); lines with an empty source are dropped
 (``info['dropped']``). Systems = every output file, sorted. ``ref`` = the first reference by sorted name;
-``info['reference']`` names it and the others. The layout has no documents or domains: each item is its own
-document, domain ``all``; cost is the default length estimate. A UTF-8 byte-order mark at the start of a file
-(three WMT23 outputs have one) is removed.
+``info['reference']`` names it and the others. Documents and domains come from ``ROOT/wmtYY/documents/<lp>.docs``
+when it exists (mt-metrics-eval's format: one ``<domain or ->\t<docid>`` line per source line; ``-`` = ``all``,
+:func:`read_documents`); otherwise each item is its own document, domain ``all``. Cost is the default length
+estimate. A UTF-8 byte-order mark at the start of a file (three WMT23 outputs have one) is removed.
 
 **Human scores** (crowd DA, ``humaneval/``): when a file ``ad-seg-scores-<lp>.csv`` for the campaign's pair
 lies anywhere below ``ROOT/wmtYY/humaneval/`` (``wmt21/humaneval/newstest2021-toen/``,
 ``wmt22/humaneval/DA/newstest2022-toen/``), it is loaded: ``human`` = the annotator-standardised DA
 (``Z.SCR``, the default human score), ``human_raw`` = the raw 0-100 DA (``RAW.SCR``); protocol ``da``.
-The file is whitespace-separated with the header ``SYS SID RAW.SCR Z.SCR N``; ``SID`` is the 1-based line of
-the sources file (item id ``str(SID - 1)``). A system name carries a trailing ``.<digits>`` suffix
-(``XMU.17`` = output ``….hyp.XMU.en``; a name that equals an output name as it is is taken as it is).
+``human_n`` = the number of judgements behind each cell (``N``). The file is whitespace-separated with the header
+``SYS SID RAW.SCR Z.SCR N``. ``SID`` numbers the test set **sorted by document id** (a stable plain string sort:
+:func:`sid_lines`; SOURCES.md §9), not its lines, so the scores are loaded only where the documents file exists
+(``info['human scores']`` says why not otherwise) and ``info['human alignment']`` says how they were aligned. A
+system name carries a trailing ``.<digits>`` suffix (``XMU.17`` = output ``….hyp.XMU.en``; a name that equals an output name as it is is taken as it is).
 ``HUMAN``, ``HUMAN-B``, … (with or without suffix) are human references scored like systems: they are not
 systems (``info['human references scored']``). Other scored names without an output file (``Nemo`` in WMT21
 de-en and ru-en) are dropped (``info['scored without output']``); systems with an output but no score keep
