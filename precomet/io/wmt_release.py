@@ -28,7 +28,8 @@ lies anywhere below ``ROOT/wmtYY/humaneval/`` (``wmt21/humaneval/newstest2021-to
 ``SYS SID RAW.SCR Z.SCR N``. ``SID`` numbers the test set **sorted by document id** (a stable plain string sort:
 :func:`sid_lines`; SOURCES.md §9), not its lines, so the scores are loaded only where the documents file exists
 (``info['human scores']`` says why not otherwise) and ``info['human alignment']`` says how they were aligned. A
-system name carries a trailing ``.<digits>`` suffix (``XMU.17`` = output ``….hyp.XMU.en``; a name that equals an output name as it is is taken as it is).
+system name carries a trailing ``.<digits>`` suffix (``XMU.17`` = output ``….hyp.XMU.en``; a name that equals
+an output name as it is is taken as it is).
 ``HUMAN``, ``HUMAN-B``, … (with or without suffix) are human references scored like systems: they are not
 systems (``info['human references scored']``). Other scored names without an output file (``Nemo`` in WMT21
 de-en and ru-en) are dropped (``info['scored without output']``); systems with an output but no score keep
