@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import argparse
 import time
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 from paths import RAW, RESULTS  # benchmarks/paths.py (the script's folder is on sys.path)
@@ -31,7 +33,7 @@ from precomet.benchmark import run_benchmark
 from precomet.io import load
 from precomet.simulate import simulate_campaign
 
-CAMPAIGNS = {
+CAMPAIGNS: dict[str, tuple[Path, dict[str, Any]]] = {
     "wmt23/en-de": (RAW / "mt-metrics-eval-v2", {"campaign": "wmt23/en-de", "human": "mqm"}),
     "wmt23/zh-en": (RAW / "mt-metrics-eval-v2", {"campaign": "wmt23/zh-en", "human": "mqm"}),
     "wmt24/en-cs": (RAW / "wmt24-esa", {"campaign": "en-cs"}),
@@ -57,6 +59,7 @@ def campaign_rows(name: str, campaign, *, budget_unit: str, orderings: int, seed
         campaign, methods=list(TRUE), metric="human", allow_circular=True, budget_unit=budget_unit, seeds=seeds,
         null_orderings=orderings, oracle=False, controls=False, progress=False,
     )  # fmt: skip
+    assert judged.null is not None  # null_orderings > 0
     null = {key: np.asarray(judged.null[key]) for key in ("parity", "spa_gain")}
     out: dict = {"null": null, "true": {}}
     for method in TRUE:

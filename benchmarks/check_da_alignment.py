@@ -72,10 +72,9 @@ def main() -> None:
             continue
         da, chrf = campaign.score("human"), reference_scores(campaign, "chrf")
         mean, top = shuffled(da, chrf)
-        naive = pooled(as_sid_equals_line(campaign, da), chrf)
-        lines.append(
-            f"| {name} | {int((~np.isnan(da)).sum())} | {pooled(da, chrf):.3f} | {naive:.3f} | {mean:.3f}, {top:.3f} |"
-        )
+        r_aligned, r_line = pooled(da, chrf), pooled(as_sid_equals_line(campaign, da), chrf)
+        cells = int((~np.isnan(da)).sum())
+        lines.append(f"| {name} | {cells} | {r_aligned:.3f} | {r_line:.3f} | {mean:.3f}, {top:.3f} |")
         print(lines[-1], flush=True)
     release = load_wmt_release(HISTORY, "wmt22/zh-en")
     mqm = load(RAW / "mt-metrics-eval-v2", campaign="wmt22/zh-en", human="mqm")

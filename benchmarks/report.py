@@ -6,9 +6,10 @@ from __future__ import annotations
 import io
 import shlex
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager, redirect_stdout
 from pathlib import Path
+from typing import Any
 
 from paths import REPO  # benchmarks/paths.py
 
@@ -48,7 +49,7 @@ def results_file(path: Path, title: str, *, fenced: bool = False) -> Iterator[No
     print(f"wrote {path}")
 
 
-def verdict_cell(row: dict) -> str:
+def verdict_cell(row: Mapping[str, Any]) -> str:
     """A result row's parity with its verdict against random orderings: ``"71.4% (p 0.005)"``; a parity whose
     p-value (on the SPA gain) is not below 0.05 is marked ``n.s.``: indistinguishable from random orderings."""
     parity = f"{100 * row['parity']:.1f}%"
@@ -58,7 +59,7 @@ def verdict_cell(row: dict) -> str:
     return f"{parity} (p {p:.3f})" if p < 0.05 else f"{parity} (n.s., p {p:.2f})"
 
 
-def null_line(results: dict[str, dict]) -> str:
+def null_line(results: Mapping[str, Mapping[str, Any]]) -> str:
     """One line naming each result's null of random orderings: parity median and 5–95 % band."""
     parts = []
     for key, result in results.items():

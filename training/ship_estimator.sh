@@ -19,7 +19,7 @@ trap 'rm -rf "$WORK"' EXIT
     --holdout "$RAW/wmt24-esa:en-cs" --holdout "$RAW/wmt24-esa:en-hi" --holdout "$RAW/wmt24-esa:en-ja" \
     --holdout "$RAW/wmt-mqm-ted/ende/mqm_ted_ende.tsv" --holdout "$RAW/wmt-mqm-ted/zhen/mqm_ted_zhen.tsv" \
     -o "$WORK/targets.jsonl"
-"$BIN/precomet" train --config configs/precomet-e5.yaml --train "$WORK/targets.jsonl" --out "$WORK/ckpt" \
+"$BIN/precomet" train --config configs/precomet-e5.yaml --train "$WORK/targets.jsonl" -o "$WORK/ckpt" \
     --data.cache_dir "${PRECOMET_CACHE:-$WORK/cache}"
 rm -rf "$OUT.tmp" && mkdir -p "$OUT.tmp"
 cp "$WORK/ckpt/precomet.json" "$WORK/ckpt/head.safetensors" "$OUT.tmp/"

@@ -10,7 +10,6 @@ import numpy as np
 from precomet.benchmark.null import NULL_ORDERINGS
 from precomet.campaign import Campaign, require_documents
 from precomet.commands.common import (
-    DeprecatedSpelling,
     Paths,
     add_cost_arguments,
     add_data_arguments,
@@ -126,15 +125,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default="items",
         help="what --props are shares of: the items (default) or the total annotation cost (ILP knapsack)",
     )
-    parser.add_argument(  # 0.4's spelling; select's --budget-cost is an amount, not a unit
-        "--budget-cost",
-        dest="budget_unit",
-        action=DeprecatedSpelling,
-        nargs=0,
-        const="cost",
-        instead="--budget-unit cost",
-        help=argparse.SUPPRESS,
-    )
     add_cost_arguments(parser)
     parser.add_argument("--balance", choices=["domain"], help="equal share of the budget per domain")
     parser.add_argument(
@@ -177,9 +167,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="run score-based methods on --metric equal to --target (utilities from the very human scores the"
         " subsets are evaluated on: an upper bound, not a usable selector; refused without this flag)",
     )
-    add_output_argument(
-        parser, "write the results here as JSON (default: print the table only)", required=False, old=("--json",)
-    )
+    add_output_argument(parser, "write the results here as JSON (default: print the table only)", required=False)
     parser.add_argument("--plot", type=Path, help="write the SPA/clusters/parity figure here (PNG, PDF or SVG)")
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import sys
 from typing import Any, NamedTuple
 
 from precomet.campaign import Campaign
@@ -21,53 +20,17 @@ class Paths(NamedTuple):
     outputs: list[Any]
 
 
-DEPRECATED_UNTIL = "0.6.0"
-"""The release that drops the deprecated spellings (a test fails once the version reaches it)."""
-
-
-class DeprecatedSpelling(argparse.Action):
-    """Stores like ``store`` (like ``store_const`` with ``nargs=0`` and a ``const``) and says on stderr that the
-    spelling used is deprecated, and for what; argparse hides it."""
-
-    def __init__(self, option_strings, dest, *, instead: str, **kwargs) -> None:
-        super().__init__(option_strings, dest, **kwargs)
-        self.instead = instead
-
-    def __call__(self, parser, namespace, values, option_string=None) -> None:
-        print(
-            f"precomet: warning: {option_string} is deprecated and will be removed in {DEPRECATED_UNTIL};"
-            f" use {self.instead}",
-            file=sys.stderr,
-        )
-        setattr(namespace, self.dest, self.const if self.nargs == 0 else values)
-
-
 def add_output_argument(
     parser: argparse.ArgumentParser | argparse._ArgumentGroup,
     help: str,
     *,
     required: bool = True,
-    old: tuple[str, ...] = (),
     dest: str = "output",
     flags: tuple[str, ...] = ("-o", "--output"),
     default: Any = None,
 ) -> None:
-    """``-o/--output PATH``, the main output of every command (``flags`` for another, e.g. ``--plot``); ``old``
-    spellings still work for one release, with a warning, and are hidden from ``--help``."""
-    if not old:
-        parser.add_argument(*flags, dest=dest, metavar="PATH", default=default, required=required, help=help)
-        return
-    group = parser.add_mutually_exclusive_group(required=required)
-    group.add_argument(*flags, dest=dest, metavar="PATH", default=default, help=help)
-    for spelling in old:
-        group.add_argument(
-            spelling,
-            dest=dest,
-            metavar="PATH",
-            action=DeprecatedSpelling,
-            instead="/".join(flags),
-            help=argparse.SUPPRESS,
-        )
+    """``-o/--output PATH``, the main output of every command (``flags`` for another, e.g. ``--plot``)."""
+    parser.add_argument(*flags, dest=dest, metavar="PATH", default=default, required=required, help=help)
 
 
 def add_data_arguments(parser: argparse.ArgumentParser) -> None:

@@ -21,7 +21,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         parser,
         "folder for the demo's outputs (default demo-output)",
         required=False,
-        old=("--out",),
         default="demo-output",
     )
     parser.add_argument("--seed", type=seed, default=0, help="seed of the simulator and of every step (default 0)")

@@ -53,7 +53,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     _common(select)
     select.add_argument("--budget", type=positive_int, required=True, help="number of items to select")
-    add_output_argument(select, "write the selection with its signature as JSON", required=False, old=("--out",))
+    add_output_argument(select, "write the selection with its signature as JSON", required=False)
     iterate = actions.add_parser(
         "iterate",
         help="Algorithm 1: annotate until the hypergeometric risk <= p",
@@ -96,7 +96,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     evaluate.add_argument(
         "--max-budget", type=positive_int, default=200, help="Algorithm 1's maximum annotations (default 200)"
     )
-    add_output_argument(evaluate, "write the result (tables + signature) as JSON", required=False, old=("--out",))
+    add_output_argument(evaluate, "write the result (tables + signature) as JSON", required=False)
 
 
 def _budgets(text: str) -> list[int]:

@@ -38,14 +38,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="comma-separated: rate exactly these models; records naming others are an error",
     )
     out = parser.add_argument_group("output")
-    add_output_argument(
-        out, "write the table, judge diagnostics and signature as JSON", required=False, old=("--json",)
-    )
+    add_output_argument(out, "write the table, judge diagnostics and signature as JSON", required=False)
     add_output_argument(
         out,
         "write a figure of the intervals (PNG, PDF or SVG)",
         required=False,
-        old=("--figure",),
         dest="plot",
         flags=("--plot",),
     )

@@ -11,7 +11,10 @@ HELP = "convert a Lightning .ckpt written by precomet train into the offline che
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("ckpt", help="Lightning checkpoint file (e.g. OUT/lightning/best-epoch=3.ckpt)")
-    add_output_argument(parser, "checkpoint directory to write", old=("--out",))
+    add_output_argument(
+        parser,
+        "checkpoint directory to write",
+    )
 
 
 def paths(args: argparse.Namespace) -> Paths:

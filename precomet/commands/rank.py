@@ -8,7 +8,6 @@ import sys
 from pathlib import Path
 
 from precomet.commands.common import (
-    DeprecatedSpelling,
     Paths,
     add_data_arguments,
     add_output_argument,
@@ -43,14 +42,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=0.95,
         help="confidence level of the bootstrap intervals, in (0, 1) (default 0.95)",
     )
-    parser.add_argument(  # the old spelling, one release: --level means item/doc in select and benchmark
-        "--level",
-        dest="confidence",
-        type=open_share,
-        action=DeprecatedSpelling,
-        instead="--confidence",
-        help=argparse.SUPPRESS,
-    )
     parser.add_argument(
         "--reweight",
         choices=["domain", "length"],
@@ -77,7 +68,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         parser,
         "write the ranking as JSON with its signature here ('-' = standard output)",
         required=False,
-        old=("--json",),
     )
     parser.add_argument("--plot", type=Path, metavar="PATH", help="write the figure here (PNG, PDF or SVG)")
 

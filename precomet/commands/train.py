@@ -40,7 +40,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--train", required=True, help="targets JSONL from precomet build-targets")
     parser.add_argument("--dev", help="dev targets JSONL (default: a split by document or campaign of --train)")
-    add_output_argument(parser, "checkpoint directory to write", old=("--out",))
+    add_output_argument(parser, "checkpoint directory to write")
     usage = " ".join(parser.format_usage().split()[1:]).replace(parser.prog, "%(prog)s", 1)
     parser.usage = f"{usage}\n{' ' * (len('usage: ') + len(parser.prog))} [--SECTION.KEY VALUE ...]"
     group = parser.add_argument_group("configuration overrides", overrides_help())

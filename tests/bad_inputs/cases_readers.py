@@ -23,6 +23,7 @@ from tests.bad_inputs import (
     esa_tree,
     items,
     jsonl,
+    release_da_file,
     release_tree,
     shipped_checkpoint,
     with_score,
@@ -79,8 +80,7 @@ def release_output_latin1(folder: Path) -> None:
 
 
 def release_huge_sid(folder: Path) -> None:
-    scores = release_tree(folder) / "humaneval" / "ad-seg-scores-en-de.csv"
-    scores.parent.mkdir(parents=True)
+    scores = release_da_file(folder)
     scores.write_text(f"SYS SID RAW.SCR Z.SCR N\nM1.3 1 80 0.5 1\nM1.3 {HUGE} 70 0.1 1\n")
 
 

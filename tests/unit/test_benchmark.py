@@ -316,14 +316,10 @@ def test_cli_cost_options_need_a_cost_budget(tmp_path, campaign, capsys):
     assert main(base + ["--budget-unit", "cost", *run]) == 0
     first = json.loads((tmp_path / "o.json").read_text())
     assert first["signature"]["cost_objective"] == "paper" and first["signature"]["budget_unit"] == "cost"
-    assert "deprecated" not in capsys.readouterr().err
     (tmp_path / "o.json").unlink()
-    assert main(base + ["--budget-cost", *run]) == 0  # 0.4's spelling: the same run, and a warning
-    err = capsys.readouterr().err
-    assert "--budget-cost is deprecated" in err and "use --budget-unit cost" in err
-    second = json.loads((tmp_path / "o.json").read_text())
-    assert second["signature"]["budget_unit"] == "cost"
-    assert second["methods"]["u"]["parity_by_prop"] == first["methods"]["u"]["parity_by_prop"]
+    with pytest.raises(SystemExit):  # 0.4's spelling was removed in 0.6.0
+        main(base + ["--budget-cost", *run])
+    assert "unrecognized arguments: --budget-cost" in capsys.readouterr().err
 
 
 def test_budget_dependent_external_is_asked_at_each_budget(campaign):
@@ -342,16 +338,6 @@ def test_budget_dependent_external_is_asked_at_each_budget(campaign):
     assert dynamic["spa_by_prop"] == static["spa_by_prop"] and dynamic["parity"] == pytest.approx(static["parity"])
     with pytest.raises(PrecometError, match="expected 120 utilities"):
         bm.run_benchmark(campaign, external={"bad": lambda k: np.zeros(3)}, **kwargs)
-
-
-def test_deprecated_spellings_are_dropped_by_the_release_they_name():
-    from precomet import __version__
-    from precomet.commands.common import DEPRECATED_UNTIL
-
-    def release(version: str) -> tuple[int, ...]:
-        return tuple(int(part) for part in version.split(".")[:3])
-
-    assert release(__version__) < release(DEPRECATED_UNTIL), "remove the deprecated spellings (DeprecatedSpelling)"
 
 
 def test_budget_unit_is_checked(campaign):

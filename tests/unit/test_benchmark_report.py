@@ -171,20 +171,20 @@ def test_cli_without_output_prints_and_writes_nothing(data, tmp_path, capsys):
     assert "wrote" not in out
 
 
-def test_cli_output_and_the_old_json_spelling(data, tmp_path, capsys):
+def test_cli_output_and_the_removed_json_spelling(data, tmp_path, capsys):
     cmd = ["benchmark", "--data", str(data), "--methods", "metric_avg", "--metric", "m", *BASE]
     new, old = tmp_path / "new.json", tmp_path / "old.json"
     assert main([*cmd, "-o", str(new)]) == 0
-    captured = capsys.readouterr()
-    assert f"wrote {new}" in captured.out and "deprecated" not in captured.err
-    assert main([*cmd, "--json", str(old)]) == 0
-    assert "--json is deprecated" in capsys.readouterr().err
-    first, second = json.loads(new.read_text()), json.loads(old.read_text())
+    assert f"wrote {new}" in capsys.readouterr().out
+    again = tmp_path / "again.json"
+    assert main([*cmd, "--output", str(again)]) == 0
+    first, second = json.loads(new.read_text()), json.loads(again.read_text())
     for row in (first, second):
         del row["methods"]["metric_avg"]["seconds"]  # wall time
     assert first["methods"] == second["methods"] and first["recommendation"] == second["recommendation"]
-    with pytest.raises(SystemExit):  # one spelling at a time (argparse's usage error)
-        main([*cmd, "-o", str(new), "--json", str(old)])
+    with pytest.raises(SystemExit):  # --json was removed in 0.6.0
+        main([*cmd, "--json", str(old)])
+    assert "unrecognized arguments: --json" in capsys.readouterr().err and not old.exists()
 
 
 def test_paths_lists_output_and_plot(data, tmp_path):

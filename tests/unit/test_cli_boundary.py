@@ -134,7 +134,7 @@ def test_cli_benchmark_error_names_options(simulated, tmp_path, capsys):
         "metric_var",
         "--props",
         "0.5",
-        "--json",
+        "-o",
         str(tmp_path / "b.json"),
     ]
     assert cli.main(argv) == 2
@@ -167,7 +167,7 @@ def test_main_in_process_leaves_warnings_logging_and_progress_as_they_were(simul
             "--permutations",
             "10",
             "--no-oracle",
-            "--json",
+            "-o",
             str(tmp_path / "b.json"),
         ],
     ):

@@ -104,7 +104,7 @@ def test_cli_crowd(campaign, tmp_path, capsys):
         "3",
         "--permutations",
         "100",
-        "--json",
+        "-o",
         str(out),
     ]
     assert main(base + ["--crowd", "2", "--crowd-runs", "4"]) == 0

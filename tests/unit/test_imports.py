@@ -100,7 +100,7 @@ def test_benchmark_command_runs_without_heavy_modules(simulated, tmp_path):
         "--permutations",
         "20",
         "--no-oracle",
-        "--json",
+        "-o",
         str(out),
     ]
     modules = loaded_after(f"from precomet.cli import main\nassert main({argv!r}) == 0")

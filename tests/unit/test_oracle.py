@@ -105,7 +105,7 @@ def test_cli_oracle_flags(campaign, tmp_path, capsys):
         "3",
         "--permutations",
         "100",
-        "--json",
+        "-o",
         str(out),
     ]
     assert main(base + ["--oracle-candidates", "5", "--oracle-step", "4"]) == 0

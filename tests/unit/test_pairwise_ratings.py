@@ -207,13 +207,12 @@ def test_alpacaeval_real_files(raw_data):
     assert report["records"] > 5000 and 0.3 < report["first_win_rate"] < 0.6
 
 
-def test_old_spellings_still_work_for_one_release_with_a_warning(tmp_path, capsys):
+def test_the_old_spellings_are_gone(tmp_path, capsys):
     (tmp_path / "p.csv").write_text("item,model_a,model_b,label\n1,good,bad,a\n2,bad,good,b\n")
     argv = ["elo", "--prefs", str(tmp_path / "p.csv"), "--rounds", "5"]
-    assert main([*argv, "--json", str(tmp_path / "r.json"), "--figure", str(tmp_path / "f.png")]) == 0
-    err = capsys.readouterr().err
-    assert "--json is deprecated" in err and "use -o/--output" in err and "--figure is deprecated" in err
+    assert main([*argv, "-o", str(tmp_path / "r.json"), "--plot", str(tmp_path / "f.png")]) == 0
     assert (tmp_path / "r.json").is_file() and (tmp_path / "f.png").is_file()
-    with pytest.raises(SystemExit) as refused:  # not both spellings at once
-        main([*argv, "-o", str(tmp_path / "a.json"), "--json", str(tmp_path / "b.json")])
-    assert refused.value.code == 2
+    for old in ("--json", "--figure"):  # removed in 0.6.0
+        with pytest.raises(SystemExit) as refused:
+            main([*argv, old, str(tmp_path / "b.out")])
+        assert refused.value.code == 2 and f"unrecognized arguments: {old}" in capsys.readouterr().err

@@ -196,17 +196,16 @@ def test_cli_representative_subset_is_quiet(tmp_path, capsys, caplog):
     assert "differ" not in captured.err + caplog.text and "representative" in captured.out
 
 
-def test_cli_confidence_and_deprecated_level(tmp_path, capsys):
+def test_cli_confidence_and_the_removed_old_spellings(tmp_path, capsys):
     test = _two_domains()
     data, _ = _write(tmp_path, test, [])
-    new, old = tmp_path / "new.json", tmp_path / "old.json"
+    new = tmp_path / "new.json"
     assert main(["rank", "--data", str(data), "--rounds", "50", "--confidence", "0.8", "-o", str(new)]) == 0
-    assert "deprecated" not in capsys.readouterr().err
-    assert main(["rank", "--data", str(data), "--rounds", "50", "--level", "0.8", "--json", str(old)]) == 0
-    err = capsys.readouterr().err
-    assert "--level is deprecated" in err and "use --confidence" in err and "--json is deprecated" in err
-    a, b = json.loads(new.read_text()), json.loads(old.read_text())
-    assert a["level"] == b["level"] == 0.8 and a["systems"] == b["systems"]
+    assert json.loads(new.read_text())["level"] == 0.8
+    for old in (["--level", "0.8"], ["--json", str(tmp_path / "old.json")]):  # removed in 0.6.0
+        with pytest.raises(SystemExit):
+            main(["rank", "--data", str(data), "--rounds", "50", *old])
+        assert f"unrecognized arguments: {old[0]}" in capsys.readouterr().err
 
 
 def test_cli_reweight_without_subset_is_refused(tmp_path, capsys):

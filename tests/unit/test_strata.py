@@ -128,5 +128,5 @@ def test_benchmark_strata_needs_scores(tmp_path, capsys):
 
     _, data, _ = _files(tmp_path)
     args = ["benchmark", "--data", str(data), "--keep-incomplete", "--methods", "random", "--selector", "strata"]
-    assert main([*args, "--json", str(tmp_path / "b.json")]) == 2
+    assert main([*args, "-o", str(tmp_path / "b.json")]) == 2
     assert "--selector strata applies to --scores" in capsys.readouterr().err and not (tmp_path / "b.json").exists()
