@@ -366,7 +366,7 @@ def render(results: list[dict], command: str, seeds: int, explored: dict | None)
 
 
 def _mark(p: float | None) -> str:
-    return "" if p is None else f" (p {p:.3f}) *" if p < 0.05 else f" (p {p:.2f})"
+    return "" if p is None else f" (p {p:.3f}) *" if p < 0.05 else f" (p {p:.3f})"
 
 
 def summary_vs_length(results: list[dict]) -> list[str]:

@@ -70,7 +70,7 @@ def measure(lp: str, args: argparse.Namespace) -> dict[str | tuple[str, bool], A
 
 
 def _p(p: float) -> str:
-    return f"p {p:.3f}" if p < 0.05 else f"n.s., p {p:.2f}"
+    return f"p {p:.3f}" if p < 0.05 else f"n.s., p {p:.3f}"
 
 
 def main() -> None:

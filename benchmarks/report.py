@@ -56,7 +56,7 @@ def verdict_cell(row: Mapping[str, Any]) -> str:
     p = row.get("p_value")
     if p is None:
         return f"{parity} (no null)"
-    return f"{parity} (p {p:.3f})" if p < 0.05 else f"{parity} (n.s., p {p:.2f})"
+    return f"{parity} (p {p:.3f})" if p < 0.05 else f"{parity} (n.s., p {p:.3f})"
 
 
 def null_line(results: Mapping[str, Mapping[str, Any]]) -> str:
