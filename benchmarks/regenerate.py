@@ -82,7 +82,7 @@ REGISTRY = (
         peer=True,
         data=False,
     ),
-    Benchmark("null", (("benchmarks/bench_null.py",),), ("null.md",), 12),
+    Benchmark("null", (("benchmarks/bench_null.py",),), ("null.md",), 4),
     Benchmark("oracle", (("benchmarks/bench_oracle.py",),), ("oracle.md",), 0.2),
     Benchmark(
         "crowd",
