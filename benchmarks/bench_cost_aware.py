@@ -31,6 +31,7 @@ from precomet.benchmark import (
     evaluate_method,
     evaluate_props,
     make_selector,
+    null_summary,
     random_baseline,
     random_runs,
     score_null,
@@ -188,6 +189,7 @@ def run_case(key: str, seeds: int, paper_seeds: int) -> dict:
         "systems": len(campaign.systems),
         "cost_note": campaign.info.get("cost", "length model 0.15·len+33.7 s"),
         "random": {k: v for k, v in random.items() if k not in ("runs", "null")},
+        "null": null_summary(random["null"]),
         "objectives": {},
     }
     for objective in COST_OBJECTIVES:
@@ -303,6 +305,18 @@ def render(results: list[dict], command: str, seeds: int, explored: dict | None)
                 f"| {res['title']} | {res['items']} × {res['systems']} | {100 * res['random']['spa']:.1f} | "
                 f"{LABEL.get(m, m)} | " + " | ".join(cells) + " |"
             )
+    bands = [
+        f"{res['title']} {100 * res['null']['parity_median']:.0f} % ({100 * res['null']['parity_p05']:.0f}–"
+        f"{100 * res['null']['parity_p95']:.0f} %)"
+        for res in results
+        if res.get("null")
+    ]
+    if bands:
+        lines += [
+            "",
+            f"Null: {NULL_ORDERINGS} random subsets of equal cost scored as methods; their parity in cost, median"
+            " (5–95 %): " + "; ".join(bands) + ".",
+        ]
     lines += summary_vs_length(results)
     with_paper = [r for r in results if "paper_protocol" in r]
     if with_paper:

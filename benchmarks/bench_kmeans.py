@@ -20,7 +20,16 @@ from typing import Any
 import numpy as np
 from paths import RAW, REPO  # benchmarks/paths.py (the script's folder is on sys.path)
 
-from precomet.benchmark import DEFAULT_PROPS, NULL_ORDERINGS, p_value, random_runs, score_null, summarise_random
+from precomet.benchmark import (
+    DEFAULT_PROPS,
+    NULL_ORDERINGS,
+    null_band_text,
+    null_summary,
+    p_value,
+    random_runs,
+    score_null,
+    summarise_random,
+)
 from precomet.io import load
 from precomet.metaeval import evaluate_indices, evaluate_weighted, full_reference
 from precomet.selection.units import budget_items
@@ -47,6 +56,7 @@ def measure(lp: str, args: argparse.Namespace) -> dict[str | tuple[str, bool], A
     out: dict[str | tuple[str, bool], Any] = {  # per-campaign facts, and the results per (embedding, weighted)
         "random": {"spa": random["spa"], "clusters": random["clusters"], "corr": random["corr"]},
         "null_gain": null["spa_gain"],
+        "null": null_summary(null),
         "n": n,
         "systems": len(campaign.systems),
     }
@@ -110,6 +120,9 @@ def main() -> None:
             f"{a['fit_seconds']:.0f} / {b['fit_seconds']:.0f} | {PAPER[(on, flag)]} |"
         )
     lines += [
+        "",
+        f"Null: {NULL_ORDERINGS} random orderings scored as methods: en-de {null_band_text(de['null'])}; zh-en"
+        f" {null_band_text(zh['null'])}.",
         "",
         "Plain and weighted rows share the representatives (one fit per embedding and budget); the fit time is "
         "for all 10 budgets. Weighted = each representative's scores count as often as its cluster has items "

@@ -369,6 +369,13 @@ def report_test(path: Path, *, budget: str = "items") -> list[str]:
         verdict = pooled["rows"].get(sel) if pooled else None
         tail = f"{100 * verdict['spa_gain']:+.1f} | {verdict['p_value']:.3f}" if verdict else "– | –"
         lines.append(f"| {sel} | " + " | ".join(cells) + f" | {_pct(np.mean([r['parity'] for r in rows]))} | {tail} |")
+    per_campaign = [
+        "{} {:.0f} % ({:.0f}–{:.0f} %)".format(n, *(100 * np.percentile(c[budget]["null"]["parity"], [50, 5, 95])))
+        for n, c in campaigns.items()
+        if c[budget].get("null")
+    ]
+    if per_campaign:
+        lines += ["", "Null per campaign, random orderings' parity, median (5–95 %): " + "; ".join(per_campaign) + "."]
     if pooled:
         band = pooled["null"]
         lines += [

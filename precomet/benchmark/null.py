@@ -105,7 +105,8 @@ def _top_k_batch(
     n = len(ref)
     sizes = [budget_items(p, n) for p in props]
     coarse = coarse_grid(n, grid=grid).tolist()
-    known = sorted(set(sizes) | set(coarse))
+    head = min((g for g in coarse if g >= max(sizes)), default=n)  # most orderings reach every target by here
+    known = sorted(set(sizes) | {g for g in coarse if g <= head})
     orders = [top_k(u, n) for u in utilities]
     values = evaluate_orderings(ref, orders, known, measures=("spa",))[:, :, 0]
     found = []
@@ -119,7 +120,7 @@ def _top_k_batch(
                 memo.update((g, value["spa"]) for g, value in zip(missing, computed))
             return [memo[g] for g in positions]
 
-        positions = parity_searches(spa_of, targets.tolist(), n_items=n, grid=grid)
+        positions = parity_searches(spa_of, targets.tolist(), n_items=n, grid=grid, first=head)
         found.append(([memo[k] for k in sizes], positions))
     return found
 

@@ -64,12 +64,18 @@ def parity_searches(
     n_items: int,
     grid: int = 32,
     start: int = 2,
+    first: int | None = None,
 ) -> list[int]:
     """:func:`parity_search` for several targets in lockstep, for an ``spa_of(positions)`` that evaluates many
-    positions at once (nested top-k prefixes: one batched call): the whole coarse grid in one call, then each
-    bisection round's midpoints of all targets in one call. Same answers as :func:`parity_search` per target."""
+    positions at once (nested top-k prefixes: one batched call): the coarse grid in one call (with ``first``: the
+    positions up to ``first``, and the rest only when a target is not reached there), then each bisection round's
+    midpoints of all targets in one call. Same answers as :func:`parity_search` per target."""
     coarse = [int(g) for g in coarse_grid(n_items, grid=grid, start=start)]
-    spa = dict(zip(coarse, spa_of(coarse)))
+    head = coarse if first is None else [g for g in coarse if g <= first] or coarse[:1]
+    spa = dict(zip(head, spa_of(head)))
+    if len(head) < len(coarse) and max(targets) > max(spa.values()):  # a target beyond the head: the rest too
+        spa.update(zip(coarse[len(head) :], spa_of(coarse[len(head) :])))
+    coarse = [g for g in coarse if g in spa]
     brackets: list[list[int] | None] = []  # [lo, hi] per target: spa(hi) ≥ target > spa(lo) (or lo = start − 1)
     for target in targets:
         reached = [position for position, g in enumerate(coarse) if spa[g] >= target]

@@ -81,6 +81,15 @@ def test_parity_searches_in_lockstep_equal_one_search_per_target():
         expected = [bm.parity_search(curve.__getitem__, t, n_items=n, grid=16) for t in targets]
         assert bm.parity_searches(spa_of, targets, n_items=n, grid=16) == expected
         assert len(batches) <= 1 + np.ceil(np.log2(n))  # the coarse grid, then one call per bisection round
+        # the coarse grid in two parts (up to `first`, the rest only when a target is beyond it): the same answers
+        for first in (2, n // 3, n):
+            assert bm.parity_searches(spa_of, targets, n_items=n, grid=16, first=first) == expected
+        head = [int(g) for g in bm.coarse_grid(n, grid=16) if g <= n // 2]
+        near = list(rng.uniform(0.0, max(curve[g] for g in head), 4))  # every one reached within the head
+        batches.clear()
+        found = bm.parity_searches(spa_of, near, n_items=n, grid=16, first=n // 2)
+        assert found == [bm.parity_search(curve.__getitem__, t, n_items=n, grid=16) for t in near]
+        assert max(max(batch) for batch in batches) <= n // 2  # nothing beyond the head was evaluated
 
 
 def test_random_baseline_deterministic_and_sane(campaign):
