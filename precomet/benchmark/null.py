@@ -192,7 +192,8 @@ def verdict(row: Mapping[str, Any], null: Mapping[str, np.ndarray] | None) -> di
 def null_band_text(null: Mapping[str, Any]) -> str:
     """The null summary (:func:`null_summary`) in words: parity median and 5–95 % band, SPA gain in SPA points."""
     return (
-        f"parity median {null['parity_median']:.0%} (5–95 %: {null['parity_p05']:.0%}–{null['parity_p95']:.0%}),"
+        f"parity median {100 * null['parity_median']:.0f} % (5–95 %: {100 * null['parity_p05']:.0f}–"
+        f"{100 * null['parity_p95']:.0f} %),"
         f" SPA gain median {100 * null['spa_gain_median']:+.1f} ({100 * null['spa_gain_p05']:+.1f} to"
         f" {100 * null['spa_gain_p95']:+.1f}) points"
     )
