@@ -52,7 +52,7 @@ def _run(args: argparse.Namespace, work: Path) -> int:
     import numpy as np
     from scipy.stats import kendalltau, pearsonr
 
-    from precomet.benchmark import plot_benchmark, run_benchmark, summary_table
+    from precomet.benchmark import NULL_ORDERINGS, plot_benchmark, run_benchmark, summary_table
     from precomet.campaign import HUMAN, source_length
     from precomet.estimator import predict_campaign
     from precomet.estimator.training import train_on_campaigns
@@ -129,7 +129,10 @@ def _run(args: argparse.Namespace, work: Path) -> int:
     )
     print(f"-> {subset_path} (+ manifest)")
 
-    _step("6. meta-evaluation on sim/blind: does the subset rank systems like the full set? (vs 20 random subsets)")
+    _step(
+        "6. meta-evaluation on sim/blind: does the subset rank systems like the full set? (vs 20 random subsets;"
+        f" p-values against {NULL_ORDERINGS} random orderings scored the same way)"
+    )
     bench = run_benchmark(
         blind,
         methods=["metric_var", "diversity"],
