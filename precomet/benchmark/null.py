@@ -70,8 +70,9 @@ def score_null(
 
     ``select`` is random's selector (``None``: top-k prefixes; else random subsets that fit the budget, e.g. of
     equal cost); ``random_spa_runs`` random's SPA per seed and budget (the parity targets and the gain's
-    reference). Top-k orderings share their work: the SPA of every ordering at every budget and coarse grid position
-    in one batched call per batch, then each ordering's bisection. ``tick`` is called once per ordering."""
+    reference). Top-k orderings share their work: the SPA of every ordering at every budget and at the coarse grid
+    positions up to the largest budget in one batched call per batch, then each ordering's search (the rest of the
+    grid only where a target is not reached yet, and the bisection). ``tick`` is called once per ordering."""
     n = len(campaign)
     targets = np.asarray(random_spa_runs, dtype=float).mean(axis=0)
     utilities = null_utilities(n, orderings, seed=seed)
@@ -100,8 +101,8 @@ def score_null(
 def _top_k_batch(
     ref: Reference, utilities: list[np.ndarray], props: Sequence[float], targets: np.ndarray, *, grid: int
 ) -> list[tuple[list[float], list[int]]]:
-    """SPA at the budgets and parity positions of top-k orderings: one batched pass over the budgets and the
-    coarse grid for all of them, then :func:`parity_searches` per ordering on those values."""
+    """SPA at the budgets and parity positions of top-k orderings: one batched pass over the budgets and the coarse
+    grid up to the largest budget for all of them, then :func:`parity_searches` per ordering on those values."""
     n = len(ref)
     sizes = [budget_items(p, n) for p in props]
     coarse = coarse_grid(n, grid=grid).tolist()
