@@ -24,6 +24,7 @@ import time
 
 import numpy as np
 from paths import RAW, REPO  # benchmarks/paths.py (the script's folder is on sys.path)
+from report import parity_band  # benchmarks/report.py
 
 from precomet.benchmark import (
     DEFAULT_PROPS,
@@ -305,12 +306,7 @@ def render(results: list[dict], command: str, seeds: int, explored: dict | None)
                 f"| {res['title']} | {res['items']} × {res['systems']} | {100 * res['random']['spa']:.1f} | "
                 f"{LABEL.get(m, m)} | " + " | ".join(cells) + " |"
             )
-    bands = [
-        f"{res['title']} {100 * res['null']['parity_median']:.0f} % ({100 * res['null']['parity_p05']:.0f}–"
-        f"{100 * res['null']['parity_p95']:.0f} %)"
-        for res in results
-        if res.get("null")
-    ]
+    bands = [f"{res['title']} {parity_band(res['null'])}" for res in results if res.get("null")]
     if bands:
         lines += [
             "",

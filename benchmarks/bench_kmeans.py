@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 from paths import RAW, REPO  # benchmarks/paths.py (the script's folder is on sys.path)
+from report import p_text  # benchmarks/report.py
 
 from precomet.benchmark import (
     DEFAULT_PROPS,
@@ -79,10 +80,6 @@ def measure(lp: str, args: argparse.Namespace) -> dict[str | tuple[str, bool], A
     return out
 
 
-def _p(p: float) -> str:
-    return f"p {p:.3f}" if p < 0.05 else f"n.s., p {p:.3f}"
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=100)
@@ -114,9 +111,9 @@ def main() -> None:
     for on, flag, label in ROWS:
         a, b = de[(on, flag)], zh[(on, flag)]
         lines.append(
-            f"| {label} | {100 * a['spa']:.1f} | {100 * (a['spa'] - de['random']['spa']):+.1f} ({_p(a['p'])}) |"
+            f"| {label} | {100 * a['spa']:.1f} | {100 * (a['spa'] - de['random']['spa']):+.1f} ({p_text(a['p'])}) |"
             f" {a['clusters']:.2f} | {100 * b['spa']:.1f} | {100 * (b['spa'] - zh['random']['spa']):+.1f}"
-            f" ({_p(b['p'])}) | {b['clusters']:.2f} | "
+            f" ({p_text(b['p'])}) | {b['clusters']:.2f} | "
             f"{a['fit_seconds']:.0f} / {b['fit_seconds']:.0f} | {PAPER[(on, flag)]} |"
         )
     lines += [

@@ -43,8 +43,9 @@ from scipy.stats import pearsonr, spearmanr
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from paths import RAW, REPO, RESULTS, SCRATCH  # noqa: E402
+from report import parity_band  # noqa: E402  (benchmarks/report.py)
 
-from precomet.benchmark import pool_results, run_benchmark, shared_item_groups  # noqa: E402
+from precomet.benchmark import null_summary, pool_results, run_benchmark, shared_item_groups  # noqa: E402
 from precomet.campaign import HUMAN, Campaign, source_length  # noqa: E402
 from precomet.encoders import encode_cached, get_encoder  # noqa: E402
 from precomet.estimator import build_targets, predict_sources, train  # noqa: E402
@@ -370,9 +371,7 @@ def report_test(path: Path, *, budget: str = "items") -> list[str]:
         tail = f"{100 * verdict['spa_gain']:+.1f} | {verdict['p_value']:.3f}" if verdict else "– | –"
         lines.append(f"| {sel} | " + " | ".join(cells) + f" | {_pct(np.mean([r['parity'] for r in rows]))} | {tail} |")
     per_campaign = [
-        "{} {:.0f} % ({:.0f}–{:.0f} %)".format(n, *(100 * np.percentile(c[budget]["null"]["parity"], [50, 5, 95])))
-        for n, c in campaigns.items()
-        if c[budget].get("null")
+        f"{n} {parity_band(null_summary(c[budget]['null']))}" for n, c in campaigns.items() if c[budget].get("null")
     ]
     if per_campaign:
         lines += ["", "Null per campaign, random orderings' parity, median (5–95 %): " + "; ".join(per_campaign) + "."]

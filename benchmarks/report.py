@@ -49,14 +49,22 @@ def results_file(path: Path, title: str, *, fenced: bool = False) -> Iterator[No
     print(f"wrote {path}")
 
 
+def p_text(p: float) -> str:
+    """``"p 0.005"``, or ``"n.s., p 0.190"`` when not below 0.05: indistinguishable from random orderings."""
+    return f"p {p:.3f}" if p < 0.05 else f"n.s., p {p:.3f}"
+
+
 def verdict_cell(row: Mapping[str, Any]) -> str:
-    """A result row's parity with its verdict against random orderings: ``"71.4% (p 0.005)"``; a parity whose
-    p-value (on the SPA gain) is not below 0.05 is marked ``n.s.``: indistinguishable from random orderings."""
+    """A result row's parity with its verdict against random orderings (:func:`p_text`, on the SPA gain):
+    ``"71.4% (p 0.005)"``, ``"83.0% (n.s., p 0.190)"``."""
     parity = f"{100 * row['parity']:.1f}%"
     p = row.get("p_value")
-    if p is None:
-        return f"{parity} (no null)"
-    return f"{parity} (p {p:.3f})" if p < 0.05 else f"{parity} (n.s., p {p:.3f})"
+    return f"{parity} (no null)" if p is None else f"{parity} ({p_text(p)})"
+
+
+def parity_band(null: Mapping[str, Any]) -> str:
+    """A null summary's parity (:func:`precomet.benchmark.null_summary`) as ``"93 % (64–146 %)"``: median (5–95 %)."""
+    return f"{100 * null['parity_median']:.0f} % ({100 * null['parity_p05']:.0f}–{100 * null['parity_p95']:.0f} %)"
 
 
 def null_line(results: Mapping[str, Mapping[str, Any]]) -> str:
@@ -65,11 +73,7 @@ def null_line(results: Mapping[str, Mapping[str, Any]]) -> str:
     for key, result in results.items():
         row = next((m for m in result["methods"].values() if m.get("null")), None)
         if row:
-            null = row["null"]
-            parts.append(
-                f"{key} {100 * null['parity_median']:.0f} % ({100 * null['parity_p05']:.0f}–"
-                f"{100 * null['parity_p95']:.0f} %)"
-            )
+            parts.append(f"{key} {parity_band(row['null'])}")
     orderings = next(iter(results.values())).get("null_orderings", 0) if results else 0
     return (
         f"Null: {orderings} random orderings scored exactly as a method; their parity, median (5–95 %): "

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from precomet.benchmark.null import PRIMARY, null_band_text, p_value
+from precomet.benchmark.null import PRIMARY, null_band_text, null_summary, p_value
 from precomet.errors import PrecometError
 
 MIN_SHARED = 0.1
@@ -85,12 +85,13 @@ def pool_results(
                 for c, result in results.items()
             },
         }
-    band = {
-        f"{key}_{label}": float(np.percentile(null[key], q))
-        for key in ("parity", PRIMARY)
-        for label, q in (("median", 50), ("p05", 5), ("p95", 95))
+    return {
+        "campaigns": list(results),
+        "groups": groups,
+        "null_orderings": draws,
+        "null": null_summary(null),
+        "rows": rows,
     }
-    return {"campaigns": list(results), "groups": groups, "null_orderings": draws, "null": band, "rows": rows}
 
 
 def _common_rows(results: Iterable[Mapping[str, Any]]) -> list[str]:

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import numpy as np
 
-from precomet.benchmark.null import NULL_ORDERINGS
 from precomet.campaign import Campaign, require_documents
 from precomet.commands.common import (
     Paths,
@@ -29,6 +28,9 @@ from precomet.selection.objective import DEFAULT_COST_OBJECTIVE
 from precomet.selection.strata import DEFAULT_ENCODER, SELECTORS
 from precomet.selection.units import BUDGET_UNITS
 
+NULL_ORDERINGS_HELP = 200
+"""``precomet.benchmark.NULL_ORDERINGS`` as ``--help`` shows it, without importing the benchmark package at parser
+build time (a test keeps the two equal)."""
 HELP = (
     "benchmark selection methods against random selection: SPA, clusters, parity (the share of the budget a method"
     " needs to match random's accuracy), p-values against random orderings and a recommendation; optional JSON and"
@@ -90,10 +92,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--null-orderings",
         type=non_negative_int,
-        default=NULL_ORDERINGS,
         metavar="N",
         help=f"random orderings scored exactly like a method, the null behind every p-value and interval (default"
-        f" {NULL_ORDERINGS}; 0: no null, so no p-values and no saving claimed; --crowd has no null yet)",
+        f" {NULL_ORDERINGS_HELP}; 0: no null, so no p-values and no saving claimed; --crowd has no null yet)",
     )
     parser.add_argument(
         "--permutations", type=repeats, default=1000, help="sign-flip permutations for SPA (default 1000)"
@@ -196,6 +197,7 @@ def paths(args: argparse.Namespace) -> Paths:
 
 def run(args: argparse.Namespace) -> int:
     from precomet.benchmark import (
+        NULL_ORDERINGS,
         parse_props,
         plot_benchmark,
         run_benchmark,
@@ -262,7 +264,7 @@ def run(args: argparse.Namespace) -> int:
         oracle_step=args.oracle_step,
         allow_circular=args.allow_circular,
         controls=args.controls,
-        null_orderings=args.null_orderings,
+        null_orderings=NULL_ORDERINGS if args.null_orderings is None else args.null_orderings,
         workers=args.workers,
     )
     result = result.with_signature(

@@ -222,3 +222,14 @@ def test_cli_json_contract_of_the_null(data, tmp_path, capsys):
     with pytest.raises(SystemExit):
         main([*cmd, "--null-orderings", "-1"])
     assert "--null-orderings" in capsys.readouterr().err
+
+
+def test_the_null_default_in_help_is_the_librarys_and_costs_no_import():
+    import subprocess
+    import sys
+
+    from precomet.commands import benchmark as command
+
+    assert command.NULL_ORDERINGS_HELP == bm.NULL_ORDERINGS
+    code = "import sys, precomet.commands.benchmark; print('precomet.benchmark' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip() == "False"
