@@ -67,10 +67,24 @@ def map_forked(
         return results
     _WORK = (fn, items)
     try:
-        with multiprocessing.get_context("fork").Pool(count, initializer=_quiet_signals) as pool:
+        # Ctrl-C and SIGTERM stay blocked from the fork until a worker has its own handlers (``_quiet_signals``):
+        # a signal that reaches it earlier would run the parent's Python handler (the CLI defers SIGTERM) and the
+        # worker would then wait for work forever
+        blocked = signal.pthread_sigmask(signal.SIG_BLOCK, _WORKER_SIGNALS)
+        try:
+            pool = multiprocessing.get_context("fork").Pool(count, initializer=_quiet_signals, initargs=(blocked,))
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+        try:
             for result in pool.imap(_run, range(len(items)), chunksize=1):
                 results.append(result)
                 done(result)
+            pool.close()  # every result is in: the workers end on the pool's sentinel, no signal needed
+        except BaseException:
+            pool.terminate()  # an error or Ctrl-C: SIGTERM to the workers still running
+            raise
+        finally:
+            pool.join()
     finally:
         _WORK = None
     return results
@@ -88,7 +102,12 @@ def _run(index: int) -> Any:
     return fn(items[index])
 
 
-def _quiet_signals() -> None:
-    """Workers leave Ctrl-C to the parent (which stops the pool) and end on SIGTERM."""
+_WORKER_SIGNALS = {signal.SIGINT, signal.SIGTERM}
+
+
+def _quiet_signals(mask: set[signal.Signals]) -> None:
+    """Workers leave Ctrl-C to the parent (which stops the pool) and end on SIGTERM; then the signals blocked
+    around the fork are unblocked (``mask``: the parent's mask before), so one sent meanwhile takes effect now."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_SETMASK, mask)

@@ -82,3 +82,49 @@ def test_inside_a_daemonic_worker_it_is_the_plain_loop():
     with multiprocessing.get_context("fork").Pool(1) as pool:
         (pids,) = pool.map(_inside_a_pool_worker, [0])
     assert len(set(pids)) == 1 and os.getpid() not in pids  # the worker computed all four itself, no children
+
+
+LATE_WORKER = """
+import os, signal, sys, time
+import precomet.parallel as parallel
+
+signal.signal(signal.SIGTERM, lambda signum, frame: None)  # a parent that defers SIGTERM, as the CLI does
+start = parallel._quiet_signals
+
+def second_starts_late(*args):  # the first worker to start does all the work; the second is not ready yet
+    try:
+        os.close(os.open(sys.argv[1], os.O_CREAT | os.O_EXCL))
+    except FileExistsError:
+        time.sleep(1.0)
+    start(*args)
+
+parallel._quiet_signals = second_starts_late
+
+def fail_at_first(result):
+    raise RuntimeError("stopped")
+
+if sys.argv[2] == "done":
+    print(parallel.map_forked(abs, [-1, -2], workers=2))
+else:
+    try:
+        parallel.map_forked(abs, [-1, -2], workers=2, done=fail_at_first)
+    except RuntimeError as err:
+        print(err)
+"""
+
+
+@pytest.mark.parametrize("ending", ["done", "error"])
+def test_a_worker_that_starts_late_never_hangs_the_pool(tmp_path, ending):
+    # regression: the pool's SIGTERM reached a worker before it had its own handlers; the parent's deferring
+    # handler swallowed it and the worker waited for work forever (the CI run that never ended)
+    import subprocess
+    import sys
+
+    run = subprocess.run(
+        [sys.executable, "-c", LATE_WORKER, str(tmp_path / "first"), ending],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == ("[1, 2]" if ending == "done" else "stopped")
