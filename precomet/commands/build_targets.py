@@ -82,12 +82,13 @@ def run(args: argparse.Namespace) -> int:
     from precomet.estimator.leakage import drop_sources
     from precomet.estimator.targets import build_targets, exclude_campaigns, merge_by_source, write_targets
     from precomet.io.atomic import check_output
-    from precomet.utilities import resolve_options
+    from precomet.utilities import get_spec, resolve_options
 
     check_output(args.output)
     options = parse_options(args.option)
     resolve_options(args.method, options)
-    campaigns = load_specs(args.data, args.human)
+    # a sparse utility (item_effect) models the unscored cells itself: every item with a score is kept
+    campaigns = load_specs(args.data, args.human, complete=not get_spec(args.method).sparse)
     if args.reference_metric:
         from precomet.utilities.reference import with_reference_score
 

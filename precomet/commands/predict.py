@@ -95,16 +95,20 @@ def resume_dir(args: argparse.Namespace) -> Path | None:
     return None if written_through(output) else output.with_name(output.name + ".chunks")
 
 
-def _scan(args: argparse.Namespace, chunks: Any, meta: dict[str, Any]) -> PoolScan:
+def _scan(args: argparse.Namespace, chunks: Any, meta: dict[str, Any]) -> tuple[PoolScan, dict[str, Any]]:
+    """The pool scan (count, hash, sources seen in training) and the language profile of a sample of its sources,
+    taken in the same pass; sources in languages the checkpoint was not trained on are a warning."""
+    from precomet.estimator.languages import SourceSample, report_languages
     from precomet.estimator.pool import scan_pool
 
-    return scan_pool(
-        chunks,
-        meta=meta,
-        strict=args.strict,
-        what=f"checkpoint {args.checkpoint}",
-        where=f"{args.checkpoint}/precomet.json",
+    sample = SourceSample()
+    what = f"checkpoint {args.checkpoint}"
+    scan = scan_pool(
+        sample.follow(chunks), meta=meta, strict=args.strict, what=what, where=f"{args.checkpoint}/precomet.json"
     )
+    languages = sample.profile()
+    report_languages(meta, languages, what=what)
+    return scan, languages
 
 
 def run(args: argparse.Namespace) -> int:
@@ -124,11 +128,11 @@ def run(args: argparse.Namespace) -> int:
     if folder is not None:
         check_resume_dir(folder, inputs=[args.checkpoint, args.data])
     chunks = partial(iter_source_chunks, args.data, chunk_size=args.chunk_size, text=args.text, campaign=args.campaign)
-    scan = _scan(args, chunks(), read_meta(args.checkpoint))
+    scan, languages = _scan(args, chunks(), read_meta(args.checkpoint))
     device = "cpu" if args.devices is not None else args.device
     estimator = load_estimator(args.checkpoint, device=device)
     with output_set(args.output) as out, out.open(args.output) as handle:
-        write_signature_line(handle, _signature(args, estimator, scan))
+        write_signature_line(handle, _signature(args, estimator, scan, languages))
         pool = predict_pool(
             estimator,
             chunks(),
@@ -152,7 +156,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _signature(args: argparse.Namespace, estimator: Any, scan: PoolScan) -> Signature:
+def _signature(args: argparse.Namespace, estimator: Any, scan: PoolScan, languages: dict[str, Any]) -> Signature:
     from precomet.signature import signature
 
     return signature(
@@ -166,6 +170,7 @@ def _signature(args: argparse.Namespace, estimator: Any, scan: PoolScan) -> Sign
         n_items=scan.n_items,
         precision=args.precision,
         seen_in_training=scan.seen_in_training,
+        source_languages=languages,
         training_sources=estimator.meta.get("training_sources"),
     )
 
@@ -178,13 +183,13 @@ def _run_shards(args: argparse.Namespace) -> int:
         raise PrecometError("--shard-dir predicts in fp32 (--precision int8 runs on the single-device path)")
     ids, sources = read_sources(args.data, text=args.text, campaign=args.campaign)
     estimator: Any = load_estimator(args.checkpoint, device="cpu" if args.devices is not None else args.device)
-    scan = _scan(args, [(ids, sources)], estimator.meta)
+    scan, languages = _scan(args, [(ids, sources)], estimator.meta)
     rank = predict_shards(
         estimator,
         ids,
         sources,
         args.shard_dir,
-        signature=_signature(args, estimator, scan),
+        signature=_signature(args, estimator, scan, languages),
         batch_size=args.batch_size,
         devices=args.devices or 1,
         num_nodes=args.num_nodes,

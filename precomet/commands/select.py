@@ -238,18 +238,19 @@ def _utilities(args: argparse.Namespace, campaign: Campaign) -> tuple[np.ndarray
         return utility, "scores", {"scores": args.scores, "seen_in_training": seen}
     if args.checkpoint:
         from precomet.estimator import load_estimator
+        from precomet.estimator.languages import language_profile, report_languages
         from precomet.estimator.pool import predict_in_chunks
 
         estimator = load_estimator(args.checkpoint)
+        what = f"checkpoint {args.checkpoint}"
         seen = check_seen(
-            estimator.meta,
-            campaign.src,
-            strict=args.strict,
-            what=f"checkpoint {args.checkpoint}",
-            where=f"{args.checkpoint}/precomet.json",
+            estimator.meta, campaign.src, strict=args.strict, what=what, where=f"{args.checkpoint}/precomet.json"
         )
+        languages = language_profile(campaign.src)
+        report_languages(estimator.meta, languages, what=what)
         utility = predict_in_chunks(estimator, list(campaign.src))
-        return utility, "checkpoint", {"checkpoint": args.checkpoint, "seen_in_training": seen}
+        parameters = {"checkpoint": args.checkpoint, "seen_in_training": seen, "source_languages": languages}
+        return utility, "checkpoint", parameters
     if args.strict:
         raise PrecometError("--strict applies to utilities from an estimator (--checkpoint or --scores), not --method")
     from precomet.utilities import compute_utility

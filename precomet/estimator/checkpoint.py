@@ -245,7 +245,8 @@ def check_meta(meta: dict[str, Any], *, where: Any = META) -> None:
     its type and range: ``target`` (object with a ``method`` name), ``direction``, ``standardisation`` (finite
     ``mean``, finite ``std`` > 0), ``pooling``, ``hidden_sizes`` (positive integers), ``max_length`` (an
     integer >= 0), ``dropout`` (in [0, 1)), ``encoder`` / ``encoder_path`` (text), ``encoder_package`` and
-    ``backbone`` (objects)."""
+    ``backbone`` (objects), and when present ``training_languages`` (a language profile) and
+    ``training_domains`` (null or counts per domain)."""
     target = meta.get("target")
     if not isinstance(target, dict) or not isinstance(target.get("method"), str):
         raise _field(where, "target", target, 'an object {"method": NAME, "normalisation": [...]}')
@@ -286,6 +287,34 @@ def check_meta(meta: dict[str, Any], *, where: Any = META) -> None:
         raise _field(where, "backbone", backbone, "an object with the encoder's name")
     if backbone is None and meta["max_length"] < 1:
         raise _field(where, "max_length", meta["max_length"], "an integer >= 1 (tokens per source)")
+    _check_training_languages(meta.get("training_languages"), where=where)
+    domains = meta.get("training_domains")
+    if domains is not None and not _is_counts(domains):
+        raise _field(where, "training_domains", domains, "null or an object {domain: number of rows}")
+
+
+def _is_counts(value: Any) -> bool:
+    return isinstance(value, dict) and all(isinstance(k, str) and _is_int(n) and n >= 0 for k, n in value.items())
+
+
+def _check_training_languages(profile: Any, *, where: Any) -> None:
+    """``training_languages`` (optional: checkpoints written before precomet recorded it have none) is an object
+    with ``counts`` ({ISO 639-1 code: sources}), ``sample`` and ``sources`` (integers >= 0) and, if present,
+    ``shares`` ({code: number in [0, 1]})."""
+    if profile is None:
+        return
+    expected = 'an object {"counts": {language: sources}, "sample": N, "sources": N, ...}'
+    if not isinstance(profile, dict):
+        raise _field(where, "training_languages", profile, expected)
+    if not _is_counts(profile.get("counts")):
+        raise _field(where, "training_languages.counts", profile.get("counts"), "an object {language: sources}")
+    for name in ("sample", "sources"):
+        if name in profile and not (_is_int(profile[name]) and profile[name] >= 0):
+            raise _field(where, f"training_languages.{name}", profile[name], "an integer >= 0")
+    shares = profile.get("shares", {})
+    in_range = isinstance(shares, dict) and all(_is_number(v) and 0 <= v <= 1 for v in shares.values())
+    if not (in_range and all(isinstance(k, str) for k in shares)):
+        raise _field(where, "training_languages.shares", shares, "an object {language: share in [0, 1]}")
 
 
 def check_max_length(meta: dict[str, Any], limit: int | None, *, where: Any, encoder: str) -> None:

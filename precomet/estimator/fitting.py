@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from precomet.errors import PrecometError
+from precomet.estimator.languages import training_profile
 from precomet.estimator.leakage import SourceFingerprint
 from precomet.estimator.targets import rows_hash
 from precomet.progress import progress_enabled
@@ -32,6 +33,15 @@ logger = logging.getLogger(__name__)
 def _campaigns(rows: Sequence[dict[str, Any]]) -> list[str]:
     """Every campaign a row came from (merged rows list several under ``campaigns``)."""
     return sorted({name for r in rows for name in r.get("campaigns", [r["campaign"]])})
+
+
+def _domains(rows: Sequence[dict[str, Any]]) -> dict[str, int] | None:
+    """How many rows come from each ``domain`` (most first), or ``None`` when no row has one."""
+    counts: dict[str, int] = {}
+    for row in rows:
+        if row.get("domain") is not None:
+            counts[str(row["domain"])] = counts.get(str(row["domain"]), 0) + 1
+    return dict(sorted(counts.items(), key=lambda item: (-item[1], item[0]))) or None
 
 
 def _history_callback(history: list[dict[str, float]]):
@@ -106,6 +116,8 @@ def checkpoint_meta(
         "max_length": network.max_length,
         **encoder,
         "training_sources": SourceFingerprint.of(r["src"] for part in (split.train, split.dev) for r in part).to_json(),
+        "training_languages": training_profile(r["src"] for part in (split.train, split.dev) for r in part),
+        "training_domains": _domains([*split.train, *split.dev]),
         "training_data": {
             "hash": rows_hash(split.train),
             "rows": len(split.train),

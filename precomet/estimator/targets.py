@@ -1,5 +1,5 @@
 """Training targets: one output-based utility per item of each historical campaign, normalised per
-campaign, as rows ``{"src", "target", "campaign", "doc", "lp", "id", "method"}``.
+campaign, as rows ``{"src", "target", "campaign", "doc", "domain", "lp", "id", "method"}``.
 
 Normalisation is **per campaign** because utility scales differ between campaigns (number of systems,
 human protocol, score range): ``zscore`` subtracts the campaign mean and divides by its standard
@@ -79,6 +79,8 @@ def build_targets(
     """Target rows for every item of every campaign (campaign names must be distinct); ``options`` are the
     utility method's own settings (e.g. ``{"similarity": "chrf"}`` for diversity). One row per item and
     campaign: merge repeated sources with :func:`merge_by_source`."""
+    from precomet.utilities import UTILITY_METHODS
+
     if normalisation not in NORMALISERS:
         raise PrecometError(f"unknown normalisation {normalisation!r}; valid: {', '.join(NORMALISERS)}")
     rows: list[dict[str, Any]] = []
@@ -93,6 +95,11 @@ def build_targets(
             raise PrecometError(
                 f"utility {method!r} on {campaign.name!r}: expected {len(campaign)} values, got {raw.shape}"
             )
+        sparse = method in UTILITY_METHODS and UTILITY_METHODS[method].sparse
+        unscored = np.isnan(raw) if sparse else np.zeros(len(raw), dtype=bool)
+        if unscored.any():  # a sparse utility's items without any scored cell: no target to learn
+            logger.info("%s: %d item(s) without a scored cell get no target", campaign.name, int(unscored.sum()))
+            campaign, raw = campaign.take(np.flatnonzero(~unscored)), raw[~unscored]
         bad = np.flatnonzero(~np.isfinite(raw))
         if len(bad):
             raise PrecometError(
@@ -107,6 +114,7 @@ def build_targets(
                     "target": float(values[i]),
                     "campaign": campaign.name,
                     "doc": campaign.doc[i],
+                    "domain": campaign.domain[i],
                     "lp": campaign.lp,
                     "id": campaign.ids[i],
                     "method": method,

@@ -37,8 +37,9 @@ class UtilitySpec:
     systems are used, so the artificial crowd computes it once); ``constant_under_cost`` (a utility that is the
     source length, which the cost objective already weighs: a cost budget's knapsack gets a constant utility, see
     :func:`knapsack_utility`); ``forwards_metric`` (reads no score itself but is given the ``metric`` requested, to
-    hand on to the utilities it combines: ``mixture``); and ``label``, the name shown in tables (default: the registered
-    name)."""
+    hand on to the utilities it combines: ``mixture``); ``sparse`` (reads a score matrix with unscored cells, NaN,
+    itself: :func:`compute_utility` does not require complete items, and an item without any score gets NaN); and
+    ``label``, the name shown in tables (default: the registered name)."""
 
     fn: UtilityFn
     description: str
@@ -49,6 +50,7 @@ class UtilitySpec:
     constant_under_cost: bool = False
     system_free: bool = False
     forwards_metric: bool = False
+    sparse: bool = False
     label: str = ""
 
 
@@ -100,7 +102,7 @@ def compute_utility(
             )
         matrix = campaign.score(metric)
         bad = np.isnan(matrix)
-        if bad.any():
+        if bad.any() and not spec.sparse:
             rows, cols = np.nonzero(bad)
             n_bad = int(bad.any(axis=1).sum())
             if missing == "error":
@@ -188,11 +190,23 @@ IRT_LABELS = {"diff": "Diff", "disc": "Disc", "feas": "Feas", "diffdisc": "DiffD
 
 
 def _register_builtins() -> None:
-    from precomet.utilities import cluster, diffuse, diversity, irt, length, metric
+    from precomet.utilities import additive, cluster, diffuse, diversity, irt, length, metric
 
     register_utility(
         "metric_avg",
         UtilitySpec(metric.metric_avg, "minus the mean score over systems (Eq. 3)", min_systems=1, label="MetricAvg"),
+    )
+    register_utility(
+        "item_effect",
+        UtilitySpec(
+            additive.item_effect,
+            "minus the item effect of an additive item + system model fitted on the scored cells (weighted by the"
+            " judgements per cell, shrunk): MetricAvg for sparse, noisy scores such as crowd DA",
+            min_systems=1,
+            options=dict(additive.OPTIONS),
+            sparse=True,
+            label="ItemEffect",
+        ),
     )
     register_utility(
         "metric_var", UtilitySpec(metric.metric_var, "variance of scores over systems (Eq. 4)", label="MetricVar")

@@ -69,6 +69,7 @@ def test_build_targets_zscore_per_campaign(tiny_campaign, monkeypatch):
         "target": rows[0]["target"],
         "campaign": "tiny",
         "doc": "d1",
+        "domain": "news",
         "lp": None,
         "id": "a",
         "method": "avg",
