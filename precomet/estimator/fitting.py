@@ -35,7 +35,7 @@ def _campaigns(rows: Sequence[dict[str, Any]]) -> list[str]:
     return sorted({name for r in rows for name in r.get("campaigns", [r["campaign"]])})
 
 
-def _domains(rows: Sequence[dict[str, Any]]) -> dict[str, int] | None:
+def training_domains(rows: Sequence[dict[str, Any]]) -> dict[str, int] | None:
     """How many rows come from each ``domain`` (most first), or ``None`` when no row has one."""
     counts: dict[str, int] = {}
     for row in rows:
@@ -117,7 +117,7 @@ def checkpoint_meta(
         **encoder,
         "training_sources": SourceFingerprint.of(r["src"] for part in (split.train, split.dev) for r in part).to_json(),
         "training_languages": training_profile(r["src"] for part in (split.train, split.dev) for r in part),
-        "training_domains": _domains([*split.train, *split.dev]),
+        "training_domains": training_domains([*split.train, *split.dev]),
         "training_data": {
             "hash": rows_hash(split.train),
             "rows": len(split.train),

@@ -46,24 +46,30 @@ def item_effect(
 def fit_item_effects(scores: np.ndarray, weights: np.ndarray, *, shrinkage: Any = None) -> np.ndarray:
     """Item effects ``a`` of the weighted additive model on the cells where ``scores`` is not NaN (NaN for rows
     with no such cell); ``shrinkage`` is ``None``/``"auto"`` (estimated) or a ridge weight ``lam >= 0``."""
+    return fit_additive(scores, weights, shrinkage=shrinkage)[0]
+
+
+def fit_additive(scores: np.ndarray, weights: np.ndarray, *, shrinkage: Any = None) -> tuple[np.ndarray, np.ndarray]:
+    """``(a, b)``: the item effects (as :func:`fit_item_effects`) and the system effects of the model."""
     observed = ~np.isnan(scores) & (weights > 0)
     w = np.where(observed, weights, 0.0)
     y = np.where(observed, scores, 0.0)
     if not observed.any():
         raise PrecometError("item_effect: no scored cell")
     if shrinkage is None or shrinkage == "auto":
-        unpenalised, residual_var = _fit(y, w, 0.0)
+        unpenalised, _, residual_var = _fit(y, w, 0.0)
         lam = _moment_shrinkage(unpenalised, residual_var, w)
     else:
         lam = _check_shrinkage(shrinkage)
-    effects, _ = _fit(y, w, lam)
+    effects, systems, _ = _fit(y, w, lam)
     effects[w.sum(axis=1) == 0] = np.nan
-    return effects
+    systems[w.sum(axis=0) == 0] = np.nan
+    return effects, systems
 
 
-def _fit(y: np.ndarray, w: np.ndarray, lam: float) -> tuple[np.ndarray, float]:
+def _fit(y: np.ndarray, w: np.ndarray, lam: float) -> tuple[np.ndarray, np.ndarray, float]:
     """Backfitting (exact coordinate descent on a convex quadratic) until the effects stop moving; returns the
-    item effects and the residual variance per unit weight."""
+    item and system effects and the residual variance per unit weight."""
     item_w, system_w = w.sum(axis=1), w.sum(axis=0)
     mu = float((w * y).sum() / w.sum())
     a, b = np.zeros(y.shape[0]), np.zeros(y.shape[1])
@@ -79,7 +85,7 @@ def _fit(y: np.ndarray, w: np.ndarray, lam: float) -> tuple[np.ndarray, float]:
     residual = np.where(w > 0, y - mu - a[:, None] - b[None, :], 0.0)
     dof = int((w > 0).sum()) - int((item_w > 0).sum()) - int((system_w > 0).sum()) + 1
     residual_var = float((w * residual**2).sum() / dof) if dof > 0 else 0.0
-    return a, residual_var
+    return a, b, residual_var
 
 
 def _moment_shrinkage(effects: np.ndarray, residual_var: float, w: np.ndarray) -> float:

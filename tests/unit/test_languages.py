@@ -133,12 +133,56 @@ def test_report_without_record_names_the_campaigns_and_the_input_languages(caplo
     assert caplog.records[-1].levelno == logging.WARNING and caplog.records[-1].getMessage() == message
 
 
-def test_shipped_checkpoint_without_the_field_still_reads_and_is_reported():
+def test_a_checkpoint_without_the_field_is_reported_with_its_campaigns():
     meta = read_meta(REPO / "checkpoints" / "metric-avg-e5")
-    assert "training_languages" not in meta  # recorded once it is retrained
+    del meta["training_languages"], meta["training_domains"]
     message = no_record_warning(meta, language_profile(HINDI), what="checkpoint metric-avg-e5")
     assert "does not record its training languages; it was trained on wmt22/zh-en" in message
     assert message.endswith("hi 100 %")
+
+
+def test_the_shipped_checkpoint_says_it_was_trained_on_chinese():
+    # recorded by training/record_languages.py from its targets, checked against its training-source fingerprint
+    meta = read_meta(REPO / "checkpoints" / "metric-avg-e5")
+    check_meta(meta)
+    assert meta["training_languages"]["sources"] == meta["training_sources"]["count"] == 1866
+    assert max(meta["training_languages"]["shares"], key=meta["training_languages"]["shares"].get) == "zh"
+    message = unseen_language_warning(language_profile(HINDI), meta["training_languages"])
+    assert message is not None and "it was trained on zh (" in message and "(hi 100 %)" in message
+
+
+def _record_languages():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("record_languages", REPO / "training" / "record_languages.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.slow
+def test_record_languages_writes_only_for_the_sources_it_was_trained_on(chinese_checkpoint, tmp_path):
+    old = tmp_path / "old"
+    shutil.copytree(chinese_checkpoint, old)
+    meta = json.loads((old / "precomet.json").read_text())
+    recorded = meta.pop("training_languages")
+    del meta["training_domains"]
+    (old / "precomet.json").write_text(json.dumps(meta))
+    rows = _chinese_rows()  # what chinese_checkpoint was trained on
+    wrong = tmp_path / "wrong.jsonl"
+    wrong.write_text("".join(json.dumps(r) + "\n" for r in rows[:-1]))  # one training source short
+    with pytest.raises(SystemExit, match="not the .* this checkpoint was trained on"):
+        _record_languages().record(old, wrong)
+    assert "training_languages" not in json.loads((old / "precomet.json").read_text())
+    right = tmp_path / "right.jsonl"
+    right.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    _record_languages().record(old, right)
+    written = json.loads((old / "precomet.json").read_text())
+    assert written["training_languages"]["counts"] == recorded["counts"]
+    assert {k: v for k, v in written.items() if not k.startswith("training_")} == {
+        k: v for k, v in meta.items() if not k.startswith("training_")
+    }
 
 
 @pytest.mark.parametrize(
