@@ -95,9 +95,9 @@ def resume_dir(args: argparse.Namespace) -> Path | None:
     return None if written_through(output) else output.with_name(output.name + ".chunks")
 
 
-def _scan(args: argparse.Namespace, chunks: Any, meta: dict[str, Any]) -> tuple[PoolScan, dict[str, Any]]:
-    """The pool scan (count, hash, sources seen in training) and the language profile of a sample of its sources,
-    taken in the same pass; sources in languages the checkpoint was not trained on are a warning."""
+def _scan(args: argparse.Namespace, chunks: Any, meta: dict[str, Any]) -> tuple[PoolScan, dict[str, Any], list[str]]:
+    """The pool scan (count, hash, sources seen in training), the language profile of a sample of its sources and
+    the sample, taken in the same pass; sources in languages the checkpoint was not trained on are a warning."""
     from precomet.estimator.languages import SourceSample, report_languages
     from precomet.estimator.pool import scan_pool
 
@@ -108,7 +108,15 @@ def _scan(args: argparse.Namespace, chunks: Any, meta: dict[str, Any]) -> tuple[
     )
     languages = sample.profile()
     report_languages(meta, languages, what=what)
-    return scan, languages
+    return scan, languages, sample.sources
+
+
+def _coverage(args: argparse.Namespace, estimator: Any, sample: list[str]) -> dict[str, Any] | None:
+    """How many of the sampled sources lie far from the training sources (a warning from 5 %; encoded here, so the
+    prediction then finds them in the in-process cache)."""
+    from precomet.estimator.coverage import report_coverage
+
+    return report_coverage(estimator, sample, what=f"checkpoint {args.checkpoint}")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -128,11 +136,12 @@ def run(args: argparse.Namespace) -> int:
     if folder is not None:
         check_resume_dir(folder, inputs=[args.checkpoint, args.data])
     chunks = partial(iter_source_chunks, args.data, chunk_size=args.chunk_size, text=args.text, campaign=args.campaign)
-    scan, languages = _scan(args, chunks(), read_meta(args.checkpoint))
+    scan, languages, sample = _scan(args, chunks(), read_meta(args.checkpoint))
     device = "cpu" if args.devices is not None else args.device
     estimator = load_estimator(args.checkpoint, device=device)
+    coverage = _coverage(args, estimator, sample)
     with output_set(args.output) as out, out.open(args.output) as handle:
-        write_signature_line(handle, _signature(args, estimator, scan, languages))
+        write_signature_line(handle, _signature(args, estimator, scan, languages, coverage))
         pool = predict_pool(
             estimator,
             chunks(),
@@ -156,7 +165,13 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _signature(args: argparse.Namespace, estimator: Any, scan: PoolScan, languages: dict[str, Any]) -> Signature:
+def _signature(
+    args: argparse.Namespace,
+    estimator: Any,
+    scan: PoolScan,
+    languages: dict[str, Any],
+    coverage: dict[str, Any] | None,
+) -> Signature:
     from precomet.signature import signature
 
     return signature(
@@ -171,6 +186,7 @@ def _signature(args: argparse.Namespace, estimator: Any, scan: PoolScan, languag
         precision=args.precision,
         seen_in_training=scan.seen_in_training,
         source_languages=languages,
+        source_coverage=coverage,
         training_sources=estimator.meta.get("training_sources"),
     )
 
@@ -183,13 +199,14 @@ def _run_shards(args: argparse.Namespace) -> int:
         raise PrecometError("--shard-dir predicts in fp32 (--precision int8 runs on the single-device path)")
     ids, sources = read_sources(args.data, text=args.text, campaign=args.campaign)
     estimator: Any = load_estimator(args.checkpoint, device="cpu" if args.devices is not None else args.device)
-    scan, languages = _scan(args, [(ids, sources)], estimator.meta)
+    scan, languages, sample = _scan(args, [(ids, sources)], estimator.meta)
+    coverage = _coverage(args, estimator, sample)
     rank = predict_shards(
         estimator,
         ids,
         sources,
         args.shard_dir,
-        signature=_signature(args, estimator, scan, languages),
+        signature=_signature(args, estimator, scan, languages, coverage),
         batch_size=args.batch_size,
         devices=args.devices or 1,
         num_nodes=args.num_nodes,

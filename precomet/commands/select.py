@@ -238,7 +238,8 @@ def _utilities(args: argparse.Namespace, campaign: Campaign) -> tuple[np.ndarray
         return utility, "scores", {"scores": args.scores, "seen_in_training": seen}
     if args.checkpoint:
         from precomet.estimator import load_estimator
-        from precomet.estimator.languages import language_profile, report_languages
+        from precomet.estimator.coverage import report_coverage
+        from precomet.estimator.languages import SourceSample, language_profile, report_languages
         from precomet.estimator.pool import predict_in_chunks
 
         estimator = load_estimator(args.checkpoint)
@@ -248,8 +249,16 @@ def _utilities(args: argparse.Namespace, campaign: Campaign) -> tuple[np.ndarray
         )
         languages = language_profile(campaign.src)
         report_languages(estimator.meta, languages, what=what)
+        sample = SourceSample()
+        sample.add(campaign.src)
+        coverage = report_coverage(estimator, sample.sources, what=what)  # its vectors are then cached for predict
         utility = predict_in_chunks(estimator, list(campaign.src))
-        parameters = {"checkpoint": args.checkpoint, "seen_in_training": seen, "source_languages": languages}
+        parameters = {
+            "checkpoint": args.checkpoint,
+            "seen_in_training": seen,
+            "source_languages": languages,
+            "source_coverage": coverage,
+        }
         return utility, "checkpoint", parameters
     if args.strict:
         raise PrecometError("--strict applies to utilities from an estimator (--checkpoint or --scores), not --method")

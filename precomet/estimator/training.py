@@ -160,6 +160,7 @@ def _train_backbone(
     """:func:`train` on a registered sentence encoder (``model.backbone``): vectors once, then the head."""
     from precomet.encoders import get_encoder
     from precomet.estimator.backbone import FeatureHead, encode_split
+    from precomet.estimator.coverage import fit_coverage, write_coverage
 
     model, data = cfg["model"], cfg["data"]
     try:
@@ -181,6 +182,9 @@ def _train_backbone(
         fit(trainer, module, datamodule)
         dev_metrics = best_metrics(history, cfg["early_stopping"], has_dev=bool(split.dev))
         best = export_best_head(trainer, work, meta={**meta, "dev_metrics": dev_metrics, "history": history})
+        if trainer.is_global_zero:  # where the training sources lie, for predict's far-from-training warning
+            vectors = np.concatenate([part.numpy() for part in inputs if part.ndim == 2])
+            write_coverage(work, fit_coverage(vectors, seed=int(cfg["seed_everything"])))
     return TrainResult(
         checkpoint_dir=final_dir,
         best_ckpt=final_dir / "lightning" / best.name,

@@ -108,3 +108,28 @@ def test_vectors_come_from_the_cache_on_a_second_run(tmp_path, monkeypatch):
     train(_rows(60, 2), out_dir=tmp_path / "b", overrides=overrides, progress=False)
     assert first == 60 and sum(calls) == 60
     assert np.isfinite(predict_sources(tmp_path / "b", ["x y z"])).all()
+
+
+def test_training_records_where_its_sources_lie_and_predict_warns_far_from_them(checkpoint, tmp_path, caplog):
+    import logging
+
+    from precomet.cli import main
+    from precomet.estimator.coverage import COVERAGE, read_coverage
+
+    coverage = read_coverage(checkpoint)
+    assert (checkpoint / COVERAGE).is_file() and coverage is not None
+    assert coverage["centroids"].shape[1] == load_estimator(checkpoint).encoder.dim
+    like = tmp_path / "like.txt"
+    like.write_text("\n".join(r["src"] for r in _rows(60, 2)) + "\n")
+    unlike = tmp_path / "unlike.txt"  # long lines of one repeated symbol: nothing like the training sources
+    unlike.write_text("\n".join("%" * (200 + 40 * i) + f" {i}" for i in range(60)) + "\n")
+    found = {}
+    for data in (like, unlike):
+        out = tmp_path / f"{data.stem}.jsonl"
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="precomet.estimator.coverage"):
+            assert main(["predict", "--checkpoint", str(checkpoint), "--data", str(data), "-o", str(out)]) == 0
+        signature = json.loads(out.read_text().splitlines()[0])["signature"]
+        found[data.stem] = (signature["source_coverage"]["far_share"], [r.getMessage() for r in caplog.records])
+    assert found["like"][0] < 0.05 and found["like"][1] == []
+    assert found["unlike"][0] > 0.5 and "lie farther from its training sources" in found["unlike"][1][0]

@@ -142,7 +142,7 @@ def test_a_checkpoint_without_the_field_is_reported_with_its_campaigns():
 
 
 def test_the_shipped_checkpoint_says_it_was_trained_on_chinese():
-    # recorded by training/record_languages.py from its targets, checked against its training-source fingerprint
+    # recorded by training/record_training_profile.py from its targets, checked against its training-source fingerprint
     meta = read_meta(REPO / "checkpoints" / "metric-avg-e5")
     check_meta(meta)
     assert meta["training_languages"]["sources"] == meta["training_sources"]["count"] == 1866
@@ -151,10 +151,11 @@ def test_the_shipped_checkpoint_says_it_was_trained_on_chinese():
     assert message is not None and "it was trained on zh (" in message and "(hi 100 %)" in message
 
 
-def _record_languages():
+def _record_training_profile():
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("record_languages", REPO / "training" / "record_languages.py")
+    script = REPO / "training" / "record_training_profile.py"
+    spec = importlib.util.spec_from_file_location("record_training_profile", script)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -173,11 +174,11 @@ def test_record_languages_writes_only_for_the_sources_it_was_trained_on(chinese_
     wrong = tmp_path / "wrong.jsonl"
     wrong.write_text("".join(json.dumps(r) + "\n" for r in rows[:-1]))  # one training source short
     with pytest.raises(SystemExit, match="not the .* this checkpoint was trained on"):
-        _record_languages().record(old, wrong)
+        _record_training_profile().record(old, wrong)
     assert "training_languages" not in json.loads((old / "precomet.json").read_text())
     right = tmp_path / "right.jsonl"
     right.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    _record_languages().record(old, right)
+    _record_training_profile().record(old, right)
     written = json.loads((old / "precomet.json").read_text())
     assert written["training_languages"]["counts"] == recorded["counts"]
     assert {k: v for k, v in written.items() if not k.startswith("training_")} == {

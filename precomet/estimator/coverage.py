@@ -1,0 +1,132 @@
+"""How far scored sources lie from an estimator's training sources, so that it can say where it extrapolates.
+
+At training time an estimator on a registered sentence encoder (``model.backbone``) summarises where its training
+and dev sources lie in the encoder's space: :data:`CLUSTERS` k-means centres of their unit vectors and a
+``radius``, the cosine distance to the nearest centre within which :data:`QUANTILE` (99 %) of them lie. Both are
+written to ``coverage.safetensors`` in the checkpoint (:func:`write_coverage`; optional: a checkpoint without it
+loads as before). ``predict`` and ``select --checkpoint`` measure the same distance for a sample of the sources
+they score (:func:`report_coverage`; their vectors were just computed for the prediction, so this costs nothing
+but the distances) and warn when at least :data:`FAR_SHARE` of them lie beyond the radius: farther from every
+training cluster than 99 % of the training sources, where the estimator's utilities are extrapolations.
+By construction about 1 % of sources like the training ones lie beyond it, hence a threshold of 5 %.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from precomet.errors import PrecometError
+
+logger = logging.getLogger(__name__)
+
+COVERAGE = "coverage.safetensors"
+"""The file of a checkpoint directory that holds ``centroids`` (K x dim, float32) and ``radius`` (1 value)."""
+
+CLUSTERS = 32
+"""k-means centres that summarise the training sources (fewer when there are fewer distinct vectors)."""
+
+QUANTILE = 0.99
+"""Share of the training sources that lie within ``radius`` of their nearest centre."""
+
+FAR_SHARE = 0.05
+"""The warning is given when at least this share of the scored sources lie beyond the radius."""
+
+
+def fit_coverage(vectors: np.ndarray, *, clusters: int = CLUSTERS, seed: int = 0) -> dict[str, np.ndarray]:
+    """``{"centroids", "radius"}`` of the training vectors (rows; any scale: they are L2-normalised first)."""
+    from sklearn.cluster import KMeans
+
+    unit = _unit(np.asarray(vectors, dtype=np.float64))
+    distinct = np.unique(unit, axis=0)
+    if len(distinct) == 0:
+        raise PrecometError("coverage: no training vectors")
+    k = min(clusters, len(distinct))
+    centres = KMeans(n_clusters=k, n_init=1, random_state=seed).fit(distinct).cluster_centers_
+    centroids = _unit(centres)
+    radius = float(np.quantile(nearest_distance(unit, centroids), QUANTILE))
+    return {"centroids": centroids.astype(np.float32), "radius": np.array([radius], dtype=np.float32)}
+
+
+def nearest_distance(vectors: np.ndarray, centroids: np.ndarray) -> np.ndarray:
+    """Cosine distance of each vector (row) to its nearest centroid (unit rows)."""
+    return 1.0 - (_unit(np.asarray(vectors, dtype=np.float64)) @ np.asarray(centroids, dtype=np.float64).T).max(axis=1)
+
+
+def write_coverage(directory: Path, coverage: dict[str, np.ndarray]) -> None:
+    from safetensors.numpy import save_file
+
+    save_file({k: np.ascontiguousarray(v) for k, v in coverage.items()}, str(directory / COVERAGE))
+
+
+def read_coverage(directory: Path | None) -> dict[str, np.ndarray] | None:
+    """The checkpoint's coverage, or ``None`` when it has none; a damaged file is an error naming it."""
+    if directory is None or not (directory / COVERAGE).is_file():
+        return None
+    from safetensors.numpy import load_file
+
+    path = directory / COVERAGE
+    try:
+        found = load_file(str(path))
+    except Exception as err:  # safetensors raises its own error types for a damaged file
+        raise PrecometError(f"{path}: not a readable safetensors file ({err}); the checkpoint is damaged") from None
+    centroids, radius = found.get("centroids"), found.get("radius")
+    if (
+        centroids is None
+        or radius is None
+        or centroids.ndim != 2
+        or radius.shape != (1,)
+        or not np.isfinite(centroids).all()
+        or not (np.isfinite(radius).all() and 0 <= float(radius[0]) <= 2)
+    ):
+        raise PrecometError(f"{path}: expected 'centroids' (K x dim) and 'radius' (one distance in [0, 2])")
+    return {"centroids": centroids, "radius": radius}
+
+
+def far_share(vectors: np.ndarray, coverage: dict[str, np.ndarray]) -> float:
+    """Share of ``vectors`` farther from every training centre than ``radius``."""
+    if len(vectors) == 0:
+        return 0.0
+    return float((nearest_distance(vectors, coverage["centroids"]) > float(coverage["radius"][0])).mean())
+
+
+def coverage_warning(share: float, scored: int, *, what: str = "the estimator") -> str | None:
+    """The warning line when ``share`` (of ``scored`` sources, a sample when there are more) reaches
+    :data:`FAR_SHARE`, else ``None``."""
+    if share < FAR_SHARE:
+        return None
+    return (
+        f"{share:.0%} of the sources scored by {what} (of {scored:,} measured) lie farther from its training sources"
+        f" than {QUANTILE:.0%} of those do (cosine distance to the nearest of its training clusters): its utilities"
+        " there are extrapolations"
+    )
+
+
+def report_coverage(estimator: Any, sources: list[str], *, what: str) -> dict[str, Any] | None:
+    """Measure and, where it applies, warn (see the module docstring) for ``sources`` (a sample of the scored
+    ones); ``None`` for an estimator without ``coverage.safetensors`` or without a registered sentence encoder."""
+    coverage = read_coverage(getattr(estimator, "path", None))
+    encoder = getattr(estimator, "encoder", None)
+    if coverage is None or encoder is None or not sources:
+        return None
+    from precomet.encoders import encode_cached
+
+    vectors = encode_cached(encoder, sources, progress=False)
+    if vectors.shape[1] != coverage["centroids"].shape[1]:
+        raise PrecometError(
+            f"{estimator.path / COVERAGE}: centroids of dimension {coverage['centroids'].shape[1]}, but the encoder"
+            f" gives {vectors.shape[1]}"
+        )
+    share = far_share(vectors, coverage)
+    message = coverage_warning(share, len(sources), what=what)
+    if message:
+        logger.warning(message)
+    return {"far_share": round(share, 4), "measured": len(sources), "radius": float(coverage["radius"][0])}
+
+
+def _unit(matrix: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    return matrix / np.where(norms > 0, norms, 1.0)

@@ -1,0 +1,88 @@
+"""Far from the training sources: the coverage an estimator records and the warning predict/select give."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from precomet.errors import PrecometError
+from precomet.estimator.coverage import (
+    COVERAGE,
+    FAR_SHARE,
+    coverage_warning,
+    far_share,
+    fit_coverage,
+    read_coverage,
+    report_coverage,
+    write_coverage,
+)
+
+
+def _clusters(n: int, *, shift: float = 0.0, seed: int = 0) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    centres = np.eye(8)[:4] * 5 + shift * np.eye(8)[7] * 5
+    return centres[rng.integers(0, 4, n)] + rng.normal(scale=0.3, size=(n, 8))
+
+
+def test_sources_like_the_training_ones_are_near_and_others_far():
+    coverage = fit_coverage(_clusters(2000), clusters=8)
+    assert coverage["centroids"].shape == (8, 8) and coverage["centroids"].dtype == np.float32
+    assert far_share(_clusters(1000, seed=1), coverage) < FAR_SHARE  # about 1 % by construction
+    assert far_share(_clusters(1000, shift=3.0, seed=2), coverage) > 0.9
+    assert far_share(_clusters(1000, seed=1) * 7.5, coverage) == far_share(_clusters(1000, seed=1), coverage)  # scale
+
+
+def test_warning_only_from_the_threshold():
+    assert coverage_warning(FAR_SHARE / 2, 100) is None
+    message = coverage_warning(0.4, 2000, what="checkpoint ck")
+    assert message is not None and message.startswith("40% of the sources scored by checkpoint ck (of 2,000 measured)")
+    assert "extrapolations" in message
+
+
+def test_written_read_back_absent_and_damaged(tmp_path: Path):
+    assert read_coverage(tmp_path) is None and read_coverage(None) is None
+    coverage = fit_coverage(_clusters(300), clusters=4)
+    write_coverage(tmp_path, coverage)
+    back = read_coverage(tmp_path)
+    assert back is not None and np.array_equal(back["centroids"], coverage["centroids"])
+    (tmp_path / COVERAGE).write_bytes(b"not safetensors")
+    with pytest.raises(PrecometError, match="not a readable safetensors file"):
+        read_coverage(tmp_path)
+    write_coverage(tmp_path, {"centroids": coverage["centroids"], "radius": np.array([7.0], dtype=np.float32)})
+    with pytest.raises(PrecometError, match="one distance in"):
+        read_coverage(tmp_path)
+
+
+class _Encoder:
+    name, dim = "toy", 8
+
+    def cache_key(self) -> str:
+        return "toy-1"
+
+    def identity(self) -> dict:
+        return {"name": self.name}
+
+    def encode(self, texts, *, progress=None) -> np.ndarray:
+        shifts = [3.0 if text.startswith("far") else 0.0 for text in texts]
+        return np.stack([_clusters(1, shift=shift, seed=i)[0] for i, shift in enumerate(shifts)])
+
+
+class _Estimator:
+    def __init__(self, path: Path) -> None:
+        self.path, self.encoder = path, _Encoder()
+
+
+def test_report_warns_with_the_share_and_is_silent_without_coverage(tmp_path: Path, caplog):
+    estimator = _Estimator(tmp_path)
+    near = [f"near {i}" for i in range(95)]
+    assert report_coverage(estimator, near, what="ck") is None  # no coverage.safetensors: nothing to say
+    write_coverage(tmp_path, fit_coverage(_clusters(2000), clusters=8))
+    with caplog.at_level(logging.WARNING, logger="precomet.estimator.coverage"):
+        quiet = report_coverage(estimator, near, what="ck")
+        assert quiet is not None and quiet["far_share"] < FAR_SHARE and not caplog.records
+        loud = report_coverage(estimator, near[:60] + [f"far {i}" for i in range(40)], what="ck")
+    assert loud is not None and loud["far_share"] >= 0.39 and loud["measured"] == 100
+    assert "of the sources scored by ck (of 100 measured) lie farther" in caplog.records[-1].getMessage()
