@@ -44,6 +44,10 @@ SECTIONS = (  # (file under benchmarks/results/, what it measures) in reading or
         "Cost-aware selection: one cost scale, the length-only control, choice of the default (issues 11, 22)",
     ),
     ("source-suite.md", "Source-based selection on human judgements, with every length control (issue 19)"),
+    (
+        "estimator_loco.md",
+        "Source-based estimator: leave-one-campaign-out over 15 human-scored campaigns, the dev protocol (issue 31)",
+    ),
     ("da_alignment.md", "Crowd-DA segment scores of the WMT21-22 to-English releases, aligned by document (issue 31)"),
     ("diffuse-speed.md", "Pairwise: DiffUse selection speed (issue 7)"),
     ("diffuse-protocol.md", "Pairwise: DiffUse success rate (issue 7)"),

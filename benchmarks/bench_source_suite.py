@@ -4,9 +4,10 @@ could explain them, on a fixed test suite.
 History (what an estimator learns from):
 
 * human-scored and aligned with its sources: WMT22 zh-en MQM (mt-metrics-eval), targets on the human scores;
+  with ``--history da`` (test stage) also the 14 crowd-DA campaigns of WMT21-22 into English, the history of
+  ``benchmarks/bench_estimator_loco.py`` (its leave-one-campaign-out protocol is their dev stage);
 * output-only: the WMT21-22 release campaigns (from English and into English, 9 source languages), targets
-  on sentence chrF against the reference (proxies: see docs/estimator.md). The crowd-DA segment scores of the
-  to-English campaigns, aligned by the loader through their documents since issue 31, are not used here yet.
+  on sentence chrF against the reference (proxies: see docs/estimator.md).
 
 Stages (every choice is made on ``dev`` before ``test`` is read):
 
@@ -268,6 +269,10 @@ def run_test(args: argparse.Namespace) -> dict:
     rows = output_only_rows(args.target) if args.history in ("proxy", "both") else []
     if args.history in ("human", "both"):
         rows += build_targets(list(human.values()), method=args.target, metric="human", seed=0, progress=False)
+    if args.history == "da":  # the 15 human-scored campaigns of the leave-one-campaign-out dev protocol
+        from bench_estimator_loco import history, target_rows
+
+        rows = target_rows(history(), args.target)
     suite = load_human(SUITE)
     every_source = load_human(SUITE, complete=False)
     out: dict = {"stage": "test", "history": args.history, "target": args.target, "backbone": args.backbone}
@@ -502,9 +507,10 @@ def main() -> None:
     parser.add_argument("--backbones", nargs="+", default=["e5-small", "surface"])
     parser.add_argument(
         "--history",
-        choices=("proxy", "human", "both"),
+        choices=("proxy", "human", "both", "da"),
         default="both",
-        help="dev: train on the output-only history (chrF proxy), the other half of the dev campaign (human) or both",
+        help="dev: train on the output-only history (chrF proxy), the other half of the dev campaign (human) or both;"
+        " test: also 'da', the 14 crowd-DA campaigns and WMT22 zh-en MQM (benchmarks/bench_estimator_loco.py)",
     )
     parser.add_argument("--target", default="metric_var")
     parser.add_argument("--backbone", default="e5-small")

@@ -147,6 +147,19 @@ REGISTRY = (
         expensive=True,
     ),
     Benchmark(
+        "estimator-loco",
+        (
+            ("benchmarks/bench_estimator_loco.py", "--headroom"),
+            (
+                "benchmarks/bench_estimator_loco.py",
+                *("--targets", "item_effect", "metric_avg", "--seeds", "0", "1", "2"),
+            ),
+        ),
+        ("estimator_loco_headroom.json", "estimator_loco.json", "estimator_loco.md"),
+        45,
+        expensive=True,
+    ),
+    Benchmark(
         "source-suite-speed",
         (("benchmarks/bench_source_suite.py", "--stage", "speed"),),
         ("source_suite_speed.json",),
