@@ -48,6 +48,7 @@ SECTIONS = (  # (file under benchmarks/results/, what it measures) in reading or
         "estimator_loco.md",
         "Source-based estimator: leave-one-campaign-out over 15 human-scored campaigns, the dev protocol (issue 31)",
     ),
+    ("estimator_loco-findings.md", "Source-based estimator on the human-scored history: reading (issue 31)"),
     ("da_alignment.md", "Crowd-DA segment scores of the WMT21-22 to-English releases, aligned by document (issue 31)"),
     ("diffuse-speed.md", "Pairwise: DiffUse selection speed (issue 7)"),
     ("diffuse-protocol.md", "Pairwise: DiffUse success rate (issue 7)"),
@@ -64,6 +65,7 @@ FINDINGS = frozenset(
         "select-findings.md",
         "cost-aware-findings.md",
         "pairwise-findings.md",
+        "estimator_loco-findings.md",
     }
 )
 """The hand-written files of SECTIONS; every other one is written by a script of benchmarks/regenerate.py."""

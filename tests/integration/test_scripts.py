@@ -20,7 +20,10 @@ SCRIPTS = sorted(
     for path in (REPO / folder).glob("*.py")
     if 'if __name__ == "__main__":' in path.read_text(encoding="utf-8")
 )
-SLOW_HELP = {"benchmarks/bench_source_suite.py"}  # imports the estimator (torch) before parsing: ~5 s
+SLOW_HELP = {  # import the estimator (torch) before parsing: ~5 s
+    "benchmarks/bench_source_suite.py",
+    "benchmarks/bench_estimator_loco.py",
+}
 
 
 def run_script(script: str, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -127,3 +130,39 @@ def test_source_suite_report_stage_runs_on_a_tiny_stand_in(tmp_path):
     report = (tmp_path / "source-suite.md").read_text()
     assert "| estimator |" in report and "pooled p" in report and "a + a-twin; b" in report
     assert "random orderings" in report and "Budgets in annotation cost" in report
+
+
+def _loco():
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    try:
+        import bench_estimator_loco as loco
+    finally:
+        sys.path.remove(str(REPO / "benchmarks"))
+    return loco
+
+
+@pytest.mark.slow
+def test_loco_core_sign_flip_and_sparse_targets():
+    """The leave-one-campaign-out protocol's pieces on a sparse simulated campaign: the core is complete, the
+    sign-flip test is exact, and the targets exist where enough systems scored an item."""
+    from dataclasses import replace
+
+    from precomet.campaign import HUMAN
+    from precomet.simulate import simulate_campaign
+
+    loco = _loco()
+    campaign = simulate_campaign(n_items=80, n_systems=9, seed=3)
+    scores = campaign.score(HUMAN).copy()
+    rng = np.random.default_rng(0)
+    scores[rng.random(scores.shape) < 0.15] = np.nan  # crowd-DA-like gaps
+    sparse = replace(campaign.with_scores(HUMAN, scores), name="sparse")
+    core = loco.core(sparse, size=5)
+    assert len(core.systems) == 5 and not np.isnan(core.score(HUMAN)).any() and 0 < len(core) <= 80
+    for target in ("item_effect", "metric_avg", "metric_cons"):
+        values = loco.raw_target(sparse, target)
+        assert values.shape == (80,) and np.isfinite(values).sum() >= 70, target
+    ahead = {"folds": [["a"], ["b"], ["c"]], "campaigns": {}}
+    for name, diff in zip("abc", (0.01, 0.02, 0.03)):
+        ahead["campaigns"][name] = {"rows": {"x": {"spa_gain": diff}, "y": {"spa_gain": 0.0}}}
+    mean, folds_ahead, folds, p = loco.paired(ahead, "x", "y")
+    assert (round(mean, 6), folds_ahead, folds) == (0.02, 3, 3) and p == pytest.approx(2 / 8)  # all + or all -
