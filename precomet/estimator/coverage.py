@@ -99,9 +99,9 @@ def coverage_warning(share: float, scored: int, *, what: str = "the estimator") 
     if share < FAR_SHARE:
         return None
     return (
-        f"{share:.0%} of the sources scored by {what} (of {scored:,} measured) lie farther from its training sources"
-        f" than {QUANTILE:.0%} of those do (cosine distance to the nearest of its training clusters): its utilities"
-        " there are extrapolations"
+        f"{100 * share:.0f} % of the sources scored by {what} (of {scored:,} measured) lie farther from its training"
+        f" sources than {100 * QUANTILE:.0f} % of those do (cosine distance to the nearest of its training clusters):"
+        " its utilities there are extrapolations"
     )
 
 

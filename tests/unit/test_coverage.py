@@ -38,7 +38,7 @@ def test_sources_like_the_training_ones_are_near_and_others_far():
 def test_warning_only_from_the_threshold():
     assert coverage_warning(FAR_SHARE / 2, 100) is None
     message = coverage_warning(0.4, 2000, what="checkpoint ck")
-    assert message is not None and message.startswith("40% of the sources scored by checkpoint ck (of 2,000 measured)")
+    assert message is not None and message.startswith("40 % of the sources scored by checkpoint ck (of 2,000 measured)")
     assert "extrapolations" in message
 
 
