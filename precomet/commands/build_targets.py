@@ -89,6 +89,12 @@ def run(args: argparse.Namespace) -> int:
     resolve_options(args.method, options)
     # a sparse utility (item_effect) models the unscored cells itself: every item with a score is kept
     campaigns = load_specs(args.data, args.human, complete=not get_spec(args.method).sparse)
+    empty = [c.name for c in campaigns if len(c) == 0]
+    if empty:
+        raise PrecometError(
+            f"--method {args.method} needs items scored for every system, and campaign(s) {', '.join(empty)} have"
+            " none (crowd DA scores some systems per item); --method item_effect models the unscored cells"
+        )
     if args.reference_metric:
         from precomet.utilities.reference import with_reference_score
 

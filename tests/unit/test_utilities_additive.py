@@ -107,6 +107,10 @@ def test_build_targets_on_crowd_da_where_no_item_is_complete(raw_data, tmp_path,
     rows = list(read_jsonl(out))
     assert len(rows) == 1000 and all(np.isfinite(r["target"]) for r in rows)  # 19 systems, no item complete
     assert abs(np.mean([r["target"] for r in rows])) < 1e-9  # z-scored per campaign
+    capsys.readouterr()
+    assert main(["build-targets", "--data", f"{root}:wmt21/de-en", "--method", "metric_avg", "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "wmt21/de-en have none" in err and "--method item_effect" in err
 
 
 def test_build_targets_leaves_out_the_items_no_system_scored():
