@@ -264,13 +264,14 @@ def run(targets: list[str], seeds: list[int], *, resume: bool) -> dict:
     campaigns = history()
     folds = shared_item_groups({name: c.src for name, c in campaigns.items()})
     found = json.loads(JSON.read_text()) if resume and JSON.exists() else {"reliability": {}, "runs": {}}
-    found["command"] = invocation()
+    found.setdefault("command", invocation())
     for target in targets:
         if target not in found["reliability"]:
             found["reliability"][target] = {n: split_half_reliability(c, target) for n, c in campaigns.items()}
         key = f"{target} seeds {','.join(map(str, seeds))}"
         rows = target_rows(campaigns, target)
         entry = found["runs"].setdefault(key, {"target": target, "seeds": seeds, "folds": folds, "campaigns": {}})
+        entry.setdefault("command", invocation())
         for fold in folds:
             if all(name in entry["campaigns"] for name in fold):
                 continue  # --resume: this fold is done
@@ -369,10 +370,11 @@ def report(found: dict) -> list[str]:
         lines.append("")
     if HEADROOM.exists():
         lines += headroom_table(json.loads(HEADROOM.read_text()))
-    for entry in runs.values():
+    for key, entry in runs.items():
         pool = pooled(entry)
         rows = pool["rows"]
-        lines += [f"### target {entry['target']}, seeds {entry['seeds']}", ""]
+        lines += [f"### target {key.replace(' seeds ', ', seeds ')}", ""]
+        lines += [f"`{entry.get('command', found['command'])}`", ""]
         lines += ["| selector | pooled gain | p | parity | p(parity) | mean Pearson with the fold's target |"]
         lines += ["|---|---|---|---|---|---|"]
         for name, row in rows.items():

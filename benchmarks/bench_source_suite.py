@@ -127,8 +127,9 @@ def evaluate(campaign: Campaign, predictions: dict[str, np.ndarray], vectors: np
         external["constant utility"] = np.zeros(len(campaign))
     for name, pred in predictions.items():
         external[name] = pred
-        if name in ("estimator", "estimator ensemble"):  # one strata and one length-free row per estimator
+        if name in ("estimator", "estimator ensemble"):  # strata, length-free and length-combined rows
             external[f"{name} - length"] = partial_out_length(pred, length)
+            external[f"{name} + length"] = rankdata(pred) + rankdata(length)  # equal weights, fixed before any run
             external[f"strata {name}"] = lambda k, pred=pred: stratified_utility(pred, vectors, budget=k, seed=0)
     result = run_benchmark(
         campaign, external=external, seeds=100, oracle=False, progress=False, budget_unit=budget_unit
@@ -446,7 +447,8 @@ def write_report(results: Path = RESULTS) -> Path:
         "`longer first`: the source length as the utility; `length model`: the same estimator and head with the",
         "source length as its only feature;",
         "`k-means`: k-means (k = budget) on the backbone's source vectors; `estimator`: top-k on the prediction;",
-        "`estimator - length`: its rank with the length rank regressed out (what it adds beyond length); `strata`:",
+        "`estimator - length`: its rank with the length rank regressed out (what it adds beyond length);",
+        "`estimator + length`: the sum of its rank and the length rank; `strata`:",
         "the best predicted item of each k-means stratum (`precomet.selection.strata`). Pearson: prediction vs the",
         "same utility computed on the campaign's human scores. Script: `benchmarks/bench_source_suite.py`.",
         "",
