@@ -117,14 +117,22 @@ else:
 def test_a_worker_that_starts_late_never_hangs_the_pool(tmp_path, ending):
     # regression: the pool's SIGTERM reached a worker before it had its own handlers; the parent's deferring
     # handler swallowed it and the worker waited for work forever (the CI run that never ended)
+    import signal
     import subprocess
     import sys
 
-    run = subprocess.run(
+    child = subprocess.Popen(
         [sys.executable, "-c", LATE_WORKER, str(tmp_path / "first"), ending],
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
-        timeout=60,
+        start_new_session=True,  # a hung pool is killed whole below, its workers too
     )
-    assert run.returncode == 0, run.stderr
-    assert run.stdout.strip() == ("[1, 2]" if ending == "done" else "stopped")
+    try:
+        out, err = child.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        os.killpg(child.pid, signal.SIGKILL)
+        child.communicate()
+        pytest.fail("the pool hung: a worker that started late waited for work forever")
+    assert child.returncode == 0, err
+    assert out.strip() == ("[1, 2]" if ending == "done" else "stopped")
