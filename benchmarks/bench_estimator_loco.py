@@ -306,6 +306,12 @@ def paired(entry: dict, row: str, control: str) -> tuple[float, int, int, float]
     return float(diffs.mean()), int((diffs > 0).sum()), len(diffs), p
 
 
+def _campaign_header(first: str, names: list[str], last: list[str]) -> list[str]:
+    """A Markdown table's header with one column per history campaign (``wmt21/cs-en``, ``… MQM``)."""
+    columns = [n.split(" ", 1)[1] + (" MQM" if n.startswith("mqm") else "") for n in names]
+    return ["| " + " | ".join([first, *columns, *last]) + " |", "|---|" + "---|" * (len(names) + len(last))]
+
+
 def headroom_table(found: dict) -> list[str]:
     """The true utilities per campaign (SPA gain, points) and pooled over the folds (p against random orderings)."""
     pool = pooled(found)
@@ -316,10 +322,7 @@ def headroom_table(found: dict) -> list[str]:
         f"`{found['command']}`. Each target computed on the campaign's own judgements (circular for the"
         " score-based ones: an upper bound of what distilling it could give, not a selector), benchmarked on its core.",
         "",
-        "| true utility | "
-        + " | ".join(n.split(" ", 1)[1] + (" MQM" if n.startswith("mqm") else "") for n in names)
-        + " | pooled | p |",
-        "|---|" + "---|" * (len(names) + 2),
+        *_campaign_header("true utility", names, ["pooled", "p"]),
     ]
     for row, values in pool["rows"].items():
         cells = [f"{100 * found['campaigns'][n]['rows'][row]['spa_gain']:+.1f}" for n in names]
@@ -357,10 +360,7 @@ def report(found: dict) -> list[str]:
             "Pearson between the target computed on one random half of the systems and on the other (20 halves;"
             " items with a target on both), per history campaign.",
             "",
-            "| target | "
-            + " | ".join(n.split(" ", 1)[1] + (" MQM" if n.startswith("mqm") else "") for n in names)
-            + " | mean (DA) |",
-            "|---|" + "---|" * (len(names) + 1),
+            *_campaign_header("target", names, ["mean (DA)"]),
         ]
         for target, by_campaign in reliability.items():
             da = [v for n, v in by_campaign.items() if n.startswith("da ")]

@@ -239,7 +239,7 @@ def _utilities(args: argparse.Namespace, campaign: Campaign) -> tuple[np.ndarray
     if args.checkpoint:
         from precomet.estimator import load_estimator
         from precomet.estimator.coverage import report_coverage
-        from precomet.estimator.languages import SourceSample, language_profile, report_languages
+        from precomet.estimator.languages import SourceSample, report_languages
         from precomet.estimator.pool import predict_in_chunks
 
         estimator = load_estimator(args.checkpoint)
@@ -247,10 +247,10 @@ def _utilities(args: argparse.Namespace, campaign: Campaign) -> tuple[np.ndarray
         seen = check_seen(
             estimator.meta, campaign.src, strict=args.strict, what=what, where=f"{args.checkpoint}/precomet.json"
         )
-        languages = language_profile(campaign.src)
-        report_languages(estimator.meta, languages, what=what)
-        sample = SourceSample()
+        sample = SourceSample()  # one sample of the sources: their languages and their distance to training
         sample.add(campaign.src)
+        languages = sample.profile()
+        report_languages(estimator.meta, languages, what=what)
         coverage = report_coverage(estimator, sample.sources, what=what)  # its vectors are then cached for predict
         utility = predict_in_chunks(estimator, list(campaign.src))
         parameters = {
