@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from precomet.errors import CampaignError, PrecometError
+from precomet.values import is_blank
 
 HUMAN = "human"
 """Score name under which loaders store the human judgements of a campaign."""
@@ -146,7 +147,7 @@ class Campaign:
             seen[item_id] = position
         src_col = _text_column(src, "src", n)
         for item_id, text in zip(ids_col, src_col):
-            if text is None or not text.strip():
+            if text is None or is_blank(text):
                 raise CampaignError(f"item {item_id!r}: empty source text")
         out_cols = {}
         for system, texts in (outputs or {}).items():
@@ -171,6 +172,14 @@ class Campaign:
             raise CampaignError(
                 f"item {ids_col[i]!r}: cost must be a positive finite number, got {cost_col[i]!r}"
                 f" ({len(bad)} item(s) affected)"
+            )
+        with np.errstate(over="ignore"):
+            overflows = not np.isfinite(cost_col.sum(dtype=float))
+        if overflows:
+            i = int(np.argmax(cost_col))
+            raise CampaignError(
+                f"cost: the {n} item costs add up to more than the largest number (item {ids_col[i]!r} costs"
+                f" {cost_col[i]:.3g}); give costs in seconds"
             )
         return cls(
             ids=ids_col,
@@ -344,7 +353,7 @@ class Campaign:
             f"systems    {len(self.systems)}: {', '.join(self.systems)}",
             f"scores     {', '.join(self.score_names) or 'none'}",
             f"outputs    {'yes' if self.outputs else 'no'}; references {'yes' if self.ref is not None else 'no'}",
-            f"cost       total {self.cost.sum():.1f}, mean {self.cost.mean():.1f} per item"
+            f"cost       total {self.cost.sum():,.6g}, mean {self.cost.mean():,.6g} per item"
             if len(self)
             else "cost       -",
         ]

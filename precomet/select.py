@@ -69,12 +69,22 @@ class Selection:
     def __len__(self) -> int:
         return len(self.indices)
 
-    def manifest(self, *, method: str, parameters: Mapping[str, Any], data_hash: str | None) -> dict[str, Any]:
-        """The signature written beside a subset: method, parameters, budget, solver outcome, data hash, version."""
+    def manifest(
+        self,
+        *,
+        method: str,
+        parameters: Mapping[str, Any],
+        data_hash: str | None,
+        sources_hash: str | None,
+    ) -> dict[str, Any]:
+        """The signature written beside a subset: method, parameters, budget, solver outcome, data and sources
+        hashes (:mod:`precomet.provenance`), version."""
         from precomet.signature import jsonable, signature
 
         return {
-            **signature("precomet select", method=method, data_hash=data_hash, seed=self.seed),
+            **signature(
+                "precomet select", method=method, data_hash=data_hash, sources_hash=sources_hash, seed=self.seed
+            ),
             "parameters": jsonable(parameters),
             "level": self.level,
             "budget": dict(self.budget),
@@ -157,8 +167,7 @@ def select_subset(
             f"budget {capacity:g} is below the cheapest {'document' if level == 'doc' else 'item'} "
             f"({first!r}, cost {units.weight[cheapest]:g})"
         )
-    order_value = normalise(units.utility)
-    value = order_value
+    value = normalise(units.utility)
     if cost_aware:
         value = unit_values(cost_objective, units.utility, units.weight, units.length)
         budget_info["objective"] = cost_objective
@@ -185,7 +194,7 @@ def select_subset(
         warnings.warn(message, SolverGapWarning, stacklevel=2)
         log.warning(message)
     picked = np.flatnonzero(chosen)
-    picked = picked[np.argsort(-order_value[picked], kind="stable")]
+    picked = picked[np.argsort(-units.utility[picked], kind="stable")]
     indices = units.items(picked)
     domains = {}
     if domain_arr is not None:
@@ -313,12 +322,15 @@ def _optimise(units, value, capacity, *, balance, quotas, cost_aware, knapsack) 
             _check_counts(counts, names, codes, weight, capacity)
     if constant and shares is None:  # top-k: exact, no solver
         assert slots is not None  # set whenever every unit costs the same
+        # ranked by the utility itself where the value is its affine map, which rounds apart utilities of 5 and 0
+        # together when others reach ±1e308
+        key = value if cost_aware else units.utility
         if counts is None:
             chosen = np.zeros(len(value), dtype=bool)
-            chosen[smallest(-value, slots)] = True  # the first ``slots`` of a stable argsort
+            chosen[smallest(-key, slots)] = True  # the first ``slots`` of a stable argsort
         else:
             assert codes is not None  # counts are only set together with the group codes
-            chosen = top_per_group(value, codes, counts)
+            chosen = top_per_group(key, codes, counts)
         objective = float(value[chosen].sum())
         return chosen, dict(status="optimal", objective=objective, bound=objective, gap=0.0, solver="top-k", details={})
     from precomet.selection.knapsack import Problem, solve

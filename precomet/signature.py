@@ -9,6 +9,8 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
+from precomet.provenance import sources_hash as campaign_sources_hash
+
 if TYPE_CHECKING:
     from precomet.campaign import Campaign
 
@@ -60,12 +62,14 @@ def signature(
     method: str | None = None,
     campaign: Campaign | str | None = None,
     data_hash: str | None = None,
+    sources_hash: str | None = None,
     seed: int | None = None,
     **parameters: Any,
 ) -> Signature:
     """The signature of a result: ``tool``, ``method``, ``precomet_version``, the campaign's name, language pair,
-    human protocol, item count and data hash (``campaign`` may also be just a name; ``data_hash`` is for results
-    without a campaign), ``seed``, then ``parameters`` (values that are not JSON become their ``repr``)."""
+    human protocol, item count, data hash and sources hash (:mod:`precomet.provenance`; ``campaign`` may also be
+    just a name; ``data_hash`` and ``sources_hash`` are for results without a campaign), ``seed``, then
+    ``parameters`` (values that are not JSON become their ``repr``)."""
     from precomet import __version__
 
     data: dict[str, Any] = {}
@@ -78,9 +82,12 @@ def signature(
             protocol=campaign.protocol,
             n_items=len(campaign),
             data_hash=campaign.data_hash(),
+            sources_hash=campaign_sources_hash(campaign.src),
         )
     if data_hash is not None and "data_hash" not in data:
         data["data_hash"] = data_hash
+    if sources_hash is not None and "sources_hash" not in data:
+        data["sources_hash"] = sources_hash
     params = {key: jsonable(value) for key, value in parameters.items()}
     return Signature(
         tool, method, __version__, dataset=MappingProxyType(data), seed=seed, parameters=MappingProxyType(params)

@@ -37,3 +37,21 @@ def _rank_rows(rows: np.ndarray) -> np.ndarray:
     np.put_along_axis(out, order, 0.5 * (first + stop + 1), axis=1)  # scipy: 0.5 * (count[k] + count[k-1] + 1)
     out[np.isnan(rows).any(axis=1)] = np.nan
     return out
+
+
+def mean_std(values) -> tuple[float, float]:
+    """Mean and (population) standard deviation of finite ``values`` without overflow: computed on the values
+    divided by their largest magnitude, so targets near ±1e308 give finite statistics (numpy's own ``std`` gives
+    ``inf`` there, and a z-score of all zeros)."""
+    values = np.asarray(values, dtype=float)
+    scale = float(np.max(np.abs(values))) if values.size else 0.0
+    if scale == 0.0:
+        return 0.0, 0.0
+    scaled = values / scale
+    return float(scaled.mean()) * scale, float(scaled.std()) * scale
+
+
+def standardise(values, mean: float, std: float) -> np.ndarray:
+    """``(values - mean) / std`` computed as ``values / std - mean / std``, finite for any finite inputs."""
+    values = np.asarray(values, dtype=float)
+    return values / std - mean / std

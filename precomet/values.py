@@ -3,6 +3,8 @@
 * :func:`finite_number` — a score, cost, utility or target read from a file must be a finite number:
   ``NaN`` / ``inf`` literals are refused where they are read (a missing value is written as an empty cell
   or ``null``/``None``, never as ``NaN``), with the file, line, item, system and field in the message.
+* :func:`is_blank` — a text (a source, a document id, a domain) is blank when it holds nothing visible: only white
+  space and invisible format or control characters (U+200B zero-width space, U+FEFF, U+200E/F direction marks, …).
 * :func:`check_like` — an option or config value must have the type of its default (``lr=foo`` is refused
   where it is parsed, not deep inside a fit).
 """
@@ -10,6 +12,7 @@
 from __future__ import annotations
 
 import math
+import unicodedata
 from typing import Any
 
 from precomet.errors import CampaignError, DataError, PrecometError
@@ -46,6 +49,12 @@ def finite_number(
         message = f"{what}: must be {kind}, got {shown}"
         raise CampaignError(message) if path is None else DataError(path, message, line=line)
     return number
+
+
+def is_blank(text: str) -> bool:
+    """Whether ``text`` shows nothing: every character is white space or an invisible format (Cf) or control (Cc)
+    character, so a line of only U+200B or U+FEFF+U+200E is blank like an empty one."""
+    return all(char.isspace() or unicodedata.category(char) in ("Cf", "Cc") for char in text)
 
 
 def check_like(value: Any, default: Any, *, what: str) -> Any:

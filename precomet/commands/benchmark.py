@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
@@ -12,6 +13,7 @@ from precomet.commands.common import (
     Paths,
     add_cost_arguments,
     add_data_arguments,
+    add_force_argument,
     add_output_argument,
     apply_cost_from_times,
     data_inputs,
@@ -22,6 +24,7 @@ from precomet.commands.common import (
     repeats,
     require_outputs,
     seed,
+    source_texts,
 )
 from precomet.errors import PrecometError
 from precomet.selection.objective import DEFAULT_COST_OBJECTIVE
@@ -136,6 +139,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="--scores from an estimator: refuse a campaign with sources it was trained on (default: warn)",
     )
+    add_force_argument(parser, what="a --scores file")
     parser.add_argument(
         "--no-oracle",
         dest="oracle",
@@ -172,17 +176,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--plot", type=Path, help="write the SPA/clusters/parity figure here (PNG, PDF or SVG)")
 
 
-def read_external_scores(spec: str, campaign: Campaign, *, strict: bool = False) -> tuple[str, np.ndarray, int | None]:
+def read_external_scores(
+    spec: str,
+    campaign: Campaign,
+    *,
+    strict: bool = False,
+    source_of: Mapping[str, str] | None = None,
+    force: bool = False,
+) -> tuple[str, np.ndarray, int | None]:
     """``NAME=FILE`` -> (name, utilities aligned with the campaign, campaign sources seen in training or
     ``None`` when the file's signature has no training-source fingerprint). Every campaign id must be
-    present; extra ids (e.g. items dropped for lacking human scores) are ignored."""
+    present; extra ids (e.g. items dropped for lacking human scores) are ignored. With ``source_of`` (id -> source
+    of every item of the data), a file computed on other sources is refused, or with ``force`` warned about."""
     from precomet.estimator.leakage import check_seen
     from precomet.utilities.output import aligned_utilities
 
     name, sep, file = spec.partition("=")
     if not sep or not name or not file:
         raise PrecometError(f"--scores: expected NAME=FILE, got {spec!r}")
-    values, signature = aligned_utilities(file, campaign.ids, allow_extra=True)
+    values, signature = aligned_utilities(file, campaign.ids, allow_extra=True, source_of=source_of, force=force)
     return (
         name,
         values,
@@ -233,7 +245,11 @@ def run(args: argparse.Namespace) -> int:
     _check_circular(args, methods)
     if args.crowd is not None:
         return _run_crowd(args, campaign, props, methods)
-    read = [read_external_scores(spec, campaign, strict=args.strict) for spec in args.scores]
+    source_of = source_texts(args, campaign) if args.scores else None
+    read = [
+        read_external_scores(spec, campaign, strict=args.strict, source_of=source_of, force=args.force)
+        for spec in args.scores
+    ]
     external: dict = {name: values for name, values, _ in read}
     if args.selector == "strata":
         from precomet.selection.strata import strata_selector

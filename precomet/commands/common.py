@@ -71,6 +71,23 @@ def data_inputs(args: argparse.Namespace) -> list[Any]:
     return [args.data, getattr(args, "docs", None), getattr(args, "domains", None)]
 
 
+def add_force_argument(parser: argparse.ArgumentParser, *, what: str) -> None:
+    """``--force``: use ``what`` even when it was made from other data than ``--data`` (:mod:`precomet.provenance`)."""
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help=f"use {what} even when its source texts show it was made from other data than --data (default: refuse)",
+    )
+
+
+def source_texts(args: argparse.Namespace, campaign: Campaign) -> dict[str, str]:
+    """Id -> source text of every item of ``--data``, the items without human scores included (a score file may
+    cover them although ``campaign`` left them out), for :mod:`precomet.provenance`'s checks."""
+    if not args.keep_incomplete:
+        campaign = load_campaign(argparse.Namespace(**{**vars(args), "keep_incomplete": True}))
+    return dict(zip(map(str, campaign.ids), campaign.src))
+
+
 def load_campaign(args: argparse.Namespace) -> Campaign:
     """The campaign of :func:`add_data_arguments`' options; ``--docs``/``--domains`` on an input that is not plain
     text are refused (they would be ignored)."""

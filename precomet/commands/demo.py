@@ -58,6 +58,7 @@ def _run(args: argparse.Namespace, work: Path) -> int:
     from precomet.estimator.training import train_on_campaigns
     from precomet.io import jsonsafe, write_jsonl
     from precomet.pairwise.demo import demo_pairwise
+    from precomet.provenance import sources_hash
     from precomet.select import select_subset, write_subset
     from precomet.simulate import METRIC, simulate_campaign, simulate_history
     from precomet.utilities import compute_utility
@@ -120,6 +121,7 @@ def _run(args: argparse.Namespace, work: Path) -> int:
             "cost_objective": selection.budget["objective"],
         },
         data_hash=blind.data_hash(),
+        sources_hash=sources_hash(blind.src),
     )
     subset_path = out / "blind-subset.jsonl"
     write_subset(work / subset_path.name, blind, selection, predicted, manifest)

@@ -179,6 +179,7 @@ def _signature(
         method="estimator",
         campaign=args.campaign,
         data_hash=scan.data_hash,
+        sources_hash=scan.data_hash,
         checkpoint=str(args.checkpoint),
         target=estimator.meta["target"],
         data=str(args.data),

@@ -10,6 +10,7 @@ from pathlib import Path
 from precomet.commands.common import (
     Paths,
     add_data_arguments,
+    add_force_argument,
     add_output_argument,
     data_inputs,
     load_campaign,
@@ -36,6 +37,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--manifest", type=Path, help="manifest of the selection (.manifest.json) to record in the signature"
     )
+    add_force_argument(parser, what="a --subset")
     parser.add_argument(
         "--confidence",
         type=open_share,
@@ -85,6 +87,7 @@ def run(args: argparse.Namespace) -> int:
     from precomet.campaign import HUMAN
     from precomet.io import jsonsafe, load
     from precomet.io.atomic import FIGURE_SUFFIXES, STDOUT, check_output, check_outputs, output_set
+    from precomet.provenance import check_subset_sources
     from precomet.rank import check_manifest, plot_ranking, rank_systems, ranking_table, read_manifest
     from precomet.select import subset_manifest_path
 
@@ -96,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
             f"--reweight {args.reweight} needs --subset: without it the data is the test set and the reweighted means"
             " would be the raw means"
         )
-    test_set = full = None
+    test_set = full = everything = None
     test_set_is = None
     manifest_path = args.manifest
     if args.subset is None:
@@ -110,10 +113,12 @@ def run(args: argparse.Namespace) -> int:
         full = everything
         if not args.keep_incomplete and HUMAN in everything.scores:
             full = everything.complete(HUMAN)[0]
+        rows = _subset_rows(args.subset)
         try:
-            campaign = full.take_ids(_subset_ids(args.subset))
+            campaign = full.take_ids([item_id for item_id, _ in rows])
         except CampaignError as err:  # ids the campaign does not have: say which file named them
             raise PrecometError(f"--subset {args.subset}: {err}") from None
+        check_subset_sources(args.subset, rows, dict(zip(map(str, everything.ids), everything.src)), force=args.force)
         scored = (
             full.take(np.flatnonzero(~np.isnan(full.score(args.score)).all(axis=1)))
             if (args.score in full.scores)
@@ -126,6 +131,8 @@ def run(args: argparse.Namespace) -> int:
         if manifest_path is None and beside is not None and beside.exists():
             manifest_path = beside
     manifest = read_manifest(manifest_path) if manifest_path is not None else None
+    if manifest is not None and everything is not None:
+        _warn_other_data(manifest, everything)
     ranking = rank_systems(
         campaign,
         score=args.score,
@@ -184,11 +191,31 @@ def _warn_about_subset(ranking, reweight: str | None) -> None:
             log.warning("rank --reweight: %s", note)
 
 
-def _subset_ids(path: Path) -> list[str]:
-    """Item ids of a subset JSONL (one ``{"id": ...}`` object per line, as ``precomet select`` writes)."""
+def _warn_other_data(manifest: dict, everything) -> None:
+    """A warning when the manifest's selection ran on other sources than ``--data`` (a subset selected from the
+    plain-text sources of this campaign is fine: the sources hash matches although the data hash does not)."""
+    recorded = manifest.get("sources_hash")
+    if not isinstance(recorded, str):
+        return
+    from precomet.provenance import sources_hash
+
+    if recorded != sources_hash(everything.src):
+        log.warning(
+            "%s: the selection ran on other sources than --data (sources hash %s, --data %s): its budget, method"
+            " and item count describe that other data",
+            manifest["file"],
+            recorded,
+            sources_hash(everything.src),
+        )
+
+
+def _subset_rows(path: Path) -> list[tuple[str, str | None]]:
+    """``(id, src)`` of each row of a subset JSONL (one ``{"id": ...}`` object per line, as ``precomet select``
+    writes; ``src`` is ``None`` where a row has none, as in subsets written before 0.8.0)."""
     from precomet.io.jsonl import read_jsonl
 
     first_line: dict[str, int] = {}
+    rows: list[tuple[str, str | None]] = []
     for row in read_jsonl(path):
         if "id" not in row:
             raise DataError(path, "expected an object with an 'id'", line=row["_line"])
@@ -198,4 +225,8 @@ def _subset_ids(path: Path) -> list[str]:
         if item_id in first_line:  # counted twice it would weigh twice in the ranking
             raise DataError(path, f"duplicate id {item_id!r} (first on line {first_line[item_id]})", line=row["_line"])
         first_line[item_id] = row["_line"]
-    return list(first_line)
+        src = row.get("src")
+        if src is not None and not isinstance(src, str):
+            raise DataError(path, f"'src' must be text, got {type(src).__name__}", line=row["_line"])
+        rows.append((item_id, src))
+    return rows

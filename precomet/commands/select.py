@@ -13,6 +13,7 @@ from precomet.commands.common import (
     Paths,
     add_cost_arguments,
     add_data_arguments,
+    add_force_argument,
     apply_cost_from_times,
     data_inputs,
     load_campaign,
@@ -85,6 +86,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="--checkpoint / --scores from an estimator: refuse sources it was trained on (default: warn)",
     )
+    add_force_argument(parser, what="a --scores file")
     parser.add_argument(
         "-o", "--output", required=True, help="subset JSONL; the manifest goes beside it (.manifest.json)"
     )
@@ -114,6 +116,7 @@ def paths(args: argparse.Namespace) -> Paths:
 
 def run(args: argparse.Namespace) -> int:
     from precomet.io.atomic import check_outputs
+    from precomet.provenance import sources_hash
     from precomet.select import select_subset, subset_manifest_path, write_subset
     from precomet.selection.knapsack import check_solver
 
@@ -200,7 +203,12 @@ def run(args: argparse.Namespace) -> int:
         batch=args.batch,
         batch_order=args.batch_order if args.batch else None,
     )
-    manifest = selection.manifest(method=method, parameters=parameters, data_hash=campaign.data_hash())
+    manifest = selection.manifest(
+        method=method,
+        parameters=parameters,
+        data_hash=campaign.data_hash(),
+        sources_hash=sources_hash(campaign.src),
+    )
     manifest_path = write_subset(
         args.output, campaign, selection, utility, manifest, batch=args.batch, batch_order=args.batch_order
     )
@@ -221,7 +229,7 @@ def _cost_summary(campaign: Campaign, chosen: np.ndarray) -> str:
     source = cost_source(campaign)
     picked, total = float(campaign.cost[chosen].sum()), float(campaign.cost.sum())
     if source == GIVEN:
-        return f"cost {picked:.1f} of {total:.1f}, {source}"
+        return f"cost {picked:,.6g} of {total:,.6g}, {source}"
     return f"{format_duration(picked)} of {format_duration(total)} annotation time, {source}"
 
 
@@ -231,7 +239,8 @@ def _utilities(args: argparse.Namespace, campaign: Campaign) -> tuple[np.ndarray
     if args.scores:
         from precomet.utilities.output import aligned_utilities
 
-        utility, signature = aligned_utilities(args.scores, campaign.ids)
+        source_of = dict(zip(map(str, campaign.ids), campaign.src))
+        utility, signature = aligned_utilities(args.scores, campaign.ids, source_of=source_of, force=args.force)
         seen = check_seen(
             signature, campaign.src, strict=args.strict, what=f"the estimator behind {args.scores}", where=args.scores
         )

@@ -15,6 +15,7 @@ import numpy as np
 from precomet.errors import PrecometError
 from precomet.estimator.leakage import drop_sources
 from precomet.estimator.targets import read_targets, validate_rows
+from precomet.stats import mean_std, standardise
 
 if TYPE_CHECKING:
     from precomet.estimator.data import TargetDataModule
@@ -43,7 +44,7 @@ class Split:
 
     def standardised(self, rows: Sequence[dict[str, Any]]) -> np.ndarray:
         """Targets of ``rows`` (``self.train`` or ``self.dev``) standardised with the training statistics."""
-        return (np.array([r["target"] for r in rows], dtype=float) - self.mean) / self.std
+        return standardise([r["target"] for r in rows], self.mean, self.std)
 
 
 def split_rows(
@@ -81,15 +82,30 @@ def split_rows(
             raise PrecometError(
                 "every training row shares its source text, or a sentence or passage of it, with a dev row"
             )
-    y = np.array([r["target"] for r in train_set], dtype=float)
+    mean, std = _learnable(np.array([r["target"] for r in train_set], dtype=float))
     return Split(
         train=train_set,
         dev=dev_set,
         method=methods[0],
-        mean=float(y.mean()),
-        std=float(y.std()) or 1.0,
+        mean=mean,
+        std=std,
         normalisations=sorted({str(r.get("normalisation", "unknown")) for r in rows}),
     )
+
+
+def _learnable(y: np.ndarray) -> tuple[float, float]:
+    """The mean and standard deviation of the training targets ``y``; refused when they cannot be learnt from:
+    constant targets (a head would learn nothing, and its dev Pearson is undefined) or too few rows."""
+    if len(y) < 2:
+        raise PrecometError(f"{len(y)} training row(s): an estimator needs at least 2 targets that differ")
+    mean, std = mean_std(y)
+    if std <= 1e-12 * float(np.max(np.abs(y))) or std == 0.0:
+        raise PrecometError(
+            f"the {len(y)} training targets are all {y[0]:.6g}: constant targets teach nothing (the utility does not"
+            " vary over these items, e.g. every system scored the same); build targets with another method or"
+            " from more campaigns"
+        )
+    return mean, std
 
 
 # ---------------------------------------------------------------------------------------------- data: inputs

@@ -22,6 +22,7 @@ from precomet.estimator.data import (
 )
 from precomet.progress import progress as progress_bar
 from precomet.progress import progress_enabled
+from precomet.values import is_blank
 
 if TYPE_CHECKING:
     from precomet.estimator.model import UtilityEstimator
@@ -67,7 +68,7 @@ def check_sources(sources: Sequence[str]) -> list[str]:
     sources = list(sources)
     if not sources:
         raise PrecometError("no sources to score (empty list)")
-    bad = [i for i, s in enumerate(sources) if not isinstance(s, str) or not s.strip()]
+    bad = [i for i, s in enumerate(sources) if not isinstance(s, str) or is_blank(s)]
     if bad:
         raise PrecometError(f"empty source at position {bad[0]} ({len(bad)} empty source(s) in {len(sources)})")
     return sources

@@ -30,8 +30,8 @@ from precomet.io import jsonsafe
 from precomet.io.atomic import atomic_write
 from precomet.io.jsonl import read_jsonl
 from precomet.progress import progress as progress_bar
-from precomet.stats import rankdata
-from precomet.values import finite_number
+from precomet.stats import mean_std, rankdata, standardise
+from precomet.values import finite_number, is_blank
 
 logger = logging.getLogger(__name__)
 
@@ -39,8 +39,8 @@ REQUIRED = ("src", "target", "campaign", "doc", "id")
 
 
 def _zscore(values: np.ndarray) -> np.ndarray:
-    std = values.std()
-    return (values - values.mean()) / std if std > 0 else np.zeros_like(values)
+    mean, std = mean_std(values)
+    return standardise(values, mean, std) if std > 0 else np.zeros_like(values)
 
 
 def _rank(values: np.ndarray) -> np.ndarray:
@@ -183,7 +183,7 @@ def validate_rows(rows: Sequence[dict[str, Any]], *, where: str = "targets") -> 
         for field in ("id", "campaign"):
             if isinstance(row[field], bool) or not isinstance(row[field], (str, int)):
                 raise PrecometError(f"{at}: field {field!r} must be text, got {type(row[field]).__name__}")
-        if not isinstance(row["src"], str) or not row["src"].strip():
+        if not isinstance(row["src"], str) or is_blank(row["src"]):
             raise PrecometError(f"{at}: row {row['id']!r} has an empty 'src'")
         target = row["target"]
         if not isinstance(target, (int, float)) or isinstance(target, bool):

@@ -16,7 +16,7 @@ import numpy as np
 from precomet.campaign import Campaign
 from precomet.errors import DataError
 from precomet.io.text import read_csv_rows
-from precomet.values import finite_number
+from precomet.values import finite_number, is_blank
 
 FIXED_COLUMNS = ("id", "src", "ref", "doc", "domain", "cost")
 
@@ -85,7 +85,7 @@ def load_csv(path: str | Path, *, name: str | None = None) -> Campaign:
         if item_id in seen:
             raise DataError(path, f"duplicate id {item_id!r} (first on line {seen[item_id]})", line=number)
         seen[item_id] = number
-        if not row[fixed["src"]].strip():
+        if is_blank(row[fixed["src"]]):
             raise DataError(path, f"item {item_id!r}: empty source 'src'", line=number)
         ids.append(item_id)
         src.append(row[fixed["src"]])

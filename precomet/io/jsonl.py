@@ -25,7 +25,7 @@ from precomet.errors import CampaignError, DataError
 from precomet.io import jsonsafe
 from precomet.io.atomic import atomic_write
 from precomet.io.text import parse_json, read_lines
-from precomet.values import finite_number
+from precomet.values import finite_number, is_blank
 
 
 def iter_jsonl(path: str | Path) -> Iterator[dict[str, Any]]:
@@ -133,7 +133,7 @@ def campaign_from_items(
             value = item.get(key)
             if value is not None and not isinstance(value, str):
                 raise CampaignError(f"{place}: item {item_id!r}: {key!r} must be a string, got {_short(value)}")
-        if item["src"] is None or not item["src"].strip():
+        if item["src"] is None or is_blank(item["src"]):
             raise CampaignError(f"{place}: item {item_id!r}: empty source 'src'")
         ids.append(item_id)
         src.append(item["src"])

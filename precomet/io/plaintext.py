@@ -1,8 +1,12 @@
 """Plain-text sources: one source per line, as sacrebleu and ``comet-score -s`` read them.
 
 * Item ids are the 1-based line numbers (``"1"``, ``"2"``, …), so an id points at the line an editor shows.
-* A blank (empty or white-space only) line is refused naming ``file:line``: sacrebleu keeps it as an empty
-  segment, but an empty source cannot be annotated, and skipping it would shift every later id.
+* Line ends are universal newlines, decided once for sources, ``docs`` and ``domains`` alike: ``\\n``, ``\\r\\n``
+  and a lone ``\\r`` each end a line, even mixed in one file (as Python and sacrebleu read text); U+2028 and the
+  other Unicode separators stay inside the line.
+* A blank line (empty, white space, or only invisible characters such as U+200B or U+FEFF) is refused naming
+  ``file:line``: sacrebleu keeps it as an empty segment, but an empty source cannot be annotated, and skipping it
+  would shift every later id.
 * ``docs`` / ``domains``: optional files alongside, one document id / domain per source line (same number of
   lines, none blank); without them every item is its own document and the domain is ``all``.
 * The campaign has no systems, outputs, references or scores (a *sources-only* campaign); cost is the length
@@ -19,6 +23,7 @@ from pathlib import Path
 from precomet.campaign import Campaign
 from precomet.errors import DataError, PrecometError
 from precomet.io.text import read_lines
+from precomet.values import is_blank
 
 TEXT_SUFFIX = ".txt"
 SOURCES_ONLY = "sources only (plain text): no systems, outputs, references or scores"
@@ -37,11 +42,11 @@ def read_text_sources(path: str | Path) -> list[str]:
 
 
 def _read_column(path: str | Path, what: str, *, hint: str) -> list[str]:
-    lines = read_lines(path)
+    lines = read_lines(path, universal=True)
     if not lines:
         raise DataError(path, f"empty file; expected one {what} per line")
     for number, line in enumerate(lines, start=1):
-        if not line.strip():
+        if is_blank(line):
             raise DataError(path, f"blank line: expected one {what} per line ({hint})", line=number)
     return lines
 

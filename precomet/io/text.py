@@ -92,9 +92,12 @@ def split_lines(text: str) -> list[str]:
     return [line[:-1] if line.endswith("\r") else line for line in lines]
 
 
-def read_lines(path: str | Path) -> list[str]:
-    """Lines of a UTF-8 text file without their line endings (see :func:`read_text`, :func:`split_lines`)."""
-    return split_lines(read_text(path))
+def read_lines(path: str | Path, *, universal: bool = False) -> list[str]:
+    """Lines of a UTF-8 text file without their line endings (see :func:`read_text`, :func:`split_lines`).
+    ``universal``: a lone ``\r`` also ends a line (Python's universal newlines, as sacrebleu reads text), so
+    ``\n``, ``\r\n`` and ``\r`` may even be mixed in one file; U+2028 and other separators stay in the line."""
+    text = read_text(path)
+    return split_lines(text.replace("\r\n", "\n").replace("\r", "\n") if universal else text)
 
 
 # ------------------------------------------------------------------------------------------------ JSON

@@ -31,6 +31,7 @@ def read_manifest(path: str | Path) -> dict[str, Any]:
         "status",
         "gap",
         "data_hash",
+        "sources_hash",
         "seed",
         "precomet_version",
     )

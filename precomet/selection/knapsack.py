@@ -30,7 +30,7 @@ import logging
 import re
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -94,8 +94,29 @@ def check_solver(name: str) -> str:
 def solve(
     problem: Problem, *, solver: str = "cbc", time_limit: float = 60.0, gap_tolerance: float = 1e-4, seed: int = 0
 ) -> Solution:
-    """Solve ``problem``; raises :class:`PrecometError` when it is infeasible or no solution is found in time."""
+    """Solve ``problem``; raises :class:`PrecometError` when it is infeasible or no solution is found in time.
+
+    Units heavier than the whole capacity can never be chosen: they are left out before solving, and the
+    capacity is clipped to the total weight of the rest, so one absurd cost (1e308 s) among ordinary ones
+    neither overflows the arithmetic nor makes the problem look infeasible."""
     check_solver(solver)
+    fits = problem.weight <= problem.capacity
+    capacity = min(problem.capacity, float(problem.weight[fits].sum()) if fits.any() else 0.0)
+    if not fits.all() or capacity < problem.capacity:
+        if not fits.any():
+            raise PrecometError("no selection satisfies the budget: every unit costs more than the whole budget")
+        kept = np.flatnonzero(fits)
+        smaller = Problem(
+            value=problem.value[kept],
+            weight=problem.weight[kept],
+            capacity=capacity,
+            group=None if problem.group is None else problem.group[kept],
+            counts=problem.counts,
+        )
+        inner = solve(smaller, solver=solver, time_limit=time_limit, gap_tolerance=gap_tolerance, seed=seed)
+        chosen = np.zeros(len(problem.value), dtype=bool)
+        chosen[kept] = inner.chosen
+        return replace(inner, chosen=chosen)
     value, weight = problem.value, problem.weight
     deadline = time.perf_counter() + time_limit
     d, upper = _lp_relaxation(problem)
@@ -304,6 +325,8 @@ def _dp_core(problem: Problem, side: np.ndarray, core: np.ndarray) -> tuple[np.n
         if np.allclose(scaled, weight * scale, rtol=0, atol=1e-6):
             break
     else:
+        return None
+    if not len(scaled) or scaled.max() > 2**53:  # beyond whole-number floats (costs near 1e308)
         return None
     step = int(np.gcd.reduce(scaled.astype(np.int64))) or 1  # 0.15·len + 33.7 s: every weight is a multiple of 0.05
     scaled = scaled / step

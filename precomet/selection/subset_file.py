@@ -29,7 +29,8 @@ def write_subset(
     batch: str | Path | None = None,
     batch_order: str = "input",
 ) -> Path | None:
-    """Write the subset JSONL (id, doc, domain, cost, utility; most useful first) and ``<name>.manifest.json``
+    """Write the subset JSONL (id, src, doc, domain, cost, utility; most useful first: ``src`` lets ``rank`` check
+    that a subset belongs to the data it ranks) and ``<name>.manifest.json``
     beside it, and with ``batch`` the annotation batch (the chosen items with their texts, in ``batch_order``;
     :mod:`precomet.io.batch`, format by suffix), as one set (all or none). Returns the manifest path; a subset
     written to standard output (``-``) or a device has no folder to put a manifest beside, and none is written
@@ -47,6 +48,7 @@ def write_subset(
                 (
                     {
                         "id": campaign.ids[i],
+                        "src": campaign.src[i],
                         "doc": campaign.doc[i],
                         "domain": campaign.domain[i],
                         "cost": float(campaign.cost[i]),

@@ -106,8 +106,10 @@ def normalise(utility: np.ndarray) -> np.ndarray:
     The knapsack maximises a sum, so an item with utility <= 0 would never be taken even with budget left;
     the same map as the peer keeps objectives comparable. Order (and so top-k) is unchanged.
     """
-    spread = float(utility.max() - utility.min())
-    return (utility - utility.min()) / (spread if spread > 0 else 1.0) / 2 + 0.1
+    scale = float(np.max(np.abs(utility))) if len(utility) else 0.0
+    scaled = utility / scale if scale > 0 else np.zeros(len(utility))  # no overflow between ±1e308
+    spread = float(scaled.max() - scaled.min()) if len(scaled) else 0.0
+    return (scaled - scaled.min()) / (spread if spread > 0 else 1.0) / 2 + 0.1
 
 
 def group_codes(units: Units) -> tuple[list[str], np.ndarray]:

@@ -16,6 +16,7 @@ from precomet.errors import DataError
 from precomet.io import jsonsafe
 from precomet.io.atomic import atomic_write
 from precomet.io.jsonl import read_jsonl
+from precomet.provenance import check_scores_belong
 from precomet.signature import Signature, signature
 from precomet.values import finite_number
 
@@ -108,13 +109,22 @@ def utilities_for(path: str | Path, ids: Sequence[str] | np.ndarray, *, allow_ex
 
 
 def aligned_utilities(
-    path: str | Path, ids: Sequence[str] | np.ndarray, *, allow_extra: bool = False
+    path: str | Path,
+    ids: Sequence[str] | np.ndarray,
+    *,
+    allow_extra: bool = False,
+    source_of: Mapping[str, str] | None = None,
+    force: bool = False,
 ) -> tuple[np.ndarray, dict[str, Any]]:
     """Utilities of a ``{"id", "utility"}`` file aligned with ``ids`` (a campaign's order), and the file's
     signature. Missing or null entries raise, naming how many and a few of them; so do ids not in ``ids``
     unless ``allow_extra`` (e.g. scores of every source when the campaign kept only its fully rated items).
-    Duplicates raise in :func:`read_utilities`."""
+    Duplicates raise in :func:`read_utilities`. With ``source_of`` (id -> source text of the data), a file
+    computed on other sources is refused, or with ``force`` warned about
+    (:func:`precomet.provenance.check_scores_belong`)."""
     found_ids, values, signature = read_utilities(path)
+    if source_of is not None:
+        check_scores_belong(path, found_ids, signature, source_of, force=force)
     found = dict(zip(found_ids, values))
     wanted = [str(i) for i in ids]
     missing = [i for i in wanted if i not in found]

@@ -34,6 +34,19 @@ def test_crlf_and_no_final_newline(tmp_path):
     assert list(load(path).src) == ["a", "b"]
 
 
+@pytest.mark.parametrize("ending", ["\n", "\r\n", "\r"])
+def test_universal_newlines_in_sources_docs_and_domains(tmp_path, ending):
+    path = _write(tmp_path / "s.txt", ending.join(["one", "two", "three"]) + ending)
+    docs = _write(tmp_path / "docs.txt", "d1\rd1\r\nd2\n")  # mixed line ends in one file
+    campaign = load_text(path, docs=docs)
+    assert list(campaign.src) == ["one", "two", "three"] and list(campaign.doc) == ["d1", "d1", "d2"]
+
+
+def test_unicode_separators_stay_inside_a_line(tmp_path):
+    path = _write(tmp_path / "s.txt", "one\u2028still one\u0085and\x0cone\ntwo\n")
+    assert list(load(path).src) == ["one\u2028still one\u0085and\x0cone", "two"]
+
+
 def test_text_switch_reads_any_name_and_other_suffixes_are_not_text(tmp_path):
     path = _write(tmp_path / "sources.src", "one\ntwo\n")
     with pytest.raises(DataError, match="unsupported input format"):
@@ -46,7 +59,16 @@ def test_text_switch_reads_any_name_and_other_suffixes_are_not_text(tmp_path):
 
 @pytest.mark.parametrize(
     "text, line",
-    [("a\n\nb\n", 2), ("a\nb\n   \n", 3), ("\na\n", 1), ("a\nb\n\n", 3)],
+    [
+        ("a\n\nb\n", 2),
+        ("a\nb\n   \n", 3),
+        ("\na\n", 1),
+        ("a\nb\n\n", 3),
+        ("a\r\rb\r", 2),
+        ("a\n\u200b\nb\n", 2),
+        ("a\nb\n\ufeff\u200e\n", 3),
+        ("a\n\u2060 \u00a0\n", 2),
+    ],
 )
 def test_blank_line_refused_naming_file_and_line(tmp_path, text, line):
     path = _write(tmp_path / "s.txt", text)

@@ -377,7 +377,7 @@ def test_cli_writes_subset_and_manifest(tmp_path, capsys):
     manifest = json.loads((tmp_path / "out" / "subset.manifest.json").read_text())
     assert manifest["status"] == "optimal" and manifest["n_selected"] == len(rows)
     assert sum(r["cost"] for r in rows) <= 0.3 * campaign.cost.sum() + 1e-6
-    assert set(rows[0]) == {"id", "doc", "domain", "cost", "utility"}
+    assert set(rows[0]) == {"id", "src", "doc", "domain", "cost", "utility"}
     assert manifest["data_hash"] and manifest["method"] == "scores" and manifest["precomet_version"]
     assert manifest["budget"]["objective"] == manifest["parameters"]["cost_objective"] == "rank-length"
     rc = main(

@@ -7,12 +7,13 @@ import pytest
 
 from precomet import __version__
 from precomet.benchmark import run_benchmark
+from precomet.provenance import sources_hash
 from precomet.rank import rank_systems
 from precomet.select import select_subset
 from precomet.signature import jsonable, signature
 from precomet.utilities.output import utility_signature
 
-COMMON = ("tool", "method", "precomet_version", "data_hash", "seed")
+COMMON = ("tool", "method", "precomet_version", "data_hash", "sources_hash", "seed")
 
 
 def test_signature_names_campaign_and_data(tiny_campaign):
@@ -26,6 +27,7 @@ def test_signature_names_campaign_and_data(tiny_campaign):
         "protocol": tiny_campaign.protocol,
         "n_items": 4,
         "data_hash": tiny_campaign.data_hash(),
+        "sources_hash": sources_hash(tiny_campaign.src),
         "seed": 3,
         "alpha": 0.5,
     }
@@ -45,7 +47,12 @@ def test_parameters_become_json():
 def test_every_result_uses_the_same_fields(tiny_campaign):
     selection = select_subset(np.arange(4.0), budget=2)
     results = {
-        "select": selection.manifest(method="m", parameters={}, data_hash=tiny_campaign.data_hash()),
+        "select": selection.manifest(
+            method="m",
+            parameters={},
+            data_hash=tiny_campaign.data_hash(),
+            sources_hash=sources_hash(tiny_campaign.src),
+        ),
         "utilities": utility_signature(
             tiny_campaign, method="metric_var", metric="metric", systems=None, budget=None, seed=0, options={}
         ),

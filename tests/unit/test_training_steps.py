@@ -66,11 +66,24 @@ def test_split_rows_by_document_with_training_statistics(cfg):
     assert not docs & {(r["campaign"], r["doc"]) for r in split.train}  # whole documents on one side
     assert not {normalise_source(r["src"]) for r in split.dev} & {normalise_source(r["src"]) for r in split.train}
     y = np.array([r["target"] for r in split.train])
-    assert (split.mean, split.std) == (float(y.mean()), float(y.std()))
+    assert (split.mean, split.std) == (pytest.approx(float(y.mean())), pytest.approx(float(y.std())))
     assert split.method == "neg_avg" and split.normalisations == ["zscore"]
     z = split.standardised(split.train)
     assert z.mean() == pytest.approx(0.0, abs=1e-12) and z.std() == pytest.approx(1.0)
     assert split_rows(rows, None, data={**cfg["data"], "dev_fraction": 0.25}, seed=3) == split  # seeded
+
+
+def test_targets_that_teach_nothing_are_refused_and_huge_ones_standardise(cfg):
+    rows = _rows()
+    data = {**cfg["data"], "dev_fraction": 0.0}
+    with pytest.raises(PrecometError, match=r"training targets are all 0\.5: constant targets teach nothing"):
+        split_rows([{**r, "target": 0.5} for r in rows], None, data=data, seed=0)
+    with pytest.raises(PrecometError, match="at least 2 targets"):
+        split_rows(rows[:1], None, data=data, seed=0)
+    huge = [{**r, "target": 1e308 if i % 2 else -1e308} for i, r in enumerate(rows)]
+    split = split_rows(huge, None, data=data, seed=0)  # numpy's own std is inf here: z-scores of 0 and nan
+    assert (split.mean, split.std) == (0.0, pytest.approx(1e308))
+    assert np.array_equal(split.standardised(split.train), np.where(np.arange(len(rows)) % 2, 1.0, -1.0))
 
 
 def test_split_rows_explicit_dev_no_dev_and_a_targets_file(cfg, tmp_path, caplog):

@@ -1,0 +1,103 @@
+"""Issue 34, round three: results that belong to other data (a score file computed on other sources, a subset
+selected from another campaign with the same ids), invisible-only lines, targets nothing can be learnt from and
+costs whose total overflows."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from precomet.provenance import sources_hash
+from tests.bad_inputs import GOOD, TARGETS, Case, items, jsonl
+
+E5 = str(Path(__file__).resolve().parent.parent.parent / "configs" / "precomet-e5.yaml")
+SRC = "first source\nsecond source\nthird source\n"
+OTHER = ["another text", "second source", "third source"]
+
+
+def _scores(signature: dict, ids=("1", "2", "3")) -> str:
+    rows = [{"signature": signature}] + [{"id": i, "utility": float(n)} for n, i in enumerate(ids)]
+    return "".join(json.dumps(row) + "\n" for row in rows)
+
+
+PREDICTED_ELSEWHERE = _scores({"tool": "precomet predict", "data_hash": sources_hash(OTHER)})
+SIGNED_ELSEWHERE = _scores({"tool": "precomet utilities", "sources_hash": sources_hash(OTHER)})
+ITEM_SCORES = _scores({"tool": "precomet utilities", "sources_hash": sources_hash(["x"] * 4)}, ids="abcd")
+SUBSET_ELSEWHERE = "".join(
+    json.dumps({"id": i, "src": f"not the source of {i}", "doc": i, "domain": "all", "cost": 1.0, "utility": 0.5})
+    + "\n"
+    for i in "ab"
+)
+CONSTANT = "".join(
+    json.dumps({"id": str(i), "src": f"source {i}", "target": 0.25, "campaign": "x", "doc": str(i)}) + "\n"
+    for i in range(12)
+)
+
+
+def _case(argv: str, files: dict, says: tuple[str, ...]) -> Case:
+    return Case(argv.split(), files, says)
+
+
+CASES = {
+    # ---- lines that show nothing
+    "r3-info-text-zero-width-space-line": _case(
+        "info --data s.txt", {"s.txt": "a\n\u200b\nb\n"}, ("s.txt:2", "blank line")
+    ),
+    "r3-select-text-bom-and-direction-mark-line": _case(
+        "select --data s.txt --method random --budget 1 -o {d}/sub.jsonl",
+        {"s.txt": "a\nb\n\ufeff\u200e\n"},
+        ("s.txt:3", "blank line"),
+    ),
+    "r3-convert-domains-invisible-line": _case(
+        "convert --data s.txt --domains dom.txt -o {d}/c.jsonl",
+        {"s.txt": SRC, "dom.txt": "news\n\u2060\u00a0\nchat\n"},
+        ("dom.txt:2", "blank line"),
+    ),
+    "r3-info-jsonl-src-of-invisible-characters": _case(
+        "info --data x.jsonl", {"x.jsonl": jsonl(items(i2={"src": "\u200b\u200c"}))}, ("x.jsonl", "empty source")
+    ),
+    "r3-train-src-of-invisible-characters": _case(
+        f"train --train t.jsonl --config {E5} -o {{d}}/est",
+        {"t.jsonl": TARGETS.replace('"source 3"', '"\\u200b"')},
+        ("t.jsonl", "empty 'src'"),
+    ),
+    # ---- results that belong to other data
+    "r3-select-scores-predicted-on-other-text": _case(
+        "select --data s.txt --scores p.jsonl --budget 1 -o {d}/sub.jsonl",
+        {"s.txt": SRC, "p.jsonl": PREDICTED_ELSEWHERE},
+        ("p.jsonl", "other sources than --data", "--force"),
+    ),
+    "r3-select-scores-signed-for-other-text": _case(
+        "select --data s.txt --scores u.jsonl --budget 1 -o {d}/sub.jsonl",
+        {"s.txt": SRC, "u.jsonl": SIGNED_ELSEWHERE},
+        ("u.jsonl", "other sources than --data", "--force"),
+    ),
+    "r3-benchmark-scores-of-other-data": _case(
+        "benchmark --data items.jsonl --scores est=u.jsonl --metric m --props 0.5 --seeds 2 --permutations 10"
+        " -o {d}/b.json",
+        {"items.jsonl": GOOD, "u.jsonl": ITEM_SCORES},
+        ("u.jsonl", "other sources than --data", "--force"),
+    ),
+    "r3-rank-subset-of-another-campaign-same-ids": _case(
+        "rank --data items.jsonl --subset sub.jsonl --rounds 20",
+        {"items.jsonl": GOOD, "sub.jsonl": SUBSET_ELSEWHERE},
+        ("--subset sub.jsonl", "2 of 2", "other data", "--force"),
+    ),
+    "r3-rank-subset-src-not-text": _case(
+        "rank --data items.jsonl --subset sub.jsonl --rounds 20",
+        {"items.jsonl": GOOD, "sub.jsonl": '{"id": "a", "src": 5}\n'},
+        ("sub.jsonl:1", "'src' must be text"),
+    ),
+    # ---- training targets that teach nothing
+    "r3-train-constant-targets": _case(
+        f"train --train t.jsonl --config {E5} -o {{d}}/est",
+        {"t.jsonl": CONSTANT},
+        ("training targets are all 0.25", "constant"),
+    ),
+    # ---- costs
+    "r3-info-costs-add-up-to-infinity": _case(
+        "info --data x.jsonl",
+        {"x.jsonl": jsonl(items(**{f"i{i}": {"cost": 1e308} for i in range(4)}))},
+        ("cost", "add up to more than the largest number"),
+    ),
+}

@@ -1,0 +1,95 @@
+"""Results carry the data they belong to (issue 34): a score file or a subset made from other source texts is
+refused by the commands that read it, or used with a warning under ``--force``; one made from the same texts in
+another format passes."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from precomet.cli import main
+from precomet.errors import PrecometError
+from precomet.estimator.pool import scan_pool
+from precomet.provenance import check_scores_belong, check_subset_sources, signed_sources_hash, sources_hash
+from precomet.select import select_subset
+from precomet.selection.knapsack import Problem, solve
+
+
+def test_sources_hash_is_what_predict_signs():
+    sources = ["one", "two words", "三"]
+    scan = scan_pool([(["1", "2"], sources[:2]), (["3"], sources[2:])], meta={}, strict=False, what="x", where="x")
+    assert scan.data_hash == sources_hash(sources)
+    assert sources_hash(["ab", "c"]) != sources_hash(["a", "bc"])  # the separator counts
+    assert signed_sources_hash({"tool": "precomet predict", "data_hash": "abc"}) == "abc"
+    assert signed_sources_hash({"tool": "precomet utilities", "data_hash": "abc"}) is None  # another scheme
+    assert signed_sources_hash({"sources_hash": "def"}) == "def"
+
+
+def test_scores_of_other_texts_refused_or_warned_under_force(caplog):
+    source_of = {"1": "a", "2": "b"}
+    signature = {"sources_hash": sources_hash(["a", "other"])}
+    with pytest.raises(PrecometError, match="p.jsonl was computed on other sources than --data.*--force"):
+        check_scores_belong("p.jsonl", ["1", "2"], signature, source_of)
+    check_scores_belong("p.jsonl", ["1", "2"], signature, source_of, force=True)
+    assert "used anyway: --force" in caplog.text
+    check_scores_belong("p.jsonl", ["2", "1"], {"sources_hash": sources_hash(["b", "a"])}, source_of)  # file order
+    check_scores_belong("p.jsonl", ["1", "2"], {}, source_of)  # no signature: nothing to check
+
+
+def test_subset_rows_compared_by_id_and_old_subsets_pass():
+    source_of = {"a": "one", "b": "two"}
+    check_subset_sources("s.jsonl", [("a", "one"), ("b", None)], source_of)  # None: written before 0.8.0
+    with pytest.raises(PrecometError, match="1 of 2 item.*id 'b': the subset has 'zwei', --data has 'two'"):
+        check_subset_sources("s.jsonl", [("a", "one"), ("b", "zwei")], source_of)
+
+
+def _lines(path):
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_cli_predicted_text_selects_and_ranks_round_trip(tmp_path, capsys):
+    """A score file signed for the same texts passes in another format; the subset then ranks its campaign."""
+    from tests.bad_inputs import items, jsonl
+
+    data = tmp_path / "items.jsonl"
+    data.write_text(jsonl(items()), encoding="utf-8")
+    src = [row["src"] for row in items()]
+    scores = tmp_path / "u.jsonl"
+    rows = [{"signature": {"tool": "precomet predict", "data_hash": sources_hash(src)}}]
+    scores.write_text(
+        "".join(json.dumps(r) + "\n" for r in rows + [{"id": i, "utility": 1.0 * n} for n, i in enumerate("abcd")])
+    )
+    subset = tmp_path / "sub.jsonl"
+    assert main(["select", "--data", str(data), "--scores", str(scores), "--budget", "2", "-o", str(subset)]) == 0
+    chosen = _lines(subset)
+    assert [(r["id"], r["src"]) for r in chosen] == [("d", src[3]), ("c", src[2])]
+    manifest = json.loads(subset.with_name("sub.manifest.json").read_text())
+    assert manifest["sources_hash"] == sources_hash(src)
+    assert main(["rank", "--data", str(data), "--subset", str(subset), "--rounds", "20"]) == 0
+    capsys.readouterr()
+
+
+def test_extreme_utilities_keep_their_order():
+    utility = np.array([1e308, -1e308, 0.0, 1e308, 5.0, -1e308])
+    chosen = select_subset(utility, budget=3).indices
+    assert sorted(chosen.tolist()) == [0, 3, 4]
+    assert sorted(
+        select_subset(utility, cost=np.full(6, 10.0), budget_cost=30.0, cost_objective="rank-cost").indices.tolist()
+    ) == [
+        0,
+        3,
+        4,
+    ]
+
+
+def test_a_unit_heavier_than_the_budget_does_not_make_the_knapsack_infeasible():
+    weight = np.r_[np.full(29, 10.0), 1e308]
+    value = np.r_[np.linspace(0.1, 0.6, 29), 0.6]
+    solution = solve(Problem(value=value, weight=weight, capacity=5e307))
+    assert solution.chosen[:29].all() and not solution.chosen[29] and solution.status == "optimal"
+    solution = solve(Problem(value=value, weight=weight, capacity=95.0))
+    assert solution.chosen.sum() == 9 and solution.chosen[20:29].all()
+    with pytest.raises(PrecometError, match="every unit costs more than the whole budget"):
+        solve(Problem(value=value[-1:], weight=weight[-1:], capacity=5.0))
