@@ -51,6 +51,7 @@ OPTIONS = {
     "num_nodes": "--num-nodes ",
     "options": "--exclude-missing",
     "props": "--props ",
+    "resume_dir": "--resume-dir ",
     "seeds": "--seeds ",
     "strategy": "--strategy ",
     "time_limit": "--time-limit ",

@@ -20,6 +20,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
+from precomet import signals
 from precomet.errors import PrecometError
 
 T = TypeVar("T")
@@ -102,12 +103,14 @@ def _run(index: int) -> Any:
     return fn(items[index])
 
 
-_WORKER_SIGNALS = {signal.SIGINT, signal.SIGTERM}
+_WORKER_SIGNALS = set(signals.INTERRUPTS)
 
 
 def _quiet_signals(mask: set[signal.Signals]) -> None:
-    """Workers leave Ctrl-C to the parent (which stops the pool) and end on SIGTERM; then the signals blocked
-    around the fork are unblocked (``mask``: the parent's mask before), so one sent meanwhile takes effect now."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    """Workers leave Ctrl-C, SIGHUP and SIGQUIT to the parent (which stops the pool) and end on SIGTERM; then the
+    signals blocked around the fork are unblocked (``mask``: the parent's mask before), so one sent meanwhile takes
+    effect now."""
+    for number in _WORKER_SIGNALS - {signal.SIGTERM}:  # Ctrl-C, a closed terminal, Ctrl-\: the parent's to handle
+        signal.signal(number, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     signal.pthread_sigmask(signal.SIG_SETMASK, mask)

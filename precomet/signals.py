@@ -1,4 +1,5 @@
-"""Ctrl-C and SIGTERM while a command runs: both raise :class:`KeyboardInterrupt` *and* are remembered.
+"""Ctrl-C, SIGTERM, SIGHUP (a closed terminal or ssh session) and SIGQUIT (Ctrl-\\) while a command runs: each
+raises :class:`KeyboardInterrupt` *and* is remembered, so every one of them removes the command's temporaries.
 
 Raising alone is not enough: an interrupt that lands inside a finaliser or a callback is printed as "Exception
 ignored in ..." and swallowed, and the command would go on to finish with exit 0. The remembered flag closes
@@ -24,7 +25,7 @@ def interrupted() -> bool:
 
 @contextmanager
 def interruptible() -> Iterator[None]:
-    """SIGINT and SIGTERM raise KeyboardInterrupt and set :func:`interrupted` inside the block; the previous
+    """The :data:`INTERRUPTS` raise KeyboardInterrupt and set :func:`interrupted` inside the block; the previous
     handlers and the flag are restored afterwards. A no-op outside the main thread (signals go to it only)."""
     if threading.current_thread() is not threading.main_thread():
         yield
@@ -34,7 +35,7 @@ def interruptible() -> Iterator[None]:
         _RECEIVED.append(signum)
         raise KeyboardInterrupt
 
-    previous = {number: signal.signal(number, interrupt) for number in (signal.SIGINT, signal.SIGTERM)}
+    previous = {number: signal.signal(number, interrupt) for number in INTERRUPTS}
     received = list(_RECEIVED)
     try:
         yield
@@ -46,7 +47,7 @@ def interruptible() -> Iterator[None]:
 
 @contextmanager
 def deferred() -> Iterator[None]:
-    """Hold SIGINT and SIGTERM back while the block runs (a commit's renames): a signal that arrives meanwhile is
+    """Hold the :data:`INTERRUPTS` back while the block runs (a commit's renames): a signal that arrives meanwhile is
     recorded and handed to the previous handler when the block ends (for SIGTERM without one, the process then
     ends as it would have). Python runs signal handlers in the main thread only, so elsewhere this is a no-op."""
     if threading.current_thread() is not threading.main_thread():
@@ -67,4 +68,6 @@ def deferred() -> Iterator[None]:
                 os.kill(os.getpid(), signum)
 
 
-_HELD = (signal.SIGINT, signal.SIGTERM)
+INTERRUPTS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
+"""The signals that interrupt a command (:func:`interruptible`) and that a commit holds back (:func:`deferred`)."""
+_HELD = INTERRUPTS

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager, suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -86,13 +88,23 @@ def paths(args: argparse.Namespace) -> Paths:
 
 
 def resume_dir(args: argparse.Namespace) -> Path | None:
-    """``--resume-dir``, or by default ``OUTPUT.chunks`` beside a file output (none for standard output)."""
-    from precomet.io.atomic import written_through
+    """``--resume-dir``, or by default ``OUTPUT.chunks`` beside a file output (none for standard output); a name
+    too long for the file system is shortened, with a hash of the output's name to keep it its own."""
+    import hashlib
+
+    from precomet.io.atomic import name_max, written_through
 
     if args.resume_dir is not None:
         return Path(args.resume_dir)
     output = Path(args.output)
-    return None if written_through(output) else output.with_name(output.name + ".chunks")
+    if written_through(output):
+        return None
+    name = output.name + ".chunks"
+    room = name_max(output.absolute().parent)
+    if len(name.encode()) > room:
+        tag = "-" + hashlib.sha256(output.name.encode(errors="surrogateescape")).hexdigest()[:12] + ".chunks"
+        name = output.name.encode(errors="surrogateescape")[: room - len(tag)].decode(errors="ignore") + tag
+    return output.with_name(name)
 
 
 def _scan(args: argparse.Namespace, chunks: Any, meta: dict[str, Any]) -> tuple[PoolScan, dict[str, Any], list[str]]:
@@ -119,11 +131,37 @@ def _coverage(args: argparse.Namespace, estimator: Any, sample: list[str]) -> di
     return report_coverage(estimator, sample, what=f"checkpoint {args.checkpoint}")
 
 
+@contextmanager
+def _resume_folder(args: argparse.Namespace, folder: Path) -> Iterator[None]:
+    """The resume folder, made if needed and locked for this run (another run on the same output or folder is
+    refused); afterwards removed when it is empty and was made for this run (an interrupt before the first chunk)
+    or is the default folder of ``-o``."""
+    from precomet.io.lock import folder_lock
+
+    made = [folder, *(parent for parent in folder.parents if not parent.exists())]
+    made = [path for path in made if not path.exists()]  # the folder and the parents made for it, innermost first
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise PrecometError(
+            f"{{resume_dir}}{folder}: cannot make the folder ({err.strerror or err})", param="resume_dir"
+        ) from None
+    what = f"--resume-dir {folder}" if args.resume_dir is not None else f"-o {args.output} (its resume folder {folder})"
+    remedy = "another --resume-dir" if args.resume_dir is not None else "another -o"
+    try:
+        with folder_lock(folder, what=what, remedy=remedy):
+            yield
+    finally:
+        for path in made if made else [folder] if args.resume_dir is None else []:
+            with suppress(OSError):  # not empty: chunks kept for a resume
+                path.rmdir()
+
+
 def run(args: argparse.Namespace) -> int:
     from functools import partial
 
     from precomet.estimator.checkpoint import check_device, load_estimator, read_meta
-    from precomet.estimator.pool import check_resume_dir, discard_kept, predict_pool
+    from precomet.estimator.pool import check_resume_dir, discard_kept, discard_stale, predict_pool
     from precomet.io.atomic import check_output, output_set
     from precomet.io.chunks import iter_source_chunks
     from precomet.utilities.output import write_signature_line, write_utility_lines
@@ -133,30 +171,37 @@ def run(args: argparse.Namespace) -> int:
     if args.shard_dir is not None:
         return _run_shards(args)
     folder = resume_dir(args)
-    if folder is not None:
-        check_resume_dir(folder, inputs=[args.checkpoint, args.data])
-    chunks = partial(iter_source_chunks, args.data, chunk_size=args.chunk_size, text=args.text, campaign=args.campaign)
-    scan, languages, sample = _scan(args, chunks(), read_meta(args.checkpoint))
-    device = "cpu" if args.devices is not None else args.device
-    estimator = load_estimator(args.checkpoint, device=device)
-    coverage = _coverage(args, estimator, sample)
-    with output_set(args.output) as out, out.open(args.output) as handle:
-        write_signature_line(handle, _signature(args, estimator, scan, languages, coverage))
-        pool = predict_pool(
-            estimator,
-            chunks(),
-            write=partial(write_utility_lines, handle),
-            resume_dir=folder,
-            n_items=scan.n_items,
-            batch_size=args.batch_size,
-            device=device,
-            precision=args.precision,
-            devices=args.devices,
-            strategy=args.strategy,
-            accelerator=args.accelerator,
+    with ExitStack() as held:
+        if folder is not None:
+            check_resume_dir(folder, inputs=[args.checkpoint, args.data], outputs=[args.output])
+            held.enter_context(_resume_folder(args, folder))
+        chunks = partial(
+            iter_source_chunks, args.data, chunk_size=args.chunk_size, text=args.text, campaign=args.campaign
         )
-    if args.resume_dir is None:
-        discard_kept(pool)
+        scan, languages, sample = _scan(args, chunks(), read_meta(args.checkpoint))
+        device = "cpu" if args.devices is not None else args.device
+        estimator = load_estimator(args.checkpoint, device=device)
+        coverage = _coverage(args, estimator, sample)
+        with output_set(args.output) as out, out.open(args.output) as handle:
+            write_signature_line(handle, _signature(args, estimator, scan, languages, coverage))
+            pool = predict_pool(
+                estimator,
+                chunks(),
+                write=partial(write_utility_lines, handle),
+                resume_dir=folder,
+                n_items=scan.n_items,
+                pool_hash=scan.data_hash,
+                batch_size=args.batch_size,
+                device=device,
+                precision=args.precision,
+                devices=args.devices,
+                strategy=args.strategy,
+                accelerator=args.accelerator,
+            )
+        if folder is not None and args.resume_dir is None:
+            discard_kept(pool, folder)
+        elif folder is not None and discard_stale(pool, folder):
+            print(f"removed the chunks of this pool that an earlier run with another chunk size kept in {folder}")
     print(f"wrote {scan.n_items} utilities ({estimator.meta['target']['method']}) to {args.output}")
     if pool.reused:
         print(f"{pool.reused} of {pool.reused + pool.predicted} chunks were read back from {folder}")

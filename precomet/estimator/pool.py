@@ -1,13 +1,18 @@
 """Prediction over a pool too large to tokenise at once: chunk by chunk, each chunk's utilities handed on as soon
 as they are known, and (with a resume folder) kept so that an interrupted run resumes where it stopped.
 
-A chunk's utilities are kept in ``RESUME_DIR/KEY.npy``, written atomically (a run killed mid-write leaves at most a
+A chunk's utilities are kept in ``RESUME_DIR/KEY.npz``, written atomically (a run killed mid-write leaves at most a
 temporary, never a half file under the final name); they are a cache, not an output of the command. ``KEY`` is the
 sha256 of everything the numbers depend on: the checkpoint's files (:func:`checkpoint_fingerprint`), precision,
 batch size, device type, precomet version and the chunk's ids and sources. A changed input, checkpoint or setting
 therefore never reuses a chunk; the same chunks of the same run are read back instead of predicted. Chunk
 boundaries change the length-sorted batches, so utilities predicted with another ``chunk_size`` differ in the last
 digits (~1e-7); a resumed run repeats the interrupted one's numbers exactly.
+
+Each kept chunk also holds a checksum of its key and its numbers: a chunk whose content was damaged or replaced
+(zeros, another chunk's numbers copied under its name) is predicted again, with a warning, never used. It also
+holds the pool it belongs to (the pool's sources hash and the settings), so that a finished run removes the
+chunks of the same pool kept under another chunk size (:func:`discard_stale`).
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -90,17 +96,44 @@ class PoolRun:
     reused: int
     kept: tuple[Path, ...] = ()
     """The resume folder's files of this run's chunks (see :func:`discard_kept`)."""
+    pool: str | None = None
+    """What the kept chunks say they belong to: the pool's sources hash and the settings (see :func:`discard_stale`)."""
 
 
-def discard_kept(run: PoolRun) -> None:
-    """Remove the chunk files of ``run`` from its resume folder, and the folder once it is empty."""
-    for file in run.kept:
+CHUNK_SUFFIX = ".npz"
+_OLD_SUFFIX = ".npy"  # chunks kept by precomet 0.7 and earlier, without a checksum: never read, removed as stale
+_KEY = re.compile(r"[0-9a-f]{64}")
+
+
+def _chunk_files(folder: Path) -> list[Path]:
+    """The kept chunks in ``folder`` (files named by a 64-digit key), old and new."""
+    return [
+        p
+        for p in folder.glob("*")
+        if p.suffix in (CHUNK_SUFFIX, _OLD_SUFFIX) and _KEY.fullmatch(p.stem) and p.is_file()
+    ]
+
+
+def discard_kept(run: PoolRun, folder: Path) -> None:
+    """Remove every kept chunk from ``folder``, the resume folder of one output: the chunks of ``run`` and those
+    an earlier run left (another chunk size, an older precomet)."""
+    for file in [*run.kept, *_chunk_files(folder)]:
         file.unlink(missing_ok=True)
-    if run.kept:
-        try:
-            run.kept[0].parent.rmdir()
-        except OSError:  # other runs' chunks are still there
-            pass
+
+
+def discard_stale(run: PoolRun, folder: Path) -> int:
+    """Remove from a resume folder the chunks of the same pool and settings that ``run`` did not use (kept by a run
+    with another chunk size), and chunks of precomet 0.7 and earlier; other pools' chunks stay. Returns how many
+    were removed."""
+    used = set(run.kept)
+    removed = 0
+    for file in _chunk_files(folder):
+        if file in used:
+            continue
+        if file.suffix == _OLD_SUFFIX or (run.pool is not None and _chunk_pool(file) == run.pool):
+            file.unlink(missing_ok=True)
+            removed += 1
+    return removed
 
 
 def predict_pool(
@@ -110,6 +143,7 @@ def predict_pool(
     write: Callable[[Sequence[str], np.ndarray], None],
     resume_dir: str | Path | None = None,
     n_items: int | None = None,
+    pool_hash: str | None = None,
     batch_size: int = 64,
     device: str = "cpu",
     precision: str = "fp32",
@@ -122,7 +156,8 @@ def predict_pool(
     calling ``write(ids, utilities)`` after each. With ``resume_dir``, each chunk's utilities are kept there
     (see the module docstring) and chunks already kept are read back instead of predicted; ``estimator`` must
     then come from a checkpoint directory. ``n_items`` (the pool's size) only makes the progress lines
-    count towards it."""
+    count towards it; ``pool_hash`` (the pool's sources hash) marks the kept chunks as this pool's, for
+    :func:`discard_stale`."""
     settings = {
         "checkpoint": _fingerprint(estimator) if resume_dir is not None else None,
         "precision": precision,
@@ -133,6 +168,7 @@ def predict_pool(
         "accelerator": accelerator,
         "precomet": __version__,
     }
+    pool = _pool_id(settings, pool_hash)
     folder = None if resume_dir is None else Path(resume_dir)
     created = folder is not None and not folder.exists()
     if folder is not None:
@@ -143,8 +179,9 @@ def predict_pool(
     written: list[Path] = []
     try:
         for number, (ids, sources) in enumerate(chunks, start=1):
-            cached = None if folder is None else folder / f"{_chunk_key(settings, ids, sources)}.npy"
-            values = _read_chunk(cached, len(sources))
+            key = _chunk_key(settings, ids, sources)
+            cached = None if folder is None else folder / f"{key}{CHUNK_SUFFIX}"
+            values = _read_chunk(cached, len(sources), key=key)
             how = f"read back from {folder}"
             if values is None:
                 values = predict_sources(
@@ -159,7 +196,7 @@ def predict_pool(
                     accelerator=accelerator,
                 )
                 if cached is not None:
-                    _keep(cached, values)
+                    _keep(cached, values, key=key, pool=pool)
                     written.append(cached)
                 predicted, how = predicted + 1, "predicted"
             else:
@@ -176,7 +213,7 @@ def predict_pool(
         if created and folder is not None and folder.exists() and not any(folder.iterdir()):
             folder.rmdir()
         raise
-    return PoolRun(n_items=done, predicted=predicted, reused=reused, kept=tuple(kept))
+    return PoolRun(n_items=done, predicted=predicted, reused=reused, kept=tuple(kept), pool=pool)
 
 
 def predict_in_chunks(
@@ -195,9 +232,12 @@ def predict_in_chunks(
     return np.concatenate(parts) if parts else predict_sources(estimator, sources)
 
 
-def check_resume_dir(resume_dir: str | Path, *, inputs: Iterable[str | Path]) -> Path:
-    """``resume_dir`` when it can keep chunks: not a file, and neither inside nor holding an input (a checkpoint
-    is hashed whole, so chunks kept inside it would change its fingerprint); else :class:`PrecometError`."""
+def check_resume_dir(
+    resume_dir: str | Path, *, inputs: Iterable[str | Path], outputs: Iterable[str | Path | None] = ()
+) -> Path:
+    """``resume_dir`` when it can keep chunks: not a file, neither inside nor holding an input (a checkpoint is hashed
+    whole, so chunks kept inside it would change its fingerprint), and neither the output nor holding it (the
+    output would be written over the kept chunks, or cleared with them); else :class:`PrecometError`."""
     folder = Path(resume_dir)
     if folder.exists() and not folder.is_dir():
         raise PrecometError(f"{{resume_dir}}{folder} is not a folder", param="resume_dir")
@@ -207,6 +247,15 @@ def check_resume_dir(resume_dir: str | Path, *, inputs: Iterable[str | Path]) ->
         if where == source or source in where.parents or where in source.parents:
             raise PrecometError(
                 f"{{resume_dir}}{folder} is, holds or lies inside the input {given}; keep chunks elsewhere",
+                param="resume_dir",
+            )
+    for output in outputs:
+        if output is None:
+            continue
+        target = Path(output).resolve()
+        if where == target or where in target.parents:
+            raise PrecometError(
+                f"{{resume_dir}}{folder} is or holds the output {output}; keep chunks in a folder of their own",
                 param="resume_dir",
             )
     return folder
@@ -224,28 +273,65 @@ def _chunk_key(settings: dict[str, Any], ids: Sequence[str], sources: Sequence[s
     return digest.hexdigest()
 
 
-def _keep(path: Path, values: np.ndarray) -> None:
-    """Write a chunk file through a temporary renamed into place: a run stopped mid-write leaves no half file under
-    the final name (Ctrl-C and SIGTERM remove the temporary; after SIGKILL the next run's clean-up does)."""
+def _pool_id(settings: dict[str, Any], pool_hash: str | None) -> str | None:
+    if pool_hash is None:
+        return None
+    return hashlib.sha256(json.dumps([settings, pool_hash], sort_keys=True).encode()).hexdigest()[:32]
+
+
+def _checksum(key: str, values: np.ndarray) -> np.ndarray:
+    digest = hashlib.sha256(key.encode() + b"\0" + np.ascontiguousarray(values, dtype="<f8").tobytes()).digest()
+    return np.frombuffer(digest, dtype=np.uint8)
+
+
+def _keep(path: Path, values: np.ndarray, *, key: str, pool: str | None) -> None:
+    """Write a chunk file (utilities, checksum, pool) through a temporary renamed into place: a run stopped mid-write
+    leaves no half file under the final name (an interrupt removes the temporary; after SIGKILL the next run's
+    clean-up does). A failure names the resume folder and the chunk, never the temporary."""
     temporary = _temporary_name(path)
     try:
         with open(temporary, "wb") as handle:
-            np.save(handle, values, allow_pickle=False)
+            np.savez(handle, values=values, check=_checksum(key, values), pool=np.array(pool or ""))
         os.replace(temporary, path)
+    except OSError as err:
+        raise PrecometError(
+            f"{{resume_dir}}{path.parent}: cannot keep the chunk {path.name} there ({err.strerror or err}); free"
+            " space there, or keep chunks elsewhere with {resume_dir}DIR",
+            param="resume_dir",
+        ) from None
     finally:
         temporary.unlink(missing_ok=True)
 
 
-def _read_chunk(path: Path | None, n: int) -> np.ndarray | None:
-    """A kept chunk's utilities, or ``None`` when there is none (or it is unreadable: then predicted again)."""
-    if path is None or not path.is_file():
+def _read_chunk(path: Path | None, n: int, *, key: str) -> np.ndarray | None:
+    """A kept chunk's utilities, or ``None`` when there is none (or it is unreadable or damaged: then predicted
+    again, with a warning)."""
+    if path is None or not (path.exists() or path.is_symlink()):
         return None
+    if not path.is_file():
+        raise PrecometError(
+            f"{{resume_dir}}{path.parent}: {path.name} is not a file (a kept chunk goes there); remove it, or keep"
+            " chunks elsewhere with {resume_dir}DIR",
+            param="resume_dir",
+        )
     try:
-        values = np.load(path, allow_pickle=False)
-    except (OSError, ValueError) as err:
+        with np.load(path, allow_pickle=False) as kept:
+            values, check = kept["values"], kept["check"]
+    except (OSError, ValueError, KeyError, EOFError) as err:
         logger.warning("%s: unreadable kept chunk (%s); predicting it again", path, err)
         return None
     if values.shape != (n,) or values.dtype != np.float64 or not np.isfinite(values).all():
         logger.warning("%s: kept chunk does not hold %d finite utilities; predicting it again", path, n)
         return None
+    if not np.array_equal(check, _checksum(key, values)):
+        logger.warning("%s: kept chunk is damaged (its checksum does not match its content); predicting it again", path)
+        return None
     return values
+
+
+def _chunk_pool(path: Path) -> str | None:
+    try:
+        with np.load(path, allow_pickle=False) as kept:
+            return str(kept["pool"])
+    except (OSError, ValueError, KeyError, EOFError):
+        return None

@@ -190,6 +190,7 @@ class OutputSet:
         self._usual_permissions()
         with signals.deferred():
             steps = self._steps()
+            _check_kinds(steps)
             journals = self._journal(steps) if len(steps) > 1 else []
             done: list[tuple[Path, Path | None]] = []  # (target, what was there before, moved aside)
             try:
@@ -273,6 +274,18 @@ class OutputSet:
             except OSError:
                 pass
         self._created_dirs = []
+
+
+def _check_kinds(steps: list[tuple[Path, Path, Path]]) -> None:
+    """Refuse, before any rename, to put a file where a folder now stands or a folder where a file stands: the
+    path was checked before the work, so something else made it meanwhile, and replacing it would delete it."""
+    for target, temporary, _ in steps:
+        if target.exists() and target.is_dir() != temporary.is_dir():
+            now, wanted = ("a folder", "file") if target.is_dir() else ("a file", "folder")
+            raise OutputError(
+                f"{target} became {now} while the command ran; the {wanted} written for it would replace it, so"
+                " nothing was written: move it away and run again"
+            )
 
 
 def _replace(source: Path, target: Path, aside: Path, *, keep: bool) -> Path | None:

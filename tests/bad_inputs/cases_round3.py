@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 from precomet.provenance import sources_hash
-from tests.bad_inputs import GOOD, TARGETS, Case, items, jsonl
+from tests.bad_inputs import GOOD, SHIPPED, TARGETS, Case, items, jsonl
 
 E5 = str(Path(__file__).resolve().parent.parent.parent / "configs" / "precomet-e5.yaml")
 SRC = "first source\nsecond source\nthird source\n"
@@ -93,6 +93,17 @@ CASES = {
         f"train --train t.jsonl --config {E5} -o {{d}}/est",
         {"t.jsonl": CONSTANT},
         ("training targets are all 0.25", "constant"),
+    ),
+    # ---- the resume folder of predict
+    "r3-predict-resume-dir-is-the-output": _case(
+        f"predict --checkpoint {SHIPPED} --data s.txt --chunk-size 40 -o {{d}}/out.jsonl --resume-dir {{d}}/out.jsonl",
+        {"s.txt": SRC},
+        ("--resume-dir", "out.jsonl is or holds the output"),
+    ),
+    "r3-predict-resume-dir-holds-the-output": _case(
+        f"predict --checkpoint {SHIPPED} --data s.txt -o {{d}}/kept/out.jsonl --resume-dir {{d}}/kept",
+        {"s.txt": SRC, "kept/old.txt": "x"},
+        ("--resume-dir", "kept is or holds the output"),
     ),
     # ---- costs
     "r3-info-costs-add-up-to-infinity": _case(

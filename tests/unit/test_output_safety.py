@@ -254,8 +254,11 @@ def test_an_interrupt_after_the_commit_says_what_was_written(tmp_path, monkeypat
     assert out.is_file()
 
 
-@pytest.mark.parametrize("delay", [0.0, 0.3, 0.8, 1.5, 2.5, 4.0])
-@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+@pytest.mark.parametrize(
+    "signum, delay",
+    [(signum, delay) for signum in (signal.SIGTERM, signal.SIGINT) for delay in (0.0, 0.3, 0.8, 1.5, 2.5, 4.0)]
+    + [(signum, delay) for signum in (signal.SIGHUP, signal.SIGQUIT) for delay in (0.8, 2.5)],
+)
 def test_an_interrupted_command_leaves_all_or_nothing(tmp_path, delay, signum):
     """Interrupted at any moment — start-up included — ``select`` leaves either nothing or its subset and
     manifest together, never a temporary, never an "Exception ignored" that ends in success."""

@@ -170,7 +170,7 @@ def test_resume_reuses_only_chunks_of_the_same_sources_checkpoint_and_settings(c
         return _predict(estimator, chunks, resume_dir=resume, **{"batch_size": 4, **options})
 
     _, first, done = run()
-    assert len(calls) == 6 and done.predicted == 6 and len(list(resume.glob("*.npy"))) == 6
+    assert len(calls) == 6 and done.predicted == 6 and len(list(resume.glob("*.npz"))) == 6
     _, again, done = run()
     assert calls == [] and done.reused == 6
     np.testing.assert_array_equal(again, first)
@@ -235,11 +235,11 @@ def test_sigterm_then_rerun_predicts_only_the_missing_chunks_and_writes_the_same
     args = _cli(checkpoint, path, out, *options, "--resume-dir", str(resume))
     child = subprocess.Popen([sys.executable, "-c", slow, *args], env=env, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 120
-    while len(list(resume.glob("*.npy"))) < 4 and time.monotonic() < deadline and child.poll() is None:
+    while len(list(resume.glob("*.npz"))) < 4 and time.monotonic() < deadline and child.poll() is None:
         time.sleep(0.05)
     child.send_signal(signal.SIGTERM)
     _, err = child.communicate(timeout=60)
-    kept = len(list(resume.glob("*.npy")))
+    kept = len(list(resume.glob("*.npz")))
     assert child.returncode == 130 and 4 <= kept < 10, err.decode()
     assert b"no output was written" in err  # kept chunks are a cache, not an output
     assert not out.exists()  # all or nothing
@@ -247,7 +247,7 @@ def test_sigterm_then_rerun_predicts_only_the_missing_chunks_and_writes_the_same
     assert main(args) == 0
     assert len(calls) == 10 - kept
     assert out.read_bytes() == whole.read_bytes()
-    assert len(list(resume.glob("*.npy"))) == 10  # an explicit resume folder is kept
+    assert len(list(resume.glob("*.npz"))) == 10  # an explicit resume folder is kept
 
 
 def test_an_error_keeps_no_chunk_of_the_failed_run(checkpoint, tmp_path, monkeypatch):
@@ -276,3 +276,76 @@ def test_select_checkpoint_predicts_in_chunks(checkpoint, monkeypatch):
     calls = _counting(monkeypatch)
     np.testing.assert_allclose(predict_in_chunks(estimator, SOURCES, chunk_size=25), reference, rtol=0, atol=1e-6)
     assert calls == [25, 25, 10]
+
+
+# ---------------------------------------------------------------------------------------------- issue 34
+def test_a_damaged_or_replaced_chunk_is_predicted_again_never_used(checkpoint, tmp_path, monkeypatch, caplog):
+    """A chunk whose numbers were zeroed, or swapped for another chunk's under its name, fails its checksum."""
+    chunks = [([str(i) for i in range(s, s + 10)], SOURCES[s : s + 10]) for s in range(0, 30, 10)]
+    resume = tmp_path / "resume"
+    estimator = load_estimator(checkpoint)
+    _, first, done = _predict(estimator, chunks, resume_dir=resume)
+    zeroed = dict(np.load(done.kept[0]))
+    zeroed["values"] = np.zeros(10)
+    np.savez(done.kept[0], **zeroed)
+    shutil.copyfile(done.kept[2], done.kept[1])  # a valid chunk file, but another chunk's
+    calls = _counting(monkeypatch)
+    _, again, _ = _predict(estimator, chunks, resume_dir=resume)
+    assert calls == [10, 10] and caplog.text.count("checksum does not match") == 2
+    np.testing.assert_array_equal(again, first)
+
+
+def test_another_chunk_size_leaves_no_stale_chunk_of_the_pool(checkpoint, tmp_path):
+    path = _inputs(tmp_path)["text"]
+    resume, other_pool = tmp_path / "resume", tmp_path / "other.txt"
+    other_pool.write_text("".join(s + " again\n" for s in SOURCES[:5]), encoding="utf-8")
+    assert main(_cli(checkpoint, other_pool, tmp_path / "o.jsonl", "--resume-dir", str(resume))) == 0
+    theirs = set(resume.glob("*.npz"))
+    assert main(_cli(checkpoint, path, tmp_path / "a.jsonl", "--chunk-size", "7", "--resume-dir", str(resume))) == 0
+    assert len(set(resume.glob("*.npz")) - theirs) == 9
+    assert main(_cli(checkpoint, path, tmp_path / "b.jsonl", "--chunk-size", "20", "--resume-dir", str(resume))) == 0
+    assert len(set(resume.glob("*.npz")) - theirs) == 3 and theirs <= set(resume.glob("*.npz"))  # others' stay
+    out = tmp_path / "c.jsonl"  # the default folder of -o: everything in it goes, stale chunks included
+    (tmp_path / "c.jsonl.chunks").mkdir()
+    shutil.copy(sorted(theirs)[0], tmp_path / "c.jsonl.chunks")
+    (tmp_path / "c.jsonl.chunks" / ("0" * 64 + ".npy")).write_bytes(b"a chunk of precomet 0.7")
+    assert main(_cli(checkpoint, path, out, "--chunk-size", "20")) == 0
+    assert not (tmp_path / "c.jsonl.chunks").exists()
+
+
+def test_a_second_run_on_a_locked_resume_folder_is_refused_and_changes_nothing(checkpoint, tmp_path, capsys):
+    from precomet.io.lock import folder_lock
+
+    path = _inputs(tmp_path)["text"]
+    for extra, folder in (([], tmp_path / "s.jsonl.chunks"), (["--resume-dir", str(tmp_path / "rd")], tmp_path / "rd")):
+        folder.mkdir()
+        with folder_lock(folder, what="x", remedy="y"):
+            before = sorted(tmp_path.rglob("*"))
+            assert main(_cli(checkpoint, path, tmp_path / "s.jsonl", *extra)) == 2
+            assert sorted(tmp_path.rglob("*")) == before
+        err = capsys.readouterr().err
+        assert f"is in use by another precomet run (process {os.getpid()})" in err
+        assert ("--resume-dir" if extra else "-o") in err.split("error:")[1]
+        assert list(folder.iterdir()) == []  # the lock file goes with the lock
+
+
+def test_an_interrupt_before_the_first_chunk_leaves_no_folder(checkpoint, tmp_path, monkeypatch):
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(pool_module, "predict_sources", interrupted)
+    path = _inputs(tmp_path)["text"]
+    for extra in ([], ["--resume-dir", str(tmp_path / "made" / "here")]):
+        assert main(_cli(checkpoint, path, tmp_path / "s.jsonl", *extra)) == 130
+        assert not (tmp_path / "s.jsonl.chunks").exists() and not (tmp_path / "made").exists()
+
+
+def test_a_long_output_name_gets_a_default_resume_folder_that_fits(checkpoint, tmp_path):
+    path = _inputs(tmp_path)["text"]
+    out = tmp_path / ("p" * 246 + ".jsonl")  # 252 bytes: legal, but OUTPUT.chunks would not be
+    from precomet.commands.predict import resume_dir
+
+    folder = resume_dir(type("Args", (), {"resume_dir": None, "output": str(out)})())
+    assert folder is not None and len(folder.name.encode()) <= 255 and folder.name.endswith(".chunks")
+    assert main(_cli(checkpoint, path, out, "--chunk-size", "20")) == 0
+    assert out.is_file() and not folder.exists()
