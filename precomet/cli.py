@@ -12,7 +12,7 @@ import sys
 import traceback
 import warnings
 from collections.abc import Iterator
-from contextlib import contextmanager, nullcontext, redirect_stdout
+from contextlib import contextmanager, nullcontext, redirect_stdout, suppress
 
 from precomet import __version__, signals
 from precomet.errors import PrecometError
@@ -50,6 +50,7 @@ OPTIONS = {
     "null_orderings": "--null-orderings ",
     "num_nodes": "--num-nodes ",
     "options": "--exclude-missing",
+    "proportion": "--proportion ",
     "props": "--props ",
     "resume_dir": "--resume-dir ",
     "seeds": "--seeds ",
@@ -119,12 +120,33 @@ def main(argv: list[str] | None = None) -> int:
     """Run one subcommand. Bad input (:class:`PrecometError`, an unreadable or unwritable path, an output that would
     overwrite an input) exits 2 with one line; Ctrl-C or SIGTERM, from start-up on, exits 130 saying whether any
     output was written; the traceback only with ``-v``."""
-    with signals.interruptible():
+    with signals.interruptible(), _printable_names():
         try:
             return _main(sys.argv[1:] if argv is None else list(argv))
         except KeyboardInterrupt:  # during start-up (imports, parsing): nothing was written yet
             print("precomet: interrupted; no output was written", file=sys.stderr)
             return 130
+
+
+@contextmanager
+def _printable_names() -> Iterator[None]:
+    """Messages name the user's files; a file name of bytes that are not UTF-8 (held as lone surrogates) is printed
+    with those bytes escaped (``\\xff.jsonl``) instead of failing the command after its work."""
+    previous = []
+    for stream in (sys.stdout, sys.stderr):
+        errors = getattr(stream, "errors", None)
+        if errors in ("strict", None) and hasattr(stream, "reconfigure"):
+            try:
+                stream.reconfigure(errors="backslashreplace")
+            except (ValueError, OSError):  # a stream that cannot change now
+                continue
+            previous.append((stream, errors or "strict"))
+    try:
+        yield
+    finally:
+        for stream, errors in previous:
+            with suppress(ValueError, OSError):
+                stream.reconfigure(errors=errors)
 
 
 def _main(argv: list[str]) -> int:

@@ -282,6 +282,12 @@ def _budget(n, cost, names, budget, proportion, budget_cost) -> tuple[np.ndarray
         if not 0 < proportion <= 1:
             raise PrecometError(f"proportion must lie in (0, 1], got {proportion!r}")
         capacity = proportion * float(weight.sum()) if cost_aware else float(budget_items(proportion, n))
+        if not cost_aware and capacity < 1:
+            raise PrecometError(
+                f"{{proportion}}{proportion:g} of {n} items is {proportion * n:.3g} items, less than one item; give at"
+                f" least {1 / n:.3g} (one item)",
+                param="proportion",
+            )
     else:
         if not budget_cost > 0:
             raise PrecometError(f"budget_cost must be positive, got {budget_cost!r}")

@@ -101,7 +101,7 @@ def resume_dir(args: argparse.Namespace) -> Path | None:
         return None
     name = output.name + ".chunks"
     room = name_max(output.absolute().parent)
-    if len(name.encode()) > room:
+    if len(name.encode(errors="surrogateescape")) > room:
         tag = "-" + hashlib.sha256(output.name.encode(errors="surrogateescape")).hexdigest()[:12] + ".chunks"
         name = output.name.encode(errors="surrogateescape")[: room - len(tag)].decode(errors="ignore") + tag
     return output.with_name(name)
@@ -238,11 +238,19 @@ def _signature(
 
 
 def _run_shards(args: argparse.Namespace) -> int:
-    from precomet.estimator.checkpoint import load_estimator
+    from precomet.estimator.checkpoint import load_estimator, read_meta
     from precomet.estimator.shards import predict_shards
 
     if args.precision != "fp32":
         raise PrecometError("--shard-dir predicts in fp32 (--precision int8 runs on the single-device path)")
+    backbone = read_meta(args.checkpoint).get("backbone")
+    if backbone:
+        name = backbone.get("name", "registered") if isinstance(backbone, dict) else backbone
+        raise PrecometError(
+            f"--shard-dir runs a Hugging Face encoder checkpoint on several processes; {args.checkpoint} has the"
+            f" {name} backbone, which predicts in this process only: use -o (with --chunk-size and --resume-dir for"
+            " a large pool)"
+        )
     ids, sources = read_sources(args.data, text=args.text, campaign=args.campaign)
     estimator: Any = load_estimator(args.checkpoint, device="cpu" if args.devices is not None else args.device)
     scan, languages, sample = _scan(args, [(ids, sources)], estimator.meta)

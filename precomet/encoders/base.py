@@ -99,9 +99,11 @@ def _load_cache(path: Path, *, dim: int) -> tuple[str, dict[str, np.ndarray]]:
     if not isinstance(stored, NpzFile):
         return f"a single {type(stored).__name__}, not an .npz archive", {}
     with stored:
-        if set(stored.files) != {"keys", "vectors"}:
-            return f"arrays {sorted(stored.files)}, expected ['keys', 'vectors']", {}
-        keys, vectors = stored["keys"], stored["vectors"]
+        if set(stored.files) == {"keys", "vectors"}:
+            return "written without a checksum, by precomet 0.7 or earlier", {}
+        if set(stored.files) != {"check", "keys", "vectors"}:
+            return f"arrays {sorted(stored.files)}, expected ['check', 'keys', 'vectors']", {}
+        keys, vectors, check = stored["keys"], stored["vectors"], stored["check"]
     if keys.ndim != 1 or keys.dtype.kind != "U" or not all(len(k) == 40 for k in keys.tolist()):
         return f"keys of shape {keys.shape} and dtype {keys.dtype}, expected text hashes", {}
     if vectors.dtype.kind != "f" or vectors.ndim != 2 or len(vectors) != len(keys):
@@ -110,7 +112,17 @@ def _load_cache(path: Path, *, dim: int) -> tuple[str, dict[str, np.ndarray]]:
         return f"vectors of length {vectors.shape[1]}, the encoder's are {dim} long", {}
     if not np.isfinite(vectors).all():
         return "non-finite vectors", {}
+    if not np.array_equal(check, _cache_check(path.stem, keys, vectors)):
+        return "its checksum does not match its keys and vectors (edited, reordered or another encoder's)", {}
     return "", dict(zip(keys.tolist(), vectors.astype(np.float32)))
+
+
+def _cache_check(encoder_key: str, keys: np.ndarray, vectors: np.ndarray) -> np.ndarray:
+    """sha256 of the encoder's cache key, the text keys in order and the vectors' bytes: a cache whose vectors were
+    rescaled, reordered against their keys, or moved under another encoder's name fails it."""
+    digest = hashlib.sha256(encoder_key.encode() + b"\0" + "\n".join(keys.tolist()).encode() + b"\0")
+    digest.update(np.ascontiguousarray(vectors, dtype="<f4").tobytes())
+    return np.frombuffer(digest.digest(), dtype=np.uint8)
 
 
 def _check_cache_dir(cache_dir: Path) -> None:
@@ -137,8 +149,10 @@ def _write_cache(path: Path, cached: dict[str, np.ndarray], *, dim: int, warn: b
         raise PrecometError(f"cannot create the cache folder {path.parent}: {err.strerror or err}") from None
     for key, vector in _read_cache(path, dim=dim, warn=warn)[0].items():
         cached.setdefault(key, vector)
+    keys = np.array(list(cached), dtype=str)
+    vectors = np.stack(list(cached.values())).astype(np.float32)
     with atomic_write(path, "wb") as handle:
-        np.savez(handle, keys=np.array(list(cached), dtype=str), vectors=np.stack(list(cached.values())))
+        np.savez(handle, keys=keys, vectors=vectors, check=_cache_check(path.stem, keys, vectors))
 
 
 def encode_cached(

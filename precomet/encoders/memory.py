@@ -10,7 +10,7 @@ receives the texts this process encodes, not those it already held.
   a sentence-transformers model by its name or path, always L2-normalised) and the SHA-1 of the text.
 - Bound: at most ``PRECOMET_EMBEDDING_CACHE_MB`` MiB of vectors (read at each call; default
   :data:`DEFAULT_MB`; keys and bookkeeping add about 20 % for 384-d vectors); beyond it the least recently used
-  vectors are dropped. ``0`` disables the cache.
+  vectors are dropped. ``0`` disables the cache; ``inf`` removes the bound.
 - Safety: vectors are kept as read-only copies and every call returns a new array, so a caller that modifies its
   result does not change the next one.
 - :func:`clear_embedding_cache` empties it (tests do so before each test).
@@ -22,7 +22,9 @@ encoded in another batch composition can differ in the last float bits (about 1e
 
 from __future__ import annotations
 
+import math
 import os
+import sys
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 
@@ -36,15 +38,17 @@ DEFAULT_MB = 512.0
 
 
 def limit_bytes() -> int:
-    """The bound in bytes from :data:`ENV` (default :data:`DEFAULT_MB`); 0 disables the cache."""
+    """The bound in bytes from :data:`ENV` (default :data:`DEFAULT_MB`); 0 disables the cache, ``inf`` has none."""
     value = os.environ.get(ENV, "").strip()
     try:
         mb = float(value) if value else DEFAULT_MB
     except ValueError:
         mb = -1.0
     if not mb >= 0:  # also refuses nan
-        raise PrecometError(f"{ENV} must be a number of MiB >= 0 (0 disables the embedding cache), got {value!r}")
-    return int(mb * 2**20)
+        raise PrecometError(
+            f"{ENV} must be a number of MiB >= 0 (0 disables the embedding cache, inf removes the bound), got {value!r}"
+        )
+    return sys.maxsize if math.isinf(mb) else int(mb * 2**20)
 
 
 class VectorMemory:

@@ -124,6 +124,12 @@ def load_backbone_estimator(path: Path, meta: dict[str, Any], head: dict[str, to
         raise PrecometError(
             f"{path / 'head.safetensors'}: the head holds non-finite weights; the checkpoint is damaged"
         )
+    bad_std = int((model.feature_std <= 0).sum())
+    if bad_std:  # training stores standard deviations, floored at 1e-8 and set to 1 below it: never <= 0
+        raise PrecometError(
+            f"{path / 'head.safetensors'}: feature_std holds {bad_std} value(s) <= 0, which no training writes (a"
+            " standard deviation is positive); the checkpoint is damaged"
+        )
     return BackboneEstimator(encoder=encoder, model=model.eval(), meta=meta, path=path)
 
 

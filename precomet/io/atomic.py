@@ -27,6 +27,7 @@ Path checks live in :mod:`precomet.io.output_paths`, temporary names and the cle
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -188,7 +189,7 @@ class OutputSet:
         if signals.interrupted():
             raise KeyboardInterrupt
         self._usual_permissions()
-        with signals.deferred():
+        with signals.deferred(), _commit_lock({target.parent for target, _ in self._pending}):
             steps = self._steps()
             _check_kinds(steps)
             journals = self._journal(steps) if len(steps) > 1 else []
@@ -264,6 +265,23 @@ class OutputSet:
             finally:
                 temporary.unlink(missing_ok=True)
 
+    def target_of(self, name: str | bytes | None) -> str | Path | None:
+        """The output that ``name`` (a file name from an ``OSError``) stands for: ``None`` unless ``name`` is a
+        temporary of this set or lies inside one (a file written into a checkpoint folder's temporary); an output
+        written through (standard output) is buffered in the temporary folder and named as the user gave it."""
+        if not isinstance(name, str):
+            return None
+        path = Path(os.path.abspath(name))
+        for target, temporary in self._pending:
+            if path == temporary:
+                return target
+            if temporary in path.parents:
+                return target / path.relative_to(temporary)
+        for stream, temporary in self._streams:
+            if path == temporary:
+                return "standard output (-), buffered in the temporary folder" if stream == STDOUT else stream
+        return None
+
     def abort(self) -> None:
         for _, temporary in self._pending + self._streams:
             _remove(temporary)
@@ -274,6 +292,34 @@ class OutputSet:
             except OSError:
                 pass
         self._created_dirs = []
+
+
+@contextmanager
+def _commit_lock(folders: set[Path]) -> Iterator[None]:
+    """Hold an exclusive ``flock`` on each folder a commit writes into (in sorted order, so two commits never wait
+    for each other in a circle): two runs committing to the same outputs at once place their sets one after the
+    other, never a subset of one beside the manifest of the other. A lock on the folder itself creates no file.
+    Where ``fcntl`` or a folder's lock is unavailable (Windows, some network file systems), commits are not
+    serialised."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover -- not on Linux/macOS
+        yield
+        return
+    handles = []
+    try:
+        for folder in sorted(folders):
+            try:
+                handle = os.open(folder, os.O_RDONLY)
+            except OSError:
+                continue
+            handles.append(handle)
+            with contextlib.suppress(OSError):
+                fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
+    finally:
+        for handle in handles:
+            os.close(handle)  # releases its lock
 
 
 def _check_kinds(steps: list[tuple[Path, Path, Path]]) -> None:
@@ -322,7 +368,10 @@ def output_set(*targets: str | Path | None) -> Iterator[OutputSet]:
         yield out
         out.commit()
     except OSError as err:
+        inside = out.target_of(err.filename)
         out.abort()
+        if inside is not None:  # a file written inside an output's temporary (a checkpoint's): name the output's
+            raise output_error(inside, err) from None
         if err.filename is None and targets:  # a write without a name (ENOSPC in savefig): name the outputs
             raise output_error(", ".join(str(t) for t in targets if t is not None), err) from None
         raise

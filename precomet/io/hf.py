@@ -44,9 +44,9 @@ def to_dataset(campaign: Campaign):
 
     rows = list(campaign.iter_items())
     for row in rows:  # Arrow structs need every key on every row: missing scores become None
-        row["scores"] = {
-            s: {k: row.get("scores", {}).get(s, {}).get(k) for k in campaign.score_names} for s in campaign.systems
-        }
+        given = row.pop("scores", {})
+        if campaign.systems and campaign.score_names:  # Parquet has no struct without fields (sources only)
+            row["scores"] = {s: {k: given.get(s, {}).get(k) for k in campaign.score_names} for s in campaign.systems}
     return datasets.Dataset.from_list(rows)
 
 

@@ -1,6 +1,7 @@
 """JSON that every parser reads: NaN and ±Infinity are written as ``null`` (``json.dumps`` would write the
-non-standard literals ``NaN`` / ``Infinity``), numpy scalars and arrays as plain numbers and lists. Every
-JSON or JSONL output of precomet is encoded here."""
+non-standard literals ``NaN`` / ``Infinity``), numpy scalars and arrays as plain numbers and lists, and text
+that is not UTF-8 — a file name of other bytes, which Python holds as lone surrogates — as its bytes escaped
+(``\\xfe.jsonl``). Every JSON or JSONL output of precomet is encoded here."""
 
 from __future__ import annotations
 
@@ -22,7 +23,9 @@ def json_safe(value: Any, default=None) -> Any:
         return value if math.isfinite(value) else None
     if isinstance(value, (int, np.integer)):
         return int(value)
-    if value is None or isinstance(value, str):
+    if isinstance(value, str):
+        return value if value.isascii() else _utf8(value)
+    if value is None:
         return value
     if isinstance(value, Mapping):
         return {(k if isinstance(k, str) else str(k)): json_safe(v, default) for k, v in value.items()}
@@ -33,6 +36,19 @@ def json_safe(value: Any, default=None) -> Any:
     if default is not None:
         return json_safe(default(value))
     return value  # json.dumps raises its usual TypeError for unknown types
+
+
+def _utf8(text: str) -> str:
+    """``text`` unchanged when it is UTF-8 text; else with each byte that is not (``surrogateescape``) or each lone
+    surrogate written as a backslash escape."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        try:
+            return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+        except UnicodeEncodeError:
+            return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def dumps(value: Any, *, default=None, **kwargs: Any) -> str:

@@ -20,11 +20,16 @@ def _temporary_name(target: Path, kind: str = "tmp", folder: Path | None = None)
     folder = target.parent if folder is None else folder
     suffix = target.suffix if kind == "tmp" else ""
     ending = f".precomet-{os.getpid()}-{secrets.token_hex(4)}.{kind}{suffix}"
-    room = name_max(folder) - len(ending.encode()) - 1
+    room = name_max(folder) - len(os.fsencode(ending)) - 1
     if room < 0:  # an extremely long suffix: drop it
-        ending, room = ending[: -len(suffix)] if suffix else ending, room + len(suffix.encode())
-    stem = (target.stem if kind == "tmp" else target.name).encode()[:room].decode(errors="ignore")
+        ending, room = ending[: -len(suffix)] if suffix else ending, room + len(os.fsencode(suffix))
+    stem = _cut(target.stem if kind == "tmp" else target.name, room)
     return folder / f".{stem}{ending}"
+
+
+def _cut(name: str, room: int) -> str:
+    """The first ``room`` bytes of ``name`` as the file system stores it (a name of non-UTF-8 bytes included)."""
+    return os.fsdecode(os.fsencode(name)[: max(room, 0)])
 
 
 def _alive(pid: int) -> bool:

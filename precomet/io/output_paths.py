@@ -107,9 +107,9 @@ def check_output(path: str | Path, *, directory: bool = False, suffixes: tuple[s
         if text != STDOUT and not os.access(path, os.W_OK):
             raise OutputError(f"cannot write {path}: permission denied")
         return path
-    if len(path.name.encode()) > name_max(path.absolute().parent):
+    if len(os.fsencode(path.name)) > name_max(path.absolute().parent):
         raise OutputError(
-            f"cannot write {path}: its name is {len(path.name.encode())} bytes, more than the file system allows"
+            f"cannot write {path}: its name is {len(os.fsencode(path.name))} bytes, more than the file system allows"
             f" ({name_max(path.absolute().parent)})"
         )
     if path.exists():

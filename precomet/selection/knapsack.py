@@ -30,7 +30,7 @@ import logging
 import re
 import tempfile
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +55,7 @@ SOLVERS = {
 
 _FIRST_CORE = 64  # size of the first core, solved to find an incumbent
 _DP_CELLS = 50_000_000  # largest core DP table (units x capacity cells)
+_LARGEST_CAPACITY = 1e15  # beyond it weights are rescaled to units of the capacity (whole-number floats end at 2**53)
 
 
 @dataclass(frozen=True)
@@ -96,27 +97,18 @@ def solve(
 ) -> Solution:
     """Solve ``problem``; raises :class:`PrecometError` when it is infeasible or no solution is found in time.
 
-    Units heavier than the whole capacity can never be chosen: they are left out before solving, and the
-    capacity is clipped to the total weight of the rest, so one absurd cost (1e308 s) among ordinary ones
-    neither overflows the arithmetic nor makes the problem look infeasible."""
+    Units heavier than the whole capacity can never be chosen: the capacity is clipped to the total weight of the
+    units that fit, and the others weigh just more than that, so one absurd cost (1e308 s) among ordinary ones
+    neither overflows the arithmetic nor makes the problem look infeasible (groups keep every unit)."""
     check_solver(solver)
     fits = problem.weight <= problem.capacity
-    capacity = min(problem.capacity, float(problem.weight[fits].sum()) if fits.any() else 0.0)
+    capacity = min(problem.capacity, float(problem.weight[fits].sum()))
     if not fits.all() or capacity < problem.capacity:
-        if not fits.any():
-            raise PrecometError("no selection satisfies the budget: every unit costs more than the whole budget")
-        kept = np.flatnonzero(fits)
-        smaller = Problem(
-            value=problem.value[kept],
-            weight=problem.weight[kept],
-            capacity=capacity,
-            group=None if problem.group is None else problem.group[kept],
-            counts=problem.counts,
-        )
-        inner = solve(smaller, solver=solver, time_limit=time_limit, gap_tolerance=gap_tolerance, seed=seed)
-        chosen = np.zeros(len(problem.value), dtype=bool)
-        chosen[kept] = inner.chosen
-        return replace(inner, chosen=chosen)
+        weight = np.where(fits, problem.weight, 2 * capacity + 1)
+        problem = Problem(problem.value, weight, capacity, group=problem.group, counts=problem.counts)
+    if problem.capacity > _LARGEST_CAPACITY:  # astronomical costs: in units of the capacity, which solvers handle
+        scale = problem.capacity
+        problem = Problem(problem.value, problem.weight / scale, 1.0, group=problem.group, counts=problem.counts)
     value, weight = problem.value, problem.weight
     deadline = time.perf_counter() + time_limit
     d, upper = _lp_relaxation(problem)

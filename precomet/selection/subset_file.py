@@ -4,6 +4,7 @@ annotation batch, written as one set (:func:`write_subset`), and where the manif
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -76,4 +77,4 @@ def subset_manifest_path(path: str | Path) -> Path | None:
         return None
     path, ending = Path(path), ".manifest.json"
     room = name_max(path.absolute().parent) - len(ending)
-    return path.with_name(path.name.removesuffix(".jsonl").encode()[:room].decode(errors="ignore") + ending)
+    return path.with_name(os.fsdecode(os.fsencode(path.name.removesuffix(".jsonl"))[:room]) + ending)

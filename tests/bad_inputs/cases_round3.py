@@ -9,6 +9,7 @@ from pathlib import Path
 
 from precomet.provenance import sources_hash
 from tests.bad_inputs import GOOD, SHIPPED, TARGETS, Case, items, jsonl
+from tests.bad_inputs.cases_models import _head
 
 E5 = str(Path(__file__).resolve().parent.parent.parent / "configs" / "precomet-e5.yaml")
 SRC = "first source\nsecond source\nthird source\n"
@@ -104,6 +105,23 @@ CASES = {
         f"predict --checkpoint {SHIPPED} --data s.txt -o {{d}}/kept/out.jsonl --resume-dir {{d}}/kept",
         {"s.txt": SRC, "kept/old.txt": "x"},
         ("--resume-dir", "kept is or holds the output"),
+    ),
+    "r3-predict-shard-dir-with-a-backbone-checkpoint": _case(
+        f"predict --checkpoint {SHIPPED} --data s.txt --shard-dir {{d}}/shards",
+        {"s.txt": SRC},
+        ("--shard-dir", "e5-small backbone", "use -o"),
+    ),
+    "r3-predict-negated-feature-std": Case(
+        "predict --checkpoint ckpt --data s.txt -o {d}/p.jsonl".split(),
+        {"s.txt": SRC},
+        ("head.safetensors", "feature_std", "<= 0"),
+        _head(lambda tensors: tensors["feature_std"].neg_()),
+    ),
+    # ---- budgets
+    "r3-select-proportion-below-one-item": _case(
+        "select --data items.jsonl --method metric_var --metric m --proportion 1e-300 -o {d}/s.jsonl",
+        {"items.jsonl": GOOD},
+        ("--proportion 1e-300 of 4 items", "less than one item", "at least 0.25"),
     ),
     # ---- costs
     "r3-info-costs-add-up-to-infinity": _case(

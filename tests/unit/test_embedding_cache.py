@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from precomet.cli import main
-from precomet.encoders import clear_embedding_cache, encode_cached
+from precomet.encoders import base, clear_embedding_cache, encode_cached
 from precomet.encoders.memory import ENV, MEMORY
 from precomet.errors import PrecometError
 from tests.bad_inputs import GOOD
@@ -99,6 +99,17 @@ def test_the_bound_drops_the_least_recently_used(monkeypatch):
     assert encoder.seen == ["bb"]
 
 
+def test_an_infinite_bound_keeps_everything(monkeypatch):
+    from precomet.encoders.memory import limit_bytes
+
+    monkeypatch.setenv(ENV, "inf")
+    assert limit_bytes() > 2**60
+    encoder = Counting()
+    encode_cached(encoder, ["a", "b"])
+    encode_cached(encoder, ["a", "b"])
+    assert sorted(encoder.seen) == ["a", "b"]
+
+
 def test_the_cache_is_disabled_by_zero_and_cleared(monkeypatch):
     encode_cached(Counting(), ["aa"])
     encoder = Counting()
@@ -133,19 +144,41 @@ TEXTS = ["aa", "b"]
 KEYS = np.array([_key(t) for t in TEXTS])
 
 
+def _from_good(good: bytes, change) -> bytes:
+    """The cache ``good`` with ``change(arrays)`` applied (empty bytes where ``good`` is not a cache: listing)."""
+    try:
+        with np.load(io.BytesIO(good), allow_pickle=False) as stored:
+            arrays = dict(stored)
+    except Exception:  # noqa: BLE001 -- the placeholder used to list the damages
+        return b""
+    change(arrays)
+    return _npz(**arrays)
+
+
 def _damages(good: bytes) -> dict[str, bytes]:
+    """Each damage keeps a ``check`` array, so that the check it is meant for is the one that fails."""
+    check = np.zeros(32, dtype=np.uint8)
     return {
         "truncated": good[: len(good) // 2],
         "garbage": b"\x00\xff garbage \x13" * 40,
         "empty": b"",
-        "wrong-vector-length": _npz(keys=KEYS, vectors=np.ones((2, 3), dtype=np.float32)),
-        "fewer-vectors-than-keys": _npz(keys=KEYS, vectors=np.ones((1, 2), dtype=np.float32)),
-        "text-vectors": _npz(keys=KEYS, vectors=np.array([["x", "y"], ["z", "w"]])),
-        "nan-vectors": _npz(keys=KEYS, vectors=np.array([[np.nan, 1], [2, 2]], dtype=np.float32)),
-        "object-array": _npz(keys=np.array(list(KEYS), dtype=object), vectors=np.ones((2, 2), dtype=np.float32)),
+        "wrong-vector-length": _npz(keys=KEYS, vectors=np.ones((2, 3), dtype=np.float32), check=check),
+        "fewer-vectors-than-keys": _npz(keys=KEYS, vectors=np.ones((1, 2), dtype=np.float32), check=check),
+        "text-vectors": _npz(keys=KEYS, vectors=np.array([["x", "y"], ["z", "w"]]), check=check),
+        "nan-vectors": _npz(keys=KEYS, vectors=np.array([[np.nan, 1], [2, 2]], dtype=np.float32), check=check),
+        "object-array": _npz(
+            keys=np.array(list(KEYS), dtype=object), vectors=np.ones((2, 2), dtype=np.float32), check=check
+        ),
         "lone-npy": _npy(np.ones((2, 2), dtype=np.float32)),
         "other-arrays": _npz(a=np.ones(3)),
-        "keys-not-hashes": _npz(keys=np.array(["x", "y"]), vectors=np.ones((2, 2), dtype=np.float32)),
+        "keys-not-hashes": _npz(keys=np.array(["x", "y"]), vectors=np.ones((2, 2), dtype=np.float32), check=check),
+        # issue 34: vectors that look valid but are not the ones encoded
+        "rescaled-vectors": _from_good(good, lambda a: a.update(vectors=a["vectors"] * 2)),
+        "shuffled-vectors": _from_good(good, lambda a: a.update(vectors=a["vectors"][::-1].copy())),
+        "another-encoders-cache": _from_good(
+            good, lambda a: a.update(check=base._cache_check("other-0123456789abcdef", a["keys"], a["vectors"]))
+        ),
+        "unsigned-by-precomet-0.7": _from_good(good, lambda a: a.pop("check")),
     }
 
 
@@ -185,7 +218,6 @@ def test_damaged_cache_is_reported_once_recomputed_and_rewritten(damage, tmp_pat
 
 def test_damaged_cache_is_rewritten_even_when_the_run_is_interrupted_later(tmp_path, disk_only):
     """The first chunk saved replaces the damaged file (the rest resumes next time)."""
-    from precomet.encoders import base
 
     folder = tmp_path / "cache"
     _good_cache(folder)
@@ -237,7 +269,9 @@ COMMANDS = {
 }
 
 
-@pytest.mark.parametrize("damage", ["truncated", "garbage", "wrong-vector-length", "nan-vectors", "object-array"])
+@pytest.mark.parametrize(
+    "damage", ["truncated", "garbage", "wrong-vector-length", "nan-vectors", "object-array", "rescaled-vectors"]
+)
 @pytest.mark.parametrize("command", list(COMMANDS))
 def test_cli_run_with_a_damaged_cache_succeeds_and_repairs_it(
     command, damage, tmp_path, monkeypatch, caplog, stub_sentence_encoder

@@ -155,3 +155,13 @@ def test_select_system_free_method_on_text(tmp_path):
     out = tmp_path / "subset.jsonl"
     assert main(["select", "--data", str(src), "--method", "random", "--budget", "2", "-o", str(out)]) == 0
     assert {json.loads(line)["id"] for line in out.read_text().splitlines()} <= {"1", "2", "3", "4"}
+
+
+def test_sources_only_text_converts_to_parquet_and_back(tmp_path, capsys):
+    """Issue 34: Parquet has no struct without fields, so a campaign without systems is written without them."""
+    path = _write(tmp_path / "s.txt", "one\ntwo words\n")
+    out = tmp_path / "s.parquet"
+    assert main(["convert", "--data", str(path), "-o", str(out)]) == 0
+    again = load(out)
+    assert list(again.ids) == ["1", "2"] and list(again.src) == ["one", "two words"] and is_sources_only(again)
+    capsys.readouterr()

@@ -5,6 +5,7 @@ by a finaliser — never ends in success. The interrupt cases run in subprocesse
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import signal
@@ -19,7 +20,8 @@ import pytest
 
 from precomet import signals
 from precomet.cli import main
-from precomet.io.atomic import clean_leftovers, output_set
+from precomet.errors import OutputError
+from precomet.io.atomic import atomic_write, clean_leftovers, output_set
 from tests.bad_inputs import GOOD
 
 REPO = Path(__file__).resolve().parent.parent.parent
@@ -308,3 +310,66 @@ def test_files_a_writer_made_owner_only_get_the_usual_permissions(tmp_path):
     finally:
         os.umask(previous)
     assert stat.S_IMODE((tmp_path / "ckpt" / "head.safetensors").stat().st_mode) == 0o644
+
+
+def test_a_full_disk_inside_an_output_folder_names_the_output_not_its_temporary(tmp_path):
+    """Issue 34: a write that fails inside a folder output's temporary (a checkpoint's Lightning files) names the
+    file the user will see, under the output's own name, never the hidden temporary."""
+    target = tmp_path / "est"
+    with pytest.raises(OutputError) as caught, output_set(target) as out:
+        folder = out.directory(target)
+        raise OSError(errno.ENOSPC, "No space left on device", str(folder / "lightning" / "best.ckpt"))
+    message = str(caught.value)
+    assert f"cannot write {target / 'lightning' / 'best.ckpt'}: " in message and "precomet-" not in message
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_an_output_that_became_a_folder_during_the_run_is_not_replaced(tmp_path):
+    """Issue 34: the path was checked before the work; a folder made there meanwhile is kept, with its contents."""
+    target = tmp_path / "out.jsonl"
+    with pytest.raises(OutputError, match="became a folder while the command ran"), atomic_write(target) as handle:
+        handle.write("x")
+        target.mkdir()
+        (target / "precious").write_text("keep me")
+    assert (target / "precious").read_text() == "keep me"
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["out.jsonl", "precious"]
+
+
+def test_file_names_that_are_not_utf8_are_read_written_and_recorded(tmp_path, monkeypatch, capsys):
+    """Issue 34: a name of latin-1 bytes is a legal file name; results record it escaped (valid JSON text)."""
+    monkeypatch.chdir(tmp_path)
+    data, out = os.fsdecode(b"\xfe.jsonl"), os.fsdecode(b"\xff.jsonl")
+    Path(data).write_text(GOOD)
+    argv = ["select", "--data", data, "--method", "metric_var", "--metric", "m", "--budget", "2", "-o", out]
+    assert main(argv) == 0
+    assert main(["rank", "--data", data, "--subset", out, "--rounds", "20", "-o", "r.json"]) == 0
+    assert json.loads(Path("r.json").read_text(encoding="utf-8"))["signature"]["data"] == "\\xfe.jsonl"
+    assert sorted(os.listdir(b".")) == [b"r.json", b"\xfe.jsonl", b"\xff.jsonl", b"\xff.manifest.json"]
+    capsys.readouterr()
+
+
+def test_two_commits_into_one_folder_are_placed_one_after_the_other(tmp_path):
+    """Issue 34: a commit holds the folder's lock, so two runs writing the same outputs at once never leave the
+    subset of one beside the manifest of the other; here a held lock makes the commit wait, with nothing placed."""
+    import fcntl
+
+    first, second = tmp_path / "s.jsonl", tmp_path / "s.manifest.json"
+    held = os.open(tmp_path, os.O_RDONLY)
+    fcntl.flock(held, fcntl.LOCK_EX)
+    finished = threading.Event()
+
+    def commit() -> None:
+        with output_set(first, second) as out:
+            for target in (first, second):
+                with out.open(target) as handle:
+                    handle.write("mine")
+        finished.set()
+
+    writer = threading.Thread(target=commit)
+    writer.start()
+    try:
+        assert not finished.wait(0.5) and not first.exists() and not second.exists()
+    finally:
+        os.close(held)
+    writer.join(30)
+    assert finished.is_set() and first.read_text() == second.read_text() == "mine"
