@@ -79,6 +79,8 @@ def calibrate_length_model(length: np.ndarray, seconds: np.ndarray) -> LengthFit
     x, y = length[known], seconds[known]
     if not len(y):
         raise ValueError("calibrate_length_model needs at least one measured item")
+    unit = float(np.max(y))  # fitted in units of the longest time, so times near 1e308 s do not overflow
+    y = y / unit
     reason = ""
     if len(y) < 2:
         reason = "fewer than 2 measured items"
@@ -88,16 +90,19 @@ def calibrate_length_model(length: np.ndarray, seconds: np.ndarray) -> LengthFit
         a = float(np.sum((x - x.mean()) * (y - y.mean())) / np.sum((x - x.mean()) ** 2))
         b = float(y.mean() - a * x.mean())
         if a < 0:
-            reason = f"the least-squares slope is negative ({a:.3g} s per character)"
+            reason = f"the least-squares slope is negative ({a * unit:.3g} s per character)"
         elif a * length.min() + b <= 0:
-            reason = f"the least-squares line gives {a * length.min() + b:.3g} s at {length.min():.0f} characters"
+            reason = (
+                f"the least-squares line gives {(a * length.min() + b) * unit:.3g} s at {length.min():.0f} characters"
+            )
         else:
             residual, total = np.sum((y - (a * x + b)) ** 2), np.sum((y - y.mean()) ** 2)
             r2 = float(1 - residual / total) if total > 0 else math.nan
-            return LengthFit(a, b, "least squares", r2, float(np.median(y / (a * x + b))))
+            return LengthFit(a * unit, b * unit, "least squares", r2, float(np.median(y / (a * x + b))))
     scale = float(y.mean() / length_cost(x).mean())
     a, b = COST_PER_CHAR * scale, COST_INTERCEPT * scale
-    return LengthFit(a, b, "scaled length model", math.nan, float(np.median(y / (a * x + b))), reason)
+    ratio = float(np.median(y / (a * x + b)))
+    return LengthFit(a * unit, b * unit, "scaled length model", math.nan, ratio, reason)
 
 
 @dataclass(frozen=True)

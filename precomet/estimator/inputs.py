@@ -83,6 +83,13 @@ def split_rows(
                 "every training row shares its source text, or a sentence or passage of it, with a dev row"
             )
     mean, std = _learnable(np.array([r["target"] for r in train_set], dtype=float))
+    dev_targets = {float(r["target"]) for r in dev_set}
+    if len(dev_targets) == 1:
+        raise PrecometError(
+            f"the {len(dev_set)} dev target(s) are all {next(iter(dev_targets)):.6g}: the dev Pearson that picks the"
+            " best epoch is undefined on constant targets; give dev rows whose targets differ (a larger"
+            " data.dev_fraction, or other --dev rows)"
+        )
     return Split(
         train=train_set,
         dev=dev_set,

@@ -8,7 +8,15 @@ import numpy as np
 import pytest
 
 from precomet.campaign import Campaign
-from precomet.costs import ESTIMATED, GIVEN, MEASURED, cost_source, cost_unit, format_duration
+from precomet.costs import (
+    ESTIMATED,
+    GIVEN,
+    MEASURED,
+    calibrate_length_model,
+    cost_source,
+    cost_unit,
+    format_duration,
+)
 
 
 @pytest.mark.parametrize(
@@ -76,3 +84,13 @@ def test_cost_source_of_annotation_cost(tmp_path):
     campaign = esa_campaign()
     assert cost_source(campaign) == ESTIMATED
     assert cost_source(annotation_cost(campaign, tmp_path)) == MEASURED
+
+
+def test_times_near_the_largest_float_fit_without_overflow():
+    """Issue 34: the least-squares sums overflowed to NaN for times near 1e308 s; the fit is scale-free now."""
+    length = np.array([10.0, 20.0, 30.0, 40.0])
+    small = calibrate_length_model(length, np.array([10.0, 15.0, 10.0, 17.0]))
+    huge = calibrate_length_model(length, np.array([10.0, 15.0, 10.0, 17.0]) * 1e307)
+    assert huge.method == small.method == "least squares"
+    assert huge.a == pytest.approx(small.a * 1e307) and huge.b == pytest.approx(small.b * 1e307)
+    assert huge.r2 == pytest.approx(small.r2) and huge.median_ratio == pytest.approx(small.median_ratio)

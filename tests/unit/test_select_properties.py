@@ -46,7 +46,7 @@ def campaigns(draw):
 # the only refusals a valid input may get: the budget or the domain constraints cannot be met
 INFEASIBLE = re.compile(
     r"below the cheapest|cannot give each|balance needs|has only|cost at least|no unit to select"
-    r"|no selection satisfies|budget share"
+    r"|no selection satisfies|budget share|less than one item"
 )
 
 

@@ -80,6 +80,9 @@ def test_targets_that_teach_nothing_are_refused_and_huge_ones_standardise(cfg):
         split_rows([{**r, "target": 0.5} for r in rows], None, data=data, seed=0)
     with pytest.raises(PrecometError, match="at least 2 targets"):
         split_rows(rows[:1], None, data=data, seed=0)
+    dev = [{**r, "target": 0.5} for r in rows[20:]]
+    with pytest.raises(PrecometError, match=r"the 12 dev target\(s\) are all 0\.5: the dev Pearson .* undefined"):
+        split_rows(rows[:20], dev, data=data, seed=0)
     huge = [{**r, "target": 1e308 if i % 2 else -1e308} for i, r in enumerate(rows)]
     split = split_rows(huge, None, data=data, seed=0)  # numpy's own std is inf here: z-scores of 0 and nan
     assert (split.mean, split.std) == (0.0, pytest.approx(1e308))
