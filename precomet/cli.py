@@ -122,10 +122,13 @@ def main(argv: list[str] | None = None) -> int:
     output was written; the traceback only with ``-v``."""
     with signals.interruptible(), _printable_names():
         try:
-            return _main(sys.argv[1:] if argv is None else list(argv))
+            status = _main(sys.argv[1:] if argv is None else list(argv))
         except KeyboardInterrupt:  # during start-up (imports, parsing): nothing was written yet
             print("precomet: interrupted; no output was written", file=sys.stderr)
-            return 130
+            status = 130
+    if status == 130:  # handled: the process must end with 130, not die by SIGINT at exit
+        signals.forget_unhandled_interrupt()
+    return status
 
 
 @contextmanager

@@ -68,6 +68,20 @@ def deferred() -> Iterator[None]:
                 os.kill(os.getpid(), signum)
 
 
+def forget_unhandled_interrupt() -> None:
+    """Clear CPython's note of an unhandled KeyboardInterrupt. CPython sets it when a KeyboardInterrupt leaves code
+    it runs through its C API (an extension importing during start-up), keeps it although the command then
+    handles the interrupt, and at exit kills the process with SIGINT (exit -2 instead of 130: about one run in 30
+    of a SIGTERM during start-up). A no-op where the interpreter has no such note."""
+    try:
+        import ctypes
+
+        flag = ctypes.c_int.in_dll(ctypes.pythonapi, "_Py_UnhandledKeyboardInterrupt")
+    except (ImportError, ValueError, AttributeError, OSError):
+        return
+    flag.value = 0
+
+
 INTERRUPTS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
 """The signals that interrupt a command (:func:`interruptible`) and that a commit holds back (:func:`deferred`)."""
 _HELD = INTERRUPTS
