@@ -67,9 +67,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--resume-dir",
-        help="with -o: folder keeping each predicted chunk, so that an interrupted run resumes there (same input,"
-        " checkpoint and settings); kept afterwards (default: OUTPUT.chunks beside the output, removed once the"
-        " output is written)",
+        help="with -o: folder keeping each predicted chunk (checksummed), so that an interrupted run resumes there"
+        " (same input, checkpoint and settings); one run at a time; kept afterwards (default: OUTPUT.chunks beside"
+        " the output, removed once the output is written)",
     )
 
 

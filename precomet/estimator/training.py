@@ -18,7 +18,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -41,6 +41,9 @@ from precomet.estimator.fitting import (
 from precomet.estimator.inputs import Split, build_datamodule, encode_rows, split_rows
 from precomet.estimator.targets import build_targets
 from precomet.io.atomic import check_output, output_set
+
+if TYPE_CHECKING:
+    from precomet.encoders.base import SentenceEncoder
 
 __all__ = [  # the steps live in inputs (data) and fitting (Lightning); importable from here as before
     "Network",
@@ -124,10 +127,11 @@ def train(
     cfg = load_config(config, overrides)
     check_trainer_settings(cfg, out_dir=Path(out_dir))
     seed = int(cfg["seed_everything"])
+    encoder = _backbone_encoder(cfg["model"]["backbone"]) if cfg["model"]["backbone"] else None
     split = split_rows(train_rows, dev_rows, data=cfg["data"], seed=seed)
     final_dir = Path(out_dir)
-    if cfg["model"]["backbone"]:
-        return _train_backbone(cfg, split, final_dir, started=started, progress=progress)
+    if encoder is not None:
+        return _train_backbone(cfg, encoder, split, final_dir, started=started, progress=progress)
     with seeded(seed), output_set() as out:  # a failed or interrupted run leaves nothing; a finished one everything
         network = build_network(cfg["model"], max_length=int(cfg["data"]["max_length"]))
         inputs = encode_rows(
@@ -154,19 +158,30 @@ def train(
     )
 
 
+def _backbone_encoder(spec: str) -> SentenceEncoder:
+    """The registered sentence encoder ``model.backbone`` names, resolved before any row is read."""
+    from precomet.encoders import get_encoder
+
+    try:
+        return get_encoder(spec)
+    except PrecometError as err:
+        raise PrecometError(f"model.backbone {spec!r}: {err}") from None
+
+
 def _train_backbone(
-    cfg: dict[str, Any], split: Split, final_dir: Path, *, started: float, progress: bool | None
+    cfg: dict[str, Any],
+    encoder: SentenceEncoder,
+    split: Split,
+    final_dir: Path,
+    *,
+    started: float,
+    progress: bool | None,
 ) -> TrainResult:
     """:func:`train` on a registered sentence encoder (``model.backbone``): vectors once, then the head."""
-    from precomet.encoders import get_encoder
     from precomet.estimator.backbone import FeatureHead, encode_split
     from precomet.estimator.coverage import fit_coverage, write_coverage
 
     model, data = cfg["model"], cfg["data"]
-    try:
-        encoder = get_encoder(model["backbone"])
-    except PrecometError as err:
-        raise PrecometError(f"model.backbone {model['backbone']!r}: {err}") from None
     inputs = encode_split(encoder, (split.train, split.dev), cache_dir=data["cache_dir"] or None, progress=progress)
     with seeded(int(cfg["seed_everything"])), output_set() as out:  # all files or none, as train()
         head = FeatureHead(encoder.dim, hidden_sizes=model["hidden_sizes"], dropout=float(model["dropout"]))
