@@ -80,7 +80,7 @@ def _read_cache(path: Path, *, dim: int, warn: bool = True) -> tuple[dict[str, n
         raise PrecometError(f"{path}: the embedding cache file is a folder or a special file; remove or rename it")
     try:
         problem, cached = _load_cache(path, dim=dim)
-    except _UNREADABLE as err:
+    except NPZ_UNREADABLE as err:
         problem, cached = f"unreadable: {type(err).__name__}: {' '.join(str(err).split())[:200]}", {}
     if problem:
         if warn:
@@ -89,7 +89,7 @@ def _read_cache(path: Path, *, dim: int, warn: bool = True) -> tuple[dict[str, n
     return cached, False
 
 
-_UNREADABLE = (OSError, ValueError, KeyError, TypeError, IndexError, EOFError, zipfile.BadZipFile, zlib.error)
+NPZ_UNREADABLE = (OSError, ValueError, KeyError, TypeError, IndexError, EOFError, zipfile.BadZipFile, zlib.error)
 """What ``np.load`` raises on a truncated, garbage or pickle-bearing file (``allow_pickle=False``)."""
 
 

@@ -28,8 +28,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from numpy.lib.npyio import NpzFile
 
 from precomet import __version__
+from precomet.encoders.base import NPZ_UNREADABLE
 from precomet.errors import PrecometError
 from precomet.estimator.backbone import BackboneEstimator
 from precomet.estimator.checkpoint import Estimator
@@ -101,36 +103,47 @@ class PoolRun:
 
 
 CHUNK_SUFFIX = ".npz"
-_OLD_SUFFIX = ".npy"  # chunks kept by precomet 0.7 and earlier, without a checksum: never read, removed as stale
 _KEY = re.compile(r"[0-9a-f]{64}")
+_CHUNK_ARRAYS = {"values", "check", "pool"}
+
+
+def _load_chunk(path: Path) -> tuple[str, dict[str, np.ndarray]]:
+    """``("", arrays)`` for a file in the kept-chunk format, else ``(what is wrong, {})``: never raises on a
+    truncated, garbage or foreign file."""
+    try:
+        stored = np.load(path, allow_pickle=False)
+        if not isinstance(stored, NpzFile):
+            return f"a single {type(stored).__name__}, not an .npz archive", {}
+        with stored:
+            if set(stored.files) != _CHUNK_ARRAYS:
+                return f"arrays {sorted(stored.files)}, expected {sorted(_CHUNK_ARRAYS)}", {}
+            return "", {name: stored[name] for name in _CHUNK_ARRAYS}
+    except NPZ_UNREADABLE as err:
+        return str(err) or type(err).__name__, {}
 
 
 def _chunk_files(folder: Path) -> list[Path]:
-    """The kept chunks in ``folder`` (files named by a 64-digit key), old and new."""
-    return [
-        p
-        for p in folder.glob("*")
-        if p.suffix in (CHUNK_SUFFIX, _OLD_SUFFIX) and _KEY.fullmatch(p.stem) and p.is_file()
-    ]
+    """The kept chunks in ``folder``: files named by a 64-digit key that hold precomet's chunk arrays. Anything
+    else there, whatever its name, is never touched."""
+    named = [p for p in folder.glob("*" + CHUNK_SUFFIX) if _KEY.fullmatch(p.stem) and p.is_file()]
+    return [p for p in named if not _load_chunk(p)[0]]
 
 
 def discard_kept(run: PoolRun, folder: Path) -> None:
     """Remove every kept chunk from ``folder``, the resume folder of one output: the chunks of ``run`` and those
-    an earlier run left (another chunk size, an older precomet)."""
-    for file in [*run.kept, *_chunk_files(folder)]:
+    an earlier run left (another chunk size); files that are not kept chunks stay."""
+    for file in {*run.kept, *_chunk_files(folder)}:
         file.unlink(missing_ok=True)
 
 
 def discard_stale(run: PoolRun, folder: Path) -> int:
     """Remove from a resume folder the chunks of the same pool and settings that ``run`` did not use (kept by a run
-    with another chunk size), and chunks of precomet 0.7 and earlier; other pools' chunks stay. Returns how many
-    were removed."""
+    with another chunk size); other pools' chunks, and files that are not kept chunks, stay. Returns how many were
+    removed."""
     used = set(run.kept)
     removed = 0
     for file in _chunk_files(folder):
-        if file in used:
-            continue
-        if file.suffix == _OLD_SUFFIX or (run.pool is not None and _chunk_pool(file) == run.pool):
+        if file not in used and run.pool is not None and _chunk_pool(file) == run.pool:
             file.unlink(missing_ok=True)
             removed += 1
     return removed
@@ -314,12 +327,11 @@ def _read_chunk(path: Path | None, n: int, *, key: str) -> np.ndarray | None:
             " chunks elsewhere with {resume_dir}DIR",
             param="resume_dir",
         )
-    try:
-        with np.load(path, allow_pickle=False) as kept:
-            values, check = kept["values"], kept["check"]
-    except (OSError, ValueError, KeyError, EOFError) as err:
-        logger.warning("%s: unreadable kept chunk (%s); predicting it again", path, err)
+    wrong, kept = _load_chunk(path)
+    if wrong:
+        logger.warning("%s: unreadable kept chunk (%s); predicting it again", path, wrong)
         return None
+    values, check = kept["values"], kept["check"]
     if values.shape != (n,) or values.dtype != np.float64 or not np.isfinite(values).all():
         logger.warning("%s: kept chunk does not hold %d finite utilities; predicting it again", path, n)
         return None
@@ -330,8 +342,5 @@ def _read_chunk(path: Path | None, n: int, *, key: str) -> np.ndarray | None:
 
 
 def _chunk_pool(path: Path) -> str | None:
-    try:
-        with np.load(path, allow_pickle=False) as kept:
-            return str(kept["pool"])
-    except (OSError, ValueError, KeyError, EOFError):
-        return None
+    wrong, kept = _load_chunk(path)
+    return None if wrong else str(kept["pool"])

@@ -305,12 +305,59 @@ def test_another_chunk_size_leaves_no_stale_chunk_of_the_pool(checkpoint, tmp_pa
     assert len(set(resume.glob("*.npz")) - theirs) == 9
     assert main(_cli(checkpoint, path, tmp_path / "b.jsonl", "--chunk-size", "20", "--resume-dir", str(resume))) == 0
     assert len(set(resume.glob("*.npz")) - theirs) == 3 and theirs <= set(resume.glob("*.npz"))  # others' stay
-    out = tmp_path / "c.jsonl"  # the default folder of -o: everything in it goes, stale chunks included
+    out = tmp_path / "c.jsonl"  # the default folder of -o: every kept chunk in it goes, stale ones included
     (tmp_path / "c.jsonl.chunks").mkdir()
     shutil.copy(sorted(theirs)[0], tmp_path / "c.jsonl.chunks")
-    (tmp_path / "c.jsonl.chunks" / ("0" * 64 + ".npy")).write_bytes(b"a chunk of precomet 0.7")
     assert main(_cli(checkpoint, path, out, "--chunk-size", "20")) == 0
     assert not (tmp_path / "c.jsonl.chunks").exists()
+
+
+@pytest.mark.parametrize("default_folder", [True, False])
+def test_files_that_only_look_like_chunks_are_never_removed(checkpoint, tmp_path, default_folder):
+    path, out = _inputs(tmp_path)["text"], tmp_path / "o.jsonl"
+    folder = tmp_path / ("o.jsonl.chunks" if default_folder else "mine")
+    folder.mkdir()
+    user = {
+        folder / ("0" * 64 + ".npy"): None,  # a user's array (or a chunk of precomet 0.7, unverifiable)
+        folder / ("1" * 64 + ".npz"): {"values": np.zeros(3)},  # a user's archive under a 64-digit name
+        folder / ("2" * 64 + ".npz"): b"PK\x03\x04 truncated",
+    }
+    for file, arrays in user.items():
+        if isinstance(arrays, bytes):
+            file.write_bytes(arrays)
+        elif arrays is None:
+            np.save(file, np.arange(3.0))
+        else:
+            np.savez(file, **arrays)
+    before = {file: file.read_bytes() for file in user}
+    extra = [] if default_folder else ["--resume-dir", str(folder)]
+    assert main(_cli(checkpoint, path, out, "--chunk-size", "20", *extra)) == 0
+    assert main(_cli(checkpoint, path, out, "--chunk-size", "7", *extra)) == 0  # stale chunks of size 20 go
+    assert {file: file.read_bytes() for file in user} == before
+    chunks = [p for p in folder.glob("*.npz") if p not in user]
+    assert len(chunks) == (0 if default_folder else 9)  # the default folder's chunks go once the output is written
+
+
+@pytest.mark.parametrize("content", [b"PK\x03\x04 truncated", b"\x93NUMPY not really", b""])
+def test_an_unreadable_chunk_under_a_chunk_name_is_predicted_again(checkpoint, tmp_path, content, caplog):
+    path, folder = _inputs(tmp_path)["text"], tmp_path / "rd"
+    assert main(_cli(checkpoint, path, tmp_path / "a.jsonl", "--resume-dir", str(folder))) == 0
+    chunk = sorted(folder.glob("*.npz"))[0]
+    chunk.write_bytes(content)
+    assert main(_cli(checkpoint, path, tmp_path / "b.jsonl", "--resume-dir", str(folder))) == 0
+    assert (tmp_path / "a.jsonl").read_bytes() == (tmp_path / "b.jsonl").read_bytes()
+    assert "unreadable kept chunk" in caplog.text
+
+
+def test_an_array_saved_under_a_chunk_name_is_predicted_again(checkpoint, tmp_path, caplog):
+    path, folder = _inputs(tmp_path)["text"], tmp_path / "rd"
+    assert main(_cli(checkpoint, path, tmp_path / "a.jsonl", "--resume-dir", str(folder))) == 0
+    chunk = sorted(folder.glob("*.npz"))[0]
+    with chunk.open("wb") as handle:
+        np.save(handle, np.arange(3.0))
+    assert main(_cli(checkpoint, path, tmp_path / "b.jsonl", "--resume-dir", str(folder))) == 0
+    assert (tmp_path / "a.jsonl").read_bytes() == (tmp_path / "b.jsonl").read_bytes()
+    assert "not an .npz archive" in caplog.text
 
 
 def test_a_second_run_on_a_locked_resume_folder_is_refused_and_changes_nothing(checkpoint, tmp_path, capsys):
