@@ -5,8 +5,9 @@
   ``data_hash``; every signature of a campaign now carries ``sources_hash`` besides the campaign's own
   ``data_hash``.
 * A utility file (``select --scores``, ``benchmark --scores``) is checked by looking up the source text of each of
-  its ids in ``--data`` and hashing them in the file's order: another text under the same ids (another campaign,
-  an edited file) gives another hash, and the file is refused.
+  its ids in ``--data`` and hashing them in the file's order (or, for a file sorted since, in ``--data``'s order):
+  another text under the same ids (another campaign, an edited file) gives another hash, and the file is refused;
+  so is a signed file with ids ``--data`` lacks.
 * A subset (``rank --subset``) carries each item's ``src``: every row is compared with ``--data`` by id.
 * ``--force`` turns a refusal into a warning that names the file (the user insists).
 """
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -32,14 +34,24 @@ def sources_hash(sources: Iterable[str]) -> str:
     return digest.hexdigest()[:16]
 
 
-def signed_sources_hash(signature: Mapping[str, Any]) -> str | None:
-    """The sources hash a result's signature records (``None``: a file without one, e.g. written by hand)."""
-    recorded = signature.get("sources_hash")
-    if isinstance(recorded, str):
-        return recorded
-    if signature.get("tool") == "precomet predict" and isinstance(signature.get("data_hash"), str):
-        return str(signature["data_hash"])  # predict signed its sources as data_hash before sources_hash existed
-    return None
+_HASH = re.compile(r"[0-9a-f]{16}")
+
+
+def signed_sources_hash(signature: Mapping[str, Any], *, where: str | Path = "the signature") -> str | None:
+    """The sources hash a result's signature records (``None``: a file without one, e.g. written by hand); a
+    recorded hash that is not 16 hex digits is refused, naming ``where`` (it would silently disable the check)."""
+    if "sources_hash" in signature:
+        field, recorded = "sources_hash", signature["sources_hash"]
+    elif signature.get("tool") == "precomet predict" and "data_hash" in signature:
+        field, recorded = "data_hash", signature["data_hash"]  # predict signed its sources so before sources_hash
+    else:
+        return None
+    if not (isinstance(recorded, str) and _HASH.fullmatch(recorded)):
+        raise PrecometError(
+            f"{where}: the signature's {field!r} must be 16 hex digits (a hash of the sources), got {recorded!r};"
+            " compute the file again, or remove the field from its first line"
+        )
+    return recorded
 
 
 def _refuse_or_warn(message: str, *, force: bool, remedy: str) -> None:
@@ -58,20 +70,33 @@ def check_scores_belong(
     force: bool = False,
 ) -> None:
     """Refuse the utility file ``path`` (its ids in file order, its signature) when it was computed on other
-    source texts than ``source_of`` (id -> source of ``--data``); with ``force``, warn instead. A file without a
-    sources hash, or with ids ``--data`` lacks (these are refused elsewhere), is not checked here."""
-    expected = signed_sources_hash(signature)
-    if expected is None or any(item_id not in source_of for item_id in file_ids):
+    source texts than ``source_of`` (id -> source of ``--data``, in ``--data``'s order) or holds ids ``--data``
+    lacks; with ``force``, warn instead. A file without a sources hash is not checked."""
+    expected = signed_sources_hash(signature, where=path)
+    if expected is None:
         return
-    actual = sources_hash(source_of[item_id] for item_id in file_ids)
-    if actual != expected:
+    lacking = [item_id for item_id in file_ids if item_id not in source_of]
+    if lacking:
         _refuse_or_warn(
-            f"{path} was computed on other sources than --data: its signature's sources hash is {expected}, but the"
-            f" sources of --data under its {len(file_ids)} ids hash to {actual} (the same ids with other texts:"
-            " another campaign or an edited file)",
+            f"{path} was computed on other data than --data: {len(lacking)} of its {len(file_ids)} ids are not in"
+            f" --data (e.g. {lacking[0]!r})",
             force=force,
             remedy="compute it again on --data",
         )
+        return
+    actual = sources_hash(source_of[item_id] for item_id in file_ids)
+    if actual == expected:
+        return
+    in_file = set(file_ids)
+    if sources_hash(src for item_id, src in source_of.items() if item_id in in_file) == expected:
+        return  # written in --data's order, sorted since
+    _refuse_or_warn(
+        f"{path} was computed on other sources than --data: its signature's sources hash is {expected}, but the"
+        f" sources of --data under its {len(file_ids)} ids hash to {actual} (the same ids with other texts:"
+        " another campaign or an edited file)",
+        force=force,
+        remedy="compute it again on --data",
+    )
 
 
 def check_subset_sources(

@@ -51,10 +51,35 @@ def finite_number(
     return number
 
 
+_SHOWS_NOTHING = frozenset(
+    chr(code)
+    for first, last in (
+        (0x034F, 0x034F),  # combining grapheme joiner
+        (0x115F, 0x1160),  # Hangul choseong / jungseong fillers
+        (0x17B4, 0x17B5),  # Khmer inherent vowels
+        (0x180B, 0x180F),  # Mongolian variation selectors and vowel separator
+        (0x2800, 0x2800),  # Braille pattern blank
+        (0x3164, 0x3164),  # Hangul filler
+        (0xFE00, 0xFE0F),  # variation selectors
+        (0xFFA0, 0xFFA0),  # halfwidth Hangul filler
+        (0xE0100, 0xE01EF),  # variation selectors supplement
+    )
+    for code in range(first, last + 1)
+)
+"""Characters that render as nothing or as blank space without being white space or a format (Cf) or control (Cc)
+character: Unicode's default-ignorable code points of other categories, and the Braille blank."""
+
+
+def is_invisible(char: str) -> bool:
+    """Whether the character ``char`` shows nothing: white space, an invisible format (Cf) or control (Cc)
+    character, or one of the other default-ignorable code points (Hangul fillers, variation selectors, ...)."""
+    return char.isspace() or char in _SHOWS_NOTHING or unicodedata.category(char) in ("Cf", "Cc")
+
+
 def is_blank(text: str) -> bool:
-    """Whether ``text`` shows nothing: every character is white space or an invisible format (Cf) or control (Cc)
-    character, so a line of only U+200B or U+FEFF+U+200E is blank like an empty one."""
-    return all(char.isspace() or unicodedata.category(char) in ("Cf", "Cc") for char in text)
+    """Whether ``text`` shows nothing: every character is invisible (:func:`is_invisible`), so a line of only
+    U+200B, U+FEFF+U+200E or U+3164 is blank like an empty one."""
+    return all(map(is_invisible, text))
 
 
 def check_like(value: Any, default: Any, *, what: str) -> Any:

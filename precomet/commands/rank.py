@@ -226,7 +226,16 @@ def _subset_rows(path: Path) -> list[tuple[str, str | None]]:
             raise DataError(path, f"duplicate id {item_id!r} (first on line {first_line[item_id]})", line=row["_line"])
         first_line[item_id] = row["_line"]
         src = row.get("src")
-        if src is not None and not isinstance(src, str):
-            raise DataError(path, f"'src' must be text, got {type(src).__name__}", line=row["_line"])
+        if "src" in row and not isinstance(src, str):
+            got = "null" if src is None else type(src).__name__
+            raise DataError(path, f"'src' must be text, got {got}", line=row["_line"])
+        if rows and (src is None) != (rows[0][1] is None):  # all rows carry their source (0.8.0+), or none
+            this, first = ("lacks", "has") if src is None else ("has", "lacks")
+            raise DataError(
+                path,
+                f"this row {this} a 'src' while the row on line {first_line[rows[0][0]]} {first} one; a subset"
+                " precomet writes gives every row its source text (an edited file?)",
+                line=row["_line"],
+            )
         rows.append((item_id, src))
     return rows

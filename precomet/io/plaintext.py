@@ -23,7 +23,7 @@ from pathlib import Path
 from precomet.campaign import Campaign
 from precomet.errors import DataError, PrecometError
 from precomet.io.text import read_lines
-from precomet.values import is_blank
+from precomet.values import is_blank, is_invisible
 
 TEXT_SUFFIX = ".txt"
 SOURCES_ONLY = "sources only (plain text): no systems, outputs, references or scores"
@@ -63,6 +63,15 @@ def read_alongside(path: str | Path, n: int, *, what: str, sources: str | Path) 
             + (" (this file ends early)" if len(values) < n else " (this line has no source)"),
             line=where if len(values) > n else None,
         )
+    for number, value in enumerate(values, start=1):
+        hidden = [char for char in value if is_invisible(char) and not char.isspace()]
+        if hidden:  # "doc1" and "doc1\u200b" would be two documents that look alike
+            raise DataError(
+                path,
+                f"the {what} {value.strip()!r} holds the invisible character U+{ord(hidden[0]):04X}; two values that"
+                " look alike would then differ: remove it",
+                line=number,
+            )
     return [value.strip() for value in values]
 
 

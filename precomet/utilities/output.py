@@ -84,6 +84,8 @@ def read_utilities(path: str | Path) -> tuple[list[str], np.ndarray, dict[str, A
         number = row["_line"]
         if position == 0 and "signature" in row:
             signature = row["signature"]
+            if not isinstance(signature, dict):
+                raise DataError(path, f"'signature' must be an object, got {type(signature).__name__}", line=number)
             continue
         if "id" not in row or "utility" not in row:
             raise DataError(path, "expected keys 'id' and 'utility'", line=number)

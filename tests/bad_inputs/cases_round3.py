@@ -54,6 +54,22 @@ CASES = {
         {"s.txt": SRC, "dom.txt": "news\n\u2060\u00a0\nchat\n"},
         ("dom.txt:2", "blank line"),
     ),
+    "r3-info-text-hangul-filler-line": _case(
+        "info --data s.txt", {"s.txt": "a\n\u3164\nb\n"}, ("s.txt:2", "blank line")
+    ),
+    "r3-info-text-braille-blank-and-joiner-line": _case(
+        "info --data s.txt", {"s.txt": "a\nb\n\u2800\u034f\ufe0f\n"}, ("s.txt:3", "blank line")
+    ),
+    "r3-info-docs-value-with-zero-width-space": _case(
+        "info --data s.txt --docs d.txt",
+        {"s.txt": SRC, "d.txt": "d1\nd1\u200b\nd2\n"},
+        ("d.txt:2", "document id", "U+200B"),
+    ),
+    "r3-info-domains-value-with-word-joiner": _case(
+        "info --data s.txt --domains dom.txt",
+        {"s.txt": SRC, "dom.txt": "news\nne\u2060ws\nchat\n"},
+        ("dom.txt:2", "domain", "U+2060"),
+    ),
     "r3-info-jsonl-src-of-invisible-characters": _case(
         "info --data x.jsonl", {"x.jsonl": jsonl(items(i2={"src": "\u200b\u200c"}))}, ("x.jsonl", "empty source")
     ),
@@ -79,6 +95,23 @@ CASES = {
         {"items.jsonl": GOOD, "u.jsonl": ITEM_SCORES},
         ("u.jsonl", "other sources than --data", "--force"),
     ),
+    "r3-select-scores-signature-not-an-object": _case(
+        "select --data s.txt --scores u.jsonl --budget 1 -o {d}/sub.jsonl",
+        {"s.txt": SRC, "u.jsonl": '{"signature": "x"}\n{"id": "1", "utility": 1.0}\n'},
+        ("u.jsonl:1", "'signature' must be an object"),
+    ),
+    "r3-benchmark-scores-sources-hash-not-a-hash": _case(
+        "benchmark --data items.jsonl --scores est=u.jsonl --metric m --props 0.5 --seeds 2 --permutations 10"
+        " -o {d}/b.json",
+        {"items.jsonl": GOOD, "u.jsonl": _scores({"sources_hash": 12}, ids="abcd")},
+        ("u.jsonl", "'sources_hash' must be 16 hex digits", "12"),
+    ),
+    "r3-benchmark-scores-with-ids-data-lacks": _case(
+        "benchmark --data items.jsonl --scores est=u.jsonl --metric m --props 0.5 --seeds 2 --permutations 10"
+        " -o {d}/b.json",
+        {"items.jsonl": GOOD, "u.jsonl": _scores({"sources_hash": sources_hash(["x"] * 5)}, ids="abcdz")},
+        ("u.jsonl", "other data than --data", "1 of its 5 ids", "'z'", "--force"),
+    ),
     "r3-rank-subset-of-another-campaign-same-ids": _case(
         "rank --data items.jsonl --subset sub.jsonl --rounds 20",
         {"items.jsonl": GOOD, "sub.jsonl": SUBSET_ELSEWHERE},
@@ -88,6 +121,16 @@ CASES = {
         "rank --data items.jsonl --subset sub.jsonl --rounds 20",
         {"items.jsonl": GOOD, "sub.jsonl": '{"id": "a", "src": 5}\n'},
         ("sub.jsonl:1", "'src' must be text"),
+    ),
+    "r3-rank-subset-src-null": _case(
+        "rank --data items.jsonl --subset sub.jsonl --rounds 20",
+        {"items.jsonl": GOOD, "sub.jsonl": '{"id": "a", "src": null}\n'},
+        ("sub.jsonl:1", "'src' must be text, got null"),
+    ),
+    "r3-rank-subset-src-on-some-rows-only": _case(
+        "rank --data items.jsonl --subset sub.jsonl --rounds 20",
+        {"items.jsonl": GOOD, "sub.jsonl": '{"id": "a", "src": "x"}\n{"id": "b"}\n'},
+        ("sub.jsonl:2", "lacks a 'src' while the row on line 1 has one"),
     ),
     # ---- training targets that teach nothing
     "r3-train-constant-targets": _case(

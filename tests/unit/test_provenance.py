@@ -22,9 +22,23 @@ def test_sources_hash_is_what_predict_signs():
     scan = scan_pool([(["1", "2"], sources[:2]), (["3"], sources[2:])], meta={}, strict=False, what="x", where="x")
     assert scan.data_hash == sources_hash(sources)
     assert sources_hash(["ab", "c"]) != sources_hash(["a", "bc"])  # the separator counts
-    assert signed_sources_hash({"tool": "precomet predict", "data_hash": "abc"}) == "abc"
+    assert signed_sources_hash({"tool": "precomet predict", "data_hash": "0123456789abcdef"}) == "0123456789abcdef"
     assert signed_sources_hash({"tool": "precomet utilities", "data_hash": "abc"}) is None  # another scheme
-    assert signed_sources_hash({"sources_hash": "def"}) == "def"
+    assert signed_sources_hash({"sources_hash": "fedcba9876543210"}) == "fedcba9876543210"
+
+
+@pytest.mark.parametrize(
+    "signature",
+    [
+        {"sources_hash": 12},
+        {"sources_hash": None},
+        {"sources_hash": "abc"},
+        {"tool": "precomet predict", "data_hash": 5},
+    ],
+)
+def test_a_malformed_sources_hash_is_refused_not_ignored(signature):
+    with pytest.raises(PrecometError, match="u.jsonl: the signature's '(sources|data)_hash' must be 16 hex digits"):
+        check_scores_belong("u.jsonl", ["1"], signature, {"1": "a"})
 
 
 def test_scores_of_other_texts_refused_or_warned_under_force(caplog):
@@ -36,6 +50,18 @@ def test_scores_of_other_texts_refused_or_warned_under_force(caplog):
     assert "used anyway: --force" in caplog.text
     check_scores_belong("p.jsonl", ["2", "1"], {"sources_hash": sources_hash(["b", "a"])}, source_of)  # file order
     check_scores_belong("p.jsonl", ["1", "2"], {}, source_of)  # no signature: nothing to check
+
+
+def test_a_signed_file_sorted_since_passes_one_with_ids_data_lacks_does_not(caplog):
+    source_of = {"1": "a", "2": "b", "3": "c"}
+    signed = {"sources_hash": sources_hash(["a", "b", "c"])}
+    check_scores_belong("p.jsonl", ["3", "1", "2"], signed, source_of)  # sorted by utility after it was written
+    with pytest.raises(PrecometError, match="other sources"):
+        check_scores_belong("p.jsonl", ["3", "1", "2"], signed, {"1": "a", "2": "b", "3": "C"})
+    with pytest.raises(PrecometError, match="other data than --data: 1 of its 4 ids are not in --data.*'9'"):
+        check_scores_belong("p.jsonl", ["1", "2", "3", "9"], signed, source_of)
+    check_scores_belong("p.jsonl", ["1", "2", "3", "9"], signed, source_of, force=True)
+    assert "used anyway: --force" in caplog.text
 
 
 def test_subset_rows_compared_by_id_and_old_subsets_pass():
