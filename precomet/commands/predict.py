@@ -140,13 +140,13 @@ def _resume_folder(args: argparse.Namespace, folder: Path) -> Iterator[None]:
 
     made = [folder, *(parent for parent in folder.parents if not parent.exists())]
     made = [path for path in made if not path.exists()]  # the folder and the parents made for it, innermost first
+    what = f"--resume-dir {folder}" if args.resume_dir is not None else f"-o {args.output} (its resume folder {folder})"
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as err:
         raise PrecometError(
-            f"{{resume_dir}}{folder}: cannot make the folder ({err.strerror or err})", param="resume_dir"
+            f"{what}: cannot make the folder ({err.strerror or err}); keep chunks elsewhere with --resume-dir DIR"
         ) from None
-    what = f"--resume-dir {folder}" if args.resume_dir is not None else f"-o {args.output} (its resume folder {folder})"
     remedy = "another --resume-dir" if args.resume_dir is not None else "another -o"
     try:
         with folder_lock(folder, what=what, remedy=remedy):
@@ -173,6 +173,11 @@ def run(args: argparse.Namespace) -> int:
     folder = resume_dir(args)
     with ExitStack() as held:
         if folder is not None:
+            if args.resume_dir is None and (folder.is_symlink() or folder.exists()) and not folder.is_dir():
+                raise PrecometError(
+                    f"-o {args.output}: its resume folder {folder} is a file; rename it, or keep chunks elsewhere"
+                    " with --resume-dir DIR"
+                )
             check_resume_dir(folder, inputs=[args.checkpoint, args.data], outputs=[args.output])
             held.enter_context(_resume_folder(args, folder))
         chunks = partial(

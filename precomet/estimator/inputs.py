@@ -83,13 +83,8 @@ def split_rows(
                 "every training row shares its source text, or a sentence or passage of it, with a dev row"
             )
     mean, std = _learnable(np.array([r["target"] for r in train_set], dtype=float))
-    dev_targets = {float(r["target"]) for r in dev_set}
-    if len(dev_targets) == 1:
-        raise PrecometError(
-            f"the {len(dev_set)} dev target(s) are all {next(iter(dev_targets)):.6g}: the dev Pearson that picks the"
-            " best epoch is undefined on constant targets; give dev rows whose targets differ (a larger"
-            " data.dev_fraction, or other --dev rows)"
-        )
+    if dev_set:
+        _check_dev(np.array([r["target"] for r in dev_set], dtype=float), mean, std)
     return Split(
         train=train_set,
         dev=dev_set,
@@ -98,6 +93,32 @@ def split_rows(
         std=std,
         normalisations=sorted({str(r.get("normalisation", "unknown")) for r in rows}),
     )
+
+
+_FARTHEST_DEV = 1e6
+"""How many training standard deviations a dev target may lie from the training mean (float32 keeps it exact
+enough); farther, it is a unit or data error, and the dev Pearson would be that one target's."""
+
+
+def _check_dev(y: np.ndarray, mean: float, std: float) -> None:
+    """Refuse dev targets that cannot pick an epoch: ones beyond :data:`_FARTHEST_DEV` training standard
+    deviations, and (nearly) constant ones, whose Pearson is undefined or noise at the last digit."""
+    distance = np.abs(standardise(y, mean, std))
+    if not np.all(distance <= _FARTHEST_DEV):
+        worst = int(np.argmax(np.where(np.isfinite(distance), distance, np.inf)))
+        raise PrecometError(
+            f"dev target {y[worst]:.6g} lies {distance[worst]:.3g} training standard deviations from the training"
+            f" mean {mean:.6g} (std {std:.6g}): dev and training targets are on other scales (another method,"
+            " normalisation or unit?); build both with the same build-targets settings"
+        )
+    dev_std = mean_std(y)[1] if len(y) > 1 else 0.0
+    seen_by_training = standardise(y, mean, std).astype(np.float32)  # as the dev Pearson sees them
+    if dev_std <= 1e-12 * float(np.max(np.abs(y))) or dev_std == 0.0 or np.ptp(seen_by_training) == 0:
+        raise PrecometError(
+            f"the {len(y)} dev target(s) are all {y[0]:.6g}{'' if len(set(y.tolist())) == 1 else ' (to 12 digits)'}:"
+            " the dev Pearson that picks the best epoch is undefined on constant targets; give dev rows whose"
+            " targets differ (a larger data.dev_fraction, or other --dev rows)"
+        )
 
 
 def _learnable(y: np.ndarray) -> tuple[float, float]:

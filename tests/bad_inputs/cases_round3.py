@@ -149,6 +149,11 @@ CASES = {
         {"s.txt": SRC, "kept/old.txt": "x"},
         ("--resume-dir", "kept is or holds the output"),
     ),
+    "r3-predict-default-resume-folder-is-a-file": _case(
+        f"predict --checkpoint {SHIPPED} --data s.txt -o {{d}}/out.jsonl",
+        {"s.txt": SRC, "out.jsonl.chunks": "a file of the user's"},
+        ("-o", "out.jsonl.chunks is a file", "--resume-dir DIR"),
+    ),
     "r3-predict-shard-dir-with-a-backbone-checkpoint": _case(
         f"predict --checkpoint {SHIPPED} --data s.txt --shard-dir {{d}}/shards",
         {"s.txt": SRC},

@@ -83,6 +83,16 @@ def test_targets_that_teach_nothing_are_refused_and_huge_ones_standardise(cfg):
     dev = [{**r, "target": 0.5} for r in rows[20:]]
     with pytest.raises(PrecometError, match=r"the 12 dev target\(s\) are all 0\.5: the dev Pearson .* undefined"):
         split_rows(rows[:20], dev, data=data, seed=0)
+    nearly = [{**r, "target": 0.5 + 1e-17 * i} for i, r in enumerate(dev)]
+    with pytest.raises(PrecometError, match=r"dev target\(s\) are all 0\.5 \(to 12 digits\)"):
+        split_rows(rows[:20], nearly, data=data, seed=0)
+    subnormal = [{**r, "target": 5e-324 * (1 + i % 2)} for i, r in enumerate(dev)]  # equal once standardised
+    with pytest.raises(PrecometError, match=r"dev target\(s\) are all 4\.94066e-324 \(to 12 digits\)"):
+        split_rows(rows[:20], subnormal, data=data, seed=0)
+    for far in (1e308, 1e12):
+        spread = [{**r, "target": far * (1 + 0.5 * (i % 2))} for i, r in enumerate(dev)]
+        with pytest.raises(PrecometError, match="training standard deviations from the training mean"):
+            split_rows(rows[:20], spread, data=data, seed=0)
     huge = [{**r, "target": 1e308 if i % 2 else -1e308} for i, r in enumerate(rows)]
     split = split_rows(huge, None, data=data, seed=0)  # numpy's own std is inf here: z-scores of 0 and nan
     assert (split.mean, split.std) == (0.0, pytest.approx(1e308))
