@@ -56,6 +56,7 @@ SOLVERS = {
 _FIRST_CORE = 64  # size of the first core, solved to find an incumbent
 _DP_CELLS = 50_000_000  # largest core DP table (units x capacity cells)
 _LARGEST_CAPACITY = 1e15  # beyond it weights are rescaled to units of the capacity (whole-number floats end at 2**53)
+_SMALLEST_CAPACITY = 1e-3  # below it too: solvers' absolute tolerances (~1e-7) would exceed such a budget
 
 
 @dataclass(frozen=True)
@@ -99,16 +100,25 @@ def solve(
 
     Units heavier than the whole capacity can never be chosen: the capacity is clipped to the total weight of the
     units that fit, and the others weigh just more than that, so one absurd cost (1e308 s) among ordinary ones
-    neither overflows the arithmetic nor makes the problem look infeasible (groups keep every unit)."""
+    neither overflows the arithmetic nor makes the problem look infeasible (groups keep every unit). A capacity or
+    values far from 1 (below 1e-3 or above 1e15) are solved in units of the capacity and of the largest value,
+    where solvers' absolute tolerances (~1e-7) cannot exceed the budget or stop at a poor selection."""
     check_solver(solver)
     fits = problem.weight <= problem.capacity
     capacity = min(problem.capacity, float(problem.weight[fits].sum()))
     if not fits.all() or capacity < problem.capacity:
         weight = np.where(fits, problem.weight, 2 * capacity + 1)
         problem = Problem(problem.value, weight, capacity, group=problem.group, counts=problem.counts)
-    if problem.capacity > _LARGEST_CAPACITY:  # astronomical costs: in units of the capacity, which solvers handle
+    if problem.capacity > 0 and not _SMALLEST_CAPACITY <= problem.capacity <= _LARGEST_CAPACITY:  # in its units
         scale = problem.capacity
         problem = Problem(problem.value, problem.weight / scale, 1.0, group=problem.group, counts=problem.counts)
+    unit = float(np.max(np.abs(problem.value), initial=0.0)) or 1.0
+    if not _SMALLEST_CAPACITY <= unit <= _LARGEST_CAPACITY:  # values too: solvers' gaps and tolerances are absolute
+        problem = Problem(
+            problem.value / unit, problem.weight, problem.capacity, group=problem.group, counts=problem.counts
+        )
+    else:
+        unit = 1.0
     value, weight = problem.value, problem.weight
     deadline = time.perf_counter() + time_limit
     d, upper = _lp_relaxation(problem)
@@ -171,11 +181,11 @@ def solve(
     return Solution(
         chosen=best,
         status="optimal" if gap <= gap_tolerance else "feasible",
-        objective=lower,
-        bound=bound,
+        objective=lower * unit,
+        bound=bound * unit,
         solver_calls=calls,
         core_size=len(core),
-        lp_bound=upper,
+        lp_bound=upper * unit,
     )
 
 
@@ -314,8 +324,8 @@ def _dp_core(problem: Problem, side: np.ndarray, core: np.ndarray) -> tuple[np.n
     weight = problem.weight[core]
     for scale in (1, 10, 100, 1000):
         scaled = np.rint(weight * scale)
-        if np.allclose(scaled, weight * scale, rtol=0, atol=1e-6):
-            break
+        if np.allclose(scaled, weight * scale, rtol=0, atol=1e-6) and not np.any((scaled == 0) & (weight > 0)):
+            break  # whole numbers, none of them a positive weight rounded to nothing
     else:
         return None
     if not len(scaled) or scaled.max() > 2**53:  # beyond whole-number floats (costs near 1e308)

@@ -108,6 +108,23 @@ def test_cost_aware_matches_brute_force(seed, objective):
     assert sel.budget["objective"] == objective
 
 
+@pytest.mark.parametrize("scale", [1e-9, 1e-300, 5e-324 * 2**20, 1e20])
+@pytest.mark.parametrize("seed", range(4))
+def test_costs_at_any_scale_stay_within_the_budget_and_match_brute_force(seed, scale):
+    """Solvers' absolute tolerances (~1e-7) once let a budget of 1e-9 s be exceeded threefold, and a DP rounded
+    such costs to nothing: weights and values are solved in units of the budget and the largest value."""
+    rng, utility, cost, _ = random_case(seed)
+    cost = cost / cost.max() * scale
+    capacity = cost.sum() * rng.uniform(0.15, 0.7)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        sel = select_subset(utility, cost=cost, budget_cost=capacity, gap_tolerance=0.0, cost_objective="rank-cost")
+    value = knapsack_value("rank-cost", utility, cost, None)
+    assert cost[sel.indices].sum() <= capacity * (1 + 1e-12) and sel.status == "optimal"
+    best = brute_force(value / scale, cost / scale, capacity / scale * (1 + 1e-12))  # its tolerance is absolute
+    assert value[sel.indices].sum() / scale == pytest.approx(best, rel=1e-9)
+
+
 @pytest.mark.parametrize("objective", OBJECTIVES)
 @pytest.mark.parametrize("seed", range(6))
 def test_length_model_costs_match_brute_force(seed, objective):
