@@ -8,7 +8,9 @@
   its ids in ``--data`` and hashing them in the file's order (or, for a file sorted since, in ``--data``'s order):
   another text under the same ids (another campaign, an edited file) gives another hash, and the file is refused;
   so is a signed file with ids ``--data`` lacks.
-* A subset (``rank --subset``) carries each item's ``src``: every row is compared with ``--data`` by id.
+* A subset (``rank --subset``) carries each item's ``src``: every row is compared with ``--data`` by id. Its
+  manifest records ``sources_hash`` (of the data it was selected from) and ``ids_hash`` (the same hash over the
+  subset's sorted ids): a manifest of other data or of another subset is refused.
 * ``--force`` turns a refusal into a warning that names the file (the user insists).
 """
 
@@ -38,18 +40,19 @@ _HASH = re.compile(r"[0-9a-f]{16}")
 
 
 def signed_sources_hash(signature: Mapping[str, Any], *, where: str | Path = "the signature") -> str | None:
-    """The sources hash a result's signature records (``None``: a file without one, e.g. written by hand); a
-    recorded hash that is not 16 hex digits is refused, naming ``where`` (it would silently disable the check)."""
-    if "sources_hash" in signature:
+    """The sources hash a result's signature records (``None``: a file without one or with ``null``, e.g. written
+    by hand); a recorded hash that is not 16 hex digits is refused, naming ``where`` (it would silently disable the
+    check)."""
+    if signature.get("sources_hash") is not None:
         field, recorded = "sources_hash", signature["sources_hash"]
-    elif signature.get("tool") == "precomet predict" and "data_hash" in signature:
+    elif signature.get("tool") == "precomet predict" and signature.get("data_hash") is not None:
         field, recorded = "data_hash", signature["data_hash"]  # predict signed its sources so before sources_hash
     else:
         return None
     if not (isinstance(recorded, str) and _HASH.fullmatch(recorded)):
         raise PrecometError(
             f"{where}: the signature's {field!r} must be 16 hex digits (a hash of the sources), got {recorded!r};"
-            " compute the file again, or remove the field from its first line"
+            " compute the file again, or remove the field"
         )
     return recorded
 
@@ -113,6 +116,31 @@ def check_subset_sources(
             f" {_short(source_of[item_id])})",
             force=force,
             remedy="give the --data it was selected from, or select again on this --data",
+        )
+
+
+def check_manifest_belongs(
+    manifest: Mapping[str, Any], subset_ids: Sequence[str], data_sources: Iterable[str], *, force: bool = False
+) -> None:
+    """Refuse a subset manifest (:func:`precomet.rank.read_manifest`) that describes a selection from other
+    sources than ``data_sources`` (``--data``) or another subset than ``subset_ids``; with ``force``, warn.
+    Hashes a manifest lacks (written before they existed) are not checked."""
+    where = manifest["file"]
+    recorded, actual = signed_sources_hash(manifest, where=where), sources_hash(data_sources)
+    if recorded is not None and recorded != actual:
+        _refuse_or_warn(
+            f"{where}: the selection ran on other sources than --data (sources hash {recorded}, --data"
+            f" {actual}), so its method, budget and item count describe other data",
+            force=force,
+            remedy="give the manifest of this subset (--manifest), or the --data it was selected from",
+        )
+    ids_hash = manifest.get("ids_hash")
+    if ids_hash is not None and ids_hash != sources_hash(sorted(subset_ids)):
+        _refuse_or_warn(
+            f"{where}: the manifest describes another subset ({manifest.get('n_selected')} items selected; the"
+            f" subset has {len(subset_ids)}, and other ids)",
+            force=force,
+            remedy="give the manifest of this subset (--manifest)",
         )
 
 

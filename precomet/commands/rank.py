@@ -87,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
     from precomet.campaign import HUMAN
     from precomet.io import jsonsafe, load
     from precomet.io.atomic import FIGURE_SUFFIXES, STDOUT, check_output, check_outputs, output_set
-    from precomet.provenance import check_subset_sources
+    from precomet.provenance import check_manifest_belongs, check_subset_sources
     from precomet.rank import check_manifest, plot_ranking, rank_systems, ranking_table, read_manifest
     from precomet.select import subset_manifest_path
 
@@ -132,7 +132,7 @@ def run(args: argparse.Namespace) -> int:
             manifest_path = beside
     manifest = read_manifest(manifest_path) if manifest_path is not None else None
     if manifest is not None and everything is not None:
-        _warn_other_data(manifest, everything)
+        check_manifest_belongs(manifest, [item_id for item_id, _ in rows], everything.src, force=args.force)
     ranking = rank_systems(
         campaign,
         score=args.score,
@@ -189,24 +189,6 @@ def _warn_about_subset(ranking, reweight: str | None) -> None:
     if ranking.reweighted is not None:
         for note in ranking.reweighted.notes:
             log.warning("rank --reweight: %s", note)
-
-
-def _warn_other_data(manifest: dict, everything) -> None:
-    """A warning when the manifest's selection ran on other sources than ``--data`` (a subset selected from the
-    plain-text sources of this campaign is fine: the sources hash matches although the data hash does not)."""
-    recorded = manifest.get("sources_hash")
-    if not isinstance(recorded, str):
-        return
-    from precomet.provenance import sources_hash
-
-    if recorded != sources_hash(everything.src):
-        log.warning(
-            "%s: the selection ran on other sources than --data (sources hash %s, --data %s): its budget, method"
-            " and item count describe that other data",
-            manifest["file"],
-            recorded,
-            sources_hash(everything.src),
-        )
 
 
 def _subset_rows(path: Path) -> list[tuple[str, str | None]]:

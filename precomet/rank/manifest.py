@@ -32,6 +32,7 @@ def read_manifest(path: str | Path) -> dict[str, Any]:
         "gap",
         "data_hash",
         "sources_hash",
+        "ids_hash",
         "seed",
         "precomet_version",
     )

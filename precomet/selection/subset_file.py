@@ -14,6 +14,7 @@ import numpy as np
 from precomet.errors import PrecometError
 from precomet.io import jsonsafe
 from precomet.io.atomic import name_max, output_set, written_through
+from precomet.provenance import sources_hash
 
 if TYPE_CHECKING:
     from precomet.campaign import Campaign
@@ -31,11 +32,11 @@ def write_subset(
     batch_order: str = "input",
 ) -> Path | None:
     """Write the subset JSONL (id, src, doc, domain, cost, utility; most useful first: ``src`` lets ``rank`` check
-    that a subset belongs to the data it ranks) and ``<name>.manifest.json``
-    beside it, and with ``batch`` the annotation batch (the chosen items with their texts, in ``batch_order``;
-    :mod:`precomet.io.batch`, format by suffix), as one set (all or none). Returns the manifest path; a subset
-    written to standard output (``-``) or a device has no folder to put a manifest beside, and none is written
-    (``None``)."""
+    that a subset belongs to the data it ranks) and ``<name>.manifest.json`` beside it (``manifest`` plus
+    ``ids_hash``, the hash of the subset's sorted ids, which ``rank`` checks the subset against), and with
+    ``batch`` the annotation batch (the chosen items with their texts, in ``batch_order``; :mod:`precomet.io.batch`,
+    format by suffix), as one set (all or none). Returns the manifest path; a subset written to standard output
+    (``-``) or a device has no folder to put a manifest beside, and none is written (``None``)."""
     from precomet.io.batch import BATCH_ORDERS, batch_format, write_batch
 
     path = Path(path)
@@ -43,6 +44,7 @@ def write_subset(
     batch_kind = batch_format(batch) if batch is not None else None
     if batch_order not in BATCH_ORDERS:
         raise PrecometError(f"unknown batch order {batch_order!r}; choose one of {', '.join(BATCH_ORDERS)}")
+    manifest = {**manifest, "ids_hash": sources_hash(sorted(str(campaign.ids[i]) for i in selection.indices))}
     with output_set(path, manifest_path, batch) as out:
         with out.open(path) as handle:
             jsonsafe.dump_lines(

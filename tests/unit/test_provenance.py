@@ -31,7 +31,6 @@ def test_sources_hash_is_what_predict_signs():
     "signature",
     [
         {"sources_hash": 12},
-        {"sources_hash": None},
         {"sources_hash": "abc"},
         {"tool": "precomet predict", "data_hash": 5},
     ],
@@ -119,3 +118,26 @@ def test_a_unit_heavier_than_the_budget_does_not_make_the_knapsack_infeasible():
     assert solution.chosen.sum() == 9 and solution.chosen[20:29].all()
     assert not solve(Problem(value=value[-1:], weight=weight[-1:], capacity=5.0)).chosen.any()
     assert solve(Problem(value=value, weight=weight, capacity=1e308)).chosen.all()  # everything fits, even 1e308
+
+
+def test_rank_refuses_the_manifest_of_another_subset_or_of_other_data(tmp_path, capsys, caplog):
+    from tests.bad_inputs import items, jsonl
+
+    data = tmp_path / "items.jsonl"
+    data.write_text(jsonl(items()), encoding="utf-8")
+    select = ["select", "--data", str(data), "--method", "random", "--budget", "2"]
+    assert main([*select, "--seed", "1", "-o", str(tmp_path / "one.jsonl")]) == 0
+    assert main([*select, "--seed", "2", "-o", str(tmp_path / "two.jsonl")]) == 0
+    one, two = tmp_path / "one.manifest.json", tmp_path / "two.manifest.json"
+    assert json.loads(one.read_text())["ids_hash"] != json.loads(two.read_text())["ids_hash"]
+    rank = ["rank", "--data", str(data), "--subset", str(tmp_path / "one.jsonl"), "--rounds", "20"]
+    assert main(rank) == 0  # its own manifest, found beside it
+    assert main([*rank, "--manifest", str(two)]) == 2
+    assert "two.manifest.json: the manifest describes another subset" in capsys.readouterr().err
+    assert main([*rank, "--manifest", str(two), "--force"]) == 0
+    assert "used anyway: --force" in caplog.text
+    other = json.loads(one.read_text())
+    other["sources_hash"] = sources_hash(["other", "texts"])
+    (tmp_path / "other.manifest.json").write_text(json.dumps(other))
+    assert main([*rank, "--manifest", str(tmp_path / "other.manifest.json")]) == 2
+    assert "the selection ran on other sources than --data" in capsys.readouterr().err
