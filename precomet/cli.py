@@ -180,6 +180,10 @@ def _main(argv: list[str]) -> int:
         return status
     except (Exception, KeyboardInterrupt) as err:  # noqa: BLE001 -- classified below; SystemExit passes
         failure = err
+    if isinstance(failure, BrokenPipeError) and failure.filename is None:  # `precomet ... | head`: the reader left
+        with suppress(OSError):  # nothing more to say to it, and nothing to flush at exit
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141  # as a shell reports a command ended by SIGPIPE
     if isinstance(failure, PrecometError):  # the library names parameters; the user typed options
         message, status = f"error: {failure.spelled(OPTIONS)}", 2
     elif isinstance(failure, OSError):  # a file that cannot be read or written: bad input, not a bug

@@ -27,3 +27,25 @@ def test_other_unrecognized_arguments_keep_argparses_message(capsys):
         main(["info", "--data", "x.jsonl", "--bogus"])
     assert exit_info.value.code == 2
     assert capsys.readouterr().err.strip().endswith("unrecognized arguments: --bogus")
+
+
+def test_a_reader_that_leaves_the_pipe_ends_the_command_quietly(tmp_path):
+    """`precomet info ... | head -1`: the closed pipe is not an error to report (exit 141, as for SIGPIPE)."""
+    import os
+    import subprocess
+    import sys
+
+    (tmp_path / "s.txt").write_text("one\ntwo\n", encoding="utf-8")
+    read, write = os.pipe()
+    os.close(read)  # the reader has gone before the first line is printed
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "precomet", "info", "--data", str(tmp_path / "s.txt")],
+            stdout=write,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=300,
+        )
+    finally:
+        os.close(write)
+    assert (done.returncode, done.stderr) == (141, "")
