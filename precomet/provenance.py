@@ -120,17 +120,23 @@ def check_subset_sources(
 
 
 def check_manifest_belongs(
-    manifest: Mapping[str, Any], subset_ids: Sequence[str], data_sources: Iterable[str], *, force: bool = False
+    manifest: Mapping[str, Any],
+    subset_ids: Sequence[str],
+    data_sources: Sequence[Iterable[str]],
+    *,
+    force: bool = False,
 ) -> None:
     """Refuse a subset manifest (:func:`precomet.rank.read_manifest`) that describes a selection from other
-    sources than ``data_sources`` (``--data``) or another subset than ``subset_ids``; with ``force``, warn.
-    Hashes a manifest lacks (written before they existed) are not checked."""
+    sources than ``--data`` (``data_sources``: the sources of each view of it select may have drawn from, e.g.
+    every item and the fully rated ones) or another subset than ``subset_ids``; with ``force``, warn. Hashes a
+    manifest lacks (written before they existed) are not checked."""
     where = manifest["file"]
-    recorded, actual = signed_sources_hash(manifest, where=where), sources_hash(data_sources)
-    if recorded is not None and recorded != actual:
+    recorded = signed_sources_hash(manifest, where=where)
+    actual = [sources_hash(sources) for sources in data_sources]
+    if recorded is not None and recorded not in actual:
         _refuse_or_warn(
             f"{where}: the selection ran on other sources than --data (sources hash {recorded}, --data"
-            f" {actual}), so its method, budget and item count describe other data",
+            f" {' or '.join(dict.fromkeys(actual))}), so its method, budget and item count describe other data",
             force=force,
             remedy="give the manifest of this subset (--manifest), or the --data it was selected from",
         )

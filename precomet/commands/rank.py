@@ -132,7 +132,8 @@ def run(args: argparse.Namespace) -> int:
             manifest_path = beside
     manifest = read_manifest(manifest_path) if manifest_path is not None else None
     if manifest is not None and everything is not None:
-        check_manifest_belongs(manifest, [item_id for item_id, _ in rows], everything.src, force=args.force)
+        views = [everything.src, *([everything.complete(HUMAN)[0].src] if HUMAN in everything.scores else [])]
+        check_manifest_belongs(manifest, [item_id for item_id, _ in rows], views, force=args.force)
     ranking = rank_systems(
         campaign,
         score=args.score,

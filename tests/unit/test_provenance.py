@@ -141,3 +141,13 @@ def test_rank_refuses_the_manifest_of_another_subset_or_of_other_data(tmp_path, 
     (tmp_path / "other.manifest.json").write_text(json.dumps(other))
     assert main([*rank, "--manifest", str(tmp_path / "other.manifest.json")]) == 2
     assert "the selection ran on other sources than --data" in capsys.readouterr().err
+
+
+def test_a_manifest_of_the_fully_rated_items_belongs_to_the_data_that_holds_them():
+    from precomet.provenance import check_manifest_belongs
+
+    every, rated = ["a", "b", "c"], ["a", "c"]  # select drew from the rated items, rank reads every item
+    manifest = {"file": "s.manifest.json", "sources_hash": sources_hash(rated), "ids_hash": sources_hash(["1"])}
+    check_manifest_belongs(manifest, ["1"], [every, rated])
+    with pytest.raises(PrecometError, match="s.manifest.json: the selection ran on other sources"):
+        check_manifest_belongs(manifest, ["1"], [every])
