@@ -353,7 +353,8 @@ class Campaign:
             f"systems    {len(self.systems)}: {', '.join(self.systems)}",
             f"scores     {', '.join(self.score_names) or 'none'}",
             f"outputs    {'yes' if self.outputs else 'no'}; references {'yes' if self.ref is not None else 'no'}",
-            f"cost       total {self.cost.sum():,.6g}, mean {self.cost.mean():,.6g} per item"
+            f"cost       total {self.cost.sum():,.6g} s ({self.cost.sum() / 3600:,.4g} h) of annotation time, mean"
+            f" {self.cost.mean():,.6g} s per item"
             if len(self)
             else "cost       -",
         ]

@@ -293,7 +293,8 @@ def _budget(n, cost, names, budget, proportion, budget_cost) -> tuple[np.ndarray
             raise PrecometError(f"budget_cost must be positive, got {budget_cost!r}")
         capacity = float(budget_cost)
     requested = {"budget": budget, "proportion": proportion, "budget_cost": budget_cost}[given[0]]
-    return weight, capacity, {given[0]: requested, "unit": "cost" if cost_aware else "items", "capacity": capacity}
+    unit = {"unit": "cost", "cost_unit": "seconds"} if cost_aware else {"unit": "items"}
+    return weight, capacity, {given[0]: requested, **unit, "capacity": capacity}
 
 
 def _optimise(units, value, capacity, *, balance, quotas, cost_aware, knapsack) -> tuple[np.ndarray, dict[str, Any]]:

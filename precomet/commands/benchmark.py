@@ -88,8 +88,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--props",
-        default="0.05:0.5:0.05",
         help="budget proportions: start:stop:step or a comma list (default 0.05:0.5:0.05)",
+    )
+    parser.add_argument(
+        "--budget-time",
+        metavar="DURATIONS",
+        help="budgets as annotation time instead of --props, a comma list: 5h,10h,20h (implies --budget-unit cost)",
     )
     parser.add_argument("--seeds", type=repeats, default=100, help="random-selection runs (default 100)")
     parser.add_argument(
@@ -126,7 +130,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--budget-unit",
         choices=BUDGET_UNITS,
-        default="items",
         help="what --props are shares of: the items (default) or the total annotation cost (ILP knapsack)",
     )
     add_cost_arguments(parser)
@@ -209,6 +212,7 @@ def paths(args: argparse.Namespace) -> Paths:
 
 def run(args: argparse.Namespace) -> int:
     from precomet.benchmark import (
+        DEFAULT_PROPS,
         NULL_ORDERINGS,
         parse_props,
         plot_benchmark,
@@ -222,7 +226,13 @@ def run(args: argparse.Namespace) -> int:
     check_outputs(output, args.plot)
     if args.plot:
         check_output(args.plot, suffixes=FIGURE_SUFFIXES)
-    props = parse_props(args.props)
+    if args.budget_time is not None:
+        if args.props is not None or args.budget_unit == "items":
+            given = "--props" if args.props is not None else "--budget-unit items"
+            raise PrecometError(f"--budget-time sets the budgets in annotation time; drop {given}")
+        args.budget_unit = "cost"
+    args.budget_unit = args.budget_unit or "items"
+    props = list(DEFAULT_PROPS) if args.props is None else parse_props(args.props)
     if (args.cost_from_times or args.cost_objective != DEFAULT_COST_OBJECTIVE) and args.budget_unit != "cost":
         raise PrecometError("--cost-from-times and --cost-objective apply to cost budgets: add --budget-unit cost")
     if args.crowd is not None:
@@ -234,6 +244,8 @@ def run(args: argparse.Namespace) -> int:
         campaign, args, what="benchmark", needs="systems with human scores", instead="benchmark a scored campaign"
     )
     campaign = apply_cost_from_times(args, campaign)
+    if args.budget_time is not None:
+        props = _time_budgets(args.budget_time, float(campaign.cost.sum()))
     if args.level == "doc":
         require_documents(campaign)
     if args.balance == "domain" and len(set(campaign.domain)) < 2:
@@ -315,6 +327,28 @@ def _check_circular(args: argparse.Namespace, methods: list[str]) -> None:
             f"{reason}; choose a metric (--metric) other than --target {args.target}, or add --allow-circular to"
             " run it anyway as an upper bound"
         )
+
+
+def _time_budgets(text: str, total: float) -> list[float]:
+    """``--budget-time 5h,10h``: each duration as a share of the campaign's total annotation time ``total`` (s)."""
+    from precomet.costs import format_duration, parse_duration
+
+    shares = []
+    for part in text.split(","):
+        try:
+            seconds = parse_duration(part)
+        except ValueError as err:
+            raise PrecometError(f"--budget-time: {err}") from None
+        if not 0 < seconds <= total:
+            raise PrecometError(
+                f"--budget-time: {part.strip()} is not within the campaign's total annotation time"
+                f" ({format_duration(total)}, {total:,.6g} s); give a shorter budget"
+            )
+        shares.append(seconds / total)
+    twice = list(dict.fromkeys(part.strip() for part, share in zip(text.split(","), shares) if shares.count(share) > 1))
+    if twice:
+        raise PrecometError(f"--budget-time: {', '.join(twice)} give the same budget twice")
+    return shares
 
 
 def _check_crowd_options(args: argparse.Namespace) -> None:

@@ -8,6 +8,7 @@ import math
 from typing import Any, NamedTuple
 
 from precomet.campaign import Campaign
+from precomet.costs import parse_duration
 from precomet.errors import PrecometError
 
 
@@ -229,6 +230,8 @@ def _number_type(convert, accept, expected: str, name: str):
 
 positive_float = _number_type(float, lambda v: math.isfinite(v) and v > 0, "a positive finite number", "positive_float")
 """A finite number > 0 (``--time-limit``, ``--k``): ``-1``, ``0``, ``nan`` and ``inf`` are refused where parsed."""
+duration = _number_type(parse_duration, lambda v: v > 0, "a duration such as 10h, 90m, 3600s or 1h30m", "duration")
+"""Seconds of a positive duration with its unit (``--budget-time``): :func:`precomet.costs.parse_duration`."""
 positive_int = _number_type(int, lambda v: v >= 1, "a whole number >= 1", "positive_int")
 """A whole number >= 1 (``--budget``, ``--batch-size``, ``--n-min``)."""
 repeats = _number_type(int, lambda v: 1 <= v <= 10**6, "a whole number in 1..1000000", "repeats")

@@ -16,6 +16,7 @@ from precomet.commands.common import (
     add_force_argument,
     apply_cost_from_times,
     data_inputs,
+    duration,
     load_campaign,
     positive_float,
     positive_int,
@@ -63,7 +64,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=share,
         help="share in (0, 1] of the items, or of the total cost with --cost-aware / --cost-from-times",
     )
-    budget.add_argument("--budget-cost", type=positive_float, help="budget in cost units (cost-aware knapsack)")
+    budget.add_argument(
+        "--budget-cost", type=positive_float, help="budget in seconds of annotation time (cost-aware knapsack)"
+    )
+    budget.add_argument(
+        "--budget-time",
+        type=duration,
+        metavar="DURATION",
+        help="the same budget as a duration: 10h, 90m, 3600s, 1h30m (cost-aware knapsack)",
+    )
     parser.add_argument(
         "--cost-aware", action="store_true", help="--proportion is a share of the total cost (knapsack)"
     )
@@ -121,6 +130,8 @@ def run(args: argparse.Namespace) -> int:
     from precomet.selection.knapsack import check_solver
 
     check_outputs(args.output, subset_manifest_path(args.output), args.batch)
+    if args.budget_time is not None:  # costs are seconds: a duration is a cost budget
+        args.budget_cost = args.budget_time
     if args.batch is not None:
         from precomet.io.batch import batch_format
 
@@ -196,6 +207,7 @@ def run(args: argparse.Namespace) -> int:
     )
     parameters.update(
         options,
+        budget_given_as="duration" if args.budget_time is not None else None,
         cost_aware=cost_aware,
         cost_from_times=args.cost_from_times,
         cost_objective=args.cost_objective if cost_aware else None,
@@ -229,7 +241,7 @@ def _cost_summary(campaign: Campaign, chosen: np.ndarray) -> str:
     source = cost_source(campaign)
     picked, total = float(campaign.cost[chosen].sum()), float(campaign.cost.sum())
     if source == GIVEN:
-        return f"cost {picked:,.6g} of {total:,.6g}, {source}"
+        return f"cost {picked:,.6g} s of {total:,.6g} s, {source}"
     return f"{format_duration(picked)} of {format_duration(total)} annotation time, {source}"
 
 

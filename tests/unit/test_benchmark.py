@@ -331,6 +331,33 @@ def test_cli_cost_options_need_a_cost_budget(tmp_path, campaign, capsys):
     assert "unrecognized arguments: --budget-cost" in capsys.readouterr().err
 
 
+def test_cli_budget_time_gives_the_budgets_as_shares_of_the_annotation_time(tmp_path, campaign, capsys):
+    data = tmp_path / "campaign.jsonl"
+    write_jsonl(campaign, data)
+    scores = tmp_path / "u.jsonl"
+    _write_scores(scores, campaign.ids, np.arange(len(campaign), dtype=float))
+    total = float(campaign.cost.sum())
+    base = ["benchmark", "--data", str(data), "--scores", f"u={scores}", "--seeds", "2", "--permutations", "50"]
+    quarter = f"{total / 4:.6f}s"
+    assert main([*base, "--budget-time", f"{quarter},{total / 120:.6f}m", "-o", str(tmp_path / "t.json")]) == 0
+    timed = json.loads((tmp_path / "t.json").read_text())
+    assert timed["signature"]["budget_unit"] == "cost"
+    assert timed["props"] == pytest.approx([0.25, 0.5])
+    assert main([*base, "--budget-unit", "cost", "--props", "0.25,0.5", "-o", str(tmp_path / "p.json")]) == 0
+    shared = json.loads((tmp_path / "p.json").read_text())
+    assert timed["methods"]["u"]["spa_by_prop"] == pytest.approx(shared["methods"]["u"]["spa_by_prop"])
+    capsys.readouterr()
+    for extra, says in (
+        (["--budget-time", "1h", "--props", "0.2"], "drop --props"),
+        (["--budget-time", "1h", "--budget-unit", "items"], "drop --budget-unit items"),
+        (["--budget-time", f"{total * 2:.0f}s"], "not within the campaign's total annotation time"),
+        (["--budget-time", "5"], "--budget-time: not a duration: '5' (give a unit"),
+        (["--budget-time", "60s,1m"], "60s, 1m give the same budget twice"),
+    ):
+        assert main([*base, *extra, "-o", str(tmp_path / "x.json")]) == 2
+        assert says in capsys.readouterr().err and not (tmp_path / "x.json").exists()
+
+
 def test_budget_dependent_external_is_asked_at_each_budget(campaign):
     human = campaign.score("human")
     fixed = np.abs(human - human.mean(axis=1, keepdims=True)).sum(axis=1)

@@ -16,7 +16,23 @@ from precomet.costs import (
     cost_source,
     cost_unit,
     format_duration,
+    parse_duration,
 )
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [("10h", 36000), ("90m", 5400), ("3600s", 3600), ("1h30m", 5400), ("1.5 hours", 5400), ("2h 15min", 8100),
+     (" 1d ", 86400), (".5h", 1800), ("1H30M", 5400), ("45 sec", 45)],
+)  # fmt: skip
+def test_parse_duration(text, seconds):
+    assert parse_duration(text) == seconds
+
+
+@pytest.mark.parametrize("text", ["10", "h", "10x", "1h 2", "-1h", "1e400h", "", "10 hx", "inf h", "9" * 400 + "h"])
+def test_parse_duration_refuses_numbers_without_a_unit_and_other_text(text):
+    with pytest.raises(ValueError, match="not a duration.*give a unit"):
+        parse_duration(text)
 
 
 @pytest.mark.parametrize(

@@ -364,6 +364,22 @@ def test_utilities_for_checks_ids(tmp_path):
 
 
 # ---------------------------------------------------------------- CLI
+def test_cli_budget_time_is_a_cost_budget_in_seconds(tmp_path, capsys):
+    campaign = simulate_campaign(n_items=40, n_systems=4, seed=1)
+    data = tmp_path / "c.jsonl"
+    data.write_text("".join(json.dumps(item) + "\n" for item in campaign.iter_items()))
+    select = ["select", "--data", str(data), "--keep-incomplete", "--method", "random"]
+    assert main([*select, "--budget-time", "6min 30s", "-o", str(tmp_path / "t.jsonl")]) == 0
+    assert main([*select, "--budget-cost", "390", "-o", str(tmp_path / "c2.jsonl")]) == 0
+    assert (tmp_path / "t.jsonl").read_text() == (tmp_path / "c2.jsonl").read_text()
+    manifest = json.loads((tmp_path / "t.manifest.json").read_text())
+    assert manifest["budget"]["budget_cost"] == 390 and manifest["budget"]["cost_unit"] == "seconds"
+    assert manifest["parameters"]["budget_given_as"] == "duration" and manifest["total_cost"] <= 390
+    with pytest.raises(SystemExit):
+        main([*select, "--budget-time", "390", "-o", str(tmp_path / "x.jsonl")])
+    assert "expected a duration such as 10h" in capsys.readouterr().err
+
+
 def test_cli_writes_subset_and_manifest(tmp_path, capsys):
     campaign = simulate_campaign(n_items=40, n_systems=4, seed=1)
     data = tmp_path / "c.jsonl"
