@@ -20,6 +20,7 @@ import hashlib
 import logging
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -148,6 +149,71 @@ def check_manifest_belongs(
             force=force,
             remedy="give the manifest of this subset (--manifest)",
         )
+
+
+@dataclass(frozen=True)
+class SubsetMatch:
+    """The ``--data`` ids of a subset's rows matched by source text (:func:`match_by_source`)."""
+
+    ids: list[str]
+    by_text: int
+    """Rows whose id is not one of ``--data`` and that were found by their source text."""
+    guessed: int
+    """Of those, rows whose text ``--data`` holds several times, none in the row's document or at its line."""
+
+    def note(self, path: str | Path) -> str:
+        guessed = (
+            f"; {self.guessed} of them by a text --data holds several times (the first such item not already taken)"
+            if self.guessed
+            else ""
+        )
+        return (
+            f"--subset {path}: {self.by_text} of its {len(self.ids)} ids are not ids of --data (selected from another"
+            f" format of these sources, e.g. plain text): matched by source text{guessed}"
+        )
+
+
+def match_by_source(
+    path: str | Path,
+    rows: Sequence[tuple[str, str | None, str | None]],
+    data_ids: Sequence[str],
+    data_src: Sequence[str],
+    data_doc: Sequence[str],
+) -> SubsetMatch:
+    """The ``--data`` id of each subset row ``(id, src, doc)``: its own id when ``--data`` has it, else the item
+    with the row's source text; among items sharing that text, the one in the row's document, else the one at
+    the row's line number (plain-text ids count lines from 1), else the first not already taken. A row whose
+    text ``--data`` lacks (or whose every item is taken) is refused, as is a row without ``src``."""
+    index = {item_id: i for i, item_id in enumerate(data_ids)}
+    by_text: dict[str, list[int]] = {}
+    for i, text in enumerate(data_src):
+        by_text.setdefault(text, []).append(i)
+    taken = {index[item_id] for item_id, _, _ in rows if item_id in index}
+    ids, found, guessed, lacking = [], 0, 0, []
+    for item_id, src, doc in rows:
+        if item_id in index:
+            ids.append(item_id)
+            continue
+        free = [i for i in by_text.get(src or "", []) if i not in taken] if src is not None else []
+        if not free:
+            lacking.append(item_id)
+            continue
+        line = int(item_id) - 1 if item_id.isdecimal() else -1
+        pick = next((i for i in free if doc is not None and data_doc[i] == doc), line if line in free else None)
+        if pick is None:
+            pick, guessed = free[0], guessed + (len(free) > 1)
+        taken.add(pick)
+        ids.append(data_ids[pick])
+        found += 1
+    if lacking:
+        without_src = any(src is None for _, src, _ in rows)
+        raise PrecometError(
+            f"--subset {path}: {len(lacking)} of its {len(rows)} item(s) are neither ids of --data nor"
+            + (" matched by source text" if not without_src else " (its rows carry no 'src' to match them by)")
+            + f" (e.g. {lacking[0]!r}); give the --data it was selected from"
+            + ("" if not without_src else ", or select again with precomet 0.8.0 or later (subsets carry 'src')")
+        )
+    return SubsetMatch(ids=ids, by_text=found, guessed=guessed)
 
 
 def _short(text: str | None, width: int = 40) -> str:

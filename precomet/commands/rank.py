@@ -18,7 +18,7 @@ from precomet.commands.common import (
     repeats,
     seed,
 )
-from precomet.errors import CampaignError, DataError, PrecometError
+from precomet.errors import DataError, PrecometError
 
 HELP = "rank systems from human scores: means, bootstrap CIs, significance clusters, win probabilities; JSON and figure"
 
@@ -87,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
     from precomet.campaign import HUMAN
     from precomet.io import jsonsafe, load
     from precomet.io.atomic import FIGURE_SUFFIXES, STDOUT, check_output, check_outputs, output_set
-    from precomet.provenance import check_manifest_belongs, check_subset_sources
+    from precomet.provenance import check_manifest_belongs, check_subset_sources, match_by_source
     from precomet.rank import check_manifest, plot_ranking, rank_systems, ranking_table, read_manifest
     from precomet.select import subset_manifest_path
 
@@ -114,11 +114,35 @@ def run(args: argparse.Namespace) -> int:
         if not args.keep_incomplete and HUMAN in everything.scores:
             full = everything.complete(HUMAN)[0]
         rows = _subset_rows(args.subset)
-        try:
-            campaign = full.take_ids([item_id for item_id, _ in rows])
-        except CampaignError as err:  # ids the campaign does not have: say which file named them
-            raise PrecometError(f"--subset {args.subset}: {err}") from None
-        check_subset_sources(args.subset, rows, dict(zip(map(str, everything.ids), everything.src)), force=args.force)
+        data_ids, data_docs = list(map(str, everything.ids)), list(map(str, everything.doc))
+        match = match_by_source(args.subset, rows, data_ids, list(everything.src), data_docs)
+        if match.by_text:
+            log.warning("%s", match.note(args.subset))
+        rated = set(map(str, full.ids))
+        unrated = [item_id for item_id in match.ids if item_id not in rated]
+        if len(unrated) == len(rows):
+            raise PrecometError(
+                f"--subset {args.subset}: none of its {len(rows)} items is rated by every system in --data (e.g."
+                f" {unrated[0]!r}); annotate them first, or add --keep-incomplete to rank the systems scored on them"
+            )
+        if unrated:  # a subset selected before annotation: some of its items were never (fully) scored
+            log.warning(
+                "--subset %s: %d of its %d items are not rated by every system in --data (e.g. %r): ranking the %d"
+                " that are%s",
+                args.subset,
+                len(unrated),
+                len(rows),
+                unrated[0],
+                len(rows) - len(unrated),
+                "" if args.keep_incomplete else " (--keep-incomplete also ranks partly rated ones)",
+            )
+        campaign = full.take_ids([item_id for item_id in match.ids if item_id in rated])
+        check_subset_sources(
+            args.subset,
+            [(item_id, src) for item_id, (_, src, _) in zip(match.ids, rows)],
+            dict(zip(map(str, everything.ids), everything.src)),
+            force=args.force,
+        )
         scored = (
             full.take(np.flatnonzero(~np.isnan(full.score(args.score)).all(axis=1)))
             if (args.score in full.scores)
@@ -133,7 +157,7 @@ def run(args: argparse.Namespace) -> int:
     manifest = read_manifest(manifest_path) if manifest_path is not None else None
     if manifest is not None and everything is not None:
         views = [everything.src, *([everything.complete(HUMAN)[0].src] if HUMAN in everything.scores else [])]
-        check_manifest_belongs(manifest, [item_id for item_id, _ in rows], views, force=args.force)
+        check_manifest_belongs(manifest, [item_id for item_id, _, _ in rows], views, force=args.force)
     ranking = rank_systems(
         campaign,
         score=args.score,
@@ -192,13 +216,14 @@ def _warn_about_subset(ranking, reweight: str | None) -> None:
             log.warning("rank --reweight: %s", note)
 
 
-def _subset_rows(path: Path) -> list[tuple[str, str | None]]:
-    """``(id, src)`` of each row of a subset JSONL (one ``{"id": ...}`` object per line, as ``precomet select``
-    writes; ``src`` is ``None`` where a row has none, as in subsets written before 0.8.0)."""
+def _subset_rows(path: Path) -> list[tuple[str, str | None, str | None]]:
+    """``(id, src, doc)`` of each row of a subset JSONL (one ``{"id": ...}`` object per line, as ``precomet
+    select`` writes; ``src`` is ``None`` where a row has none, as in subsets written before 0.8.0; ``doc`` where a
+    row has none or not as text)."""
     from precomet.io.jsonl import read_jsonl
 
     first_line: dict[str, int] = {}
-    rows: list[tuple[str, str | None]] = []
+    rows: list[tuple[str, str | None, str | None]] = []
     for row in read_jsonl(path):
         if "id" not in row:
             raise DataError(path, "expected an object with an 'id'", line=row["_line"])
@@ -220,5 +245,6 @@ def _subset_rows(path: Path) -> list[tuple[str, str | None]]:
                 " precomet writes gives every row its source text (an edited file?)",
                 line=row["_line"],
             )
-        rows.append((item_id, src))
+        doc = row.get("doc")
+        rows.append((item_id, src, doc if isinstance(doc, str) else None))
     return rows

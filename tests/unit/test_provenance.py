@@ -151,3 +151,44 @@ def test_a_manifest_of_the_fully_rated_items_belongs_to_the_data_that_holds_them
     check_manifest_belongs(manifest, ["1"], [every, rated])
     with pytest.raises(PrecometError, match="s.manifest.json: the selection ran on other sources"):
         check_manifest_belongs(manifest, ["1"], [every])
+
+
+def test_match_by_source_finds_each_row_by_its_text_document_or_line():
+    from precomet.provenance import match_by_source
+
+    data_ids, src, doc = ["x0", "x1", "x2", "x3"], ["a", "dup", "dup", "b"], ["d0", "d0", "d1", "d1"]
+    match = match_by_source("s.jsonl", [("4", "b", None), ("x0", "a", "d0")], data_ids, src, doc)
+    assert (match.ids, match.by_text, match.guessed) == (["x3", "x0"], 1, 0)
+    assert match_by_source("s", [("9", "dup", "d1")], data_ids, src, doc).ids == ["x2"]  # its document
+    assert match_by_source("s", [("3", "dup", None)], data_ids, src, doc).ids == ["x2"]  # line 3 of a text file
+    guess = match_by_source("s", [("9", "dup", None), ("8", "dup", None)], data_ids, src, doc)
+    assert (guess.ids, guess.guessed) == (["x1", "x2"], 1) and "1 of them by a text --data holds" in guess.note("s")
+    with pytest.raises(PrecometError, match="1 of its 2 item.*neither ids of --data nor matched.*'9'"):
+        match_by_source("s", [("x0", "a", None), ("9", "zzz", None)], data_ids, src, doc)
+    with pytest.raises(PrecometError, match="carry no 'src'.*select again"):
+        match_by_source("s", [("9", None, None)], data_ids, src, doc)
+    with pytest.raises(PrecometError, match="neither ids"):  # one item cannot stand for two rows
+        match_by_source("s", [("x0", "a", None), ("7", "a", None)], data_ids, src, doc)
+
+
+def test_a_subset_selected_from_plain_text_ranks_against_its_campaign(tmp_path, capsys, caplog):
+    from precomet.io.jsonl import write_jsonl
+    from precomet.simulate import simulate_campaign
+
+    campaign = simulate_campaign(n_items=40, n_systems=4, seed=3)
+    human = campaign.score("human").copy()
+    human[30:] = np.nan  # the last ten items were never annotated
+    campaign = campaign.with_scores("human", human)
+    write_jsonl(campaign, tmp_path / "c.jsonl")
+    (tmp_path / "s.txt").write_text("".join(text + "\n" for text in campaign.src), encoding="utf-8")
+    select = ["select", "--data", str(tmp_path / "s.txt"), "--method", "random", "--budget", "20"]
+    assert main([*select, "-o", str(tmp_path / "sub.jsonl")]) == 0
+    chosen = [json.loads(line)["id"] for line in (tmp_path / "sub.jsonl").read_text().splitlines()]
+    expected = sorted(str(campaign.ids[int(i) - 1]) for i in chosen if int(i) <= 30)
+    rank = ["rank", "--data", str(tmp_path / "c.jsonl"), "--subset", str(tmp_path / "sub.jsonl"), "--rounds", "20"]
+    assert main([*rank, "-o", str(tmp_path / "r.json")]) == 0
+    assert "20 of its 20 ids are not ids of --data" in caplog.text and "matched by source text" in caplog.text
+    assert f"ranking the {len(expected)} that are" in caplog.text
+    result = json.loads((tmp_path / "r.json").read_text())
+    assert result["signature"]["items"] == len(expected)
+    capsys.readouterr()
