@@ -74,6 +74,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help='benchmark an external ranking: a JSONL of {"id", "utility"} covering every campaign item (repeatable)',
     )
     parser.add_argument(
+        "--subset",
+        metavar="FILE",
+        help="judge this fixed subset (a subset JSONL, e.g. from select) against random subsets of its size, or of"
+        " its annotation cost with --budget-unit cost, instead of benchmarking methods",
+    )
+    parser.add_argument(
         "--selector",
         choices=SELECTORS,
         default="top",
@@ -207,7 +213,8 @@ def read_external_scores(
 
 def paths(args: argparse.Namespace) -> Paths:
     files = [spec.partition("=")[2] or None for spec in args.scores]
-    return Paths(inputs=[*data_inputs(args), args.cost_from_times, *files], outputs=[args.output, args.plot])
+    inputs = [*data_inputs(args), args.cost_from_times, args.subset, *files]
+    return Paths(inputs=inputs, outputs=[args.output, args.plot])
 
 
 def run(args: argparse.Namespace) -> int:
@@ -244,6 +251,8 @@ def run(args: argparse.Namespace) -> int:
         campaign, args, what="benchmark", needs="systems with human scores", instead="benchmark a scored campaign"
     )
     campaign = apply_cost_from_times(args, campaign)
+    if args.subset is not None:
+        return _run_fixed_subset(args, campaign)
     if args.budget_time is not None:
         props = _time_budgets(args.budget_time, float(campaign.cost.sum()))
     if args.level == "doc":
@@ -327,6 +336,64 @@ def _check_circular(args: argparse.Namespace, methods: list[str]) -> None:
             f"{reason}; choose a metric (--metric) other than --target {args.target}, or add --allow-circular to"
             " run it anyway as an upper bound"
         )
+
+
+def _run_fixed_subset(args: argparse.Namespace, campaign: Campaign) -> int:
+    """``benchmark --subset FILE``: the fixed subset against random subsets of its size or cost
+    (:mod:`precomet.benchmark.fixed`)."""
+    from precomet.benchmark import NULL_ORDERINGS
+    from precomet.benchmark.fixed import fixed_table, judge_subset, judgement_result, plot_fixed
+    from precomet.io import jsonsafe
+    from precomet.io.atomic import output_set
+    from precomet.provenance import check_subset_sources
+    from precomet.selection.subset_file import read_subset_rows, subset_ids_in
+    from precomet.signature import signature
+
+    given = [flag for flag, used in (("--scores", args.scores), ("--crowd", args.crowd is not None),
+             ("--props", args.props is not None), ("--budget-time", args.budget_time is not None),
+             ("--balance", args.balance), ("--level doc", args.level != "item")) if used]  # fmt: skip
+    if given:
+        raise PrecometError(f"--subset judges one fixed subset against random subsets; drop {', '.join(given)}")
+    n_random = NULL_ORDERINGS if args.null_orderings is None else args.null_orderings
+    if n_random < 1:
+        raise PrecometError("--subset needs random subsets to compare with: give --null-orderings N >= 1")
+    everything = load_campaign(argparse.Namespace(**{**vars(args), "keep_incomplete": True}))
+    rows = read_subset_rows(args.subset)
+    ids = subset_ids_in(args.subset, rows, everything, campaign, keep_incomplete=args.keep_incomplete)
+    source_of = dict(zip(map(str, everything.ids), everything.src))
+    check_subset_sources(
+        args.subset, [(i, src) for i, (_, src, _) in zip(ids.matched, rows)], source_of, force=args.force
+    )
+    judgement = judge_subset(
+        campaign,
+        campaign.index_of(ids.rated),
+        score=args.target,
+        match=args.budget_unit,
+        n_random=n_random,
+        permutations=args.permutations,
+        seed=args.seed,
+        cluster_rule=args.cluster_rule,
+    )
+    name = Path(args.subset).name
+    print(fixed_table(judgement, name=name))
+    sign = signature(
+        "precomet benchmark --subset",
+        campaign=campaign,
+        seed=args.seed,
+        data=str(args.data),
+        subset=str(args.subset),
+        target=args.target,
+        permutations=args.permutations,
+        cluster_rule=args.cluster_rule,
+    )
+    with output_set(args.output, args.plot) as out:
+        if args.output:
+            with out.open(args.output) as handle:
+                jsonsafe.dump(judgement_result(judgement, name=name, signature=sign), handle, indent=1)
+                handle.write("\n")
+        if args.plot:
+            plot_fixed(judgement, out.path(args.plot), name=name)
+    return 0
 
 
 def _time_budgets(text: str, total: float) -> list[float]:

@@ -18,7 +18,7 @@ from precomet.commands.common import (
     repeats,
     seed,
 )
-from precomet.errors import DataError, PrecometError
+from precomet.errors import PrecometError
 
 HELP = "rank systems from human scores: means, bootstrap CIs, significance clusters, win probabilities; JSON and figure"
 
@@ -87,9 +87,10 @@ def run(args: argparse.Namespace) -> int:
     from precomet.campaign import HUMAN
     from precomet.io import jsonsafe, load
     from precomet.io.atomic import FIGURE_SUFFIXES, STDOUT, check_output, check_outputs, output_set
-    from precomet.provenance import check_manifest_belongs, check_subset_sources, match_by_source
+    from precomet.provenance import check_manifest_belongs, check_subset_sources
     from precomet.rank import check_manifest, plot_ranking, rank_systems, ranking_table, read_manifest
     from precomet.select import subset_manifest_path
+    from precomet.selection.subset_file import read_subset_rows, subset_ids_in
 
     check_outputs(args.output, args.plot)
     if args.plot:
@@ -113,33 +114,12 @@ def run(args: argparse.Namespace) -> int:
         full = everything
         if not args.keep_incomplete and HUMAN in everything.scores:
             full = everything.complete(HUMAN)[0]
-        rows = _subset_rows(args.subset)
-        data_ids, data_docs = list(map(str, everything.ids)), list(map(str, everything.doc))
-        match = match_by_source(args.subset, rows, data_ids, list(everything.src), data_docs)
-        if match.by_text:
-            log.warning("%s", match.note(args.subset))
-        rated = set(map(str, full.ids))
-        unrated = [item_id for item_id in match.ids if item_id not in rated]
-        if len(unrated) == len(rows):
-            raise PrecometError(
-                f"--subset {args.subset}: none of its {len(rows)} items is rated by every system in --data (e.g."
-                f" {unrated[0]!r}); annotate them first, or add --keep-incomplete to rank the systems scored on them"
-            )
-        if unrated:  # a subset selected before annotation: some of its items were never (fully) scored
-            log.warning(
-                "--subset %s: %d of its %d items are not rated by every system in --data (e.g. %r): ranking the %d"
-                " that are%s",
-                args.subset,
-                len(unrated),
-                len(rows),
-                unrated[0],
-                len(rows) - len(unrated),
-                "" if args.keep_incomplete else " (--keep-incomplete also ranks partly rated ones)",
-            )
-        campaign = full.take_ids([item_id for item_id in match.ids if item_id in rated])
+        rows = read_subset_rows(args.subset)
+        ids = subset_ids_in(args.subset, rows, everything, full, keep_incomplete=args.keep_incomplete)
+        campaign = full.take_ids(ids.rated)
         check_subset_sources(
             args.subset,
-            [(item_id, src) for item_id, (_, src, _) in zip(match.ids, rows)],
+            [(item_id, src) for item_id, (_, src, _) in zip(ids.matched, rows)],
             dict(zip(map(str, everything.ids), everything.src)),
             force=args.force,
         )
@@ -214,37 +194,3 @@ def _warn_about_subset(ranking, reweight: str | None) -> None:
     if ranking.reweighted is not None:
         for note in ranking.reweighted.notes:
             log.warning("rank --reweight: %s", note)
-
-
-def _subset_rows(path: Path) -> list[tuple[str, str | None, str | None]]:
-    """``(id, src, doc)`` of each row of a subset JSONL (one ``{"id": ...}`` object per line, as ``precomet
-    select`` writes; ``src`` is ``None`` where a row has none, as in subsets written before 0.8.0; ``doc`` where a
-    row has none or not as text)."""
-    from precomet.io.jsonl import read_jsonl
-
-    first_line: dict[str, int] = {}
-    rows: list[tuple[str, str | None, str | None]] = []
-    for row in read_jsonl(path):
-        if "id" not in row:
-            raise DataError(path, "expected an object with an 'id'", line=row["_line"])
-        if isinstance(row["id"], bool) or not isinstance(row["id"], (str, int)):
-            raise DataError(path, f"'id' must be text, got {type(row['id']).__name__}", line=row["_line"])
-        item_id = str(row["id"])
-        if item_id in first_line:  # counted twice it would weigh twice in the ranking
-            raise DataError(path, f"duplicate id {item_id!r} (first on line {first_line[item_id]})", line=row["_line"])
-        first_line[item_id] = row["_line"]
-        src = row.get("src")
-        if "src" in row and not isinstance(src, str):
-            got = "null" if src is None else type(src).__name__
-            raise DataError(path, f"'src' must be text, got {got}", line=row["_line"])
-        if rows and (src is None) != (rows[0][1] is None):  # all rows carry their source (0.8.0+), or none
-            this, first = ("lacks", "has") if src is None else ("has", "lacks")
-            raise DataError(
-                path,
-                f"this row {this} a 'src' while the row on line {first_line[rows[0][0]]} {first} one; a subset"
-                " precomet writes gives every row its source text (an edited file?)",
-                line=row["_line"],
-            )
-        doc = row.get("doc")
-        rows.append((item_id, src, doc if isinstance(doc, str) else None))
-    return rows

@@ -4,17 +4,22 @@ annotation batch, written as one set (:func:`write_subset`), and where the manif
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from precomet.errors import PrecometError
+from precomet.errors import DataError, PrecometError
 from precomet.io import jsonsafe
 from precomet.io.atomic import name_max, output_set, written_through
-from precomet.provenance import sources_hash
+from precomet.io.jsonl import read_jsonl
+from precomet.provenance import match_by_source, sources_hash
+
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from precomet.campaign import Campaign
@@ -80,3 +85,82 @@ def subset_manifest_path(path: str | Path) -> Path | None:
     path, ending = Path(path), ".manifest.json"
     room = name_max(path.absolute().parent) - len(ending)
     return path.with_name(os.fsdecode(os.fsencode(path.name.removesuffix(".jsonl"))[:room]) + ending)
+
+
+def read_subset_rows(path: str | Path) -> list[tuple[str, str | None, str | None]]:
+    """``(id, src, doc)`` of each row of a subset JSONL (one ``{"id": ...}`` object per line, as ``precomet
+    select`` writes; ``src`` is ``None`` where a row has none, as in subsets written before 0.8.0; ``doc`` where a
+    row has none or not as text)."""
+    first_line: dict[str, int] = {}
+    rows: list[tuple[str, str | None, str | None]] = []
+    for row in read_jsonl(path):
+        if "id" not in row:
+            raise DataError(path, "expected an object with an 'id'", line=row["_line"])
+        if isinstance(row["id"], bool) or not isinstance(row["id"], (str, int)):
+            raise DataError(path, f"'id' must be text, got {type(row['id']).__name__}", line=row["_line"])
+        item_id = str(row["id"])
+        if item_id in first_line:  # counted twice it would weigh twice in the ranking
+            raise DataError(path, f"duplicate id {item_id!r} (first on line {first_line[item_id]})", line=row["_line"])
+        first_line[item_id] = row["_line"]
+        src = row.get("src")
+        if "src" in row and not isinstance(src, str):
+            got = "null" if src is None else type(src).__name__
+            raise DataError(path, f"'src' must be text, got {got}", line=row["_line"])
+        if rows and (src is None) != (rows[0][1] is None):  # all rows carry their source (0.8.0+), or none
+            this, first = ("lacks", "has") if src is None else ("has", "lacks")
+            raise DataError(
+                path,
+                f"this row {this} a 'src' while the row on line {first_line[rows[0][0]]} {first} one; a subset"
+                " precomet writes gives every row its source text (an edited file?)",
+                line=row["_line"],
+            )
+        doc = row.get("doc")
+        rows.append((item_id, src, doc if isinstance(doc, str) else None))
+    return rows
+
+
+@dataclass(frozen=True)
+class SubsetIds:
+    """A subset's rows located in ``--data``: ``matched`` (one ``--data`` id per row, in row order) and ``rated``
+    (those rated by every system, or by some with ``--keep-incomplete``: what can be ranked or judged)."""
+
+    matched: list[str]
+    rated: list[str]
+
+
+def subset_ids_in(
+    path: str | Path,
+    rows: list[tuple[str, str | None, str | None]],
+    everything: Campaign,
+    rated: Campaign,
+    *,
+    keep_incomplete: bool,
+) -> SubsetIds:
+    """Locate a subset's rows (:func:`read_subset_rows`) in ``everything`` (every item of ``--data``) by id, or by
+    source text for a subset selected from another format (:func:`precomet.provenance.match_by_source`, with a
+    warning saying how many); the rows that ``rated`` (the scored view of ``--data``) lacks are left out with a
+    warning, and a subset none of whose items is rated is refused."""
+    match = match_by_source(
+        path, rows, list(map(str, everything.ids)), list(everything.src), list(map(str, everything.doc))
+    )
+    if match.by_text:
+        log.warning("%s", match.note(path))
+    scored = set(map(str, rated.ids))
+    unrated = [item_id for item_id in match.ids if item_id not in scored]
+    if len(unrated) == len(rows):
+        raise PrecometError(
+            f"--subset {path}: none of its {len(rows)} items is rated by every system in --data (e.g."
+            f" {unrated[0]!r}); annotate them first, or add --keep-incomplete to use the systems scored on them"
+        )
+    if unrated:  # a subset selected before annotation: some of its items were never (fully) scored
+        log.warning(
+            "--subset %s: %d of its %d items are not rated by every system in --data (e.g. %r): using the %d that"
+            " are%s",
+            path,
+            len(unrated),
+            len(rows),
+            unrated[0],
+            len(rows) - len(unrated),
+            "" if keep_incomplete else " (--keep-incomplete also uses partly rated ones)",
+        )
+    return SubsetIds(matched=match.ids, rated=[item_id for item_id in match.ids if item_id in scored])

@@ -188,7 +188,7 @@ def test_a_subset_selected_from_plain_text_ranks_against_its_campaign(tmp_path, 
     rank = ["rank", "--data", str(tmp_path / "c.jsonl"), "--subset", str(tmp_path / "sub.jsonl"), "--rounds", "20"]
     assert main([*rank, "-o", str(tmp_path / "r.json")]) == 0
     assert "20 of its 20 ids are not ids of --data" in caplog.text and "matched by source text" in caplog.text
-    assert f"ranking the {len(expected)} that are" in caplog.text
+    assert f"using the {len(expected)} that are" in caplog.text
     result = json.loads((tmp_path / "r.json").read_text())
     assert result["signature"]["items"] == len(expected)
     capsys.readouterr()
