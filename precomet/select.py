@@ -10,6 +10,7 @@ meaning of every budget and constraint. The subset's files (JSONL, manifest, bat
 from __future__ import annotations
 
 import logging
+import math
 import time
 import warnings
 from collections.abc import Mapping, Sequence
@@ -20,6 +21,7 @@ import numpy as np
 
 from precomet.campaign import require_documents, source_length
 from precomet.errors import PrecometError, SolverGapWarning
+from precomet.selection.knapsack import fitting_count
 from precomet.selection.objective import DEFAULT_COST_OBJECTIVE, check_cost_objective, unit_values
 from precomet.selection.subset_file import subset_manifest_path, write_subset
 from precomet.selection.units import (
@@ -159,10 +161,12 @@ def select_subset(
     cost_aware = budget_info["unit"] == "cost"
     lengths = _item_numbers(length, names, "length", positive=False) if cost_aware and length is not None else None
     domain_arr = _column(domain, n, "domain")
-    units = build_units(u, weight, level=level, doc=_column(doc, n, "doc"), domain=domain_arr, length=lengths)
+    doc_arr = _column(doc, n, "doc")
+    units = build_units(u, weight, level=level, doc=doc_arr, domain=domain_arr, length=lengths)
     cheapest = int(np.argmin(units.weight))
-    if capacity < units.weight[cheapest] * (1 - 1e-12):
-        first = names[int(units.items(np.array([cheapest]))[0])]
+    if units.weight[cheapest] > capacity:
+        item = int(units.items(np.array([cheapest]))[0])
+        first = str(doc_arr[item]) if level == "doc" and doc_arr is not None else names[item]
         raise PrecometError(
             f"budget {capacity:g} is below the cheapest {'document' if level == 'doc' else 'item'} "
             f"({first!r}, cost {units.weight[cheapest]:g})"
@@ -200,7 +204,7 @@ def select_subset(
     if domain_arr is not None:
         found, codes = factorize(domain_arr[indices])
         domains = {d: int(c) for d, c in zip(found, np.bincount(codes, minlength=len(found)))}
-    total_cost = float(np.asarray(cost, dtype=float)[indices].sum()) if cost is not None else float(len(indices))
+    total_cost = math.fsum(np.asarray(cost, dtype=float)[indices].tolist()) if cost is not None else float(len(indices))
     return Selection(
         indices=indices,
         status=outcome["status"],
@@ -306,7 +310,7 @@ def _optimise(units, value, capacity, *, balance, quotas, cost_aware, knapsack) 
         raise PrecometError("give either balance='domain' or quotas, not both")
     weight = units.weight
     constant = bool(np.all(weight == weight[0]))
-    slots = int(np.floor(capacity / weight[0] + 1e-9)) if constant else None
+    slots = fitting_count(capacity, float(weight[0])) if constant else None
     codes = counts = shares = None
     if balance or quotas:
         names, codes = group_codes(units)
@@ -351,7 +355,7 @@ def _optimise(units, value, capacity, *, balance, quotas, cost_aware, knapsack) 
     objective = bound = lp_bound = 0.0
     calls = core = 0
     for members, cap, part_counts in parts:
-        if cap < weight[members].min():
+        if weight[members].min() > cap:
             raise PrecometError(
                 f"domain {units.domain[members[0]]!r}: its budget share {cap:g} is below its cheapest unit"
                 f" ({weight[members].min():g}); it has {len(members)} unit(s)"
@@ -383,6 +387,6 @@ def _optimise(units, value, capacity, *, balance, quotas, cost_aware, knapsack) 
 def _check_counts(counts, names, codes, weight, capacity) -> None:
     """Exact counts must be payable: the cheapest ``counts[g]`` units of every domain must fit the budget."""
     cheapest = sum(float(np.sort(weight[codes == g])[:c].sum()) for g, c in enumerate(counts))
-    if cheapest > capacity * (1 + 1e-12):
+    if cheapest > capacity:
         wanted = ", ".join(f"{name} {c}" for name, c in zip(names, counts))
         raise PrecometError(f"the domain counts ({wanted}) cost at least {cheapest:g} but the budget is {capacity:g}")

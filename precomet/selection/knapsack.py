@@ -27,6 +27,7 @@ The reported bound is ``min(U, fixed + solver bound)``; the gap is computed from
 from __future__ import annotations
 
 import logging
+import math
 import re
 import tempfile
 import time
@@ -102,16 +103,35 @@ def solve(
     units that fit, and the others weigh just more than that, so one absurd cost (1e308 s) among ordinary ones
     neither overflows the arithmetic nor makes the problem look infeasible (groups keep every unit). A capacity or
     values far from 1 (below 1e-3 or above 1e15) are solved in units of the capacity and of the largest value,
-    where solvers' absolute tolerances (~1e-7) cannot exceed the budget or stop at a poor selection."""
+    where solvers' absolute tolerances (~1e-7) cannot exceed the budget or stop at a poor selection. The selection
+    never weighs more than the capacity, summed exactly (:func:`within_budget`): one that does (a budget within
+    ~1e-7 of a sum of weights, crossed by a tolerance) is solved again just inside the budget."""
     check_solver(solver)
+    solution = _solve(problem, solver=solver, time_limit=time_limit, gap_tolerance=gap_tolerance, seed=seed)
+    if within_budget(problem.weight[solution.chosen], problem.capacity):
+        return solution
+    # a solver's tolerance (~1e-7 of the capacity) or the DP's rounding of weights to whole units crossed a budget
+    # that lies that close to a sum of weights: solve again just inside it
+    for margin in (1e-9, 1e-6):
+        tighter = Problem(problem.value, problem.weight, problem.capacity * (1 - margin), problem.group, problem.counts)
+        solution = _solve(tighter, solver=solver, time_limit=time_limit, gap_tolerance=gap_tolerance, seed=seed)
+        if within_budget(problem.weight[solution.chosen], problem.capacity):
+            return solution
+    raise PrecometError(
+        f"solver {solver!r} returned a selection over the budget {problem.capacity:g} (its numerical tolerance);"
+        " raise the budget slightly or choose another solver"
+    )
+
+
+def _solve(problem: Problem, *, solver: str, time_limit: float, gap_tolerance: float, seed: int) -> Solution:
+    """:func:`solve` without the final check that the selection keeps to the budget."""
     fits = problem.weight <= problem.capacity
     capacity = min(problem.capacity, float(problem.weight[fits].sum()))
-    if not fits.all() or capacity < problem.capacity:
-        weight = np.where(fits, problem.weight, 2 * capacity + 1)
-        problem = Problem(problem.value, weight, capacity, group=problem.group, counts=problem.counts)
-    if problem.capacity > 0 and not _SMALLEST_CAPACITY <= problem.capacity <= _LARGEST_CAPACITY:  # in its units
-        scale = problem.capacity
-        problem = Problem(problem.value, problem.weight / scale, 1.0, group=problem.group, counts=problem.counts)
+    weight = problem.weight
+    if capacity > 0 and not _SMALLEST_CAPACITY <= capacity <= _LARGEST_CAPACITY:  # in units of the capacity
+        weight, capacity = np.where(fits, weight, 0.0) / capacity, 1.0
+    weight = np.where(fits, weight, 2 * capacity + 1)  # never chosen, and no overflow
+    problem = Problem(problem.value, weight, capacity, group=problem.group, counts=problem.counts)
     unit = float(np.max(np.abs(problem.value), initial=0.0)) or 1.0
     if not _SMALLEST_CAPACITY <= unit <= _LARGEST_CAPACITY:  # values too: solvers' gaps and tolerances are absolute
         problem = Problem(
@@ -187,6 +207,24 @@ def solve(
         core_size=len(core),
         lp_bound=upper * unit,
     )
+
+
+def within_budget(weights: np.ndarray, capacity: float) -> bool:
+    """Whether ``weights`` add up to at most ``capacity``, their sum computed exactly (``math.fsum``): a budget
+    of 1.9999999999995 holds one cost of 1, not two, and three costs of 0.1 (the float nearest 0.1, a little more)
+    do not fit a budget of 0.3 (a little less)."""
+    return math.fsum(np.asarray(weights, dtype=float).tolist()) <= capacity
+
+
+def fitting_count(capacity: float, weight: float) -> int:
+    """How many units of equal ``weight`` fit ``capacity`` (:func:`within_budget`; ``k * weight`` is the exact sum
+    of ``k`` of them, rounded once)."""
+    count = int(np.floor(capacity / weight))
+    while (count + 1) * weight <= capacity:
+        count += 1
+    while count > 0 and count * weight > capacity:
+        count -= 1
+    return count
 
 
 def _lp_relaxation(problem: Problem) -> tuple[np.ndarray, float]:
@@ -332,7 +370,8 @@ def _dp_core(problem: Problem, side: np.ndarray, core: np.ndarray) -> tuple[np.n
         return None
     step = int(np.gcd.reduce(scaled.astype(np.int64))) or 1  # 0.15·len + 33.7 s: every weight is a multiple of 0.05
     scaled = scaled / step
-    capacity = int(np.floor((problem.capacity - problem.weight[fixed].sum()) * scale / step + 1e-6))
+    room = (problem.capacity - problem.weight[fixed].sum()) * scale / step
+    capacity = int(np.floor(room * (1 + 1e-14)))  # 0.3 / 0.1 is 2.9999999999999996 units; 1.9999999999995 is 1
     if capacity < 0 or len(core) * (capacity + 1) > _DP_CELLS:
         return None
     best = np.zeros(capacity + 1)
@@ -384,7 +423,8 @@ def _solve_core(
     model = pulp.LpProblem("precomet_knapsack", pulp.LpMaximize)
     x = [pulp.LpVariable(f"x{j}", cat="Binary") for j in range(len(core))]
     model += pulp.lpDot(value[core].tolist(), x)
-    model += pulp.lpDot(weight[core].tolist(), x) <= capacity
+    row = capacity if capacity > 0 else 1.0  # the budget row in units of its room: CBC's presolve called a
+    model += pulp.lpDot((weight[core] / row).tolist(), x) <= capacity / row  # 3e8-unit row infeasible (x = 0 fits)
     if problem.group is not None:
         groups = len(problem.counts) if problem.counts is not None else int(problem.group.max()) + 1
         ones = np.bincount(problem.group[fixed], minlength=groups)

@@ -42,7 +42,7 @@ def random_fill(
     if balance is None:
         used = 0.0
         for u in order:
-            if used + units.weight[u] <= capacity * (1 + 1e-12):
+            if used + units.weight[u] <= capacity:
                 chosen.append(int(u))
                 used += units.weight[u]
     else:
@@ -51,7 +51,7 @@ def random_fill(
         used = 0.0
         for round_units in zip(*queues):  # stops when the smallest domain runs out
             cost = float(units.weight[list(round_units)].sum())
-            if used + cost > capacity * (1 + 1e-12):
+            if used + cost > capacity:
                 break
             chosen.extend(int(u) for u in round_units)
             used += cost

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 import warnings
 
 import numpy as np
@@ -123,6 +124,47 @@ def test_costs_at_any_scale_stay_within_the_budget_and_match_brute_force(seed, s
     assert cost[sel.indices].sum() <= capacity * (1 + 1e-12) and sel.status == "optimal"
     best = brute_force(value / scale, cost / scale, capacity / scale * (1 + 1e-12))  # its tolerance is absolute
     assert value[sel.indices].sum() / scale == pytest.approx(best, rel=1e-9)
+
+
+def utility_rank(utility):
+    from scipy.stats import rankdata
+
+    return rankdata(utility, method="average") / len(utility)
+
+
+@pytest.mark.parametrize(
+    ("cost", "budget", "extra"),
+    [
+        ([1.0] * 4, 1.9999999999995, {}),  # top-k: a budget just below two costs holds one
+        ([1.0] * 4, 2.999999999999, {"domain": ["a", "b", "a", "b"], "balance": "domain"}),
+        ([2e8, 3e8, 3e9, 3e9, 1e9, 3e8, 7e8, 1e8], 299999999.99997, {}),  # CBC's presolve once called x = 0 infeasible
+        ([5e-324, 1.5e-323, 1e-323, 5e-324], 1e-323, {}),  # subnormal costs: NaN coefficients once
+        ([1e-50, 3e-50, 2e-50, 1e-50], 2e-50, {}),  # "no selection satisfies ... domain constraints" once
+        ([0.1] * 5, 0.3, {}),  # three floats nearest 0.1 add up to more than the float nearest 0.3
+    ],
+)
+def test_a_selection_never_costs_more_than_the_budget_summed_exactly(cost, budget, extra):
+    cost = np.array(cost)
+    utility = np.linspace(0.0, 1.0, len(cost))
+    sel = select_subset(utility, cost=cost, budget_cost=budget, cost_objective="rank-cost", **extra)
+    assert len(sel.indices) >= 1 and math.fsum(cost[sel.indices].tolist()) <= budget
+    assert sel.total_cost == math.fsum(cost[sel.indices].tolist())
+    fitting = [
+        value
+        for mask in itertools.product([False, True], repeat=len(cost))
+        if math.fsum(cost[np.array(mask)].tolist()) <= budget
+        for value in [float((utility_rank(utility) * cost)[np.array(mask)].sum())]
+    ]
+    if not extra:  # the best selection that fits, summed exactly
+        assert sel.objective == pytest.approx(max(fitting), rel=1e-9)
+
+
+def test_a_document_budget_below_the_cheapest_document_names_the_document():
+    cost = np.array([1.0, 1e300, 2.0, 1e300])
+    with pytest.raises(PrecometError, match=r"below the cheapest document \('d0'"):
+        select_subset(np.ones(4), cost=cost, budget_cost=2.5, doc=["d0", "d0", "d1", "d1"], level="doc")
+    with pytest.raises(PrecometError, match=r"budget 1 is below the cheapest item \('0', cost 1\)"):
+        select_subset(np.ones(4), cost=np.array([1.0, 3.0, 1.0, 3.0]), budget_cost=0.9999999999995)
 
 
 @pytest.mark.parametrize("objective", OBJECTIVES)
