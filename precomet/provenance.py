@@ -4,10 +4,12 @@
   joined by ``\\x1f`` (first 16 hex digits). ``precomet predict`` has always signed its sources this way as
   ``data_hash``; every signature of a campaign now carries ``sources_hash`` besides the campaign's own
   ``data_hash``.
+* Every signature of a campaign (and ``predict``'s) also records ``items_hash``: its items as ``(id, source)``
+  pairs in any order (:func:`items_hash`).
 * A utility file (``select --scores``, ``benchmark --scores``) is checked by looking up the source text of each of
-  its ids in ``--data`` and hashing them in the file's order (or, for a file sorted since, in ``--data``'s order):
-  another text under the same ids (another campaign, an edited file) gives another hash, and the file is refused;
-  so is a signed file with ids ``--data`` lacks.
+  its ids in ``--data`` and hashing the pairs (files of precomet 0.8.0 and later; any order) or the texts in the
+  file's order (older files): another text under the same ids (another campaign, an edited or relabelled file)
+  gives another hash, and the file is refused; so is a signed file with ids ``--data`` lacks.
 * A subset (``rank --subset``) carries each item's ``src``: every row is compared with ``--data`` by id. Its
   manifest records ``sources_hash`` (of the data it was selected from) and ``ids_hash`` (the same hash over the
   subset's sorted ids): a manifest of other data or of another subset is refused.
@@ -38,6 +40,28 @@ def sources_hash(sources: Iterable[str]) -> str:
 
 
 _HASH = re.compile(r"[0-9a-f]{16}")
+_ITEMS = re.compile(r"[0-9a-f]{32}")
+
+
+_ITEMS_MOD = 1 << 128
+
+
+def item_digest(item_id: str, source: str) -> int:
+    """One item's share of :func:`items_hash` (128 bits of sha256 of ``id \x1f source``)."""
+    text = f"{item_id}\x1f{source}".encode("utf-8", "surrogatepass")
+    return int.from_bytes(hashlib.sha256(text).digest()[:16], "big")
+
+
+def items_hash(ids: Iterable[str], sources: Iterable[str]) -> str:
+    """The items of a result as ``(id, source)`` pairs, whatever their order: the sum of their
+    :func:`item_digest` modulo 2**128, 32 hex digits (a file sorted since it was written keeps it; the same
+    texts under other ids change it)."""
+    return items_hash_of(sum(item_digest(str(i), s) for i, s in zip(ids, sources, strict=True)))
+
+
+def items_hash_of(total: int) -> str:
+    """:func:`items_hash` from a running sum of :func:`item_digest` (a pool hashed chunk by chunk)."""
+    return f"{total % _ITEMS_MOD:032x}"
 
 
 def signed_sources_hash(signature: Mapping[str, Any], *, where: str | Path = "the signature") -> str | None:
@@ -74,10 +98,17 @@ def check_scores_belong(
     force: bool = False,
 ) -> None:
     """Refuse the utility file ``path`` (its ids in file order, its signature) when it was computed on other
-    source texts than ``source_of`` (id -> source of ``--data``, in ``--data``'s order) or holds ids ``--data``
-    lacks; with ``force``, warn instead. A file without a sources hash is not checked."""
+    items than ``source_of`` (id -> source of ``--data``) holds: its ``items_hash`` (any order) or, for files
+    written before precomet 0.8.0, its ``sources_hash`` (in file order) differs, or it holds ids ``--data``
+    lacks; with ``force``, warn instead. A file without either hash is not checked."""
+    recorded_items = signature.get("items_hash")
+    if recorded_items is not None and not (isinstance(recorded_items, str) and _ITEMS.fullmatch(recorded_items)):
+        raise PrecometError(
+            f"{path}: the signature's 'items_hash' must be 32 hex digits, got {recorded_items!r}; compute the file"
+            " again, or remove the field"
+        )
     expected = signed_sources_hash(signature, where=path)
-    if expected is None:
+    if recorded_items is None and expected is None:
         return
     lacking = [item_id for item_id in file_ids if item_id not in source_of]
     if lacking:
@@ -88,19 +119,19 @@ def check_scores_belong(
             remedy="compute it again on --data",
         )
         return
-    actual = sources_hash(source_of[item_id] for item_id in file_ids)
-    if actual == expected:
-        return
-    in_file = set(file_ids)
-    if sources_hash(src for item_id, src in source_of.items() if item_id in in_file) == expected:
-        return  # written in --data's order, sorted since
-    _refuse_or_warn(
-        f"{path} was computed on other sources than --data: its signature's sources hash is {expected}, but the"
-        f" sources of --data under its {len(file_ids)} ids hash to {actual} (the same ids with other texts:"
-        " another campaign or an edited file)",
-        force=force,
-        remedy="compute it again on --data",
-    )
+    texts = [source_of[item_id] for item_id in file_ids]
+    if recorded_items is not None:
+        recorded, actual, how = recorded_items, items_hash(file_ids, texts), "items hash (ids and texts)"
+    else:
+        recorded, actual, how = str(expected), sources_hash(texts), "sources hash (texts in file order)"
+    if actual != recorded:
+        _refuse_or_warn(
+            f"{path} was computed on other sources than --data: its signature's {how} is {recorded}, but --data"
+            f" under its {len(file_ids)} ids gives {actual} (other texts under the same ids: another campaign, an"
+            " edited or relabelled file)",
+            force=force,
+            remedy="compute it again on --data",
+        )
 
 
 def check_subset_sources(

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
+from precomet.provenance import items_hash as campaign_items_hash
 from precomet.provenance import sources_hash as campaign_sources_hash
 
 if TYPE_CHECKING:
@@ -63,13 +64,14 @@ def signature(
     campaign: Campaign | str | None = None,
     data_hash: str | None = None,
     sources_hash: str | None = None,
+    items_hash: str | None = None,
     seed: int | None = None,
     **parameters: Any,
 ) -> Signature:
     """The signature of a result: ``tool``, ``method``, ``precomet_version``, the campaign's name, language pair,
-    human protocol, item count, data hash and sources hash (:mod:`precomet.provenance`; ``campaign`` may also be
-    just a name; ``data_hash`` and ``sources_hash`` are for results without a campaign), ``seed``, then
-    ``parameters`` (values that are not JSON become their ``repr``)."""
+    human protocol, item count, data hash, sources hash and items hash (:mod:`precomet.provenance`; ``campaign``
+    may also be just a name; ``data_hash``, ``sources_hash`` and ``items_hash`` are for results without a
+    campaign), ``seed``, then ``parameters`` (values that are not JSON become their ``repr``)."""
     from precomet import __version__
 
     data: dict[str, Any] = {}
@@ -83,11 +85,14 @@ def signature(
             n_items=len(campaign),
             data_hash=campaign.data_hash(),
             sources_hash=campaign_sources_hash(campaign.src),
+            items_hash=campaign_items_hash(map(str, campaign.ids), campaign.src),
         )
     if data_hash is not None and "data_hash" not in data:
         data["data_hash"] = data_hash
     if sources_hash is not None and "sources_hash" not in data:
         data["sources_hash"] = sources_hash
+    if items_hash is not None and "items_hash" not in data:
+        data["items_hash"] = items_hash
     params = {key: jsonable(value) for key, value in parameters.items()}
     return Signature(
         tool, method, __version__, dataset=MappingProxyType(data), seed=seed, parameters=MappingProxyType(params)

@@ -230,6 +230,7 @@ def _signature(
         campaign=args.campaign,
         data_hash=scan.data_hash,
         sources_hash=scan.data_hash,
+        items_hash=scan.items_hash,
         checkpoint=str(args.checkpoint),
         target=estimator.meta["target"],
         data=str(args.data),

@@ -39,6 +39,7 @@ from precomet.estimator.leakage import fingerprint_in, report_seen
 from precomet.estimator.predict import predict_sources
 from precomet.io.leftovers import _temporary_name, clean_leftovers
 from precomet.progress import announce
+from precomet.provenance import item_digest, items_hash_of
 
 logger = logging.getLogger(__name__)
 
@@ -56,6 +57,8 @@ class PoolScan:
     n_items: int
     data_hash: str
     """sha256 of the sources joined by ``\\x1f`` (first 16 hex digits), as ``precomet predict`` signs it."""
+    items_hash: str
+    """The ``(id, source)`` pairs in any order (:func:`precomet.provenance.items_hash`)."""
     seen_in_training: int | None
     """Sources the estimator was trained on (``None``: the checkpoint has no training-source fingerprint)."""
 
@@ -64,17 +67,20 @@ def scan_pool(chunks: Iterable[Chunk], *, meta: dict[str, Any], strict: bool, wh
     """Count, hash and check every source of ``chunks`` against the training-source fingerprint in ``meta`` (read
     at ``where``): a seen source is a warning, or with ``strict`` a :class:`PrecometError`, before any work."""
     fingerprint = fingerprint_in(meta, where=where)
-    digest, n_items, seen = hashlib.sha256(), 0, 0
-    for _, sources in chunks:
-        for source in sources:
+    digest, n_items, seen, items = hashlib.sha256(), 0, 0, 0
+    for ids, sources in chunks:
+        for item_id, source in zip(ids, sources):
             digest.update(("\x1f" if n_items else "").encode() + source.encode("utf-8"))
+            items += item_digest(str(item_id), source)
             n_items += 1
         if fingerprint is not None:
             seen += int(fingerprint.contains(sources).sum())
     if not n_items:
         raise PrecometError("no sources to score (empty input)")
     counted = None if fingerprint is None else report_seen(seen, n_items, strict=strict, what=what)
-    return PoolScan(n_items=n_items, data_hash=digest.hexdigest()[:16], seen_in_training=counted)
+    return PoolScan(
+        n_items=n_items, data_hash=digest.hexdigest()[:16], items_hash=items_hash_of(items), seen_in_training=counted
+    )
 
 
 def checkpoint_fingerprint(path: str | Path) -> str:

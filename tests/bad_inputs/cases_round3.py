@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from precomet.provenance import sources_hash
+from precomet.provenance import items_hash, sources_hash
 from tests.bad_inputs import GOOD, SHIPPED, TARGETS, Case, items, jsonl
 from tests.bad_inputs.cases_models import _head
 
@@ -24,6 +24,10 @@ def _scores(signature: dict, ids=("1", "2", "3")) -> str:
 PREDICTED_ELSEWHERE = _scores({"tool": "precomet predict", "data_hash": sources_hash(OTHER)})
 SIGNED_ELSEWHERE = _scores({"tool": "precomet utilities", "sources_hash": sources_hash(OTHER)})
 ITEM_SCORES = _scores({"tool": "precomet utilities", "sources_hash": sources_hash(["x"] * 4)}, ids="abcd")
+_SRC = [row["src"] for row in items()]
+RELABELLED = _scores(  # the scores of items a and b, their texts swapped since (ids relabelled)
+    {"tool": "precomet utilities", "items_hash": items_hash("abcd", [_SRC[1], _SRC[0], *_SRC[2:]])}, ids="abcd"
+)
 SUBSET_ELSEWHERE = "".join(
     json.dumps({"id": i, "src": f"not the source of {i}", "doc": i, "domain": "all", "cost": 1.0, "utility": 0.5})
     + "\n"
@@ -94,6 +98,11 @@ CASES = {
         " -o {d}/b.json",
         {"items.jsonl": GOOD, "u.jsonl": ITEM_SCORES},
         ("u.jsonl", "other sources than --data", "--force"),
+    ),
+    "r3-select-scores-of-relabelled-ids": _case(
+        "select --data items.jsonl --scores u.jsonl --budget 1 -o {d}/sub.jsonl",
+        {"items.jsonl": GOOD, "u.jsonl": RELABELLED},
+        ("u.jsonl", "items hash", "relabelled", "--force"),
     ),
     "r3-select-scores-signature-not-an-object": _case(
         "select --data s.txt --scores u.jsonl --budget 1 -o {d}/sub.jsonl",

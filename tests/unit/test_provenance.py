@@ -12,7 +12,13 @@ import pytest
 from precomet.cli import main
 from precomet.errors import PrecometError
 from precomet.estimator.pool import scan_pool
-from precomet.provenance import check_scores_belong, check_subset_sources, signed_sources_hash, sources_hash
+from precomet.provenance import (
+    check_scores_belong,
+    check_subset_sources,
+    items_hash,
+    signed_sources_hash,
+    sources_hash,
+)
 from precomet.select import select_subset
 from precomet.selection.knapsack import Problem, solve
 
@@ -51,16 +57,31 @@ def test_scores_of_other_texts_refused_or_warned_under_force(caplog):
     check_scores_belong("p.jsonl", ["1", "2"], {}, source_of)  # no signature: nothing to check
 
 
-def test_a_signed_file_sorted_since_passes_one_with_ids_data_lacks_does_not(caplog):
+def test_a_signed_file_sorted_since_passes_one_with_ids_data_lacks_or_relabelled_does_not(caplog):
     source_of = {"1": "a", "2": "b", "3": "c"}
-    signed = {"sources_hash": sources_hash(["a", "b", "c"])}
+    signed = {"items_hash": items_hash(["1", "2", "3"], ["a", "b", "c"])}
     check_scores_belong("p.jsonl", ["3", "1", "2"], signed, source_of)  # sorted by utility after it was written
-    with pytest.raises(PrecometError, match="other sources"):
+    with pytest.raises(PrecometError, match="other sources.*items hash"):
         check_scores_belong("p.jsonl", ["3", "1", "2"], signed, {"1": "a", "2": "b", "3": "C"})
+    with pytest.raises(PrecometError, match="relabelled"):  # the same texts in the same order under swapped ids
+        check_scores_belong("p.jsonl", ["1", "2", "3"], signed, {"1": "b", "2": "a", "3": "c"})
     with pytest.raises(PrecometError, match="other data than --data: 1 of its 4 ids are not in --data.*'9'"):
         check_scores_belong("p.jsonl", ["1", "2", "3", "9"], signed, source_of)
     check_scores_belong("p.jsonl", ["1", "2", "3", "9"], signed, source_of, force=True)
     assert "used anyway: --force" in caplog.text
+    old = {"sources_hash": sources_hash(["a", "b", "c"])}  # before items_hash: the texts in file order
+    check_scores_belong("p.jsonl", ["1", "2", "3"], old, source_of)
+    with pytest.raises(PrecometError, match="sources hash"):
+        check_scores_belong("p.jsonl", ["3", "1", "2"], old, source_of)
+    with pytest.raises(PrecometError, match="'items_hash' must be 32 hex digits"):
+        check_scores_belong("p.jsonl", ["1"], {"items_hash": "abc"}, source_of)
+
+
+def test_items_hash_is_the_pairs_in_any_order_and_predict_signs_it():
+    assert items_hash(["1", "2"], ["a", "b"]) == items_hash(["2", "1"], ["b", "a"])
+    assert items_hash(["1", "2"], ["a", "b"]) != items_hash(["1", "2"], ["b", "a"])
+    scan = scan_pool([(["1", "2"], ["a", "b"]), (["3"], ["c"])], meta={}, strict=False, what="x", where="x")
+    assert scan.items_hash == items_hash(["1", "2", "3"], ["a", "b", "c"])
 
 
 def test_subset_rows_compared_by_id_and_old_subsets_pass():

@@ -7,7 +7,7 @@ import pytest
 
 from precomet import __version__
 from precomet.benchmark import run_benchmark
-from precomet.provenance import sources_hash
+from precomet.provenance import items_hash, sources_hash
 from precomet.rank import rank_systems
 from precomet.select import select_subset
 from precomet.signature import jsonable, signature
@@ -28,6 +28,7 @@ def test_signature_names_campaign_and_data(tiny_campaign):
         "n_items": 4,
         "data_hash": tiny_campaign.data_hash(),
         "sources_hash": sources_hash(tiny_campaign.src),
+        "items_hash": items_hash(map(str, tiny_campaign.ids), tiny_campaign.src),
         "seed": 3,
         "alpha": 0.5,
     }
