@@ -266,6 +266,7 @@ def run(args: argparse.Namespace) -> int:
     _check_circular(args, methods)
     if args.crowd is not None:
         return _run_crowd(args, campaign, props, methods)
+    _check_score_names(args.scores, methods)
     source_of = source_texts(args, campaign) if args.scores else None
     read = [
         read_external_scores(spec, campaign, strict=args.strict, source_of=source_of, force=args.force)
@@ -336,6 +337,23 @@ def _check_circular(args: argparse.Namespace, methods: list[str]) -> None:
             f"{reason}; choose a metric (--metric) other than --target {args.target}, or add --allow-circular to"
             " run it anyway as an upper bound"
         )
+
+
+def _check_score_names(specs: list[str], methods: list[str]) -> None:
+    """Each ``--scores NAME=FILE`` names one row of its own: a repeated name would keep only the last file, and the
+    names of random, the oracle, the length control or a ``--methods`` row would be mixed with those rows."""
+    from precomet.benchmark.plan import LENGTH_CONTROL
+
+    taken = {"random": "the random baseline", "oracle": "the oracle row", LENGTH_CONTROL: "the length control"}
+    taken.update({method: "a --methods row" for method in methods})
+    seen: set[str] = set()
+    for spec in specs:
+        name = spec.partition("=")[0]
+        if name in seen:
+            raise PrecometError(f"--scores: the name {name!r} is given twice; give each ranking its own NAME")
+        if name in taken:
+            raise PrecometError(f"--scores {spec}: the name {name!r} is {taken[name]}'s; choose another NAME")
+        seen.add(name)
 
 
 def _run_fixed_subset(args: argparse.Namespace, campaign: Campaign) -> int:

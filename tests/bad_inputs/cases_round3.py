@@ -121,6 +121,18 @@ CASES = {
         {"items.jsonl": GOOD, "u.jsonl": _scores({"sources_hash": sources_hash(["x"] * 5)}, ids="abcdz")},
         ("u.jsonl", "other data than --data", "1 of its 5 ids", "'z'", "--force"),
     ),
+    "r3-benchmark-scores-name-twice": _case(
+        "benchmark --data items.jsonl --scores x=u.jsonl --scores x=u.jsonl --metric m --props 0.5 --seeds 2"
+        " --permutations 10 -o {d}/b.json",
+        {"items.jsonl": GOOD, "u.jsonl": _scores({}, ids="abcd")},
+        ("--scores", "'x' is given twice"),
+    ),
+    "r3-benchmark-scores-named-random": _case(
+        "benchmark --data items.jsonl --scores random=u.jsonl --metric m --props 0.5 --seeds 2 --permutations 10"
+        " -o {d}/b.json",
+        {"items.jsonl": GOOD, "u.jsonl": _scores({}, ids="abcd")},
+        ("--scores random=u.jsonl", "random baseline", "another NAME"),
+    ),
     "r3-rank-subset-of-another-campaign-same-ids": _case(
         "rank --data items.jsonl --subset sub.jsonl --rounds 20",
         {"items.jsonl": GOOD, "sub.jsonl": SUBSET_ELSEWHERE},
