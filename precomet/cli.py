@@ -166,6 +166,10 @@ def _main(argv: list[str]) -> int:
     stdout = sys.stdout
     committed: list = []
     try:
+        if sys.stdout is None:  # started with `>&-`: every print would vanish, `-o -` would go to stderr
+            raise PrecometError(
+                "standard output is closed; give it somewhere to go (> FILE, or > /dev/null to discard it)"
+            )
         inputs, outputs = module.paths(args)
         to_stdout = any(o is not None and is_stdout(o) for o in outputs)
         with (

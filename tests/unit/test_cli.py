@@ -49,3 +49,23 @@ def test_a_reader_that_leaves_the_pipe_ends_the_command_quietly(tmp_path):
     finally:
         os.close(write)
     assert (done.returncode, done.stderr) == (141, "")
+
+
+def test_a_closed_standard_output_is_refused_not_written_to_stderr(tmp_path):
+    """`precomet convert ... -o - >&-` wrote the JSONL to standard error and exited 0."""
+    import subprocess
+    import sys
+
+    (tmp_path / "s.txt").write_text("one\ntwo\n", encoding="utf-8")
+    for argv in (["convert", "--data", "s.txt", "-o", "-"], ["info", "--data", "s.txt"]):
+        done = subprocess.run(
+            [sys.executable, "-m", "precomet", *argv],
+            cwd=tmp_path,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=300,
+            preexec_fn=lambda: __import__("os").close(1),
+        )
+        assert done.returncode == 2 and "standard output is closed" in done.stderr
+        assert "one" not in done.stderr
