@@ -21,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
+import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,8 +48,9 @@ _ITEMS_MOD = 1 << 128
 
 
 def item_digest(item_id: str, source: str) -> int:
-    """One item's share of :func:`items_hash` (128 bits of sha256 of ``id \x1f source``)."""
-    text = f"{item_id}\x1f{source}".encode("utf-8", "surrogatepass")
+    """One item's share of :func:`items_hash` (128 bits of sha256 of ``id \x1f source``, the source in Unicode
+    normal form C)."""
+    text = f"{item_id}\x1f{_nfc(source)}".encode("utf-8", "surrogatepass")
     return int.from_bytes(hashlib.sha256(text).digest()[:16], "big")
 
 
@@ -124,6 +126,8 @@ def check_scores_belong(
         recorded, actual, how = recorded_items, items_hash(file_ids, texts), "items hash (ids and texts)"
     else:
         recorded, actual, how = str(expected), sources_hash(texts), "sources hash (texts in file order)"
+        if recorded in _composed_hashes(texts):  # the same texts, composed otherwise
+            return
     if actual != recorded:
         _refuse_or_warn(
             f"{path} was computed on other sources than --data: its signature's {how} is {recorded}, but --data"
@@ -139,7 +143,9 @@ def check_subset_sources(
 ) -> None:
     """Refuse the subset ``path`` (its ``(id, src)`` rows; ``src`` is ``None`` in files written before subsets
     carried it) when a row's source is not the source of that id in ``--data``; with ``force``, warn instead."""
-    differ = [(item_id, src) for item_id, src in rows if src is not None and source_of.get(item_id, src) != src]
+    differ = [
+        (item_id, src) for item_id, src in rows if src is not None and _nfc(source_of.get(item_id, src)) != _nfc(src)
+    ]
     if differ:
         item_id, src = differ[0]
         _refuse_or_warn(
@@ -164,8 +170,9 @@ def check_manifest_belongs(
     manifest lacks (written before they existed) are not checked."""
     where = manifest["file"]
     recorded = signed_sources_hash(manifest, where=where)
-    actual = [sources_hash(sources) for sources in data_sources]
-    if recorded is not None and recorded not in actual:
+    views = [list(sources) for sources in data_sources]
+    actual = [sources_hash(view) for view in views]
+    if recorded is not None and recorded not in actual + [h for view in views for h in _composed_hashes(view)]:
         _refuse_or_warn(
             f"{where}: the selection ran on other sources than --data (sources hash {recorded}, --data"
             f" {' or '.join(dict.fromkeys(actual))}), so its method, budget and item count describe other data",
@@ -218,14 +225,14 @@ def match_by_source(
     index = {item_id: i for i, item_id in enumerate(data_ids)}
     by_text: dict[str, list[int]] = {}
     for i, text in enumerate(data_src):
-        by_text.setdefault(text, []).append(i)
+        by_text.setdefault(_nfc(text), []).append(i)
     taken = {index[item_id] for item_id, _, _ in rows if item_id in index}
     ids, found, guessed, lacking = [], 0, 0, []
     for item_id, src, doc in rows:
         if item_id in index:
             ids.append(item_id)
             continue
-        free = [i for i in by_text.get(src or "", []) if i not in taken] if src is not None else []
+        free = [i for i in by_text.get(_nfc(src), []) if i not in taken] if src is not None else []
         if not free:
             lacking.append(item_id)
             continue
@@ -245,6 +252,17 @@ def match_by_source(
             + ("" if not without_src else ", or select again with precomet 0.8.0 or later (subsets carry 'src')")
         )
     return SubsetMatch(ids=ids, by_text=found, guessed=guessed)
+
+
+def _composed_hashes(texts: Sequence[str]) -> list[str]:
+    """:func:`sources_hash` of ``texts`` in Unicode normal forms C and D: a result signed on the same texts typed
+    with precomposed or combining accents."""
+    return [sources_hash(unicodedata.normalize(form, text) for text in texts) for form in ("NFC", "NFD")]
+
+
+def _nfc(text: str) -> str:
+    """``text`` in Unicode normal form C: "café" with a combining accent is the same text as with "é"."""
+    return unicodedata.normalize("NFC", text)
 
 
 def _short(text: str | None, width: int = 40) -> str:

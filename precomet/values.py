@@ -77,9 +77,10 @@ def is_invisible(char: str) -> bool:
 
 
 def is_blank(text: str) -> bool:
-    """Whether ``text`` shows nothing: every character is invisible (:func:`is_invisible`), so a line of only
-    U+200B, U+FEFF+U+200E or U+3164 is blank like an empty one."""
-    return all(map(is_invisible, text))
+    """Whether ``text`` shows nothing: every character is invisible (:func:`is_invisible`) or a combining mark
+    with nothing to combine with (categories Mn, Me), so a line of only U+200B, U+FEFF+U+200E, U+3164 or U+0301
+    is blank like an empty one."""
+    return all(is_invisible(char) or unicodedata.category(char) in ("Mn", "Me") for char in text)
 
 
 def check_like(value: Any, default: Any, *, what: str) -> Any:

@@ -23,6 +23,7 @@ from precomet.commands.common import (
     require_method_data,
     seed,
     share,
+    source_texts,
 )
 from precomet.errors import PrecometError
 from precomet.io.batch import BATCH_ORDERS
@@ -251,8 +252,10 @@ def _utilities(args: argparse.Namespace, campaign: Campaign) -> tuple[np.ndarray
     if args.scores:
         from precomet.utilities.output import aligned_utilities
 
-        source_of = dict(zip(map(str, campaign.ids), campaign.src))
-        utility, signature = aligned_utilities(args.scores, campaign.ids, source_of=source_of, force=args.force)
+        source_of = source_texts(args, campaign)  # every item: a file may cover the unrated ones too
+        utility, signature = aligned_utilities(
+            args.scores, campaign.ids, allow_extra=True, source_of=source_of, force=args.force
+        )
         seen = check_seen(
             signature, campaign.src, strict=args.strict, what=f"the estimator behind {args.scores}", where=args.scores
         )

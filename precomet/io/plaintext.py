@@ -18,6 +18,7 @@ A file is read as plain text when its name ends in ``.txt`` (any case), or when 
 
 from __future__ import annotations
 
+import unicodedata
 from pathlib import Path
 
 from precomet.campaign import Campaign
@@ -42,7 +43,8 @@ def read_text_sources(path: str | Path) -> list[str]:
 
 
 def _read_column(path: str | Path, what: str, *, hint: str) -> list[str]:
-    lines = read_lines(path, universal=True)
+    # a byte-order mark starts a file, never a line's text: one inside (`cat a.txt b.txt`) starts the next file
+    lines = [line[1:] if line.startswith("\ufeff") else line for line in read_lines(path, universal=True)]
     if not lines:
         raise DataError(path, f"empty file; expected one {what} per line")
     for number, line in enumerate(lines, start=1):
@@ -52,8 +54,10 @@ def _read_column(path: str | Path, what: str, *, hint: str) -> list[str]:
 
 
 def read_alongside(path: str | Path, n: int, *, what: str, sources: str | Path) -> list[str]:
-    """One ``what`` (``document id``, ``domain``) per line of ``path``, aligned with the ``n`` lines of ``sources``;
-    a different number of lines or a blank line raises :class:`DataError` naming ``path`` (and the line)."""
+    """One ``what`` (``document id``, ``domain``) per line of ``path``, aligned with the ``n`` lines of ``sources``,
+    in Unicode normal form C (a value typed with a combining accent is the same value); a different number of
+    lines, a blank line or an invisible character in a value raises :class:`DataError` naming ``path`` (and the
+    line)."""
     values = _read_column(path, what, hint=f"line N gives the {what} of source line N")
     if len(values) != n:
         where = len(values) + 1 if len(values) < n else n + 1
@@ -72,7 +76,7 @@ def read_alongside(path: str | Path, n: int, *, what: str, sources: str | Path) 
                 " look alike would then differ: remove it",
                 line=number,
             )
-    return [value.strip() for value in values]
+    return [unicodedata.normalize("NFC", value.strip()) for value in values]  # "café" typed two ways: one value
 
 
 def load_text(

@@ -120,7 +120,8 @@ def aligned_utilities(
 ) -> tuple[np.ndarray, dict[str, Any]]:
     """Utilities of a ``{"id", "utility"}`` file aligned with ``ids`` (a campaign's order), and the file's
     signature. Missing or null entries raise, naming how many and a few of them; so do ids not in ``ids``
-    unless ``allow_extra`` (e.g. scores of every source when the campaign kept only its fully rated items).
+    unless ``allow_extra`` (e.g. scores of every source when the campaign kept only its fully rated items; with
+    ``source_of``, only ids of the data it maps are allowed).
     Duplicates raise in :func:`read_utilities`. With ``source_of`` (id -> source text of the data), a file
     computed on other sources is refused, or with ``force`` warned about
     (:func:`precomet.provenance.check_scores_belong`)."""
@@ -135,8 +136,9 @@ def aligned_utilities(
     problems = []
     if missing:
         problems.append(f"{len(missing)} of {len(wanted)} campaign id(s) have no utility, e.g. {missing[:5]}")
-    if extra and not allow_extra:
-        problems.append(f"{len(extra)} id(s) are not in the campaign, e.g. {extra[:5]}")
+    stray = extra if not allow_extra else [] if source_of is None else [i for i in extra if i not in source_of]
+    if stray:  # with source_of, the extra ids must at least be items of the data (e.g. dropped as unrated)
+        problems.append(f"{len(stray)} id(s) are not in the campaign, e.g. {stray[:5]}")
     if null:
         problems.append(f"{len(null)} utility value(s) are null, e.g. {null[:5]}")
     if problems:

@@ -64,6 +64,9 @@ CASES = {
     "r3-info-text-braille-blank-and-joiner-line": _case(
         "info --data s.txt", {"s.txt": "a\nb\n\u2800\u034f\ufe0f\n"}, ("s.txt:3", "blank line")
     ),
+    "r3-info-text-combining-mark-only-line": _case(
+        "info --data s.txt", {"s.txt": "a\n\u0301\nb\n"}, ("s.txt:2", "blank line")
+    ),
     "r3-info-docs-value-with-zero-width-space": _case(
         "info --data s.txt --docs d.txt",
         {"s.txt": SRC, "d.txt": "d1\nd1\u200b\nd2\n"},

@@ -213,3 +213,39 @@ def test_a_subset_selected_from_plain_text_ranks_against_its_campaign(tmp_path, 
     result = json.loads((tmp_path / "r.json").read_text())
     assert result["signature"]["items"] == len(expected)
     capsys.readouterr()
+
+
+def test_the_same_texts_composed_otherwise_belong_to_the_same_data(tmp_path, capsys):
+    """ "café" with U+00E9 (NFC) or with e + U+0301 (NFD) is one text: subsets, manifests and score files pass."""
+    import unicodedata
+
+    from tests.bad_inputs import items, jsonl
+
+    def data(form):
+        rows = items(i0={"src": unicodedata.normalize(form, "café one two")})
+        path = tmp_path / f"{form}.jsonl"
+        path.write_text(jsonl(rows), encoding="utf-8")
+        return str(path)
+
+    nfc, nfd = data("NFC"), data("NFD")
+    for picked, other in ((nfc, nfd), (nfd, nfc)):
+        out = str(tmp_path / "sub.jsonl")
+        assert main(["select", "--data", picked, "--method", "random", "--budget", "4", "-o", out]) == 0
+        assert main(["rank", "--data", other, "--subset", out, "--rounds", "20"]) == 0
+        scores = str(tmp_path / "u.jsonl")
+        assert main(["utilities", "--data", picked, "--method", "metric_avg", "--metric", "m", "-o", scores]) == 0
+        assert main(["select", "--data", other, "--scores", scores, "--budget", "1", "-o", out]) == 0
+    capsys.readouterr()
+
+
+def test_scores_of_unrated_items_too_select_on_the_rated_ones(tmp_path, capsys):
+    from tests.bad_inputs import items, jsonl
+
+    rows = items()
+    del rows[2]["scores"]["A"]["human"]  # item c lacks one human score: select leaves it out
+    (tmp_path / "d.jsonl").write_text(jsonl(rows), encoding="utf-8")
+    data, scores = str(tmp_path / "d.jsonl"), str(tmp_path / "u.jsonl")
+    util = ["utilities", "--data", data, "--keep-incomplete", "--method", "metric_avg", "--metric", "m", "-o", scores]
+    assert main(util) == 0
+    assert main(["select", "--data", data, "--scores", scores, "--budget", "1", "-o", str(tmp_path / "s.jsonl")]) == 0
+    capsys.readouterr()
