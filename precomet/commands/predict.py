@@ -135,11 +135,15 @@ def _coverage(args: argparse.Namespace, estimator: Any, sample: list[str]) -> di
 def _resume_folder(args: argparse.Namespace, folder: Path) -> Iterator[None]:
     """The resume folder, made if needed and locked for this run (another run on the same output or folder is
     refused); afterwards removed when it is empty and was made for this run (an interrupt before the first chunk)
-    or is the default folder of ``-o``."""
+    or is the default folder of ``-o`` that an earlier run left chunks in."""
+    from precomet.estimator.pool import kept_chunks
     from precomet.io.lock import folder_lock
 
     made = [folder, *(parent for parent in folder.parents if not parent.exists())]
     made = [path for path in made if not path.exists()]  # the folder and the parents made for it, innermost first
+    # the default folder is precomet's when this run makes it or an earlier run left chunks in it; a folder of
+    # that name the user made (empty, or holding other files) stays
+    ours = args.resume_dir is None and (bool(made) or bool(kept_chunks(folder)))
     what = f"--resume-dir {folder}" if args.resume_dir is not None else f"-o {args.output} (its resume folder {folder})"
     try:
         folder.mkdir(parents=True, exist_ok=True)
@@ -152,7 +156,7 @@ def _resume_folder(args: argparse.Namespace, folder: Path) -> Iterator[None]:
         with folder_lock(folder, what=what, remedy=remedy):
             yield
     finally:
-        for path in made if made else [folder] if args.resume_dir is None else []:
+        for path in made if made else [folder] if ours else []:
             with suppress(OSError):  # not empty: chunks kept for a resume
                 path.rmdir()
 

@@ -128,9 +128,11 @@ def _load_chunk(path: Path) -> tuple[str, dict[str, np.ndarray]]:
         return str(err) or type(err).__name__, {}
 
 
-def _chunk_files(folder: Path) -> list[Path]:
+def kept_chunks(folder: Path) -> list[Path]:
     """The kept chunks in ``folder``: files named by a 64-digit key that hold precomet's chunk arrays. Anything
     else there, whatever its name, is never touched."""
+    if not folder.is_dir():
+        return []
     named = [p for p in folder.glob("*" + CHUNK_SUFFIX) if _KEY.fullmatch(p.stem) and p.is_file()]
     return [p for p in named if not _load_chunk(p)[0]]
 
@@ -138,7 +140,7 @@ def _chunk_files(folder: Path) -> list[Path]:
 def discard_kept(run: PoolRun, folder: Path) -> None:
     """Remove every kept chunk from ``folder``, the resume folder of one output: the chunks of ``run`` and those
     an earlier run left (another chunk size); files that are not kept chunks stay."""
-    for file in {*run.kept, *_chunk_files(folder)}:
+    for file in {*run.kept, *kept_chunks(folder)}:
         file.unlink(missing_ok=True)
 
 
@@ -148,7 +150,7 @@ def discard_stale(run: PoolRun, folder: Path) -> int:
     removed."""
     used = set(run.kept)
     removed = 0
-    for file in _chunk_files(folder):
+    for file in kept_chunks(folder):
         if file not in used and run.pool is not None and _chunk_pool(file) == run.pool:
             file.unlink(missing_ok=True)
             removed += 1

@@ -396,3 +396,10 @@ def test_a_long_output_name_gets_a_default_resume_folder_that_fits(checkpoint, t
     assert folder is not None and len(folder.name.encode()) <= 255 and folder.name.endswith(".chunks")
     assert main(_cli(checkpoint, path, out, "--chunk-size", "20")) == 0
     assert out.is_file() and not folder.exists()
+
+
+def test_a_folder_the_user_made_under_the_default_resume_name_stays(checkpoint, tmp_path):
+    path, out = _inputs(tmp_path)["text"], tmp_path / "o.jsonl"
+    (tmp_path / "o.jsonl.chunks").mkdir()  # the user's, empty
+    assert main(_cli(checkpoint, path, out, "--chunk-size", "20")) == 0
+    assert (tmp_path / "o.jsonl.chunks").is_dir() and not list((tmp_path / "o.jsonl.chunks").iterdir())
