@@ -55,6 +55,7 @@ OPTIONS = {
     "resume_dir": "--resume-dir ",
     "seeds": "--seeds ",
     "strategy": "--strategy ",
+    "table": "--table ",
     "time_limit": "--time-limit ",
 }
 """How the CLI writes a parameter a library error names (:attr:`PrecometError.params`): the option that sets it."""

@@ -72,13 +72,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         required=False,
     )
     parser.add_argument("--plot", type=Path, metavar="PATH", help="write the figure here (PNG, PDF or SVG)")
+    parser.add_argument(
+        "--table",
+        type=Path,
+        metavar="PATH",
+        help="write the ranking as a table to paste: .tex (LaTeX, booktabs, a rule between clusters) or .csv",
+    )
 
 
 def paths(args: argparse.Namespace) -> Paths:
     from precomet.select import subset_manifest_path
 
     beside = subset_manifest_path(args.subset) if args.subset is not None else None
-    return Paths(inputs=[*data_inputs(args), args.subset, args.manifest, beside], outputs=[args.output, args.plot])
+    inputs = [*data_inputs(args), args.subset, args.manifest, beside]
+    return Paths(inputs=inputs, outputs=[args.output, args.plot, args.table])
 
 
 def run(args: argparse.Namespace) -> int:
@@ -89,12 +96,15 @@ def run(args: argparse.Namespace) -> int:
     from precomet.io.atomic import FIGURE_SUFFIXES, STDOUT, check_output, check_outputs, output_set
     from precomet.provenance import check_manifest_belongs, check_subset_sources
     from precomet.rank import check_manifest, plot_ranking, rank_systems, ranking_table, read_manifest
+    from precomet.rank.table_export import check_table_path, ranking_as_table
     from precomet.select import subset_manifest_path
     from precomet.selection.subset_file import read_subset_rows, subset_ids_in
 
-    check_outputs(args.output, args.plot)
+    check_outputs(args.output, args.plot, args.table)
     if args.plot:
         check_output(args.plot, suffixes=FIGURE_SUFFIXES)
+    if args.table:
+        check_table_path(args.table)
     if args.reweight is not None and args.subset is None:
         raise PrecometError(
             f"--reweight {args.reweight} needs --subset: without it the data is the test set and the reweighted means"
@@ -162,14 +172,17 @@ def run(args: argparse.Namespace) -> int:
         result["composition"]["test_set"] = test_set_is
     stream = sys.stderr if str(args.output) == STDOUT else sys.stdout  # '-o -': the JSON alone on stdout
     print(ranking_table(ranking), file=stream)
-    with output_set(args.output, args.plot) as out:
+    with output_set(args.output, args.plot, args.table) as out:
         if args.output:
             with out.open(args.output) as handle:
                 jsonsafe.dump(result, handle, indent=1, ensure_ascii=False)
                 handle.write("\n")
         if args.plot:
             plot_ranking(ranking, out.path(args.plot))
-    written = [str(p) for p in (args.output, args.plot) if p]
+        if args.table:
+            with out.open(args.table) as handle:
+                handle.write(ranking_as_table(ranking, args.table))
+    written = [str(p) for p in (args.output, args.plot, args.table) if p]
     if written:
         print("wrote " + " and ".join(written), file=stream)
     return 0
