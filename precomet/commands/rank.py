@@ -189,7 +189,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _warn_about_subset(ranking, reweight: str | None) -> None:
-    """The subset's composition on stderr (one line per material difference), with what to do about it."""
+    """The subset's composition on stderr (one line per material difference), with what to do about it: the
+    reweighting that matches the difference, or, once reweighted, whether it brought the ranking nearer the full
+    data's or took it away."""
     comp = ranking.composition
     if comp is None:
         return
@@ -197,13 +199,28 @@ def _warn_about_subset(ranking, reweight: str | None) -> None:
         log.warning("rank --subset: %s", comp.note)
     for i, line in enumerate(comp.warnings):
         hint = ""
-        if i == len(comp.warnings) - 1:
-            hint = (
-                "; subset means are not test-set means (--reweight domain or length post-stratifies them)"
-                if reweight is None
-                else f"; see the reweighted ({reweight}) means"
+        if i == len(comp.warnings) - 1 and reweight is None:
+            by = [
+                name
+                for name, word in (("domain", "domains"), ("length", "long"))
+                if any(word in w for w in comp.warnings)
+            ]
+            hint = "; subset means are not test-set means" + (
+                f" (--reweight {' or '.join(by)} post-stratifies them)" if by else ""
             )
+        elif i == len(comp.warnings) - 1:
+            hint = f"; see the reweighted ({reweight}) means"
         log.warning("rank --subset: %s%s", line, hint)
     if ranking.reweighted is not None:
         for note in ranking.reweighted.notes:
             log.warning("rank --reweight: %s", note)
+    agreement = ranking.full_data
+    if agreement is not None and agreement.tau is not None and agreement.tau_reweighted is not None:
+        if agreement.tau_reweighted < agreement.tau:
+            log.warning(
+                "rank --reweight: the reweighted (%s) order agrees less with the full data's than the raw one"
+                " (Kendall tau %.3f -> %.3f): prefer the raw means here",
+                reweight,
+                agreement.tau,
+                agreement.tau_reweighted,
+            )

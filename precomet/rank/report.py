@@ -88,6 +88,16 @@ def summary_lines(ranking: Ranking) -> list[str]:
     return lines
 
 
+def figure_title(ranking: Ranking) -> str:
+    """``"wmt23/zh-en: a subset of 283 of 1,177 items, 7 significance clusters"`` (without "a subset of" and
+    "of N" when the whole data is ranked)."""
+    sig = ranking.signature
+    items = f"{sig.get('items', '?')} items"
+    if sig.get("test_items") is not None:
+        items = f"a subset of {sig.get('items', '?')} of {sig['test_items']:,} items"
+    return f"{sig.get('campaign', '')}: {items}, {len(ranking.clusters)} significance clusters"
+
+
 def plot_ranking(ranking: Ranking, path: str | Path, *, title: str | None = None) -> None:
     """The findings-paper figure: one row per system (best on top), mean with its CI bar, clusters as
     alternating bands with their number. Uses a bare :class:`matplotlib.figure.Figure` (no pyplot, no backend
@@ -121,10 +131,6 @@ def plot_ranking(ranking: Ranking, path: str | Path, *, title: str | None = None
     sig = ranking.signature
     ax.set_xlabel(f"mean {sig.get('score', 'score')} ({ranking.level:.0%} bootstrap CI, {ranking.rounds} rounds)")
     ax.grid(axis="x", alpha=0.3)
-    ax.set_title(
-        title
-        or f"{sig.get('campaign', '')}: {sig.get('items', '?')} items, {len(ranking.clusters)} significance clusters",
-        fontsize=9,
-    )
+    ax.set_title(title or figure_title(ranking), fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=120)

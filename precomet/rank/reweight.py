@@ -55,6 +55,10 @@ class Reweighted:
         }
 
 
+THIN_STRATUM = 10
+"""Subset items below which a stratum's mean is too noisy to carry its test-set weight without a warning."""
+
+
 def _stratum_seed(seed: int, k: int) -> int:
     """Seed of stratum ``k``'s bootstrap: its own stream, so the raw bootstrap's stream is untouched."""
     return int(np.random.SeedSequence([seed, 1, k]).generate_state(1)[0])
@@ -107,6 +111,13 @@ def reweighted_means(
         notes.append(
             f"the subset has no rated item in {', '.join(missing)} ({_share_text(lost)} of the test set): "
             "reweighted over the strata it has"
+        )
+    thin = [(s, int(n), float(w)) for s, n, w in zip(strata, counts, shares) if 0 < n < THIN_STRATUM and w > 0]
+    if thin:
+        notes.append(
+            f"{len(thin)} {by} stratum/strata hold fewer than {THIN_STRATUM} subset items but keep their test-set"
+            " weight, so their means are noisy: "
+            + ", ".join(f"{s} ({n} item(s), {_share_text(w)} of the weight)" for s, n, w in thin)
         )
     present = [k for k in range(len(strata)) if counts[k]]
     with np.errstate(invalid="ignore"):

@@ -83,7 +83,7 @@ def test_reweighted_means_equal_hand_computation():
     np.testing.assert_allclose(rw.means, [0.25 * 2 + 0.75 * 10, 0.25 * 0 + 0.75 * 4])
     np.testing.assert_allclose(rw.test_share, [0.25, 0.75])
     np.testing.assert_array_equal(rw.subset_items, [2, 1])
-    assert rw.missing == () and rw.notes == ()
+    assert rw.missing == () and len(rw.notes) == 1 and "A (2 item(s), 25 % of the weight)" in rw.notes[0]
     # B has one item in the subset: every within-stratum resample is that item; A's resamples vary
     assert np.all(rw.ci_low <= rw.means) and np.all(rw.means <= rw.ci_high)
     assert rw.ci_low[0] == pytest.approx(0.25 * 1 + 7.5) and rw.ci_high[0] == pytest.approx(0.25 * 3 + 7.5)
@@ -242,3 +242,44 @@ def test_domain_balanced_subset_on_wmt23_zh_en(raw_data):
     assert ranking.reweighted is not None and ranking.reweighted.missing == ()
     assert ranking.full_data.tau is not None and 0 < ranking.full_data.tau <= 1
     assert ranking.full_data.flipped is not None and ranking.full_data.pairs == 105
+
+
+def test_a_stratum_with_few_subset_items_is_named_when_it_keeps_its_weight():
+    from precomet.rank.reweight import reweighted_means
+
+    rng = np.random.default_rng(1)
+    test_set = Campaign.build(
+        ids=[str(i) for i in range(100)],
+        src=[f"source {i}" for i in range(100)],
+        systems=["A", "B"],
+        domain=["news"] * 50 + ["chat"] * 50,
+        scores={"human": rng.normal(size=(100, 2))},
+    )
+    subset = test_set.take(np.r_[np.arange(20), 50, 51])  # 20 news items, 2 chat items
+    notes = reweighted_means(subset, test_set, by="domain", rounds=20).notes
+    assert any(
+        "fewer than 10 subset items" in note and "chat (2 item(s), 50 % of the weight)" in note for note in notes
+    )
+    balanced = test_set.take(np.r_[np.arange(20), np.arange(50, 70)])
+    notes = reweighted_means(balanced, test_set, by="domain", rounds=20).notes
+    assert not any("fewer than" in note for note in notes)
+
+
+def test_reweighting_is_advised_by_the_difference_and_not_when_it_moves_away_from_the_full_data(caplog):
+    from types import SimpleNamespace
+
+    from precomet.commands.rank import _warn_about_subset
+
+    length = "the subset's sources are 1.40x as long as the test set's on average (90 vs 64 characters)"
+    comp = SimpleNamespace(note=None, warnings=(length,))
+    agreement = SimpleNamespace(tau=0.924, tau_reweighted=0.867)
+    _warn_about_subset(SimpleNamespace(composition=comp, reweighted=None, full_data=None), None)
+    assert "(--reweight length post-stratifies them)" in caplog.text and "--reweight domain" not in caplog.text
+    caplog.clear()
+    reweighted = SimpleNamespace(notes=())
+    _warn_about_subset(SimpleNamespace(composition=comp, reweighted=reweighted, full_data=agreement), "length")
+    assert "agrees less with the full data's than the raw one (Kendall tau 0.924 -> 0.867)" in caplog.text
+    caplog.clear()
+    better = SimpleNamespace(tau=0.867, tau_reweighted=0.924)
+    _warn_about_subset(SimpleNamespace(composition=comp, reweighted=reweighted, full_data=better), "length")
+    assert "agrees less" not in caplog.text

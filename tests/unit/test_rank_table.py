@@ -59,3 +59,12 @@ def test_the_suffix_chooses_the_format_and_other_suffixes_are_refused(ranking, t
     assert (tmp_path / "r.tex").read_text().startswith(r"\begin{table}")
     assert main([*rank, "--table", str(tmp_path / "r.xlsx")]) == 2
     assert "--table" in capsys.readouterr().err and not (tmp_path / "r.xlsx").exists()
+
+
+def test_the_figure_title_says_what_the_subset_is_a_subset_of(ranking):
+    from precomet.rank.report import figure_title
+
+    campaign, result = ranking
+    assert figure_title(result).endswith(": 60 items, 3 significance clusters")
+    subset = rank_systems(campaign.take(np.arange(30)), rounds=20, test_set=campaign)
+    assert ": a subset of 30 of 60 items," in figure_title(subset)
