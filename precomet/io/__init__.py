@@ -125,13 +125,20 @@ def _load_mtme(path: Path, campaign: str | None, human: str | None) -> Campaign:
 
 def _no_options(loader):
     def load_file(path: Path, campaign: str | None, human: str | None) -> Campaign:
-        if human not in (None, HUMAN):
-            raise PrecometError(
-                f"{path}: this format has one human protocol; {{human}}{human!r} is not available", param="human"
-            )
-        return loader(path)
+        loaded = loader(path)
+        _check_only_protocol(path, human, loaded.protocol)
+        return loaded
 
     return load_file
+
+
+def _check_only_protocol(path: Path, human: str | None, protocol: str | None) -> None:
+    """A file with one human score accepts ``--human`` naming it: ``human`` or its protocol (``mqm``)."""
+    if human not in (None, HUMAN, protocol):
+        named = f" ({protocol!r})" if protocol else ""
+        raise PrecometError(
+            f"{path}: this format has one human protocol{named}; {{human}}{human!r} is not available", param="human"
+        )
 
 
 def _load_esa(path: Path, campaign: str | None, human: str | None) -> Campaign:
@@ -163,11 +170,9 @@ def _load_release(path: Path, campaign: str | None, human: str | None) -> Campai
 
 
 def _load_dataset_dict(path: Path, campaign: str | None, human: str | None) -> Campaign:
-    if human not in (None, HUMAN):
-        raise PrecometError(
-            f"{path}: this format has one human protocol; {{human}}{human!r} is not available", param="human"
-        )
-    return load_saved_dataset(path, split=campaign)
+    loaded = load_saved_dataset(path, split=campaign)
+    _check_only_protocol(path, human, loaded.protocol)
+    return loaded
 
 
 LOADERS = {

@@ -130,3 +130,14 @@ def test_real_ted_reproduces_published_averages_exactly(raw_data, lp):
         assert f"{matrix[row[int(seg)], campaign.systems.index(system)]:.6f}" == value, (system, seg)
         checked += 1
     assert checked == 529 * len(campaign.systems)
+
+
+@pytest.mark.parametrize("path", [AVG, FIXTURES / "mqm_tiny_ende.tsv"])
+def test_human_may_name_the_only_protocol(path):
+    from precomet.errors import PrecometError
+    from precomet.io import load
+
+    assert load(path, human="mqm").protocol == "mqm"
+    assert load(path, human="human").systems == load(path).systems
+    with pytest.raises(PrecometError, match=r"one human protocol \('mqm'\); human='esa' is not available"):
+        load(path, human="esa")
