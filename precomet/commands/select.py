@@ -98,7 +98,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     add_force_argument(parser, what="a --scores file")
     parser.add_argument(
-        "-o", "--output", required=True, help="subset JSONL; the manifest goes beside it (.manifest.json)"
+        "-o",
+        "--output",
+        help="subset JSONL; the manifest goes beside it (.manifest.json); optional with --batch (then only the batch"
+        " is written)",
     )
     parser.add_argument(
         "--batch",
@@ -120,7 +123,7 @@ def paths(args: argparse.Namespace) -> Paths:
 
     return Paths(
         inputs=[*data_inputs(args), args.scores, args.checkpoint, args.cost_from_times],
-        outputs=[args.output, subset_manifest_path(args.output), args.batch],
+        outputs=[args.output, subset_manifest_path(args.output) if args.output else None, args.batch],
     )
 
 
@@ -130,7 +133,9 @@ def run(args: argparse.Namespace) -> int:
     from precomet.select import select_subset, subset_manifest_path, write_subset
     from precomet.selection.knapsack import check_solver
 
-    check_outputs(args.output, subset_manifest_path(args.output), args.batch)
+    if args.output is None and args.batch is None:
+        raise PrecometError("give -o PATH (the subset), --batch PATH (the annotation batch), or both")
+    check_outputs(args.output, subset_manifest_path(args.output) if args.output else None, args.batch)
     if args.budget_time is not None:  # costs are seconds: a duration is a cost budget
         args.budget_cost = args.budget_time
     if args.batch is not None:
@@ -225,10 +230,10 @@ def run(args: argparse.Namespace) -> int:
     manifest_path = write_subset(
         args.output, campaign, selection, utility, manifest, batch=args.batch, batch_order=args.batch_order
     )
+    written = f" -> {args.output}" + (f" (+ {manifest_path.name})" if manifest_path else "") if args.output else ""
     print(
         f"selected {len(selection)} of {len(campaign)} items ({_cost_summary(campaign, selection.indices)}); "
-        f"{selection.solver} {selection.status}, gap {selection.gap:.2g}, "
-        f"{selection.seconds:.2f} s -> {args.output}" + (f" (+ {manifest_path.name})" if manifest_path else "")
+        f"{selection.solver} {selection.status}, gap {selection.gap:.2g}, {selection.seconds:.2f} s{written}"
     )
     if args.batch:
         print(f"annotation batch ({_batch_contents(campaign)}; {args.batch_order} order) -> {args.batch}")
@@ -254,7 +259,7 @@ def _utilities(args: argparse.Namespace, campaign: Campaign) -> tuple[np.ndarray
 
         source_of = source_texts(args, campaign)  # every item: a file may cover the unrated ones too
         utility, signature = aligned_utilities(
-            args.scores, campaign.ids, allow_extra=True, source_of=source_of, force=args.force
+            args.scores, campaign.ids, allow_extra=source_of.keys(), source_of=source_of, force=args.force
         )
         seen = check_seen(
             signature, campaign.src, strict=args.strict, what=f"the estimator behind {args.scores}", where=args.scores

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 
 def write_subset(
-    path: str | Path,
+    path: str | Path | None,
     campaign: Campaign,
     selection: Selection,
     utility: np.ndarray,
@@ -40,32 +40,21 @@ def write_subset(
     that a subset belongs to the data it ranks) and ``<name>.manifest.json`` beside it (``manifest`` plus
     ``ids_hash``, the hash of the subset's sorted ids, which ``rank`` checks the subset against), and with
     ``batch`` the annotation batch (the chosen items with their texts, in ``batch_order``; :mod:`precomet.io.batch`,
-    format by suffix), as one set (all or none). Returns the manifest path; a subset written to standard output
-    (``-``) or a device has no folder to put a manifest beside, and none is written (``None``)."""
+    format by suffix), as one set (all or none); with ``path`` ``None`` only the batch. Returns the manifest path;
+    a subset written to standard output (``-``) or a device has no folder to put a manifest beside, and none is
+    written (``None``)."""
     from precomet.io.batch import BATCH_ORDERS, batch_format, write_batch
 
-    path = Path(path)
-    manifest_path = subset_manifest_path(path)
+    path = None if path is None else Path(path)
+    manifest_path = None if path is None else subset_manifest_path(path)
     batch_kind = batch_format(batch) if batch is not None else None
     if batch_order not in BATCH_ORDERS:
         raise PrecometError(f"unknown batch order {batch_order!r}; choose one of {', '.join(BATCH_ORDERS)}")
     manifest = {**manifest, "ids_hash": sources_hash(sorted(str(campaign.ids[i]) for i in selection.indices))}
     with output_set(path, manifest_path, batch) as out:
-        with out.open(path) as handle:
-            jsonsafe.dump_lines(
-                (
-                    {
-                        "id": campaign.ids[i],
-                        "src": campaign.src[i],
-                        "doc": campaign.doc[i],
-                        "domain": campaign.domain[i],
-                        "cost": float(campaign.cost[i]),
-                        "utility": float(utility[i]),
-                    }
-                    for i in selection.indices
-                ),
-                handle,
-            )
+        if path is not None:  # without it, only the annotation batch
+            with out.open(path) as handle:
+                jsonsafe.dump_lines((_subset_row(campaign, i, utility) for i in selection.indices), handle)
         if manifest_path is not None:
             with out.open(manifest_path) as handle:
                 jsonsafe.dump(dict(manifest), handle, indent=2, default=str)
@@ -74,6 +63,17 @@ def write_subset(
             with open(out.path(batch), "w", encoding="utf-8", newline="") as handle:
                 write_batch(handle, campaign, selection.indices, format=batch_kind, order=batch_order)
     return manifest_path
+
+
+def _subset_row(campaign: Campaign, i: int, utility: np.ndarray) -> dict[str, Any]:
+    return {
+        "id": campaign.ids[i],
+        "src": campaign.src[i],
+        "doc": campaign.doc[i],
+        "domain": campaign.domain[i],
+        "cost": float(campaign.cost[i]),
+        "utility": float(utility[i]),
+    }
 
 
 def subset_manifest_path(path: str | Path) -> Path | None:

@@ -5,7 +5,7 @@ a shard directory of ``precomet predict --shard-dir`` (:mod:`precomet.utilities.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
@@ -114,14 +114,14 @@ def aligned_utilities(
     path: str | Path,
     ids: Sequence[str] | np.ndarray,
     *,
-    allow_extra: bool = False,
+    allow_extra: bool | Collection[str] = False,
     source_of: Mapping[str, str] | None = None,
     force: bool = False,
 ) -> tuple[np.ndarray, dict[str, Any]]:
     """Utilities of a ``{"id", "utility"}`` file aligned with ``ids`` (a campaign's order), and the file's
     signature. Missing or null entries raise, naming how many and a few of them; so do ids not in ``ids``
-    unless ``allow_extra`` (e.g. scores of every source when the campaign kept only its fully rated items; with
-    ``source_of``, only ids of the data it maps are allowed).
+    unless ``allow_extra`` is true (e.g. scores of every source when the campaign kept only its fully rated items)
+    or a collection holding them (the ids of the whole data, say).
     Duplicates raise in :func:`read_utilities`. With ``source_of`` (id -> source text of the data), a file
     computed on other sources is refused, or with ``force`` warned about
     (:func:`precomet.provenance.check_scores_belong`)."""
@@ -136,8 +136,8 @@ def aligned_utilities(
     problems = []
     if missing:
         problems.append(f"{len(missing)} of {len(wanted)} campaign id(s) have no utility, e.g. {missing[:5]}")
-    stray = extra if not allow_extra else [] if source_of is None else [i for i in extra if i not in source_of]
-    if stray:  # with source_of, the extra ids must at least be items of the data (e.g. dropped as unrated)
+    stray = extra if allow_extra is False else [] if allow_extra is True else [i for i in extra if i not in allow_extra]
+    if stray:
         problems.append(f"{len(stray)} id(s) are not in the campaign, e.g. {stray[:5]}")
     if null:
         problems.append(f"{len(null)} utility value(s) are null, e.g. {null[:5]}")

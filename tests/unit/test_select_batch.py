@@ -199,3 +199,18 @@ def test_a_budget_that_covers_every_item_says_so(tmp_path, monkeypatch, capsys):
     assert "covers all 4 items" in capsys.readouterr().err
     assert main([*argv, "--budget", "2"]) == 0
     assert "covers all" not in capsys.readouterr().err
+
+
+def test_the_batch_alone_needs_no_subset_file(tmp_path, capsys):
+    data = _items(tmp_path / "items.jsonl")
+    argv = ["select", "--data", str(data), "--method", "metric_var", "--metric", "m", "--budget", "6"]
+    assert main([*argv, "--batch", str(tmp_path / "only.csv")]) == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["items.jsonl", "only.csv"]
+    assert len(list(csv.DictReader((tmp_path / "only.csv").open(encoding="utf-8", newline="")))) == 6
+    assert main([*argv, "-o", str(tmp_path / "s.jsonl"), "--batch", str(tmp_path / "both.csv")]) == 0
+    same = [row["id"] for row in csv.DictReader((tmp_path / "both.csv").open(encoding="utf-8", newline=""))]
+    alone = [row["id"] for row in csv.DictReader((tmp_path / "only.csv").open(encoding="utf-8", newline=""))]
+    assert same == alone
+    capsys.readouterr()
+    assert main(argv) == 2
+    assert "give -o PATH (the subset), --batch PATH (the annotation batch), or both" in capsys.readouterr().err
