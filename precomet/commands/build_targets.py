@@ -20,6 +20,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="inputs, repeatable; a multi-campaign root needs ':NAME' or a glob over its campaign names, e.g."
         " '$RAW/wmt-news-systems:wmt2[12]/en-*' or '$RAW/mt-metrics-eval-v2:wmt23/en-de'",
     )
+    parser.add_argument(
+        "--campaign",
+        metavar="NAME",
+        help="campaign (or glob over campaign names) of every --data root given without ':NAME', as in the other"
+        " commands",
+    )
     parser.add_argument("--human", help="human protocol for mt-metrics-eval inputs (default: the first available)")
     parser.add_argument(
         "--method",
@@ -88,7 +94,8 @@ def run(args: argparse.Namespace) -> int:
     options = parse_options(args.option)
     resolve_options(args.method, options)
     # a sparse utility (item_effect) models the unscored cells itself: every item with a score is kept
-    campaigns = load_specs(args.data, args.human, complete=not get_spec(args.method).sparse)
+    specs = [spec if args.campaign is None or split_spec(spec)[1] else f"{spec}:{args.campaign}" for spec in args.data]
+    campaigns = load_specs(specs, args.human, complete=not get_spec(args.method).sparse)
     empty = [c.name for c in campaigns if len(c) == 0]
     if empty:
         raise PrecometError(

@@ -250,3 +250,10 @@ def test_reference_metric_needs_a_reference():
         reference_scores(campaign)
     with pytest.raises(PrecometError, match="unknown reference metric 'ter'"):
         reference_scores(campaign, "ter")
+
+
+def test_build_targets_takes_campaign_as_the_other_commands_do(tmp_path, release):
+    argv = ["build-targets", "--method", "diversity", "--option", "similarity=chrf"]
+    assert main([*argv, "--data", f"{release}:wmt2[12]/*", "-o", str(tmp_path / "a.jsonl")]) == 0
+    assert main([*argv, "--data", str(release), "--campaign", "wmt2[12]/*", "-o", str(tmp_path / "b.jsonl")]) == 0
+    assert (tmp_path / "a.jsonl").read_text() == (tmp_path / "b.jsonl").read_text()
