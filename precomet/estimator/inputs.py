@@ -84,7 +84,8 @@ def split_rows(
             )
     mean, std = _learnable(np.array([r["target"] for r in train_set], dtype=float))
     if dev_set:
-        _check_dev(np.array([r["target"] for r in dev_set], dtype=float), mean, std)
+        where = f"{dev_rows}: " if isinstance(dev_rows, (str, Path)) else ""  # --dev FILE, named in the errors
+        _check_dev(np.array([r["target"] for r in dev_set], dtype=float), mean, std, where=where)
     return Split(
         train=train_set,
         dev=dev_set,
@@ -100,22 +101,23 @@ _FARTHEST_DEV = 1e6
 enough); farther, it is a unit or data error, and the dev Pearson would be that one target's."""
 
 
-def _check_dev(y: np.ndarray, mean: float, std: float) -> None:
+def _check_dev(y: np.ndarray, mean: float, std: float, *, where: str = "") -> None:
     """Refuse dev targets that cannot pick an epoch: ones beyond :data:`_FARTHEST_DEV` training standard
     deviations, and (nearly) constant ones, whose Pearson is undefined or noise at the last digit."""
     distance = np.abs(standardise(y, mean, std))
     if not np.all(distance <= _FARTHEST_DEV):
         worst = int(np.argmax(np.where(np.isfinite(distance), distance, np.inf)))
         raise PrecometError(
-            f"dev target {y[worst]:.6g} lies {distance[worst]:.3g} training standard deviations from the training"
-            f" mean {mean:.6g} (std {std:.6g}): dev and training targets are on other scales (another method,"
+            f"{where}dev target {y[worst]:.6g} lies {distance[worst]:.3g} training standard deviations from the"
+            f" training mean {mean:.6g} (std {std:.6g}): dev and training targets are on other scales (another method,"
             " normalisation or unit?); build both with the same build-targets settings"
         )
     dev_std = mean_std(y)[1] if len(y) > 1 else 0.0
     seen_by_training = standardise(y, mean, std).astype(np.float32)  # as the dev Pearson sees them
     if dev_std <= 1e-12 * float(np.max(np.abs(y))) or dev_std == 0.0 or np.ptp(seen_by_training) == 0:
         raise PrecometError(
-            f"the {len(y)} dev target(s) are all {y[0]:.6g}{'' if len(set(y.tolist())) == 1 else ' (to 12 digits)'}:"
+            f"{where}the {len(y)} dev target(s) are all {y[0]:.6g}"
+            f"{'' if len(set(y.tolist())) == 1 else ' (to 12 digits)'}:"
             " the dev Pearson that picks the best epoch is undefined on constant targets; give dev rows whose"
             " targets differ (a larger data.dev_fraction, or other --dev rows)"
         )

@@ -99,6 +99,13 @@ def test_targets_that_teach_nothing_are_refused_and_huge_ones_standardise(cfg):
     assert np.array_equal(split.standardised(split.train), np.where(np.arange(len(rows)) % 2, 1.0, -1.0))
 
 
+def test_dev_target_errors_name_the_dev_file(cfg, tmp_path):
+    rows = _rows()
+    write_targets([{**r, "target": 0.5} for r in rows[20:]], tmp_path / "dev.jsonl")
+    with pytest.raises(PrecometError, match=r"dev.jsonl: the 12 dev target\(s\) are all 0\.5"):
+        split_rows(rows[:20], tmp_path / "dev.jsonl", data=cfg["data"], seed=0)
+
+
 def test_split_rows_explicit_dev_no_dev_and_a_targets_file(cfg, tmp_path, caplog):
     rows = _rows()
     split = split_rows(rows[:20], rows[15:25], data=cfg["data"], seed=0)
