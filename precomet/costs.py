@@ -138,24 +138,29 @@ def format_duration(seconds: float) -> str:
 
 _DURATION_UNITS = {"d": 86400.0, "h": 3600.0, "m": 60.0, "s": 1.0}
 _DURATION_PART = re.compile(
-    r"\s*(\d+(?:\.\d*)?|\.\d+)\s*(d|days?|h|hrs?|hours?|m|mins?|minutes?|s|secs?|seconds?)(?![a-z])", re.IGNORECASE
+    r"\s*([0-9]+(?:\.[0-9]*)?|\.[0-9]+)\s*(d|days?|h|hrs?|hours?|m|mins?|minutes?|s|secs?|seconds?)(?![a-z])",
+    re.IGNORECASE,
 )
 
 
 def parse_duration(text: str) -> float:
     """Seconds of a duration written as ``10h``, ``90m``, ``3600s``, ``1h30m``, ``1.5 hours`` or ``2h 15min``
-    (units d, h, m/min, s/sec, in full or not); a bare number has no unit and raises :class:`ValueError`, as does
-    any other text or a total that is not finite."""
-    position, total, parts = 0, 0.0, 0
+    (units d, h, m/min, s/sec, in full or not, each once and largest first); a bare number has no unit and raises
+    :class:`ValueError`, as does any other text or a total that is not finite."""
+    position, total, units = 0, 0.0, list[float]()
     while position < len(text):
         if not text[position:].strip():
             break
         match = _DURATION_PART.match(text, position)
         if match is None:
             raise ValueError(f"not a duration: {text!r} (give a unit: 10h, 90m, 3600s, 1h30m)")
-        total += float(match.group(1)) * _DURATION_UNITS[match.group(2)[0].lower()]
-        position, parts = match.end(), parts + 1
-    if not parts or not math.isfinite(total):
+        unit = _DURATION_UNITS[match.group(2)[0].lower()]
+        if units and unit >= units[-1]:  # 1h1h, 30m1h: a typo, not a sum
+            raise ValueError(f"not a duration: {text!r} (each unit once, largest first: 1h30m)")
+        total += float(match.group(1)) * unit
+        position = match.end()
+        units.append(unit)
+    if not units or not math.isfinite(total):
         raise ValueError(f"not a duration: {text!r} (give a unit: 10h, 90m, 3600s, 1h30m)")
     return total
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -251,10 +252,16 @@ def run(args: argparse.Namespace) -> int:
         campaign, args, what="benchmark", needs="systems with human scores", instead="benchmark a scored campaign"
     )
     campaign = apply_cost_from_times(args, campaign)
+    if args.keep_incomplete and args.target in campaign.scores and np.isnan(campaign.score(args.target)).any():
+        unrated = int(np.isnan(campaign.score(args.target)).any(axis=1).sum())
+        raise PrecometError(
+            f"--keep-incomplete: a benchmark compares subsets on items rated by every system, and {unrated} of the"
+            f" {len(campaign)} items of --data are not; drop --keep-incomplete"
+        )
     if args.subset is not None:
         return _run_fixed_subset(args, campaign)
     if args.budget_time is not None:
-        props = _time_budgets(args.budget_time, float(campaign.cost.sum()))
+        props = _time_budgets(args.budget_time, float(campaign.cost.sum()), len(campaign))
     if args.level == "doc":
         require_documents(campaign)
     if args.balance == "domain" and len(set(campaign.domain)) < 2:
@@ -311,6 +318,7 @@ def run(args: argparse.Namespace) -> int:
         scores_files=list(args.scores),
         selector={"name": args.selector, "encoder": args.strata_encoder if args.selector == "strata" else None},
         seen_in_training={name: seen for name, _, seen in read},
+        budget_time=args.budget_time,
     )
     written = [path for path in (output, args.plot) if path]
     if written:
@@ -369,7 +377,8 @@ def _run_fixed_subset(args: argparse.Namespace, campaign: Campaign) -> int:
 
     given = [flag for flag, used in (("--scores", args.scores), ("--crowd", args.crowd is not None),
              ("--props", args.props is not None), ("--budget-time", args.budget_time is not None),
-             ("--balance", args.balance), ("--level doc", args.level != "item")) if used]  # fmt: skip
+             ("--methods", args.methods), ("--balance", args.balance), ("--level doc", args.level != "item"),
+             ("--cost-objective", args.cost_objective != DEFAULT_COST_OBJECTIVE)) if used]  # fmt: skip
     if given:
         raise PrecometError(f"--subset judges one fixed subset against random subsets; drop {', '.join(given)}")
     n_random = NULL_ORDERINGS if args.null_orderings is None else args.null_orderings
@@ -377,7 +386,12 @@ def _run_fixed_subset(args: argparse.Namespace, campaign: Campaign) -> int:
         raise PrecometError("--subset needs random subsets to compare with: give --null-orderings N >= 1")
     everything = load_campaign(argparse.Namespace(**{**vars(args), "keep_incomplete": True}))
     rows = read_subset_rows(args.subset)
-    ids = subset_ids_in(args.subset, rows, everything, campaign, keep_incomplete=args.keep_incomplete)
+    ids = subset_ids_in(args.subset, rows, everything, campaign, keep_incomplete=None)
+    if not 2 <= len(ids.rated) < len(campaign):
+        raise PrecometError(
+            f"--subset {args.subset}: {len(ids.rated)} of the {len(campaign)} rated items; judging a subset against"
+            " random ones needs at least 2 and fewer than all"
+        )
     source_of = dict(zip(map(str, everything.ids), everything.src))
     check_subset_sources(
         args.subset, [(i, src) for i, (_, src, _) in zip(ids.matched, rows)], source_of, force=args.force
@@ -411,10 +425,13 @@ def _run_fixed_subset(args: argparse.Namespace, campaign: Campaign) -> int:
                 handle.write("\n")
         if args.plot:
             plot_fixed(judgement, out.path(args.plot), name=name)
+    written = [str(path) for path in (args.output, args.plot) if path]
+    if written:
+        print("wrote " + " and ".join(written))
     return 0
 
 
-def _time_budgets(text: str, total: float) -> list[float]:
+def _time_budgets(text: str, total: float, n_items: int) -> list[float]:
     """``--budget-time 5h,10h``: each duration as a share of the campaign's total annotation time ``total`` (s)."""
     from precomet.costs import format_duration, parse_duration
 
@@ -429,6 +446,11 @@ def _time_budgets(text: str, total: float) -> list[float]:
                 f"--budget-time: {part.strip()} is not within the campaign's total annotation time"
                 f" ({format_duration(total)}, {total:,.6g} s); give a shorter budget"
             )
+        if seconds / total * n_items < 2:
+            raise PrecometError(
+                f"--budget-time: {part.strip()} is {seconds / total:.3g} of the campaign's annotation time, the share"
+                f" of fewer than 2 of its {n_items} items; give at least {math.ceil(2 / n_items * total)}s"
+            )
         shares.append(seconds / total)
     twice = list(dict.fromkeys(part.strip() for part, share in zip(text.split(","), shares) if shares.count(share) > 1))
     if twice:
@@ -442,7 +464,8 @@ def _check_crowd_options(args: argparse.Namespace) -> None:
         for flag, used in (
             ("--scores", args.scores),
             ("--plot", args.plot),
-            ("--budget-unit cost", args.budget_unit == "cost"),
+            ("--budget-time", args.budget_time is not None),
+            ("--budget-unit cost", args.budget_unit == "cost" and args.budget_time is None),
             ("--workers", args.workers is not None),
             ("--balance", args.balance),
             ("--level doc", args.level != "item"),

@@ -188,6 +188,10 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+_DIFFERENCES = (("domain", "domains"), ("length", "long"))
+"""The composition warning a reweighting corrects, by a word of the warning (precomet.rank.composition)."""
+
+
 def _warn_about_subset(ranking, reweight: str | None) -> None:
     """The subset's composition on stderr (one line per material difference), with what to do about it: the
     reweighting that matches the difference, or, once reweighted, whether it brought the ranking nearer the full
@@ -197,19 +201,18 @@ def _warn_about_subset(ranking, reweight: str | None) -> None:
         return
     if comp.note:
         log.warning("rank --subset: %s", comp.note)
-    for i, line in enumerate(comp.warnings):
+    kinds = [next((name for name, word in _DIFFERENCES if word in line), None) for line in comp.warnings]
+    for i, (line, kind) in enumerate(zip(comp.warnings, kinds)):
         hint = ""
-        if i == len(comp.warnings) - 1 and reweight is None:
-            by = [
-                name
-                for name, word in (("domain", "domains"), ("length", "long"))
-                if any(word in w for w in comp.warnings)
-            ]
+        if reweight is None and i == len(comp.warnings) - 1:
+            by = list(dict.fromkeys(k for k in kinds if k))
             hint = "; subset means are not test-set means" + (
                 f" (--reweight {' or '.join(by)} post-stratifies them)" if by else ""
             )
-        elif i == len(comp.warnings) - 1:
+        elif reweight is not None and kind == reweight:
             hint = f"; see the reweighted ({reweight}) means"
+        elif reweight is not None and kind is not None:
+            hint = f" (--reweight {reweight} does not correct this; --reweight {kind} does)"
         log.warning("rank --subset: %s%s", line, hint)
     if ranking.reweighted is not None:
         for note in ranking.reweighted.notes:

@@ -203,6 +203,15 @@ def run(args: argparse.Namespace) -> int:
             " campaign",
             file=sys.stderr,
         )
+    if args.budget_cost is not None and args.budget_cost >= campaign.cost.sum():
+        from precomet.costs import format_duration
+
+        given = "--budget-time" if args.budget_time is not None else "--budget-cost"
+        print(
+            f"precomet select: note: {given} ({args.budget_cost:,.6g} s) covers the whole campaign's annotation time"
+            f" ({format_duration(float(campaign.cost.sum()))}): the subset is the whole campaign",
+            file=sys.stderr,
+        )
     selection = select_subset(
         utility,
         campaign=campaign,

@@ -134,12 +134,13 @@ def subset_ids_in(
     everything: Campaign,
     rated: Campaign,
     *,
-    keep_incomplete: bool,
+    keep_incomplete: bool | None,
 ) -> SubsetIds:
     """Locate a subset's rows (:func:`read_subset_rows`) in ``everything`` (every item of ``--data``) by id, or by
     source text for a subset selected from another format (:func:`precomet.provenance.match_by_source`, with a
     warning saying how many); the rows that ``rated`` (the scored view of ``--data``) lacks are left out with a
-    warning, and a subset none of whose items is rated is refused."""
+    warning (naming ``--keep-incomplete`` when it is ``False``: ``None`` where the command has no use for it), and a
+    subset none of whose items is rated is refused."""
     match = match_by_source(
         path, rows, list(map(str, everything.ids)), list(everything.src), list(map(str, everything.doc))
     )
@@ -161,6 +162,6 @@ def subset_ids_in(
             len(rows),
             unrated[0],
             len(rows) - len(unrated),
-            "" if keep_incomplete else " (--keep-incomplete also uses partly rated ones)",
+            " (--keep-incomplete also uses partly rated ones)" if keep_incomplete is False else "",
         )
     return SubsetIds(matched=match.ids, rated=[item_id for item_id in match.ids if item_id in scored])

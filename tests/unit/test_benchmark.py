@@ -352,7 +352,9 @@ def test_cli_budget_time_gives_the_budgets_as_shares_of_the_annotation_time(tmp_
         (["--budget-time", "1h", "--budget-unit", "items"], "drop --budget-unit items"),
         (["--budget-time", f"{total * 2:.0f}s"], "not within the campaign's total annotation time"),
         (["--budget-time", "5"], "--budget-time: not a duration: '5' (give a unit"),
-        (["--budget-time", "60s,1m"], "60s, 1m give the same budget twice"),
+        (["--budget-time", "600s,10m"], "600s, 10m give the same budget twice"),
+        (["--budget-time", "1s"], "--budget-time: 1s is"),
+        (["--budget-time", "1h", "--crowd", "3"], ", --budget-time"),
     ):
         assert main([*base, *extra, "-o", str(tmp_path / "x.json")]) == 2
         assert says in capsys.readouterr().err and not (tmp_path / "x.json").exists()

@@ -67,5 +67,24 @@ def test_cli_judges_a_subset_written_by_select(campaign, tmp_path, capsys):
     result = json.loads((tmp_path / "j.json").read_text())
     assert result["n_subset"] == 30 and result["signature"]["tool"] == "precomet benchmark --subset"
     assert (tmp_path / "j.png").stat().st_size > 0
-    assert main([*bench, "--props", "0.2"]) == 2
-    assert "drop --props" in capsys.readouterr().err
+    assert "wrote " in out
+    for extra, says in (
+        (["--props", "0.2"], "drop --props"),
+        (["--methods", "metric_var"], "drop --methods"),
+    ):
+        assert main([*bench, *extra]) == 2
+        assert says in capsys.readouterr().err
+    (tmp_path / "one.jsonl").write_text((tmp_path / "s.jsonl").read_text().splitlines()[0] + "\n")
+    assert main([*bench[:3], "--subset", str(tmp_path / "one.jsonl")]) == 2
+    assert f"--subset {tmp_path / 'one.jsonl'}: 1 of the 120 rated items" in capsys.readouterr().err
+
+
+def test_keep_incomplete_is_refused_by_name_when_items_are_unrated(tmp_path, capsys):
+    from tests.bad_inputs import items, jsonl
+
+    rows = items()
+    del rows[2]["scores"]["A"]["human"]
+    (tmp_path / "d.jsonl").write_text(jsonl(rows), encoding="utf-8")
+    argv = ["benchmark", "--data", str(tmp_path / "d.jsonl"), "--keep-incomplete", "--metric", "m", "--seeds", "2"]
+    assert main(argv) == 2
+    assert "--keep-incomplete: a benchmark compares subsets on items rated by every system" in capsys.readouterr().err

@@ -29,7 +29,9 @@ def test_parse_duration(text, seconds):
     assert parse_duration(text) == seconds
 
 
-@pytest.mark.parametrize("text", ["10", "h", "10x", "1h 2", "-1h", "1e400h", "", "10 hx", "inf h", "9" * 400 + "h"])
+@pytest.mark.parametrize(
+    "text", ["10", "h", "10x", "1h 2", "-1h", "1e400h", "", "10 hx", "inf h", "9" * 400 + "h", "\uff11h"]
+)
 def test_parse_duration_refuses_numbers_without_a_unit_and_other_text(text):
     with pytest.raises(ValueError, match="not a duration.*give a unit"):
         parse_duration(text)
@@ -110,3 +112,9 @@ def test_times_near_the_largest_float_fit_without_overflow():
     assert huge.method == small.method == "least squares"
     assert huge.a == pytest.approx(small.a * 1e307) and huge.b == pytest.approx(small.b * 1e307)
     assert huge.r2 == pytest.approx(small.r2) and huge.median_ratio == pytest.approx(small.median_ratio)
+
+
+@pytest.mark.parametrize("text", ["1h1h", "30m1h", "1h 2h", "5s 1m"])
+def test_parse_duration_takes_each_unit_once_largest_first(text):
+    with pytest.raises(ValueError, match="each unit once, largest first"):
+        parse_duration(text)

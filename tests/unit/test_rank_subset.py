@@ -279,6 +279,10 @@ def test_reweighting_is_advised_by_the_difference_and_not_when_it_moves_away_fro
     reweighted = SimpleNamespace(notes=())
     _warn_about_subset(SimpleNamespace(composition=comp, reweighted=reweighted, full_data=agreement), "length")
     assert "agrees less with the full data's than the raw one (Kendall tau 0.924 -> 0.867)" in caplog.text
+    assert "see the reweighted (length) means" in caplog.text
+    caplog.clear()
+    _warn_about_subset(SimpleNamespace(composition=comp, reweighted=reweighted, full_data=None), "domain")
+    assert "(--reweight domain does not correct this; --reweight length does)" in caplog.text
     caplog.clear()
     better = SimpleNamespace(tau=0.867, tau_reweighted=0.924)
     _warn_about_subset(SimpleNamespace(composition=comp, reweighted=reweighted, full_data=better), "length")

@@ -420,6 +420,8 @@ def test_cli_budget_time_is_a_cost_budget_in_seconds(tmp_path, capsys):
     with pytest.raises(SystemExit):
         main([*select, "--budget-time", "390", "-o", str(tmp_path / "x.jsonl")])
     assert "expected a duration such as 10h" in capsys.readouterr().err
+    assert main([*select, "--budget-time", "1d", "-o", str(tmp_path / "all.jsonl")]) == 0
+    assert "--budget-time (86,400 s) covers the whole campaign's annotation time" in capsys.readouterr().err
 
 
 def test_cli_writes_subset_and_manifest(tmp_path, capsys):
