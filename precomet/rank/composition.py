@@ -115,7 +115,7 @@ def compare_composition(
             parts.append(f"{domains[under]} {_share_text(sub_share[under])} vs {_share_text(test_share[under])}")
         warnings.append(
             f"the subset's domains differ from the test set's: {', '.join(parts)} of the test set "
-            f"(total variation {tvd:.3g} > {max_tvd:g})"
+            f"(total variation {tvd:.3f} > {max_tvd:g})"
         )
     if np.isfinite(ratio) and not length_ratio[0] <= ratio <= length_ratio[1]:
         warnings.append(

@@ -46,7 +46,7 @@ def test_skewed_subset_warns_naming_the_domains():
     assert comp.domain_tvd == pytest.approx(0.3)
     assert comp.material and len(comp.warnings) == 1
     assert "A 80 % vs 50 %" in comp.warnings[0] and "B 20 % vs 50 %" in comp.warnings[0]
-    assert "0.30 > 0.1" in comp.warnings[0]
+    assert "0.300 > 0.1" in comp.warnings[0]  # three decimals: 0.1045 is not printed as "0.10 > 0.1"
 
 
 def test_representative_subset_does_not_warn():
