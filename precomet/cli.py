@@ -8,6 +8,7 @@ import argparse
 import importlib
 import logging
 import os
+import shlex
 import sys
 import traceback
 import warnings
@@ -15,7 +16,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext, redirect_stdout, suppress
 
 from precomet import __version__, signals
-from precomet.errors import PrecometError
+from precomet.encoders.disk import CacheUse, counting_cache_use, no_disk_cache
+from precomet.errors import Interrupted, PrecometError
 from precomet.progress import progress_setting, third_party_bars
 
 COMMANDS = {
@@ -60,6 +62,13 @@ OPTIONS = {
 }
 """How the CLI writes a parameter a library error names (:attr:`PrecometError.params`): the option that sets it."""
 
+ENCODING = {"select", "utilities", "build-targets", "train", "predict", "benchmark", "diffuse", "demo"}
+"""Commands that may encode texts: they take ``--no-cache`` and end by saying what the encoder cache did."""
+NO_CACHE_HELP = (
+    "neither read nor keep encoder vectors in the cache every command shares ($PRECOMET_CACHE, default"
+    " ~/.cache/precomet)"
+)
+
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The parser of every subcommand. With ``only`` (a command name) only that command's module is imported and
@@ -76,6 +85,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         const=False,
         help="no progress bars (default: shown when stderr is a terminal, unless PRECOMET_PROGRESS=0)",
     )
+    parser.add_argument("--no-cache", action="store_true", help=NO_CACHE_HELP)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, module_name in COMMANDS.items():
         if only is not None and name != only:
@@ -85,6 +95,8 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         # argparse %-formats action help strings (not descriptions): escape a literal "%" like "5-95%"
         command = sub.add_parser(name, help=module.HELP.replace("%", "%%"), description=module.HELP)
         module.add_arguments(command)
+        if name in ENCODING:  # also after the command's name, where users type it
+            command.add_argument("--no-cache", action="store_true", default=argparse.SUPPRESS, help=NO_CACHE_HELP)
         command.set_defaults(_run=module.run)
     return parser
 
@@ -96,16 +108,17 @@ def _command_in(argv: list[str]) -> str | None:
 
 
 @contextmanager
-def _command_settings(*, verbose: bool, progress: bool | None) -> Iterator[None]:
-    """Logging to stderr, warning filters and the progress-bar setting for one command, all undone on exit, so that
-    ``main`` called in-process (tests, notebooks) leaves the caller's logging and warnings as they were."""
+def _command_settings(*, verbose: bool, progress: bool | None, cache: bool = True) -> Iterator[None]:
+    """Logging to stderr, warning filters, the progress-bar and disk-cache settings for one command, all undone on
+    exit, so that ``main`` called in-process (tests, notebooks) leaves the caller's logging and warnings as they
+    were."""
     root = logging.getLogger()
     handlers, level = list(root.handlers), root.level
     logging.basicConfig(
         level=logging.INFO if verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s"
     )
     try:
-        with warnings.catch_warnings(), progress_setting(progress), third_party_bars():
+        with warnings.catch_warnings(), progress_setting(progress), third_party_bars(), no_disk_cache(not cache):
             if not verbose:  # third-party deprecation notices are for developers, not for users of the CLI
                 warnings.filterwarnings("ignore", category=DeprecationWarning)
                 warnings.filterwarnings("ignore", category=FutureWarning)
@@ -166,6 +179,7 @@ def _main(argv: list[str]) -> int:
     prefix = f"precomet {args.command}"
     stdout = sys.stdout
     committed: list = []
+    cache_use = None
     try:
         if sys.stdout is None:  # started with `>&-`: every print would vanish, `-o -` would go to stderr
             raise PrecometError(
@@ -174,12 +188,15 @@ def _main(argv: list[str]) -> int:
         inputs, outputs = module.paths(args)
         to_stdout = any(o is not None and is_stdout(o) for o in outputs)
         with (
-            _command_settings(verbose=args.verbose, progress=args.progress),
+            _command_settings(verbose=args.verbose, progress=args.progress, cache=not args.no_cache),
+            counting_cache_use() as cache_use,
             command_outputs(stdout) as committed,
             redirect_stdout(sys.stderr) if to_stdout else nullcontext(),  # messages must not mix with the output
         ):
             check_not_inputs(outputs, inputs)
             status = int(args._run(args) or 0)
+        if cache_use.looked_up:
+            print(f"{prefix}: {cache_use.summary()}", file=sys.stderr)
         if signals.interrupted():  # an interrupt swallowed somewhere (a finaliser) must not end in success
             raise KeyboardInterrupt
         return status
@@ -199,6 +216,7 @@ def _main(argv: list[str]) -> int:
             str(p) for p in committed if str(p) == STDOUT or os.path.lexists(p)
         ]  # not files of a set that was then rolled back
         message = f"interrupted after writing {', '.join(kept)}" if kept else "interrupted; no output was written"
+        message += _resume_note(failure, cache_use, argv)
         status = 130
     elif isinstance(failure, MemoryError):  # a request larger than the machine: bad input, say which resource
         message, status = "error: not enough memory for this input and these options (MemoryError)", 2
@@ -210,6 +228,17 @@ def _main(argv: list[str]) -> int:
         traceback.print_exception(failure)
     print(f"{prefix}: {' '.join(message.splitlines())}", file=sys.stderr)  # one line, whatever a library said
     return status
+
+
+def _resume_note(interrupt: KeyboardInterrupt, cache_use: CacheUse | None, argv: list[str]) -> str:
+    """What an interrupted command kept for the next run (predicted chunks, encoder vectors) and the exact command
+    that resumes from it; empty when it kept nothing."""
+    kept = [interrupt.kept] if isinstance(interrupt, Interrupted) else []
+    if cache_use is not None and cache_use.saved:
+        kept.append(f"the vectors of {cache_use.saved:,} text(s) encoded so far are kept in the encoder cache")
+    if not kept:
+        return ""
+    return f"; {'; '.join(kept)}; to resume, run the same command: {shlex.join(['precomet', *argv])}"
 
 
 if __name__ == "__main__":

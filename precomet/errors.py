@@ -62,3 +62,12 @@ class OutputError(PrecometError):
 class SolverGapWarning(UserWarning):
     """A knapsack solution used as found, not certified optimal (``allow_gap=True``); the message gives its gap.
     Filter it by category (``warnings.simplefilter("ignore", SolverGapWarning)`` in a ``catch_warnings`` block)."""
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C or SIGTERM during work that kept part of its result: :attr:`kept` says what, for the command line's
+    interrupt message (which adds the command that resumes)."""
+
+    def __init__(self, kept: str) -> None:
+        super().__init__(kept)
+        self.kept = kept

@@ -171,8 +171,8 @@ class _Silent:
 
 
 class _Lines(_Silent):
-    """Lines mode: counts like a bar and prints ``[progress] DESC: N/TOTAL UNIT (P %), T s elapsed`` on stderr once
-    every interval; a final line when something was printed."""
+    """Lines mode: counts like a bar and prints ``[progress] DESC: N/TOTAL UNIT (P %), T s elapsed, R UNIT/s, about
+    E s left`` on stderr once every interval; a final line when something was printed."""
 
     def __init__(self, iterable: Iterable | None, *, total: int | None, desc: str | None, unit: str) -> None:
         super().__init__(iterable)
@@ -200,8 +200,12 @@ class _Lines(_Silent):
         share = f" ({100 * self.n / self.total:.0f} %)" if self.total else ""
         of = f"/{self.total}" if self.total else ""
         state = "done in" if done else "elapsed"
+        elapsed = now - self.start
+        rate = self.n / elapsed if elapsed > 0 else 0.0
+        speed = f", {rate:.3g} {self.unit}/s" if self.n else ""
+        eta = f", about {(self.total - self.n) / rate:.0f} s left" if self.total and rate and not done else ""
         print(
-            f"{PREFIX} {self.desc}: {self.n}{of} {self.unit}{share}, {now - self.start:.0f} s {state}",
+            f"{PREFIX} {self.desc}: {self.n}{of} {self.unit}{share}, {elapsed:.0f} s {state}{speed}{eta}",
             file=sys.stderr,
             flush=True,
         )

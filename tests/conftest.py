@@ -84,9 +84,11 @@ def _block_network(monkeypatch):
 
 
 @pytest.fixture(autouse=True)
-def _fresh_embedding_cache():
-    """Each test starts with an empty in-process embedding cache: tests stub encoders under shared names."""
+def _fresh_embedding_cache(monkeypatch, tmp_path_factory):
+    """Each test starts with an empty in-process embedding cache and a disk cache of its own (never the user's):
+    tests stub encoders under shared names."""
     clear_embedding_cache()
+    monkeypatch.setenv("PRECOMET_CACHE", str(tmp_path_factory.mktemp("encoder-cache")))
 
 
 def pytest_collection_modifyitems(items):

@@ -107,7 +107,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--batch",
         metavar="PATH",
         help="also write the annotation batch: the chosen items with source, reference and every system's output, as"
-        " .jsonl, .csv or .tsv (by the suffix; CSV/TSV quoted as RFC 4180); written together with the subset",
+        " .jsonl, .csv or .tsv (by the suffix; CSV/TSV quoted as RFC 4180), or .json for Appraise; written together"
+        " with the subset",
+    )
+    parser.add_argument(
+        "--batch-format",
+        choices=["jsonl", "csv", "tsv", "appraise"],
+        help="format of --batch whatever its suffix (default: by the suffix); appraise = the batches JSON that"
+        " Appraise's StartNewCampaign imports (one item per source and system output)",
     )
     parser.add_argument(
         "--batch-order",
@@ -141,9 +148,10 @@ def run(args: argparse.Namespace) -> int:
     if args.batch is not None:
         from precomet.io.batch import batch_format
 
-        batch_format(args.batch)
-    elif args.batch_order != "input":
-        raise PrecometError("--batch-order applies to --batch (the annotation batch); give --batch PATH")
+        batch_format(args.batch, args.batch_format)
+    elif args.batch_order != "input" or args.batch_format is not None:
+        option = "--batch-order" if args.batch_order != "input" else "--batch-format"
+        raise PrecometError(f"{option} applies to --batch (the annotation batch); give --batch PATH")
     check_solver(args.solver)
     if args.selector and args.method:
         raise PrecometError("--selector applies to --checkpoint or --scores, not --method")
@@ -237,7 +245,14 @@ def run(args: argparse.Namespace) -> int:
         sources_hash=sources_hash(campaign.src),
     )
     manifest_path = write_subset(
-        args.output, campaign, selection, utility, manifest, batch=args.batch, batch_order=args.batch_order
+        args.output,
+        campaign,
+        selection,
+        utility,
+        manifest,
+        batch=args.batch,
+        batch_order=args.batch_order,
+        batch_kind=args.batch_format,
     )
     written = f" -> {args.output}" + (f" (+ {manifest_path.name})" if manifest_path else "") if args.output else ""
     print(
@@ -245,7 +260,11 @@ def run(args: argparse.Namespace) -> int:
         f"{selection.solver} {selection.status}, gap {selection.gap:.2g}, {selection.seconds:.2f} s{written}"
     )
     if args.batch:
-        print(f"annotation batch ({_batch_contents(campaign)}; {args.batch_order} order) -> {args.batch}")
+        from precomet.io.batch import batch_format
+
+        kind = batch_format(args.batch, args.batch_format)
+        layout = "Appraise batches JSON, " if kind == "appraise" else ""
+        print(f"annotation batch ({layout}{_batch_contents(campaign)}; {args.batch_order} order) -> {args.batch}")
     return 0
 
 

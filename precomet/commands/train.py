@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from precomet.commands.common import Paths, add_output_argument
-from precomet.estimator.config import DEFAULTS, override_keys
+from precomet.estimator.config import DEFAULTS, override_keys, shipped_overrides
 
 HELP = "train a source-based utility estimator (config YAML + targets JSONL) into a checkpoint directory"
 DOCS = 'docs/estimator.md, "Configuration"'
@@ -36,7 +36,9 @@ def explain_unrecognized(arguments: list[str]) -> str | None:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--config", help=f"YAML configuration (configs/precomet-minilm.yaml, …; see {DOCS}); default: built-in defaults"
+        "--config",
+        help=f"YAML configuration (configs/precomet-e5.yaml, configs/precomet-minilm.yaml, …; see {DOCS}); default:"
+        " the shipped estimator's (frozen multilingual e5-small, about 100 languages, offline on CPU)",
     )
     parser.add_argument("--train", required=True, help="targets JSONL from precomet build-targets")
     parser.add_argument("--dev", help="dev targets JSONL (default: a split by document or campaign of --train)")
@@ -58,6 +60,10 @@ def run(args: argparse.Namespace) -> int:
     from precomet.estimator.training import train
 
     overrides = {k.split(":", 1)[1]: v for k, v in vars(args).items() if k.startswith("override:")}
+    if args.config is None:
+        overrides = shipped_overrides(overrides)
+        backbone = overrides["model.backbone"] or f"the encoder {overrides['model.encoder']}"
+        print(f"no --config: the shipped estimator's configuration (configs/precomet-e5.yaml), on {backbone}")
     result = train(args.train, out_dir=args.output, dev_rows=args.dev, config=args.config, overrides=overrides)
     metrics = ", ".join(f"{k} {v:.4f}" for k, v in result.dev_metrics.items() if k.startswith("val_"))
     print(f"wrote {result.checkpoint_dir} in {result.seconds:.1f} s" + (f"; best dev: {metrics}" if metrics else ""))

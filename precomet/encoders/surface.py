@@ -56,6 +56,7 @@ def surface_features(text: str) -> list[float]:
 
 class Surface(SentenceEncoder):
     name = "surface"
+    shared_cache = False
     languages = "any (character-level features)"
     batch_size = 1024
 
@@ -69,6 +70,7 @@ class Surface(SentenceEncoder):
 
 class Length(SentenceEncoder):
     name = "length"
+    shared_cache = False
     languages = "any"
     batch_size = 4096
 

@@ -38,7 +38,7 @@ DEFAULTS: dict[str, Any] = {
         "group_by": "doc",  # dev split unit when no --dev is given: doc | campaign
         "bucket_batches": 50,  # length buckets span this many batches
         "num_workers": 0,
-        "cache_dir": "",  # with a backbone: keep its vectors here, so history is encoded once ("" = no disk cache)
+        "cache_dir": "",  # with a backbone: keep its vectors here ("" = the cache every command shares)
     },
     "early_stopping": {"monitor": "val_pearson", "mode": "max", "patience": 2},
     "trainer": {
@@ -118,6 +118,31 @@ def override_keys() -> list[str]:
     for section, value in DEFAULTS.items():
         keys += [f"{section}.{k}" for k in value] if isinstance(value, dict) else [section]
     return keys
+
+
+SHIPPED: dict[str, Any] = {
+    "seed_everything": 0,
+    "model": {"backbone": "e5-small", "hidden_sizes": [256, 64], "dropout": 0.1, "head_lr": 1.0e-3},
+    "data": {"batch_size": 128, "effective_batch_size": 128, "dev_fraction": 0.1, "cache_dir": ""},
+    "early_stopping": {"monitor": "val_pearson", "mode": "max", "patience": 4},
+    "trainer": {"max_epochs": 40, "accelerator": "cpu"},
+}
+"""The shipped estimator's configuration (``configs/precomet-e5.yaml``, a test keeps the two equal): a frozen
+multilingual-e5-small (about 100 languages, offline, CPU) and a small MLP head. ``precomet train`` without
+``--config`` trains it."""
+
+
+def shipped_overrides(overrides: dict[str, Any]) -> dict[str, Any]:
+    """``overrides`` on top of :data:`SHIPPED`, as ``{"section.key": value}``; an override of ``model.encoder``
+    alone (a Hugging Face encoder to fine-tune) drops the shipped backbone."""
+    base = {
+        f"{section}.{key}" if isinstance(values, dict) else section: value
+        for section, values in SHIPPED.items()
+        for key, value in (values.items() if isinstance(values, dict) else [("", values)])
+    }
+    if "model.encoder" in overrides and "model.backbone" not in overrides:
+        base["model.backbone"] = ""
+    return {**base, **overrides}
 
 
 def load_config(path: str | Path | None = None, overrides: dict[str, Any] | None = None) -> dict[str, Any]:

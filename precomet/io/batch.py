@@ -11,7 +11,13 @@ the output of every system (when the input has outputs). The format follows the 
   reference or output is an empty cell. Quoting is RFC 4180 for both: a cell holding the delimiter, a double
   quote, a carriage return or a line break is enclosed in double quotes, a double quote inside it is doubled,
   rows end in ``\\r\\n``; text is UTF-8 without a byte-order mark. Any CSV reader (Python's ``csv``,
-  ``pandas.read_csv(sep="\\t")`` for TSV, spreadsheets) gets every text back exactly.
+  ``pandas.read_csv(sep="\\t")`` for TSV, spreadsheets) gets every text back exactly;
+* ``.json`` (or ``--batch-format appraise``) — the batches file Appraise's ``StartNewCampaign --batches-json``
+  imports (:func:`appraise_batches`): a JSON list of batches of at most :data:`APPRAISE_BATCH_SIZE` items, each
+  ``{"items": [...], "task": {"batchNo", "batchSize", "randomSeed", "requiredAnnotations", "sourceLanguage",
+  "targetLanguage"}}``; one item per chosen source and system output (``itemType`` ``TGT``, ``sourceText``,
+  ``targetText``, ``targetID`` = the system, ``documentID`` = ``DOC#SYSTEM``, ``_item`` = ``SYSTEM | ID | DOC``
+  as in WMT23's published batches), so it needs an input with outputs.
 
 Order (:data:`BATCH_ORDERS`): ``input`` keeps the items in the input's order; ``doc`` groups them by document
 (documents in the order they first appear in the input, items of a document in input order).
@@ -20,6 +26,8 @@ Order (:data:`BATCH_ORDERS`): ``input`` keeps the items in the input's order; ``
 from __future__ import annotations
 
 import csv
+import json
+import re
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
@@ -32,19 +40,34 @@ from precomet.io import jsonsafe
 if TYPE_CHECKING:
     from precomet.campaign import Campaign
 
-BATCH_FORMATS = {".jsonl": "jsonl", ".csv": "csv", ".tsv": "tsv"}
+BATCH_FORMATS = {".jsonl": "jsonl", ".csv": "csv", ".tsv": "tsv", ".json": "appraise"}
 """Suffix -> format of an annotation batch."""
+APPRAISE_BATCH_SIZE = 100
+"""Items per Appraise batch (Appraise's usual HIT size)."""
+ISO_639_3 = {
+    "ar": "ara", "bn": "ben", "cs": "ces", "da": "dan", "de": "deu", "en": "eng", "es": "spa", "et": "est",
+    "fi": "fin", "fr": "fra", "gu": "guj", "ha": "hau", "he": "heb", "hi": "hin", "hr": "hrv", "id": "ind",
+    "is": "isl", "it": "ita", "ja": "jpn", "kk": "kaz", "km": "khm", "ko": "kor", "lt": "lit", "lv": "lav",
+    "mr": "mar", "nl": "nld", "no": "nor", "pl": "pol", "ps": "pus", "pt": "por", "ro": "ron", "ru": "rus",
+    "sr": "srp", "sv": "swe", "ta": "tam", "th": "tha", "tr": "tur", "uk": "ukr", "vi": "vie", "zh": "zho",
+}  # fmt: skip
+"""Two-letter language codes -> the three-letter ones of Appraise's batches (others are kept as given)."""
 BATCH_ORDERS = ("input", "doc")
 """Orders of an annotation batch: the input's, or grouped by document."""
 
 
-def batch_format(path: str | Path) -> str:
-    """The format of a batch written to ``path``, from its suffix; another suffix raises naming the valid ones."""
+def batch_format(path: str | Path, given: str | None = None) -> str:
+    """The format of a batch written to ``path``: ``given`` (one of :data:`BATCH_FORMATS`' values), else from the
+    suffix; another suffix raises naming the valid ones."""
+    if given is not None:
+        if given not in BATCH_FORMATS.values():
+            raise PrecometError(f"unknown batch format {given!r}; choose one of {', '.join(BATCH_FORMATS.values())}")
+        return given
     suffix = Path(path).suffix.lower()
     if suffix not in BATCH_FORMATS:
         raise PrecometError(
             f"annotation batch {path}: cannot tell its format from {suffix or 'no suffix'!r}; name it "
-            f"{' or '.join('*' + s for s in BATCH_FORMATS)}"
+            f"{' or '.join('*' + s for s in BATCH_FORMATS)}, or give --batch-format"
         )
     return BATCH_FORMATS[suffix]
 
@@ -91,6 +114,11 @@ def write_batch(
     if format not in BATCH_FORMATS.values():
         raise PrecometError(f"unknown batch format {format!r}; choose one of {', '.join(BATCH_FORMATS.values())}")
     ordered = batch_order(campaign, indices, order)
+    if format == "appraise":
+        batches = appraise_batches(campaign, ordered)
+        json.dump(batches, handle, ensure_ascii=False, indent=2)
+        handle.write("\n")
+        return len(ordered)
     records = batch_records(campaign, ordered)
     if format == "jsonl":
         jsonsafe.dump_lines(records, handle)
@@ -111,3 +139,55 @@ def write_batch(
         row = [record[key] for key in header] + [outputs[system] for system in systems]
         writer.writerow(["" if cell is None else str(cell) for cell in row])
     return len(ordered)
+
+
+def campaign_languages(name: str) -> tuple[str, str]:
+    """``(source, target)`` language codes of a campaign named ``…/xx-yy`` (three-letter codes where known), else
+    ``("und", "und")`` (undetermined, ISO 639-3)."""
+    match = re.fullmatch(r"([a-z]{2,3})-([a-z]{2,3})", name.split("/")[-1].split(":")[-1])
+    if not match:
+        return "und", "und"
+    return ISO_639_3.get(match[1], match[1]), ISO_639_3.get(match[2], match[2])
+
+
+def appraise_batches(campaign: Campaign, ordered: Sequence[int] | np.ndarray) -> list[dict[str, Any]]:
+    """The Appraise batches of the items at ``ordered`` (see the module docstring): every system output of each
+    item, in item order, cut into batches of :data:`APPRAISE_BATCH_SIZE`."""
+    systems = _systems(campaign)
+    if not systems:
+        raise PrecometError(
+            "an Appraise batch pairs each source with a system's output, and this input has no outputs; write the"
+            " batch as .jsonl, .csv or .tsv, or select on the campaign with its outputs"
+        )
+    source, target = campaign_languages(campaign.name)
+    items = [
+        {
+            "itemID": 0,
+            "itemType": "TGT",
+            "sourceID": campaign.name,
+            "sourceText": campaign.src[i],
+            "targetID": system,
+            "targetText": campaign.outputs[system][i],
+            "documentID": f"{campaign.doc[i]}#{system}",
+            "isCompleteDocument": False,
+            "_item": f"{system} | {campaign.ids[i]} | {campaign.doc[i]}",
+        }
+        for i in ordered
+        for system in systems
+        if campaign.outputs[system][i] is not None
+    ]
+    batches = []
+    for number, start in enumerate(range(0, len(items), APPRAISE_BATCH_SIZE), start=1):
+        chunk = items[start : start + APPRAISE_BATCH_SIZE]
+        for offset, item in enumerate(chunk):
+            item["itemID"] = start + offset + 1
+        task = {
+            "batchNo": number,
+            "batchSize": len(chunk),
+            "randomSeed": 0,
+            "requiredAnnotations": 1,
+            "sourceLanguage": source,
+            "targetLanguage": target,
+        }
+        batches.append({"items": chunk, "task": task})
+    return batches

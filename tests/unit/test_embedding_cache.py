@@ -4,7 +4,7 @@ evicts, and a k-means benchmark encodes each source once across all budgets.
 
 Issue 20: a damaged embedding cache file (truncated, garbage, another shape, length or dtype, NaN vectors, an
 object array that would need unpickling, a lone ``.npy``) is reported once with a warning naming the file,
-recomputed, and rewritten atomically as a good cache: the run succeeds and the next one reads the cache silently.
+removed, recomputed, and saved as a new segment: the run succeeds and the next one reads the cache silently.
 A cache folder that is a file is refused by name. Covered at the library level (:func:`encode_cached`) and
 through the CLI for the diversity and DiffUse utilities (the sentence encoder replaced by a stub)."""
 
@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from precomet.cli import main
-from precomet.encoders import base, clear_embedding_cache, encode_cached
+from precomet.encoders import clear_embedding_cache, disk, encode_cached
 from precomet.encoders.memory import ENV, MEMORY
 from precomet.errors import PrecometError
 from tests.bad_inputs import GOOD
@@ -85,7 +85,14 @@ def test_mutating_a_result_does_not_change_the_next():
     assert encode_cached(encoder, ["aa", "b"]).tolist() == [[2, 2], [1, 0]] and encoder.seen == []
 
 
-def test_the_bound_drops_the_least_recently_used(monkeypatch):
+@pytest.fixture
+def memory_only():
+    """The shared disk cache skipped, so that only the in-process cache can spare an encoding."""
+    with disk.no_disk_cache():
+        yield
+
+
+def test_the_bound_drops_the_least_recently_used(monkeypatch, memory_only):
     monkeypatch.setenv(ENV, str(3 * 8 / 2**20))  # three 2-d float32 vectors
     encode_cached(Counting(), ["a", "bb", "ccc"])
     assert len(MEMORY) == 3 and MEMORY.nbytes == 24
@@ -110,7 +117,7 @@ def test_an_infinite_bound_keeps_everything(monkeypatch):
     assert sorted(encoder.seen) == ["a", "b"]
 
 
-def test_the_cache_is_disabled_by_zero_and_cleared(monkeypatch):
+def test_the_cache_is_disabled_by_zero_and_cleared(monkeypatch, memory_only):
     encode_cached(Counting(), ["aa"])
     encoder = Counting()
     encode_cached(encoder, ["aa"])
@@ -156,19 +163,24 @@ def _from_good(good: bytes, change) -> bytes:
 
 
 def _damages(good: bytes) -> dict[str, bytes]:
-    """Each damage keeps a ``check`` array, so that the check it is meant for is the one that fails."""
+    """Each damage keeps a ``check`` array, so that the check it is meant for is the one that fails, and the text
+    keys of ``good`` where it has any (a segment's vectors are read only when its keys are wanted)."""
     check = np.zeros(32, dtype=np.uint8)
+    try:
+        with np.load(io.BytesIO(good), allow_pickle=False) as stored:
+            keys = stored["keys"]
+    except Exception:  # noqa: BLE001 -- the placeholder used to list the damages
+        keys = KEYS
+    vectors = np.ones((len(keys), 2), dtype=np.float32)
     return {
         "truncated": good[: len(good) // 2],
         "garbage": b"\x00\xff garbage \x13" * 40,
         "empty": b"",
-        "wrong-vector-length": _npz(keys=KEYS, vectors=np.ones((2, 3), dtype=np.float32), check=check),
-        "fewer-vectors-than-keys": _npz(keys=KEYS, vectors=np.ones((1, 2), dtype=np.float32), check=check),
-        "text-vectors": _npz(keys=KEYS, vectors=np.array([["x", "y"], ["z", "w"]]), check=check),
-        "nan-vectors": _npz(keys=KEYS, vectors=np.array([[np.nan, 1], [2, 2]], dtype=np.float32), check=check),
-        "object-array": _npz(
-            keys=np.array(list(KEYS), dtype=object), vectors=np.ones((2, 2), dtype=np.float32), check=check
-        ),
+        "wrong-vector-length": _npz(keys=keys, vectors=np.ones((len(keys), 3), dtype=np.float32), check=check),
+        "fewer-vectors-than-keys": _npz(keys=keys, vectors=vectors[1:], check=check),
+        "text-vectors": _npz(keys=keys, vectors=vectors.astype(str), check=check),
+        "nan-vectors": _npz(keys=keys, vectors=np.where(np.eye(len(keys), 2) > 0, np.nan, vectors), check=check),
+        "object-array": _npz(keys=np.array(list(keys), dtype=object), vectors=vectors, check=check),
         "lone-npy": _npy(np.ones((2, 2), dtype=np.float32)),
         "other-arrays": _npz(a=np.ones(3)),
         "keys-not-hashes": _npz(keys=np.array(["x", "y"]), vectors=np.ones((2, 2), dtype=np.float32), check=check),
@@ -176,7 +188,7 @@ def _damages(good: bytes) -> dict[str, bytes]:
         "rescaled-vectors": _from_good(good, lambda a: a.update(vectors=a["vectors"] * 2)),
         "shuffled-vectors": _from_good(good, lambda a: a.update(vectors=a["vectors"][::-1].copy())),
         "another-encoders-cache": _from_good(
-            good, lambda a: a.update(check=base._cache_check("other-0123456789abcdef", a["keys"], a["vectors"]))
+            good, lambda a: a.update(check=disk._checksum("other-0123456789abcdef", a["keys"], a["vectors"]))
         ),
         "unsigned-by-precomet-0.7": _from_good(good, lambda a: a.pop("check")),
     }
@@ -190,16 +202,17 @@ def disk_only(monkeypatch):
 
 def _good_cache(folder) -> bytes:
     encode_cached(Counting(), TEXTS, cache_dir=folder)
-    (path,) = folder.glob("counting-*.npz")
+    (path,) = folder.glob("counting-*/*.npz")
     return path.read_bytes()
 
 
 @pytest.mark.parametrize("damage", list(_damages(b"x" * 100)))
 def test_damaged_cache_is_reported_once_recomputed_and_rewritten(damage, tmp_path, caplog, disk_only):
     good = _good_cache(tmp_path / "reference")
+    reference = next((tmp_path / "reference").glob("counting-*/*.npz"))
     folder = tmp_path / "cache"
-    folder.mkdir()
-    path = folder / next((tmp_path / "reference").glob("counting-*.npz")).name
+    path = folder / reference.parent.name / reference.name
+    path.parent.mkdir(parents=True)
     path.write_bytes(_damages(good)[damage])
     encoder = Counting()
     with caplog.at_level(logging.WARNING):
@@ -208,7 +221,8 @@ def test_damaged_cache_is_reported_once_recomputed_and_rewritten(damage, tmp_pat
     warnings = [r for r in caplog.records if r.levelno >= logging.WARNING]
     assert len(warnings) == 1 and str(path) in warnings[0].getMessage(), [r.getMessage() for r in warnings]
     assert sorted(encoder.seen) == ["aa", "b"]
-    assert sorted(p.name for p in folder.iterdir()) == [path.name]  # rewritten in place, no temporary left
+    (segment,) = path.parent.iterdir()  # the damaged segment removed, one good one written, no temporary left
+    assert disk.segments(path.parent) == [segment]
     caplog.clear()
     again = Counting()
     with caplog.at_level(logging.WARNING):
@@ -217,14 +231,24 @@ def test_damaged_cache_is_reported_once_recomputed_and_rewritten(damage, tmp_pat
 
 
 def test_damaged_cache_is_rewritten_even_when_the_run_is_interrupted_later(tmp_path, disk_only):
-    """The first chunk saved replaces the damaged file (the rest resumes next time)."""
+    """A damaged segment is removed when it is read, whatever the run does next; the texts saved meanwhile stay."""
 
     folder = tmp_path / "cache"
     _good_cache(folder)
-    (path,) = folder.glob("counting-*.npz")
+    (path,) = folder.glob("counting-*/*.npz")
     path.write_bytes(b"garbage")
+
+    class Failing(Counting):
+        def _encode_batch(self, texts):
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        encode_cached(Failing(), ["aa", "new"], cache_dir=folder)
+    assert not path.exists()
     encode_cached(Counting(), ["new"], cache_dir=folder)
-    assert base._read_cache(path, dim=2)[1] is False
+    again = Counting()
+    encode_cached(again, ["new"], cache_dir=folder)
+    assert again.seen == [] and len(disk.segments(path.parent)) == 1
 
 
 def test_cache_folder_that_is_a_file_is_refused(tmp_path):
@@ -238,10 +262,10 @@ def test_cache_folder_that_is_a_file_is_refused(tmp_path):
 def test_cache_file_that_is_a_folder_is_refused(tmp_path, disk_only):
     folder = tmp_path / "cache"
     _good_cache(folder)
-    (path,) = folder.glob("counting-*.npz")
+    (path,) = folder.glob("counting-*/*.npz")
     path.unlink()
     path.mkdir()
-    with pytest.raises(PrecometError, match="embedding cache file is a folder"):
+    with pytest.raises(PrecometError, match="segment is a folder or a special file"):
         encode_cached(Counting(), TEXTS, cache_dir=folder)
 
 
@@ -280,7 +304,7 @@ def test_cli_run_with_a_damaged_cache_succeeds_and_repairs_it(
     (tmp_path / "items.jsonl").write_text(GOOD)
     argv = COMMANDS[command].format(o="first.jsonl").split()
     assert main(argv) == 0
-    (path,) = (tmp_path / "cache").glob("*.npz")
+    (path,) = (tmp_path / "cache").glob("*/*.npz")
     good = path.read_bytes()
     expected = (tmp_path / "first.jsonl").read_text()
     path.write_bytes(_damages(good)[damage])
@@ -290,7 +314,7 @@ def test_cli_run_with_a_damaged_cache_succeeds_and_repairs_it(
     with caplog.at_level(logging.WARNING):
         assert main(COMMANDS[command].format(o="second.jsonl").split()) == 0
     warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
-    assert len(warnings) == 1 and path.name in warnings[0] and "damaged embedding cache" in warnings[0], warnings
+    assert len(warnings) == 1 and path.name in warnings[0] and "damaged encoder cache segment" in warnings[0], warnings
     assert len(stub_sentence_encoder) == calls + 1
     signature_free = [line for line in expected.splitlines() if "signature" not in line]
     assert [line for line in (tmp_path / "second.jsonl").read_text().splitlines() if "signature" not in line] == (

@@ -55,14 +55,16 @@ def test_disk_cache_is_read_back_and_a_corrupt_file_is_recomputed(tmp_path, monk
     again = Counting()
     vectors = encode_cached(again, ["b", "aa", "new"], cache_dir=tmp_path)
     assert again.seen == ["new"] and vectors.tolist() == [[1, 0], [2, 2], [3, 0]]
-    (cache,) = tmp_path.glob("counting-*.npz")
-    cache.write_bytes(b"not a zip file")
+    segments = sorted(tmp_path.glob("counting-*/*.npz"))
+    assert len(segments) == 2  # one per call that encoded: ["aa", "b"], then ["new"]
+    for segment in segments:
+        segment.write_bytes(b"not a zip file")
     third = Counting()
     assert encode_cached(third, ["aa"], cache_dir=tmp_path).tolist() == [[2, 2]]
     assert third.seen == ["aa"]
     fourth = Counting()
     encode_cached(fourth, ["aa"], cache_dir=tmp_path)
-    assert fourth.seen == []  # rewritten after the corrupt one
+    assert fourth.seen == []  # saved again after the corrupt ones were removed
 
 
 def test_cache_is_saved_chunk_by_chunk(tmp_path, monkeypatch):

@@ -483,3 +483,35 @@ def test_lightning_refusal_on_devices_names_the_parameters_and_the_cli_its_optio
     library, cli = _spellings(err.value)
     assert library.startswith("devices=1, strategy='nope', accelerator='cpu' are refused by Lightning: ")
     assert cli.startswith("--devices 1, --strategy 'nope', --accelerator 'cpu' are refused by Lightning: ")
+
+
+def test_the_shipped_config_file_and_the_built_in_shipped_config_agree():
+    """Issue 32: ``precomet train`` without --config trains configs/precomet-e5.yaml, held in code as SHIPPED."""
+    from precomet.estimator.config import load_config, shipped_overrides
+
+    path = Path(__file__).resolve().parents[2] / "configs" / "precomet-e5.yaml"
+    assert load_config(None, shipped_overrides({})) == load_config(path)
+    assert load_config(None, shipped_overrides({"trainer.max_epochs": "3"}))["trainer"]["max_epochs"] == 3
+    fine_tuned = load_config(None, shipped_overrides({"model.encoder": "some/dir"}))["model"]
+    assert fine_tuned["backbone"] == "" and fine_tuned["encoder"] == "some/dir"
+
+
+def test_train_without_config_trains_the_shipped_configuration(tmp_path, capsys, monkeypatch):
+    from precomet.cli import main
+    from precomet.estimator import training
+
+    seen = {}
+
+    def fake_train(rows, *, out_dir, dev_rows, config, overrides):
+        seen.update(config=config, overrides=overrides)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(training, "train", fake_train)
+    (tmp_path / "t.jsonl").write_text("")
+    assert (
+        main(["train", "--train", str(tmp_path / "t.jsonl"), "-o", str(tmp_path / "o"), "--trainer.max_epochs", "2"])
+        == 130
+    )
+    assert seen["config"] is None and seen["overrides"]["model.backbone"] == "e5-small"
+    assert seen["overrides"]["trainer.max_epochs"] == "2"
+    assert "the shipped estimator's configuration (configs/precomet-e5.yaml), on e5-small" in capsys.readouterr().out

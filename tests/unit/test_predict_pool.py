@@ -403,3 +403,51 @@ def test_a_folder_the_user_made_under_the_default_resume_name_stays(checkpoint, 
     (tmp_path / "o.jsonl.chunks").mkdir()  # the user's, empty
     assert main(_cli(checkpoint, path, out, "--chunk-size", "20")) == 0
     assert (tmp_path / "o.jsonl.chunks").is_dir() and not list((tmp_path / "o.jsonl.chunks").iterdir())
+
+
+def test_an_interrupt_after_kept_chunks_says_what_was_kept_and_the_command_that_resumes(
+    checkpoint, tmp_path, monkeypatch, capsys
+):
+    """Issue 32: the interrupt message names the kept chunks, their folder and the exact command; running that
+    command predicts only the rest."""
+    calls = []
+
+    def second_chunk_interrupted(estimator, sources, **options):
+        calls.append(len(sources))
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return predict_sources(estimator, sources, **options)
+
+    monkeypatch.setattr(pool_module, "predict_sources", second_chunk_interrupted)
+    path = _inputs(tmp_path)["text"]
+    argv = _cli(checkpoint, path, tmp_path / "s.jsonl", "--chunk-size", "20")
+    assert main(argv) == 130
+    err = capsys.readouterr().err
+    folder = tmp_path / "s.jsonl.chunks"
+    assert f"1 predicted chunk(s) (20 of 60 sources) are kept in {folder}" in err
+    command = err.split("to resume, run the same command: ")[1].strip()
+    import shlex
+
+    assert shlex.split(command) == ["precomet", *argv]
+    assert main(shlex.split(command)[1:]) == 0
+    assert calls == [20, 20, 20, 20]  # the kept chunk was not predicted again
+    assert "sources/s)" in capsys.readouterr().out
+
+
+def test_the_progress_lines_of_a_pool_give_the_rate_and_the_time_left(checkpoint, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("PRECOMET_PROGRESS_INTERVAL", "0.01")
+    monkeypatch.delenv("PRECOMET_PROGRESS", raising=False)
+    monkeypatch.delenv("TQDM_DISABLE", raising=False)  # lines mode: stderr is not a terminal here
+    slow = predict_sources
+
+    def slowly(*args, **kwargs):
+        time.sleep(0.02)
+        return slow(*args, **kwargs)
+
+    monkeypatch.setattr(pool_module, "predict_sources", slowly)
+    path = _inputs(tmp_path)["text"]
+    chunks = iter_source_chunks(path, chunk_size=20)
+    predict_pool(load_estimator(checkpoint), chunks, write=lambda *_: None, n_items=60)
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("[progress] predict:")]
+    assert lines and "source/s" in lines[0] and "s left" in lines[0] and "/60 source" in lines[0]
+    assert lines[-1].startswith("[progress] predict: 60/60 source (100 %)")

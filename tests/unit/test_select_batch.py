@@ -214,3 +214,70 @@ def test_the_batch_alone_needs_no_subset_file(tmp_path, capsys):
     capsys.readouterr()
     assert main(argv) == 2
     assert "give -o PATH (the subset), --batch PATH (the annotation batch), or both" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name, extra", [("batch.json", ()), ("batch.txt", ("--batch-format", "appraise"))])
+def test_appraise_batch_reads_back_with_every_output_of_the_chosen_items(tmp_path, name, extra, monkeypatch, capsys):
+    """Issue 32: ``--batch-format appraise`` (or ``.json``) writes the batches JSON Appraise imports: batches of at
+    most 100 items, one TGT item per chosen source and system output, each text exact, item ids 1..n."""
+    from precomet.io import batch as batch_module
+
+    monkeypatch.setattr(batch_module, "APPRAISE_BATCH_SIZE", 4)
+    subset, path = _select(tmp_path, name, *extra)
+    batches = json.loads(path.read_text(encoding="utf-8"))
+    assert "Appraise batches JSON" in capsys.readouterr().out
+    items = [item for batch in batches for item in batch["items"]]
+    expected = [(f"s{i}", s) for i in range(6) for s in SYSTEMS if not (i == 1 and s == "C")]
+    assert [(item["_item"].split(" | ")[1], item["targetID"]) for item in items] == expected
+    assert [item["itemID"] for item in items] == list(range(1, len(expected) + 1))
+    assert [batch["task"]["batchNo"] for batch in batches] == list(range(1, len(batches) + 1))
+    assert [batch["task"]["batchSize"] for batch in batches] == [4, 4, 4, 4, 1]
+    for item in items:
+        i = int(item["_item"].split(" | ")[1][1:])
+        assert item["itemType"] == "TGT" and item["sourceText"] == TRICKY[i]
+        assert item["targetText"] == f"{item['targetID']}: {TRICKY[i]}"
+        assert item["documentID"] == f"d{i % 2}#{item['targetID']}"
+    task = batches[0]["task"]
+    assert set(task) == {
+        "batchNo",
+        "batchSize",
+        "randomSeed",
+        "requiredAnnotations",
+        "sourceLanguage",
+        "targetLanguage",
+    }
+
+
+def test_appraise_batch_of_sources_without_outputs_is_refused_and_nothing_written(tmp_path, capsys):
+    sources = tmp_path / "sources.txt"
+    sources.write_text("one source\nanother source\n", encoding="utf-8")
+    argv = [
+        "select",
+        "--data",
+        str(sources),
+        "--method",
+        "random",
+        "--budget",
+        "1",
+        "--batch",
+        str(tmp_path / "b.json"),
+    ]
+    assert main(argv) == 2
+    assert "Appraise batch pairs each source with a system's output" in capsys.readouterr().err
+    assert not (tmp_path / "b.json").exists()
+
+
+def test_batch_format_without_batch_is_refused(tmp_path, capsys):
+    data = _items(tmp_path / "items.jsonl")
+    argv = ["select", "--data", str(data), "--method", "random", "--budget", "1", "-o", str(tmp_path / "s.jsonl")]
+    assert main([*argv, "--batch-format", "appraise"]) == 2
+    assert "--batch-format applies to --batch" in capsys.readouterr().err
+
+
+def test_campaign_languages_are_appraises_three_letter_codes():
+    from precomet.io.batch import campaign_languages
+
+    assert campaign_languages("wmt23/zh-en") == ("zho", "eng")
+    assert campaign_languages("mt-metrics-eval-v2:wmt24/en-ja") == ("eng", "jpn")
+    assert campaign_languages("wmt23/en-liv") == ("eng", "liv")
+    assert campaign_languages("campaign") == ("und", "und")

@@ -1,0 +1,220 @@
+"""The on-disk encoder cache every command shares: vectors by encoder identity and text, kept between runs.
+
+Where: ``$PRECOMET_CACHE`` when set, else ``$XDG_CACHE_HOME/precomet`` (``~/.cache/precomet``); ``precomet
+--no-cache`` (or :func:`no_disk_cache` in Python) skips it; an explicit ``cache_dir`` (a utility's option, the
+training config's ``data.cache_dir``) replaces it. Layout: ``ROOT/<encoder key>/<segment>.npz``, where the encoder
+key is the encoder's name and a hash of its :meth:`~precomet.encoders.SentenceEncoder.identity` (weights,
+version), so two encoders never share vectors.
+
+Each save adds one segment (text hashes, vectors and a sha256 over the encoder key, the hashes and the vectors),
+written to a temporary and renamed into place: concurrent runs never write the same file twice over, and a reader
+never sees half a segment. A segment that is not a complete, checksummed file of finite vectors of the encoder's
+length (truncated, edited, another encoder's, anything that would need unpickling) is reported, removed and its
+texts encoded again; anything else in the folder is left alone. Nothing is ever evicted: remove the folder to
+reclaim its space.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import hashlib
+import logging
+import os
+import re
+import zipfile
+import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+from numpy.lib.npyio import NpzFile
+
+from precomet.errors import PrecometError
+from precomet.io.leftovers import _temporary_name, clean_leftovers
+
+log = logging.getLogger(__name__)
+
+ENV = "PRECOMET_CACHE"
+SUFFIX = ".npz"
+_SEGMENT = re.compile(r"[0-9a-f]{32}")
+_ENABLED: contextvars.ContextVar[bool] = contextvars.ContextVar("precomet_disk_cache", default=True)
+
+
+@contextmanager
+def no_disk_cache(skip: bool = True) -> Iterator[None]:
+    """Inside the block (with ``skip``), calls that name no ``cache_dir`` neither read nor write the shared cache."""
+    token = _ENABLED.set(not skip)
+    try:
+        yield
+    finally:
+        _ENABLED.reset(token)
+
+
+def shared_cache_dir() -> Path | None:
+    """The shared cache folder (see the module docstring), ``None`` inside :func:`no_disk_cache`."""
+    if not _ENABLED.get():
+        return None
+    given = os.environ.get(ENV, "").strip()
+    if given:
+        return Path(given).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME", "").strip()
+    return (Path(base).expanduser() if base else Path.home() / ".cache") / "precomet"
+
+
+NPZ_UNREADABLE = (OSError, ValueError, KeyError, TypeError, IndexError, EOFError, zipfile.BadZipFile, zlib.error)
+"""What ``np.load`` raises on a truncated, garbage or pickle-bearing file (``allow_pickle=False``)."""
+
+
+@dataclass
+class CacheUse:
+    """What the encoder caches did during one command: the distinct texts looked up and those encoded anew."""
+
+    folder: Path | None = None
+    looked_up: set[int] = field(default_factory=set)
+    encoded: set[int] = field(default_factory=set)
+    saved: int = 0
+    """Vectors written to disk (what an interrupted command leaves for the next run)."""
+    encoders: set[str] = field(default_factory=set)
+
+    def summary(self) -> str:
+        """One line for the user: how many texts were encoded and how many came from the caches."""
+        where = f" (kept in {self.folder}; --no-cache skips it)" if self.folder is not None else " (no disk cache)"
+        found = len(self.looked_up - self.encoded)
+        return (
+            f"encoder cache: {len(self.encoded):,} text(s) encoded with {', '.join(sorted(self.encoders))},"
+            f" {found:,} of {len(self.looked_up):,} distinct text(s) read from the caches{where}"
+        )
+
+
+_USE: contextvars.ContextVar[CacheUse | None] = contextvars.ContextVar("precomet_cache_use", default=None)
+
+
+@contextmanager
+def counting_cache_use() -> Iterator[CacheUse]:
+    """Count every :func:`~precomet.encoders.encode_cached` call inside the block (one command)."""
+    use = CacheUse()
+    token = _USE.set(use)
+    try:
+        yield use
+    finally:
+        _USE.reset(token)
+
+
+def record_use(*, encoder: str, folder: Path | None, looked_up: list[str], encoded: list[str]) -> None:
+    """Add one :func:`~precomet.encoders.encode_cached` call (text keys looked up, and encoded) to the counts of the
+    current command, if any."""
+    use = _USE.get()
+    if use is None:
+        return
+    use.looked_up.update(int(key[:16], 16) for key in looked_up)
+    use.encoded.update(int(key[:16], 16) for key in encoded)
+    use.encoders.add(encoder)
+    use.folder = folder if folder is not None else use.folder
+
+
+def usable_folder(cache_dir: Path, *, explicit: bool) -> Path | None:
+    """``cache_dir`` when it is (or can become) a folder. A folder given by the user that is a file, or lies under
+    one, is refused before any work; the default one is skipped with a warning (the command still runs)."""
+    folder = cache_dir.absolute()
+    while not folder.exists():
+        folder = folder.parent
+    if folder.is_dir():
+        return cache_dir
+    which = "is a file" if folder == cache_dir.absolute() else f"lies under {folder}, a file"
+    if explicit:
+        raise PrecometError(f"cache folder {cache_dir} {which}, not a folder")
+    log.warning("the encoder cache folder %s %s; running without it (set %s to move it)", cache_dir, which, ENV)
+    return None
+
+
+def _checksum(encoder_key: str, keys: np.ndarray, vectors: np.ndarray) -> np.ndarray:
+    digest = hashlib.sha256(encoder_key.encode() + b"\0" + "\n".join(keys.tolist()).encode() + b"\0")
+    digest.update(np.ascontiguousarray(vectors, dtype="<f4").tobytes())
+    return np.frombuffer(digest.digest(), dtype=np.uint8)
+
+
+def segments(folder: Path) -> list[Path]:
+    """The segment files of one encoder's cache folder (named by a 32-digit hash); nothing else there counts."""
+    if not folder.is_dir():
+        return []
+    return sorted(p for p in folder.glob("*" + SUFFIX) if _SEGMENT.fullmatch(p.stem))
+
+
+def _load(path: Path, *, encoder_key: str, dim: int, wanted: set[str]) -> tuple[str, dict[str, np.ndarray]]:
+    """``("", vectors of wanted keys)`` from a valid segment (``{}`` when it holds none of them), else ``(what is
+    wrong, {})``. Only the keys are read from a segment that holds nothing wanted."""
+    stored = np.load(path, allow_pickle=False)
+    if not isinstance(stored, NpzFile):
+        return f"a single {type(stored).__name__}, not an .npz archive", {}
+    with stored:
+        if set(stored.files) != {"check", "keys", "vectors"}:
+            return f"arrays {sorted(stored.files)}, expected ['check', 'keys', 'vectors']", {}
+        keys = stored["keys"]
+        if keys.ndim != 1 or keys.dtype.kind != "U" or not all(len(k) == 40 for k in keys.tolist()):
+            return f"keys of shape {keys.shape} and dtype {keys.dtype}, expected text hashes", {}
+        if wanted.isdisjoint(keys.tolist()):
+            return "", {}
+        vectors, check = stored["vectors"], stored["check"]
+    if vectors.dtype.kind != "f" or vectors.ndim != 2 or len(vectors) != len(keys):
+        return f"vectors of shape {vectors.shape} and dtype {vectors.dtype} for {len(keys)} keys", {}
+    if dim and vectors.shape[1] != dim:
+        return f"vectors of length {vectors.shape[1]}, the encoder's are {dim} long", {}
+    if not np.isfinite(vectors).all():
+        return "non-finite vectors", {}
+    if not np.array_equal(check, _checksum(encoder_key, keys, vectors)):
+        return "its checksum does not match its keys and vectors (edited, reordered or another encoder's)", {}
+    return "", {k: v for k, v in zip(keys.tolist(), vectors.astype(np.float32)) if k in wanted}
+
+
+def read_vectors(folder: Path, *, encoder_key: str, dim: int, wanted: set[str]) -> dict[str, np.ndarray]:
+    """The cached vectors of the ``wanted`` text keys found in ``folder``'s segments. A damaged segment is
+    reported, removed (its texts are then encoded again) and skipped."""
+    found: dict[str, np.ndarray] = {}
+    if not folder.exists() and not folder.is_symlink():
+        return found
+    if not folder.is_dir():
+        raise PrecometError(f"{folder}: the encoder cache entry is a file, not a folder; remove or rename it")
+    for path in segments(folder):
+        if len(found) == len(wanted):
+            break
+        if not path.is_file():
+            raise PrecometError(f"{path}: an encoder cache segment is a folder or a special file; remove or rename it")
+        try:
+            problem, vectors = _load(path, encoder_key=encoder_key, dim=dim, wanted=wanted - found.keys())
+        except NPZ_UNREADABLE as err:
+            problem, vectors = f"unreadable: {type(err).__name__}: {' '.join(str(err).split())[:200]}", {}
+        if problem:
+            log.warning("%s: damaged encoder cache segment (%s); removed, its texts are encoded again", path, problem)
+            path.unlink(missing_ok=True)
+            continue
+        found.update(vectors)
+    return found
+
+
+def write_segment(folder: Path, vectors: dict[str, np.ndarray], *, encoder_key: str) -> None:
+    """Add ``vectors`` (text key -> vector) to ``folder`` as one segment, renamed into place when complete."""
+    if not vectors:
+        return
+    keys = np.array(list(vectors), dtype=str)
+    stacked = np.stack(list(vectors.values())).astype(np.float32)
+    name = hashlib.sha256("\n".join(keys.tolist()).encode()).hexdigest()[:32]
+    path = folder / f"{name}{SUFFIX}"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        clean_leftovers(folder)
+        temporary = _temporary_name(path)
+        try:
+            with open(temporary, "wb") as handle:
+                np.savez(handle, keys=keys, vectors=stacked, check=_checksum(encoder_key, keys, stacked))
+            os.replace(temporary, path)
+        finally:
+            temporary.unlink(missing_ok=True)
+        if (use := _USE.get()) is not None:
+            use.saved += len(keys)
+    except OSError as err:
+        raise PrecometError(
+            f"cannot keep encoder vectors in {folder} ({err.strerror or err}); free space there, move the cache with"
+            f" {ENV}=DIR, or run with --no-cache"
+        ) from None
