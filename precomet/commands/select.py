@@ -100,8 +100,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "-o",
         "--output",
-        help="subset JSONL; the manifest goes beside it (.manifest.json); optional with --batch (then only the batch"
-        " is written)",
+        help="subset JSONL; the manifest goes beside it (.manifest.json); optional with --batch (then the batch and"
+        " its manifest, BATCH.manifest.json, are written)",
     )
     parser.add_argument(
         "--batch",
@@ -130,7 +130,11 @@ def paths(args: argparse.Namespace) -> Paths:
 
     return Paths(
         inputs=[*data_inputs(args), args.scores, args.checkpoint, args.cost_from_times],
-        outputs=[args.output, subset_manifest_path(args.output) if args.output else None, args.batch],
+        outputs=[
+            args.output,
+            subset_manifest_path(args.output or args.batch) if args.output or args.batch else None,
+            args.batch,
+        ],
     )
 
 
@@ -142,7 +146,9 @@ def run(args: argparse.Namespace) -> int:
 
     if args.output is None and args.batch is None:
         raise PrecometError("give -o PATH (the subset), --batch PATH (the annotation batch), or both")
-    check_outputs(args.output, subset_manifest_path(args.output) if args.output else None, args.batch)
+    check_outputs(
+        args.output, subset_manifest_path(args.output or args.batch) if args.output or args.batch else None, args.batch
+    )
     if args.budget_time is not None:  # costs are seconds: a duration is a cost budget
         args.budget_cost = args.budget_time
     if args.batch is not None:
@@ -255,6 +261,8 @@ def run(args: argparse.Namespace) -> int:
         batch_kind=args.batch_format,
     )
     written = f" -> {args.output}" + (f" (+ {manifest_path.name})" if manifest_path else "") if args.output else ""
+    if args.output is None and manifest_path is not None:
+        written = f" (manifest: {manifest_path.name})"
     print(
         f"selected {len(selection)} of {len(campaign)} items ({_cost_summary(campaign, selection.indices)}); "
         f"{selection.solver} {selection.status}, gap {selection.gap:.2g}, {selection.seconds:.2f} s{written}"

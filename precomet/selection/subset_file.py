@@ -41,13 +41,15 @@ def write_subset(
     that a subset belongs to the data it ranks) and ``<name>.manifest.json`` beside it (``manifest`` plus
     ``ids_hash``, the hash of the subset's sorted ids, which ``rank`` checks the subset against), and with
     ``batch`` the annotation batch (the chosen items with their texts, in ``batch_order``; :mod:`precomet.io.batch`,
-    format ``batch_kind`` or by suffix), as one set (all or none); with ``path`` ``None`` only the batch. Returns
+    format ``batch_kind`` or by suffix), as one set (all or none); with ``path`` ``None`` the batch and its manifest
+    (``batch.csv.manifest.json``). Returns
     the manifest path; a subset written to standard output (``-``) or a device has no folder to put a manifest
     beside, and none is written (``None``)."""
     from precomet.io.batch import BATCH_ORDERS, batch_format, write_batch
 
     path = None if path is None else Path(path)
-    manifest_path = None if path is None else subset_manifest_path(path)
+    beside = path if path is not None else batch  # without a subset file, the manifest records how the batch was chosen
+    manifest_path = None if beside is None else subset_manifest_path(beside)
     batch_kind = batch_format(batch, batch_kind) if batch is not None else None
     if batch_order not in BATCH_ORDERS:
         raise PrecometError(f"unknown batch order {batch_order!r}; choose one of {', '.join(BATCH_ORDERS)}")

@@ -141,6 +141,8 @@ def test_a_budget_in_hours_on_plain_text_sources(raw_data, tmp_path):
     alone = precomet("select", "--data", "sources.txt", "--checkpoint", str(SHIPPED), "--budget-time", "1h30m",
                      "--batch", "only.csv", cwd=tmp_path)  # fmt: skip
     assert (tmp_path / "only.csv").is_file() and "annotation batch" in alone.stdout
+    manifest = json.loads((tmp_path / "only.csv.manifest.json").read_text())
+    assert manifest["budget"]["cost_unit"] == "seconds" and manifest["budget"]["budget_cost"] == 5400
 
 
 def test_a_subset_of_the_plain_text_file_is_ranked_and_judged_against_its_campaign(raw_data, tmp_path):

@@ -205,7 +205,9 @@ def test_the_batch_alone_needs_no_subset_file(tmp_path, capsys):
     data = _items(tmp_path / "items.jsonl")
     argv = ["select", "--data", str(data), "--method", "metric_var", "--metric", "m", "--budget", "6"]
     assert main([*argv, "--batch", str(tmp_path / "only.csv")]) == 0
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["items.jsonl", "only.csv"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["items.jsonl", "only.csv", "only.csv.manifest.json"]
+    manifest = json.loads((tmp_path / "only.csv.manifest.json").read_text())
+    assert manifest["n_selected"] == 6 and manifest["parameters"]["batch"] == str(tmp_path / "only.csv")
     assert len(list(csv.DictReader((tmp_path / "only.csv").open(encoding="utf-8", newline="")))) == 6
     assert main([*argv, "-o", str(tmp_path / "s.jsonl"), "--batch", str(tmp_path / "both.csv")]) == 0
     same = [row["id"] for row in csv.DictReader((tmp_path / "both.csv").open(encoding="utf-8", newline=""))]
