@@ -55,6 +55,75 @@ class FeatureHead(nn.Module):
         return {k: v.detach().cpu().contiguous() for k, v in self.state_dict().items()}
 
 
+class EnsembleHead(nn.Module):
+    """K :class:`FeatureHead` members trained with different seeds, predicting together: each member's output is
+    standardised by the mean and standard deviation of its predictions on the training sources (``scaling``, K × 2,
+    recorded in ``precomet.json``), the mean is taken and put back on the members' average scale. So no single
+    seed decides the ranking."""
+
+    scaling: torch.Tensor
+
+    def __init__(self, members: Sequence[FeatureHead], scaling: Sequence[Sequence[float]]) -> None:
+        super().__init__()
+        self.members = nn.ModuleList(members)
+        self.register_buffer("scaling", torch.tensor(scaling, dtype=torch.float32), persistent=False)
+
+    def score_features(self, features: torch.Tensor) -> torch.Tensor:
+        outputs = torch.stack([member.score_features(features) for member in self.members])  # type: ignore[operator]
+        mean, std = self.scaling[:, :1], self.scaling[:, 1:]
+        return ((outputs - mean) / std).mean(dim=0) * std.mean() + mean.mean()
+
+
+def combine_members(work: Path, member_dirs: Sequence[Path], inputs: Sequence[torch.Tensor], split: Any) -> dict:
+    """Write the ensemble checkpoint into ``work`` from the member checkpoints in ``member_dirs`` (removed after):
+    ``head.safetensors`` with every member's tensors under ``members.I.``, ``precomet.json`` with ``ensemble``
+    (members, seeds, scaling, each member's dev metrics), the first member's Lightning logs. Returns the
+    ensemble's dev metrics (Pearson and Kendall with the dev targets)."""
+    import shutil
+
+    from safetensors.torch import load_file, save_file
+    from scipy.stats import kendalltau, pearsonr
+
+    from precomet.estimator.checkpoint import HEAD, META, read_meta, write_meta
+
+    metas = [read_meta(d) for d in member_dirs]
+    heads = [load_file(str(d / HEAD)) for d in member_dirs]
+    members, scaling = [], []
+    for meta, state in zip(metas, heads):
+        member = FeatureHead(len(state["feature_mean"]), hidden_sizes=meta["hidden_sizes"], dropout=meta["dropout"])
+        member.load_state_dict(state, strict=True)
+        with torch.inference_mode():
+            train_out = member.eval().score_features(inputs[0].float())
+        scaling.append([float(train_out.mean()), max(float(train_out.std()), 1e-8)])
+        members.append(member)
+    ensemble = EnsembleHead(members, scaling)
+    dev_metrics: dict[str, float] = {}
+    if split.dev:
+        with torch.inference_mode():
+            predicted = ensemble.score_features(inputs[1].float()).double().numpy()
+        target = split.standardised(split.dev)
+        dev_metrics = {
+            "val_pearson": float(pearsonr(predicted, target)[0]),
+            "val_kendall": float(kendalltau(predicted, target)[0]),
+        }
+    save_file({f"members.{i}.{k}": v for i, state in enumerate(heads) for k, v in state.items()}, str(work / HEAD))
+    meta = {k: v for k, v in metas[0].items() if k not in ("dev_metrics", "history")}
+    meta["config"] = {**meta["config"], "seed_everything": metas[0]["config"]["seed_everything"]}
+    meta["ensemble"] = {
+        "members": len(member_dirs),
+        "seeds": [m["config"]["seed_everything"] for m in metas],
+        "combination": "mean of member outputs standardised by their predictions on the training sources",
+        "scaling": scaling,
+        "member_dev_metrics": [m.get("dev_metrics", {}) for m in metas],
+    }
+    meta["dev_metrics"] = dev_metrics
+    write_meta(work / META, meta)
+    shutil.move(str(member_dirs[0] / "lightning"), str(work / "lightning"))
+    for folder in member_dirs:
+        shutil.rmtree(folder)
+    return dev_metrics
+
+
 def backbone_encoder(meta: dict[str, Any], *, where: Any) -> SentenceEncoder:
     """The registered encoder a checkpoint names, refused when its identity (version, weights) differs."""
     recorded = meta.get("backbone")
@@ -78,7 +147,7 @@ class BackboneEstimator:
     """A loaded backbone checkpoint: the frozen encoder, the head (eval mode) and the metadata."""
 
     encoder: SentenceEncoder
-    model: FeatureHead
+    model: FeatureHead | EnsembleHead
     meta: dict[str, Any]
     path: Path | None = None
 
@@ -106,13 +175,18 @@ def load_backbone_estimator(path: Path, meta: dict[str, Any], head: dict[str, to
 
     encoder = backbone_encoder(meta, where=path / "precomet.json")
     check_max_length(meta, encoder.max_tokens, where=path / "precomet.json", encoder=repr(encoder.name))
+    members = _ensemble_members(meta, where=path / "precomet.json")
     try:
-        model = FeatureHead(encoder.dim, hidden_sizes=meta["hidden_sizes"], dropout=float(meta.get("dropout", 0.1)))
+        heads = [
+            FeatureHead(encoder.dim, hidden_sizes=meta["hidden_sizes"], dropout=float(meta.get("dropout", 0.1)))
+            for _ in range(members or 1)
+        ]
     except (TypeError, ValueError, RuntimeError) as err:
         raise PrecometError(
             f"{path / 'precomet.json'}: hidden_sizes {meta.get('hidden_sizes')!r}, dropout {meta.get('dropout')!r} do"
             f" not describe a head ({err})"
         ) from None
+    model: FeatureHead | EnsembleHead = EnsembleHead(heads, meta["ensemble"]["scaling"]) if members else heads[0]
     try:
         model.load_state_dict(head, strict=True)
     except RuntimeError as err:
@@ -124,13 +198,36 @@ def load_backbone_estimator(path: Path, meta: dict[str, Any], head: dict[str, to
         raise PrecometError(
             f"{path / 'head.safetensors'}: the head holds non-finite weights; the checkpoint is damaged"
         )
-    bad_std = int((model.feature_std <= 0).sum())
+    bad_std = sum(int((member.feature_std <= 0).sum()) for member in heads)
     if bad_std:  # training stores standard deviations, floored at 1e-8 and set to 1 below it: never <= 0
         raise PrecometError(
             f"{path / 'head.safetensors'}: feature_std holds {bad_std} value(s) <= 0, which no training writes (a"
             " standard deviation is positive); the checkpoint is damaged"
         )
     return BackboneEstimator(encoder=encoder, model=model.eval(), meta=meta, path=path)
+
+
+def _ensemble_members(meta: dict[str, Any], *, where: Any) -> int:
+    """The number of heads of an ensemble checkpoint (0: one plain head), its ``ensemble`` field checked."""
+    ensemble = meta.get("ensemble")
+    if ensemble is None:
+        return 0
+    problem = f"{where}: 'ensemble' must say how many heads (>= 2) and give each a [mean, std > 0] scaling, got"
+    if not isinstance(ensemble, dict):
+        raise PrecometError(f"{problem} {str(ensemble)[:200]}")
+    members, scaling = ensemble.get("members"), ensemble.get("scaling")
+    if not isinstance(members, int) or isinstance(members, bool) or members < 2 or not isinstance(scaling, list):
+        raise PrecometError(f"{problem} {str(ensemble)[:200]}")
+    if len(scaling) != members or not all(_is_scaling(row) for row in scaling):
+        raise PrecometError(f"{problem} {str(ensemble)[:200]}")
+    return members
+
+
+def _is_scaling(row: Any) -> bool:
+    """``[mean, std]`` with finite numbers and ``std > 0``."""
+    numbers = isinstance(row, list) and len(row) == 2
+    numbers = numbers and all(isinstance(x, (int, float)) and not isinstance(x, bool) and np.isfinite(x) for x in row)
+    return bool(numbers and row[1] > 0)
 
 
 def encode_split(

@@ -29,6 +29,7 @@ DEFAULTS: dict[str, Any] = {
         "weight_decay": 0.0,
         "freeze_fraction": 0.3,  # encoder frozen for this fraction of the first epoch
         "freeze_encoder": False,  # frozen for the whole run: pooled features are computed once and cached
+        "ensemble": 1,  # with a backbone: heads trained with seeds seed_everything, +1, …; they predict together
     },
     "data": {
         "batch_size": 16,
@@ -89,6 +90,7 @@ AT_LEAST = {
     ("model", "encoder_lr"): 0.0,
     ("model", "head_lr"): 0.0,
     ("model", "weight_decay"): 0.0,
+    ("model", "ensemble"): 1,
 }
 """Smallest valid value of numeric keys (checked once the config is merged)."""
 

@@ -128,6 +128,11 @@ def train(
     check_trainer_settings(cfg, out_dir=Path(out_dir))
     seed = int(cfg["seed_everything"])
     encoder = _backbone_encoder(cfg["model"]["backbone"]) if cfg["model"]["backbone"] else None
+    if encoder is None and int(cfg["model"]["ensemble"]) > 1:
+        raise PrecometError(
+            "model.ensemble > 1 trains several heads on a frozen registered encoder; set model.backbone (e5-small,"
+            " minilm, …), or ensemble 1 to fine-tune model.encoder"
+        )
     split = split_rows(train_rows, dev_rows, data=cfg["data"], seed=seed)
     final_dir = Path(out_dir)
     if encoder is not None:
@@ -177,29 +182,31 @@ def _train_backbone(
     started: float,
     progress: bool | None,
 ) -> TrainResult:
-    """:func:`train` on a registered sentence encoder (``model.backbone``): vectors once, then the head."""
-    from precomet.estimator.backbone import FeatureHead, encode_split
+    """:func:`train` on a registered sentence encoder (``model.backbone``): vectors once, then the head; with
+    ``model.ensemble`` K > 1, K heads (seeds ``seed_everything`` + 0 … K−1) combined in one checkpoint
+    (:func:`precomet.estimator.backbone.combine_members`)."""
+    from precomet.estimator.backbone import combine_members, encode_split
     from precomet.estimator.coverage import fit_coverage, write_coverage
 
-    model, data = cfg["model"], cfg["data"]
+    data = cfg["data"]
     inputs = encode_split(encoder, (split.train, split.dev), cache_dir=data["cache_dir"] or None, progress=progress)
-    with seeded(int(cfg["seed_everything"])), output_set() as out:  # all files or none, as train()
-        head = FeatureHead(encoder.dim, hidden_sizes=model["hidden_sizes"], dropout=float(model["dropout"]))
-        head.fit_scaling(inputs[0])
-        network = Network(model=head, tokenizer=None, max_length=0, pad_id=0)  # type: ignore[arg-type]
-        datamodule = build_datamodule(
-            split, (inputs[0], inputs[1]), pad_id=0, data=data, seed=int(cfg["seed_everything"])
-        )
-        meta = checkpoint_meta(cfg, split, network, backbone={"spec": model["backbone"], **encoder.identity()})
-        module = build_module(network, {**model, "freeze_encoder": True, "freeze_fraction": 0.0}, meta=meta)
+    members = int(cfg["model"]["ensemble"])
+    seed = int(cfg["seed_everything"])
+    with output_set() as out:  # all files or none, as train()
         work = out.directory(final_dir)
-        trainer, history = build_trainer(cfg, out_dir=work, has_dev=bool(split.dev), progress=progress)
-        fit(trainer, module, datamodule)
-        dev_metrics = best_metrics(history, cfg["early_stopping"], has_dev=bool(split.dev))
-        best = export_best_head(trainer, work, meta={**meta, "dev_metrics": dev_metrics, "history": history})
-        if trainer.is_global_zero:  # where the training sources lie, for predict's far-from-training warning
+        runs = []
+        for member in range(members):
+            member_dir = work if members == 1 else work / f"member-{member}"
+            member_dir.mkdir(exist_ok=True)
+            member_cfg = {**cfg, "seed_everything": seed + member}
+            runs.append(_train_head(member_cfg, encoder, split, inputs, member_dir, progress=progress))
+        dev_metrics, history, best, global_zero = runs[0]
+        if members > 1 and global_zero:
+            dev_metrics = combine_members(work, [work / f"member-{m}" for m in range(members)], inputs, split)
+            best = work / "lightning" / best.name
+        if global_zero:  # where the training sources lie, for predict's far-from-training warning
             vectors = np.concatenate([part.numpy() for part in inputs if part.ndim == 2])
-            write_coverage(work, fit_coverage(vectors, seed=int(cfg["seed_everything"])))
+            write_coverage(work, fit_coverage(vectors, seed=seed))
     return TrainResult(
         checkpoint_dir=final_dir,
         best_ckpt=final_dir / "lightning" / best.name,
@@ -207,6 +214,34 @@ def _train_backbone(
         history=history,
         seconds=time.perf_counter() - started,
     )
+
+
+def _train_head(
+    cfg: dict[str, Any],
+    encoder: SentenceEncoder,
+    split: Split,
+    inputs: list[Any],
+    work: Path,
+    *,
+    progress: bool | None,
+) -> tuple[dict[str, float], list[dict[str, float]], Path, bool]:
+    """Train one head on the encoder's vectors ``inputs`` (train, dev) into ``work``: ``(dev metrics, history,
+    best Lightning checkpoint, whether this is the main process)``."""
+    from precomet.estimator.backbone import FeatureHead
+
+    model, data, seed = cfg["model"], cfg["data"], int(cfg["seed_everything"])
+    with seeded(seed):
+        head = FeatureHead(encoder.dim, hidden_sizes=model["hidden_sizes"], dropout=float(model["dropout"]))
+        head.fit_scaling(inputs[0])
+        network = Network(model=head, tokenizer=None, max_length=0, pad_id=0)  # type: ignore[arg-type]
+        datamodule = build_datamodule(split, (inputs[0], inputs[1]), pad_id=0, data=data, seed=seed)
+        meta = checkpoint_meta(cfg, split, network, backbone={"spec": model["backbone"], **encoder.identity()})
+        module = build_module(network, {**model, "freeze_encoder": True, "freeze_fraction": 0.0}, meta=meta)
+        trainer, history = build_trainer(cfg, out_dir=work, has_dev=bool(split.dev), progress=progress)
+        fit(trainer, module, datamodule)
+        dev_metrics = best_metrics(history, cfg["early_stopping"], has_dev=bool(split.dev))
+        best = export_best_head(trainer, work, meta={**meta, "dev_metrics": dev_metrics, "history": history})
+    return dev_metrics, history, best, trainer.is_global_zero
 
 
 def train_on_campaigns(

@@ -8,6 +8,7 @@ import random
 
 import numpy as np
 import pytest
+import torch
 from scipy.stats import pearsonr
 
 from precomet.errors import PrecometError
@@ -133,3 +134,63 @@ def test_training_records_where_its_sources_lie_and_predict_warns_far_from_them(
         found[data.stem] = (signature["source_coverage"]["far_share"], [r.getMessage() for r in caplog.records])
     assert found["like"][0] < 0.05 and found["like"][1] == []
     assert found["unlike"][0] > 0.5 and "lie farther from its training sources" in found["unlike"][1][0]
+
+
+@pytest.fixture(scope="module")
+def ensemble_checkpoint(tmp_path_factory):
+    out = tmp_path_factory.mktemp("ensemble") / "ckpt"
+    result = train(_rows(300, 0), out_dir=out, overrides={**QUICK, "model.ensemble": 3}, progress=False)
+    return out, result
+
+
+def test_an_ensemble_checkpoint_holds_every_member_and_predicts_their_standardised_mean(ensemble_checkpoint, tmp_path):
+    """Issue 31: model.ensemble K trains K heads (seeds seed_everything + 0..K-1) into one checkpoint; the first
+    member is the single head of the same seed, and the prediction is the mean of the standardised members."""
+    import json
+
+    from safetensors.torch import load_file
+
+    from precomet.estimator.backbone import EnsembleHead
+
+    out, result = ensemble_checkpoint
+    assert sorted(p.name for p in out.iterdir() if not p.name.startswith(".")) == [
+        "coverage.safetensors", "head.safetensors", "lightning", "precomet.json"
+    ]  # fmt: skip
+    meta = json.loads((out / "precomet.json").read_text())
+    assert meta["ensemble"]["members"] == 3 and meta["ensemble"]["seeds"] == [3, 4, 5]
+    assert set(result.dev_metrics) == {"val_pearson", "val_kendall"} and result.dev_metrics["val_pearson"] > 0.8
+    estimator = load_estimator(out)
+    assert isinstance(estimator.model, EnsembleHead) and len(estimator.model.members) == 3
+    test = [r["src"] for r in _rows(60, 1)]
+    features = torch.from_numpy(estimator.encoder.encode(test)).float()
+    with torch.inference_mode():
+        outputs = torch.stack([m.score_features(features) for m in estimator.model.members]).double().numpy()
+    scaling = np.array(meta["ensemble"]["scaling"])
+    expected = ((outputs - scaling[:, :1]) / scaling[:, 1:]).mean(0) * scaling[:, 1].mean() + scaling[:, 0].mean()
+    std = meta["standardisation"]
+    np.testing.assert_allclose(predict_sources(estimator, test), expected * std["std"] + std["mean"], rtol=1e-5)
+    single = tmp_path / "single"
+    train(_rows(300, 0), out_dir=single, overrides=QUICK, progress=False)
+    first = {k.removeprefix("members.0."): v for k, v in load_file(str(out / "head.safetensors")).items()}
+    alone = load_file(str(single / "head.safetensors"))
+    assert all(torch.equal(first[k], alone[k]) for k in alone) and len(first) == 3 * len(alone)  # seed 3 = member 0
+
+
+def test_a_damaged_ensemble_field_is_refused_by_name(ensemble_checkpoint, tmp_path):
+    import json
+    import shutil
+
+    out, _ = ensemble_checkpoint
+    for broken in ({"members": 3, "scaling": [[0, 1]] * 2}, {"members": 3, "scaling": [[0, 0]] * 3}, "three"):
+        copy = tmp_path / f"c{len(list(tmp_path.iterdir()))}"
+        shutil.copytree(out, copy)
+        meta = json.loads((copy / "precomet.json").read_text())
+        meta["ensemble"] = broken
+        (copy / "precomet.json").write_text(json.dumps(meta))
+        with pytest.raises(PrecometError, match="'ensemble' must say how many heads"):
+            load_estimator(copy)
+
+
+def test_an_ensemble_without_a_backbone_is_refused(tmp_path):
+    with pytest.raises(PrecometError, match="model.ensemble > 1 trains several heads on a frozen registered encoder"):
+        train(_rows(20, 0), out_dir=tmp_path / "o", overrides={"model.ensemble": 2}, progress=False)
