@@ -10,8 +10,9 @@ Each save adds one segment (text hashes, vectors and a sha256 over the encoder k
 written to a temporary and renamed into place: concurrent runs never write the same file twice over, and a reader
 never sees half a segment. A segment that is not a complete, checksummed file of finite vectors of the encoder's
 length (truncated, edited, another encoder's, anything that would need unpickling) is reported, removed and its
-texts encoded again; anything else in the folder is left alone. Nothing is ever evicted: remove the folder to
-reclaim its space.
+texts encoded again; anything else in the folder is left alone. The single file per encoder that precomet 0.8
+kept (``ROOT/<encoder key>.npz``, checksummed the same way) is read as one more segment. Nothing is ever evicted:
+remove the folder to reclaim its space.
 """
 
 from __future__ import annotations
@@ -172,11 +173,13 @@ def read_vectors(folder: Path, *, encoder_key: str, dim: int, wanted: set[str]) 
     """The cached vectors of the ``wanted`` text keys found in ``folder``'s segments. A damaged segment is
     reported, removed (its texts are then encoded again) and skipped."""
     found: dict[str, np.ndarray] = {}
-    if not folder.exists() and not folder.is_symlink():
-        return found
-    if not folder.is_dir():
-        raise PrecometError(f"{folder}: the encoder cache entry is a file, not a folder; remove or rename it")
-    for path in segments(folder):
+    legacy = folder.with_name(folder.name + SUFFIX)  # precomet 0.8 kept one file per encoder, checksummed alike
+    paths = [legacy] if legacy.is_file() else []
+    if folder.exists() or folder.is_symlink():
+        if not folder.is_dir():
+            raise PrecometError(f"{folder}: the encoder cache entry is a file, not a folder; remove or rename it")
+        paths = segments(folder) + paths
+    for path in paths:
         if len(found) == len(wanted):
             break
         if not path.is_file():

@@ -149,3 +149,15 @@ def test_a_second_predict_of_the_same_file_encodes_nothing(tmp_path, capsys):
     assert "encoder cache: 0 text(s) encoded with e5-small, 3 of 3" in capsys.readouterr().err
     first, second = ((tmp_path / f"{n}.jsonl").read_text().splitlines() for n in ("one", "two"))
     assert [line for line in first if "signature" not in line] == [line for line in second if "signature" not in line]
+
+
+def test_the_single_file_of_precomet_0_8_is_read_as_one_more_segment(tmp_path):
+    """A cache written by 0.8 (``ROOT/<encoder key>.npz``, same arrays and checksum) needs no re-encoding."""
+    encode_cached(Counting(), ["aa", "b"], cache_dir=tmp_path)
+    (segment,) = tmp_path.glob("counting-*/*.npz")
+    legacy = segment.parent.with_name(segment.parent.name + ".npz")
+    segment.rename(legacy)
+    segment.parent.rmdir()
+    clear_embedding_cache()
+    again = Counting()
+    assert encode_cached(again, ["b", "aa"], cache_dir=tmp_path).tolist() == [[1, 0], [2, 2]] and again.seen == []
