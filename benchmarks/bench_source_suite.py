@@ -50,6 +50,7 @@ from precomet.benchmark import null_summary, pool_results, run_benchmark, shared
 from precomet.campaign import HUMAN, Campaign, source_length  # noqa: E402
 from precomet.encoders import encode_cached, get_encoder  # noqa: E402
 from precomet.estimator import build_targets, predict_sources, train  # noqa: E402
+from precomet.estimator.checkpoint import read_meta  # noqa: E402
 from precomet.estimator.leakage import SourceFingerprint, drop_sources  # noqa: E402
 from precomet.estimator.targets import merge_by_source  # noqa: E402
 from precomet.io import load  # noqa: E402
@@ -185,6 +186,7 @@ def run_stage(
     cost: bool,
     where: str,
     ship: Path | None = None,
+    shipped: Path | None = None,
 ) -> dict:
     out: dict = {}
     for name, campaign in held_out.items():  # every source of the campaign, also those not evaluated
@@ -205,9 +207,15 @@ def run_stage(
             shutil.rmtree(ship)
         shutil.copytree(checkpoints["estimator"][0], ship, ignore=shutil.ignore_patterns("lightning"))
         print(f"shipped {checkpoints['estimator'][0]} -> {ship}", flush=True)
+    if shipped is not None:  # the shipped artifact itself, read beside the estimators trained here
+        seen = SourceFingerprint.from_json(read_meta(shipped)["training_sources"], where=str(shipped))
+        leaks = {name: int(seen.contains(list(c.src)).sum()) for name, c in held_out.items()}
+        assert not any(leaks.values()), f"{shipped} was trained on suite sources: {leaks}"
     for name, campaign in campaigns.items():
         started = time.perf_counter()
         predictions = predictions_of(checkpoints, list(campaign.src))
+        if shipped is not None:
+            predictions["shipped estimator"] = predict_sources(shipped, list(campaign.src), progress=False)
         predict_seconds = time.perf_counter() - started
         vectors = encode_cached(get_encoder(backbone), list(campaign.src), cache_dir=CACHE)
         truth = compute_utility(campaign, target, metric="human", seed=0)
@@ -289,7 +297,10 @@ def run_test(args: argparse.Namespace) -> dict:
         cost=args.cost,
         where="suite-test",
         ship=args.ship,
+        shipped=args.shipped,
     )
+    if args.shipped is not None:
+        out["shipped"] = {"checkpoint": str(args.shipped), "ensemble": read_meta(args.shipped).get("ensemble")}
     return out
 
 
@@ -523,6 +534,12 @@ def main() -> None:
         "--results", type=Path, default=RESULTS, help="report: the folder of the JSON files and the report"
     )
     parser.add_argument("--ship", type=Path, help="test: copy the first seed's checkpoint here (e.g. checkpoints/NAME)")
+    parser.add_argument(
+        "--shipped",
+        type=Path,
+        help="test: also read this checkpoint (e.g. checkpoints/metric-avg-e5, as training/ship_estimator.sh wrote"
+        " it) as the row 'shipped estimator'; refused if it was trained on a suite source",
+    )
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
     if args.stage == "report":
