@@ -86,12 +86,16 @@ def main() -> None:
 def write_report(out: dict) -> Path:
     """benchmarks/results/ensemble-stability.md from the JSON."""
     rows = out["pooled"]["rows"]
-    single = [rows[f"seed {s}"]["spa_gain"] for s in out["single_seeds"]]
-    ensembles = [rows[f"ensemble {e[0]}-{e[-1]}"]["spa_gain"] for e in out["ensembles"]]
+    single = [100 * rows[f"seed {s}"]["spa_gain"] for s in out["single_seeds"]]
+    ensembles = [100 * rows[f"ensemble {e[0]}-{e[-1]}"]["spa_gain"] for e in out["ensembles"]]
+    single_parity = [rows[f"seed {s}"]["parity"] for s in out["single_seeds"]]
+    ensemble_parity = [rows[f"ensemble {e[0]}-{e[-1]}"]["parity"] for e in out["ensembles"]]
     lines = [
-        "## The training seed against the verdict: single heads and ensembles on dev (issue 31)",
+        "# The training seed against the verdict: single heads and ensembles on dev (issue 31)",
         "",
-        f"`{out['command']}` ({out['seconds']:.0f} s). The shipped configuration trained on one half of WMT22 zh-en"
+        f"Command: `.venv/bin/python {out['command']}` ({out['seconds']:.0f} s)",
+        "",
+        "The shipped configuration trained on one half of WMT22 zh-en"
         " MQM (by document) and judged on the other, both ways, pooled against random orderings. Pooled gain ="
         " SPA points over random's mean curve; p against the same pooling of random orderings; Pearson = mean over"
         " the two halves of the correlation with the true MetricAvg.",
@@ -105,16 +109,18 @@ def write_report(out: dict) -> Path:
             if name in next(iter(out["pearson_truth"].values()))
             else None
         )
-        p = row["p_value"]
+        p, verdict = row["p_value"], "p" if row["p_value"] < 0.05 else "n.s., p"
         lines.append(
-            f"| {name} | {row['spa_gain']:+.2f} | {'p' if p < 0.05 else 'n.s., p'} {p:.3f} | {row['parity']:.0%} |"
+            f"| {name} | {100 * row['spa_gain']:+.2f} | {verdict} {p:.3f} | {row['parity']:.0%} |"
             f" {'' if r is None else f'{r:.3f}'} |"
         )
     lines += [
         "",
         f"Spread of the pooled gain: single seeds sd {np.std(single, ddof=1):.2f} (range {min(single):+.2f} to"
         f" {max(single):+.2f}, {len(single)} seeds); ensembles of 3 sd {np.std(ensembles, ddof=1):.2f} (range"
-        f" {min(ensembles):+.2f} to {max(ensembles):+.2f}, {len(ensembles)} ensembles).",
+        f" {min(ensembles):+.2f} to {max(ensembles):+.2f}, {len(ensembles)} ensembles). Parity: single seeds"
+        f" {min(single_parity):.0%} to {max(single_parity):.0%}, ensembles {min(ensemble_parity):.0%} to"
+        f" {max(ensemble_parity):.0%}.",
         "",
     ]
     path = RESULTS / "ensemble-stability.md"

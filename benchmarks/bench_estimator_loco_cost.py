@@ -20,6 +20,7 @@ import json
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -92,7 +93,7 @@ def run(target: str) -> dict:
     campaigns = history()
     folds = shared_item_groups({name: c.src for name, c in campaigns.items()})
     rows = target_rows(campaigns, target)
-    found = {"target": target, "seeds": list(SEEDS), "folds": folds, "campaigns": {}}
+    found: dict[str, Any] = {"target": target, "seeds": list(SEEDS), "folds": folds, "campaigns": {}}
     started = time.perf_counter()
     for fold in folds:
         checkpoints = fold_checkpoints(fold, campaigns, rows, target)
@@ -109,9 +110,11 @@ def run(target: str) -> dict:
 
 def report(found: dict) -> str:
     lines = [
-        "## Cost budgets on the dev protocol: the knapsack objective (issue 31)",
+        "# Cost budgets on the dev protocol: the knapsack objective (issue 31)",
         "",
-        f"`{found['command']}` ({found['seconds']:.0f} s). Target {found['target']}, 14 folds, budgets in annotation"
+        f"Command: `.venv/bin/python {found['command'].strip()}` ({found['seconds']:.0f} s)",
+        "",
+        f"Target {found['target']}, 14 folds, budgets in annotation"
         " cost (source-length model), null = random subsets of equal cost; pooled gain in SPA points, p against the"
         " same pooling of random subsets; parity = share of random's cost budget.",
         "",

@@ -485,7 +485,20 @@ def write_report(results: Path = RESULTS) -> Path:
         ]
     for path in sorted(results.glob("source_suite_test*.json")):
         result = json.loads(path.read_text())
-        lines += ["", f"## Test suite: {result['target']} on {result['backbone']}, history {result['history']}", ""]
+        shipped = result.get("shipped")
+        also = f", and the shipped checkpoint {shipped['checkpoint']}" if shipped else ""
+        lines += [
+            "",
+            f"## Test suite: {result['target']} on {result['backbone']}, history {result['history']}{also}",
+            "",
+        ]
+        if shipped and shipped.get("ensemble"):
+            members = shipped["ensemble"]
+            lines += [
+                f"`shipped estimator`: the checkpoint as `training/ship_estimator.sh` wrote it, {members['members']}"
+                f" heads (seeds {', '.join(map(str, members['seeds']))}) predicting together",
+                "",
+            ]
         lines += [f"`{result['command']}` ({result['seconds']:.0f} s)", "", "Budgets in items:", ""]
         lines += report_test(path)
         if any("cost" in c for c in result["campaigns"].values()):

@@ -160,6 +160,34 @@ REGISTRY = (
         expensive=True,
     ),
     Benchmark(
+        "source-suite-test-shipped",
+        (
+            (
+                "benchmarks/bench_source_suite.py",
+                *("--stage", "test", "--history", "human", "--target", "metric_avg", "--backbone", "e5-small"),
+                *("--seeds", "0", "1", "2", "--cost", "--shipped", "checkpoints/metric-avg-e5"),
+                *("--out", "benchmarks/results/source_suite_test_shipped.json"),
+            ),
+        ),
+        ("source_suite_test_shipped.json",),
+        17,
+        expensive=True,
+    ),
+    Benchmark(
+        "ensemble-stability",
+        (("benchmarks/bench_ensemble_stability.py",),),
+        ("ensemble_stability.json", "ensemble-stability.md"),
+        3.2,
+        expensive=True,
+    ),
+    Benchmark(
+        "estimator-loco-cost",
+        (("benchmarks/bench_estimator_loco_cost.py",),),
+        ("estimator_loco_cost.json", "estimator_loco_cost.md"),
+        30,
+        expensive=True,
+    ),
+    Benchmark(
         "source-suite-speed",
         (("benchmarks/bench_source_suite.py", "--stage", "speed"),),
         ("source_suite_speed.json",),

@@ -93,11 +93,11 @@ def encode_cached(
     unique = list(dict.fromkeys(texts))
     keys = [_text_key(t) for t in unique]
     encoder_key = f"{encoder.name}-{encoder.cache_key()}"
-    root = None
+    root, explicit = None, cache_dir is not None or bool(os.environ.get(DISK_ENV, "").strip())
     if cache_dir is not None:
         root = usable_folder(Path(cache_dir), explicit=True)
     elif encoder.shared_cache and (shared := shared_cache_dir()) is not None:
-        root = usable_folder(shared, explicit=bool(os.environ.get(DISK_ENV, "").strip()))
+        root = usable_folder(shared, explicit=explicit)
     folder = None if root is None else root / encoder_key
     limit = limit_bytes()
     known = MEMORY.get(encoder_key, keys) if limit else {}
@@ -114,8 +114,8 @@ def encode_cached(
         part = todo[start : start + step]
         fresh = dict(zip((keys[i] for i in part), encoder.encode([unique[i] for i in part], progress=progress)))
         stored.update(fresh)
-        if folder is not None:
-            write_segment(folder, fresh, encoder_key=encoder_key)
+        if folder is not None and not write_segment(folder, fresh, encoder_key=encoder_key, explicit=explicit):
+            folder = None  # the default folder cannot take them: the rest is encoded without saving
     log.info("encoded %d distinct texts with %s (%d from cache)", len(unique), encoder.name, len(unique) - len(todo))
     if not texts:
         return np.empty((0, encoder.dim), dtype=np.float32)

@@ -196,10 +196,12 @@ def read_vectors(folder: Path, *, encoder_key: str, dim: int, wanted: set[str]) 
     return found
 
 
-def write_segment(folder: Path, vectors: dict[str, np.ndarray], *, encoder_key: str) -> None:
-    """Add ``vectors`` (text key -> vector) to ``folder`` as one segment, renamed into place when complete."""
+def write_segment(folder: Path, vectors: dict[str, np.ndarray], *, encoder_key: str, explicit: bool = True) -> bool:
+    """Add ``vectors`` (text key -> vector) to ``folder`` as one segment, renamed into place when complete. A
+    folder that cannot take it raises naming the remedies; for the default folder (not ``explicit``) that is a
+    warning instead and ``False`` (the command goes on without keeping vectors)."""
     if not vectors:
-        return
+        return True
     keys = np.array(list(vectors), dtype=str)
     stacked = np.stack(list(vectors.values())).astype(np.float32)
     name = hashlib.sha256("\n".join(keys.tolist()).encode()).hexdigest()[:32]
@@ -214,10 +216,14 @@ def write_segment(folder: Path, vectors: dict[str, np.ndarray], *, encoder_key: 
             os.replace(temporary, path)
         finally:
             temporary.unlink(missing_ok=True)
-        if (use := _USE.get()) is not None:
-            use.saved += len(keys)
     except OSError as err:
+        problem = f"cannot keep encoder vectors in {folder} ({err.strerror or err})"
+        if not explicit:
+            log.warning("%s; going on without keeping them (set %s=DIR to move the cache)", problem, ENV)
+            return False
         raise PrecometError(
-            f"cannot keep encoder vectors in {folder} ({err.strerror or err}); free space there, move the cache with"
-            f" {ENV}=DIR, or run with --no-cache"
+            f"{problem}; free space there, move the cache with {ENV}=DIR, or run with --no-cache"
         ) from None
+    if (use := _USE.get()) is not None:
+        use.saved += len(keys)
+    return True

@@ -13,6 +13,7 @@ import pytest
 
 from precomet.cli import main
 from precomet.encoders import clear_embedding_cache, disk, encode_cached
+from precomet.errors import PrecometError
 from tests.bad_inputs import GOOD
 from tests.conftest import Counting
 
@@ -161,3 +162,23 @@ def test_the_single_file_of_precomet_0_8_is_read_as_one_more_segment(tmp_path):
     clear_embedding_cache()
     again = Counting()
     assert encode_cached(again, ["b", "aa"], cache_dir=tmp_path).tolist() == [[1, 0], [2, 2]] and again.seen == []
+
+
+def test_a_default_folder_that_cannot_be_written_is_a_warning_and_an_explicit_one_an_error(
+    tmp_path, monkeypatch, caplog
+):
+    import errno
+
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(disk.os, "replace", full)
+    monkeypatch.delenv(disk.ENV)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert encode_cached(Counting(), ["aa"]).tolist() == [[2, 2]]
+    assert "going on without keeping them" in caplog.text and "No space left" in caplog.text
+    clear_embedding_cache()
+    monkeypatch.setenv(disk.ENV, str(tmp_path / "chosen"))
+    with pytest.raises(PrecometError, match="cannot keep encoder vectors in .*chosen.*--no-cache"):
+        encode_cached(Counting(), ["aa"])
+    assert not [p for p in tmp_path.rglob("*") if p.is_file()]  # no temporary left behind
