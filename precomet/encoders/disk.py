@@ -24,7 +24,7 @@ import os
 import re
 import zipfile
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -143,9 +143,31 @@ def segments(folder: Path) -> list[Path]:
     return sorted(p for p in folder.glob("*" + SUFFIX) if _SEGMENT.fullmatch(p.stem))
 
 
+_KNOWN: dict[Path, tuple[tuple[int, int, int], np.ndarray]] = {}
+"""Per segment read in this process: its stat stamp and the sorted 64-bit prefixes of its text keys, so that a
+later call (the next chunk of a pool) skips the segments holding none of its texts without opening them."""
+
+
+def _stamp(path: Path) -> tuple[int, int, int]:
+    info = path.stat()
+    return info.st_ino, info.st_size, info.st_mtime_ns
+
+
+def _prefixes(keys: Iterable[str]) -> np.ndarray:
+    return np.sort(np.fromiter((int(key[:16], 16) for key in keys), dtype=np.uint64))
+
+
+def _may_hold(path: Path, wanted: np.ndarray) -> bool:
+    """Whether the segment may hold one of the ``wanted`` prefixes: ``False`` only when this process read it
+    before, unchanged since, and it holds none."""
+    known = _KNOWN.get(path)
+    return known is None or known[0] != _stamp(path) or bool(np.isin(wanted, known[1]).any())
+
+
 def _load(path: Path, *, encoder_key: str, dim: int, wanted: set[str]) -> tuple[str, dict[str, np.ndarray]]:
     """``("", vectors of wanted keys)`` from a valid segment (``{}`` when it holds none of them), else ``(what is
     wrong, {})``. Only the keys are read from a segment that holds nothing wanted."""
+    stamp = _stamp(path)
     stored = np.load(path, allow_pickle=False)
     if not isinstance(stored, NpzFile):
         return f"a single {type(stored).__name__}, not an .npz archive", {}
@@ -155,6 +177,7 @@ def _load(path: Path, *, encoder_key: str, dim: int, wanted: set[str]) -> tuple[
         keys = stored["keys"]
         if keys.ndim != 1 or keys.dtype.kind != "U" or not all(len(k) == 40 for k in keys.tolist()):
             return f"keys of shape {keys.shape} and dtype {keys.dtype}, expected text hashes", {}
+        _KNOWN[path] = (stamp, _prefixes(keys.tolist()))
         if wanted.isdisjoint(keys.tolist()):
             return "", {}
         vectors, check = stored["vectors"], stored["check"]
@@ -179,11 +202,14 @@ def read_vectors(folder: Path, *, encoder_key: str, dim: int, wanted: set[str]) 
         if not folder.is_dir():
             raise PrecometError(f"{folder}: the encoder cache entry is a file, not a folder; remove or rename it")
         paths = segments(folder) + paths
+    prefixes = _prefixes(wanted)
     for path in paths:
         if len(found) == len(wanted):
             break
         if not path.is_file():
             raise PrecometError(f"{path}: an encoder cache segment is a folder or a special file; remove or rename it")
+        if not _may_hold(path, prefixes):
+            continue
         try:
             problem, vectors = _load(path, encoder_key=encoder_key, dim=dim, wanted=wanted - found.keys())
         except NPZ_UNREADABLE as err:
@@ -191,6 +217,7 @@ def read_vectors(folder: Path, *, encoder_key: str, dim: int, wanted: set[str]) 
         if problem:
             log.warning("%s: damaged encoder cache segment (%s); removed, its texts are encoded again", path, problem)
             path.unlink(missing_ok=True)
+            _KNOWN.pop(path, None)
             continue
         found.update(vectors)
     return found
@@ -224,6 +251,7 @@ def write_segment(folder: Path, vectors: dict[str, np.ndarray], *, encoder_key: 
         raise PrecometError(
             f"{problem}; free space there, move the cache with {ENV}=DIR, or run with --no-cache"
         ) from None
+    _KNOWN[path] = (_stamp(path), _prefixes(keys.tolist()))
     if (use := _USE.get()) is not None:
         use.saved += len(keys)
     return True

@@ -182,3 +182,22 @@ def test_a_default_folder_that_cannot_be_written_is_a_warning_and_an_explicit_on
     with pytest.raises(PrecometError, match="cannot keep encoder vectors in .*chosen.*--no-cache"):
         encode_cached(Counting(), ["aa"])
     assert not [p for p in tmp_path.rglob("*") if p.is_file()]  # no temporary left behind
+
+
+def test_a_later_call_opens_only_the_segments_that_may_hold_its_texts(tmp_path, monkeypatch):
+    """The next chunk of a pool does not re-read every segment: those known to hold none of its texts are skipped
+    (a segment changed since is read again)."""
+    monkeypatch.setattr("precomet.encoders.base.CHUNK", 2)
+    encode_cached(Counting(), [f"text {i}" for i in range(10)], cache_dir=tmp_path)  # five segments
+    clear_embedding_cache()
+    monkeypatch.setattr(disk, "_KNOWN", {})  # a new process
+    opened = []
+    real_load = disk.np.load
+    monkeypatch.setattr(disk.np, "load", lambda path, **kw: opened.append(path) or real_load(path, **kw))
+    encode_cached(Counting(), ["new"], cache_dir=tmp_path)  # in none: every segment is read once, "new" saved
+    first = len(opened)
+    clear_embedding_cache()
+    opened.clear()
+    again = Counting()
+    assert encode_cached(again, ["text 9"], cache_dir=tmp_path).tolist() == [[6, 0]] and again.seen == []
+    assert first == 5 and len(opened) == 1  # then only the segment holding "text 9" is opened
