@@ -13,6 +13,7 @@ over ensembles is the measure of stability; the test suite is not read.
 
 from __future__ import annotations
 
+import argparse
 import json
 import shutil
 import sys
@@ -130,7 +131,9 @@ def write_report(out: dict) -> Path:
 
 
 if __name__ == "__main__":
-    if sys.argv[1:] == ["--report"]:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--report", action="store_true", help="only rewrite the report from the JSON")
+    if parser.parse_args().report:
         write_report(json.loads((RESULTS / "ensemble_stability.json").read_text()))
     else:
         main()
