@@ -54,13 +54,15 @@ def _first_weight(value: float):
 
 
 def _overflow(tensors: dict) -> None:
-    """Finite weights whose output overflows float32: every hidden unit saturates at 1, the last layer sums 3e38s."""
-    layers = sorted(k for k in tensors if k.startswith("head.") and k.endswith("weight"))
-    for name in layers[:-1]:
-        tensors[name].zero_()
-        tensors[name.replace("weight", "bias")].fill_(50.0)
-    tensors[layers[-1]].fill_(3e38)
-    tensors[layers[-1].replace("weight", "bias")].fill_(3e38)
+    """Finite weights whose output overflows float32: every hidden unit saturates at 1, the last layer sums 3e38s
+    (in every head of an ensemble: ``members.I.head.*``)."""
+    for prefix in {k.split("head.")[0] for k in tensors if "head." in k}:
+        layers = sorted(k for k in tensors if k.startswith(prefix + "head.") and k.endswith("weight"))
+        for name in layers[:-1]:
+            tensors[name].zero_()
+            tensors[name.replace("weight", "bias")].fill_(50.0)
+        tensors[layers[-1]].fill_(3e38)
+        tensors[layers[-1].replace("weight", "bias")].fill_(3e38)
 
 
 def _no_head(folder: Path) -> None:

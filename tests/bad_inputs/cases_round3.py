@@ -187,7 +187,7 @@ CASES = {
         "predict --checkpoint ckpt --data s.txt -o {d}/p.jsonl".split(),
         {"s.txt": SRC},
         ("head.safetensors", "feature_std", "<= 0"),
-        _head(lambda tensors: tensors["feature_std"].neg_()),
+        _head(lambda tensors: [tensors[k].neg_() for k in tensors if k.endswith("feature_std")]),
     ),
     # ---- budgets
     "r3-select-proportion-below-one-item": _case(
