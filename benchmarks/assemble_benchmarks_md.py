@@ -49,6 +49,7 @@ SECTIONS = (  # (file under benchmarks/results/, what it measures) in reading or
         "Source-based estimator: leave-one-campaign-out over 15 human-scored campaigns, the dev protocol (issue 31)",
     ),
     ("ensemble-stability.md", "Source-based estimator: the training seed, single heads and ensembles (issue 31)"),
+    ("estimator_loco_cost.md", "Source-based estimator under cost budgets: the knapsack objective on dev (issue 31)"),
     ("estimator_loco-findings.md", "Source-based estimator on the human-scored history: reading (issue 31)"),
     ("da_alignment.md", "Crowd-DA segment scores of the WMT21-22 to-English releases, aligned by document (issue 31)"),
     ("diffuse-speed.md", "Pairwise: DiffUse selection speed (issue 7)"),

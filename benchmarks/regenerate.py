@@ -181,6 +181,13 @@ REGISTRY = (
         expensive=True,
     ),
     Benchmark(
+        "estimator-loco-cost",
+        (("benchmarks/bench_estimator_loco_cost.py",),),
+        ("estimator_loco_cost.json", "estimator_loco_cost.md"),
+        71,
+        expensive=True,
+    ),
+    Benchmark(
         "source-suite-speed",
         (("benchmarks/bench_source_suite.py", "--stage", "speed"),),
         ("source_suite_speed.json",),
