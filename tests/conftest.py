@@ -155,3 +155,20 @@ class Counting(SentenceEncoder):
     def _encode_batch(self, texts: list[str]) -> np.ndarray:
         self.seen += texts
         return np.array([[len(t), t.count("a")] for t in texts], dtype=float)
+
+
+@pytest.fixture
+def stub_sentence_encoder(monkeypatch):
+    """The sentence-transformers call replaced by a deterministic 384-d stub that counts its calls."""
+    from precomet.utilities import embed
+
+    calls: list[int] = []
+
+    def encode(texts, *, encoder, batch_size, device):
+        calls.append(len(texts))
+        rng = np.random.default_rng([len(t) for t in texts] or [0])
+        vectors = rng.normal(size=(len(texts), 384)).astype(np.float32)
+        return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+
+    monkeypatch.setattr(embed, "_encode", encode)
+    return calls

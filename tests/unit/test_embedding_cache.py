@@ -270,23 +270,6 @@ def test_cache_file_that_is_a_folder_is_refused(tmp_path, disk_only):
 
 
 # ---------------------------------------------------------------------------------------------- through the CLI
-@pytest.fixture
-def stub_sentence_encoder(monkeypatch):
-    """The sentence-transformers call replaced by a deterministic 384-d stub that counts its calls."""
-    from precomet.utilities import embed
-
-    calls: list[int] = []
-
-    def encode(texts, *, encoder, batch_size, device):
-        calls.append(len(texts))
-        rng = np.random.default_rng([len(t) for t in texts] or [0])
-        vectors = rng.normal(size=(len(texts), 384)).astype(np.float32)
-        return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
-
-    monkeypatch.setattr(embed, "_encode", encode)
-    return calls
-
-
 COMMANDS = {
     "diversity": "utilities --data items.jsonl --method diversity --option cache_dir=cache -o {o}",
     "diffuse": "utilities --data items.jsonl --method diffuse --budget 2 --option cache_dir=cache -o {o}",

@@ -8,7 +8,6 @@ import multiprocessing
 import os
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from precomet.cli import main
@@ -99,22 +98,6 @@ def test_two_processes_writing_at_once_keep_both_their_vectors(tmp_path, monkeyp
     vectors = encode_cached(reader, texts[0] + texts[1])
     assert reader.seen == [] and vectors.tolist() == Counting().encode(texts[0] + texts[1]).tolist()
     assert not [p for p in tmp_path.rglob("*") if p.is_file() and p.suffix != ".npz"]  # no temporary left
-
-
-@pytest.fixture
-def stub_sentence_encoder(monkeypatch):
-    from precomet.utilities import embed
-
-    calls: list[int] = []
-
-    def encode(texts, *, encoder, batch_size, device):
-        calls.append(len(texts))
-        rng = np.random.default_rng([len(t) for t in texts] or [0])
-        vectors = rng.normal(size=(len(texts), 384)).astype(np.float32)
-        return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
-
-    monkeypatch.setattr(embed, "_encode", encode)
-    return calls
 
 
 @pytest.mark.parametrize("spelling", ["after", "before"])
