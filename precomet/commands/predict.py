@@ -166,7 +166,8 @@ def _resume_folder(args: argparse.Namespace, folder: Path) -> Iterator[None]:
 def run(args: argparse.Namespace) -> int:
     from functools import partial
 
-    from precomet.estimator.checkpoint import check_device, load_estimator, read_meta
+    from precomet.estimator.checkpoint import load_estimator, read_meta
+    from precomet.estimator.estimator import check_device
     from precomet.estimator.pool import check_resume_dir, discard_kept, discard_stale, predict_pool
     from precomet.io.atomic import check_output, output_set
     from precomet.io.chunks import iter_source_chunks
@@ -255,21 +256,13 @@ def _signature(
 
 
 def _run_shards(args: argparse.Namespace) -> int:
-    from precomet.estimator.checkpoint import load_estimator, read_meta
+    from precomet.estimator.checkpoint import load_estimator
     from precomet.estimator.shards import predict_shards
 
     if args.precision != "fp32":
         raise PrecometError("--shard-dir predicts in fp32 (--precision int8 runs on the single-device path)")
-    backbone = read_meta(args.checkpoint).get("backbone")
-    if backbone:
-        name = backbone.get("name", "registered") if isinstance(backbone, dict) else backbone
-        raise PrecometError(
-            f"--shard-dir runs a Hugging Face encoder checkpoint on several processes; {args.checkpoint} has the"
-            f" {name} backbone, which predicts in this process only: use -o (with --chunk-size and --resume-dir for"
-            " a large pool)"
-        )
     ids, sources = read_sources(args.data, text=args.text, campaign=args.campaign)
-    estimator: Any = load_estimator(args.checkpoint, device="cpu" if args.devices is not None else args.device)
+    estimator = load_estimator(args.checkpoint, device="cpu" if args.devices is not None else args.device)
     scan, languages, sample = _scan(args, [(ids, sources)], estimator.meta)
     coverage = _coverage(args, estimator, sample)
     rank = predict_shards(

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -74,56 +72,6 @@ class EnsembleHead(nn.Module):
         return ((outputs - mean) / std).mean(dim=0) * std.mean() + mean.mean()
 
 
-def combine_members(work: Path, member_dirs: Sequence[Path], inputs: Sequence[torch.Tensor], split: Any) -> dict:
-    """Write the ensemble checkpoint into ``work`` from the member checkpoints in ``member_dirs`` (removed after):
-    ``head.safetensors`` with every member's tensors under ``members.I.``, ``precomet.json`` with ``ensemble``
-    (members, seeds, scaling, each member's dev metrics), the first member's Lightning logs. Returns the
-    ensemble's dev metrics (Pearson and Kendall with the dev targets)."""
-    import shutil
-
-    from safetensors.torch import load_file, save_file
-    from scipy.stats import kendalltau, pearsonr
-
-    from precomet.estimator.checkpoint import HEAD, META, read_meta, write_meta
-
-    metas = [read_meta(d) for d in member_dirs]
-    heads = [load_file(str(d / HEAD)) for d in member_dirs]
-    members, scaling = [], []
-    for meta, state in zip(metas, heads):
-        member = FeatureHead(len(state["feature_mean"]), hidden_sizes=meta["hidden_sizes"], dropout=meta["dropout"])
-        member.load_state_dict(state, strict=True)
-        with torch.inference_mode():
-            train_out = member.eval().score_features(inputs[0].float())
-        scaling.append([float(train_out.mean()), max(float(train_out.std()), 1e-8)])
-        members.append(member)
-    ensemble = EnsembleHead(members, scaling)
-    dev_metrics: dict[str, float] = {}
-    if split.dev:
-        with torch.inference_mode():
-            predicted = ensemble.score_features(inputs[1].float()).double().numpy()
-        target = split.standardised(split.dev)
-        dev_metrics = {
-            "val_pearson": float(pearsonr(predicted, target)[0]),
-            "val_kendall": float(kendalltau(predicted, target)[0]),
-        }
-    save_file({f"members.{i}.{k}": v for i, state in enumerate(heads) for k, v in state.items()}, str(work / HEAD))
-    meta = {k: v for k, v in metas[0].items() if k not in ("dev_metrics", "history")}
-    meta["config"] = {**meta["config"], "seed_everything": metas[0]["config"]["seed_everything"]}
-    meta["ensemble"] = {
-        "members": len(member_dirs),
-        "seeds": [m["config"]["seed_everything"] for m in metas],
-        "combination": "mean of member outputs standardised by their predictions on the training sources",
-        "scaling": scaling,
-        "member_dev_metrics": [m.get("dev_metrics", {}) for m in metas],
-    }
-    meta["dev_metrics"] = dev_metrics
-    write_meta(work / META, meta)
-    shutil.move(str(member_dirs[0] / "lightning"), str(work / "lightning"))
-    for folder in member_dirs:
-        shutil.rmtree(folder)
-    return dev_metrics
-
-
 def backbone_encoder(meta: dict[str, Any], *, where: Any) -> SentenceEncoder:
     """The registered encoder a checkpoint names, refused when its identity (version, weights) differs."""
     recorded = meta.get("backbone")
@@ -142,72 +90,7 @@ def backbone_encoder(meta: dict[str, Any], *, where: Any) -> SentenceEncoder:
     return encoder
 
 
-@dataclass(frozen=True)
-class BackboneEstimator:
-    """A loaded backbone checkpoint: the frozen encoder, the head (eval mode) and the metadata."""
-
-    encoder: SentenceEncoder
-    model: FeatureHead | EnsembleHead
-    meta: dict[str, Any]
-    path: Path | None = None
-
-    def to_utility(self, standardised: torch.Tensor) -> torch.Tensor:
-        from precomet.estimator.checkpoint import to_utility
-
-        return to_utility(self.meta, standardised)
-
-    def predict(
-        self, sources: Sequence[str], *, cache_dir: str | Path | None = None, progress: bool | None = None
-    ) -> np.ndarray:
-        """Utility (higher = annotate first) of each source, in input order."""
-        from precomet.estimator.checkpoint import check_predictions
-
-        features = encode_cached(self.encoder, list(sources), cache_dir=cache_dir, progress=progress)
-        with torch.inference_mode():
-            values = self.model.eval().score_features(torch.from_numpy(features).float())
-        utilities = self.to_utility(values.double()).numpy()
-        return check_predictions(utilities, sources, checkpoint=self.path or f"on backbone {self.encoder.name!r}")
-
-
-def load_backbone_estimator(path: Path, meta: dict[str, Any], head: dict[str, torch.Tensor]) -> BackboneEstimator:
-    """Rebuild a :class:`BackboneEstimator` from its metadata and ``head.safetensors`` tensors."""
-    from precomet.estimator.checkpoint import check_max_length
-
-    encoder = backbone_encoder(meta, where=path / "precomet.json")
-    check_max_length(meta, encoder.max_tokens, where=path / "precomet.json", encoder=repr(encoder.name))
-    members = _ensemble_members(meta, where=path / "precomet.json")
-    try:
-        heads = [
-            FeatureHead(encoder.dim, hidden_sizes=meta["hidden_sizes"], dropout=float(meta.get("dropout", 0.1)))
-            for _ in range(members or 1)
-        ]
-    except (TypeError, ValueError, RuntimeError) as err:
-        raise PrecometError(
-            f"{path / 'precomet.json'}: hidden_sizes {meta.get('hidden_sizes')!r}, dropout {meta.get('dropout')!r} do"
-            f" not describe a head ({err})"
-        ) from None
-    model: FeatureHead | EnsembleHead = EnsembleHead(heads, meta["ensemble"]["scaling"]) if members else heads[0]
-    try:
-        model.load_state_dict(head, strict=True)
-    except RuntimeError as err:
-        detail = " ".join(str(err).split())[:300]
-        raise PrecometError(
-            f"{path / 'head.safetensors'}: weights do not match the head in precomet.json ({detail})"
-        ) from None
-    if not all(torch.isfinite(v).all() for v in head.values()):
-        raise PrecometError(
-            f"{path / 'head.safetensors'}: the head holds non-finite weights; the checkpoint is damaged"
-        )
-    bad_std = sum(int((member.feature_std <= 0).sum()) for member in heads)
-    if bad_std:  # training stores standard deviations, floored at 1e-8 and set to 1 below it: never <= 0
-        raise PrecometError(
-            f"{path / 'head.safetensors'}: feature_std holds {bad_std} value(s) <= 0, which no training writes (a"
-            " standard deviation is positive); the checkpoint is damaged"
-        )
-    return BackboneEstimator(encoder=encoder, model=model.eval(), meta=meta, path=path)
-
-
-def _ensemble_members(meta: dict[str, Any], *, where: Any) -> int:
+def ensemble_members(meta: dict[str, Any], *, where: Any) -> int:
     """The number of heads of an ensemble checkpoint (0: one plain head), its ``ensemble`` field checked."""
     ensemble = meta.get("ensemble")
     if ensemble is None:

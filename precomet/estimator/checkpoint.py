@@ -13,23 +13,19 @@ from __future__ import annotations
 import json
 import logging
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-import numpy as np
 import torch
 
 from precomet import __version__
 from precomet.encoders.transformer import weights_digest
 from precomet.errors import PrecometError
-from precomet.estimator.model import UtilityEstimator
+from precomet.estimator.backbone import EnsembleHead, FeatureHead, backbone_encoder, ensemble_members
+from precomet.estimator.estimator import Estimator, TokenReader, VectorReader, check_device
+from precomet.estimator.model import ALIASES, UtilityEstimator, load_encoder, resolve_model
 from precomet.io import jsonsafe
 from precomet.io.atomic import check_output, output_set
-
-if TYPE_CHECKING:
-    from precomet.estimator.backbone import BackboneEstimator
 
 logger = logging.getLogger(__name__)
 
@@ -40,109 +36,9 @@ ENCODER = "encoder"
 REQUIRED_META = ("format_version", "target", "direction", "standardisation", "pooling", "hidden_sizes", "max_length")
 
 
-@dataclass(frozen=True)
-class Estimator:
-    """A loaded checkpoint: the network (eval mode), its tokenizer and the ``precomet.json`` metadata."""
-
-    model: UtilityEstimator
-    tokenizer: Any
-    meta: dict[str, Any]
-    path: Path | None = None
-
-    @property
-    def max_length(self) -> int:
-        return int(self.meta["max_length"])
-
-    def to_utility(self, standardised: torch.Tensor) -> torch.Tensor:
-        return to_utility(self.meta, standardised)
-
-    def predict(
-        self,
-        sources: Sequence[str],
-        *,
-        batch_size: int = 64,
-        device: str = "cpu",
-        progress: bool | None = None,
-        precision: str = "fp32",
-    ) -> np.ndarray:
-        """Utility (higher = annotate first) of each source, in input order: :func:`precomet.estimator.predict.
-        predict_sources` on this estimator (the same checks, truncation warning and numbers)."""
-        from precomet.estimator.predict import predict_sources
-
-        return predict_sources(
-            self, sources, batch_size=batch_size, device=device, progress=progress, precision=precision
-        )
-
-
-def to_utility(meta: dict[str, Any], standardised: torch.Tensor) -> torch.Tensor:
-    """Undo the training standardisation recorded in ``meta`` and orient so that higher = annotate first."""
-    stats = meta["standardisation"]
-    value = standardised * float(stats["std"]) + float(stats["mean"])
-    return value if meta["direction"] == "higher_first" else -value
-
-
-def check_device(device: Any) -> str:
-    """``device`` (``cpu``, ``cuda``, ``cuda:1``, ``mps``) when this machine can run on it; otherwise a
-    :class:`PrecometError` naming the parameter ``device`` and saying why (a torch build without CUDA, no GPU
-    visible, an index beyond the GPUs there are), before anything is loaded."""
-    name = str(device).strip()
-    try:
-        parsed = torch.device(name)
-    except (RuntimeError, ValueError, TypeError) as err:
-        raise PrecometError(
-            f"{{device}}{name!r} is not a device name such as cpu, cuda or cuda:1 ({str(err).split(':')[0]})",
-            param="device",
-        ) from None
-    if parsed.type == "cpu":
-        return name
-    if parsed.type == "cuda":
-        if not torch.backends.cuda.is_built():
-            raise PrecometError(
-                f"{{device}}{name}: this torch build has no CUDA (torch {torch.__version__} is CPU-only); use"
-                " {device}cpu or install a CUDA build of torch",
-                param="device",
-            )
-        count = torch.cuda.device_count()
-        if count == 0:
-            raise PrecometError(
-                f"{{device}}{name}: no CUDA GPU is visible on this machine; use {{device}}cpu", param="device"
-            )
-        if parsed.index is not None and parsed.index >= count:
-            raise PrecometError(
-                f"{{device}}{name}: this machine has {count} CUDA GPU(s), numbered 0 to {count - 1}", param="device"
-            )
-        return name
-    if parsed.type == "mps":
-        if not torch.backends.mps.is_available():
-            raise PrecometError(
-                f"{{device}}{name}: Apple MPS is not available on this machine; use {{device}}cpu", param="device"
-            )
-        return name
-    raise PrecometError(
-        f"{{device}}{name!r}: precomet runs on cpu, cuda[:N] or mps, not {parsed.type!r}", param="device"
-    )
-
-
-def check_predictions(utilities: Any, sources: Sequence[str], *, checkpoint: Any) -> np.ndarray:
-    """``utilities`` as a float array, refused when any is NaN or infinite (a damaged or overflowing head): never
-    written out as ``null``. The error names ``checkpoint`` and the first source concerned."""
-    values = np.asarray(utilities, dtype=float)
-    bad = np.flatnonzero(~np.isfinite(values))
-    if bad.size:
-        first = str(sources[int(bad[0])])
-        shown = first if len(first) <= 60 else first[:57] + "..."
-        raise PrecometError(
-            f"checkpoint {checkpoint}: non-finite prediction (NaN or inf) for {bad.size} of {len(values)} sources,"
-            f" the first at position {int(bad[0])} ({shown!r}); the checkpoint is damaged"
-        )
-    return values
-
-
 def packaged_encoder(name: str, *, frozen: bool) -> dict[str, str] | None:
     """``{"name", "weights_sha256"}`` when ``name`` is an installed-package encoder alias and the encoder is
     frozen (so the package's weights are exactly the ones the head was trained on), else ``None``."""
-    from precomet.estimator.model import ALIASES, resolve_model
-
     if not frozen or name not in ALIASES:
         return None
     return {"name": name, "weights_sha256": weights_digest(resolve_model(name))}
@@ -366,13 +262,11 @@ def _load_weights(model: UtilityEstimator, state: dict[str, Any], *, where: Any,
         raise PrecometError(f"{where}: weights do not match the head described in {META} ({detail[:300]})") from None
 
 
-def load_estimator(checkpoint_dir: str | Path, *, device: str = "cpu") -> Estimator | BackboneEstimator:
-    """Load a checkpoint directory offline (safetensors only) onto ``device``, in eval mode: an
-    :class:`Estimator` (Hugging Face encoder + head) or, for ``backbone`` checkpoints, a
-    :class:`~precomet.estimator.backbone.BackboneEstimator` (registered encoder + head, on CPU)."""
+def load_estimator(checkpoint_dir: str | Path, *, device: str = "cpu") -> Estimator:
+    """Load a checkpoint directory offline (safetensors only), its network on ``device`` in eval mode: a
+    :class:`~precomet.estimator.estimator.TokenReader` for a Hugging Face encoder checkpoint, a
+    :class:`~precomet.estimator.estimator.VectorReader` for a ``backbone`` (registered sentence encoder) one."""
     from safetensors.torch import load_file
-
-    from precomet.estimator.model import load_encoder
 
     path = Path(checkpoint_dir)
     device = check_device(device)
@@ -389,10 +283,13 @@ def load_estimator(checkpoint_dir: str | Path, *, device: str = "cpu") -> Estima
             f"{path / HEAD}: the head holds non-finite weights (NaN or inf in {', '.join(sorted(bad)[:3])}); the"
             " checkpoint is damaged"
         )
-    if meta.get("backbone"):
-        from precomet.estimator.backbone import load_backbone_estimator
+    reader = _vector_reader(path, meta, head) if meta.get("backbone") else _token_reader(path, meta, head)
+    reader.network.to(device).eval()
+    return Estimator(reader=reader, meta=meta, path=path)
 
-        return load_backbone_estimator(path, meta, head)
+
+def _token_reader(path: Path, meta: dict[str, Any], head: dict[str, torch.Tensor]) -> TokenReader:
+    """The Hugging Face encoder (copied into the checkpoint or from its package) with the head's weights."""
     encoder, tokenizer = load_encoder(_encoder_location(path, meta))
     check_max_length(meta, encoder_token_limit(encoder, tokenizer), where=path / META, encoder=str(path / ENCODER))
     model = build_model(encoder, meta, where=path / META)
@@ -402,7 +299,37 @@ def load_estimator(checkpoint_dir: str | Path, *, device: str = "cpu") -> Estima
         raise PrecometError(
             f"{path / HEAD}: head does not match precomet.json (missing {missing}, unexpected {result.unexpected_keys})"
         )
-    return Estimator(model=model.to(device).eval(), tokenizer=tokenizer, meta=meta, path=path)
+    return TokenReader(network=model, tokenizer=tokenizer, max_length=int(meta["max_length"]))
+
+
+def _vector_reader(path: Path, meta: dict[str, Any], head: dict[str, torch.Tensor]) -> VectorReader:
+    """The registered encoder the checkpoint names (its identity checked) with the head, or the ensemble of heads."""
+    encoder = backbone_encoder(meta, where=path / META)
+    check_max_length(meta, encoder.max_tokens, where=path / META, encoder=repr(encoder.name))
+    members = ensemble_members(meta, where=path / META)
+    try:
+        heads = [
+            FeatureHead(encoder.dim, hidden_sizes=meta["hidden_sizes"], dropout=float(meta.get("dropout", 0.1)))
+            for _ in range(members or 1)
+        ]
+    except (TypeError, ValueError, RuntimeError) as err:
+        raise PrecometError(
+            f"{path / META}: hidden_sizes {meta.get('hidden_sizes')!r}, dropout {meta.get('dropout')!r} do"
+            f" not describe a head ({err})"
+        ) from None
+    model: FeatureHead | EnsembleHead = EnsembleHead(heads, meta["ensemble"]["scaling"]) if members else heads[0]
+    try:
+        model.load_state_dict(head, strict=True)
+    except RuntimeError as err:
+        detail = " ".join(str(err).split())[:300]
+        raise PrecometError(f"{path / HEAD}: weights do not match the head in precomet.json ({detail})") from None
+    bad_std = sum(int((member.feature_std <= 0).sum()) for member in heads)
+    if bad_std:  # training stores standard deviations, floored at 1e-8 and set to 1 below it: never <= 0
+        raise PrecometError(
+            f"{path / HEAD}: feature_std holds {bad_std} value(s) <= 0, which no training writes (a"
+            " standard deviation is positive); the checkpoint is damaged"
+        )
+    return VectorReader(encoder=encoder, network=model)
 
 
 def _encoder_location(path: Path, meta: dict[str, Any]) -> str:
@@ -410,8 +337,6 @@ def _encoder_location(path: Path, meta: dict[str, Any]) -> str:
     package = meta.get("encoder_package")
     if not package:
         return str(path / ENCODER)
-    from precomet.estimator.model import ALIASES, resolve_model
-
     if not isinstance(package, dict) or package.get("name") not in ALIASES:
         raise PrecometError(
             f"{path / META}: encoder_package {package!r} is not an installed encoder; known: {sorted(ALIASES)}"
@@ -438,8 +363,6 @@ def read_lightning_checkpoint(
     ckpt_path: str | Path, *, extra_meta: dict[str, Any] | None = None
 ) -> tuple[UtilityEstimator, Any, dict[str, Any]]:
     """``(model in eval mode, tokenizer, metadata)`` of a Lightning ``.ckpt`` written by ``precomet train``."""
-    from precomet.estimator.model import load_encoder
-
     ckpt_path = Path(ckpt_path)
     if not ckpt_path.is_file():
         raise PrecometError(f"{ckpt_path}: checkpoint file not found")

@@ -19,7 +19,9 @@ from typing import Any
 
 import numpy as np
 
+from precomet.encoders import encode_cached
 from precomet.errors import PrecometError
+from precomet.estimator.estimator import Estimator, VectorReader
 
 logger = logging.getLogger(__name__)
 
@@ -105,19 +107,16 @@ def coverage_warning(share: float, scored: int, *, what: str = "the estimator") 
     )
 
 
-def report_coverage(estimator: Any, sources: list[str], *, what: str) -> dict[str, Any] | None:
+def report_coverage(estimator: Estimator, sources: list[str], *, what: str) -> dict[str, Any] | None:
     """Measure and, where it applies, warn (see the module docstring) for ``sources`` (a sample of the scored
     ones); ``None`` for an estimator without ``coverage.safetensors`` or without a registered sentence encoder."""
-    coverage = read_coverage(getattr(estimator, "path", None))
-    encoder = getattr(estimator, "encoder", None)
-    if coverage is None or encoder is None or not sources:
+    coverage = read_coverage(estimator.path)
+    if coverage is None or not isinstance(estimator.reader, VectorReader) or not sources:
         return None
-    from precomet.encoders import encode_cached
-
-    vectors = encode_cached(encoder, sources, progress=False)
+    vectors = encode_cached(estimator.reader.encoder, sources, progress=False)
     if vectors.shape[1] != coverage["centroids"].shape[1]:
         raise PrecometError(
-            f"{estimator.path / COVERAGE}: centroids of dimension {coverage['centroids'].shape[1]}, but the encoder"
+            f"{estimator.path}/{COVERAGE}: centroids of dimension {coverage['centroids'].shape[1]}, but the encoder"
             f" gives {vectors.shape[1]}"
         )
     share = far_share(vectors, coverage)

@@ -4,7 +4,7 @@ batches and the ``LightningDataModule`` (token ids, or cached pooled features fo
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -14,6 +14,7 @@ from torch.utils.data import DataLoader, Dataset, Sampler
 
 from precomet.errors import PrecometError
 from precomet.estimator.leakage import NEAR, NearDuplicates
+from precomet.progress import progress as progress_bar
 
 logger = logging.getLogger(__name__)
 
@@ -95,6 +96,39 @@ def length_sorted_batches(lengths: Sequence[int], batch_size: int) -> list[np.nd
     """Indices sorted by decreasing length, cut into batches (deterministic; for eval and prediction)."""
     order = np.argsort(-np.asarray(lengths), kind="stable")
     return [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
+
+
+def check_batch_size(batch_size: int) -> int:
+    """``batch_size``, refused unless >= 1."""
+    if batch_size < 1:
+        raise PrecometError(f"batch_size must be >= 1, got {batch_size}")
+    return batch_size
+
+
+def run_batches(
+    fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
+    ids: Sequence[Sequence[int]],
+    *,
+    pad_id: int,
+    batch_size: int,
+    device: str,
+    progress: bool | None = None,
+    desc: str = "predict",
+) -> torch.Tensor:
+    """Apply ``fn(input_ids, attention_mask)`` to length-sorted batches; rows come back in input order."""
+    check_batch_size(batch_size)
+    if not ids:
+        raise PrecometError("no sources to run")
+    out = torch.empty(0)
+    batches = length_sorted_batches([len(x) for x in ids], batch_size)
+    with torch.inference_mode():
+        for batch in progress_bar(batches, desc=desc, unit="batch", enabled=progress):
+            input_ids, mask = pad_batch([ids[i] for i in batch], pad_id)
+            values = fn(input_ids.to(device), mask.to(device)).float().cpu()
+            if not out.numel():
+                out = torch.empty((len(ids), *values.shape[1:]), dtype=values.dtype)
+            out[torch.as_tensor(batch)] = values
+    return out
 
 
 class BucketBatchSampler(Sampler[list[int]]):

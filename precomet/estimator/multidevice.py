@@ -1,8 +1,9 @@
 """Prediction through Lightning's predict loop (``Trainer.predict``) for one or several devices.
 
-Each rank scores every ``world_size``-th length-sorted batch; ranks with fewer batches run a one-row filler
-batch so that all ranks take the same number of steps. Every step all-gathers ``(index, value)`` padded to
-``batch_size`` (index -1 = filler or padding, dropped), so every rank ends with all predictions in input
+Works with every reader (:mod:`precomet.estimator.estimator`). Each rank scores every ``world_size``-th
+length-sorted step of sources; ranks with fewer steps run a one-row filler step so that all ranks take the same
+number of steps. Every step all-gathers ``(index, value)`` padded to
+the step size (index -1 = filler or padding, dropped), so every rank ends with all predictions in input
 order; at the end each rank saves them to a directory chosen by the calling process, which is how the
 results of spawned workers (``ddp_spawn``, where ``Trainer.predict`` returns nothing) come back.
 """
@@ -21,54 +22,62 @@ from pytorch_lightning.utilities.exceptions import MisconfigurationException
 from torch.utils.data import DataLoader
 
 from precomet.errors import PrecometError
-from precomet.estimator.data import length_sorted_batches, pad_batch
+from precomet.estimator.data import length_sorted_batches
+from precomet.estimator.estimator import Reader
 from precomet.quiet import quiet_third_party
 
 FILLER = -1
 
+STEP_BATCHES = 8
+"""Batches per predict step: each step scores ``STEP_BATCHES × batch_size`` sources through the reader, which
+batches them itself (so a sentence encoder encodes, and caches, whole steps rather than single batches)."""
+
 
 class PredictModule(pl.LightningModule):
-    """``predict_step`` over token ids; the rank's share of the batches comes from :meth:`predict_dataloader`;
-    the merged predictions are saved as ``out_dir/rank-R.npy`` (identical on every rank)."""
+    """``predict_step`` over the reader's scores of length-sorted steps of sources; the rank's share of the steps
+    comes from :meth:`predict_dataloader`; the merged predictions are saved as ``out_dir/rank-R.npy`` (identical
+    on every rank)."""
 
-    def __init__(
-        self, model: torch.nn.Module, ids: Sequence[Sequence[int]], *, pad_id: int, batch_size: int, out_dir: str
-    ) -> None:
+    def __init__(self, reader: Reader, sources: Sequence[str], *, batch_size: int, out_dir: str) -> None:
         super().__init__()
-        self.model = model
-        self.ids, self.pad_id, self.batch_size, self.out_dir = [list(x) for x in ids], pad_id, batch_size, out_dir
+        self.reader, self.network = reader, reader.network  # an attribute, so Lightning places it on the device
+        self.sources, self.batch_size, self.out_dir = list(sources), batch_size, out_dir
+        self.step_size = batch_size * STEP_BATCHES
+        self.lengths = reader.lengths(self.sources)  # warns once about truncated sources
         self.gathered: list[tuple[torch.Tensor, torch.Tensor]] = []
 
     def rank_batches(self, rank: int, world_size: int) -> list[list[int]]:
-        """This rank's batches (positions into the dataset; position ``len(ids)`` is the filler row)."""
-        batches = [b.tolist() for b in length_sorted_batches([len(x) for x in self.ids], self.batch_size)]
-        mine = batches[rank::world_size]
-        return mine + [[len(self.ids)]] * (-(-len(batches) // world_size) - len(mine))
+        """This rank's steps (positions into the sources; position ``len(sources)`` is the filler row)."""
+        steps = [b.tolist() for b in length_sorted_batches(self.lengths, self.step_size)]
+        mine = steps[rank::world_size]
+        return mine + [[len(self.sources)]] * (-(-len(steps) // world_size) - len(mine))
 
     def collate(self, positions: list[int]) -> dict[str, torch.Tensor]:
-        index = [p if p < len(self.ids) else FILLER for p in positions]
-        input_ids, mask = pad_batch([self.ids[max(i, 0)] for i in index], self.pad_id)
-        return {"index": torch.tensor(index, dtype=torch.long), "input_ids": input_ids, "attention_mask": mask}
+        index = [p if p < len(self.sources) else FILLER for p in positions]
+        return {"index": torch.tensor(index, dtype=torch.long)}
 
     def predict_dataloader(self) -> DataLoader:
-        batches = self.rank_batches(self.trainer.global_rank, self.trainer.world_size)
-        # one dataset item = one batch; torch types ``dataset`` as Dataset, but any sequence works (documented)
-        return DataLoader(batches, batch_size=None, collate_fn=self.collate)  # type: ignore[arg-type]
+        steps = self.rank_batches(self.trainer.global_rank, self.trainer.world_size)
+        # one dataset item = one step; torch types ``dataset`` as Dataset, but any sequence works (documented)
+        return DataLoader(steps, batch_size=None, collate_fn=self.collate)  # type: ignore[arg-type]
 
     def predict_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> tuple[torch.Tensor, torch.Tensor]:
-        values = self.model(batch["input_ids"], batch["attention_mask"]).float()
-        fill = self.batch_size - len(values)
+        texts = [self.sources[max(i, 0)] for i in batch["index"].tolist()]
+        values = self.reader.standardised(
+            texts, batch_size=self.batch_size, device=str(self.device), progress=False, warn=False
+        ).to(self.device)
+        fill = self.step_size - len(values)
         padded = {
             "index": torch.nn.functional.pad(batch["index"], (0, fill), value=FILLER),
             "value": torch.nn.functional.pad(values, (0, fill)),
         }
         # a dict like ``padded`` (Lightning types the result as any collection)
-        gathered: Any = self.all_gather(padded)  # (world_size, batch_size) each; (batch_size,) on one device
+        gathered: Any = self.all_gather(padded)  # (world_size, step_size) each; (step_size,) on one device
         self.gathered.append((gathered["index"].reshape(-1).cpu(), gathered["value"].reshape(-1).cpu()))
         return self.gathered[-1]
 
     def on_predict_epoch_end(self) -> None:
-        np.save(Path(self.out_dir) / f"rank-{self.global_rank}.npy", merge(self.gathered, len(self.ids)))
+        np.save(Path(self.out_dir) / f"rank-{self.global_rank}.npy", merge(self.gathered, len(self.sources)))
         self.gathered.clear()
 
 
@@ -87,20 +96,19 @@ def merge(outputs: Sequence[tuple[torch.Tensor, torch.Tensor]], n: int) -> np.nd
 
 
 def predict_lightning(
-    model: torch.nn.Module,
-    ids: Sequence[Sequence[int]],
+    reader: Reader,
+    sources: Sequence[str],
     *,
-    pad_id: int,
     batch_size: int,
     devices: int | str | list[int],
     strategy: str | None = None,
     accelerator: str | None = None,
     progress: bool = False,
 ) -> torch.Tensor:
-    """Standardised predictions (float32, input order) of ``model`` through ``Trainer.predict``."""
+    """Standardised scores (float32, input order) of ``reader`` through ``Trainer.predict``."""
     with tempfile.TemporaryDirectory(prefix="precomet-predict-") as out_dir, quiet_third_party():
-        module = PredictModule(model, ids, pad_id=pad_id, batch_size=batch_size, out_dir=out_dir)
         trainer = predict_trainer(devices=devices, strategy=strategy, accelerator=accelerator, progress=progress)
+        module = PredictModule(reader, sources, batch_size=batch_size, out_dir=out_dir)
         trainer.predict(module, return_predictions=False)
         saved = sorted(Path(out_dir).glob("rank-*.npy"))
         if not saved:

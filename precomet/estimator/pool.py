@@ -33,8 +33,7 @@ from numpy.lib.npyio import NpzFile
 from precomet import __version__
 from precomet.encoders.disk import NPZ_UNREADABLE
 from precomet.errors import Interrupted, PrecometError
-from precomet.estimator.backbone import BackboneEstimator
-from precomet.estimator.checkpoint import Estimator
+from precomet.estimator.estimator import Estimator
 from precomet.estimator.leakage import fingerprint_in, report_seen
 from precomet.estimator.predict import predict_sources
 from precomet.io.leftovers import _temporary_name, clean_leftovers
@@ -160,7 +159,7 @@ def discard_stale(run: PoolRun, folder: Path) -> int:
 
 
 def predict_pool(
-    estimator: Estimator | BackboneEstimator,
+    estimator: Estimator,
     chunks: Iterable[Chunk],
     *,
     write: Callable[[Sequence[str], np.ndarray], None],
@@ -247,9 +246,7 @@ def predict_pool(
     return PoolRun(n_items=done, predicted=predicted, reused=reused, kept=tuple(kept), pool=pool)
 
 
-def predict_in_chunks(
-    estimator: Estimator | BackboneEstimator, sources: Sequence[str], *, chunk_size: int = CHUNK_SIZE
-) -> np.ndarray:
+def predict_in_chunks(estimator: Estimator, sources: Sequence[str], *, chunk_size: int = CHUNK_SIZE) -> np.ndarray:
     """Utilities of ``sources`` in input order, tokenised and predicted ``chunk_size`` at a time (the numbers of
     :func:`~precomet.estimator.predict.predict_sources` when ``len(sources) <= chunk_size``)."""
     parts: list[np.ndarray] = []
@@ -292,7 +289,7 @@ def check_resume_dir(
     return folder
 
 
-def _fingerprint(estimator: Estimator | BackboneEstimator) -> str:
+def _fingerprint(estimator: Estimator) -> str:
     if estimator.path is None:
         raise PrecometError("resuming needs an estimator loaded from a checkpoint directory (its files are hashed)")
     return checkpoint_fingerprint(estimator.path)

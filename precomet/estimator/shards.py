@@ -3,7 +3,7 @@ each rank scores only its shard and writes it (:mod:`precomet.utilities.shards` 
 
 The processes come from the launcher: ``torchrun`` (env://), SLURM's ``srun`` (Lightning's SLURMEnvironment)
 or, in one process, ``strategy="ddp_spawn"``. Every process reads the whole pool, but rank ``r`` of ``W``
-tokenizes and scores only items ``r, r + W, ...`` in length-sorted batches; nothing is gathered across ranks (the
+scores only items ``r, r + W, ...`` in length-sorted steps, with every backbone; nothing is gathered across ranks (the
 predict loop does not wrap the model in DDP, so the ranks need not take the same number of steps). At the end of
 its epoch each rank writes its shard, all ranks meet at a barrier, and rank 0 writes ``shards.json``.
 """
@@ -14,48 +14,42 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytorch_lightning as pl
 import torch
 from pytorch_lightning.callbacks import BasePredictionWriter
 from torch.utils.data import DataLoader
 
 from precomet.errors import PrecometError
-from precomet.estimator.checkpoint import Estimator, check_predictions, to_utility
-from precomet.estimator.data import length_sorted_batches, pad_batch, tokenize, warn_truncated
-from precomet.estimator.multidevice import predict_trainer
-from precomet.estimator.predict import check_batch_size
+from precomet.estimator.data import check_batch_size, length_sorted_batches
+from precomet.estimator.estimator import Estimator, check_predictions, to_utility
+from precomet.estimator.multidevice import STEP_BATCHES, predict_trainer
 from precomet.quiet import quiet_third_party
 from precomet.utilities.shards import MANIFEST, shard_positions, write_manifest, write_shard
 
 
 class ShardModule(pl.LightningModule):
-    """``predict_step`` over this rank's shard of ``sources``; each step returns ``(positions, standardised)``."""
+    """``predict_step`` over this rank's shard of ``sources`` in length-sorted steps of ``STEP_BATCHES × batch_size``
+    sources, scored by the estimator's reader (any backbone); each step returns ``(positions, standardised)``."""
 
     def __init__(self, estimator: Estimator, sources: Sequence[str], *, batch_size: int) -> None:
         super().__init__()
-        self.model = estimator.model.eval()
-        self.tokenizer, self.max_length = estimator.tokenizer, estimator.max_length
+        self.reader, self.network = estimator.reader, estimator.reader.network  # Lightning places the network
         self.sources, self.batch_size = list(sources), batch_size
-        self.ids: dict[int, list[int]] = {}
 
     def predict_dataloader(self) -> DataLoader:
         positions = shard_positions(len(self.sources), self.trainer.global_rank, self.trainer.world_size)
-        ids, n_truncated = tokenize(self.tokenizer, [self.sources[p] for p in positions], max_length=self.max_length)
-        warn_truncated(n_truncated, len(positions), self.max_length)
-        self.ids = dict(zip(positions, ids))
-        order = np.concatenate(length_sorted_batches([len(x) for x in ids], self.batch_size))
-        # consecutive rows of the length-sorted shard are the batches of :func:`length_sorted_batches`; torch types
-        # ``dataset`` as Dataset, but any sequence works (documented)
-        rows = [positions[i] for i in order]
-        return DataLoader(rows, batch_size=self.batch_size, collate_fn=self.collate)  # type: ignore[arg-type]
+        lengths = self.reader.lengths([self.sources[p] for p in positions])  # warns once about truncated sources
+        steps = length_sorted_batches(lengths, self.batch_size * STEP_BATCHES)
+        # one dataset item = one step; torch types ``dataset`` as Dataset, but any sequence works (documented)
+        rows = [[positions[i] for i in step] for step in steps]
+        return DataLoader(rows, batch_size=None, collate_fn=torch.tensor)  # type: ignore[arg-type]
 
-    def collate(self, positions: list[int]) -> dict[str, torch.Tensor]:
-        input_ids, mask = pad_batch([self.ids[p] for p in positions], self.tokenizer.pad_token_id or 0)
-        return {"index": torch.tensor(positions, dtype=torch.long), "input_ids": input_ids, "attention_mask": mask}
-
-    def predict_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> tuple[torch.Tensor, torch.Tensor]:
-        return batch["index"].cpu(), self.model(batch["input_ids"], batch["attention_mask"]).float().cpu()
+    def predict_step(self, batch: torch.Tensor, batch_idx: int) -> tuple[torch.Tensor, torch.Tensor]:
+        texts = [self.sources[p] for p in batch.tolist()]
+        values = self.reader.standardised(
+            texts, batch_size=self.batch_size, device=str(self.device), progress=False, warn=False
+        )
+        return batch.cpu(), values
 
 
 class ShardWriter(BasePredictionWriter):

@@ -13,18 +13,26 @@ from __future__ import annotations
 
 import os
 import random
+import shutil
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
+import torch
+from safetensors.torch import load_file, save_file
+from scipy.stats import kendalltau, pearsonr
 
 from precomet.campaign import HUMAN, Campaign
+from precomet.encoders import SentenceEncoder, get_encoder
 from precomet.errors import PrecometError
+from precomet.estimator.backbone import EnsembleHead, FeatureHead, encode_split
+from precomet.estimator.checkpoint import HEAD, META, read_meta, write_meta
 from precomet.estimator.config import load_config
+from precomet.estimator.coverage import fit_coverage, write_coverage
 from precomet.estimator.fitting import (
     Network,
     best_checkpoint,
@@ -41,9 +49,6 @@ from precomet.estimator.fitting import (
 from precomet.estimator.inputs import Split, build_datamodule, encode_rows, split_rows
 from precomet.estimator.targets import build_targets
 from precomet.io.atomic import check_output, output_set
-
-if TYPE_CHECKING:
-    from precomet.encoders.base import SentenceEncoder
 
 __all__ = [  # the steps live in inputs (data) and fitting (Lightning); importable from here as before
     "Network",
@@ -165,8 +170,6 @@ def train(
 
 def _backbone_encoder(spec: str) -> SentenceEncoder:
     """The registered sentence encoder ``model.backbone`` names, resolved before any row is read."""
-    from precomet.encoders import get_encoder
-
     try:
         return get_encoder(spec)
     except PrecometError as err:
@@ -184,10 +187,7 @@ def _train_backbone(
 ) -> TrainResult:
     """:func:`train` on a registered sentence encoder (``model.backbone``): vectors once, then the head; with
     ``model.ensemble`` K > 1, K heads (seeds ``seed_everything`` + 0 … K−1) combined in one checkpoint
-    (:func:`precomet.estimator.backbone.combine_members`)."""
-    from precomet.estimator.backbone import combine_members, encode_split
-    from precomet.estimator.coverage import fit_coverage, write_coverage
-
+    (:func:`combine_members`)."""
     data = cfg["data"]
     inputs = encode_split(encoder, (split.train, split.dev), cache_dir=data["cache_dir"] or None, progress=progress)
     members = int(cfg["model"]["ensemble"])
@@ -227,8 +227,6 @@ def _train_head(
 ) -> tuple[dict[str, float], list[dict[str, float]], Path, bool]:
     """Train one head on the encoder's vectors ``inputs`` (train, dev) into ``work``: ``(dev metrics, history,
     best Lightning checkpoint, whether this is the main process)``."""
-    from precomet.estimator.backbone import FeatureHead
-
     model, data, seed = cfg["model"], cfg["data"], int(cfg["seed_everything"])
     with seeded(seed):
         head = FeatureHead(encoder.dim, hidden_sizes=model["hidden_sizes"], dropout=float(model["dropout"]))
@@ -242,6 +240,49 @@ def _train_head(
         dev_metrics = best_metrics(history, cfg["early_stopping"], has_dev=bool(split.dev))
         best = export_best_head(trainer, work, meta={**meta, "dev_metrics": dev_metrics, "history": history})
     return dev_metrics, history, best, trainer.is_global_zero
+
+
+def combine_members(work: Path, member_dirs: Sequence[Path], inputs: Sequence[torch.Tensor], split: Any) -> dict:
+    """Write the ensemble checkpoint into ``work`` from the member checkpoints in ``member_dirs`` (removed after):
+    ``head.safetensors`` with every member's tensors under ``members.I.``, ``precomet.json`` with ``ensemble``
+    (members, seeds, scaling, each member's dev metrics), the first member's Lightning logs. Returns the
+    ensemble's dev metrics (Pearson and Kendall with the dev targets)."""
+    metas = [read_meta(d) for d in member_dirs]
+    heads = [load_file(str(d / HEAD)) for d in member_dirs]
+    members, scaling = [], []
+    for meta, state in zip(metas, heads):
+        member = FeatureHead(len(state["feature_mean"]), hidden_sizes=meta["hidden_sizes"], dropout=meta["dropout"])
+        member.load_state_dict(state, strict=True)
+        with torch.inference_mode():
+            train_out = member.eval().score_features(inputs[0].float())
+        scaling.append([float(train_out.mean()), max(float(train_out.std()), 1e-8)])
+        members.append(member)
+    ensemble = EnsembleHead(members, scaling)
+    dev_metrics: dict[str, float] = {}
+    if split.dev:
+        with torch.inference_mode():
+            predicted = ensemble.score_features(inputs[1].float()).double().numpy()
+        target = split.standardised(split.dev)
+        dev_metrics = {
+            "val_pearson": float(pearsonr(predicted, target)[0]),
+            "val_kendall": float(kendalltau(predicted, target)[0]),
+        }
+    save_file({f"members.{i}.{k}": v for i, state in enumerate(heads) for k, v in state.items()}, str(work / HEAD))
+    meta = {k: v for k, v in metas[0].items() if k not in ("dev_metrics", "history")}
+    meta["config"] = {**meta["config"], "seed_everything": metas[0]["config"]["seed_everything"]}
+    meta["ensemble"] = {
+        "members": len(member_dirs),
+        "seeds": [m["config"]["seed_everything"] for m in metas],
+        "combination": "mean of member outputs standardised by their predictions on the training sources",
+        "scaling": scaling,
+        "member_dev_metrics": [m.get("dev_metrics", {}) for m in metas],
+    }
+    meta["dev_metrics"] = dev_metrics
+    write_meta(work / META, meta)
+    shutil.move(str(member_dirs[0] / "lightning"), str(work / "lightning"))
+    for folder in member_dirs:
+        shutil.rmtree(folder)
+    return dev_metrics
 
 
 def train_on_campaigns(

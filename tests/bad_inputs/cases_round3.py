@@ -178,11 +178,6 @@ CASES = {
         {"s.txt": SRC, "out.jsonl.chunks": "a file of the user's"},
         ("-o", "out.jsonl.chunks is a file", "--resume-dir DIR"),
     ),
-    "r3-predict-shard-dir-with-a-backbone-checkpoint": _case(
-        f"predict --checkpoint {SHIPPED} --data s.txt --shard-dir {{d}}/shards",
-        {"s.txt": SRC},
-        ("--shard-dir", "e5-small backbone", "use -o"),
-    ),
     "r3-predict-negated-feature-std": Case(
         "predict --checkpoint ckpt --data s.txt -o {d}/p.jsonl".split(),
         {"s.txt": SRC},

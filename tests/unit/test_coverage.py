@@ -70,13 +70,12 @@ class _Encoder:
         return np.stack([_clusters(1, shift=shift, seed=i)[0] for i, shift in enumerate(shifts)])
 
 
-class _Estimator:
-    def __init__(self, path: Path) -> None:
-        self.path, self.encoder = path, _Encoder()
-
-
 def test_report_warns_with_the_share_and_is_silent_without_coverage(tmp_path: Path, caplog):
-    estimator = _Estimator(tmp_path)
+    import torch
+
+    from precomet.estimator.estimator import Estimator, VectorReader
+
+    estimator = Estimator(VectorReader(encoder=_Encoder(), network=torch.nn.Identity()), meta={}, path=tmp_path)
     near = [f"near {i}" for i in range(95)]
     assert report_coverage(estimator, near, what="ck") is None  # no coverage.safetensors: nothing to say
     write_coverage(tmp_path, fit_coverage(_clusters(2000), clusters=8))

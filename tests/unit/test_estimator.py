@@ -255,13 +255,14 @@ def test_lightning_predict_one_device_matches_plain_path(trained, tmp_path):
 
 
 def test_lightning_predict_two_processes_ddp_spawn_in_input_order(trained):
-    """gloo on CPU: 23 sources in 6 batches of 4 -> ranks get 3 batches each, last batch padded; order kept."""
+    """gloo on CPU: 23 sources in batches of 2, steps of 8 batches -> one step per rank, the second one short
+    (padded for the all-gather); input order kept."""
     from precomet.estimator import load_estimator, predict_sources
 
     estimator = load_estimator(trained["dir"])
     sources = [r["src"] for r in trained["rows"][:23]]
-    plain = predict_sources(estimator, sources, batch_size=4)
-    spawned = predict_sources(estimator, sources, batch_size=4, devices=2, accelerator="cpu", strategy="ddp_spawn")
+    plain = predict_sources(estimator, sources, batch_size=2)
+    spawned = predict_sources(estimator, sources, batch_size=2, devices=2, accelerator="cpu", strategy="ddp_spawn")
     np.testing.assert_allclose(spawned, plain, atol=1e-6)
 
 

@@ -13,7 +13,7 @@ from scipy.stats import pearsonr
 
 from precomet.errors import PrecometError
 from precomet.estimator import load_estimator, predict_sources, train
-from precomet.estimator.backbone import BackboneEstimator
+from precomet.estimator.estimator import VectorReader
 
 QUICK = {
     "model.backbone": "surface",
@@ -53,7 +53,7 @@ def checkpoint(tmp_path_factory):
 
 def test_learns_the_target_and_predicts_new_sources(checkpoint):
     estimator = load_estimator(checkpoint)
-    assert isinstance(estimator, BackboneEstimator)
+    assert isinstance(estimator.reader, VectorReader)
     test = _rows(100, 1)
     predicted = predict_sources(estimator, [r["src"] for r in test])
     assert pearsonr(predicted, [r["target"] for r in test])[0] > 0.8
@@ -92,9 +92,17 @@ def test_a_head_with_nan_is_refused(checkpoint, tmp_path):
         load_estimator(copy)
 
 
-def test_precision_and_devices_do_not_apply(checkpoint):
-    with pytest.raises(PrecometError, match="do not apply"):
-        predict_sources(checkpoint, ["a b"], precision="int8")
+def test_every_prediction_path_runs_a_backbone_estimator(checkpoint):
+    """Issue 33: int8, a device and Lightning's devices (two spawned processes) work with a sentence-encoder
+    backbone as with a Hugging Face encoder: the same utilities, int8 close to fp32."""
+    sources = [r["src"] for r in _rows(23, 3)]
+    plain = predict_sources(checkpoint, sources, batch_size=2)
+    assert np.ptp(plain) > 0
+    np.testing.assert_array_equal(predict_sources(checkpoint, sources, device="cpu", batch_size=7), plain)
+    spawned = predict_sources(checkpoint, sources, batch_size=2, devices=2, accelerator="cpu", strategy="ddp_spawn")
+    np.testing.assert_allclose(spawned, plain, atol=1e-6)
+    int8 = predict_sources(checkpoint, sources, precision="int8")
+    assert pearsonr(int8, plain)[0] > 0.95 and not np.array_equal(int8, plain)
 
 
 def test_vectors_come_from_the_cache_on_a_second_run(tmp_path, monkeypatch):
@@ -119,7 +127,7 @@ def test_training_records_where_its_sources_lie_and_predict_warns_far_from_them(
 
     coverage = read_coverage(checkpoint)
     assert (checkpoint / COVERAGE).is_file() and coverage is not None
-    assert coverage["centroids"].shape[1] == load_estimator(checkpoint).encoder.dim
+    assert coverage["centroids"].shape[1] == load_estimator(checkpoint).reader.encoder.dim
     like = tmp_path / "like.txt"
     like.write_text("\n".join(r["src"] for r in _rows(60, 2)) + "\n")
     unlike = tmp_path / "unlike.txt"  # long lines of one repeated symbol: nothing like the training sources
@@ -162,7 +170,7 @@ def test_an_ensemble_checkpoint_holds_every_member_and_predicts_their_standardis
     estimator = load_estimator(out)
     assert isinstance(estimator.model, EnsembleHead) and len(estimator.model.members) == 3
     test = [r["src"] for r in _rows(60, 1)]
-    features = torch.from_numpy(estimator.encoder.encode(test)).float()
+    features = torch.from_numpy(estimator.reader.encoder.encode(test)).float()
     with torch.inference_mode():
         outputs = torch.stack([m.score_features(features) for m in estimator.model.members]).double().numpy()
     scaling = np.array(meta["ensemble"]["scaling"])

@@ -361,17 +361,21 @@ def test_train_rejects_mixed_methods(tmp_path, encoder_dir):
     assert_unchanged(before, rows, "the caller's rows")
 
 
-def test_multidevice_rank_batches_cover_every_source_once_and_merge_checks():
-    from precomet.estimator.multidevice import FILLER, PredictModule, merge
+def test_multidevice_rank_steps_cover_every_source_once_and_merge_checks(encoder_dir):
+    from precomet.estimator.estimator import TokenReader
+    from precomet.estimator.multidevice import FILLER, STEP_BATCHES, PredictModule, merge
 
-    ids = [[1] * (i % 5 + 1) for i in range(13)]  # 13 sources, batch 2 -> 7 batches over 3 ranks
-    module = PredictModule(torch.nn.Identity(), ids, pad_id=0, batch_size=2, out_dir="unused")
-    shares = [module.rank_batches(rank, 3) for rank in range(3)]
-    assert [len(s) for s in shares] == [3, 3, 3]  # ranks 1 and 2 run one filler batch each
+    model, tokenizer = _model(encoder_dir)
+    n = 2 * STEP_BATCHES + 3  # batches of 1 -> 3 steps over 2 ranks
+    sources = [" ".join(["word"] * (i % 5 + 1)) for i in range(n)]
+    reader = TokenReader(network=model, tokenizer=tokenizer, max_length=32)
+    module = PredictModule(reader, sources, batch_size=1, out_dir="unused")
+    shares = [module.rank_batches(rank, 2) for rank in range(2)]
+    assert [len(s) for s in shares] == [2, 2]  # rank 1 runs one filler step
+    assert [len(step) for step in shares[0]] == [STEP_BATCHES, 3] and shares[1][1] == [n]
     positions = sorted(p for share in shares for batch in share for p in batch)
-    assert positions == list(range(13)) + [13, 13]
-    batch = module.collate([13])
-    assert batch["index"].tolist() == [FILLER] and batch["input_ids"].shape == (1, 1)
+    assert positions == list(range(n)) + [n]
+    assert module.collate([n])["index"].tolist() == [FILLER]
     gathered = [(torch.tensor([2, FILLER, 0]), torch.tensor([0.2, 9.0, 0.0])), (torch.tensor([1]), torch.tensor([0.1]))]
     np.testing.assert_allclose(merge(gathered, 3), [0.0, 0.1, 0.2])
     with pytest.raises(RuntimeError, match="unevenly"):
@@ -379,7 +383,7 @@ def test_multidevice_rank_batches_cover_every_source_once_and_merge_checks():
 
 
 def test_estimator_predict_is_predict_sources(encoder_dir):
-    from precomet.estimator.checkpoint import Estimator
+    from precomet.estimator.estimator import Estimator, TokenReader
     from precomet.estimator.predict import predict_sources
 
     model, tokenizer = _model(encoder_dir)
@@ -389,7 +393,7 @@ def test_estimator_predict_is_predict_sources(encoder_dir):
         "standardisation": {"mean": 2.0, "std": 3.0},
         "max_length": 32,
     }
-    estimator = Estimator(model=model.eval(), tokenizer=tokenizer, meta=meta)
+    estimator = Estimator(TokenReader(network=model.eval(), tokenizer=tokenizer, max_length=32), meta=meta)
     sources = TEXTS[:3]
     values = estimator.predict(sources, batch_size=2)
     assert values.shape == (3,) and np.isfinite(values).all() and np.ptp(values) > 0
@@ -431,7 +435,7 @@ def _spellings(err: PrecometError) -> tuple[str, str]:
 
 
 def test_check_device_names_the_parameter_and_the_cli_its_option(monkeypatch):
-    from precomet.estimator.checkpoint import check_device
+    from precomet.estimator.estimator import check_device
 
     refused = {}
     for name in ("gpu0", "meta"):
@@ -476,9 +480,7 @@ def test_lightning_refusal_on_devices_names_the_parameters_and_the_cli_its_optio
     from precomet.estimator.multidevice import predict_lightning
 
     with pytest.raises(PrecometError) as err:
-        predict_lightning(
-            torch.nn.Linear(1, 1), [[1]], pad_id=0, batch_size=1, devices=1, strategy="nope", accelerator="cpu"
-        )
+        predict_lightning(None, ["a"], batch_size=1, devices=1, strategy="nope", accelerator="cpu")  # type: ignore[arg-type]
     assert err.value.params == ("devices", "strategy", "accelerator")
     library, cli = _spellings(err.value)
     assert library.startswith("devices=1, strategy='nope', accelerator='cpu' are refused by Lightning: ")

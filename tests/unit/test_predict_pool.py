@@ -18,8 +18,8 @@ import numpy as np
 import pytest
 import torch
 
+import precomet.estimator.estimator as estimator_module
 import precomet.estimator.pool as pool_module
-import precomet.estimator.predict as predict_module
 from precomet.cli import main
 from precomet.errors import PrecometError
 from precomet.estimator.checkpoint import load_estimator
@@ -129,13 +129,13 @@ def test_chunked_predictions_match_one_call_and_tokenise_at_most_a_chunk(checkpo
     estimator = load_estimator(checkpoint)
     reference = predict_sources(estimator, SOURCES, batch_size=4)
     tokenised: list[int] = []
-    tokenize = predict_module.tokenize
+    tokenize = estimator_module.tokenize
 
     def recording(tokenizer, sources, **options):
         tokenised.append(len(sources))
         return tokenize(tokenizer, sources, **options)
 
-    monkeypatch.setattr(predict_module, "tokenize", recording)
+    monkeypatch.setattr(estimator_module, "tokenize", recording)
     path = _inputs(tmp_path)["jsonl"]
     ids, values, run = _predict(estimator, iter_source_chunks(path, chunk_size=9), batch_size=4)
     assert ids == [str(i) for i in range(1, 61)] and (run.predicted, run.reused) == (7, 0)

@@ -17,6 +17,7 @@ import pytest
 from precomet.cli import main
 from precomet.errors import PrecometError
 from precomet.utilities.output import read_utilities
+from tests.bad_inputs import SHIPPED
 from tests.bad_inputs.cases_models import tiny_hf_checkpoint
 from tests.conftest import REPO
 
@@ -36,16 +37,40 @@ def run(tmp_path_factory) -> dict:
     draw = random.Random(0)
     sources = [" ".join(draw.choice(WORDS) for _ in range(draw.randint(1, 20))) for _ in range(N)]
     (work / "src.txt").write_text("\n".join(sources) + "\n")
+    done = _torchrun_shards(work, "ckpt")
+    single = predict_sources(load_estimator(checkpoint), sources, batch_size=4)
+    return {"work": work, "shards": work / "shards", "single": single, "stdout": done.stdout}
+
+
+def _torchrun_shards(work: Path, checkpoint: str | Path) -> subprocess.CompletedProcess:
+    """``torchrun --nproc_per_node=2 -m precomet predict --shard-dir shards`` on ``work/src.txt`` (gloo, CPU)."""
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", "-m", "precomet"]
-    options = ["--checkpoint", "ckpt", "--data", "src.txt", "--batch-size", "4"]
+    options = ["--checkpoint", str(checkpoint), "--data", "src.txt", "--batch-size", "4"]
     env = {**os.environ, "PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
+    env["PRECOMET_CACHE"] = str(work / "encoder-cache")
     sharded = ["--shard-dir", "shards", "--devices", "2", "--strategy", "ddp", "--accelerator", "cpu"]
     done = subprocess.run(
         [*command, "predict", *options, *sharded], cwd=work, env=env, capture_output=True, text=True, timeout=300
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    single = predict_sources(load_estimator(checkpoint), sources, batch_size=4)
-    return {"work": work, "shards": work / "shards", "single": single, "stdout": done.stdout}
+    return done
+
+
+def test_the_shipped_checkpoint_on_two_torchrun_processes_matches_one(tmp_path):
+    """Issue 33: ``--shard-dir`` with the shipped checkpoint (an ensemble of heads on the e5-small sentence encoder,
+    run by its own engine) gives the single-process predictions, as a Hugging Face encoder checkpoint does."""
+    from precomet.estimator import load_estimator, predict_sources
+
+    draw = random.Random(1)
+    sources = [" ".join(draw.choice(WORDS) for _ in range(draw.randint(1, 20))) for _ in range(N)]
+    sources[5] = "Der schnelle braune Fuchs springt über den faulen Hund."
+    (tmp_path / "src.txt").write_text("\n".join(sources) + "\n")
+    _torchrun_shards(tmp_path, SHIPPED)
+    ids, values, signature = read_utilities(tmp_path / "shards")
+    assert ids == [str(i) for i in range(1, N + 1)] and signature["tool"] == "precomet predict"
+    single = predict_sources(load_estimator(SHIPPED), sources)
+    np.testing.assert_allclose(values, single, atol=1e-6)
+    assert np.ptp(values) > 0
 
 
 def test_two_torchrun_processes_merge_to_the_single_process_predictions(run):
