@@ -13,7 +13,7 @@ import torch
 from torch.utils.data import DataLoader, Dataset, Sampler
 
 from precomet.errors import PrecometError
-from precomet.estimator.leakage import NEAR, NearDuplicates
+from precomet.estimator.leakage import NEAR, NearDuplicates, connected_groups
 from precomet.progress import progress as progress_bar
 
 logger = logging.getLogger(__name__)
@@ -33,8 +33,6 @@ def group_split(
     equal texts only), are always in one group (:func:`~precomet.estimator.leakage.connected_groups`): no
     source text, and no sentence or passage of one, is on both sides, even when several campaigns translate
     it or one campaign's paragraphs contain another's sentences (WMT23 en-de)."""
-    from precomet.estimator.leakage import connected_groups
-
     if by not in ("doc", "campaign"):
         raise PrecometError(f"group_by must be 'doc' or 'campaign', got {by!r}")
     keys = [r["campaign"] if by == "campaign" else (r["campaign"], str(r["doc"])) for r in rows]

@@ -7,25 +7,37 @@ from __future__ import annotations
 
 import logging
 import math
+import signal
+import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
+
+import pytorch_lightning as pl
+import torch
+from pytorch_lightning.utilities.exceptions import MisconfigurationException
+from safetensors.torch import save_file
 
 from precomet.errors import PrecometError
+from precomet.estimator.backbone import POOLING
+from precomet.estimator.checkpoint import (
+    HEAD,
+    META,
+    encoder_token_limit,
+    packaged_encoder,
+    read_lightning_checkpoint,
+    write_checkpoint_files,
+    write_meta,
+)
+from precomet.estimator.data import TargetDataModule
+from precomet.estimator.inputs import Network, Split
 from precomet.estimator.languages import training_profile
 from precomet.estimator.leakage import SourceFingerprint
+from precomet.estimator.model import UtilityEstimator, load_encoder, resolve_model
+from precomet.estimator.module import EstimatorModule
 from precomet.estimator.targets import rows_hash
 from precomet.progress import progress_enabled
 from precomet.quiet import quiet_third_party
-
-if TYPE_CHECKING:
-    import pytorch_lightning as pl
-
-    from precomet.estimator.data import TargetDataModule
-    from precomet.estimator.inputs import Split
-    from precomet.estimator.model import UtilityEstimator
-    from precomet.estimator.module import EstimatorModule
 
 logger = logging.getLogger(__name__)
 
@@ -45,7 +57,6 @@ def training_domains(rows: Sequence[dict[str, Any]]) -> dict[str, int] | None:
 
 
 def _history_callback(history: list[dict[str, float]]):
-    import pytorch_lightning as pl
 
     class History(pl.Callback):
         def on_train_epoch_end(self, trainer: pl.Trainer, module: pl.LightningModule) -> None:
@@ -57,22 +68,9 @@ def _history_callback(history: list[dict[str, float]]):
 
 
 # ---------------------------------------------------------------------------------------------- module: network
-@dataclass(frozen=True)
-class Network:
-    """The network to train (encoder + head), its tokenizer, the token limit per source and the padding id."""
-
-    model: UtilityEstimator
-    tokenizer: Any
-    max_length: int
-    pad_id: int
-
-
 def build_network(model: dict[str, Any], *, max_length: int) -> Network:
     """Load ``model["encoder"]`` (offline) and put a freshly initialised head on it (seed first, for a
     reproducible head); ``max_length`` is capped by the tokenizer's own limit."""
-    from precomet.estimator.checkpoint import encoder_token_limit
-    from precomet.estimator.model import UtilityEstimator, load_encoder
-
     encoder, tokenizer = load_encoder(model["encoder"])
     network = UtilityEstimator(
         encoder, pooling=model["pooling"], hidden_sizes=tuple(model["hidden_sizes"]), dropout=float(model["dropout"])
@@ -91,10 +89,6 @@ def checkpoint_meta(
     """The checkpoint metadata known before training (``precomet.json`` without ``dev_metrics`` and
     ``history``, which :func:`export_best` adds); stored in every Lightning ``.ckpt``. With ``backbone`` (the
     registered encoder's identity) no Hugging Face encoder is involved."""
-    from precomet.estimator.backbone import POOLING
-    from precomet.estimator.checkpoint import packaged_encoder
-    from precomet.estimator.model import resolve_model
-
     model = cfg["model"]
     package = None if backbone else packaged_encoder(model["encoder"], frozen=bool(model["freeze_encoder"]))
     encoder = (
@@ -132,8 +126,6 @@ def checkpoint_meta(
 
 def build_module(network: Network, model: dict[str, Any], *, meta: dict[str, Any]) -> EstimatorModule:
     """The ``EstimatorModule`` (loss, optimiser groups, freezing) around ``network.model``."""
-    from precomet.estimator.module import EstimatorModule
-
     return EstimatorModule(
         network.model,
         encoder_lr=float(model["encoder_lr"]),
@@ -158,9 +150,6 @@ def build_trainer(
     ``out_dir/lightning``), early stopping when there is a dev set, and gradient accumulation up to
     ``data.effective_batch_size``; ``history`` is filled with one dict per epoch during fitting. Settings
     Lightning refuses raise :class:`PrecometError`."""
-
-    import pytorch_lightning as pl
-    from pytorch_lightning.utilities.exceptions import MisconfigurationException
 
     es = cfg["early_stopping"]
     monitor = es["monitor"] if has_dev else None
@@ -197,7 +186,6 @@ def check_trainer_settings(cfg: dict[str, Any], *, out_dir: Path) -> None:
     """Refuse ``trainer.*`` settings that Lightning or this machine cannot run (an accelerator without its
     hardware, a device count of 0, an unknown precision or strategy) before any data or encoder is loaded:
     a Trainer is built and dropped (it writes nothing)."""
-    import torch
 
     accelerator = str(cfg["trainer"]["accelerator"])
     if accelerator in ("gpu", "cuda") and not torch.backends.cuda.is_built():
@@ -212,8 +200,6 @@ def check_trainer_settings(cfg: dict[str, Any], *, out_dir: Path) -> None:
 def fit(trainer: pl.Trainer, module: EstimatorModule, data: TargetDataModule) -> None:
     """``trainer.fit``; Lightning's answer to Ctrl-C (``sys.exit(1)``) becomes a ``KeyboardInterrupt`` and the
     SIGINT handler it replaces is put back."""
-    import signal
-    import threading
 
     logger.info(
         "training on %d rows (dev %d), gradient accumulation %d",
@@ -263,8 +249,6 @@ def export_best(
     """Write the checkpoint directory files of the best ``.ckpt`` into ``out_dir`` (the temporary directory of
     an output set: ``precomet.json`` is written once, complete with ``dev_metrics`` and ``history``, and moved
     into place with the rest). Only the global-zero process writes. Returns the ``.ckpt`` path."""
-    from precomet.estimator.checkpoint import read_lightning_checkpoint, write_checkpoint_files
-
     best = best_checkpoint(trainer)
     if trainer.is_global_zero:
         with quiet_third_party():
@@ -278,11 +262,6 @@ def export_best(
 def export_best_head(trainer: pl.Trainer, out_dir: Path, *, meta: dict[str, Any]) -> Path:
     """:func:`export_best` for a backbone estimator: the best ``.ckpt``'s head (read with
     ``weights_only=True``) as ``head.safetensors`` and ``meta`` as ``precomet.json``."""
-    import torch
-    from safetensors.torch import save_file
-
-    from precomet.estimator.checkpoint import HEAD, META, write_meta
-
     best = best_checkpoint(trainer)
     if trainer.is_global_zero:
         state = torch.load(best, map_location="cpu", weights_only=True)["state_dict"]

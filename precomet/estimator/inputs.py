@@ -8,20 +8,30 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
+import torch
 
 from precomet.errors import PrecometError
+from precomet.estimator.data import TargetDataModule, group_split, tokenize, warn_truncated
 from precomet.estimator.leakage import drop_sources
+from precomet.estimator.model import UtilityEstimator
+from precomet.estimator.predict import compute_features
 from precomet.estimator.targets import read_targets, validate_rows
 from precomet.stats import mean_std, standardise
 
-if TYPE_CHECKING:
-    from precomet.estimator.data import TargetDataModule
-    from precomet.estimator.fitting import Network
-
 logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Network:
+    """The network to train (encoder + head), its tokenizer, the token limit per source and the padding id."""
+
+    model: UtilityEstimator
+    tokenizer: Any
+    max_length: int
+    pad_id: int
 
 
 def _rows(value: str | Path | Sequence[dict[str, Any]], where: str) -> list[dict[str, Any]]:
@@ -58,7 +68,6 @@ def split_rows(
     ``dev_rows`` the dev split is ``data["dev_fraction"]`` of the rows by ``data["group_by"]``
     (:func:`~precomet.estimator.data.group_split`); with them, training rows sharing a dev source, or a sentence
     or long run of one (:func:`~precomet.estimator.leakage.drop_sources`), are dropped."""
-    from precomet.estimator.data import group_split
 
     rows = _rows(train_rows, "train")
     methods = sorted({str(r.get("method", "unknown")) for r in rows})
@@ -151,11 +160,6 @@ def encode_rows(
     """``(train inputs, dev inputs)``: token ids per row (truncated sources counted in a warning); with a
     frozen encoder, pooled features per row instead (a tensor), each distinct source not in ``feature_cache``
     encoded once and added to it. Features are computed on the GPU when ``accelerator`` allows one."""
-    import torch
-
-    from precomet.estimator.data import tokenize, warn_truncated
-    from precomet.estimator.predict import compute_features
-
     parts = (split.train, split.dev)
     inputs = []
     for part in parts:
@@ -202,8 +206,6 @@ def build_datamodule(
     seed: int,
 ) -> TargetDataModule:
     """The ``TargetDataModule`` over :func:`encode_rows`' inputs and the standardised targets."""
-    from precomet.estimator.data import TargetDataModule
-
     return TargetDataModule(
         train_inputs=inputs[0],
         train_targets=split.standardised(split.train),

@@ -31,6 +31,7 @@ from precomet.io.atomic import atomic_write
 from precomet.io.jsonl import read_jsonl
 from precomet.progress import progress as progress_bar
 from precomet.stats import mean_std, rankdata, standardise
+from precomet.utilities import UTILITY_METHODS, compute_utility
 from precomet.values import finite_number, is_blank
 
 logger = logging.getLogger(__name__)
@@ -61,8 +62,6 @@ def normalise_targets(values: Sequence[float] | np.ndarray, how: str) -> np.ndar
 def raw_targets(campaign: Campaign, method: str, *, metric: str, seed: int, options: dict | None = None) -> np.ndarray:
     """One campaign's targets before normalisation: the output-based utility of every item as floats
     (:func:`precomet.utilities.compute_utility`)."""
-    from precomet.utilities import compute_utility
-
     return np.asarray(compute_utility(campaign, method, metric=metric, seed=seed, options=options), dtype=float)
 
 
@@ -79,8 +78,6 @@ def build_targets(
     """Target rows for every item of every campaign (campaign names must be distinct); ``options`` are the
     utility method's own settings (e.g. ``{"similarity": "chrf"}`` for diversity). One row per item and
     campaign: merge repeated sources with :func:`merge_by_source`."""
-    from precomet.utilities import UTILITY_METHODS
-
     if normalisation not in NORMALISERS:
         raise PrecometError(f"unknown normalisation {normalisation!r}; valid: {', '.join(NORMALISERS)}")
     rows: list[dict[str, Any]] = []

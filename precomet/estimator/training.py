@@ -34,7 +34,6 @@ from precomet.estimator.checkpoint import HEAD, META, read_meta, write_meta
 from precomet.estimator.config import load_config
 from precomet.estimator.coverage import fit_coverage, write_coverage
 from precomet.estimator.fitting import (
-    Network,
     best_checkpoint,
     best_metrics,
     build_module,
@@ -46,7 +45,7 @@ from precomet.estimator.fitting import (
     export_best_head,
     fit,
 )
-from precomet.estimator.inputs import Split, build_datamodule, encode_rows, split_rows
+from precomet.estimator.inputs import Network, Split, build_datamodule, encode_rows, split_rows
 from precomet.estimator.targets import build_targets
 from precomet.io.atomic import check_output, output_set
 

@@ -142,7 +142,7 @@ def test_build_network_seeded_head_and_capped_length(cfg):
 
 # ---------------------------------------------------------------------------------------------- inputs
 def test_encode_rows_token_ids_or_cached_features(cfg, monkeypatch):
-    from precomet.estimator import predict
+    from precomet.estimator import inputs
 
     split = _split(cfg)
     network = build_network(cfg["model"], max_length=8)
@@ -151,9 +151,9 @@ def test_encode_rows_token_ids_or_cached_features(cfg, monkeypatch):
     assert all(2 <= len(ids) <= 8 and ids[0] == 2 for ids in train_ids)  # <s> first, truncated to 8
 
     encoded = []
-    real = predict.compute_features
+    real = inputs.compute_features
     monkeypatch.setattr(
-        predict, "compute_features", lambda model, ids, **kw: encoded.append(len(ids)) or real(model, ids, **kw)
+        inputs, "compute_features", lambda model, ids, **kw: encoded.append(len(ids)) or real(model, ids, **kw)
     )
     cache: dict = {}
     train_x, dev_x = encode_rows(network, split, freeze_encoder=True, feature_cache=cache)
