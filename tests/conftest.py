@@ -17,6 +17,8 @@ from precomet.campaign import HUMAN, Campaign
 from precomet.encoders import SentenceEncoder, clear_embedding_cache
 from precomet.simulate import simulate_history
 
+pytest_plugins = ["tests.slow_guard"]  # CI fails on an unmarked test over 5 s
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")

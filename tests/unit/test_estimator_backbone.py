@@ -93,16 +93,23 @@ def test_a_head_with_nan_is_refused(checkpoint, tmp_path):
 
 
 def test_every_prediction_path_runs_a_backbone_estimator(checkpoint):
-    """Issue 33: int8, a device and Lightning's devices (two spawned processes) work with a sentence-encoder
-    backbone as with a Hugging Face encoder: the same utilities, int8 close to fp32."""
+    """Issue 33: int8 and a device work with a sentence-encoder backbone as with a Hugging Face encoder: the
+    same utilities whatever the batch size, int8 close to fp32."""
     sources = [r["src"] for r in _rows(23, 3)]
     plain = predict_sources(checkpoint, sources, batch_size=2)
     assert np.ptp(plain) > 0
     np.testing.assert_array_equal(predict_sources(checkpoint, sources, device="cpu", batch_size=7), plain)
-    spawned = predict_sources(checkpoint, sources, batch_size=2, devices=2, accelerator="cpu", strategy="ddp_spawn")
-    np.testing.assert_allclose(spawned, plain, atol=1e-6)
     int8 = predict_sources(checkpoint, sources, precision="int8")
     assert pearsonr(int8, plain)[0] > 0.95 and not np.array_equal(int8, plain)
+
+
+@pytest.mark.slow  # two spawned processes: ~10 s
+def test_lightning_devices_run_a_backbone_estimator(checkpoint):
+    """Issue 33: Lightning's devices (two spawned CPU processes, gloo) give a backbone estimator's utilities."""
+    sources = [r["src"] for r in _rows(23, 3)]
+    plain = predict_sources(checkpoint, sources, batch_size=2)
+    spawned = predict_sources(checkpoint, sources, batch_size=2, devices=2, accelerator="cpu", strategy="ddp_spawn")
+    np.testing.assert_allclose(spawned, plain, atol=1e-6)
 
 
 def test_vectors_come_from_the_cache_on_a_second_run(tmp_path, monkeypatch):

@@ -218,6 +218,7 @@ def test_cli_output_signature_and_values_are_those_of_one_call(checkpoint, tmp_p
     assert not (tmp_path / "scores.jsonl.chunks").exists()  # the default resume folder goes once the output is written
 
 
+@pytest.mark.slow  # a child process stopped half way: ~9 s
 def test_sigterm_then_rerun_predicts_only_the_missing_chunks_and_writes_the_same_bytes(
     checkpoint, tmp_path, monkeypatch
 ):
