@@ -20,12 +20,13 @@ SCRIPTS = sorted(
     for path in (REPO / folder).glob("*.py")
     if 'if __name__ == "__main__":' in path.read_text(encoding="utf-8")
 )
-SLOW_HELP = {  # import the estimator (torch) before parsing: ~5 s
+SLOW_HELP = {  # import the estimator (torch) or the benchmark before parsing: 2-8 s
     "benchmarks/bench_source_suite.py",
     "benchmarks/bench_estimator_loco.py",
     "benchmarks/bench_estimator_loco_cost.py",
     "benchmarks/bench_ensemble_stability.py",
     "training/record_training_profile.py",
+    "benchmarks/make_benchmarks_md.py",
 }
 
 

@@ -331,6 +331,7 @@ def test_cli_cost_options_need_a_cost_budget(tmp_path, campaign, capsys):
     assert "unrecognized arguments: --budget-cost" in capsys.readouterr().err
 
 
+@pytest.mark.slow  # over 2 s (make test-fast leaves it to make test)
 def test_cli_budget_time_gives_the_budgets_as_shares_of_the_annotation_time(tmp_path, campaign, capsys):
     data = tmp_path / "campaign.jsonl"
     write_jsonl(campaign, data)

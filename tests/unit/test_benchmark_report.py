@@ -98,6 +98,7 @@ def test_recommendation_without_a_null_claims_no_saving(campaign):
     assert err.value.params == ("null_orderings",)
 
 
+@pytest.mark.slow  # over 2 s (make test-fast leaves it to make test)
 def test_recommendation_under_a_cost_budget_speaks_of_time(campaign):
     good = _informative(campaign)
     result = bm.run_benchmark(campaign, external={"good": good}, budget_unit="cost", time_limit=5, **KW)

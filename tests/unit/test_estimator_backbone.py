@@ -158,6 +158,7 @@ def ensemble_checkpoint(tmp_path_factory):
     return out, result
 
 
+@pytest.mark.slow  # over 2 s (make test-fast leaves it to make test)
 def test_an_ensemble_checkpoint_holds_every_member_and_predicts_their_standardised_mean(ensemble_checkpoint, tmp_path):
     """Issue 31: model.ensemble K trains K heads (seeds seed_everything + 0..K-1) into one checkpoint; the first
     member is the single head of the same seed, and the prediction is the mean of the standardised members."""

@@ -158,6 +158,7 @@ def row_sets(draw):
     ]
 
 
+@pytest.mark.slow  # over 2 s (make test-fast leaves it to make test)
 @settings(max_examples=120, deadline=None)
 @given(row_sets(), st.integers(0, 3))
 def test_no_training_row_shares_a_sentence_or_a_long_run_with_a_dev_row(rows, seed):
@@ -175,6 +176,7 @@ def test_no_training_row_shares_a_sentence_or_a_long_run_with_a_dev_row(rows, se
 
 
 # ---------------------------------------------------------------- real data: WMT23 paragraphs and sentences
+@pytest.mark.slow  # over 2 s (make test-fast leaves it to make test)
 def test_wmt23_en_de_paragraphs_and_sentence_level_sources_split_apart(raw_data):
     paragraphs = raw_data / "mt-metrics-eval-v2" / "wmt23" / "sources" / "en-de.txt"
     docs = raw_data / "mt-metrics-eval-v2" / "wmt23" / "documents" / "en-de.docs"

@@ -301,6 +301,7 @@ def test_real_wmt22_liv_en(toen_root):
     assert (~np.isnan(campaign.score(HUMAN))).mean() > 0.95
 
 
+@pytest.mark.slow  # over 2 s (make test-fast leaves it to make test)
 @pytest.mark.realdata
 def test_real_all_13_campaigns(toen_root):
     assert list_release_campaigns(toen_root) == sorted(REAL)
@@ -315,6 +316,7 @@ def test_real_all_13_campaigns(toen_root):
         assert np.isnan(campaign.score(HUMAN)).tolist() == np.isnan(campaign.score(HUMAN_RAW)).tolist(), name
 
 
+@pytest.mark.slow  # over 2 s (make test-fast leaves it to make test)
 @pytest.mark.realdata
 def test_every_sid_map_file_is_the_loaders_alignment(toen_root):
     """For all 14 campaigns: sid_lines on documents/<pair>.docs equals sid-map/<pair>.tsv row for row, and every

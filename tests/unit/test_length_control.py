@@ -60,6 +60,7 @@ def test_count_control_is_the_k_longest_sources(campaign):
     json.dumps(result.to_dict())
 
 
+@pytest.mark.slow  # over 2 s (make test-fast leaves it to make test)
 @pytest.mark.parametrize("objective", ["rank-length", "paper"])
 def test_cost_control_is_the_knapsack_with_a_constant_utility(campaign, objective):
     """The control goes through the methods' knapsack with the same cost objective: under rank-length the most

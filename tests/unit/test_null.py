@@ -130,6 +130,7 @@ def test_pooled_verdict_by_hand_counts_shared_campaigns_once():
         bm.pool_results({"a": {**results["a"], "null": None}})
 
 
+@pytest.mark.slow  # over 2 s (make test-fast leaves it to make test)
 def test_pooled_random_utilities_are_not_significant(campaign):
     """Pooled over three simulated campaigns, 40 random utilities reach p < 0.05 no more often than chance allows."""
     campaigns = {f"c{k}": simulate_campaign(n_items=100, n_systems=5, seed=20 + k) for k in range(3)}
@@ -159,6 +160,7 @@ def wmt23_en_de(raw_data):
     return load(raw_data / "mt-metrics-eval-v2", campaign="wmt23/en-de", human="mqm")
 
 
+@pytest.mark.slow  # over 2 s (make test-fast leaves it to make test)
 def test_interval_and_p_value_calibration_on_a_real_campaign(wmt23_en_de):
     """WMT23 en-de MQM: 200 random orderings benchmarked as methods against the default null of 200 others. At most
     ~5 % get an interval wholly below 100 % or p < 0.05; more than a third have a point parity below 90 %."""
@@ -172,6 +174,7 @@ def test_interval_and_p_value_calibration_on_a_real_campaign(wmt23_en_de):
     assert np.mean([row["parity"] < 0.9 for row in rows]) > 1 / 3  # the flattering point value, for contrast
 
 
+@pytest.mark.slow  # over 2 s (make test-fast leaves it to make test)
 def test_the_true_per_item_metric_avg_beats_random_orderings_on_a_real_campaign(wmt23_en_de):
     """MetricAvg on the human scores themselves (circular: an upper bound) is called a saving with p < 0.01."""
     result = bm.run_benchmark(

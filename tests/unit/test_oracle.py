@@ -64,6 +64,7 @@ def test_oracle_utility_ranks_in_order():
     assert list(bm.top_k(u, 3)) == [2, 0, 1]
 
 
+@pytest.mark.slow  # over 2 s (make test-fast leaves it to make test)
 def test_benchmark_row_flagged_not_usable(campaign, tmp_path):
     result = bm.run_benchmark(
         campaign,

@@ -199,6 +199,7 @@ def test_elo_cli_on_csv(tmp_path, capsys):
     assert "unknown model" in capsys.readouterr().err
 
 
+@pytest.mark.slow  # over 2 s (make test-fast leaves it to make test)
 @pytest.mark.realdata
 def test_alpacaeval_real_files(raw_data):
     p = load_alpacaeval(raw_data / "alpacaeval")

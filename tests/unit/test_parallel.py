@@ -51,6 +51,7 @@ def _surface(texts: list[str]) -> np.ndarray:
     return np.array([[len(t), t.count(" "), sum(c in "aeiou" for c in t)] for t in texts], dtype=float)
 
 
+@pytest.mark.slow  # over 2 s (make test-fast leaves it to make test)
 @pytest.mark.parametrize("budget_unit", ["items", "cost"])
 def test_the_benchmark_is_the_same_on_one_core_and_on_two(budget_unit):
     campaign = simulate_campaign(n_items=60, n_systems=5, seed=2)
