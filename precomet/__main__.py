@@ -1,7 +1,26 @@
-"""``python -m precomet`` = the ``precomet`` command."""
+"""``python -m precomet`` and the ``precomet`` command. Interrupts are handled from the first line on: one that
+arrives while the command line is still being imported ends the run as any other does (one line, exit 130, nothing
+written), and one swallowed meanwhile (printed as "Exception ignored" by a finaliser) still stops the command."""
 
+import os
 import sys
 
-from precomet.cli import main
+from precomet.signals import interruptible
 
-sys.exit(main())
+
+def run() -> None:
+    """Import the command line under :func:`~precomet.signals.interruptible`, then run it; exits."""
+    try:
+        with interruptible():
+            from precomet.cli import main
+
+            status = main()
+    except KeyboardInterrupt:  # before main() could handle it: nothing had started
+        sys.stderr.write("precomet: interrupted while starting; no output was written\n")
+        sys.stderr.flush()
+        os._exit(130)  # not sys.exit: CPython would re-raise the interrupt it noted during the import (exit -2)
+    sys.exit(status)
+
+
+if __name__ == "__main__":
+    run()

@@ -134,12 +134,18 @@ def main(argv: list[str] | None = None) -> int:
     """Run one subcommand. Bad input (:class:`PrecometError`, an unreadable or unwritable path, an output that would
     overwrite an input) exits 2 with one line; Ctrl-C or SIGTERM, from start-up on, exits 130 saying whether any
     output was written; the traceback only with ``-v``."""
-    with signals.interruptible(), _printable_names():
-        try:
-            status = _main(sys.argv[1:] if argv is None else list(argv))
-        except KeyboardInterrupt:  # during start-up (imports, parsing): nothing was written yet
-            print("precomet: interrupted; no output was written", file=sys.stderr)
-            status = 130
+    status = None
+    try:
+        with signals.interruptible(), _printable_names():
+            try:
+                status = _main(sys.argv[1:] if argv is None else list(argv))
+            except KeyboardInterrupt:  # during start-up (imports, parsing): nothing was written yet
+                print("precomet: interrupted; no output was written", file=sys.stderr)
+                status = 130
+    except KeyboardInterrupt:  # while the handlers were being installed, or restored after the command
+        done = "" if status is None else f" after the command ended (status {status}; its outputs are as it left them)"
+        print(f"precomet: interrupted{done or '; no output was written'}", file=sys.stderr)
+        status = 130
     if status == 130:  # handled: the process must end with 130, not die by SIGINT at exit
         signals.forget_unhandled_interrupt()
     return status
