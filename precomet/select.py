@@ -51,7 +51,8 @@ class Selection:
     items stay together in their original order). ``objective``/``bound`` are on the knapsack's values: the
     normalised utilities (:func:`precomet.selection.units.normalise`) for a count budget, the cost
     objective's values (:mod:`precomet.selection.objective`) for a cost budget;
-    ``gap = (bound - objective) / objective``.
+    ``gap = (bound - objective) / objective``. ``total_cost`` is always an annotation cost: the sum of the chosen
+    items' costs (seconds for a campaign's costs), ``None`` when no costs were known; :attr:`n_items` counts them.
     """
 
     indices: np.ndarray
@@ -59,7 +60,7 @@ class Selection:
     objective: float
     bound: float
     gap: float
-    total_cost: float
+    total_cost: float | None
     solver: str
     seconds: float
     level: str = "item"
@@ -70,6 +71,30 @@ class Selection:
 
     def __len__(self) -> int:
         return len(self.indices)
+
+    @property
+    def n_items(self) -> int:
+        """How many items were chosen."""
+        return len(self.indices)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON-ready dict: every field (``indices`` as a list of positions) and ``n_items``."""
+        return {
+            "indices": [int(i) for i in self.indices],
+            "n_items": self.n_items,
+            "total_cost": self.total_cost,
+            "status": self.status,
+            "objective": self.objective,
+            "bound": self.bound,
+            "gap": self.gap,
+            "solver": self.solver,
+            "seconds": self.seconds,
+            "level": self.level,
+            "budget": dict(self.budget),
+            "domains": dict(self.domains),
+            "details": dict(self.details),
+            "seed": self.seed,
+        }
 
     def manifest(
         self,
@@ -137,7 +162,8 @@ def select_subset(
 
     ``campaign`` (aligned with ``utility``) fills what is not given: ``domain``, ``doc``, ``ids``, ``length``
     (characters of each source) and, under ``budget_cost``, ``cost``; as on the command line, ``proportion`` is then
-    a share of the items unless ``cost=campaign.cost`` is passed, and ``level="doc"`` needs its documents.
+    a share of the items unless ``cost=campaign.cost`` is passed, and ``level="doc"`` needs its documents. Its costs
+    also give the chosen items' ``total_cost`` under a count budget.
     """
     start = time.perf_counter()
     check_cost_objective(cost_objective)
@@ -204,7 +230,8 @@ def select_subset(
     if domain_arr is not None:
         found, codes = factorize(domain_arr[indices])
         domains = {d: int(c) for d, c in zip(found, np.bincount(codes, minlength=len(found)))}
-    total_cost = math.fsum(np.asarray(cost, dtype=float)[indices].tolist()) if cost is not None else float(len(indices))
+    costs = campaign.cost if cost is None and campaign is not None else cost  # the cost of a count budget's subset too
+    total_cost = None if costs is None else math.fsum(np.asarray(costs, dtype=float)[indices].tolist())
     return Selection(
         indices=indices,
         status=outcome["status"],

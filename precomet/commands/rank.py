@@ -151,7 +151,7 @@ def run(args: argparse.Namespace) -> int:
     ranking = rank_systems(
         campaign,
         score=args.score,
-        level=args.confidence,
+        confidence=args.confidence,
         rounds=args.rounds,
         alpha=args.alpha,
         cluster_rule=args.cluster_rule,

@@ -7,7 +7,7 @@ subset) into a findings-paper ranking:
   loaders' default ``complete=True`` every kept item is rated for every system);
 * **bootstrap confidence intervals**: items are resampled with replacement ``rounds`` times (seeded; one draw
   of item multiplicities per round shared by all systems, so the resampling is paired), a system's mean in a
-  round is ``Σ count·score / Σ count·rated``; the interval is the percentile interval at ``level``;
+  round is ``Σ count·score / Σ count·rated``; the interval is the percentile interval at ``confidence``;
 * **significance clusters** (:func:`precomet.metaeval.clusters`): systems sorted by mean, one-sided Wilcoxon
   signed-rank tests on paired item differences (:func:`precomet.significance.wilcoxon_less`). ``cluster_rule``
   ``wmt`` (default) is what WMT findings papers print (mt-metrics-eval's ``AssignRanks``): a system opens a new

@@ -35,7 +35,7 @@ class Ranking:
     adjacent_pvalues: np.ndarray  # p-value of system i+1 vs system i, length S-1
     cluster_pvalues: np.ndarray  # the p-value that placed system i+1 (vs alpha): adjacent (paper), min vs cluster (wmt)
     win_probability: np.ndarray  # (S, S) in the order of ``systems``
-    level: float
+    confidence: float
     rounds: int
     seed: int
     cluster_rule: str  # one of metaeval.CLUSTER_RULES
@@ -92,7 +92,7 @@ class Ranking:
             "systems": rows,
             "clusters": [list(c) for c in self.clusters],
             "win_probability": {"systems": list(self.systems), "matrix": np.round(self.win_probability, 6).tolist()},
-            "level": self.level,
+            "confidence": self.confidence,
             "rounds": self.rounds,
             "seed": self.seed,
             "cluster_rule": self.cluster_rule,
@@ -105,7 +105,7 @@ def rank_systems(
     campaign: Campaign,
     *,
     score: str = HUMAN,
-    level: float = 0.95,
+    confidence: float = 0.95,
     rounds: int = 1000,
     alpha: float = CLUSTER_ALPHA,
     cluster_rule: str = "wmt",
@@ -126,8 +126,8 @@ def rank_systems(
     Raises :class:`PrecometError` when the score is unknown, a system has no rating at all, or there are fewer
     than 2 systems / items.
     """
-    if not 0 < level < 1:
-        raise PrecometError(f"confidence level must lie in (0, 1), got {level}")
+    if not 0 < confidence < 1:
+        raise PrecometError(f"confidence must lie in (0, 1), got {confidence}")
     if not 0 < alpha < 1:
         raise PrecometError(f"significance level alpha must lie in (0, 1), got {alpha}")
     check_cluster_rule(cluster_rule)
@@ -176,14 +176,16 @@ def rank_systems(
 
     boot = bootstrap_means(matrix, rounds=rounds, seed=seed)[:, order]
     with np.errstate(invalid="ignore"):
-        low, high = np.nanquantile(boot, [(1 - level) / 2, (1 + level) / 2], axis=0)
+        low, high = np.nanquantile(boot, [(1 - confidence) / 2, (1 + confidence) / 2], axis=0)
     names = tuple(campaign.systems[i] for i in order)
     composition = reweighted = agreement = None
     more: dict[str, Any] = {}
     if test_set is not None:
         composition = compare_composition(campaign, test_set)
         if reweight is not None:
-            rw = reweighted_means(campaign, test_set, by=reweight, score=score, level=level, rounds=rounds, seed=seed)
+            rw = reweighted_means(
+                campaign, test_set, by=reweight, score=score, confidence=confidence, rounds=rounds, seed=seed
+            )
             reweighted = replace(rw, means=rw.means[order], ci_low=rw.ci_low[order], ci_high=rw.ci_high[order])
         agreement = full_data_agreement(
             names,
@@ -201,7 +203,7 @@ def rank_systems(
         campaign=campaign,
         seed=seed,
         score=score,
-        level=level,
+        confidence=confidence,
         rounds=rounds,
         alpha=alpha,
         cluster_rule=cluster_rule,
@@ -221,7 +223,7 @@ def rank_systems(
         adjacent_pvalues=np.asarray(adjacent, dtype=float),
         cluster_pvalues=np.asarray(decisive, dtype=float),
         win_probability=win_probabilities(boot),
-        level=level,
+        confidence=confidence,
         rounds=rounds,
         seed=seed,
         cluster_rule=cluster_rule,

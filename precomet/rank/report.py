@@ -16,7 +16,7 @@ def ranking_table(ranking: Ranking) -> str:
     the previous system, or the smallest vs the current cluster under the WMT rule); with reweighting its means and
     CIs beside the raw ones; footer lines for the rule, the composition and the full-data τ."""
     width = max(12, *(len(s) for s in ranking.systems))
-    pct = f"{ranking.level:.0%}"
+    pct = f"{ranking.confidence:.0%}"
     rw = ranking.reweighted
     wmt = ranking.cluster_rule == "wmt"
     p_header = "p(clus)" if wmt else "p(prev)"
@@ -129,7 +129,7 @@ def plot_ranking(ranking: Ranking, path: str | Path, *, title: str | None = None
     ax.set_yticklabels(list(ranking.systems), fontsize=8)
     ax.set_ylim(-0.5, s - 0.5)
     sig = ranking.signature
-    ax.set_xlabel(f"mean {sig.get('score', 'score')} ({ranking.level:.0%} bootstrap CI, {ranking.rounds} rounds)")
+    ax.set_xlabel(f"mean {sig.get('score', 'score')} ({ranking.confidence:.0%} bootstrap CI, {ranking.rounds} rounds)")
     ax.grid(axis="x", alpha=0.3)
     ax.set_title(title or figure_title(ranking), fontsize=9)
     fig.tight_layout()

@@ -79,7 +79,7 @@ def reweighted_means(
     *,
     by: str = "domain",
     score: str = HUMAN,
-    level: float = 0.95,
+    confidence: float = 0.95,
     rounds: int = 1000,
     seed: int = 0,
 ) -> Reweighted:
@@ -92,8 +92,8 @@ def reweighted_means(
     """
     if by not in STRATIFIERS:
         raise PrecometError(f"unknown reweighting {by!r}; valid: {', '.join(STRATIFIERS)}")
-    if not 0 < level < 1:
-        raise PrecometError(f"confidence level must lie in (0, 1), got {level}")
+    if not 0 < confidence < 1:
+        raise PrecometError(f"confidence must lie in (0, 1), got {confidence}")
     matrix = np.asarray(subset.score(score), dtype=float)
     keep = ~np.isnan(matrix).all(axis=1)
     matrix = matrix[keep]
@@ -129,7 +129,7 @@ def reweighted_means(
     )
     combined = _combine(boot, weights)
     with np.errstate(invalid="ignore"):
-        low, high = np.nanquantile(combined, [(1 - level) / 2, (1 + level) / 2], axis=0)
+        low, high = np.nanquantile(combined, [(1 - confidence) / 2, (1 + confidence) / 2], axis=0)
     return Reweighted(
         by=by,
         strata=strata,

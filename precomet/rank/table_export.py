@@ -65,7 +65,7 @@ def ranking_latex(ranking: Ranking) -> str:
     """A booktabs ``table`` environment: rank, system, mean and interval (and the reweighted ones), a
     ``\\midrule`` between clusters, a caption saying the items, the interval and the cluster rule."""
     reweighted = ranking.reweighted
-    level = f"{ranking.level:.0%}".replace("%", r"\%")
+    level = f"{ranking.confidence:.0%}".replace("%", r"\%")
     columns = "rlrc" + ("rc" if reweighted is not None else "")
     head = ["Rank", "System", "Mean", f"{level} CI"] + (["Rew.\\ mean", f"Rew.\\ {level} CI"] if reweighted else [])
     lines = [

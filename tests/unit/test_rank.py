@@ -71,7 +71,7 @@ def test_identical_systems_stay_together_and_win_half():
 
 
 def test_constant_system_has_degenerate_interval():
-    ranking = rank_systems(_campaign([[2.0, 1.0], [2.0, 3.0], [2.0, 0.0]]), rounds=50, level=0.9)
+    ranking = rank_systems(_campaign([[2.0, 1.0], [2.0, 3.0], [2.0, 0.0]]), rounds=50, confidence=0.9)
     i = ranking.systems.index("m0")
     assert ranking.ci_low[i] == ranking.ci_high[i] == 2.0
 
@@ -119,8 +119,8 @@ def test_seeded_determinism():
 
 def test_level_widens_interval():
     matrix = np.random.default_rng(2).normal(size=(40, 3))
-    narrow = rank_systems(_campaign(matrix), rounds=500, level=0.5)
-    wide = rank_systems(_campaign(matrix), rounds=500, level=0.99)
+    narrow = rank_systems(_campaign(matrix), rounds=500, confidence=0.5)
+    wide = rank_systems(_campaign(matrix), rounds=500, confidence=0.99)
     assert np.all(wide.ci_high - wide.ci_low > narrow.ci_high - narrow.ci_low)
     assert np.all((narrow.ci_low <= narrow.means) & (narrow.means <= narrow.ci_high))
 
@@ -144,8 +144,8 @@ def test_errors_name_the_problem():
         rank_systems(_campaign([[1.0], [2.0]]))
     with pytest.raises(PrecometError, match="no score 'bleu'"):
         rank_systems(_campaign([[1.0, 2.0], [2.0, 1.0]]), score="bleu")
-    with pytest.raises(PrecometError, match="level"):
-        rank_systems(_campaign([[1.0, 2.0], [2.0, 1.0]]), level=95)
+    with pytest.raises(PrecometError, match="confidence must lie in"):
+        rank_systems(_campaign([[1.0, 2.0], [2.0, 1.0]]), confidence=95)
 
 
 # --------------------------------------------------------------------------- output and CLI
@@ -190,7 +190,7 @@ def test_cli_json_signature_figure_and_manifest(tmp_path, capsys, tiny_campaign)
     sig = result["signature"]
     expected_hash = tiny_campaign.take_ids(["c", "a", "d"]).data_hash()
     assert sig["tool"] == "precomet rank" and sig["data_hash"] == expected_hash and sig["seed"] == 3
-    assert sig["rounds"] == 100 and sig["level"] == 0.95 and sig["score"] == "human" and "precomet_version" in sig
+    assert sig["rounds"] == 100 and sig["confidence"] == 0.95 and sig["score"] == "human" and "precomet_version" in sig
     assert sig["manifest"]["method"] == "metric_var" and sig["manifest"]["n_selected"] == 3
     assert [row["system"] for row in result["systems"]] == ["s2", "s3", "s1"]  # c,a,d: s1 4/3, s2 13/3, s3 10/3
     assert result["systems"][0]["mean"] == pytest.approx(13 / 3)

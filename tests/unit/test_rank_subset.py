@@ -201,7 +201,7 @@ def test_cli_confidence_and_the_removed_old_spellings(tmp_path, capsys):
     data, _ = _write(tmp_path, test, [])
     new = tmp_path / "new.json"
     assert main(["rank", "--data", str(data), "--rounds", "50", "--confidence", "0.8", "-o", str(new)]) == 0
-    assert json.loads(new.read_text())["level"] == 0.8
+    assert json.loads(new.read_text())["confidence"] == 0.8
     for old in (["--level", "0.8"], ["--json", str(tmp_path / "old.json")]):  # removed in 0.6.0
         with pytest.raises(SystemExit):
             main(["rank", "--data", str(data), "--rounds", "50", *old])

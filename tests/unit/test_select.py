@@ -519,12 +519,12 @@ def test_share_quotas_under_a_cost_budget_are_shares_of_the_cost_even_with_equal
     assert counted.indices.tolist() == [0, 1, 2]  # an item budget rounds shares to counts (largest remainder)
 
 
-def _same_selection(a: Selection, b: Selection) -> bool:
-    """Equal in everything but the seconds it took."""
+def _same_selection(a: Selection, b: Selection, *, ignore: tuple[str, ...] = ()) -> bool:
+    """Equal in everything but the seconds it took (and the fields in ``ignore``)."""
     return a.indices.tolist() == b.indices.tolist() and all(
         getattr(a, name) == getattr(b, name)
         for name in Selection.__dataclass_fields__
-        if name not in ("indices", "seconds")
+        if name not in ("indices", "seconds", *ignore)
     )
 
 
@@ -550,7 +550,9 @@ def test_campaign_fills_the_columns_as_the_arrays_would(options):
         length=source_length(campaign.src),
         **options,
     )
-    assert _same_selection(select_subset(utility, campaign=campaign, **options), arrays)
+    filled = select_subset(utility, campaign=campaign, **options)
+    assert _same_selection(filled, arrays, ignore=("total_cost",))
+    assert filled.total_cost == pytest.approx(campaign.cost[filled.indices].sum())  # its costs, even for a count
     if "budget_cost" in options:  # the campaign's cost is what the budget buys; a given column wins
         assert arrays.budget["unit"] == "cost"
         doubled = select_subset(utility, campaign=campaign, cost=2 * campaign.cost, **options)
@@ -583,3 +585,31 @@ def test_item_budget_counts_what_a_cost_budget_buys_at_the_mean_cost():
     assert item_budget(cost, budget=3) == 3
     assert item_budget(cost, proportion=0.5) == 2 and item_budget(cost, proportion=0.1) == 1
     assert item_budget(cost, budget_cost=7.0) == 2 and item_budget(cost, budget_cost=1.0) == 1
+
+
+def test_total_cost_is_always_a_cost_n_items_counts_and_to_dict_is_json():
+    """Issue 33: ``total_cost`` is the chosen items' annotation cost under a count budget too (from the campaign),
+    ``None`` without any cost, never an item count; ``n_items`` counts; ``to_dict`` is the JSON of every field."""
+    campaign = simulate_campaign(n_items=20, n_systems=3, seed=0)
+    utility = np.arange(20.0)
+    counted = select_subset(utility, campaign=campaign, budget=5)
+    assert counted.n_items == len(counted) == 5
+    assert counted.total_cost == pytest.approx(campaign.cost[counted.indices].sum()) and counted.total_cost != 5
+    bare = select_subset(utility, budget=5)
+    assert bare.total_cost is None and bare.n_items == 5
+    written = json.loads(json.dumps(counted.to_dict()))
+    assert written["indices"] == counted.indices.tolist() and written["n_items"] == 5
+    assert written["total_cost"] == counted.total_cost and written["status"] == counted.status
+    assert set(written) == {f for f in Selection.__dataclass_fields__} | {"n_items"}
+
+
+def test_the_manifest_of_a_count_budget_gives_the_subsets_annotation_seconds(tmp_path):
+    campaign = simulate_campaign(n_items=20, n_systems=3, seed=0)
+    data = tmp_path / "items.jsonl"
+    data.write_text("".join(json.dumps(item) + "\n" for item in campaign.iter_items()))
+    out = tmp_path / "subset.jsonl"
+    argv = ["select", "--data", str(data), "--method", "metric_var", "--metric", "MetricSim", "--budget", "4"]
+    assert main([*argv, "-o", str(out)]) == 0
+    manifest = json.loads((tmp_path / "subset.manifest.json").read_text())
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert manifest["n_selected"] == 4 and manifest["total_cost"] == pytest.approx(sum(r["cost"] for r in rows))
