@@ -13,6 +13,7 @@ from precomet.campaign import Campaign
 from precomet.errors import PrecometError
 from precomet.stats import rankdata
 from precomet.utilities.embed import EMBED_OPTIONS, embed_texts
+from precomet.utilities.registry import compute_utility
 
 log = logging.getLogger(__name__)
 
@@ -152,8 +153,6 @@ def mixture(
     ``weights``: ``{method: weight}`` (required, weights ≥ 0, not all 0); ``method_options``:
     ``{method: options}`` passed to the components. Items NaN in any component are NaN.
     """
-    from precomet.utilities import compute_utility
-
     weights = options["weights"]
     if not isinstance(weights, Mapping) or not weights:
         raise PrecometError(
