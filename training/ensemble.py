@@ -1,5 +1,5 @@
 """Average several estimators' predictions: each utility file (``precomet predict`` / ``training/heldout.py``
-output, read with :func:`precomet.utilities.output.read_utilities`) is z-scored, then the mean is written as a
+output, read with :func:`precomet.io.utility_files.read_utilities`) is z-scored, then the mean is written as a
 utility file whose signature names the members; ids must match in order.
 
     .venv/bin/python training/ensemble.py OUT.jsonl A.scores.jsonl B.scores.jsonl [...]
@@ -16,8 +16,8 @@ import numpy as np
 def main() -> None:
     from precomet.errors import PrecometError
     from precomet.estimator.leakage import SourceFingerprint, fingerprint_in
+    from precomet.io.utility_files import read_utilities, write_utilities
     from precomet.signature import signature
-    from precomet.utilities.output import read_utilities, write_utilities
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("out", help="the ensemble's utility file (JSONL)")

@@ -100,8 +100,8 @@ def write_scores(path: Path, checkpoint: Path, campaign, predicted: np.ndarray, 
     """A utility file with its signature line (as ``precomet predict`` writes), so that ``precomet benchmark
     --scores`` checks the training-source fingerprint against the test campaign."""
     from precomet.estimator.checkpoint import read_meta
+    from precomet.io.utility_files import write_utilities
     from precomet.signature import signature
-    from precomet.utilities.output import write_utilities
 
     meta = read_meta(checkpoint)
     signed = signature(

@@ -199,7 +199,7 @@ def read_external_scores(
     present; extra ids (e.g. items dropped for lacking human scores) are ignored. With ``source_of`` (id -> source
     of every item of the data), a file computed on other sources is refused, or with ``force`` warned about."""
     from precomet.estimator.leakage import check_seen
-    from precomet.utilities.output import aligned_utilities
+    from precomet.io.utility_files import aligned_utilities
 
     name, sep, file = spec.partition("=")
     if not sep or not name or not file:

@@ -171,7 +171,7 @@ def run(args: argparse.Namespace) -> int:
     from precomet.estimator.pool import check_resume_dir, discard_kept, discard_stale, predict_pool
     from precomet.io.atomic import check_output, output_set
     from precomet.io.chunks import iter_source_chunks
-    from precomet.utilities.output import write_signature_line, write_utility_lines
+    from precomet.io.utility_files import write_signature_line, write_utility_lines
 
     started = time.monotonic()
     check_output(args.shard_dir or args.output, directory=args.shard_dir is not None)

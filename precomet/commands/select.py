@@ -291,7 +291,7 @@ def _utilities(args: argparse.Namespace, campaign: Campaign) -> tuple[np.ndarray
     from precomet.estimator.leakage import check_seen
 
     if args.scores:
-        from precomet.utilities.output import aligned_utilities
+        from precomet.io.utility_files import aligned_utilities
 
         source_of = source_texts(args, campaign)  # every item: a file may cover the unrated ones too
         utility, signature = aligned_utilities(

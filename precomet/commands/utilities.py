@@ -66,8 +66,8 @@ def run(args: argparse.Namespace) -> int:
     import numpy as np
 
     from precomet.io.atomic import check_outputs, output_set
+    from precomet.io.utility_files import utility_signature, write_utilities
     from precomet.utilities import UTILITY_METHODS, compute_utility, get_spec, require_scores, resolve_options
-    from precomet.utilities.output import utility_signature, write_utilities
 
     check_outputs(args.output, args.save_irt)
     spec = get_spec(args.method)

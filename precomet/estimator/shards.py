@@ -1,5 +1,5 @@
 """Prediction over a pool too large for one machine: a multi-process / multi-node ``Trainer.predict`` in which
-each rank scores only its shard and writes it (:mod:`precomet.utilities.shards` for the directory format).
+each rank scores only its shard and writes it (:mod:`precomet.io.utility_files` for the directory format).
 
 The processes come from the launcher: ``torchrun`` (env://), SLURM's ``srun`` (Lightning's SLURMEnvironment)
 or, in one process, ``strategy="ddp_spawn"``. Every process reads the whole pool, but rank ``r`` of ``W``
@@ -23,8 +23,8 @@ from precomet.errors import PrecometError
 from precomet.estimator.data import check_batch_size, length_sorted_batches
 from precomet.estimator.estimator import Estimator, check_predictions, to_utility
 from precomet.estimator.multidevice import STEP_BATCHES, predict_trainer
+from precomet.io.utility_files import MANIFEST, shard_positions, write_manifest, write_shard
 from precomet.quiet import quiet_third_party
-from precomet.utilities.shards import MANIFEST, shard_positions, write_manifest, write_shard
 
 
 class ShardModule(pl.LightningModule):

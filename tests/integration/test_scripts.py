@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from precomet.utilities.output import read_utilities, write_utilities
+from precomet.io.utility_files import read_utilities, write_utilities
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPTS = sorted(

@@ -102,7 +102,7 @@ def test_crowd_computes_a_system_free_utility_once(system_free):
 @pytest.mark.parametrize("forwards_metric", [True, False])
 def test_the_utilities_cli_hands_the_metric_to_a_utility_that_forwards_the_metric(tmp_path, forwards_metric):
     from precomet.cli import main
-    from precomet.utilities.output import read_utilities
+    from precomet.io.utility_files import read_utilities
 
     given = []
 

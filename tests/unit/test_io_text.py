@@ -14,9 +14,9 @@ import pytest
 from precomet.io import load
 from precomet.io.esa import load_wmt24_esa
 from precomet.io.text import read_lines
+from precomet.io.utility_files import read_utilities
 from precomet.pairwise.preference import load_preferences
 from precomet.rank import read_manifest
-from precomet.utilities.output import read_utilities
 from tests.bad_inputs import CSV_HEADER, FIXTURES, GOOD, PREFS, UTILITIES
 from tests.bad_inputs.cases_readers import TED_HEADER, _mtme
 

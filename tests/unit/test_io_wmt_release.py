@@ -21,7 +21,7 @@ from precomet.io import (
     load,
     load_wmt_release,
 )
-from precomet.utilities.output import read_utilities
+from precomet.io.utility_files import read_utilities
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 ROOT = FIXTURES / "wmt_release_tiny"

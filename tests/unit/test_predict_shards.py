@@ -16,7 +16,7 @@ import pytest
 
 from precomet.cli import main
 from precomet.errors import PrecometError
-from precomet.utilities.output import read_utilities
+from precomet.io.utility_files import read_utilities
 from tests.bad_inputs import SHIPPED
 from tests.bad_inputs.cases_models import tiny_hf_checkpoint
 from tests.conftest import REPO
@@ -138,7 +138,7 @@ def test_reader_refuses_a_damaged_shard_directory(run, tmp_path, damage, message
 
 
 def test_select_on_a_shard_directory_is_select_on_the_single_process_file(run, tmp_path):
-    from precomet.utilities.output import write_utilities
+    from precomet.io.utility_files import write_utilities
 
     single = tmp_path / "single.jsonl"
     write_utilities(single, [str(i) for i in range(1, N + 1)], run["single"], read_utilities(run["shards"])[2])

@@ -10,7 +10,7 @@ import pytest
 
 from precomet.cli import main
 from precomet.io import write_jsonl
-from precomet.utilities.output import read_utilities
+from precomet.io.utility_files import read_utilities
 
 
 def test_cli_writes_signature_and_items_in_order(tiny_campaign, tmp_path, capsys):
