@@ -173,7 +173,8 @@ def _printable_names() -> Iterator[None]:
 
 
 def _main(argv: list[str]) -> int:
-    from precomet.io.atomic import STDOUT, check_not_inputs, command_outputs, is_stdout
+    from precomet.io.atomic import command_outputs
+    from precomet.io.output_paths import STDOUT, check_not_inputs, is_stdout
 
     parser = build_parser(only=_command_in(argv))
     args, unrecognized = parser.parse_known_args(argv)

@@ -228,7 +228,8 @@ def run(args: argparse.Namespace) -> int:
         summary_table,
     )
     from precomet.io import jsonsafe
-    from precomet.io.atomic import FIGURE_SUFFIXES, check_output, check_outputs, output_set
+    from precomet.io.atomic import output_set
+    from precomet.io.output_paths import FIGURE_SUFFIXES, check_output, check_outputs
 
     output = Path(args.output) if args.output else None
     check_outputs(output, args.plot)

@@ -87,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
     from precomet.errors import PrecometError
     from precomet.estimator.leakage import drop_sources
     from precomet.estimator.targets import build_targets, exclude_campaigns, merge_by_source, write_targets
-    from precomet.io.atomic import check_output
+    from precomet.io.output_paths import check_output
     from precomet.utilities import get_spec, resolve_options
 
     check_output(args.output)

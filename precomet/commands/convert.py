@@ -25,7 +25,7 @@ def run(args: argparse.Namespace) -> int:
 
     from precomet.errors import OutputError
     from precomet.io import PARQUET_SUFFIX, write_jsonl, write_parquet
-    from precomet.io.atomic import check_output, written_through
+    from precomet.io.output_paths import check_output, written_through
 
     check_output(args.output)
     if not written_through(Path(args.output)) and Path(args.output).suffix.lower() not in (".jsonl", PARQUET_SUFFIX):

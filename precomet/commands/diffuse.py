@@ -143,7 +143,7 @@ def run(args: argparse.Namespace) -> int:
     from precomet.pairwise import diffuse
 
     if getattr(args, "output", None):
-        from precomet.io.atomic import check_output
+        from precomet.io.output_paths import check_output
 
         check_output(args.output)
     campaign = load_campaign(args)

@@ -94,7 +94,7 @@ def resume_dir(args: argparse.Namespace) -> Path | None:
     too long for the file system is shortened, with a hash of the output's name to keep it its own."""
     import hashlib
 
-    from precomet.io.atomic import name_max, written_through
+    from precomet.io.output_paths import name_max, written_through
 
     if args.resume_dir is not None:
         return Path(args.resume_dir)
@@ -169,8 +169,9 @@ def run(args: argparse.Namespace) -> int:
     from precomet.estimator.checkpoint import load_estimator, read_meta
     from precomet.estimator.estimator import check_device
     from precomet.estimator.pool import check_resume_dir, discard_kept, discard_stale, predict_pool
-    from precomet.io.atomic import check_output, output_set
+    from precomet.io.atomic import output_set
     from precomet.io.chunks import iter_source_chunks
+    from precomet.io.output_paths import check_output
     from precomet.io.utility_files import write_signature_line, write_utility_lines
 
     started = time.monotonic()

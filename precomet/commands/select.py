@@ -139,7 +139,7 @@ def paths(args: argparse.Namespace) -> Paths:
 
 
 def run(args: argparse.Namespace) -> int:
-    from precomet.io.atomic import check_outputs
+    from precomet.io.output_paths import check_outputs
     from precomet.provenance import sources_hash
     from precomet.select import select_subset, subset_manifest_path, write_subset
     from precomet.selection.knapsack import check_solver

@@ -65,7 +65,8 @@ def paths(args: argparse.Namespace) -> Paths:
 def run(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from precomet.io.atomic import check_outputs, output_set
+    from precomet.io.atomic import output_set
+    from precomet.io.output_paths import check_outputs
     from precomet.io.utility_files import utility_signature, write_utilities
     from precomet.utilities import UTILITY_METHODS, compute_utility, get_spec, require_scores, resolve_options
 

@@ -25,7 +25,8 @@ from precomet.estimator.backbone import EnsembleHead, FeatureHead, backbone_enco
 from precomet.estimator.estimator import Estimator, TokenReader, VectorReader, check_device
 from precomet.estimator.model import ALIASES, UtilityEstimator, load_encoder, resolve_model
 from precomet.io import jsonsafe
-from precomet.io.atomic import check_output, output_set
+from precomet.io.atomic import output_set
+from precomet.io.output_paths import check_output
 
 logger = logging.getLogger(__name__)
 

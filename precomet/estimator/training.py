@@ -6,8 +6,7 @@ lightning-hydra-template ``train(cfg)`` layout): :func:`split_rows` (rows -> tra
 encoder), :func:`build_datamodule`, :func:`checkpoint_meta` and :func:`build_module`, :func:`build_trainer`
 (callbacks, Trainer, gradient accumulation), :func:`fit`, :func:`best_metrics` and :func:`export_best`
 (the checkpoint directory files, ``precomet.json`` written once). The data steps live in
-:mod:`precomet.estimator.inputs`, the Lightning ones in :mod:`precomet.estimator.fitting`; all are importable
-from here."""
+:mod:`precomet.estimator.inputs`, the Lightning ones in :mod:`precomet.estimator.fitting`."""
 
 from __future__ import annotations
 
@@ -34,7 +33,6 @@ from precomet.estimator.checkpoint import HEAD, META, read_meta, write_meta
 from precomet.estimator.config import load_config
 from precomet.estimator.coverage import fit_coverage, write_coverage
 from precomet.estimator.fitting import (
-    best_checkpoint,
     best_metrics,
     build_module,
     build_network,
@@ -47,29 +45,8 @@ from precomet.estimator.fitting import (
 )
 from precomet.estimator.inputs import Network, Split, build_datamodule, encode_rows, split_rows
 from precomet.estimator.targets import build_targets
-from precomet.io.atomic import check_output, output_set
-
-__all__ = [  # the steps live in inputs (data) and fitting (Lightning); importable from here as before
-    "Network",
-    "Split",
-    "TrainResult",
-    "best_checkpoint",
-    "best_metrics",
-    "build_datamodule",
-    "build_module",
-    "build_network",
-    "build_trainer",
-    "check_trainer_settings",
-    "checkpoint_meta",
-    "encode_rows",
-    "export_best",
-    "export_best_head",
-    "fit",
-    "seeded",
-    "split_rows",
-    "train",
-    "train_on_campaigns",
-]
+from precomet.io.atomic import output_set
+from precomet.io.output_paths import check_output
 
 
 @dataclass(frozen=True)

@@ -44,34 +44,14 @@ from precomet import signals
 from precomet.errors import OutputError
 from precomet.io.leftovers import _remove, _temporary_name, clean_leftovers
 from precomet.io.output_paths import (
-    FIGURE_SUFFIXES,
     STDOUT,
     _target,
-    check_not_inputs,
     check_output,
     check_outputs,
     is_stdout,
-    name_max,
     output_error,
     written_through,
 )
-
-__all__ = [  # the checks and the clean-up live in output_paths and leftovers; importable from here as before
-    "FIGURE_SUFFIXES",
-    "STDOUT",
-    "OutputSet",
-    "atomic_write",
-    "check_not_inputs",
-    "check_output",
-    "check_outputs",
-    "clean_leftovers",
-    "command_outputs",
-    "is_stdout",
-    "name_max",
-    "output_error",
-    "output_set",
-    "written_through",
-]
 
 _STDOUT_STREAM: ContextVar[TextIO | None] = ContextVar("precomet_stdout", default=None)
 _COMMITTED: ContextVar[list[Path | str] | None] = ContextVar("precomet_committed", default=None)

@@ -50,7 +50,6 @@ from precomet.metaeval.evaluation import (
 )
 from precomet.metaeval.measures import dice, kendall_tau_b, pairwise_accuracy, pearson, spearman, system_means
 from precomet.metaeval.reference import Reference, full_reference, reference_from_matrix
-from precomet.significance import item_signs, pair_indices, pairwise_pvalues, wilcoxon_less  # as before the split
 
 __all__ = [
     "CLUSTER_ALPHA",
@@ -67,12 +66,9 @@ __all__ = [
     "evaluate_subset",
     "evaluate_weighted",
     "full_reference",
-    "item_signs",
     "kendall_tau_b",
     "ordered_pvalues",
-    "pair_indices",
     "pairwise_accuracy",
-    "pairwise_pvalues",
     "pearson",
     "reference_from_matrix",
     "soft_pairwise_accuracy",
@@ -83,6 +79,5 @@ __all__ = [
     "split_clusters_wmt",
     "subset_positions",
     "system_means",
-    "wilcoxon_less",
     "wmt_cluster_pvalues",
 ]

@@ -15,8 +15,9 @@ import numpy as np
 
 from precomet.errors import DataError, PrecometError
 from precomet.io import jsonsafe
-from precomet.io.atomic import name_max, output_set, written_through
+from precomet.io.atomic import output_set
 from precomet.io.jsonl import read_jsonl
+from precomet.io.output_paths import name_max, written_through
 from precomet.provenance import match_by_source, sources_hash
 
 log = logging.getLogger(__name__)

@@ -22,7 +22,8 @@ import pytest
 from precomet import signals
 from precomet.cli import main
 from precomet.errors import OutputError
-from precomet.io.atomic import atomic_write, clean_leftovers, output_set
+from precomet.io.atomic import atomic_write, output_set
+from precomet.io.leftovers import clean_leftovers
 from tests.bad_inputs import GOOD
 
 REPO = Path(__file__).resolve().parent.parent.parent

@@ -17,7 +17,8 @@ import pytest
 from precomet.cli import main
 from precomet.errors import OutputError
 from precomet.io import jsonsafe
-from precomet.io.atomic import atomic_write, check_output, output_set
+from precomet.io.atomic import atomic_write, output_set
+from precomet.io.output_paths import check_output
 
 REPO = Path(__file__).resolve().parent.parent.parent
 

@@ -15,22 +15,19 @@ import torch
 
 from precomet.errors import PrecometError
 from precomet.estimator.config import load_config
-from precomet.estimator.leakage import normalise_source
-from precomet.estimator.targets import write_targets
-from precomet.estimator.training import (
-    Split,
+from precomet.estimator.fitting import (
     best_metrics,
-    build_datamodule,
     build_module,
     build_network,
     build_trainer,
     checkpoint_meta,
-    encode_rows,
     export_best,
     fit,
-    split_rows,
-    train,
 )
+from precomet.estimator.inputs import Split, build_datamodule, encode_rows, split_rows
+from precomet.estimator.leakage import normalise_source
+from precomet.estimator.targets import write_targets
+from precomet.estimator.training import train
 from tests.conftest import history_rows
 
 REPO = Path(__file__).resolve().parents[2]
