@@ -9,6 +9,7 @@ import pytest
 from scipy import stats
 
 from precomet import metaeval as me
+from precomet import significance
 from precomet.campaign import HUMAN, Campaign
 from precomet.errors import CampaignError, PrecometError
 
@@ -28,7 +29,7 @@ def _all_sign_patterns(n: int) -> np.ndarray:
 def test_pvalues_hand_computed(tiny_campaign):
     # pair (s1, s2): d = [-1, 0, -10, 2], observed -9; 12 of the 16 sign patterns give a null sum >= -9
     signs = _all_sign_patterns(4)
-    p = me.pairwise_pvalues(tiny_campaign.score(HUMAN), signs)
+    p = significance.pairwise_pvalues(tiny_campaign.score(HUMAN), signs)
     assert p[0] == pytest.approx(12 / 16)
     # pair (s2, s3): d = [-1, 0, 5, -1], observed 3: exactly the patterns that keep +5 reach it
     assert p[2] == pytest.approx(8 / 16)
@@ -37,9 +38,9 @@ def test_pvalues_hand_computed(tiny_campaign):
 def test_pvalues_match_brute_force_loop():
     rng = np.random.default_rng(1)
     scores = rng.integers(-5, 1, size=(25, 5)).astype(float)  # integer scores: many exact ties
-    signs = me.item_signs([str(i) for i in range(25)], permutations=200, seed=3)
-    p = me.pairwise_pvalues(scores, signs)
-    for k, (a, b) in enumerate(zip(*me.pair_indices(5))):
+    signs = significance.item_signs([str(i) for i in range(25)], permutations=200, seed=3)
+    p = significance.pairwise_pvalues(scores, signs)
+    for k, (a, b) in enumerate(zip(*significance.pair_indices(5))):
         d = scores[:, a] - scores[:, b]
         brute = np.mean([(signs[:, q] * d).sum() >= d.sum() for q in range(200)])
         assert p[k] == pytest.approx(brute)
@@ -65,18 +66,18 @@ def test_spa_definition_against_pvalue_difference():
     campaign = _campaign(rng.normal(size=(40, 4)))
     ref = me.full_reference(campaign, permutations=300, seed=5)
     idx = np.arange(0, 40, 3)
-    p_sub = me.pairwise_pvalues(ref.matrix[idx], ref.signs[idx])
+    p_sub = significance.pairwise_pvalues(ref.matrix[idx], ref.signs[idx])
     assert me.spa_indices(ref, idx) == pytest.approx(1 - np.abs(p_sub - ref.pvalues).mean())
 
 
 def test_item_signs_deterministic_balanced_and_per_id():
     ids = [f"item-{i}" for i in range(300)]
-    signs = me.item_signs(ids, permutations=1000, seed=0)
+    signs = significance.item_signs(ids, permutations=1000, seed=0)
     assert signs.shape == (300, 1000) and signs.dtype == np.int8
     assert set(np.unique(signs)) == {-1, 1}
     assert abs(signs.mean()) < 0.01
-    assert np.array_equal(me.item_signs(ids[100:110], permutations=1000, seed=0), signs[100:110])
-    assert not np.array_equal(me.item_signs(ids, permutations=1000, seed=1), signs)
+    assert np.array_equal(significance.item_signs(ids[100:110], permutations=1000, seed=0), signs[100:110])
+    assert not np.array_equal(significance.item_signs(ids, permutations=1000, seed=1), signs)
     # permutations are not trivially correlated across columns
     assert np.abs(np.corrcoef(signs[:, :50].T.astype(float))[np.triu_indices(50, 1)]).max() < 0.3
 
@@ -116,7 +117,7 @@ def test_wilcoxon_less_matches_scipy_per_column():
     for n in (5, 9, 14, 30, 60):  # small n with ties/zeros: scipy's exact sign-flip enumeration
         diffs = np.round(rng.normal(size=(n, 4)) - 0.2, 0)
         diffs[:, 3] = rng.normal(size=n)  # no ties: scipy's exact distribution
-        got = me.wilcoxon_less(diffs)
+        got = significance.wilcoxon_less(diffs)
         for k in range(4):
             assert got[k] == pytest.approx(stats.wilcoxon(diffs[:, k], alternative="less").pvalue, rel=1e-10)
 
