@@ -57,7 +57,7 @@ SECTIONS = (  # (file under benchmarks/results/, what it measures) in reading or
     ("pairwise-findings.md", "Pairwise: DiffUse, annotate-until-decided, ratings: readings (issue 7)"),
     ("loading.md", "Loading real campaigns (issue 2)"),
     ("first_hour.md", "A new user's first hour: the demo and the fast test loop (issue 21)"),
-    ("interrupts.md", "Output safety under 800 interrupts at random moments (issue 33)"),
+    ("interrupts.md", "Output safety under interrupts at random moments (issue 33)"),
 )
 FINDINGS = frozenset(
     {

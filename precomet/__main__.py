@@ -10,13 +10,15 @@ from precomet.signals import interruptible
 
 def run() -> None:
     """Import the command line under :func:`~precomet.signals.interruptible`, then run it; exits."""
+    status = None
     try:
         with interruptible():
             from precomet.cli import main
 
             status = main()
-    except KeyboardInterrupt:  # before main() could handle it: nothing had started
-        sys.stderr.write("precomet: interrupted while starting; no output was written\n")
+    except KeyboardInterrupt:  # before main() could handle it (nothing had started), or after it returned
+        said = "while starting; no output was written" if status is None else f"after the command ended ({status})"
+        sys.stderr.write(f"precomet: interrupted {said}\n")
         sys.stderr.flush()
         os._exit(130)  # not sys.exit: CPython would re-raise the interrupt it noted during the import (exit -2)
     sys.exit(status)

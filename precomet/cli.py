@@ -142,6 +142,11 @@ def main(argv: list[str] | None = None) -> int:
             except KeyboardInterrupt:  # during start-up (imports, parsing): nothing was written yet
                 print("precomet: interrupted; no output was written", file=sys.stderr)
                 status = 130
+            except Exception:  # an interrupt that an import wrapped in another error (``__set_name__``: RuntimeError)
+                if not signals.interrupted():
+                    raise
+                print("precomet: interrupted; no output was written", file=sys.stderr)
+                status = 130
     except KeyboardInterrupt:  # while the handlers were being installed, or restored after the command
         done = "" if status is None else f" after the command ended (status {status}; its outputs are as it left them)"
         print(f"precomet: interrupted{done or '; no output was written'}", file=sys.stderr)
@@ -209,6 +214,8 @@ def _main(argv: list[str]) -> int:
         return status
     except (Exception, KeyboardInterrupt) as err:  # noqa: BLE001 -- classified below; SystemExit passes
         failure = err
+    if signals.interrupted() and not isinstance(failure, KeyboardInterrupt):  # a library wrapped the interrupt
+        failure = KeyboardInterrupt()
     if isinstance(failure, BrokenPipeError) and failure.filename is None:  # `precomet ... | head`: the reader left
         with suppress(OSError):  # nothing more to say to it, and nothing to flush at exit
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

@@ -71,11 +71,11 @@ class OutputSet:
         while not parent.exists():
             missing.append(parent)
             parent = parent.parent
+        self._created_dirs += reversed(missing)  # known before they exist (abort removes those that do)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as err:
             raise output_error(path, err) from None
-        self._created_dirs += reversed(missing)
         clean_leftovers(path.parent)
 
     def _new(self, given: Path, target: Path | str) -> None:
@@ -93,8 +93,8 @@ class OutputSet:
         self._new(given, real)
         self._parent(real)
         temporary = _temporary_name(real)
+        self._pending.append((real, temporary))  # known before it exists: an interrupt in between leaves nothing
         self._create(given, temporary)
-        self._pending.append((real, temporary))
         return temporary
 
     def _stream(self, given: Path) -> Path:
@@ -103,8 +103,8 @@ class OutputSet:
         folder = Path(tempfile.gettempdir())
         clean_leftovers(folder)
         temporary = _temporary_name(Path("stdout" if name == STDOUT else given.name), folder=folder)
+        self._streams.append((name, temporary))  # known before it exists, as in path()
         self._create(given, temporary)
-        self._streams.append((name, temporary))
         return temporary
 
     @staticmethod
@@ -135,11 +135,11 @@ class OutputSet:
         self._new(given, real)
         self._parent(real)
         temporary = _temporary_name(real)
+        self._pending.append((real, temporary))  # known before it exists, as in path()
         try:
             os.mkdir(temporary, 0o777)
         except OSError as err:
             raise output_error(given, err) from None
-        self._pending.append((real, temporary))
         return temporary
 
     def _usual_permissions(self) -> None:
