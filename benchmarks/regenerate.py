@@ -213,7 +213,11 @@ REGISTRY = (
     Benchmark("loading", (("benchmarks/bench_load.py", "--repeat", "5"),), ("loading.md",), 0.1),
     Benchmark("first-hour", (("benchmarks/bench_first_hour.py", "--repeats", "3"),), ("first_hour.md",), 6, data=False),
     Benchmark(
-        "interrupts", (("benchmarks/stress_interrupts.py", "--rounds", "400", "--seed", "1"),), ("interrupts.md",), 9, data=False
+        "interrupts",
+        (("benchmarks/stress_interrupts.py", "--rounds", "400", "--seed", "1"),),
+        ("interrupts.md",),
+        7,
+        data=False,
     ),
 )
 """Every benchmark behind BENCHMARKS.md. Expensive = estimator training or IRT crowds (run with --all or --only)."""
