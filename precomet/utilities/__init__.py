@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from precomet.utilities import additive, cluster, diffuse, diversity, irt, length, metric
 from precomet.utilities.registry import (
-    MISSING_POLICIES,
     UTILITY_METHODS,
     UtilitySpec,
     compute_utility,
@@ -21,19 +20,6 @@ from precomet.utilities.registry import (
     require_scores,
     resolve_options,
 )
-
-__all__ = [
-    "IRT_LABELS",
-    "MISSING_POLICIES",
-    "UTILITY_METHODS",
-    "UtilitySpec",
-    "compute_utility",
-    "get_spec",
-    "knapsack_utility",
-    "register_utility",
-    "require_scores",
-    "resolve_options",
-]
 
 IRT_LABELS = {"diff": "Diff", "disc": "Disc", "feas": "Feas", "diffdisc": "DiffDisc", "fic": "FIC"}
 """Table labels of the ``irt_<kind>`` utilities (the paper's names)."""
