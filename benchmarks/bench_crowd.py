@@ -19,7 +19,7 @@ from pathlib import Path
 
 from paths import RAW, REPO  # benchmarks/paths.py (the script's folder is on sys.path)
 
-from precomet.crowd import crowd_table, run_crowd_benchmark
+from precomet.benchmark.crowd import crowd_table, run_crowd_benchmark
 from precomet.io import load
 
 OUT = REPO / "benchmarks" / "out" / "crowd"

@@ -35,7 +35,7 @@ from paths import REPO, RESULTS  # benchmarks/paths.py (the script's folder is o
 from report import results_file  # benchmarks/report.py
 
 from precomet.campaign import source_length
-from precomet.select import select_subset
+from precomet.selection import select_subset
 from precomet.selection.units import normalise
 from precomet.simulate import simulate_campaign
 

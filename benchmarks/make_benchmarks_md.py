@@ -457,7 +457,7 @@ def variant_section(results: dict, args: argparse.Namespace) -> list[str]:
     lines = [
         f"## WMT23 en-de selection variants (paper Tables 1–3; random = {args.variant_seeds} seeds)",
         "",
-        "Each subset is chosen by the subset builder (precomet.select) at "
+        "Each subset is chosen by the subset builder (precomet.selection.subset) at "
         "every budget; cost-aware budgets are shares of",
         "the total estimated annotation time (0.15·len(src)+33.7 s) and "
         "parity is measured in cost. Domain quotas round",

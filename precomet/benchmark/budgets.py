@@ -4,13 +4,15 @@ meta-evaluation of one utility's subsets at every budget."""
 from __future__ import annotations
 
 import logging
+import warnings
 from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from precomet.campaign import Campaign
+from precomet.campaign import Campaign, source_length
 from precomet.errors import PrecometError, SolverGapWarning
 from precomet.metaeval import Reference, evaluate_indices, evaluate_prefixes
+from precomet.selection import select_subset
 from precomet.selection.objective import DEFAULT_COST_OBJECTIVE
 from precomet.selection.units import budget_items, check_budget_unit
 
@@ -67,7 +69,7 @@ def make_selector(
     time_limit: float = 10.0,
     cost_objective: str = DEFAULT_COST_OBJECTIVE,
 ) -> Select | None:
-    """``select(utility, prop) -> positions`` through the subset builder (:func:`precomet.select.select_subset`)
+    """``select(utility, prop) -> positions`` through the subset builder (:func:`precomet.selection.select_subset`)
     with the cost budget ``prop · total cost`` when ``budget_unit`` is ``"cost"`` (knapsack over
     ``cost_objective``), domain quotas and/or document units; ``None`` when no option is set: plain top-k, whose
     nested subsets :func:`evaluate_props` meta-evaluates in one pass.
@@ -82,11 +84,6 @@ def make_selector(
     n = len(campaign)
     if not by_cost and balance is None and level == "item":
         return None
-
-    import warnings
-
-    from precomet.campaign import source_length
-    from precomet.select import select_subset
 
     total = float(campaign.cost.sum())
     length = source_length(campaign.src)

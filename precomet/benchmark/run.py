@@ -73,7 +73,7 @@ def run_benchmark(
     selector such as :func:`precomet.selection.strata.stratified_utility`) against random selection, judged on the
     ``score`` the systems are ranked by (the human scores by default). Budgets ``props`` are shares of the items, or
     of the total annotation cost with ``budget_unit="cost"``. Returns a :class:`BenchmarkResult` (``to_dict()`` for
-    JSON); with ``oracle`` it has the headroom row: greedy on the ``score`` itself, :mod:`precomet.oracle`, flagged
+    JSON); with ``oracle`` it has the headroom row: greedy on the ``score`` itself, :mod:`.oracle`, flagged
     ``"usable": false``. A score-based method computed on ``metric == score`` is refused
     (:func:`circular_reason`) unless ``allow_circular``. Cluster counts follow ``cluster_rule``
     (:data:`precomet.metaeval.CLUSTER_RULES`). With ``controls`` the result has the length control row under
@@ -251,10 +251,10 @@ def run_benchmark(
 def _evaluate_oracle(
     ref: Reference, campaign: Campaign, *, candidates: int, step: int, seed: int, **evaluation: Any
 ) -> dict[str, Any]:
-    """The headroom row: the greedy oracle's order (:func:`precomet.oracle.greedy_oracle_order`) evaluated like a
+    """The headroom row: the greedy oracle's order (:func:`.oracle.greedy_oracle_order`) evaluated like a
     method (its prefixes; through the subset builder as utilities when budgets are in cost, quotas or documents);
     ``evaluation``: :func:`evaluate_method`'s options."""
-    from precomet.oracle import ORACLE_DESCRIPTION, greedy_oracle_order, oracle_utility
+    from precomet.benchmark.oracle import ORACLE_DESCRIPTION, greedy_oracle_order, oracle_utility
 
     started = time.perf_counter()
     utility = oracle_utility(greedy_oracle_order(ref, candidates=candidates, step=step, seed=seed))

@@ -480,7 +480,7 @@ def _check_crowd_options(args: argparse.Namespace) -> None:
 
 
 def _run_crowd(args: argparse.Namespace, campaign: Campaign, props: list[float], methods: list[str]) -> int:
-    from precomet.crowd import crowd_table, run_crowd_benchmark
+    from precomet.benchmark.crowd import crowd_table, run_crowd_benchmark
     from precomet.io import jsonsafe
     from precomet.io.atomic import atomic_write
 

@@ -59,7 +59,7 @@ def _run(args: argparse.Namespace, work: Path) -> int:
     from precomet.io import jsonsafe, write_jsonl
     from precomet.pairwise.demo import demo_pairwise
     from precomet.provenance import sources_hash
-    from precomet.select import select_subset, write_subset
+    from precomet.selection import select_subset, write_subset
     from precomet.simulate import METRIC, simulate_campaign, simulate_history
     from precomet.utilities import compute_utility
 

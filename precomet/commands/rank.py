@@ -81,7 +81,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def paths(args: argparse.Namespace) -> Paths:
-    from precomet.select import subset_manifest_path
+    from precomet.selection import subset_manifest_path
 
     beside = subset_manifest_path(args.subset) if args.subset is not None else None
     inputs = [*data_inputs(args), args.subset, args.manifest, beside]
@@ -98,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
     from precomet.provenance import check_manifest_belongs, check_subset_sources
     from precomet.rank import check_manifest, plot_ranking, rank_systems, ranking_table, read_manifest
     from precomet.rank.table_export import check_table_path, ranking_as_table
-    from precomet.select import subset_manifest_path
+    from precomet.selection import subset_manifest_path
     from precomet.selection.subset_file import read_subset_rows, subset_ids_in
 
     check_outputs(args.output, args.plot, args.table)

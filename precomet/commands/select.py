@@ -126,7 +126,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def paths(args: argparse.Namespace) -> Paths:
-    from precomet.select import subset_manifest_path
+    from precomet.selection import subset_manifest_path
 
     return Paths(
         inputs=[*data_inputs(args), args.scores, args.checkpoint, args.cost_from_times],
@@ -141,7 +141,7 @@ def paths(args: argparse.Namespace) -> Paths:
 def run(args: argparse.Namespace) -> int:
     from precomet.io.output_paths import check_outputs
     from precomet.provenance import sources_hash
-    from precomet.select import select_subset, subset_manifest_path, write_subset
+    from precomet.selection import select_subset, subset_manifest_path, write_subset
     from precomet.selection.knapsack import check_solver
 
     if args.output is None and args.batch is None:

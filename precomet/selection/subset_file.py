@@ -24,7 +24,7 @@ log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from precomet.campaign import Campaign
-    from precomet.select import Selection
+    from precomet.selection.subset import Selection
 
 
 def write_subset(

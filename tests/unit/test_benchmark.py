@@ -271,7 +271,7 @@ def test_cost_objective_changes_the_subsets_and_is_signed(campaign):
     """Under a cost budget each objective is its own knapsack: the subsets differ from the paper's and equal a
     direct select_subset call; the signature names the objective."""
     from precomet.campaign import source_length
-    from precomet.select import select_subset
+    from precomet.selection import select_subset
 
     utility = campaign.score("MetricSim").mean(axis=1)
     chosen = {}

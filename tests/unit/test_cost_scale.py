@@ -176,7 +176,7 @@ def test_real_wmt23_en_de_times_on_one_scale(raw_data):
     """WMT23 en-de MQM with the ESA seconds: 156 timed, 304 calibrated; on one scale, a 10 % cost knapsack of
     constant utility (rank-length) no longer fills its budget with timed items."""
     from precomet.io import load
-    from precomet.select import select_subset
+    from precomet.selection import select_subset
 
     campaign = load(raw_data / "mt-metrics-eval-v2", campaign="wmt23/en-de", human="mqm")
     priced = annotation_cost(campaign, raw_data / "wmt23-esa-campaign")

@@ -7,8 +7,8 @@ import json
 import numpy as np
 import pytest
 
-from precomet import crowd as cr
 from precomet.benchmark import BENCH_MEASURES, top_k
+from precomet.benchmark import crowd as cr
 from precomet.cli import main
 from precomet.errors import PrecometError
 from precomet.io import write_jsonl

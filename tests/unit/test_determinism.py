@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from precomet.benchmark import run_benchmark
-from precomet.crowd import run_crowd_benchmark
+from precomet.benchmark.crowd import run_crowd_benchmark
 from precomet.pairwise.preference import from_scores
 from precomet.pairwise.ratings import bootstrap_ratings, elo_ratings
 from precomet.rank import rank_systems

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import precomet.io as pio
-from precomet import crowd as cr
+from precomet.benchmark import crowd as cr
 from precomet.encoders.registry import ENCODERS, register_encoder
 from precomet.errors import DataError, PrecometError
 from precomet.simulate import simulate_campaign

@@ -49,8 +49,9 @@ def test_utilities_do_not_import_pairwise_or_higher_layers():
 
 def test_library_modules_never_import_commands():
     modules = loaded_after(
-        "import precomet.benchmark, precomet.crowd, precomet.metaeval, precomet.rank, precomet.select, precomet.oracle,"
-        " precomet.io, precomet.utilities, precomet.pairwise.protocol, precomet.pairwise.ratings"
+        "import precomet.benchmark, precomet.benchmark.crowd, precomet.benchmark.oracle, precomet.metaeval,"
+        " precomet.rank, precomet.selection, precomet.io, precomet.utilities, precomet.pairwise.protocol,"
+        " precomet.pairwise.ratings"
     )
     assert not [m for m in modules if m.startswith(("precomet.commands", "precomet.cli"))]
 
@@ -60,8 +61,8 @@ def test_library_modules_never_import_commands():
     [
         "import precomet.cli; precomet.cli.build_parser(only='benchmark')",
         "import precomet.cli; precomet.cli.build_parser(only='info')",
-        "import precomet.benchmark, precomet.metaeval, precomet.utilities, precomet.io, precomet.select, "
-        "precomet.crowd",
+        "import precomet.benchmark, precomet.metaeval, precomet.utilities, precomet.io, precomet.selection, "
+        "precomet.benchmark.crowd",
     ],
 )
 def test_parser_and_benchmark_path_import_no_heavy_module(code):

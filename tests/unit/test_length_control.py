@@ -8,12 +8,12 @@ import numpy as np
 import pytest
 
 from precomet import benchmark as bm
+from precomet.benchmark.crowd import crowd_table, run_crowd_benchmark
 from precomet.campaign import Campaign, source_length
 from precomet.cli import main
-from precomet.crowd import crowd_table, run_crowd_benchmark
 from precomet.io import write_jsonl
 from precomet.metaeval import evaluate_indices, full_reference
-from precomet.select import select_subset
+from precomet.selection import select_subset
 from precomet.utilities import compute_utility, knapsack_utility
 
 N, SYSTEMS = 40, 4

@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 
 from precomet import benchmark as bm
+from precomet.benchmark.oracle import greedy_oracle_order, oracle_utility
 from precomet.cli import main
 from precomet.io import write_jsonl
 from precomet.metaeval import evaluate_indices, full_reference
-from precomet.oracle import greedy_oracle_order, oracle_utility
 from precomet.simulate import simulate_campaign
 
 

@@ -150,7 +150,7 @@ def test_names_up_to_the_file_system_limit_work(tmp_path, monkeypatch):
     assert (tmp_path / name).is_file() and len(manifest) == 1 and len(manifest[0].encode()) == 255
     assert _leftovers(tmp_path) == []
     # rank finds the manifest beside the subset by the same rule
-    from precomet.select import subset_manifest_path
+    from precomet.selection import subset_manifest_path
 
     assert subset_manifest_path(tmp_path / name).name == manifest[0]
 

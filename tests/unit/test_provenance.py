@@ -19,7 +19,7 @@ from precomet.provenance import (
     signed_sources_hash,
     sources_hash,
 )
-from precomet.select import select_subset
+from precomet.selection import select_subset
 from precomet.selection.knapsack import Problem, solve
 
 

@@ -14,8 +14,7 @@ from precomet.campaign import source_length
 from precomet.cli import main
 from precomet.errors import PrecometError, SolverGapWarning
 from precomet.io.utility_files import utilities_for
-from precomet.select import Selection, select_subset
-from precomet.selection import knapsack
+from precomet.selection import Selection, knapsack, select_subset
 from precomet.selection.knapsack import Problem, _lp_relaxation
 from precomet.selection.units import normalise
 from precomet.simulate import simulate_campaign

@@ -7,8 +7,7 @@ import pulp
 import pytest
 
 from precomet.errors import PrecometError
-from precomet.select import select_subset
-from precomet.selection import knapsack
+from precomet.selection import knapsack, select_subset
 from precomet.selection.units import build_units, factorize, smallest
 
 

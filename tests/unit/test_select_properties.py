@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from precomet.errors import PrecometError
-from precomet.select import select_subset
+from precomet.selection import select_subset
 from tests.conftest import assert_unchanged
 
 

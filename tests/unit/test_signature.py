@@ -10,7 +10,7 @@ from precomet.benchmark import run_benchmark
 from precomet.io.utility_files import utility_signature
 from precomet.provenance import items_hash, sources_hash
 from precomet.rank import rank_systems
-from precomet.select import select_subset
+from precomet.selection import select_subset
 from precomet.signature import jsonable, signature
 
 COMMON = ("tool", "method", "precomet_version", "data_hash", "sources_hash", "seed")

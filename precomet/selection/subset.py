@@ -4,7 +4,7 @@
 is a top-k in pure numpy; a cost budget is the knapsack of paper Eq. 2, solved to a certified optimum by
 :mod:`precomet.selection.knapsack` (pulp, bundled CBC by default). See docs/select.md for the exact
 meaning of every budget and constraint. The subset's files (JSONL, manifest, batch) are written by
-:mod:`precomet.selection.subset_file`; :func:`write_subset` and :func:`subset_manifest_path` are importable from here.
+:mod:`precomet.selection.subset_file`; both are public in :mod:`precomet.selection`.
 """
 
 from __future__ import annotations
@@ -23,7 +23,6 @@ from precomet.campaign import require_documents, source_length
 from precomet.errors import PrecometError, SolverGapWarning
 from precomet.selection.knapsack import fitting_count
 from precomet.selection.objective import DEFAULT_COST_OBJECTIVE, check_cost_objective, unit_values
-from precomet.selection.subset_file import subset_manifest_path, write_subset
 from precomet.selection.units import (
     budget_items,
     build_units,
@@ -38,7 +37,7 @@ from precomet.selection.units import (
 if TYPE_CHECKING:
     from precomet.campaign import Campaign
 
-__all__ = ["Selection", "select_subset", "subset_manifest_path", "write_subset"]
+__all__ = ["Selection", "select_subset"]
 
 log = logging.getLogger(__name__)
 
