@@ -22,11 +22,11 @@ from pathlib import Path
 
 from precomet.encoders import encode_cached
 from precomet.estimator.backbone import backbone_encoder
-from precomet.estimator.checkpoint import check_meta
 from precomet.estimator.coverage import fit_coverage, write_coverage
 from precomet.estimator.fitting import training_domains
 from precomet.estimator.languages import training_profile
 from precomet.estimator.leakage import SourceFingerprint
+from precomet.estimator.metadata import check_meta
 from precomet.estimator.targets import read_targets
 from precomet.io.atomic import atomic_write
 

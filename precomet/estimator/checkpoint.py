@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +22,7 @@ from precomet.encoders.transformer import weights_digest
 from precomet.errors import PrecometError
 from precomet.estimator.backbone import EnsembleHead, FeatureHead, backbone_encoder, ensemble_members
 from precomet.estimator.estimator import Estimator, TokenReader, VectorReader, check_device
+from precomet.estimator.metadata import FORMAT_VERSION, check_meta, portable
 from precomet.estimator.model import ALIASES, UtilityEstimator, load_encoder, resolve_model
 from precomet.io import jsonsafe
 from precomet.io.atomic import output_set
@@ -30,11 +30,9 @@ from precomet.io.output_paths import check_output
 
 logger = logging.getLogger(__name__)
 
-FORMAT_VERSION = 1
 META = "precomet.json"
 HEAD = "head.safetensors"
 ENCODER = "encoder"
-REQUIRED_META = ("format_version", "target", "direction", "standardisation", "pooling", "hidden_sizes", "max_length")
 
 
 def packaged_encoder(name: str, *, frozen: bool) -> dict[str, str] | None:
@@ -67,11 +65,10 @@ def write_checkpoint_files(out_dir: Path, *, model: UtilityEstimator, tokenizer:
 
 
 def write_meta(path: Path, meta: dict[str, Any]) -> None:
-    """``precomet.json``: ``meta`` with ``format_version`` and ``precomet_version``, checked for the required fields."""
-    full = {"format_version": FORMAT_VERSION, "precomet_version": __version__, **meta}
-    missing = [k for k in REQUIRED_META if k not in full]
-    if missing:
-        raise PrecometError(f"checkpoint metadata lacks {missing}")
+    """``precomet.json``: ``meta`` with ``format_version`` and ``precomet_version``, validated
+    (:func:`~precomet.estimator.metadata.check_meta`) and without the training machine's paths."""
+    full = portable({"format_version": FORMAT_VERSION, "precomet_version": __version__, **meta})
+    check_meta(full, where=f"checkpoint metadata for {path}")
     with open(path, "w", encoding="utf-8") as handle:
         jsonsafe.dump(full, handle, indent=2, sort_keys=True)
         handle.write("\n")
@@ -79,7 +76,7 @@ def write_meta(path: Path, meta: dict[str, Any]) -> None:
 
 def read_meta(checkpoint_dir: str | Path) -> dict[str, Any]:
     """``precomet.json`` after checking that every file of the format is present, the version is known and
-    every field the estimator uses has its type (:func:`check_meta`)."""
+    every field the estimator uses has its type (:func:`~precomet.estimator.metadata.check_meta`)."""
     path = Path(checkpoint_dir)
     if not path.is_dir():
         raise PrecometError(f"{path}: checkpoint directory not found")
@@ -112,106 +109,15 @@ def read_meta(checkpoint_dir: str | Path) -> dict[str, Any]:
     version = meta.get("format_version")
     if version != FORMAT_VERSION or isinstance(version, bool):
         raise PrecometError(f"{path / META}: unknown format_version {version!r}; this precomet reads {FORMAT_VERSION}")
-    absent = [k for k in REQUIRED_META if k not in meta]
-    if absent:
-        raise PrecometError(f"{path / META}: missing field(s) {absent}")
     check_meta(meta, where=path / META)
     return meta
 
 
 _JSON_KINDS = {list: "array", str: "string", int: "number", float: "number", bool: "boolean", type(None): "null"}
 
-DIRECTIONS = ("higher_first", "lower_first")
-"""``direction``: whether a higher standardised prediction means annotate first (``lower_first`` is negated)."""
-
-
-def _field(where: Any, name: str, value: Any, expected: str) -> PrecometError:
-    return PrecometError(f"{where}: field {name!r} must be {expected}, got {value!r}"[:400])
-
 
 def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-
-
-def check_meta(meta: dict[str, Any], *, where: Any = META) -> None:
-    """Raise :class:`PrecometError` naming ``where`` and the field unless every field an estimator reads has
-    its type and range: ``target`` (object with a ``method`` name), ``direction``, ``standardisation`` (finite
-    ``mean``, finite ``std`` > 0), ``pooling``, ``hidden_sizes`` (positive integers), ``max_length`` (an
-    integer >= 0), ``dropout`` (in [0, 1)), ``encoder`` / ``encoder_path`` (text), ``encoder_package`` and
-    ``backbone`` (objects), and when present ``training_languages`` (a language profile) and
-    ``training_domains`` (null or counts per domain)."""
-    target = meta.get("target")
-    if not isinstance(target, dict) or not isinstance(target.get("method"), str):
-        raise _field(where, "target", target, 'an object {"method": NAME, "normalisation": [...]}')
-    normalisation = target.get("normalisation", [])
-    if not isinstance(normalisation, list) or not all(isinstance(n, str) for n in normalisation):
-        raise _field(where, "target.normalisation", normalisation, "a list of names")
-    if meta.get("direction") not in DIRECTIONS:
-        raise _field(where, "direction", meta.get("direction"), f"one of {list(DIRECTIONS)}")
-    stats = meta.get("standardisation")
-    if not isinstance(stats, dict):
-        raise _field(where, "standardisation", stats, 'an object {"mean": NUMBER, "std": NUMBER}')
-    if not _is_number(stats.get("mean")):
-        raise _field(where, "standardisation.mean", stats.get("mean"), "a finite number")
-    if not _is_number(stats.get("std")) or stats["std"] <= 0:
-        raise _field(where, "standardisation.std", stats.get("std"), "a finite number > 0")
-    if not isinstance(meta.get("pooling"), str):
-        raise _field(where, "pooling", meta.get("pooling"), "a name (mean, mix or sentence-encoder)")
-    sizes = meta.get("hidden_sizes")
-    if not isinstance(sizes, list) or not all(_is_int(h) and h >= 1 for h in sizes):
-        raise _field(where, "hidden_sizes", sizes, "a list of positive integers (layer widths)")
-    if not _is_int(meta.get("max_length")) or meta["max_length"] < 0:
-        raise _field(where, "max_length", meta.get("max_length"), "an integer >= 0 (tokens per source)")
-    dropout = meta.get("dropout", 0.1)
-    if not _is_number(dropout) or not 0 <= dropout < 1:
-        raise _field(where, "dropout", dropout, "a number in [0, 1)")
-    for name in ("encoder", "encoder_path"):
-        if meta.get(name) is not None and not isinstance(meta[name], str):
-            raise _field(where, name, meta[name], "a model name or directory (text)")
-    package = meta.get("encoder_package")
-    if package is not None and not (
-        isinstance(package, dict)
-        and isinstance(package.get("name"), str)
-        and isinstance(package.get("weights_sha256"), str)
-    ):
-        raise _field(where, "encoder_package", package, 'null or an object {"name": ..., "weights_sha256": ...}')
-    backbone = meta.get("backbone")
-    if backbone is not None and not (isinstance(backbone, dict) and isinstance(backbone.get("name"), str)):
-        raise _field(where, "backbone", backbone, "an object with the encoder's name")
-    if backbone is None and meta["max_length"] < 1:
-        raise _field(where, "max_length", meta["max_length"], "an integer >= 1 (tokens per source)")
-    _check_training_languages(meta.get("training_languages"), where=where)
-    domains = meta.get("training_domains")
-    if domains is not None and not _is_counts(domains):
-        raise _field(where, "training_domains", domains, "null or an object {domain: number of rows}")
-
-
-def _is_counts(value: Any) -> bool:
-    return isinstance(value, dict) and all(isinstance(k, str) and _is_int(n) and n >= 0 for k, n in value.items())
-
-
-def _check_training_languages(profile: Any, *, where: Any) -> None:
-    """``training_languages`` (optional: checkpoints written before precomet recorded it have none) is an object
-    with ``counts`` ({ISO 639-1 code: sources}), ``sample`` and ``sources`` (integers >= 0) and, if present,
-    ``shares`` ({code: number in [0, 1]})."""
-    if profile is None:
-        return
-    expected = 'an object {"counts": {language: sources}, "sample": N, "sources": N, ...}'
-    if not isinstance(profile, dict):
-        raise _field(where, "training_languages", profile, expected)
-    if not _is_counts(profile.get("counts")):
-        raise _field(where, "training_languages.counts", profile.get("counts"), "an object {language: sources}")
-    for name in ("sample", "sources"):
-        if name in profile and not (_is_int(profile[name]) and profile[name] >= 0):
-            raise _field(where, f"training_languages.{name}", profile[name], "an integer >= 0")
-    shares = profile.get("shares", {})
-    in_range = isinstance(shares, dict) and all(_is_number(v) and 0 <= v <= 1 for v in shares.values())
-    if not (in_range and all(isinstance(k, str) for k in shares)):
-        raise _field(where, "training_languages.shares", shares, "an object {language: share in [0, 1]}")
 
 
 def check_max_length(meta: dict[str, Any], limit: int | None, *, where: Any, encoder: str) -> None:

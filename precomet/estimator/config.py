@@ -1,8 +1,12 @@
-"""The training configuration: :data:`DEFAULTS`, :func:`load_config` (defaults < YAML file < overrides) and
-the checks. Sections, keys, defaults, the ``--section.key VALUE`` syntax and the precedence are documented
-once, in docs/estimator.md, "Configuration".
+"""The training configuration as a validated model: :class:`TrainConfig` (pydantic), :func:`load_config`
+(defaults < YAML file < overrides), and :func:`recorded_config`, the part of it a checkpoint keeps. Sections,
+keys, defaults, the ``--section.key VALUE`` syntax and the precedence are documented once, in
+docs/estimator.md, "Configuration".
 
-It imports neither torch nor Lightning, so that ``precomet --help`` stays fast.
+pydantic rather than jsonargparse: the same kind of model validates ``precomet.json``
+(:mod:`precomet.estimator.metadata`), a file read back long after the command line that wrote it, and the
+command line keeps its own ``--section.key`` options. It imports neither torch nor Lightning, so that
+``precomet --help`` stays fast.
 """
 
 from __future__ import annotations
@@ -10,89 +14,240 @@ from __future__ import annotations
 import copy
 import math
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
 from precomet.errors import PrecometError
-from precomet.values import check_like
 
-DEFAULTS: dict[str, Any] = {
-    "seed_everything": 12,
-    "model": {
-        "backbone": "",  # registered sentence encoder (e5-small, minilm, surface, length, hf:DIR), frozen; "" = none
-        "encoder": "xlm-roberta-large",  # hub id or local directory (save_pretrained layout), without backbone
-        "pooling": "mean",  # mean | mix (layer-wise scalar mix, then mean pooling)
-        "hidden_sizes": [2048, 1024],
-        "dropout": 0.1,
-        "encoder_lr": 1.0e-6,
-        "head_lr": 1.5e-5,
-        "layerwise_decay": 0.95,
-        "weight_decay": 0.0,
-        "freeze_fraction": 0.3,  # encoder frozen for this fraction of the first epoch
-        "freeze_encoder": False,  # frozen for the whole run: pooled features are computed once and cached
-        "ensemble": 1,  # with a backbone: heads trained with seeds seed_everything, +1, …; they predict together
-    },
-    "data": {
-        "batch_size": 16,
-        "effective_batch_size": 128,  # gradient accumulation = ceil(effective / (batch_size * devices))
-        "max_length": 256,
-        "dev_fraction": 0.1,
-        "group_by": "doc",  # dev split unit when no --dev is given: doc | campaign
-        "bucket_batches": 50,  # length buckets span this many batches
-        "num_workers": 0,
-        "cache_dir": "",  # with a backbone: keep its vectors here ("" = the cache every command shares)
-    },
-    "early_stopping": {"monitor": "val_pearson", "mode": "max", "patience": 2},
-    "trainer": {
-        "max_epochs": 5,
-        "accelerator": "auto",
-        "devices": 1,
-        "strategy": "auto",
-        "num_nodes": 1,
-        "precision": "32-true",
-        "gradient_clip_val": None,
-        "deterministic": False,
-        "log_every_n_steps": 10,
-        "val_check_interval": None,
-        "limit_train_batches": None,
-        "enable_progress_bar": None,  # None: on when stderr is a terminal
-    },
+
+def _at_least(low: float) -> AfterValidator:
+    def check(value: Any) -> Any:
+        if value < low:
+            raise ValueError(f"must be >= {low}")
+        return value
+
+    return AfterValidator(check)
+
+
+def _within(low: float, high: float, shown: str) -> AfterValidator:
+    """``value`` in the interval written ``shown`` ("[0, 1)", "(0, 1]", …) between ``low`` and ``high``."""
+    low_open, high_open = shown.startswith("("), shown.endswith(")")
+
+    def check(value: float) -> float:
+        above = value > low if low_open else value >= low
+        below = value < high if high_open else value <= high
+        if not (above and below):
+            raise ValueError(f"must be in {shown}")
+        return value
+
+    return AfterValidator(check)
+
+
+def _number_text(value: Any) -> Any:
+    """YAML 1.1 reads ``1e-3`` (no dot) as text: a number written so is a number."""
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            return value
+    return value
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError("must be a finite number")
+    return value
+
+
+Number = Annotated[float, BeforeValidator(_number_text), AfterValidator(_finite)]
+Count = Annotated[int, _at_least(1)]
+Rate = Annotated[Number, _at_least(0.0)]
+Fraction = Annotated[Number, _within(0.0, 1.0, "[0, 1)")]
+Free = Annotated[Any, AfterValidator(_finite)]
+"""Passed to Lightning unchanged (``devices: auto`` or ``[0, 1]``): Lightning checks it (``check_trainer_settings``)."""
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class ModelConfig(_Section):
+    backbone: str = ""  # registered sentence encoder (e5-small, minilm, surface, length, hf:DIR), frozen; "" = none
+    encoder: str = "xlm-roberta-large"  # hub id or local directory (save_pretrained layout), without backbone
+    pooling: Literal["mean", "mix"] = "mean"  # mix: layer-wise scalar mix, then mean pooling
+    hidden_sizes: list[Count] = Field(default_factory=lambda: [2048, 1024])
+    dropout: Fraction = 0.1
+    encoder_lr: Rate = 1.0e-6
+    head_lr: Rate = 1.5e-5
+    layerwise_decay: Annotated[Number, _within(0.0, 1.0, "(0, 1]")] = 0.95
+    weight_decay: Rate = 0.0
+    freeze_fraction: Annotated[Number, _within(0.0, 1.0, "[0, 1]")] = 0.3  # of the first epoch
+    freeze_encoder: bool = False  # frozen for the whole run: pooled features are computed once and cached
+    ensemble: Count = 1  # with a backbone: heads trained with seeds seed_everything, +1, …; they predict together
+
+
+class DataConfig(_Section):
+    batch_size: Count = 16
+    effective_batch_size: Count = 128  # gradient accumulation = ceil(effective / (batch_size * devices))
+    max_length: Count = 256
+    dev_fraction: Fraction = 0.1
+    group_by: Literal["doc", "campaign"] = "doc"  # dev split unit when no --dev is given
+    bucket_batches: Count = 50  # length buckets span this many batches
+    num_workers: Annotated[int, _at_least(0)] = 0
+    cache_dir: str = ""  # with a backbone: keep its vectors here ("" = the cache every command shares)
+
+
+class EarlyStoppingConfig(_Section):
+    monitor: str = "val_pearson"
+    mode: Literal["min", "max"] = "max"
+    patience: Annotated[int, _at_least(0)] = 2
+
+
+class TrainerConfig(_Section):
+    max_epochs: Count = 5
+    accelerator: Free = "auto"
+    devices: Free = 1
+    strategy: Free = "auto"
+    num_nodes: Free = 1
+    precision: Free = "32-true"
+    gradient_clip_val: Rate | None = None
+    deterministic: bool = False
+    log_every_n_steps: Count = 10
+    val_check_interval: Free = None
+    limit_train_batches: Free = None
+    enable_progress_bar: bool | None = None  # None: on when stderr is a terminal
+
+
+class TrainConfig(_Section):
+    """The whole configuration; ``model_dump()`` is the plain dict the training steps read."""
+
+    seed_everything: Annotated[int, _within(0, 2**32, "[0, 2**32)")] = 12
+    model: ModelConfig = Field(default_factory=ModelConfig)
+    data: DataConfig = Field(default_factory=DataConfig)
+    early_stopping: EarlyStoppingConfig = Field(default_factory=EarlyStoppingConfig)
+    trainer: TrainerConfig = Field(default_factory=TrainerConfig)
+
+
+DEFAULTS: dict[str, Any] = TrainConfig().model_dump()
+"""The built-in defaults as a plain dict (the first layer of :func:`load_config`)."""
+
+SHIPPED: dict[str, Any] = {
+    "seed_everything": 0,
+    "model": {"backbone": "e5-small", "hidden_sizes": [256, 64], "dropout": 0.1, "head_lr": 1.0e-3},
+    "data": {"batch_size": 128, "effective_batch_size": 128, "dev_fraction": 0.1, "cache_dir": ""},
+    "early_stopping": {"monitor": "val_pearson", "mode": "max", "patience": 4},
+    "trainer": {"max_epochs": 40, "accelerator": "cpu"},
 }
-FREE_TYPED = {
-    f"trainer.{k}"
-    for k in (
-        "accelerator",
-        "devices",
-        "strategy",
-        "num_nodes",
-        "precision",
-        "val_check_interval",
-        "limit_train_batches",
-    )
-}
-"""Keys passed to Lightning unchanged, whose type varies (``devices: auto`` or ``[0, 1]``); every other key must
-have the type of its default (:func:`precomet.values.check_like`)."""
-OPTIONAL_NUMBERS = {"trainer.gradient_clip_val"}
-"""Keys whose default is ``None`` and whose value, when given, is a finite number >= 0."""
-CHOICES = {
-    ("model", "pooling"): ("mean", "mix"),
-    ("data", "group_by"): ("doc", "campaign"),
-    ("early_stopping", "mode"): ("min", "max"),
-}
-AT_LEAST = {
-    ("data", "batch_size"): 1,
-    ("data", "effective_batch_size"): 1,
-    ("data", "max_length"): 1,
-    ("data", "bucket_batches"): 1,
-    ("data", "num_workers"): 0,
-    ("early_stopping", "patience"): 0,
-    ("trainer", "max_epochs"): 1,
-    ("trainer", "log_every_n_steps"): 1,
-    ("model", "encoder_lr"): 0.0,
-    ("model", "head_lr"): 0.0,
-    ("model", "weight_decay"): 0.0,
-    ("model", "ensemble"): 1,
-}
-"""Smallest valid value of numeric keys (checked once the config is merged)."""
+"""The shipped estimator's configuration (``configs/precomet-e5.yaml``, a test keeps the two equal): a frozen
+multilingual-e5-small (about 100 languages, offline, CPU) and a small MLP head. ``precomet train`` without
+``--config`` trains it."""
+
+BACKBONE_ONLY = {"model.backbone", "model.ensemble", "data.cache_dir"}
+"""Keys that only a registered sentence encoder (``model.backbone``) reads."""
+HF_ONLY = {"model.encoder", "model.pooling", "model.freeze_encoder", "data.max_length"}
+"""Keys that only a Hugging Face encoder (no ``model.backbone``) reads."""
+FINE_TUNING_ONLY = {"model.encoder_lr", "model.layerwise_decay", "model.freeze_fraction"}
+"""Keys that only a Hugging Face encoder being fine-tuned (``model.freeze_encoder: false``) reads."""
+MACHINE_LOCAL = {"data.cache_dir"}
+"""Where this machine keeps things: never recorded in a checkpoint."""
+
+
+def other_kind_keys(config: dict[str, Any]) -> set[str]:
+    """The keys of the other kind of encoder: a Hugging Face encoder's with a ``model.backbone``, the backbone's
+    without one."""
+    return (HF_ONLY | FINE_TUNING_ONLY) if config["model"]["backbone"] else BACKBONE_ONLY
+
+
+def inapplicable_keys(config: dict[str, Any]) -> set[str]:
+    """The ``section.key`` names that ``config`` holds but its encoder never reads: the other kind's, and the
+    fine-tuning keys of a frozen Hugging Face encoder."""
+    frozen = not config["model"]["backbone"] and config["model"]["freeze_encoder"]
+    return other_kind_keys(config) | (FINE_TUNING_ONLY if frozen else set())
+
+
+def recorded_config(config: dict[str, Any]) -> dict[str, Any]:
+    """``config`` as a checkpoint records it: without the keys its encoder never reads and without machine-local
+    paths (:data:`MACHINE_LOCAL`)."""
+    left_out = inapplicable_keys(config) | MACHINE_LOCAL
+    recorded = copy.deepcopy(config)
+    for dotted in left_out:
+        section, _, key = dotted.partition(".")
+        recorded[section].pop(key, None)
+    return recorded
+
+
+def override_keys() -> list[str]:
+    """Every ``section.key`` (and top-level key) a command line may override."""
+    keys = []
+    for section, value in DEFAULTS.items():
+        keys += [f"{section}.{k}" for k in value] if isinstance(value, dict) else [section]
+    return keys
+
+
+def shipped_overrides(overrides: dict[str, Any]) -> dict[str, Any]:
+    """``overrides`` on top of :data:`SHIPPED`, as ``{"section.key": value}``; an override of ``model.encoder``
+    alone (a Hugging Face encoder to fine-tune) drops the shipped backbone."""
+    base = {
+        f"{section}.{key}" if isinstance(values, dict) else section: value
+        for section, values in SHIPPED.items()
+        for key, value in (values.items() if isinstance(values, dict) else [("", values)])
+    }
+    if "model.encoder" in overrides and "model.backbone" not in overrides:
+        base["model.backbone"] = ""
+    return {**base, **overrides}
+
+
+def load_config(path: str | Path | None = None, overrides: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Defaults, updated by the YAML file at ``path`` then by ``{"section.key": value}`` overrides, validated by
+    :class:`TrainConfig`. Override values given as strings are parsed as YAML scalars (``"3"`` -> 3, ``"[0, 1]"``
+    -> list). A key of the other kind of encoder (``model.encoder`` beside a ``model.backbone``, …) set to something
+    other than its default is refused."""
+    import yaml
+
+    given: dict[str, Any] = {}
+    if path is not None:
+        _merge(given, _read_yaml(Path(path)), where=str(path))
+    for dotted, value in (overrides or {}).items():
+        if isinstance(value, str):
+            value = yaml.safe_load(value) if value.strip() else value
+        section, _, key = dotted.partition(".")
+        _merge(given, {section: {key: value}} if key else {section: value}, where="override")
+    try:
+        config = TrainConfig.model_validate(given).model_dump()
+    except ValidationError as err:
+        raise PrecometError(_first_error(err)) from None
+    _refuse_inapplicable(given, config)
+    return config
+
+
+def _read_yaml(path: Path) -> dict[str, Any]:
+    import yaml
+
+    if not path.is_file():
+        raise PrecometError(f"{path}: config file not found")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as err:
+        raise PrecometError(
+            f"{path}: config file is not UTF-8 text (byte {err.start}); expected a YAML mapping of sections"
+        ) from None
+    except OSError as err:
+        raise PrecometError(f"{path}: cannot read the config file ({err.strerror or err})") from None
+    if "\x00" in text:
+        raise PrecometError(f"{path}: config file is binary, not YAML text; expected a YAML mapping of sections")
+    try:
+        loaded = _load_yaml(text)
+    except yaml.YAMLError as err:
+        raise PrecometError(f"{path}: invalid YAML ({' '.join(str(err).split())[:300]})") from None
+    if loaded is None:
+        return {}
+    if not isinstance(loaded, dict):
+        raise PrecometError(
+            f"{path}: config file must be a YAML mapping of sections (model:, data:, …), got a"
+            f" {type(loaded).__name__}: {str(loaded)[:60]!r}"
+        )
+    return loaded
 
 
 def _load_yaml(text: str) -> Any:
@@ -114,88 +269,14 @@ def _load_yaml(text: str) -> Any:
     return yaml.load(text, Loader=UniqueKeyLoader)  # noqa: S506 -- a SafeLoader subclass
 
 
-def override_keys() -> list[str]:
-    """Every ``section.key`` (and top-level key) a command line may override."""
-    keys = []
-    for section, value in DEFAULTS.items():
-        keys += [f"{section}.{k}" for k in value] if isinstance(value, dict) else [section]
-    return keys
-
-
-SHIPPED: dict[str, Any] = {
-    "seed_everything": 0,
-    "model": {"backbone": "e5-small", "hidden_sizes": [256, 64], "dropout": 0.1, "head_lr": 1.0e-3},
-    "data": {"batch_size": 128, "effective_batch_size": 128, "dev_fraction": 0.1, "cache_dir": ""},
-    "early_stopping": {"monitor": "val_pearson", "mode": "max", "patience": 4},
-    "trainer": {"max_epochs": 40, "accelerator": "cpu"},
-}
-"""The shipped estimator's configuration (``configs/precomet-e5.yaml``, a test keeps the two equal): a frozen
-multilingual-e5-small (about 100 languages, offline, CPU) and a small MLP head. ``precomet train`` without
-``--config`` trains it."""
-
-
-def shipped_overrides(overrides: dict[str, Any]) -> dict[str, Any]:
-    """``overrides`` on top of :data:`SHIPPED`, as ``{"section.key": value}``; an override of ``model.encoder``
-    alone (a Hugging Face encoder to fine-tune) drops the shipped backbone."""
-    base = {
-        f"{section}.{key}" if isinstance(values, dict) else section: value
-        for section, values in SHIPPED.items()
-        for key, value in (values.items() if isinstance(values, dict) else [("", values)])
-    }
-    if "model.encoder" in overrides and "model.backbone" not in overrides:
-        base["model.backbone"] = ""
-    return {**base, **overrides}
-
-
-def load_config(path: str | Path | None = None, overrides: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Defaults, updated by the YAML file at ``path`` then by ``{"section.key": value}`` overrides.
-
-    Override values given as strings are parsed as YAML scalars (``"3"`` -> 3, ``"[0, 1]"`` -> list).
-    """
-    import yaml
-
-    config = copy.deepcopy(DEFAULTS)
-    if path is not None:
-        path = Path(path)
-        if not path.is_file():
-            raise PrecometError(f"{path}: config file not found")
-        try:
-            text = path.read_text(encoding="utf-8")
-        except UnicodeDecodeError as err:
-            raise PrecometError(
-                f"{path}: config file is not UTF-8 text (byte {err.start}); expected a YAML mapping of sections"
-            ) from None
-        except OSError as err:
-            raise PrecometError(f"{path}: cannot read the config file ({err.strerror or err})") from None
-        if "\x00" in text:
-            raise PrecometError(f"{path}: config file is binary, not YAML text; expected a YAML mapping of sections")
-        try:
-            loaded = _load_yaml(text)
-        except yaml.YAMLError as err:
-            raise PrecometError(f"{path}: invalid YAML ({' '.join(str(err).split())[:300]})") from None
-        if loaded is None:
-            loaded = {}
-        if not isinstance(loaded, dict):
-            raise PrecometError(
-                f"{path}: config file must be a YAML mapping of sections (model:, data:, …), got a"
-                f" {type(loaded).__name__}: {str(loaded)[:60]!r}"
-            )
-        _merge(config, loaded, where=str(path))
-    for dotted, value in (overrides or {}).items():
-        if isinstance(value, str):
-            value = yaml.safe_load(value) if value.strip() else value
-        section, _, key = dotted.partition(".")
-        _merge(config, {section: {key: value}} if key else {section: value}, where="override")
-    _check_choices(config)
-    return config
-
-
-def _merge(config: dict[str, Any], update: dict[str, Any], *, where: str) -> None:
+def _merge(given: dict[str, Any], update: dict[str, Any], *, where: str) -> None:
+    """``update`` into ``given``, naming ``where`` for an unknown section or key (the model would only say
+    "extra inputs are not permitted")."""
     for section, value in update.items():
         if section not in DEFAULTS:
             raise PrecometError(f"{where}: unknown config section {section!r}; valid: {list(DEFAULTS)}")
         if not isinstance(DEFAULTS[section], dict):
-            config[section] = _typed(value, section, DEFAULTS[section], where)
+            given[section] = _checked(value, section, where)
             continue
         if not isinstance(value, dict):
             raise PrecometError(f"{where}: section {section!r} must be a mapping")
@@ -204,48 +285,68 @@ def _merge(config: dict[str, Any], update: dict[str, Any], *, where: str) -> Non
                 raise PrecometError(
                     f"{where}: unknown key {section}.{key}; valid: {', '.join(sorted(DEFAULTS[section]))}"
                 )
-            config[section][key] = _typed(item, f"{section}.{key}", DEFAULTS[section][key], where)
+            given.setdefault(section, {})[key] = _checked(item, f"{section}.{key}", where)
 
 
-def _typed(value: Any, dotted: str, default: Any, where: str) -> Any:
-    if isinstance(value, float) and not math.isfinite(value):  # .nan / .inf, whatever the key
-        raise PrecometError(f"{where}: {dotted} must be a finite number, got {value!r}")
-    if dotted in FREE_TYPED:
-        return value
-    if dotted in OPTIONAL_NUMBERS:
-        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0):
-            raise PrecometError(f"{where}: {dotted} must be null or a finite number >= 0, got {value!r}")
-        return value
-    if dotted == "trainer.enable_progress_bar":
-        if value is not None and not isinstance(value, bool):
-            raise PrecometError(f"{where}: {dotted} must be true, false or null, got {value!r}")
-        return value
-    if isinstance(default, float) and isinstance(value, str):  # YAML 1.1 reads "1e-3" as a string
-        try:
-            value = float(value)
-        except ValueError:
-            pass
-    return check_like(value, default, what=f"{where}: {dotted}")
+def _checked(value: Any, dotted: str, where: str) -> Any:
+    """``value`` validated alone as ``dotted``, so that the message names the file or override it came from."""
+    section, _, key = dotted.partition(".")
+    try:
+        TrainConfig.model_validate({section: {key: value}} if key else {section: value})
+    except ValidationError as err:
+        raise PrecometError(f"{where}: {_first_error(err, given=value)}") from None
+    return value
 
 
-def _check_choices(config: dict[str, Any]) -> None:
-    for (section, key), valid in CHOICES.items():
-        if config[section][key] not in valid:
-            raise PrecometError(f"{section}.{key} must be one of {list(valid)}, got {config[section][key]!r}")
-    for (section, key), low in AT_LEAST.items():
-        if config[section][key] < low:
-            raise PrecometError(f"{section}.{key} must be >= {low}, got {config[section][key]!r}")
-    seed = config["seed_everything"]
-    if not 0 <= seed < 2**32:
-        raise PrecometError(f"seed_everything must be in [0, 2**32), got {seed!r}")
-    sizes = config["model"]["hidden_sizes"]
-    if not isinstance(sizes, list) or any(isinstance(h, bool) or not isinstance(h, int) or h < 1 for h in sizes):
-        raise PrecometError(f"model.hidden_sizes must be a list of positive integers (layer widths), got {sizes!r}")
-    if not 0.0 <= config["model"]["dropout"] < 1.0:
-        raise PrecometError(f"model.dropout must be in [0, 1), got {config['model']['dropout']!r}")
-    if not 0.0 < config["model"]["layerwise_decay"] <= 1.0:
-        raise PrecometError(f"model.layerwise_decay must be in (0, 1], got {config['model']['layerwise_decay']!r}")
-    if not 0.0 <= float(config["data"]["dev_fraction"]) < 1.0:
-        raise PrecometError(f"data.dev_fraction must be in [0, 1), got {config['data']['dev_fraction']!r}")
-    if not 0.0 <= float(config["model"]["freeze_fraction"]) <= 1.0:
-        raise PrecometError(f"model.freeze_fraction must be in [0, 1], got {config['model']['freeze_fraction']!r}")
+def _first_error(err: ValidationError, *, given: Any = None) -> str:
+    """pydantic's first error as one line: ``section.key must be …, got VALUE`` (the whole ``given`` value when
+    the error is about one element of it)."""
+    error = err.errors()[0]
+    dotted = ".".join(str(part) for part in error["loc"] if not isinstance(part, int))
+    if given is not None and any(isinstance(part, int) for part in error["loc"]):
+        error = {**error, "input": given}
+    kind, context = error["type"], error.get("ctx") or {}
+    if kind == "literal_error":
+        expected = f"one of {context.get('expected', '').replace(' or ', ', ')}"
+        return f"{dotted} must be {expected}, got {error['input']!r}"
+    if kind == "value_error":
+        expected = str(context.get("error", error["msg"])).removeprefix("must be ")
+    else:
+        expected = EXPECTED.get(kind.removesuffix("_type").removesuffix("_parsing"), error["msg"].lower())
+    if dotted == "model.hidden_sizes":
+        expected = "a list of positive integers (layer widths)"
+    return f"{dotted} must be {expected}, got {error['input']!r}"[:400]
+
+
+EXPECTED = {
+    "int": "an integer",
+    "float": "a number",
+    "bool": "true or false",
+    "string": "text",
+    "list": "a list",
+    "model": "a mapping",
+    "dict": "a mapping",
+    "none_required": "null",
+}
+"""pydantic's error types as the words of the message."""
+
+
+def _refuse_inapplicable(given: dict[str, Any], config: dict[str, Any]) -> None:
+    """A key of the other kind of encoder given a non-default value would be silently ignored: refused. (The
+    fine-tuning keys of a frozen Hugging Face encoder are not: ``--model.freeze_encoder true`` on a fine-tuning
+    config is a common switch; the checkpoint does not record them.)"""
+    ignored = sorted(
+        f"{section}.{key}"
+        for section, values in given.items()
+        if isinstance(values, dict)
+        for key in values
+        if f"{section}.{key}" in other_kind_keys(config) and config[section][key] != DEFAULTS[section][key]
+    )
+    if ignored:
+        backbone = config["model"]["backbone"]
+        encoder = f"the frozen backbone {backbone!r}" if backbone else "a Hugging Face encoder (no model.backbone)"
+        switch = "model.backbone '' to train model.encoder" if backbone else "model.backbone (e5-small, minilm, …)"
+        raise PrecometError(
+            f"{', '.join(ignored)} {'does' if len(ignored) == 1 else 'do'} not apply to {encoder}; remove"
+            f' {"it" if len(ignored) == 1 else "them"} or set {switch} (docs/estimator.md, "Configuration")'
+        )

@@ -29,6 +29,7 @@ from precomet.estimator.checkpoint import (
     write_checkpoint_files,
     write_meta,
 )
+from precomet.estimator.config import recorded_config
 from precomet.estimator.data import TargetDataModule
 from precomet.estimator.inputs import Network, Split
 from precomet.estimator.languages import training_profile
@@ -120,7 +121,7 @@ def checkpoint_meta(
             "dev_campaigns": _campaigns(split.dev),
         },
         "seed": int(cfg["seed_everything"]),
-        "config": cfg,
+        "config": recorded_config(cfg),
     }
 
 

@@ -109,11 +109,6 @@ def train(
     check_trainer_settings(cfg, out_dir=Path(out_dir))
     seed = int(cfg["seed_everything"])
     encoder = _backbone_encoder(cfg["model"]["backbone"]) if cfg["model"]["backbone"] else None
-    if encoder is None and int(cfg["model"]["ensemble"]) > 1:
-        raise PrecometError(
-            "model.ensemble > 1 trains several heads on a frozen registered encoder; set model.backbone (e5-small,"
-            " minilm, …), or ensemble 1 to fine-tune model.encoder"
-        )
     split = split_rows(train_rows, dev_rows, data=cfg["data"], seed=seed)
     final_dir = Path(out_dir)
     if encoder is not None:

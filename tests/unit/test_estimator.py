@@ -393,7 +393,7 @@ def test_frozen_packaged_encoder_is_named_not_copied(tmp_path):
     )
     meta = json.loads((tmp_path / "ckpt" / "precomet.json").read_text())
     assert not (tmp_path / "ckpt" / "encoder").exists() and meta["encoder_package"]["name"] == "minilm"
-    assert meta["encoder_path"] is None and len(meta["encoder_package"]["weights_sha256"]) == 64
+    assert "encoder_path" not in meta and len(meta["encoder_package"]["weights_sha256"]) == 64
     values = predict_sources(load_estimator(tmp_path / "ckpt"), [r["src"] for r in rows[:5]])
     assert np.isfinite(values).all()
 

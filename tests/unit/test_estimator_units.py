@@ -517,3 +517,70 @@ def test_train_without_config_trains_the_shipped_configuration(tmp_path, capsys,
     assert seen["config"] is None and seen["overrides"]["model.backbone"] == "e5-small"
     assert seen["overrides"]["trainer.max_epochs"] == "2"
     assert "the shipped estimator's configuration (configs/precomet-e5.yaml), on e5-small" in capsys.readouterr().out
+
+
+def test_a_key_of_the_other_kind_of_encoder_is_refused_by_name():
+    """Issue 33: ``model.encoder_lr`` beside a frozen backbone, or ``model.ensemble`` without one, would be ignored."""
+    with pytest.raises(PrecometError, match=r"model.encoder_lr does not apply to the frozen backbone 'e5-small'"):
+        load_config(None, {"model.backbone": "e5-small", "model.encoder_lr": "1e-4"})
+    with pytest.raises(PrecometError, match=r"model.ensemble does not apply to a Hugging Face encoder"):
+        load_config(None, {"model.encoder": "minilm", "model.ensemble": 3})
+    # the defaults of the other kind, and the fine-tuning keys of a frozen Hugging Face encoder, are accepted
+    assert load_config(None, {"model.backbone": "e5-small", "model.encoder_lr": 1e-6})["model"]["backbone"]
+    assert load_config(None, {"model.freeze_encoder": True, "model.encoder_lr": 1e-3})["model"]["freeze_encoder"]
+
+
+@pytest.mark.parametrize(
+    "overrides, left_out, kept",
+    [
+        ({"model.backbone": "e5-small", "data.cache_dir": "/abs/cache"}, {"encoder", "pooling", "encoder_lr"}, set()),
+        ({"model.encoder": "minilm"}, {"backbone", "ensemble"}, {"encoder_lr", "freeze_fraction", "layerwise_decay"}),
+        ({"model.encoder": "minilm", "model.freeze_encoder": True}, {"encoder_lr", "freeze_fraction"}, {"pooling"}),
+    ],
+)
+def test_a_checkpoint_records_only_the_keys_its_encoder_reads_and_no_machine_path(overrides, left_out, kept):
+    from precomet.estimator.config import recorded_config
+
+    recorded = recorded_config(load_config(None, overrides))
+    assert not left_out & set(recorded["model"]) and kept <= set(recorded["model"])
+    assert "cache_dir" not in recorded["data"]
+    assert ("max_length" in recorded["data"]) == (not overrides.get("model.backbone"))
+
+
+def test_the_shipped_checkpoint_records_no_key_its_encoder_ignores_and_no_absolute_path():
+    import json
+
+    from precomet.estimator.config import inapplicable_keys, recorded_config
+    from precomet.estimator.metadata import check_meta
+
+    text = (Path(__file__).resolve().parents[2] / "checkpoints" / "metric-avg-e5" / "precomet.json").read_text()
+    meta = json.loads(text)
+    check_meta(meta, where="shipped")
+    config = meta["config"]
+    given = {f"{s}.{k}": v for s, keys in config.items() if isinstance(keys, dict) for k, v in keys.items()}
+    full = load_config(None, {**given, "seed_everything": config["seed_everything"]})
+    assert meta["config"] == recorded_config(full) and not inapplicable_keys(full) & {
+        f"model.{k}" for k in meta["config"]["model"]
+    }
+    assert "/work/" not in text and '"/' not in text and "encoder_path" not in meta
+
+
+def test_write_meta_validates_and_leaves_out_the_training_machines_paths(tmp_path):
+    import json
+
+    from precomet.estimator.checkpoint import write_meta
+
+    meta = {
+        "target": {"method": "metric_avg", "normalisation": []},
+        "direction": "higher_first",
+        "standardisation": {"mean": 0.0, "std": 1.0},
+        "pooling": "mean",
+        "hidden_sizes": [4],
+        "max_length": 8,
+        "encoder_path": "/home/someone/models/xlmr",
+    }
+    write_meta(tmp_path / "precomet.json", meta)
+    assert "encoder_path" not in json.loads((tmp_path / "precomet.json").read_text())
+    with pytest.raises(PrecometError, match=r"field 'standardisation.std' must be a finite number > 0, got 0.0"):
+        write_meta(tmp_path / "bad.json", {**meta, "standardisation": {"mean": 0.0, "std": 0.0}})
+    assert not (tmp_path / "bad.json").exists()

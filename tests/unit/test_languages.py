@@ -16,7 +16,7 @@ import pytest
 
 from precomet.cli import main
 from precomet.errors import PrecometError
-from precomet.estimator.checkpoint import check_meta, read_meta
+from precomet.estimator.checkpoint import read_meta
 from precomet.estimator.languages import (
     TRAINED_SHARE,
     UNDETERMINED,
@@ -29,6 +29,7 @@ from precomet.estimator.languages import (
     report_languages,
     unseen_language_warning,
 )
+from precomet.estimator.metadata import check_meta
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -144,7 +145,7 @@ def test_a_checkpoint_without_the_field_is_reported_with_its_campaigns():
 def test_the_shipped_checkpoint_says_it_was_trained_on_chinese():
     # recorded by training/record_training_profile.py from its targets, checked against its training-source fingerprint
     meta = read_meta(REPO / "checkpoints" / "metric-avg-e5")
-    check_meta(meta)
+    check_meta(meta, where="meta")
     assert meta["training_languages"]["sources"] == meta["training_sources"]["count"] == 1866
     assert max(meta["training_languages"]["shares"], key=meta["training_languages"]["shares"].get) == "zh"
     message = unseen_language_warning(language_profile(HINDI), meta["training_languages"])
@@ -198,7 +199,7 @@ def test_record_languages_writes_only_for_the_sources_it_was_trained_on(chinese_
 )
 def test_recorded_fields_are_validated_when_present(field, value, named):
     meta = read_meta(REPO / "checkpoints" / "metric-avg-e5")
-    check_meta({**meta, "training_languages": _profile({"zh": 3}), "training_domains": None})  # valid
+    check_meta({**meta, "training_languages": _profile({"zh": 3}), "training_domains": None}, where="m")  # valid
     with pytest.raises(PrecometError, match=f"field '{named}'"):
         check_meta({**meta, field: value}, where="ck/precomet.json")
 

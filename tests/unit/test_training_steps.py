@@ -182,16 +182,17 @@ def test_build_datamodule_standardised_batches(cfg):
 
 # ---------------------------------------------------------------------------------------------- module
 def test_checkpoint_meta_and_module(cfg, encoder):
-    from precomet.estimator.checkpoint import REQUIRED_META
+    from precomet.estimator.metadata import FORMAT_VERSION, check_meta
 
     split = _split(cfg)
     network = build_network(cfg["model"], max_length=cfg["data"]["max_length"])
     meta = checkpoint_meta(cfg, split, network)
-    assert set(REQUIRED_META) - {"format_version"} <= set(meta)
+    check_meta({"format_version": FORMAT_VERSION, **meta}, where="meta")
     assert meta["standardisation"] == {"mean": split.mean, "std": split.std} and meta["max_length"] == 64
     assert meta["target"] == {"method": "neg_avg", "normalisation": ["zscore"]} and meta["seed"] == 0
     assert meta["training_data"]["rows"] == len(split.train) and meta["training_data"]["dev_rows"] == len(split.dev)
-    assert meta["encoder_package"] is None and meta["encoder_path"] == str(encoder.resolve())
+    assert meta["encoder_package"] is None and meta["encoder_path"] == str(encoder.resolve())  # the .ckpt only
+    assert "cache_dir" not in meta["config"]["data"] and "backbone" not in meta["config"]["model"]
     assert meta["training_sources"]["count"] == len({normalise_source(r["src"]) for r in split.train + split.dev})
     json.dumps(meta)  # plain JSON types: stored in every .ckpt
     module = build_module(network, cfg["model"], meta=meta)
