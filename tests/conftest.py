@@ -161,16 +161,29 @@ class Counting(SentenceEncoder):
 
 @pytest.fixture
 def stub_sentence_encoder(monkeypatch):
-    """The sentence-transformers call replaced by a deterministic 384-d stub that counts its calls."""
-    from precomet.utilities import embed
+    """The default encoder (``minilm``), and ``stub-a`` and ``stub-b``, replaced in the registry by deterministic
+    384-d stubs; the returned list holds the number of texts of every encoding call (all stubs together)."""
+    from precomet.encoders import ENCODERS, SentenceEncoder
 
     calls: list[int] = []
 
-    def encode(texts, *, encoder, batch_size, device):
-        calls.append(len(texts))
-        rng = np.random.default_rng([len(t) for t in texts] or [0])
-        vectors = rng.normal(size=(len(texts), 384)).astype(np.float32)
-        return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    def stub(stub_name: str):
+        class Stub(SentenceEncoder):
+            name = stub_name
+            languages = "any"
+            dim = 384
 
-    monkeypatch.setattr(embed, "_encode", encode)
+            def encode(self, texts, *, progress=None):
+                calls.append(len(texts))
+                return super().encode(texts, progress=progress)
+
+            def _encode_batch(self, texts):
+                rng = np.random.default_rng([len(t) for t in texts] or [0])
+                vectors = rng.normal(size=(len(texts), 384)).astype(np.float32)
+                return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+
+        return Stub
+
+    for name in ("minilm", "stub-a", "stub-b"):
+        monkeypatch.setitem(ENCODERS, name, stub(f"{name}-stub"))
     return calls

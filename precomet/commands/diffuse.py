@@ -33,7 +33,11 @@ def _common(parser: argparse.ArgumentParser) -> None:
         type=comma_list,
         help="comma-separated systems to compare (default: all; DiffUse on > 2 uses centred concatenation)",
     )
-    parser.add_argument("--encoder", help="sentence-transformers name or path (default: offline all-MiniLM-L6-v2)")
+    parser.add_argument(
+        "--encoder",
+        help="a registered encoder: minilm (default, offline all-MiniLM-L6-v2), e5-small, hf:DIR, st:NAME (a"
+        " sentence-transformers name or path)",
+    )
     parser.add_argument("--cache-dir", help="directory for the embedding cache (reused across runs)")
 
 

@@ -10,6 +10,7 @@ the vectors on disk, so historical campaigns are encoded once.
 - ``surface``: 12 character-level features (length, digits, punctuation, scripts…); any language; no model.
 - ``length``: the log source length alone (1 feature): the control every learned estimator is compared with.
 - ``hf:DIR``: any Hugging Face model directory (e5, XLM-R, …), mean pooled; the model's languages.
+- ``st:NAME``: any sentence-transformers model (name or folder), its own pipeline; the model's languages.
 """
 
 from __future__ import annotations

@@ -1,11 +1,14 @@
-"""Encoder names -> classes; ``hf:DIR`` names any Hugging Face model directory."""
+"""Encoder names -> classes; ``hf:DIR`` names any Hugging Face model directory, ``st:NAME`` any sentence-transformers
+model (name or path)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 from precomet.encoders.base import SentenceEncoder
 from precomet.encoders.e5 import E5Small
+from precomet.encoders.sentence_transformer import SentenceTransformerEncoder
 from precomet.encoders.surface import Length, Surface
 from precomet.encoders.transformer import MiniLM, TransformerEncoder
 from precomet.errors import PrecometError
@@ -20,6 +23,7 @@ ENCODERS: dict[str, Callable[[], SentenceEncoder]] = {
 """Registered encoders by name; a new backbone is one module and one :func:`register_encoder` call."""
 
 HF_PREFIX = "hf:"
+ST_PREFIX = "st:"
 
 
 def register_encoder(name: str, factory: Callable[[], SentenceEncoder], *, replace: bool = False) -> None:
@@ -30,10 +34,34 @@ def register_encoder(name: str, factory: Callable[[], SentenceEncoder], *, repla
 
 
 def get_encoder(name: str) -> SentenceEncoder:
-    """The encoder called ``name`` (a key of :data:`ENCODERS` or ``hf:/path/to/model``); unknown names list
-    the valid ones."""
+    """The encoder called ``name`` (a key of :data:`ENCODERS`, ``hf:/path/to/model`` or ``st:NAME``); unknown
+    names list the valid ones."""
     if name.startswith(HF_PREFIX):
         return TransformerEncoder(name[len(HF_PREFIX) :])
+    if name.startswith(ST_PREFIX):
+        return SentenceTransformerEncoder(name[len(ST_PREFIX) :])
+    if name not in ENCODERS and (name.startswith((".", "~", "/")) or Path(name).expanduser().is_dir()):
+        found = "a folder" if Path(name).expanduser().is_dir() else "no such folder"
+        raise PrecometError(
+            f"encoder {name!r}: {found}; a model folder is named hf:{name} (a Hugging Face model) or st:{name} (a"
+            " sentence-transformers model)"
+        )
     if name not in ENCODERS:
-        raise PrecometError(f"unknown encoder {name!r}; valid: {', '.join(ENCODERS)} or hf:/path/to/model-directory")
+        raise PrecometError(
+            f"unknown encoder {name!r}; valid: {', '.join(ENCODERS)}, hf:/path/to/model-directory or st:NAME (a"
+            " sentence-transformers model name or folder)"
+        )
     return ENCODERS[name]()
+
+
+def fine_tunable_folder(name: str) -> Path | None:
+    """The Hugging Face model folder behind ``name`` when its encoder can be fine-tuned: ``hf:DIR``, or a registered
+    :class:`~precomet.encoders.transformer.TransformerEncoder` (``minilm``); ``None`` for any other name (an encoder
+    frozen by design, such as e5-small's 4-bit engine, ``surface`` or ``length``, or a name not registered)."""
+    if name.startswith(HF_PREFIX):
+        return Path(name[len(HF_PREFIX) :]).expanduser()
+    if name in ENCODERS:
+        encoder = ENCODERS[name]()
+        if isinstance(encoder, TransformerEncoder):
+            return encoder.location
+    return None

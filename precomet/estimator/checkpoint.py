@@ -18,12 +18,13 @@ from typing import Any
 import torch
 
 from precomet import __version__
+from precomet.encoders.registry import ENCODERS, fine_tunable_folder
 from precomet.encoders.transformer import weights_digest
 from precomet.errors import PrecometError
 from precomet.estimator.backbone import EnsembleHead, FeatureHead, backbone_encoder, ensemble_members
 from precomet.estimator.estimator import Estimator, TokenReader, VectorReader, check_device
 from precomet.estimator.metadata import FORMAT_VERSION, check_meta, portable
-from precomet.estimator.model import ALIASES, UtilityEstimator, load_encoder, resolve_model
+from precomet.estimator.model import UtilityEstimator, load_encoder, resolve_model
 from precomet.io import jsonsafe
 from precomet.io.atomic import output_set
 from precomet.io.output_paths import check_output
@@ -36,9 +37,10 @@ ENCODER = "encoder"
 
 
 def packaged_encoder(name: str, *, frozen: bool) -> dict[str, str] | None:
-    """``{"name", "weights_sha256"}`` when ``name`` is an installed-package encoder alias and the encoder is
-    frozen (so the package's weights are exactly the ones the head was trained on), else ``None``."""
-    if not frozen or name not in ALIASES:
+    """``{"name", "weights_sha256"}`` when ``name`` is a registered encoder whose weights an installed package ships
+    (``minilm``) and the encoder is frozen (so the package's weights are exactly the ones the head was trained on),
+    else ``None``."""
+    if not frozen or name not in ENCODERS or fine_tunable_folder(name) is None:
         return None
     return {"name": name, "weights_sha256": weights_digest(resolve_model(name))}
 
@@ -244,9 +246,10 @@ def _encoder_location(path: Path, meta: dict[str, Any]) -> str:
     package = meta.get("encoder_package")
     if not package:
         return str(path / ENCODER)
-    if not isinstance(package, dict) or package.get("name") not in ALIASES:
+    packaged = sorted(name for name in ENCODERS if fine_tunable_folder(name) is not None)
+    if not isinstance(package, dict) or package.get("name") not in packaged:
         raise PrecometError(
-            f"{path / META}: encoder_package {package!r} is not an installed encoder; known: {sorted(ALIASES)}"
+            f"{path / META}: encoder_package {package!r} is not an installed encoder; known: {packaged}"
         )
     location = resolve_model(package["name"])
     if weights_digest(location) != package.get("weights_sha256"):

