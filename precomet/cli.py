@@ -18,6 +18,8 @@ from contextlib import contextmanager, nullcontext, redirect_stdout, suppress
 from precomet import __version__, signals
 from precomet.encoders.disk import CacheUse, counting_cache_use, no_disk_cache
 from precomet.errors import Interrupted, PrecometError
+from precomet.io.atomic import command_outputs
+from precomet.io.output_paths import STDOUT, check_not_inputs, is_stdout
 from precomet.progress import progress_setting, third_party_bars
 
 COMMANDS = {
@@ -178,8 +180,6 @@ def _printable_names() -> Iterator[None]:
 
 
 def _main(argv: list[str]) -> int:
-    from precomet.io.atomic import command_outputs
-    from precomet.io.output_paths import STDOUT, check_not_inputs, is_stdout
 
     parser = build_parser(only=_command_in(argv))
     args, unrecognized = parser.parse_known_args(argv)

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
+from precomet import __version__
 from precomet.provenance import items_hash as campaign_items_hash
 from precomet.provenance import sources_hash as campaign_sources_hash
 
@@ -72,7 +73,6 @@ def signature(
     human protocol, item count, data hash, sources hash and items hash (:mod:`precomet.provenance`; ``campaign``
     may also be just a name; ``data_hash``, ``sources_hash`` and ``items_hash`` are for results without a
     campaign), ``seed``, then ``parameters`` (values that are not JSON become their ``repr``)."""
-    from precomet import __version__
 
     data: dict[str, Any] = {}
     if isinstance(campaign, str):

@@ -41,6 +41,7 @@ from precomet.record import Record
 from precomet.selection.units import budget_items
 from precomet.signature import Signature, signature
 from precomet.significance import item_signs
+from precomet.utilities import UTILITY_METHODS, compute_utility
 
 log = logging.getLogger(__name__)
 
@@ -105,7 +106,6 @@ def run_crowd_benchmark(
 ) -> CrowdResult:
     """The artificial-crowd benchmark (see the module docstring): a :class:`CrowdResult` (``to_dict()`` for JSON).
     Cluster counts follow ``cluster_rule`` (:data:`precomet.metaeval.CLUSTER_RULES`)."""
-    from precomet.utilities import UTILITY_METHODS, compute_utility
 
     props = validate_props(props)
     names = list(methods)

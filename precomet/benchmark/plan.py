@@ -10,6 +10,7 @@ import numpy as np
 
 from precomet.campaign import Campaign
 from precomet.errors import PrecometError
+from precomet.utilities import UTILITY_METHODS
 
 LENGTH_CONTROL = "length"
 """The control row: the ``length`` utility method (:mod:`precomet.utilities.length`), run like any method."""
@@ -20,7 +21,6 @@ def circular_reason(methods: Sequence[str], metric: str | None, score: str) -> s
     computed from the very scores the subsets are evaluated on (which do not exist before annotation)."""
     if metric is None or metric != score or not methods:
         return None
-    from precomet.utilities import UTILITY_METHODS
 
     reading = [m for m in methods if m in UTILITY_METHODS and UTILITY_METHODS[m].needs_score]
     if not reading:
@@ -58,7 +58,6 @@ def method_specs(methods: Sequence[str], external: Mapping[str, Any]) -> dict[st
         )
     if not names:
         return {}
-    from precomet.utilities import UTILITY_METHODS
 
     unknown = [m for m in names if m not in UTILITY_METHODS]
     if unknown:

@@ -11,6 +11,7 @@ import numpy as np
 from precomet.benchmark.null import PRIMARY, PRIMARY_MEANING, SIGNIFICANCE, null_band_text
 from precomet.benchmark.parity import PARITY_MEANING
 from precomet.benchmark.plan import LENGTH_CONTROL
+from precomet.costs import cost_unit, format_duration
 from precomet.selection.units import budget_items
 
 
@@ -29,7 +30,6 @@ def recommendation(result: Mapping[str, Any]) -> dict[str, Any]:
     is claimed. When the length control does at least as well, the text says so (the utility adds nothing beyond
     length). Returns ``{"method", "parity", "parity_ci90", "p_value", "unit", "text", "length_parity",
     "length_p_value"}`` (``method`` ``None`` unless it beats random orderings)."""
-    from precomet.costs import cost_unit
 
     by_cost = budgets_by_cost(result["signature"])
     unit = cost_unit(result.get("cost", {}).get("source", "")) if by_cost else "items"
@@ -97,7 +97,6 @@ def summary_table(result: Mapping[str, Any]) -> str:
     """A plain-text summary: the annotation cost and budgets (hours and minutes, with the cost's source), mean SPA,
     clusters, Kendall, parity with its 90 % interval per method (random first, then the control rows), what parity
     means, and the recommendation."""
-    from precomet.costs import format_duration
 
     width = max(20, *(len(name) + 1 for name in result["methods"]))
     lines = []

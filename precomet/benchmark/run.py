@@ -28,6 +28,7 @@ from precomet.benchmark.report import recommendation
 from precomet.benchmark.result import BenchmarkResult
 from precomet.benchmark.stats import random_runs, summarise_random
 from precomet.campaign import HUMAN, Campaign
+from precomet.costs import cost_signature, cost_source
 from precomet.errors import PrecometError
 from precomet.metaeval import Reference, full_reference
 from precomet.parallel import check_workers, map_forked
@@ -36,6 +37,7 @@ from precomet.selection.objective import DEFAULT_COST_OBJECTIVE
 from precomet.selection.random_fill import make_random_selector
 from precomet.selection.units import budget_items
 from precomet.signature import signature
+from precomet.utilities import compute_utility, knapsack_utility
 
 log = logging.getLogger(__name__)
 
@@ -199,7 +201,6 @@ def run_benchmark(
     control_rows = {name: rows["controls", name] for name in control_names}
     headroom = rows.get(("oracle", "oracle"))
     bar.close()
-    from precomet.costs import cost_signature, cost_source
 
     result = BenchmarkResult(
         campaign=campaign.name,
@@ -287,7 +288,6 @@ def _external_at(campaign: Campaign, name: str, values: Any) -> Callable[[int], 
 def _utility_at(campaign, name, needs_budget, metric, seed, options, *, budget_unit) -> Callable[[int], np.ndarray]:
     """Utilities for a budget of ``k`` items, as the subset builder gets them (:func:`knapsack_utility`); computed once
     unless the method needs the budget (memoised)."""
-    from precomet.utilities import compute_utility, knapsack_utility
 
     cache: dict[int, np.ndarray] = {}
 

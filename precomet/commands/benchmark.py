@@ -27,9 +27,15 @@ from precomet.commands.common import (
     seed,
     source_texts,
 )
+from precomet.costs import format_duration, parse_duration
 from precomet.errors import PrecometError
+from precomet.io import jsonsafe
+from precomet.io.atomic import atomic_write, output_set
+from precomet.io.output_paths import FIGURE_SUFFIXES, check_output, check_outputs
+from precomet.provenance import check_subset_sources
 from precomet.selection.objective import DEFAULT_COST_OBJECTIVE
-from precomet.selection.strata import DEFAULT_ENCODER, SELECTORS
+from precomet.selection.strata import DEFAULT_ENCODER, SELECTORS, strata_selector
+from precomet.selection.subset_file import read_subset_rows, subset_ids_in
 from precomet.selection.units import BUDGET_UNITS
 
 NULL_ORDERINGS_HELP = 200
@@ -227,9 +233,6 @@ def run(args: argparse.Namespace) -> int:
         run_benchmark,
         summary_table,
     )
-    from precomet.io import jsonsafe
-    from precomet.io.atomic import output_set
-    from precomet.io.output_paths import FIGURE_SUFFIXES, check_output, check_outputs
 
     output = Path(args.output) if args.output else None
     check_outputs(output, args.plot)
@@ -282,8 +285,6 @@ def run(args: argparse.Namespace) -> int:
     ]
     external: dict = {name: values for name, values, _ in read}
     if args.selector == "strata":
-        from precomet.selection.strata import strata_selector
-
         sources = list(campaign.src)
         external = {
             name: strata_selector(values, sources, encoder=args.strata_encoder, seed=args.seed)
@@ -370,10 +371,6 @@ def _run_fixed_subset(args: argparse.Namespace, campaign: Campaign) -> int:
     (:mod:`precomet.benchmark.fixed`)."""
     from precomet.benchmark import NULL_ORDERINGS
     from precomet.benchmark.fixed import fixed_table, judge_subset, judgement_result, plot_fixed
-    from precomet.io import jsonsafe
-    from precomet.io.atomic import output_set
-    from precomet.provenance import check_subset_sources
-    from precomet.selection.subset_file import read_subset_rows, subset_ids_in
     from precomet.signature import signature
 
     given = [flag for flag, used in (("--scores", args.scores), ("--crowd", args.crowd is not None),
@@ -434,7 +431,6 @@ def _run_fixed_subset(args: argparse.Namespace, campaign: Campaign) -> int:
 
 def _time_budgets(text: str, total: float, n_items: int) -> list[float]:
     """``--budget-time 5h,10h``: each duration as a share of the campaign's total annotation time ``total`` (s)."""
-    from precomet.costs import format_duration, parse_duration
 
     shares = []
     for part in text.split(","):
@@ -481,8 +477,6 @@ def _check_crowd_options(args: argparse.Namespace) -> None:
 
 def _run_crowd(args: argparse.Namespace, campaign: Campaign, props: list[float], methods: list[str]) -> int:
     from precomet.benchmark.crowd import crowd_table, run_crowd_benchmark
-    from precomet.io import jsonsafe
-    from precomet.io.atomic import atomic_write
 
     result = run_crowd_benchmark(
         campaign,

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 
 from precomet.commands.common import Paths, parse_options, seed
+from precomet.errors import PrecometError
+from precomet.io.output_paths import check_output
 from precomet.io.specs import load_specs, split_spec
 
 HELP = "compute a utility per item of each input campaign (normalised per campaign) as estimator training targets"
@@ -84,10 +86,8 @@ def paths(args: argparse.Namespace) -> Paths:
 
 
 def run(args: argparse.Namespace) -> int:
-    from precomet.errors import PrecometError
     from precomet.estimator.leakage import drop_sources
     from precomet.estimator.targets import build_targets, exclude_campaigns, merge_by_source, write_targets
-    from precomet.io.output_paths import check_output
     from precomet.utilities import get_spec, resolve_options
 
     check_output(args.output)

@@ -9,7 +9,7 @@ from typing import Any, NamedTuple
 
 from precomet.campaign import Campaign
 from precomet.costs import parse_duration
-from precomet.errors import PrecometError
+from precomet.errors import DataError, PrecometError
 
 
 class Paths(NamedTuple):
@@ -188,7 +188,6 @@ def apply_cost_from_times(args: argparse.Namespace, campaign: Campaign) -> Campa
         if args.untimed:
             raise PrecometError("--untimed applies to --cost-from-times")
         return campaign
-    from precomet.errors import DataError
     from precomet.io.annotation_times import annotation_cost
 
     untimed = args.untimed or "calibrate"

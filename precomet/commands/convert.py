@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from precomet.commands.common import Paths, add_data_arguments, data_inputs, load_campaign
+from precomet.errors import OutputError
 
 HELP = "convert any supported input to canonical JSONL (or Parquet) items and print a summary"
 
@@ -21,9 +23,7 @@ def paths(args: argparse.Namespace) -> Paths:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pathlib import Path
 
-    from precomet.errors import OutputError
     from precomet.io import PARQUET_SUFFIX, write_jsonl, write_parquet
     from precomet.io.output_paths import check_output, written_through
 

@@ -11,6 +11,9 @@ import argparse
 import time
 from pathlib import Path
 
+import numpy as np
+
+from precomet.campaign import HUMAN, source_length
 from precomet.commands.common import Paths, add_output_argument, seed, share
 
 HELP = "run the main job end to end on a seeded simulator of historical campaigns (synthetic data)"
@@ -49,11 +52,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace, work: Path) -> int:
-    import numpy as np
     from scipy.stats import kendalltau, pearsonr
 
     from precomet.benchmark import NULL_ORDERINGS, plot_benchmark, run_benchmark, summary_table
-    from precomet.campaign import HUMAN, source_length
     from precomet.estimator import predict_campaign
     from precomet.estimator.training import train_on_campaigns
     from precomet.io import jsonsafe, write_jsonl

@@ -4,7 +4,17 @@ from __future__ import annotations
 
 import argparse
 
-from precomet.commands.common import Paths, add_output_argument, comma_list, margin, positive_float, repeats, seed
+from precomet.commands.common import (
+    Paths,
+    add_output_argument,
+    comma_list,
+    load_campaign,
+    margin,
+    positive_float,
+    repeats,
+    seed,
+)
+from precomet.errors import PrecometError
 
 HELP = "Elo or Bradley-Terry ratings with bootstrap 5-95% intervals from preferences (file or campaign scores)"
 
@@ -56,7 +66,6 @@ def paths(args: argparse.Namespace) -> Paths:
 
 def _refuse_unused(args: argparse.Namespace) -> None:
     """Options that would be silently ignored by this combination are refused, naming what they apply to."""
-    from precomet.errors import PrecometError
 
     if args.prefs:
         for flag, given in (
@@ -75,7 +84,6 @@ def _refuse_unused(args: argparse.Namespace) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from precomet.errors import PrecometError
     from precomet.io import jsonsafe
     from precomet.io.atomic import output_set
     from precomet.io.output_paths import FIGURE_SUFFIXES, check_output, check_outputs
@@ -92,8 +100,6 @@ def run(args: argparse.Namespace) -> int:
     if args.prefs:
         prefs = preference.load_preferences(args.prefs, likert_ties=args.likert_ties, margin=args.margin)
     else:
-        from precomet.commands.common import load_campaign
-
         prefs = preference.from_scores(
             load_campaign(args),
             score=args.score or "human",

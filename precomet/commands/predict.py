@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import hashlib
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager, suppress
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -92,7 +94,6 @@ def paths(args: argparse.Namespace) -> Paths:
 def resume_dir(args: argparse.Namespace) -> Path | None:
     """``--resume-dir``, or by default ``OUTPUT.chunks`` beside a file output (none for standard output); a name
     too long for the file system is shortened, with a hash of the output's name to keep it its own."""
-    import hashlib
 
     from precomet.io.output_paths import name_max, written_through
 
@@ -164,7 +165,6 @@ def _resume_folder(args: argparse.Namespace, folder: Path) -> Iterator[None]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from functools import partial
 
     from precomet.estimator.checkpoint import load_estimator, read_meta
     from precomet.estimator.estimator import check_device

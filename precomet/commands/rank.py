@@ -7,6 +7,9 @@ import logging
 import sys
 from pathlib import Path
 
+import numpy as np
+
+from precomet.campaign import HUMAN
 from precomet.commands.common import (
     Paths,
     add_data_arguments,
@@ -89,9 +92,7 @@ def paths(args: argparse.Namespace) -> Paths:
 
 
 def run(args: argparse.Namespace) -> int:
-    import numpy as np
 
-    from precomet.campaign import HUMAN
     from precomet.io import jsonsafe, load
     from precomet.io.atomic import output_set
     from precomet.io.output_paths import FIGURE_SUFFIXES, STDOUT, check_output, check_outputs

@@ -25,10 +25,17 @@ from precomet.commands.common import (
     share,
     source_texts,
 )
+from precomet.costs import GIVEN, cost_source, format_duration
 from precomet.errors import PrecometError
-from precomet.io.batch import BATCH_ORDERS
+from precomet.io.batch import BATCH_ORDERS, batch_format
+from precomet.io.output_paths import check_outputs
 from precomet.io.plaintext import is_sources_only
-from precomet.selection.strata import DEFAULT_ENCODER, DEFAULT_SELECTOR, SELECTORS
+from precomet.provenance import sources_hash
+from precomet.selection import select_subset, subset_manifest_path, write_subset
+from precomet.selection.knapsack import check_solver
+from precomet.selection.objective import DEFAULT_COST_OBJECTIVE
+from precomet.selection.strata import DEFAULT_ENCODER, DEFAULT_SELECTOR, SELECTORS, strata_selector
+from precomet.selection.units import item_budget
 
 HELP = "select the subset to annotate (top-k or cost-aware knapsack; domain balance; documents)"
 
@@ -126,7 +133,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def paths(args: argparse.Namespace) -> Paths:
-    from precomet.selection import subset_manifest_path
 
     return Paths(
         inputs=[*data_inputs(args), args.scores, args.checkpoint, args.cost_from_times],
@@ -139,10 +145,6 @@ def paths(args: argparse.Namespace) -> Paths:
 
 
 def run(args: argparse.Namespace) -> int:
-    from precomet.io.output_paths import check_outputs
-    from precomet.provenance import sources_hash
-    from precomet.selection import select_subset, subset_manifest_path, write_subset
-    from precomet.selection.knapsack import check_solver
 
     if args.output is None and args.batch is None:
         raise PrecometError("give -o PATH (the subset), --batch PATH (the annotation batch), or both")
@@ -152,8 +154,6 @@ def run(args: argparse.Namespace) -> int:
     if args.budget_time is not None:  # costs are seconds: a duration is a cost budget
         args.budget_cost = args.budget_time
     if args.batch is not None:
-        from precomet.io.batch import batch_format
-
         batch_format(args.batch, args.batch_format)
     elif args.batch_order != "input" or args.batch_format is not None:
         option = "--batch-order" if args.batch_order != "input" else "--batch-format"
@@ -172,8 +172,6 @@ def run(args: argparse.Namespace) -> int:
     utility, method, parameters = _utilities(args, campaign)
     selector = args.selector or (DEFAULT_SELECTOR if method == "checkpoint" else "top")  # --scores: any utility
     if selector == "strata":
-        from precomet.selection.strata import strata_selector
-
         utility = strata_selector(utility, list(campaign.src), encoder=args.strata_encoder, seed=args.seed)(
             _item_budget(args, campaign)
         )
@@ -188,7 +186,6 @@ def run(args: argparse.Namespace) -> int:
         from precomet.utilities import knapsack_utility
 
         utility = knapsack_utility(args.method, utility, by_cost=cost_aware)
-    from precomet.selection.objective import DEFAULT_COST_OBJECTIVE
 
     if args.cost_objective != DEFAULT_COST_OBJECTIVE and not cost_aware:
         raise PrecometError(
@@ -218,8 +215,6 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     if args.budget_cost is not None and args.budget_cost >= campaign.cost.sum():
-        from precomet.costs import format_duration
-
         given = "--budget-time" if args.budget_time is not None else "--budget-cost"
         print(
             f"precomet select: note: {given} ({args.budget_cost:,.6g} s) covers the whole campaign's annotation time"
@@ -268,8 +263,6 @@ def run(args: argparse.Namespace) -> int:
         f"{selection.solver} {selection.status}, gap {selection.gap:.2g}, {selection.seconds:.2f} s{written}"
     )
     if args.batch:
-        from precomet.io.batch import batch_format
-
         kind = batch_format(args.batch, args.batch_format)
         layout = "Appraise batches JSON, " if kind == "appraise" else ""
         print(f"annotation batch ({layout}{_batch_contents(campaign)}; {args.batch_order} order) -> {args.batch}")
@@ -278,7 +271,6 @@ def run(args: argparse.Namespace) -> int:
 
 def _cost_summary(campaign: Campaign, chosen: np.ndarray) -> str:
     """``"2 h 05 min of 10 h 43 min annotation time, estimated from source length"`` (raw units for a given cost)."""
-    from precomet.costs import GIVEN, cost_source, format_duration
 
     source = cost_source(campaign)
     picked, total = float(campaign.cost[chosen].sum()), float(campaign.cost.sum())
@@ -353,7 +345,6 @@ def _batch_contents(campaign: Campaign) -> str:
 
 def _item_budget(args: argparse.Namespace, campaign: Campaign) -> int:
     """The budget in items (k for kmeans, diffuse and the strata selector)."""
-    from precomet.selection.units import item_budget
 
     return item_budget(campaign.cost, budget=args.budget, proportion=args.proportion, budget_cost=args.budget_cost)
 

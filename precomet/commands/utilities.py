@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+import numpy as np
+
 from precomet.commands.common import (
     Paths,
     add_data_arguments,
@@ -63,7 +65,6 @@ def paths(args: argparse.Namespace) -> Paths:
 
 
 def run(args: argparse.Namespace) -> int:
-    import numpy as np
 
     from precomet.io.atomic import output_set
     from precomet.io.output_paths import check_outputs

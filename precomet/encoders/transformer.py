@@ -3,6 +3,7 @@ any model directory saved with ``save_pretrained`` (``hf:/path/to/xlm-roberta-la
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,6 @@ from precomet.quiet import quiet_third_party
 
 def weights_digest(path: Path) -> str:
     """sha256 over the ``*.safetensors`` files of an encoder directory (sorted by name)."""
-    import hashlib
 
     digest = hashlib.sha256()
     for file in sorted(path.glob("*.safetensors")):

@@ -7,6 +7,7 @@ Heavy dependencies (torch, transformers, Lightning) are imported on first use of
 
 from __future__ import annotations
 
+from importlib import import_module
 from typing import TYPE_CHECKING
 
 __all__ = [
@@ -53,6 +54,5 @@ if TYPE_CHECKING:
 def __getattr__(name: str):
     if name not in _WHERE:
         raise AttributeError(f"module 'precomet.estimator' has no attribute {name!r}")
-    from importlib import import_module
 
     return getattr(import_module(_WHERE[name]), name)

@@ -14,6 +14,7 @@ targets, with ``count`` and ``campaigns`` kept. Sources are compared after
 
 from __future__ import annotations
 
+import fnmatch
 import hashlib
 import json
 import logging
@@ -128,7 +129,6 @@ def exclude_campaigns(campaigns: Sequence[Campaign], patterns: Sequence[str]) ->
     """``(kept, left_out)``: the campaigns whose name matches one of the glob ``patterns`` are left out (their
     sources are then dropped from the kept ones' targets). A pattern that matches nothing, or leaving out every
     campaign, is refused."""
-    import fnmatch
 
     excluded = {p: [c for c in campaigns if fnmatch.fnmatchcase(c.name, p)] for p in patterns}
     unmatched = [p for p, hits in excluded.items() if not hits]

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
+import pytorch_lightning as pl
 import torch
 from safetensors.torch import load_file, save_file
 from scipy.stats import kendalltau, pearsonr
@@ -65,8 +66,6 @@ class TrainResult:
 def seeded(seed: int) -> Iterator[None]:
     """``pytorch_lightning.seed_everything(seed)`` for the block; Python's, numpy's and torch's global random
     generators and Lightning's seed variables are restored on exit, so training leaves the caller's state alone."""
-    import pytorch_lightning as pl
-    import torch
 
     python_state, numpy_state = random.getstate(), np.random.get_state()
     variables = {name: os.environ.get(name) for name in ("PL_GLOBAL_SEED", "PL_SEED_WORKERS")}

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from precomet.errors import DataError, PrecometError
+from precomet.io import check_campaign_name, detect_format, load
 from precomet.io.hf import drop_none, iter_parquet, iter_saved_dataset, saved_dataset_folder
 from precomet.io.jsonl import ItemIds, campaign_from_items, iter_jsonl
 from precomet.io.plaintext import read_text_sources
@@ -35,7 +36,6 @@ def iter_source_chunks(
 ) -> Iterator[Chunk]:
     """``(ids, sources)`` of the items of ``path`` in input order, ``chunk_size`` at a time (see the module
     docstring); ids are text. ``text`` and ``campaign`` mean what they mean to :func:`precomet.io.load`."""
-    from precomet.io import check_campaign_name, detect_format, load
 
     if isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1:
         raise PrecometError(f"chunk_size must be a positive integer, got {chunk_size!r}", param="chunk_size")

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from precomet.campaign import Campaign
 from precomet.errors import PrecometError
+from precomet.io import load, match_campaigns
 
 GLOB = set("*?[")
 
@@ -21,7 +22,6 @@ def split_spec(spec: str) -> tuple[str, str | None]:
 
 def expand_spec(spec: str) -> list[tuple[str, str | None]]:
     """``PATH[:CAMPAIGN]`` with a glob in CAMPAIGN -> one ``(path, campaign)`` per matching campaign name."""
-    from precomet.io import match_campaigns
 
     path, name = split_spec(spec)
     if name is None or not GLOB & set(name):
@@ -32,7 +32,6 @@ def expand_spec(spec: str) -> list[tuple[str, str | None]]:
 def load_specs(specs: list[str], human: str | None, *, complete: bool = True) -> list[Campaign]:
     """Every campaign named by the specs (globs expanded); campaign names must be distinct. ``complete``:
     drop items without a human score for every system (as :func:`precomet.io.load`)."""
-    from precomet.io import load
 
     campaigns: list[Campaign] = []
     origin: dict[str, str] = {}

@@ -23,6 +23,8 @@ import numpy as np
 
 from precomet.campaign import HUMAN, Campaign
 from precomet.errors import DataError, PrecometError
+from precomet.io import jsonsafe
+from precomet.io.atomic import atomic_write
 from precomet.io.text import parse_json, read_csv_rows, read_json, read_lines
 from precomet.pairwise.diffuse import LABELS
 
@@ -278,8 +280,6 @@ PREFERENCE_SUFFIXES = (".csv", ".jsonl")
 
 def save_preferences(prefs: Preferences, path: str | Path) -> None:
     """Write records as CSV or JSONL (by suffix), readable by :func:`load_preferences`."""
-    from precomet.io import jsonsafe
-    from precomet.io.atomic import atomic_write
 
     path = Path(path)
     rows = [

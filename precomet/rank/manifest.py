@@ -8,13 +8,13 @@ from pathlib import Path
 from typing import Any
 
 from precomet.errors import PrecometError
+from precomet.io.text import decode, parse_json, read_bytes
 
 
 def read_manifest(path: str | Path) -> dict[str, Any]:
     """How a subset was selected: the manifest ``precomet select`` writes beside a subset, summarised for a
     ranking's signature (method, parameters, budget, size, solver outcome, data hash, version, file hash)."""
     path = Path(path)
-    from precomet.io.text import decode, parse_json, read_bytes
 
     raw = read_bytes(path)
     manifest = parse_json(decode(raw, path), path)

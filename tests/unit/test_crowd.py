@@ -65,11 +65,9 @@ def test_values_equal_the_direct_computation_on_the_remaining_systems(campaign):
 
 
 def test_system_free_utilities_computed_once(campaign, monkeypatch):
-    import precomet.utilities as utilities
-
     calls = []
-    real = utilities.compute_utility
-    monkeypatch.setattr(utilities, "compute_utility", lambda *a, **k: calls.append(a[1]) or real(*a, **k))
+    real = cr.compute_utility
+    monkeypatch.setattr(cr, "compute_utility", lambda *a, **k: calls.append(a[1]) or real(*a, **k))
     metric = sorted(set(campaign.scores) - {"human"})[0]
     cr.run_crowd_benchmark(
         campaign,
