@@ -58,6 +58,7 @@ SECTIONS = (  # (file under benchmarks/results/, what it measures) in reading or
     ("loading.md", "Loading real campaigns (issue 2)"),
     ("first_hour.md", "A new user's first hour: the demo and the fast test loop (issue 21)"),
     ("interrupts.md", "Output safety under interrupts at random moments (issue 33)"),
+    ("inner-imports.md", "Imports inside functions and the start-up they save (issue 33)"),
 )
 FINDINGS = frozenset(
     {

@@ -219,6 +219,9 @@ REGISTRY = (
         7,
         data=False,
     ),
+    Benchmark(
+        "inner-imports", (("benchmarks/inner_imports.py", "--repeats", "3"),), ("inner-imports.md",), 6, data=False
+    ),
 )
 """Every benchmark behind BENCHMARKS.md. Expensive = estimator training or IRT crowds (run with --all or --only)."""
 

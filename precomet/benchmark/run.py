@@ -22,6 +22,7 @@ from precomet.benchmark.budgets import (
     validate_props,
 )
 from precomet.benchmark.null import NULL_ORDERINGS, PRIMARY, score_null, spa_gain, verdict
+from precomet.benchmark.oracle import ORACLE_DESCRIPTION, greedy_oracle_order, oracle_utility
 from precomet.benchmark.parity import parity_search, parity_searches, parity_shares
 from precomet.benchmark.plan import LENGTH_CONTROL, check_external, circular_reason, method_specs, plan_controls
 from precomet.benchmark.report import recommendation
@@ -255,7 +256,6 @@ def _evaluate_oracle(
     """The headroom row: the greedy oracle's order (:func:`.oracle.greedy_oracle_order`) evaluated like a
     method (its prefixes; through the subset builder as utilities when budgets are in cost, quotas or documents);
     ``evaluation``: :func:`evaluate_method`'s options."""
-    from precomet.benchmark.oracle import ORACLE_DESCRIPTION, greedy_oracle_order, oracle_utility
 
     started = time.perf_counter()
     utility = oracle_utility(greedy_oracle_order(ref, candidates=candidates, step=step, seed=seed))

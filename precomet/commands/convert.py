@@ -7,6 +7,8 @@ from pathlib import Path
 
 from precomet.commands.common import Paths, add_data_arguments, data_inputs, load_campaign
 from precomet.errors import OutputError
+from precomet.io import PARQUET_SUFFIX, write_jsonl, write_parquet
+from precomet.io.output_paths import check_output, written_through
 
 HELP = "convert any supported input to canonical JSONL (or Parquet) items and print a summary"
 
@@ -23,9 +25,6 @@ def paths(args: argparse.Namespace) -> Paths:
 
 
 def run(args: argparse.Namespace) -> int:
-
-    from precomet.io import PARQUET_SUFFIX, write_jsonl, write_parquet
-    from precomet.io.output_paths import check_output, written_through
 
     check_output(args.output)
     if not written_through(Path(args.output)) and Path(args.output).suffix.lower() not in (".jsonl", PARQUET_SUFFIX):

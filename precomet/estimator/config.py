@@ -16,6 +16,7 @@ import math
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
+import yaml
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
 from precomet.errors import PrecometError
@@ -203,7 +204,6 @@ def load_config(path: str | Path | None = None, overrides: dict[str, Any] | None
     :class:`TrainConfig`. Override values given as strings are parsed as YAML scalars (``"3"`` -> 3, ``"[0, 1]"``
     -> list). A key of the other kind of encoder (``model.encoder`` beside a ``model.backbone``, …) set to something
     other than its default is refused."""
-    import yaml
 
     given: dict[str, Any] = {}
     if path is not None:
@@ -222,7 +222,6 @@ def load_config(path: str | Path | None = None, overrides: dict[str, Any] | None
 
 
 def _read_yaml(path: Path) -> dict[str, Any]:
-    import yaml
 
     if not path.is_file():
         raise PrecometError(f"{path}: config file not found")
@@ -252,7 +251,6 @@ def _read_yaml(path: Path) -> dict[str, Any]:
 
 def _load_yaml(text: str) -> Any:
     """``yaml.safe_load``, refusing a key given twice in one mapping (plain YAML keeps the last one silently)."""
-    import yaml
 
     class UniqueKeyLoader(yaml.SafeLoader):
         def construct_mapping(self, node: Any, deep: bool = False) -> Any:

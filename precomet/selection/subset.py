@@ -21,7 +21,7 @@ import numpy as np
 
 from precomet.campaign import require_documents, source_length
 from precomet.errors import PrecometError, SolverGapWarning
-from precomet.selection.knapsack import fitting_count
+from precomet.selection.knapsack import Problem, fitting_count, solve
 from precomet.selection.objective import DEFAULT_COST_OBJECTIVE, check_cost_objective, unit_values
 from precomet.selection.units import (
     budget_items,
@@ -33,6 +33,7 @@ from precomet.selection.units import (
     smallest,
     top_per_group,
 )
+from precomet.signature import jsonable, signature
 
 if TYPE_CHECKING:
     from precomet.campaign import Campaign
@@ -105,7 +106,6 @@ class Selection:
     ) -> dict[str, Any]:
         """The signature written beside a subset: method, parameters, budget, solver outcome, data and sources
         hashes (:mod:`precomet.provenance`), version."""
-        from precomet.signature import jsonable, signature
 
         return {
             **signature(
@@ -370,7 +370,6 @@ def _optimise(units, value, capacity, *, balance, quotas, cost_aware, knapsack) 
             chosen = top_per_group(key, codes, counts)
         objective = float(value[chosen].sum())
         return chosen, dict(status="optimal", objective=objective, bound=objective, gap=0.0, solver="top-k", details={})
-    from precomet.selection.knapsack import Problem, solve
 
     parts = (
         [(np.arange(len(value)), capacity, counts)]

@@ -16,6 +16,7 @@ import numpy as np
 from precomet.errors import DataError, PrecometError
 from precomet.io import jsonsafe
 from precomet.io.atomic import output_set
+from precomet.io.batch import BATCH_ORDERS, batch_format, write_batch
 from precomet.io.jsonl import read_jsonl
 from precomet.io.output_paths import name_max, written_through
 from precomet.provenance import match_by_source, sources_hash
@@ -46,7 +47,6 @@ def write_subset(
     (``batch.csv.manifest.json``). Returns
     the manifest path; a subset written to standard output (``-``) or a device has no folder to put a manifest
     beside, and none is written (``None``)."""
-    from precomet.io.batch import BATCH_ORDERS, batch_format, write_batch
 
     path = None if path is None else Path(path)
     beside = path if path is not None else batch  # without a subset file, the manifest records how the batch was chosen

@@ -14,7 +14,7 @@ from precomet.campaign import source_length
 from precomet.cli import main
 from precomet.errors import PrecometError, SolverGapWarning
 from precomet.io.utility_files import utilities_for
-from precomet.selection import Selection, knapsack, select_subset
+from precomet.selection import Selection, knapsack, select_subset, subset
 from precomet.selection.knapsack import Problem, _lp_relaxation
 from precomet.selection.units import normalise
 from precomet.simulate import simulate_campaign
@@ -311,7 +311,7 @@ def _stopped(problem, **_):
 
 
 def test_non_optimal_answer_needs_allow_gap(monkeypatch):
-    monkeypatch.setattr(knapsack, "solve", _stopped)
+    monkeypatch.setattr(subset, "solve", _stopped)
     with pytest.raises(PrecometError, match="gap 1"):
         select_subset([1.0, 2.0, 3.0], cost=[1.0, 2.0, 3.0], budget_cost=3.0, cost_objective="rank-cost")
     with pytest.warns(UserWarning, match="gap 1"):
@@ -324,7 +324,7 @@ def test_non_optimal_answer_needs_allow_gap(monkeypatch):
 def test_gap_warning_has_its_own_category_which_benchmark_silences(monkeypatch, tiny_campaign):
     from precomet.benchmark import make_selector
 
-    monkeypatch.setattr(knapsack, "solve", _stopped)
+    monkeypatch.setattr(subset, "solve", _stopped)
     with pytest.warns(SolverGapWarning, match="gap 1"):
         select_subset(
             [1.0, 2.0, 3.0], cost=[1.0, 2.0, 3.0], budget_cost=3.0, allow_gap=True, cost_objective="rank-cost"

@@ -153,7 +153,7 @@ def test_failed_batch_leaves_neither_subset_nor_batch(tmp_path, monkeypatch, fai
         handle.flush()
         raise failure
 
-    monkeypatch.setattr(precomet.io.batch, "write_batch", half_then_fail)
+    monkeypatch.setattr(precomet.selection.subset_file, "write_batch", half_then_fail)
     data = _items(tmp_path / "items.jsonl")
     argv = ["select", "--data", str(data), "--method", "metric_var", "--metric", "m", "--budget", "3"]
     status = main([*argv, "-o", str(tmp_path / "subset.jsonl"), "--batch", str(tmp_path / "batch.csv")])
@@ -170,7 +170,7 @@ def test_existing_outputs_kept_when_select_fails(tmp_path, monkeypatch):
     data = _items(tmp_path / "items.jsonl")
     for name in ("subset.jsonl", "subset.manifest.json", "batch.tsv"):
         (tmp_path / name).write_text("old\n")
-    monkeypatch.setattr(precomet.io.batch, "write_batch", fail)
+    monkeypatch.setattr(precomet.selection.subset_file, "write_batch", fail)
     argv = ["select", "--data", str(data), "--method", "metric_var", "--metric", "m", "--budget", "3"]
     assert main([*argv, "-o", str(tmp_path / "subset.jsonl"), "--batch", str(tmp_path / "batch.tsv")]) == 1
     assert _leftovers(tmp_path) == ["batch.tsv", "subset.jsonl", "subset.manifest.json"]
