@@ -37,6 +37,7 @@ from precomet.selection.objective import DEFAULT_COST_OBJECTIVE
 from precomet.selection.strata import DEFAULT_ENCODER, SELECTORS, strata_selector
 from precomet.selection.subset_file import read_subset_rows, subset_ids_in
 from precomet.selection.units import BUDGET_UNITS
+from precomet.signature import signature
 
 NULL_ORDERINGS_HELP = 200
 """``precomet.benchmark.NULL_ORDERINGS`` as ``--help`` shows it, without importing the benchmark package at parser
@@ -371,7 +372,6 @@ def _run_fixed_subset(args: argparse.Namespace, campaign: Campaign) -> int:
     (:mod:`precomet.benchmark.fixed`)."""
     from precomet.benchmark import NULL_ORDERINGS
     from precomet.benchmark.fixed import fixed_table, judge_subset, judgement_result, plot_fixed
-    from precomet.signature import signature
 
     given = [flag for flag, used in (("--scores", args.scores), ("--crowd", args.crowd is not None),
              ("--props", args.props is not None), ("--budget-time", args.budget_time is not None),
