@@ -180,7 +180,6 @@ def _printable_names() -> Iterator[None]:
 
 
 def _main(argv: list[str]) -> int:
-
     parser = build_parser(only=_command_in(argv))
     args, unrecognized = parser.parse_known_args(argv)
     module = importlib.import_module(COMMANDS[args.command])

@@ -73,7 +73,6 @@ def signature(
     human protocol, item count, data hash, sources hash and items hash (:mod:`precomet.provenance`; ``campaign``
     may also be just a name; ``data_hash``, ``sources_hash`` and ``items_hash`` are for results without a
     campaign), ``seed``, then ``parameters`` (values that are not JSON become their ``repr``)."""
-
     data: dict[str, Any] = {}
     if isinstance(campaign, str):
         data["campaign"] = campaign

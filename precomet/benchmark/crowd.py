@@ -106,7 +106,6 @@ def run_crowd_benchmark(
 ) -> CrowdResult:
     """The artificial-crowd benchmark (see the module docstring): a :class:`CrowdResult` (``to_dict()`` for JSON).
     Cluster counts follow ``cluster_rule`` (:data:`precomet.metaeval.CLUSTER_RULES`)."""
-
     props = validate_props(props)
     names = list(methods)
     if not names:

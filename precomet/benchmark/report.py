@@ -30,7 +30,6 @@ def recommendation(result: Mapping[str, Any]) -> dict[str, Any]:
     is claimed. When the length control does at least as well, the text says so (the utility adds nothing beyond
     length). Returns ``{"method", "parity", "parity_ci90", "p_value", "unit", "text", "length_parity",
     "length_p_value"}`` (``method`` ``None`` unless it beats random orderings)."""
-
     by_cost = budgets_by_cost(result["signature"])
     unit = cost_unit(result.get("cost", {}).get("source", "")) if by_cost else "items"
     rows = {  # the "random" utility is a random sample: its parity is the luck of one draw, not a method to advise
@@ -97,7 +96,6 @@ def summary_table(result: Mapping[str, Any]) -> str:
     """A plain-text summary: the annotation cost and budgets (hours and minutes, with the cost's source), mean SPA,
     clusters, Kendall, parity with its 90 % interval per method (random first, then the control rows), what parity
     means, and the recommendation."""
-
     width = max(20, *(len(name) + 1 for name in result["methods"]))
     lines = []
     cost = result.get("cost")

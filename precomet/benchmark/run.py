@@ -256,7 +256,6 @@ def _evaluate_oracle(
     """The headroom row: the greedy oracle's order (:func:`.oracle.greedy_oracle_order`) evaluated like a
     method (its prefixes; through the subset builder as utilities when budgets are in cost, quotas or documents);
     ``evaluation``: :func:`evaluate_method`'s options."""
-
     started = time.perf_counter()
     utility = oracle_utility(greedy_oracle_order(ref, candidates=candidates, step=step, seed=seed))
     row = evaluate_method(ref, campaign, lambda k: utility, **evaluation)
@@ -288,7 +287,6 @@ def _external_at(campaign: Campaign, name: str, values: Any) -> Callable[[int], 
 def _utility_at(campaign, name, needs_budget, metric, seed, options, *, budget_unit) -> Callable[[int], np.ndarray]:
     """Utilities for a budget of ``k`` items, as the subset builder gets them (:func:`knapsack_utility`); computed once
     unless the method needs the budget (memoised)."""
-
     cache: dict[int, np.ndarray] = {}
 
     def at(k: int) -> np.ndarray:

@@ -431,7 +431,6 @@ def _run_fixed_subset(args: argparse.Namespace, campaign: Campaign) -> int:
 
 def _time_budgets(text: str, total: float, n_items: int) -> list[float]:
     """``--budget-time 5h,10h``: each duration as a share of the campaign's total annotation time ``total`` (s)."""
-
     shares = []
     for part in text.split(","):
         try:

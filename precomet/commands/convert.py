@@ -25,7 +25,6 @@ def paths(args: argparse.Namespace) -> Paths:
 
 
 def run(args: argparse.Namespace) -> int:
-
     check_output(args.output)
     if not written_through(Path(args.output)) and Path(args.output).suffix.lower() not in (".jsonl", PARQUET_SUFFIX):
         raise OutputError(f"cannot write {args.output}: convert writes canonical .jsonl or {PARQUET_SUFFIX}")

@@ -66,7 +66,6 @@ def paths(args: argparse.Namespace) -> Paths:
 
 def _refuse_unused(args: argparse.Namespace) -> None:
     """Options that would be silently ignored by this combination are refused, naming what they apply to."""
-
     if args.prefs:
         for flag, given in (
             ("--campaign", args.campaign),

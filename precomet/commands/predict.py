@@ -165,7 +165,6 @@ def _resume_folder(args: argparse.Namespace, folder: Path) -> Iterator[None]:
 
 
 def run(args: argparse.Namespace) -> int:
-
     from precomet.estimator.checkpoint import load_estimator, read_meta
     from precomet.estimator.estimator import check_device
     from precomet.estimator.pool import check_resume_dir, discard_kept, discard_stale, predict_pool

@@ -92,7 +92,6 @@ def paths(args: argparse.Namespace) -> Paths:
 
 
 def run(args: argparse.Namespace) -> int:
-
     from precomet.io import jsonsafe, load
     from precomet.io.atomic import output_set
     from precomet.io.output_paths import FIGURE_SUFFIXES, STDOUT, check_output, check_outputs

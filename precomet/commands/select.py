@@ -133,7 +133,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def paths(args: argparse.Namespace) -> Paths:
-
     return Paths(
         inputs=[*data_inputs(args), args.scores, args.checkpoint, args.cost_from_times],
         outputs=[
@@ -145,7 +144,6 @@ def paths(args: argparse.Namespace) -> Paths:
 
 
 def run(args: argparse.Namespace) -> int:
-
     if args.output is None and args.batch is None:
         raise PrecometError("give -o PATH (the subset), --batch PATH (the annotation batch), or both")
     check_outputs(
@@ -271,7 +269,6 @@ def run(args: argparse.Namespace) -> int:
 
 def _cost_summary(campaign: Campaign, chosen: np.ndarray) -> str:
     """``"2 h 05 min of 10 h 43 min annotation time, estimated from source length"`` (raw units for a given cost)."""
-
     source = cost_source(campaign)
     picked, total = float(campaign.cost[chosen].sum()), float(campaign.cost.sum())
     if source == GIVEN:
@@ -345,7 +342,6 @@ def _batch_contents(campaign: Campaign) -> str:
 
 def _item_budget(args: argparse.Namespace, campaign: Campaign) -> int:
     """The budget in items (k for kmeans, diffuse and the strata selector)."""
-
     return item_budget(campaign.cost, budget=args.budget, proportion=args.proportion, budget_cost=args.budget_cost)
 
 

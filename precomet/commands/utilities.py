@@ -65,7 +65,6 @@ def paths(args: argparse.Namespace) -> Paths:
 
 
 def run(args: argparse.Namespace) -> int:
-
     from precomet.io.atomic import output_set
     from precomet.io.output_paths import check_outputs
     from precomet.io.utility_files import utility_signature, write_utilities

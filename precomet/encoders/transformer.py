@@ -16,7 +16,6 @@ from precomet.quiet import quiet_third_party
 
 def weights_digest(path: Path) -> str:
     """sha256 over the ``*.safetensors`` files of an encoder directory (sorted by name)."""
-
     digest = hashlib.sha256()
     for file in sorted(path.glob("*.safetensors")):
         with open(file, "rb") as handle:

@@ -204,7 +204,6 @@ def load_config(path: str | Path | None = None, overrides: dict[str, Any] | None
     :class:`TrainConfig`. Override values given as strings are parsed as YAML scalars (``"3"`` -> 3, ``"[0, 1]"``
     -> list). A key of the other kind of encoder (``model.encoder`` beside a ``model.backbone``, …) set to something
     other than its default is refused."""
-
     given: dict[str, Any] = {}
     if path is not None:
         _merge(given, _read_yaml(Path(path)), where=str(path))
@@ -222,7 +221,6 @@ def load_config(path: str | Path | None = None, overrides: dict[str, Any] | None
 
 
 def _read_yaml(path: Path) -> dict[str, Any]:
-
     if not path.is_file():
         raise PrecometError(f"{path}: config file not found")
     try:

@@ -59,7 +59,6 @@ def group_split(
 def tokenize(tokenizer: Any, texts: Sequence[str], *, max_length: int) -> tuple[list[list[int]], int]:
     """Token ids per text, truncated to ``max_length`` (special tokens included); returns the ids and the
     number of texts that were truncated. Uses a private copy of the fast tokenizer's backend."""
-
     backend = getattr(tokenizer, "backend_tokenizer", None)
     if backend is None:
         raise PrecometError(

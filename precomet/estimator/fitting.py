@@ -58,7 +58,6 @@ def training_domains(rows: Sequence[dict[str, Any]]) -> dict[str, int] | None:
 
 
 def _history_callback(history: list[dict[str, float]]):
-
     class History(pl.Callback):
         def on_train_epoch_end(self, trainer: pl.Trainer, module: pl.LightningModule) -> None:
             logged = trainer.callback_metrics.items()
@@ -151,7 +150,6 @@ def build_trainer(
     ``out_dir/lightning``), early stopping when there is a dev set, and gradient accumulation up to
     ``data.effective_batch_size``; ``history`` is filled with one dict per epoch during fitting. Settings
     Lightning refuses raise :class:`PrecometError`."""
-
     es = cfg["early_stopping"]
     monitor = es["monitor"] if has_dev else None
     history: list[dict[str, float]] = []
@@ -187,7 +185,6 @@ def check_trainer_settings(cfg: dict[str, Any], *, out_dir: Path) -> None:
     """Refuse ``trainer.*`` settings that Lightning or this machine cannot run (an accelerator without its
     hardware, a device count of 0, an unknown precision or strategy) before any data or encoder is loaded:
     a Trainer is built and dropped (it writes nothing)."""
-
     accelerator = str(cfg["trainer"]["accelerator"])
     if accelerator in ("gpu", "cuda") and not torch.backends.cuda.is_built():
         raise PrecometError(
@@ -201,7 +198,6 @@ def check_trainer_settings(cfg: dict[str, Any], *, out_dir: Path) -> None:
 def fit(trainer: pl.Trainer, module: EstimatorModule, data: TargetDataModule) -> None:
     """``trainer.fit``; Lightning's answer to Ctrl-C (``sys.exit(1)``) becomes a ``KeyboardInterrupt`` and the
     SIGINT handler it replaces is put back."""
-
     logger.info(
         "training on %d rows (dev %d), gradient accumulation %d",
         len(data.train_set),

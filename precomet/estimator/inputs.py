@@ -68,7 +68,6 @@ def split_rows(
     ``dev_rows`` the dev split is ``data["dev_fraction"]`` of the rows by ``data["group_by"]``
     (:func:`~precomet.estimator.data.group_split`); with them, training rows sharing a dev source, or a sentence
     or long run of one (:func:`~precomet.estimator.leakage.drop_sources`), are dropped."""
-
     rows = _rows(train_rows, "train")
     methods = sorted({str(r.get("method", "unknown")) for r in rows})
     if len(methods) > 1:

@@ -129,7 +129,6 @@ def exclude_campaigns(campaigns: Sequence[Campaign], patterns: Sequence[str]) ->
     """``(kept, left_out)``: the campaigns whose name matches one of the glob ``patterns`` are left out (their
     sources are then dropped from the kept ones' targets). A pattern that matches nothing, or leaving out every
     campaign, is refused."""
-
     excluded = {p: [c for c in campaigns if fnmatch.fnmatchcase(c.name, p)] for p in patterns}
     unmatched = [p for p, hits in excluded.items() if not hits]
     if unmatched:

@@ -66,7 +66,6 @@ class TrainResult:
 def seeded(seed: int) -> Iterator[None]:
     """``pytorch_lightning.seed_everything(seed)`` for the block; Python's, numpy's and torch's global random
     generators and Lightning's seed variables are restored on exit, so training leaves the caller's state alone."""
-
     python_state, numpy_state = random.getstate(), np.random.get_state()
     variables = {name: os.environ.get(name) for name in ("PL_GLOBAL_SEED", "PL_SEED_WORKERS")}
     with torch.random.fork_rng(devices=list(range(torch.cuda.device_count()))):

@@ -232,7 +232,6 @@ def list_campaigns(path: str | Path) -> list[str]:
 def match_campaigns(path: str | Path, pattern: str) -> list[str]:
     """The campaign names of a multi-campaign root that match a glob (``wmt2[12]/en-*``, case-sensitive);
     a pattern matching none raises, listing the campaigns."""
-
     names = list_campaigns(path)
     matched = [name for name in names if fnmatchcase(name, pattern)]
     if not matched:

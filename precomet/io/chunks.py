@@ -36,7 +36,6 @@ def iter_source_chunks(
 ) -> Iterator[Chunk]:
     """``(ids, sources)`` of the items of ``path`` in input order, ``chunk_size`` at a time (see the module
     docstring); ids are text. ``text`` and ``campaign`` mean what they mean to :func:`precomet.io.load`."""
-
     if isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1:
         raise PrecometError(f"chunk_size must be a positive integer, got {chunk_size!r}", param="chunk_size")
     path = Path(path)

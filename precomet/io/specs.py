@@ -22,7 +22,6 @@ def split_spec(spec: str) -> tuple[str, str | None]:
 
 def expand_spec(spec: str) -> list[tuple[str, str | None]]:
     """``PATH[:CAMPAIGN]`` with a glob in CAMPAIGN -> one ``(path, campaign)`` per matching campaign name."""
-
     path, name = split_spec(spec)
     if name is None or not GLOB & set(name):
         return [(path, name)]
@@ -32,7 +31,6 @@ def expand_spec(spec: str) -> list[tuple[str, str | None]]:
 def load_specs(specs: list[str], human: str | None, *, complete: bool = True) -> list[Campaign]:
     """Every campaign named by the specs (globs expanded); campaign names must be distinct. ``complete``:
     drop items without a human score for every system (as :func:`precomet.io.load`)."""
-
     campaigns: list[Campaign] = []
     origin: dict[str, str] = {}
     for spec in specs:

@@ -280,7 +280,6 @@ PREFERENCE_SUFFIXES = (".csv", ".jsonl")
 
 def save_preferences(prefs: Preferences, path: str | Path) -> None:
     """Write records as CSV or JSONL (by suffix), readable by :func:`load_preferences`."""
-
     path = Path(path)
     rows = [
         dict(item=i, model_a=a, model_b=b, label=lab)

@@ -106,7 +106,6 @@ class Selection:
     ) -> dict[str, Any]:
         """The signature written beside a subset: method, parameters, budget, solver outcome, data and sources
         hashes (:mod:`precomet.provenance`), version."""
-
         return {
             **signature(
                 "precomet select", method=method, data_hash=data_hash, sources_hash=sources_hash, seed=self.seed

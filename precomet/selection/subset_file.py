@@ -47,7 +47,6 @@ def write_subset(
     (``batch.csv.manifest.json``). Returns
     the manifest path; a subset written to standard output (``-``) or a device has no folder to put a manifest
     beside, and none is written (``None``)."""
-
     path = None if path is None else Path(path)
     beside = path if path is not None else batch  # without a subset file, the manifest records how the batch was chosen
     manifest_path = None if beside is None else subset_manifest_path(beside)
