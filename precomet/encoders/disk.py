@@ -33,7 +33,7 @@ import numpy as np
 from numpy.lib.npyio import NpzFile
 
 from precomet.errors import PrecometError
-from precomet.io.leftovers import _temporary_name, clean_leftovers
+from precomet.io.atomic import kept_file
 
 log = logging.getLogger(__name__)
 
@@ -235,14 +235,8 @@ def write_segment(folder: Path, vectors: dict[str, np.ndarray], *, encoder_key: 
     path = folder / f"{name}{SUFFIX}"
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        clean_leftovers(folder)
-        temporary = _temporary_name(path)
-        try:
-            with open(temporary, "wb") as handle:
-                np.savez(handle, keys=keys, vectors=stacked, check=_checksum(encoder_key, keys, stacked))
-            os.replace(temporary, path)
-        finally:
-            temporary.unlink(missing_ok=True)
+        with kept_file(path) as handle:
+            np.savez(handle, keys=keys, vectors=stacked, check=_checksum(encoder_key, keys, stacked))
     except OSError as err:
         problem = f"cannot keep encoder vectors in {folder} ({err.strerror or err})"
         if not explicit:

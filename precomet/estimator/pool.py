@@ -20,7 +20,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -36,7 +35,7 @@ from precomet.errors import Interrupted, PrecometError
 from precomet.estimator.estimator import Estimator
 from precomet.estimator.leakage import fingerprint_in, report_seen
 from precomet.estimator.predict import predict_sources
-from precomet.io.leftovers import _temporary_name, clean_leftovers
+from precomet.io.atomic import clean_leftovers, kept_file
 from precomet.progress import progress as progress_bar
 from precomet.progress import progress_mode
 from precomet.provenance import item_digest, items_hash_of
@@ -200,12 +199,14 @@ def predict_pool(
     done = predicted = reused = 0
     kept: list[Path] = []
     written: list[Path] = []
+    sizes: dict[Path | None, int] = {}  # sources per chunk
     bar = progress_bar(total=n_items, desc="predict", unit="source", enabled=progress)
     inner = False if progress_mode(progress) != "off" else progress  # one bar: the pool's, not one per chunk
     try:
         for ids, sources in chunks:
             key = _chunk_key(settings, ids, sources)
             cached = None if folder is None else folder / f"{key}{CHUNK_SUFFIX}"
+            sizes[cached] = len(ids)
             values = _read_chunk(cached, len(sources), key=key)
             if values is None:
                 values = predict_sources(
@@ -220,13 +221,14 @@ def predict_pool(
                     accelerator=accelerator,
                 )
                 if cached is not None:
+                    kept.append(cached)  # before it exists: an interrupt just after the rename still counts it
                     _keep(cached, values, key=key, pool=pool)
                     written.append(cached)
                 predicted += 1
             else:
                 reused += 1
-            if cached is not None:
-                kept.append(cached)
+                if cached is not None:
+                    kept.append(cached)
             write(ids, values)
             done += len(ids)
             bar.update(len(ids))
@@ -237,10 +239,14 @@ def predict_pool(
             folder.rmdir()
         raise
     except KeyboardInterrupt:
+        kept = [file for file in kept if file.exists()]
         if folder is None or not kept:
             raise
         of = "" if n_items is None else f" of {n_items:,}"
-        raise Interrupted(f"{len(kept)} predicted chunk(s) ({done:,}{of} sources) are kept in {folder}") from None
+        sources_kept = sum(sizes[file] for file in kept)
+        raise Interrupted(
+            f"{len(kept)} predicted chunk(s) ({sources_kept:,}{of} sources) are kept in {folder}"
+        ) from None
     finally:
         bar.close()
     return PoolRun(n_items=done, predicted=predicted, reused=reused, kept=tuple(kept), pool=pool)
@@ -313,22 +319,17 @@ def _checksum(key: str, values: np.ndarray) -> np.ndarray:
 
 
 def _keep(path: Path, values: np.ndarray, *, key: str, pool: str | None) -> None:
-    """Write a chunk file (utilities, checksum, pool) through a temporary renamed into place: a run stopped mid-write
-    leaves no half file under the final name (an interrupt removes the temporary; after SIGKILL the next run's
-    clean-up does). A failure names the resume folder and the chunk, never the temporary."""
-    temporary = _temporary_name(path)
+    """Write a chunk file (utilities, checksum, pool) through :func:`~precomet.io.atomic.kept_file`: a run stopped
+    mid-write leaves no half file under the final name. A failure names the resume folder and the chunk."""
     try:
-        with open(temporary, "wb") as handle:
+        with kept_file(path) as handle:
             np.savez(handle, values=values, check=_checksum(key, values), pool=np.array(pool or ""))
-        os.replace(temporary, path)
     except OSError as err:
         raise PrecometError(
             f"{{resume_dir}}{path.parent}: cannot keep the chunk {path.name} there ({err.strerror or err}); free"
             " space there, or keep chunks elsewhere with {resume_dir}DIR",
             param="resume_dir",
         ) from None
-    finally:
-        temporary.unlink(missing_ok=True)
 
 
 def _read_chunk(path: Path | None, n: int, *, key: str) -> np.ndarray | None:

@@ -1,35 +1,33 @@
 """Every output precomet writes goes through here: all-or-nothing, with the user's normal permissions, and never
 at the expense of what is already there.
 
-* :func:`check_output` validates an output path *before* the expensive work (not a directory, no parent
-  that is a file, a writable folder, a name the file system accepts, no trailing ``/`` on a file) and raises
-  :class:`~precomet.errors.OutputError` naming it; :func:`check_not_inputs` refuses an output that is, contains
-  or lies inside an input.
-* :func:`output_set` writes the outputs of one command as a set: every file (or directory) is written to a
-  temporary beside its target and renamed into place only when the whole block succeeded; on any error,
-  Ctrl-C or SIGTERM the temporaries are removed and no target is touched.
-* The renames of a set run with Ctrl-C and SIGTERM held back (:func:`precomet.signals.deferred`) and, when
-  there is more than one, under a journal: a process killed between them (SIGKILL) leaves a journal that the
-  next run writing to the same folder finishes. Temporaries are named ``.NAME.precomet-PID-HEX.tmp.SUFFIX``;
-  those of a process that no longer runs are removed by the next run that writes beside them.
-* Where the target is not a regular file — ``-`` (standard output), ``/dev/null``, a FIFO, ``/dev/stdout``
-  — the output is written *through* it when the set commits, never replacing it. A symbolic link keeps
-  pointing where it did: the file it points to is replaced.
-* :func:`atomic_write` is the one-file case.
+One mechanism carries it, a **staging folder**. The outputs of a command that go to folder ``F`` are written under
+``F/.precomet-PID-HEX/out/``, each under its target's own name (so writers that read the format from the suffix,
+like matplotlib, work), and moved into ``F`` only when the whole block succeeded, with Ctrl-C and SIGTERM held back
+(:func:`precomet.signals.deferred`) and ``F`` locked. On an error or an interrupt the staging folder is removed and
+no target is touched.
 
-Temporary names keep the target's suffix (``.x.precomet-1-3f9a0b1c.tmp.png``), so writers that infer the
-format from the extension (matplotlib) work on them, and are shortened to fit the file system's name limit.
-Files and directories are created with mode ``0o666`` / ``0o777`` minus the umask, like any ``open()``.
+* **Killed between renames.** A commit of more than one rename first writes a ``commit`` file into each of its
+  staging folders, the first folder's last: once that one exists the commit is decided. The next run that writes
+  into any of these folders (:func:`clean_leftovers`) finishes a decided commit of a process that no longer runs
+  and removes every other staging folder of a dead process.
+* **Not a regular file.** ``-`` (standard output), ``/dev/null``, a FIFO or ``/dev/stdout`` is staged in the
+  temporary folder and written *through* at commit, never replaced. A symbolic link keeps pointing where it did:
+  the file it points to is replaced.
+* **A folder onto a folder** replaces only the entries it writes (a previous run's ``lightning/`` stays).
+* Files and folders get mode ``0o666`` / ``0o777`` minus the umask, like any ``open()``.
 
-Path checks live in :mod:`precomet.io.output_paths`, temporary names and the clean-up of leftovers in
-:mod:`precomet.io.leftovers`; their public names are importable from here.
+Path checks before the work live in :mod:`precomet.io.output_paths`.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
+import re
+import secrets
 import shutil
 import stat
 import sys
@@ -42,7 +40,6 @@ from typing import IO, TextIO
 
 from precomet import signals
 from precomet.errors import OutputError
-from precomet.io.leftovers import _remove, _temporary_name, clean_leftovers
 from precomet.io.output_paths import (
     STDOUT,
     _target,
@@ -53,73 +50,71 @@ from precomet.io.output_paths import (
     written_through,
 )
 
+_STAGING = re.compile(r"^\.precomet-(?P<pid>\d+)-[0-9a-f]{8}$")
+_OUT, _THROUGH, _OLD, _DECIDED = "out", "through", "old", "commit"
 _STDOUT_STREAM: ContextVar[TextIO | None] = ContextVar("precomet_stdout", default=None)
 _COMMITTED: ContextVar[list[Path | str] | None] = ContextVar("precomet_committed", default=None)
 
 
 class OutputSet:
-    """Targets and their temporaries; use through :func:`output_set`."""
+    """The outputs of one block and their staging folders; use through :func:`output_set`."""
 
     def __init__(self) -> None:
-        self._pending: list[tuple[Path, Path]] = []  # (target, temporary): renamed into place
-        self._streams: list[tuple[str | Path, Path]] = []  # (target, temporary): written through on commit
+        self._staging: dict[Path, Path] = {}  # folder -> its staging folder
+        self._outputs: list[tuple[Path, Path]] = []  # (target, staged): moved into place
+        self._streams: list[tuple[str | Path, Path]] = []  # (target, staged): written through
         self._created_dirs: list[Path] = []
 
-    def _parent(self, path: Path) -> None:
-        missing = []
-        parent = path.parent
-        while not parent.exists():
-            missing.append(parent)
-            parent = parent.parent
-        self._created_dirs += reversed(missing)  # known before they exist (abort removes those that do)
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as err:
-            raise output_error(path, err) from None
-        clean_leftovers(path.parent)
+    def _stage(self, folder: Path, given: Path) -> Path:
+        """The staging folder for outputs to ``folder`` (made, with the folders above it, on first use)."""
+        if folder not in self._staging:
+            missing = [p for p in [folder, *folder.parents] if not p.exists()]
+            self._created_dirs += reversed(missing)  # known before they exist: abort removes those that do
+            root = folder / f".precomet-{os.getpid()}-{secrets.token_hex(4)}"
+            try:
+                folder.mkdir(parents=True, exist_ok=True)
+                clean_leftovers(folder)
+                self._staging[folder] = root  # known before it exists, as above
+                os.mkdir(root, 0o700)
+                for part in (_OUT, _THROUGH, _OLD):
+                    os.mkdir(root / part, 0o700)
+            except OSError as err:
+                raise output_error(given, err) from None
+        return self._staging[folder]
 
-    def _new(self, given: Path, target: Path | str) -> None:
-        taken = [t for t, _ in self._pending] + [t for t, _ in self._streams]
-        if target != STDOUT and any(isinstance(t, Path) and t == target for t in taken):
+    def _add(self, given: Path) -> Path:
+        if is_stdout(given) or written_through(given):
+            name = STDOUT if is_stdout(given) else given
+            if name != STDOUT and any(target == name for target, _ in self._streams):
+                raise OutputError(f"{given} is given for two outputs of one command; give each its own path")
+            root = self._stage(Path(tempfile.gettempdir()), given)
+            staged = root / _THROUGH / f"{len(self._streams)}-{'stdout' if name == STDOUT else given.name}"
+            self._streams.append((name, staged))
+            return staged
+        target = _target(given)
+        if any(target == taken for taken, _ in self._outputs):
             raise OutputError(f"{given} is given for two outputs of one command; give each its own path")
+        staged = self._stage(target.parent, given) / _OUT / target.name
+        self._outputs.append((target, staged))
+        return staged
 
     def path(self, target: str | Path) -> Path:
-        """A fresh (empty) temporary file that becomes ``target`` on success: hand it to writers that take a
-        path (``savefig``, ``np.save``)."""
+        """A fresh (empty) file that becomes ``target`` on success: hand it to writers that take a path
+        (``savefig``, ``np.save``)."""
         given = check_output(target)
-        if written_through(given):
-            return self._stream(given)
-        real = _target(given)
-        self._new(given, real)
-        self._parent(real)
-        temporary = _temporary_name(real)
-        self._pending.append((real, temporary))  # known before it exists: an interrupt in between leaves nothing
-        self._create(given, temporary)
-        return temporary
-
-    def _stream(self, given: Path) -> Path:
-        name = STDOUT if is_stdout(given) else given
-        self._new(given, name)
-        folder = Path(tempfile.gettempdir())
-        clean_leftovers(folder)
-        temporary = _temporary_name(Path("stdout" if name == STDOUT else given.name), folder=folder)
-        self._streams.append((name, temporary))  # known before it exists, as in path()
-        self._create(given, temporary)
-        return temporary
-
-    @staticmethod
-    def _create(given: Path, temporary: Path) -> None:
+        staged = self._add(given)
         try:
-            os.close(os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))  # umask applies
+            os.close(os.open(staged, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))  # umask applies
         except OSError as err:
             raise output_error(given, err) from None
+        return staged
 
     @contextmanager
     def open(self, target: str | Path, mode: str = "w") -> Iterator[IO]:
-        """Open the temporary of ``target`` for writing (text as UTF-8); a failed write names ``target``."""
-        temporary = self.path(target)
+        """Open the staged file of ``target`` for writing (text as UTF-8); a failed write names ``target``."""
+        staged = self.path(target)
         try:
-            with open(temporary, mode, encoding=None if "b" in mode else "utf-8") as handle:
+            with open(staged, mode, encoding=None if "b" in mode else "utf-8") as handle:
                 yield handle
         except OSError as err:
             if err.filename is None:  # a write or close: name the output, not nothing
@@ -127,109 +122,58 @@ class OutputSet:
             raise
 
     def directory(self, target: str | Path) -> Path:
-        """A fresh temporary directory beside ``target``. On success it becomes ``target``; when ``target``
-        already exists, each entry of the temporary directory replaces the entry of the same name in it (other
-        entries, e.g. a previous run's ``lightning/``, are kept)."""
+        """A fresh folder that becomes ``target`` on success; onto an existing folder, each of its entries
+        replaces the entry of the same name there and the others are kept."""
         given = check_output(target, directory=True)
-        real = _target(given)
-        self._new(given, real)
-        self._parent(real)
-        temporary = _temporary_name(real)
-        self._pending.append((real, temporary))  # known before it exists, as in path()
+        staged = self._add(given)
         try:
-            os.mkdir(temporary, 0o777)
+            os.mkdir(staged, 0o777)
         except OSError as err:
             raise output_error(given, err) from None
-        return temporary
-
-    def _usual_permissions(self) -> None:
-        """Files that writers created owner-only (safetensors, tempfile) get ``0666`` minus the umask, as documented."""
-        mask = os.umask(0)
-        os.umask(mask)
-        wanted = 0o666 & ~mask
-        for _, temporary in self._pending:
-            files = [temporary] if temporary.is_file() else [p for p in temporary.rglob("*") if p.is_file()]
-            for file in files:
-                mode = stat.S_IMODE(file.stat().st_mode)
-                if mode & 0o666 != wanted and not mode & 0o666 & ~wanted:  # narrower than usual, never wider
-                    os.chmod(file, wanted | (mode & 0o111 & ~mask))
-
-    def _steps(self) -> list[tuple[Path, Path, Path]]:
-        """(target, temporary, aside) renames: a directory onto an existing one becomes one step per entry."""
-        steps = []
-        for target, temporary in self._pending:
-            pairs = [(target, temporary)]
-            if temporary.is_dir() and target.is_dir():
-                pairs = [(target / entry.name, entry) for entry in sorted(temporary.iterdir())]
-            steps += [(t, p, _temporary_name(t, "old")) for t, p in pairs]
-        return steps
+        return staged
 
     def commit(self) -> None:
         """Put every output in place, with Ctrl-C and SIGTERM held back; refused once an interrupt was seen."""
         if signals.interrupted():
             raise KeyboardInterrupt
-        self._usual_permissions()
-        with signals.deferred(), _commit_lock({target.parent for target, _ in self._pending}):
-            steps = self._steps()
-            _check_kinds(steps)
-            journals = self._journal(steps) if len(steps) > 1 else []
-            done: list[tuple[Path, Path | None]] = []  # (target, what was there before, moved aside)
+        for target, staged in self._outputs:  # a writer removed what it was given: nothing is placed
+            if not os.path.lexists(staged):
+                raise output_error(target, FileNotFoundError(errno.ENOENT, "its written file vanished"))
+        _usual_permissions([staged for _, staged in self._outputs])
+        folders = sorted({target.parent for target, _ in self._outputs})
+        roots = [self._staging[folder] for folder in folders]
+        with signals.deferred(), _commit_lock(folders):
+            moves = [(target, staged, root) for root in roots for target, staged in _moves(root)]
+            _check_kinds(moves)
+            several = len(moves) > 1 or any(target.is_dir() for target, _, _ in moves)
+            if several:
+                _decide(roots, moves[0][0])
+            done: list[tuple[Path, Path, Path | None]] = []  # (target, staged, what stood there)
             try:
-                for (
-                    target,
-                    temporary,
-                    aside,
-                ) in steps:  # with several, each old target is kept aside until all are placed
-                    done.append((target, _replace(temporary, target, aside, keep=len(steps) > 1)))
+                for target, staged, root in moves:
+                    done.append((target, staged, _place(staged, target, root, keep=several)))
             except OSError as err:
-                for placed, old in reversed(done):  # put back what was there
-                    _remove(placed)
+                for placed, staged, old in reversed(done):  # back to the state before the commit
+                    os.replace(placed, staged)
                     if old is not None:
                         os.replace(old, placed)
-                for journal in journals:
-                    journal.unlink(missing_ok=True)
+                for root in roots:
+                    (root / _DECIDED).unlink(missing_ok=True)
                 raise output_error(target, err) from None
-            finally:
-                self._pending = [(t, p) for t, p in self._pending if p.exists()]
-            for _, old in done:
-                if old is not None:
-                    _remove(old)
-            for _, temporary in self._pending:  # emptied temporary directories of merged outputs
-                shutil.rmtree(temporary, ignore_errors=True)
-            self._pending = []
-            for journal in journals:
-                journal.unlink(missing_ok=True)
             self._write_through()
-            self._created_dirs = []
             committed = _COMMITTED.get()
             if committed is not None:
-                committed += [target for target, _, _ in steps] + [target for target, _ in self._streams]
-            self._streams = []
-
-    def _journal(self, steps: list[tuple[Path, Path, Path]]) -> list[Path]:
-        """Write the commit's journal into every folder it touches (so a run writing to any of them finds it)."""
-        folders = sorted({target.parent for target, _, _ in steps})
-        journals = [_temporary_name(folder / "commit", "journal") for folder in folders]
-        record = {"steps": [[str(t), str(p), str(a)] for t, p, a in steps], "journals": [str(j) for j in journals]}
-        for journal in journals:
-            temporary = _temporary_name(journal)
-            try:
-                temporary.write_text(json.dumps(record), encoding="utf-8")
-                os.replace(temporary, journal)
-            except OSError as err:
-                temporary.unlink(missing_ok=True)
-                for written in journals:
-                    written.unlink(missing_ok=True)
-                raise output_error(steps[0][0], err) from None
-        return journals
+                committed += [target for target, _ in self._outputs] + [target for target, _ in self._streams]
+            self._outputs, self._streams, self._created_dirs = [], [], []
+            self.abort()  # the staging folders: what was replaced, emptied folders, the decision
 
     def _write_through(self) -> None:
-        for target, temporary in self._streams:
+        for target, staged in self._streams:
             try:
                 if target == STDOUT:
                     stream = _STDOUT_STREAM.get() or sys.stdout
                     stream.flush()
-                    data = temporary.read_bytes()
+                    data = staged.read_bytes()
                     buffer = getattr(stream, "buffer", None)
                     if buffer is not None:
                         buffer.write(data)
@@ -238,48 +182,140 @@ class OutputSet:
                         stream.write(data.decode("utf-8"))
                         stream.flush()
                 else:
-                    with open(temporary, "rb") as source, open(target, "wb") as sink:
+                    with open(staged, "rb") as source, open(target, "wb") as sink:
                         shutil.copyfileobj(source, sink)
             except OSError as err:
                 raise output_error(target, err) from None
-            finally:
-                temporary.unlink(missing_ok=True)
 
     def target_of(self, name: str | bytes | None) -> str | Path | None:
-        """The output that ``name`` (a file name from an ``OSError``) stands for: ``None`` unless ``name`` is a
-        temporary of this set or lies inside one (a file written into a checkpoint folder's temporary); an output
-        written through (standard output) is buffered in the temporary folder and named as the user gave it."""
+        """The output that ``name`` (a file name from an ``OSError``) stands for: ``None`` unless it is staged by
+        this set or lies inside a staged folder (a checkpoint's Lightning file)."""
         if not isinstance(name, str):
             return None
         path = Path(os.path.abspath(name))
-        for target, temporary in self._pending:
-            if path == temporary:
-                return target
-            if temporary in path.parents:
-                return target / path.relative_to(temporary)
-        for stream, temporary in self._streams:
-            if path == temporary:
+        for target, staged in self._outputs:
+            if path == staged or staged in path.parents:
+                return target / path.relative_to(staged)
+        for stream, staged in self._streams:
+            if path == staged:
                 return "standard output (-), buffered in the temporary folder" if stream == STDOUT else stream
         return None
 
     def abort(self) -> None:
-        for _, temporary in self._pending + self._streams:
-            _remove(temporary)
-        self._pending, self._streams = [], []
-        for folder in reversed(self._created_dirs):  # folders made only for these outputs
-            try:
+        """Remove the staging folders, and the folders made only for these outputs."""
+        for root in sorted(self._staging.values(), reverse=True):  # the first folder's (the decision's) last
+            shutil.rmtree(root, ignore_errors=True)
+        self._staging, self._outputs, self._streams = {}, [], []
+        for folder in reversed(self._created_dirs):
+            with contextlib.suppress(OSError):
                 folder.rmdir()
-            except OSError:
-                pass
         self._created_dirs = []
 
 
+def _moves(root: Path) -> list[tuple[Path, Path]]:
+    """(target, staged) renames of a staging folder: a folder onto an existing folder moves entry by entry."""
+    moves = []
+    for staged in sorted((root / _OUT).iterdir()):
+        target = root.parent / staged.name
+        if staged.is_dir() and target.is_dir():
+            moves += [(target / entry.name, entry) for entry in sorted(staged.iterdir())]
+        else:
+            moves.append((target, staged))
+    return moves
+
+
+def _place(staged: Path, target: Path, root: Path, *, keep: bool) -> Path | None:
+    """Move ``staged`` to ``target``. An existing file is replaced in one rename unless ``keep``; with ``keep``, or
+    for a folder, what stands there is first moved into the staging folder and returned."""
+    old = None
+    if (target.exists() or target.is_symlink()) and (keep or target.is_dir()):
+        old = root / _OLD / secrets.token_hex(8)
+        os.replace(target, old)
+    try:
+        os.replace(staged, target)
+    except OSError:
+        if old is not None:
+            os.replace(old, target)
+        raise
+    return old
+
+
+def _decide(roots: list[Path], first: Path) -> None:
+    """Write the ``commit`` file naming all ``roots`` into each, the first root's last: the commit is then decided."""
+    record = json.dumps([str(root) for root in roots])
+    try:
+        for root in roots[1:] + roots[:1]:
+            (root / "commit.part").write_text(record, encoding="utf-8")
+            os.replace(root / "commit.part", root / _DECIDED)
+    except OSError as err:
+        for root in roots:
+            (root / _DECIDED).unlink(missing_ok=True)
+        raise output_error(first, err) from None
+
+
+def clean_leftovers(folder: Path) -> None:
+    """Deal with the staging folders that processes no longer running left in ``folder``: a decided commit is
+    finished (its outputs were complete), any other is removed. A decision that cannot be read is left for a
+    person to see; staging folders of live processes are left alone."""
+    try:
+        dead = [
+            folder / entry.name
+            for entry in os.scandir(folder)
+            if (match := _STAGING.match(entry.name)) and not _alive(int(match["pid"]))
+        ]
+    except OSError:
+        return
+    for root in dead:
+        try:
+            _finish(root)
+        except (OSError, ValueError, TypeError):
+            continue  # a damaged decision, or another run finishing it now: never guessed at
+
+
+def _finish(root: Path) -> None:
+    if not (root / _DECIDED).exists():
+        shutil.rmtree(root, ignore_errors=True)
+        return
+    roots = [Path(r) for r in json.loads((root / _DECIDED).read_text(encoding="utf-8"))]
+    if not (roots[0] / _DECIDED).exists():  # the decision was never taken (or taken back): nothing was placed
+        shutil.rmtree(root, ignore_errors=True)
+        return
+    for member in roots[1:] + roots[:1]:  # the decision's folder last: until then the others know it
+        if member.exists():
+            for target, staged in _moves(member):
+                _place(staged, target, member, keep=True)
+            shutil.rmtree(member, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # exists, owned by someone else
+        return True
+    return True
+
+
+def _usual_permissions(staged: list[Path]) -> None:
+    """Files that writers created owner-only (safetensors, tempfile) get ``0666`` minus the umask, as documented."""
+    mask = os.umask(0)
+    os.umask(mask)
+    wanted = 0o666 & ~mask
+    for output in staged:
+        for file in [output] if output.is_file() else [p for p in output.rglob("*") if p.is_file()]:
+            mode = stat.S_IMODE(file.stat().st_mode)
+            if mode & 0o666 != wanted and not mode & 0o666 & ~wanted:  # narrower than usual, never wider
+                os.chmod(file, wanted | (mode & 0o111 & ~mask))
+
+
 @contextmanager
-def _commit_lock(folders: set[Path]) -> Iterator[None]:
+def _commit_lock(folders: list[Path]) -> Iterator[None]:
     """Hold an exclusive ``flock`` on each folder a commit writes into (in sorted order, so two commits never wait
-    for each other in a circle): two runs committing to the same outputs at once place their sets one after the
-    other, never a subset of one beside the manifest of the other. A lock on the folder itself creates no file.
-    Where ``fcntl`` or a folder's lock is unavailable (Windows, some network file systems), commits are not
+    for each other in a circle): two runs committing the same outputs at once place their sets one after the
+    other. Where ``fcntl`` or a folder's lock is unavailable (Windows, some network file systems), commits are not
     serialised."""
     try:
         import fcntl
@@ -288,7 +324,7 @@ def _commit_lock(folders: set[Path]) -> Iterator[None]:
         return
     handles = []
     try:
-        for folder in sorted(folders):
+        for folder in folders:
             try:
                 handle = os.open(folder, os.O_RDONLY)
             except OSError:
@@ -302,33 +338,16 @@ def _commit_lock(folders: set[Path]) -> Iterator[None]:
             os.close(handle)  # releases its lock
 
 
-def _check_kinds(steps: list[tuple[Path, Path, Path]]) -> None:
+def _check_kinds(moves: list[tuple[Path, Path, Path]]) -> None:
     """Refuse, before any rename, to put a file where a folder now stands or a folder where a file stands: the
     path was checked before the work, so something else made it meanwhile, and replacing it would delete it."""
-    for target, temporary, _ in steps:
-        if target.exists() and target.is_dir() != temporary.is_dir():
+    for target, staged, _ in moves:
+        if target.exists() and target.is_dir() != staged.is_dir():
             now, wanted = ("a folder", "file") if target.is_dir() else ("a file", "folder")
             raise OutputError(
                 f"{target} became {now} while the command ran; the {wanted} written for it would replace it, so"
                 " nothing was written: move it away and run again"
             )
-
-
-def _replace(source: Path, target: Path, aside: Path, *, keep: bool) -> Path | None:
-    """Move ``source`` to ``target``. An existing file is replaced in one rename unless ``keep``; with ``keep``, or
-    for an existing directory (or a file where a directory goes), the old target is moved to ``aside`` first and
-    returned (deleted on success, put back on failure)."""
-    old = None
-    if target.is_dir() or ((keep or source.is_dir()) and (target.exists() or target.is_symlink())):
-        old = aside
-        os.replace(target, old)
-    try:
-        os.replace(source, target)
-    except OSError:
-        if old is not None:
-            os.replace(old, target)
-        raise
-    return old
 
 
 @contextmanager
@@ -350,7 +369,7 @@ def output_set(*targets: str | Path | None) -> Iterator[OutputSet]:
     except OSError as err:
         inside = out.target_of(err.filename)
         out.abort()
-        if inside is not None:  # a file written inside an output's temporary (a checkpoint's): name the output's
+        if inside is not None:  # a file written inside a staged output (a checkpoint's): name the output's
             raise output_error(inside, err) from None
         if err.filename is None and targets:  # a write without a name (ENOSPC in savefig): name the outputs
             raise output_error(", ".join(str(t) for t in targets if t is not None), err) from None
@@ -362,9 +381,26 @@ def output_set(*targets: str | Path | None) -> Iterator[OutputSet]:
 
 @contextmanager
 def atomic_write(path: str | Path, mode: str = "w") -> Iterator[IO]:
-    """Open a temporary file for writing; it replaces ``path`` only when the block succeeds."""
+    """Open a staged file for writing; it replaces ``path`` only when the block succeeds."""
     with output_set(path) as out, out.open(path, mode) as handle:
         yield handle
+
+
+@contextmanager
+def kept_file(path: Path) -> Iterator[IO[bytes]]:
+    """Write ``path`` (a cache or resume file the command keeps for itself, not one of its outputs) in a staging
+    folder beside it, renamed onto it when the block succeeds; raises ``OSError``."""
+    clean_leftovers(path.parent)
+    root = path.parent / f".precomet-{os.getpid()}-{secrets.token_hex(4)}"
+    try:
+        os.mkdir(root, 0o700)
+        with open(root / path.name, "wb") as handle:
+            yield handle
+        with signals.deferred():  # an interrupt now waits until the file is in place and the folder gone
+            os.replace(root / path.name, path)
+            shutil.rmtree(root, ignore_errors=True)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
 
 
 @contextmanager

@@ -1,6 +1,6 @@
 """Issue 20: what is already there survives every command. Devices, FIFOs and standard output are written
 through, links keep pointing where they did, names up to the file system's limit work, a commit killed between
-its renames is finished by the next run, stale temporaries are cleaned, and an interrupt — even one swallowed
+its renames is finished by the next run, stale staging folders are cleaned, and an interrupt — even one swallowed
 by a finaliser — never ends in success. The interrupt cases run in subprocesses."""
 
 from __future__ import annotations
@@ -22,8 +22,7 @@ import pytest
 from precomet import signals
 from precomet.cli import main
 from precomet.errors import OutputError
-from precomet.io.atomic import atomic_write, output_set
-from precomet.io.leftovers import clean_leftovers
+from precomet.io.atomic import atomic_write, clean_leftovers, output_set
 from tests.bad_inputs import GOOD
 
 REPO = Path(__file__).resolve().parent.parent.parent
@@ -160,58 +159,88 @@ import os, signal, sys
 from pathlib import Path
 import precomet.io.atomic as atomic
 
-folder = Path(sys.argv[1])
-real = atomic._replace
+folders = [Path(folder) for folder in sys.argv[1:]]
+real = atomic._place
 calls = []
 
-def replace_then_die(*args, **kwargs):
+def place_then_die(*args, **kwargs):
     result = real(*args, **kwargs)
     calls.append(1)
     if len(calls) == 1:
         os.kill(os.getpid(), signal.SIGKILL)
     return result
 
-atomic._replace = replace_then_die
-with atomic.output_set(folder / "a.jsonl", folder / "b.json") as out:
-    with out.open(folder / "a.jsonl") as handle:
-        handle.write("new a")
-    with out.open(folder / "b.json") as handle:
-        handle.write("new b")
+atomic._place = place_then_die
+targets = [folders[0] / "a.jsonl", folders[-1] / "b.json"]
+with atomic.output_set(*targets) as out:
+    for target in targets:
+        with out.open(target) as handle:
+            handle.write("new " + target.stem)
 """
 
 
-def test_a_commit_killed_between_its_renames_is_finished_by_the_next_run(tmp_path):
-    (tmp_path / "a.jsonl").write_text("old a")
-    (tmp_path / "b.json").write_text("old b")
-    killed = subprocess.run([sys.executable, "-c", _KILL_BETWEEN_RENAMES, str(tmp_path)], cwd=REPO)
+@pytest.mark.parametrize("finisher", ["first", "second"])
+@pytest.mark.parametrize("layout", ["one folder", "two folders"])
+def test_a_commit_killed_between_its_renames_is_finished_by_the_next_run(tmp_path, layout, finisher):
+    """The next run writing into any folder of the killed commit finishes all of it."""
+    folders = [tmp_path] if layout == "one folder" else [tmp_path / "x", tmp_path / "y"]
+    for folder in folders:
+        folder.mkdir(exist_ok=True)
+    a, b = folders[0] / "a.jsonl", folders[-1] / "b.json"
+    a.write_text("old a")
+    b.write_text("old b")
+    killed = subprocess.run([sys.executable, "-c", _KILL_BETWEEN_RENAMES, *map(str, folders)], cwd=REPO)
     assert killed.returncode == -signal.SIGKILL
-    assert any(name.endswith(".journal") for name in _leftovers(tmp_path))  # the state a kill leaves
-    assert (tmp_path / "a.jsonl").read_text() == "new a" and (tmp_path / "b.json").read_text() == "old b"
-    with output_set(tmp_path / "c.txt") as out:  # any later run writing into the folder
-        with out.open(tmp_path / "c.txt") as handle:
+    assert all(_leftovers(folder) for folder in folders)  # the state a kill leaves
+    assert a.read_text() == "new a" and b.read_text() == "old b"
+    later = folders[0 if finisher == "first" else -1] / "c.txt"
+    with output_set(later) as out:  # any later run writing into one of the folders
+        with out.open(later) as handle:
             handle.write("c")
-    assert (tmp_path / "a.jsonl").read_text() == "new a" and (tmp_path / "b.json").read_text() == "new b"
-    assert _leftovers(tmp_path) == []
+    assert a.read_text() == "new a" and b.read_text() == "new b"
+    assert all(_leftovers(folder) == [] for folder in folders)
 
 
-def test_stale_temporaries_are_cleaned_and_live_ones_kept(tmp_path):
+def test_a_commit_killed_before_its_decision_leaves_the_old_outputs(tmp_path):
+    """Killed while deciding (the first folder's ``commit`` file not yet written): nothing was placed, so the next
+    run removes the staging folders and the old outputs stay."""
+    import precomet.io.atomic as atomic
+
+    folders = [tmp_path / "x", tmp_path / "y"]
+    for folder in folders:
+        folder.mkdir()
+        (folder / "old.txt").write_text("old")
+    dead = _dead_pid()
+    roots = [folder / f".precomet-{dead}-0123abcd" for folder in folders]
+    for root in roots:
+        (root / "out").mkdir(parents=True)
+        (root / "out" / "old.txt").write_text("new")
+    (roots[1] / "commit").write_text(json.dumps([str(root) for root in roots]))  # the second folder's only
+    atomic.clean_leftovers(folders[1])
+    atomic.clean_leftovers(folders[0])
+    assert [(folder / "old.txt").read_text() for folder in folders] == ["old", "old"]
+    assert all(_leftovers(folder) == [] for folder in folders)
+
+
+def test_stale_staging_folders_are_cleaned_and_live_ones_kept(tmp_path):
     dead, live = _dead_pid(), os.getppid()
-    stale = [tmp_path / f".x.precomet-{dead}-0123abcd.tmp.jsonl", tmp_path / f".d.precomet-{dead}-0123abce.tmp"]
-    stale[0].write_text("half")
-    stale[1].mkdir()
-    (stale[1] / "head").write_text("w")
-    kept = tmp_path / f".y.precomet-{live}-0123abcf.tmp.jsonl"
-    kept.write_text("in progress")
-    (tmp_path / "user.precomet-1-0123abcd.tmp.txt").write_text("not ours: no leading dot")
+    stale = tmp_path / f".precomet-{dead}-0123abcd"
+    (stale / "out").mkdir(parents=True)
+    (stale / "out" / "x.jsonl").write_text("half")
+    kept = tmp_path / f".precomet-{live}-0123abcf"
+    (kept / "out").mkdir(parents=True)
+    (tmp_path / "precomet-1-0123abcd").mkdir()  # not ours: no leading dot
     assert main(["convert", "--data", TINY, "-o", str(tmp_path / "out.jsonl")]) == 0
-    assert _leftovers(tmp_path) == [kept.name, "user.precomet-1-0123abcd.tmp.txt"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [kept.name, "out.jsonl", "precomet-1-0123abcd"]
+    assert (kept / "out").is_dir()
 
 
-def test_clean_leftovers_leaves_a_damaged_journal_for_a_person(tmp_path):
-    journal = tmp_path / f".commit.precomet-{_dead_pid()}-0123abcd.journal"
-    journal.write_text("{not json")
+def test_clean_leftovers_leaves_a_damaged_decision_for_a_person(tmp_path):
+    root = tmp_path / f".precomet-{_dead_pid()}-0123abcd"
+    root.mkdir()
+    (root / "commit").write_text("{not json")
     clean_leftovers(tmp_path)
-    assert journal.exists()
+    assert (root / "commit").exists()
 
 
 def test_signals_during_a_commit_wait_for_its_end(tmp_path):
@@ -436,22 +465,25 @@ def test_an_interrupt_that_a_library_wrapped_in_another_error_still_exits_130(tm
 
 @pytest.mark.parametrize("kind", ["file", "folder"])
 def test_an_interrupt_just_after_a_temporary_is_made_leaves_nothing(tmp_path, monkeypatch, kind):
-    """Found by benchmarks/stress_interrupts.py (1 run in 800 left a temporary): a temporary is registered before it
-    is created, so an interrupt between the two still removes it."""
+    """Found by benchmarks/stress_interrupts.py (1 run in 800 left a temporary): a staging folder is registered before
+    it is created, so an interrupt between the two still removes it, and whatever was made inside it."""
     import precomet.io.atomic as atomic
 
-    real_create, real_mkdir = atomic.OutputSet._create, os.mkdir
+    real_open, real_mkdir = os.open, os.mkdir
 
-    def create_then_interrupt(given, temporary):
-        real_create(given, temporary)
-        raise KeyboardInterrupt
+    def open_then_interrupt(path, flags, mode=0o777, **kwargs):
+        descriptor = real_open(path, flags, mode, **kwargs)
+        if ".precomet-" in str(path) and flags & os.O_EXCL:  # the staged file, not a clean-up's reads
+            os.close(descriptor)
+            raise KeyboardInterrupt
+        return descriptor
 
     def mkdir_then_interrupt(path, mode=0o777):
         real_mkdir(path, mode)
         if ".precomet-" in str(path):
             raise KeyboardInterrupt
 
-    monkeypatch.setattr(atomic.OutputSet, "_create", staticmethod(create_then_interrupt))
+    monkeypatch.setattr(atomic.os, "open", open_then_interrupt)
     monkeypatch.setattr(atomic.os, "mkdir", mkdir_then_interrupt)
     with pytest.raises(KeyboardInterrupt), output_set() as out:
         out.path(tmp_path / "a.jsonl") if kind == "file" else out.directory(tmp_path / "ckpt")

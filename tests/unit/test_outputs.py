@@ -3,6 +3,7 @@ an interrupted command (Ctrl-C or SIGTERM) leaves nothing behind."""
 
 from __future__ import annotations
 
+import errno
 import json
 import math
 import os
@@ -205,17 +206,41 @@ def test_one_path_for_two_outputs_is_refused(tmp_path):
     assert _files(tmp_path) == []
 
 
-def test_failed_set_puts_back_a_file_the_user_had(tmp_path):
+def test_failed_set_puts_back_a_file_the_user_had(tmp_path, monkeypatch):
     """A set that fails while placing its second output restores the first target's previous content."""
+    import precomet.io.atomic as atomic
     from precomet.errors import PrecometError
+
+    first, second = tmp_path / "a.json", tmp_path / "b.png"
+    first.write_text("OLD")
+    real, placed = atomic._place, []
+
+    def place_then_fail(*args, **kwargs):
+        if placed:
+            raise PermissionError(errno.EACCES, "Permission denied")
+        placed.append(real(*args, **kwargs))
+        return placed[-1]
+
+    monkeypatch.setattr(atomic, "_place", place_then_fail)
+    with pytest.raises(PrecometError, match="permission denied"):
+        with atomic.output_set(first, second) as out:
+            with out.open(first) as handle:
+                handle.write("NEW")
+            out.path(second).write_bytes(b"png")
+    assert placed and first.read_text() == "OLD" and not second.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.json"]
+
+
+def test_an_output_whose_staged_file_vanished_fails_the_set(tmp_path):
+    """A writer that removed what it was given: the set fails before placing anything."""
+    from precomet.errors import OutputError
     from precomet.io.atomic import output_set
 
     first, second = tmp_path / "a.json", tmp_path / "b.png"
     first.write_text("OLD")
-    with pytest.raises(PrecometError):
+    with pytest.raises(OutputError, match=r"b\.png"):
         with output_set(first, second) as out:
             with out.open(first) as handle:
                 handle.write("NEW")
-            out.path(second).unlink()  # its temporary vanishes: placing it fails after a.json was placed
-    assert first.read_text() == "OLD" and not second.exists()
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.json"]
+            out.path(second).unlink()
+    assert first.read_text() == "OLD" and sorted(p.name for p in tmp_path.iterdir()) == ["a.json"]

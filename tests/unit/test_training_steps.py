@@ -311,7 +311,7 @@ def test_precomet_json_written_once_into_the_temporary_directory(encoder, tmp_pa
     for run in (1, 2):  # the second run replaces an existing checkpoint
         result = train(_rows(), out_dir=out, config=TINY, overrides=overrides, progress=False)
         assert len(writes) == run
-        assert writes[-1].parent != out.absolute() and writes[-1].parent.name.startswith(".ckpt.")
+        assert writes[-1].parent != out.absolute() and writes[-1].parent.parent.parent.name.startswith(".precomet-")
         meta = json.loads((out / "precomet.json").read_text())
         assert meta["history"] == result.history and meta["dev_metrics"] == result.dev_metrics
         assert meta["config"]["trainer"]["max_epochs"] == 1 and meta["format_version"] == 1
