@@ -247,13 +247,13 @@ def headroom() -> dict:
         out["campaigns"][name] = {
             "rows": {
                 k: {"spa_gain": r["spa_gain"], "parity": r["parity"], "p_value": r["p_value"]}
-                for k, r in result["methods"].items()
+                for k, r in result.methods.items()
             },
             "null": {key: result.null[key] for key in ("spa_gain", "parity")},
         }
         print(
             name,
-            {k: f"{100 * r['spa_gain']:+.1f} p={r['p_value']:.2f}" for k, r in result["methods"].items()},
+            {k: f"{100 * r['spa_gain']:+.1f} p={r['p_value']:.2f}" for k, r in result.methods.items()},
             flush=True,
         )
     HEADROOM.write_text(json.dumps(out, indent=1) + "\n")

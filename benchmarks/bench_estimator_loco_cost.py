@@ -85,7 +85,7 @@ def evaluate_cost(held: Campaign, checkpoints: dict) -> dict:
         out[objective] = {
             "rows": {
                 name: {key: row[key] for key in ("spa_gain", "parity", "p_value")}
-                for name, row in result["methods"].items()
+                for name, row in result.methods.items()
             },
             "null": {key: result.null[key] for key in ("spa_gain", "parity")},
         }

@@ -67,7 +67,7 @@ def campaign_rows(name: str, campaign, *, budget_unit: str, orderings: int, seed
     null = {key: np.asarray(judged.null[key]) for key in ("parity", "spa_gain")}
     out: dict = {"null": null, "true": {}}
     for method in TRUE:
-        row = judged["methods"][method]
+        row = judged.methods[method]
         out["true"][method] = {
             "parity": (row["parity"], *separation(row["parity"], null["parity"], higher_is_better=False)),
             "spa_gain": (row["spa_gain"], *separation(row["spa_gain"], null["spa_gain"], higher_is_better=True)),
@@ -79,7 +79,7 @@ def campaign_rows(name: str, campaign, *, budget_unit: str, orderings: int, seed
         campaign, external=utilities, budget_unit=budget_unit, seeds=seeds, null_orderings=orderings,
         oracle=False, controls=False, progress=False,
     )  # fmt: skip
-    rows = list(randoms["methods"].values())
+    rows = list(randoms.methods.values())
     out["calibration"] = {
         "significant": float(np.mean([r["p_value"] < 0.05 for r in rows])),
         "interval_below": float(np.mean([r["parity_ci90"][1] < 1 for r in rows])),

@@ -37,7 +37,7 @@ def main() -> None:
             oracle_candidates=args.candidates,
             oracle_step=args.step,
             progress=False,
-        )
+        ).to_dict()
         small[lp] = run_benchmark(
             campaign,
             external={"none": campaign.cost * 0},
@@ -45,7 +45,7 @@ def main() -> None:
             oracle_candidates=10,
             oracle_step=args.step,
             progress=False,
-        )["oracle"]
+        ).to_dict()["oracle"]
         print(lp, res[lp]["oracle"]["spa"], small[lp]["spa"], flush=True)
 
     def row(label, get, paper):

@@ -140,12 +140,12 @@ def evaluate(campaign: Campaign, predictions: dict[str, np.ndarray], vectors: np
             **{key: row[key] for key in VERDICT},
             "spearman_length": _spearman(external[name], length),
         }
-        for name, row in result["methods"].items()
+        for name, row in result.methods.items()
     }
     return {
         "items": len(campaign),
         "systems": len(campaign.systems),
-        "random_spa": result["random"]["spa"],
+        "random_spa": result.random["spa"],
         "rows": rows,
         "null": {key: result.null[key] for key in ("spa_gain", "parity")} if result.null else None,
         "signature": result.to_dict()["signature"],

@@ -323,11 +323,11 @@ def main() -> None:
             )
             print(f"benchmark {name}: {time.perf_counter() - started:.0f} s", flush=True)
             results["benchmarks"][f"{name}|{','.join(args.methods)}|{','.join(args.configs)}"] = {
-                "items": bench["items"],
-                "systems": len(bench["systems"]),
-                "random_spa": float(np.mean(bench["random"]["spa_by_prop"])),
+                "items": bench.n_items,
+                "systems": len(bench.systems),
+                "random_spa": float(np.mean(bench.random["spa_by_prop"])),
                 "kmeans_prior": f"{args.methods[0]}.{args.configs[0]}.ensemble",
-                "methods": {m: {"spa": v["spa"], "parity": v["parity"]} for m, v in bench["methods"].items()},
+                "methods": {m: {"spa": v["spa"], "parity": v["parity"]} for m, v in bench.methods.items()},
             }
             results_path.write_text(json.dumps(results, indent=1) + "\n")
     print(f"wrote {results_path} and {write_report(results, report_path)}")

@@ -37,7 +37,7 @@ from precomet.campaign import HUMAN, Campaign
 from precomet.errors import PrecometError
 from precomet.metaeval import evaluate_orderings, reference_from_matrix
 from precomet.progress import progress as progress_bar
-from precomet.record import Record
+from precomet.record import Record, as_json
 from precomet.selection.units import budget_items
 from precomet.signature import Signature, signature
 from precomet.significance import item_signs
@@ -252,9 +252,10 @@ def _paired(method_spa: np.ndarray, random_spa: np.ndarray) -> dict[str, Any]:
     }
 
 
-def crowd_table(result: Mapping[str, Any]) -> str:
+def crowd_table(result: Record | Mapping[str, Any]) -> str:
     """Plain text: mean SPA ± single-run 90 % half-width, clusters, Kendall, SPA − random (paired, 90 % CI of the
     mean)."""
+    result = as_json(result)
     width = max(20, *(len(name) + 1 for name in result["methods"]))
     lines = [
         f"artificial crowd: {result['crowd']} systems drawn per run, {result['runs']} runs, evaluated on the others",

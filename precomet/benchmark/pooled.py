@@ -16,6 +16,7 @@ import numpy as np
 
 from precomet.benchmark.null import PRIMARY, null_band_text, null_summary, p_value
 from precomet.errors import PrecometError
+from precomet.record import Record, as_json
 
 MIN_SHARED = 0.1
 """Two campaigns are merged when they share at least this share of the smaller one's distinct sources."""
@@ -46,7 +47,7 @@ def shared_item_groups(sources: Mapping[str, Iterable[str]], *, min_shared: floa
 
 
 def pool_results(
-    results: Mapping[str, Mapping[str, Any]], *, groups: Sequence[Sequence[str]] | None = None
+    results: Mapping[str, Record | Mapping[str, Any]], *, groups: Sequence[Sequence[str]] | None = None
 ) -> dict[str, Any]:
     """Pool benchmark results (``{campaign: result}``, each with its null) over campaigns: for every row present in
     all of them (methods and controls; the oracle too), the mean over groups of the per-group mean SPA gain and
@@ -55,26 +56,29 @@ def pool_results(
     campaign alone) lists campaigns sharing items. Returns ``{"campaigns", "groups", "null_orderings", "rows"}``."""
     if not results:
         raise PrecometError("nothing to pool: give at least one benchmark result")
-    groups = [list(group) for group in (groups or [[name] for name in results])]
+    json_results = {name: as_json(result) for name, result in results.items()}
+    groups = [list(group) for group in (groups or [[name] for name in json_results])]
     grouped = [name for group in groups for name in group]
-    if sorted(grouped) != sorted(results):
-        raise PrecometError(f"groups {groups} must list every campaign of {sorted(results)} once", param="groups")
-    missing = [name for name, result in results.items() if not result.get("null")]
+    if sorted(grouped) != sorted(json_results):
+        raise PrecometError(f"groups {groups} must list every campaign of {sorted(json_results)} once", param="groups")
+    missing = [name for name, result in json_results.items() if not result.get("null")]
     if missing:
         raise PrecometError(f"result(s) {missing} have no null of random orderings (null_orderings=0)")
-    draws = min(len(result["null"][PRIMARY]) for result in results.values())
+    draws = min(len(result["null"][PRIMARY]) for result in json_results.values())
 
     def pooled(values: Mapping[str, Any]) -> Any:  # mean over groups of the mean within each group
         return np.mean([np.mean([values[name] for name in group], axis=0) for group in groups], axis=0)
 
     null = {
-        key: pooled({name: np.asarray(result["null"][key][:draws], dtype=float) for name, result in results.items()})
+        key: pooled(
+            {name: np.asarray(result["null"][key][:draws], dtype=float) for name, result in json_results.items()}
+        )
         for key in (PRIMARY, "parity")
     }
     rows: dict[str, Any] = {}
-    for name in _common_rows(results.values()):
-        gain = float(pooled({c: _row(result, name)[PRIMARY] for c, result in results.items()}))
-        parity = float(pooled({c: _row(result, name)["parity"] for c, result in results.items()}))
+    for name in _common_rows(json_results.values()):
+        gain = float(pooled({c: _row(result, name)[PRIMARY] for c, result in json_results.items()}))
+        parity = float(pooled({c: _row(result, name)["parity"] for c, result in json_results.items()}))
         rows[name] = {
             PRIMARY: gain,
             "p_value": p_value(gain, null[PRIMARY]),
@@ -82,11 +86,11 @@ def pool_results(
             "parity_p_value": p_value(parity, null["parity"], higher_is_better=False),
             "by_campaign": {
                 c: {key: _row(result, name)[key] for key in (PRIMARY, "parity", "p_value")}
-                for c, result in results.items()
+                for c, result in json_results.items()
             },
         }
     return {
-        "campaigns": list(results),
+        "campaigns": list(json_results),
         "groups": groups,
         "null_orderings": draws,
         "null": null_summary(null),

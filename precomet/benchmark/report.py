@@ -12,6 +12,7 @@ from precomet.benchmark.null import PRIMARY, PRIMARY_MEANING, SIGNIFICANCE, null
 from precomet.benchmark.parity import PARITY_MEANING
 from precomet.benchmark.plan import LENGTH_CONTROL
 from precomet.costs import cost_unit, format_duration
+from precomet.record import Record, as_json
 from precomet.selection.units import budget_items
 
 
@@ -21,7 +22,7 @@ def budgets_by_cost(signature: Mapping[str, Any]) -> bool:
     return signature.get("budget_unit") == "cost" or bool(signature.get("budget_cost"))
 
 
-def recommendation(result: Mapping[str, Any]) -> dict[str, Any]:
+def recommendation(result: Record | Mapping[str, Any]) -> dict[str, Any]:
     """The one-line answer to "how much can I save?", in words that match the evidence: the usable method with the
     highest SPA gain, judged against random orderings scored the same way (:mod:`precomet.benchmark.null`). Only
     ``p_value < SIGNIFICANCE`` earns "saves X %" (X = 100 % − its parity, with the null-calibrated 90 % interval);
@@ -30,6 +31,7 @@ def recommendation(result: Mapping[str, Any]) -> dict[str, Any]:
     is claimed. When the length control does at least as well, the text says so (the utility adds nothing beyond
     length). Returns ``{"method", "parity", "parity_ci90", "p_value", "unit", "text", "length_parity",
     "length_p_value"}`` (``method`` ``None`` unless it beats random orderings)."""
+    result = as_json(result)
     by_cost = budgets_by_cost(result["signature"])
     unit = cost_unit(result.get("cost", {}).get("source", "")) if by_cost else "items"
     rows = {  # the "random" utility is a random sample: its parity is the luck of one draw, not a method to advise
@@ -92,10 +94,11 @@ def _percent(share: float) -> str:
     return f"{100 * share:.0f} %"
 
 
-def summary_table(result: Mapping[str, Any]) -> str:
+def summary_table(result: Record | Mapping[str, Any]) -> str:
     """A plain-text summary: the annotation cost and budgets (hours and minutes, with the cost's source), mean SPA,
     clusters, Kendall, parity with its 90 % interval per method (random first, then the control rows), what parity
     means, and the recommendation."""
+    result = as_json(result)
     width = max(20, *(len(name) + 1 for name in result["methods"]))
     lines = []
     cost = result.get("cost")
@@ -154,11 +157,12 @@ def summary_table(result: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def plot_benchmark(result: Mapping[str, Any], path: str | Path) -> None:
+def plot_benchmark(result: Record | Mapping[str, Any], path: str | Path) -> None:
     """Paper Figure 4: SPA vs budget per method with random's 90 % band, a cluster-count panel, and a parity panel
     (each method's parity per budget, its mean with the 90 % interval and p-value; 100 % = random; the grey band is
     where random orderings scored as methods land, 5th–95th percentile, with their median). Control rows are grey
     dash-dotted lines labelled ``(control)``."""
+    result = as_json(result)
     from matplotlib.figure import Figure  # a bare Figure: no pyplot state, no backend switch
 
     x = 100 * np.asarray(result["props"])

@@ -27,6 +27,8 @@ def json_safe(value: Any, default=None) -> Any:
         return value if value.isascii() else _utf8(value)
     if value is None:
         return value
+    if callable(to_dict := getattr(value, "to_dict", None)):  # a typed result: its JSON form
+        return json_safe(to_dict(), default)
     if isinstance(value, Mapping):
         return {(k if isinstance(k, str) else str(k)): json_safe(v, default) for k, v in value.items()}
     if isinstance(value, (list, tuple, set, frozenset)):

@@ -128,7 +128,7 @@ def test_run_benchmark_schema_and_parity(campaign):
         seeds=10,
         permutations=200,
     )
-    assert result["props"] == [0.1, 0.3, 0.5] and result["budgets"] == [12.0, 36.0, 60.0]
+    assert result.props == [0.1, 0.3, 0.5] and result.budgets == [12.0, 36.0, 60.0]
     for key in (
         "spa",
         "spa_by_prop",
@@ -139,9 +139,9 @@ def test_run_benchmark_schema_and_parity(campaign):
         "corr_by_prop",
         "seeds",
     ):
-        assert key in result["random"]
+        assert key in result.random
     for name in ("oracle", "flat"):
-        m = result["methods"][name]
+        m = result.methods[name]
         assert m["spa"] == pytest.approx(np.mean(m["spa_by_prop"]))
         assert len(m["parity_by_prop"]) == 3 and m["parity"] == pytest.approx(np.mean(m["parity_by_prop"]))
         assert isinstance(m["seconds"], float)  # recorded, never asserted on (wall time)
@@ -151,16 +151,16 @@ def test_run_benchmark_schema_and_parity(campaign):
     def flat_spa(g):
         return evaluate_indices(ref, np.arange(g), measures=("spa",))["spa"]
 
-    assert result["methods"]["flat"]["spa_by_prop"][1] == pytest.approx(flat_spa(36))
+    assert result.methods["flat"]["spa_by_prop"][1] == pytest.approx(flat_spa(36))
     # parity (Eq. 12) by hand: at each budget B, the parity budget C = parity · B is the first prefix whose SPA
     # reaches random's mean SPA at B (the prefix one item shorter does not)
-    flat = result["methods"]["flat"]
-    for budget, target, parity in zip((12, 36, 60), result["random"]["spa_by_prop"], flat["parity_by_prop"]):
+    flat = result.methods["flat"]
+    for budget, target, parity in zip((12, 36, 60), result.random["spa_by_prop"], flat["parity_by_prop"]):
         items = parity * budget
         assert items == pytest.approx(round(items)) and 2 <= round(items) <= 120
         assert flat_spa(round(items)) >= target
         assert round(items) == 2 or flat_spa(round(items) - 1) < target
-    sig = result["signature"]
+    sig = result.signature
     assert sig["data_hash"] == campaign.data_hash() and sig["seeds"] == 10 and sig["methods"] == ["oracle", "flat"]
     json.dumps(result.to_dict())
 
@@ -178,10 +178,10 @@ def test_evaluate_method_is_run_benchmarks_row(campaign):
     row = bm.evaluate_method(
         ref, campaign, lambda k: utility, random_spa_runs=runs[:, :, 0], props=props, tick=lambda: ticks.append(1)
     )
-    assert row == {k: v for k, v in result["methods"]["u"].items() if k in row}
+    assert row == {k: v for k, v in result.methods["u"].items() if k in row}
     judged = bm.verdict(row, result.null)  # the verdict against the run's own null of random orderings
-    assert judged == {k: v for k, v in result["methods"]["u"].items() if k != "seconds"}
-    assert judged["null"]["orderings"] == result["null_orderings"] == bm.NULL_ORDERINGS
+    assert judged == {k: v for k, v in result.methods["u"].items() if k != "seconds"}
+    assert judged["null"]["orderings"] == result.null_orderings == bm.NULL_ORDERINGS
     assert len(ticks) == len(props)
 
 
@@ -298,9 +298,9 @@ def test_cost_objective_changes_the_subsets_and_is_signed(campaign):
         budget_unit="cost",
         cost_objective="rank-cost",
     )
-    assert result["signature"]["cost_objective"] == "rank-cost"
+    assert result.signature["cost_objective"] == "rank-cost"
     plain = bm.run_benchmark(campaign, external={"u": utility}, props=[0.2], seeds=2, permutations=50)
-    assert plain["signature"]["cost_objective"] is None  # a count budget uses no cost objective
+    assert plain.signature["cost_objective"] is None  # a count budget uses no cost objective
 
 
 def test_cli_cost_options_need_a_cost_budget(tmp_path, campaign, capsys):
@@ -371,8 +371,8 @@ def test_budget_dependent_external_is_asked_at_each_budget(campaign):
         return fixed
 
     kwargs = {"props": [0.1, 0.3], "seeds": 10, "permutations": 200, "oracle": False}
-    dynamic = bm.run_benchmark(campaign, external={"m": at}, **kwargs)["methods"]["m"]
-    static = bm.run_benchmark(campaign, external={"m": fixed}, **kwargs)["methods"]["m"]
+    dynamic = bm.run_benchmark(campaign, external={"m": at}, **kwargs).methods["m"]
+    static = bm.run_benchmark(campaign, external={"m": fixed}, **kwargs).methods["m"]
     assert {12, 36} <= set(asked) and len(set(asked)) > 2  # both budgets and the parity search's budgets
     assert dynamic["spa_by_prop"] == static["spa_by_prop"] and dynamic["parity"] == pytest.approx(static["parity"])
     with pytest.raises(PrecometError, match="expected 120 utilities"):
@@ -394,11 +394,11 @@ def test_the_result_is_typed_immutable_and_writes_the_json_of_0_4(campaign):
         "campaign", "items", "systems", "props", "budgets", "random", "methods", "controls", "controls_skipped",
         "null_orderings", "null", "cost", "signature", "recommendation",
     ]  # fmt: skip
-    assert as_json["items"] == result["items"] == len(campaign) and "oracle" not in result
-    assert result["methods"]["u"] is result.methods["u"] and dict(result.items())["props"] == [0.2]
+    assert as_json["items"] == result.n_items == len(campaign) and "oracle" not in as_json
+    assert result.methods["u"] is result.methods["u"] and as_json["props"] == result.props == [0.2]
     tagged = result.with_signature(data="campaign.jsonl")
     assert tagged.signature["data"] == "campaign.jsonl" and "data" not in result.signature
     with pytest.raises(AttributeError):
         result.props = [0.5]  # type: ignore[misc]
     with_oracle = bm.run_benchmark(campaign, external={"u": utility}, props=[0.2], seeds=2, permutations=20)
-    assert list(with_oracle.to_dict())[9] == "oracle" and with_oracle["oracle"]["usable"] is False
+    assert list(with_oracle.to_dict())[9] == "oracle" and with_oracle.oracle["usable"] is False

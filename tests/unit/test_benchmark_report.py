@@ -41,10 +41,10 @@ KW = {"props": [0.1, 0.2, 0.3, 0.4, 0.5], "seeds": 20, "permutations": 200, "ora
 def test_recommendation_names_the_method_that_beats_random(campaign):
     good = _informative(campaign)
     result = bm.run_benchmark(campaign, external={"good": good, "bad": 1 - good}, **KW)
-    rec = result["recommendation"]
+    rec = result.recommendation
     assert rec["method"] == "good" and rec["unit"] == "items"
-    assert result["methods"]["good"]["parity"] < 1 < result["methods"]["bad"]["parity"]
-    assert rec["p_value"] == result["methods"]["good"]["p_value"] < bm.SIGNIFICANCE
+    assert result.methods["good"]["parity"] < 1 < result.methods["bad"]["parity"]
+    assert rec["p_value"] == result.methods["good"]["p_value"] < bm.SIGNIFICANCE
     assert rec["text"].startswith(
         f"good saves {100 - round(100 * rec['parity'])} % of the items: random's accuracy with"
         f" {100 * rec['parity']:.0f} % (90 % interval"
@@ -57,13 +57,13 @@ def test_recommendation_names_the_method_that_beats_random(campaign):
 def test_recommendation_when_no_method_beats_random_orderings(campaign):
     bad = 1 - _informative(campaign)
     result = bm.run_benchmark(campaign, external={"bad": bad}, **KW)
-    rec = result["recommendation"]
+    rec = result.recommendation
     assert rec["method"] is None and rec["parity"] > 1 and rec["p_value"] > 0.5
     assert rec["text"].startswith("indistinguishable from random orderings (p = ")
     assert "annotate a random sample (bad needs" in rec["text"]
     # the "random" utility method is a random sample, never the advice
     result = bm.run_benchmark(campaign, methods=["random"], **KW)
-    assert result["recommendation"]["method"] is None
+    assert result.recommendation["method"] is None
 
 
 def test_a_lucky_random_ordering_below_100_percent_is_not_called_a_saving(campaign):
@@ -73,24 +73,24 @@ def test_a_lucky_random_ordering_below_100_percent_is_not_called_a_saving(campai
     for seed in range(40):
         utility = np.random.default_rng([seed, 5]).random(len(campaign))
         result = bm.run_benchmark(campaign, external={"noise": utility}, **KW)
-        row = result["methods"]["noise"]
+        row = result.methods["noise"]
         if row["parity"] < 1 and row["p_value"] >= bm.SIGNIFICANCE:
             lucky = result
             break
     assert lucky is not None, "no random utility with a parity below 100 % in 40 draws"
-    assert lucky["recommendation"]["method"] is None
-    assert "saves" not in lucky["recommendation"]["text"]
-    assert lucky["recommendation"]["text"].startswith("indistinguishable from random orderings")
+    assert lucky.recommendation["method"] is None
+    assert "saves" not in lucky.recommendation["text"]
+    assert lucky.recommendation["text"].startswith("indistinguishable from random orderings")
 
 
 def test_recommendation_without_a_null_claims_no_saving(campaign):
     good = _informative(campaign)
     result = bm.run_benchmark(campaign, external={"good": good}, null_orderings=0, **KW)
-    row = result["methods"]["good"]
+    row = result.methods["good"]
     assert row["p_value"] is None and row["parity_ci90"] is None and row["null"] is None
-    assert result["null_orderings"] == 0 and "null" not in result.to_dict()
-    assert result["recommendation"]["method"] is None
-    assert "no saving is claimed" in result["recommendation"]["text"]
+    assert result.null_orderings == 0 and "null" not in result.to_dict()
+    assert result.recommendation["method"] is None
+    assert "no saving is claimed" in result.recommendation["text"]
     table = bm.summary_table(result)
     assert "no null of random orderings" in table
     with pytest.raises(PrecometError, match="whole number ≥ 0") as err:
@@ -102,10 +102,10 @@ def test_recommendation_without_a_null_claims_no_saving(campaign):
 def test_recommendation_under_a_cost_budget_speaks_of_time(campaign):
     good = _informative(campaign)
     result = bm.run_benchmark(campaign, external={"good": good}, budget_unit="cost", time_limit=5, **KW)
-    rec = result["recommendation"]
+    rec = result.recommendation
     assert rec["method"] == "good" and rec["unit"] == "annotation time"
     assert "of the annotation time" in rec["text"] and "min per hour of random annotation" in rec["text"]
-    assert result["cost"] == {
+    assert result.cost == {
         "total_seconds": pytest.approx(campaign.cost.sum()),
         "source": "estimated from source length",
     }
@@ -118,7 +118,7 @@ def test_parity_interval_is_the_parity_with_the_null_luck_taken_out(campaign):
     result = bm.run_benchmark(campaign, external={"good": good, "bad": 1 - good, "flat": np.zeros(80)}, **KW)
     null = np.asarray(result.null["parity"])
     p05, p95 = np.percentile(null, [5, 95])
-    for name, row in result["methods"].items():
+    for name, row in result.methods.items():
         low, high = row["parity_ci90"]
         assert low == pytest.approx(max(0.0, row["parity"] - (p95 - 1))), name
         assert high == pytest.approx(row["parity"] - (p05 - 1)), name
@@ -134,7 +134,7 @@ def test_circular_guard(campaign):
     with pytest.raises(PrecometError, match="circular evaluation.*allow_circular=True"):
         bm.run_benchmark(campaign, methods=["metric_var"], metric="human", **KW)
     allowed = bm.run_benchmark(campaign, methods=["metric_var"], metric="human", allow_circular=True, **KW)
-    assert allowed["signature"]["allow_circular"] is True and allowed["signature"]["circular"] is True
+    assert allowed.signature["allow_circular"] is True and allowed.signature["circular"] is True
     # a utility that reads no score is not circular, whatever --metric says; another metric is fine
     assert bm.circular_reason(["kmeans", "random"], "human", "human") is None
     assert bm.circular_reason(["metric_var"], "m", "human") is None

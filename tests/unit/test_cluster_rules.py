@@ -237,10 +237,10 @@ def test_run_benchmark_records_and_uses_the_rule():
     kwargs = dict(external=first, props=[0.5], seeds=3, permutations=20, oracle=False, progress=False)
     paper = run_benchmark(campaign, **kwargs)
     wmt = run_benchmark(campaign, cluster_rule="wmt", **kwargs)
-    assert paper["signature"]["cluster_rule"] == "paper" and wmt["signature"]["cluster_rule"] == "wmt"
-    assert paper["methods"]["first"]["clusters"] == len(me.clusters(matrix[:30])) == 1
-    assert wmt["methods"]["first"]["clusters"] == len(me.clusters(matrix[:30], rule="wmt")) == 3
-    assert wmt["methods"]["first"]["spa"] == paper["methods"]["first"]["spa"]  # only the clusters change
+    assert paper.signature["cluster_rule"] == "paper" and wmt.signature["cluster_rule"] == "wmt"
+    assert paper.methods["first"]["clusters"] == len(me.clusters(matrix[:30])) == 1
+    assert wmt.methods["first"]["clusters"] == len(me.clusters(matrix[:30], rule="wmt")) == 3
+    assert wmt.methods["first"]["spa"] == paper.methods["first"]["spa"]  # only the clusters change
 
 
 def test_crowd_uses_and_records_the_rule(tmp_path):

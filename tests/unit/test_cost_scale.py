@@ -154,8 +154,8 @@ def test_benchmark_signature_records_the_cost_sources(times_dir):
     result = run_benchmark(
         campaign, external={"x": np.arange(4.0)}, props=[0.5], seeds=2, permutations=10, budget_unit="cost"
     )
-    assert result["signature"]["cost"] == cost_signature(campaign)
-    assert result["signature"]["cost"]["per_item"] == {MEASURED: 3, CALIBRATED: 1}
+    assert result.signature["cost"] == cost_signature(campaign)
+    assert result.signature["cost"]["per_item"] == {MEASURED: 3, CALIBRATED: 1}
 
 
 def test_cli_untimed_refuse_and_misuse(times_dir, tmp_path, capsys):

@@ -48,19 +48,19 @@ def test_values_equal_the_direct_computation_on_the_remaining_systems(campaign):
     )
     sizes = [8, 20, 40]
     random_spa, var_spa = [], []
-    for members in result["crowds"]:
+    for members in result.crowds:
         rest = [s for s in campaign.systems if s not in members]
         ref = full_reference(campaign.restrict_systems(rest), permutations=200, seed=0)  # no reuse: from scratch
         orders = [top_k(np.random.default_rng([0, r]).random(80), 40) for r in range(4)]
         random_spa.append(evaluate_orderings(ref, orders, sizes, measures=BENCH_MEASURES).mean(axis=0)[:, 0].mean())
         u = compute_utility(campaign, "metric_var", metric=metric, systems=members)
         var_spa.append(evaluate_orderings(ref, [top_k(u, 40)], sizes, measures=BENCH_MEASURES)[0, :, 0].mean())
-    assert result["random"]["spa"] == pytest.approx(np.mean(random_spa), abs=1e-12)
-    assert result["methods"]["metric_var"]["spa"] == pytest.approx(np.mean(var_spa), abs=1e-12)
-    assert result["methods"]["metric_var"]["spa_minus_random"] == pytest.approx(
+    assert result.random["spa"] == pytest.approx(np.mean(random_spa), abs=1e-12)
+    assert result.methods["metric_var"]["spa"] == pytest.approx(np.mean(var_spa), abs=1e-12)
+    assert result.methods["metric_var"]["spa_minus_random"] == pytest.approx(
         np.mean(var_spa) - np.mean(random_spa), abs=1e-12
     )
-    assert result["signature"]["crowd"] == 2 and result["signature"]["data_hash"] == campaign.data_hash()
+    assert result.signature["crowd"] == 2 and result.signature["data_hash"] == campaign.data_hash()
     json.dumps(result.to_dict())
 
 
@@ -108,11 +108,8 @@ def test_cli_crowd(campaign, tmp_path, capsys):
     assert main(base + ["--crowd", "2", "--crowd-runs", "4"]) == 0
     assert "artificial crowd" in capsys.readouterr().out
     result = json.loads(out.read_text())
-    assert (
-        result["runs"] == 4
-        and len(result["crowds"]) == 4
-        and result["signature"]["tool"] == "precomet benchmark --crowd"
-    )
+    assert result["runs"] == 4 and len(result["crowds"]) == 4
+    assert result["signature"]["tool"] == "precomet benchmark --crowd"
     assert main(base + ["--crowd", "2", "--budget-unit", "cost"]) == 2
     assert "--budget-unit cost" in capsys.readouterr().err
     assert main(base + ["--crowd", "6"]) == 2

@@ -77,9 +77,9 @@ def test_random_baseline_and_benchmark_are_functions_of_the_seed(campaign):
         )
 
     first = run(0)
-    assert first["signature"]["seed"] == 0
+    assert first.signature["seed"] == 0
     assert _json(first) == _json(run(0))
-    assert first["random"]["spa_by_prop"] != run(1)["random"]["spa_by_prop"]
+    assert first.random["spa_by_prop"] != run(1).random["spa_by_prop"]
 
 
 def test_artificial_crowd_is_a_function_of_its_seed(campaign):
@@ -89,9 +89,9 @@ def test_artificial_crowd_is_a_function_of_its_seed(campaign):
         )
 
     first = run(0)
-    assert first["signature"]["seed"] == 0
+    assert first.signature["seed"] == 0
     assert _json(first) == _json(run(0))
-    assert _json(first["crowds"]) != _json(run(1)["crowds"])
+    assert _json(first.crowds) != _json(run(1).crowds)
 
 
 def test_rank_bootstrap_is_a_function_of_its_seed(campaign):

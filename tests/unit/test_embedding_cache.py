@@ -152,7 +152,7 @@ def test_a_kmeans_benchmark_encodes_each_source_once(monkeypatch):
     campaign = simulate_campaign(n_items=40, n_systems=4, seed=1)
     with disk.no_disk_cache():
         result = run_benchmark(campaign, methods=["kmeans"], props=[0.1, 0.3, 0.5], seeds=3, progress=False)
-    assert "kmeans" in result["methods"]
+    assert "kmeans" in result.methods
     assert sorted(encoded) == sorted(set(campaign.src))
 
 

@@ -51,12 +51,12 @@ def test_count_control_is_the_k_longest_sources(campaign):
     utility = compute_utility(campaign, "length")
     assert list(bm.top_k(utility, 8)) == _longest(8)
     result = bm.run_benchmark(campaign, methods=["metric_avg"], metric="m", **KW)
-    row = result["controls"]["length"]
+    row = result.controls["length"]
     assert row["spa_by_prop"] == pytest.approx([_spa(campaign, _longest(8)), _spa(campaign, _longest(16))])
     low, high = row["parity_ci90"]
     assert low <= row["parity"] <= high and len(row["parity_by_prop"]) == 2
-    assert result["controls_skipped"] == {} and result["signature"]["controls"] == ["length"]
-    assert list(result["methods"]) == ["metric_avg"]  # the control is not a method row
+    assert result.controls_skipped == {} and result.signature["controls"] == ["length"]
+    assert list(result.methods) == ["metric_avg"]  # the control is not a method row
     json.dumps(result.to_dict())
 
 
@@ -90,13 +90,13 @@ def test_cost_control_is_the_knapsack_with_a_constant_utility(campaign, objectiv
     result = bm.run_benchmark(
         campaign, methods=["metric_avg"], metric="m", budget_unit="cost", cost_objective=objective, **KW
     )
-    row = result["controls"]["length"]
+    row = result.controls["length"]
     assert row["spa_by_prop"] == pytest.approx(expected)
-    assert result["signature"]["cost_objective"] == objective
+    assert result.signature["cost_objective"] == objective
     # "length" as a method is the same row (the control is then not repeated)
     as_method = bm.run_benchmark(campaign, methods=["length"], budget_unit="cost", cost_objective=objective, **KW)
-    assert as_method["methods"]["length"]["spa_by_prop"] == row["spa_by_prop"]
-    assert as_method["controls"] == {} and "benchmarked as a method" in as_method["controls_skipped"]["length"]
+    assert as_method.methods["length"]["spa_by_prop"] == row["spa_by_prop"]
+    assert as_method.controls == {} and "benchmarked as a method" in as_method.controls_skipped["length"]
 
 
 def test_knapsack_utility_is_constant_only_for_length_under_a_cost_budget():
@@ -128,10 +128,10 @@ def test_table_and_figure_show_the_control(campaign, tmp_path, monkeypatch):
 
 def test_controls_off_and_length_as_a_method(campaign):
     off = bm.run_benchmark(campaign, methods=["metric_avg"], metric="m", controls=False, **KW)
-    assert off["controls"] == {} == off["controls_skipped"] and off["signature"]["controls"] == []
+    assert off.controls == {} == off.controls_skipped and off.signature["controls"] == []
     assert "(control)" not in bm.summary_table(off)
     both = bm.run_benchmark(campaign, methods=["length", "metric_avg"], metric="m", **KW)
-    assert both["controls"] == {} and list(both["methods"]) == ["length", "metric_avg"]
+    assert both.controls == {} and list(both.methods) == ["length", "metric_avg"]
     assert "length control: left out ('length' is benchmarked as a method)" in bm.summary_table(both)
 
 
@@ -219,7 +219,7 @@ def test_crowd_shows_the_length_control(campaign):
     result = run_crowd_benchmark(
         campaign, methods=["metric_avg"], crowd=1, runs=3, metric="m", props=[0.2, 0.4], seeds=2, permutations=50
     )
-    row = result["controls"]["length"]
+    row = result.controls["length"]
     assert {"spa", "spa_minus_random", "runs_above_random"} <= set(row)
     assert "length (control)" in crowd_table(result)
     off = run_crowd_benchmark(
@@ -233,4 +233,4 @@ def test_crowd_shows_the_length_control(campaign):
         permutations=50,
         controls=False,
     )
-    assert off["controls"] == {} and "length" not in crowd_table(off)
+    assert off.controls == {} and "length" not in crowd_table(off)

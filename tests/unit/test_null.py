@@ -70,7 +70,7 @@ def test_random_utilities_are_called_significant_about_five_percent_of_the_time(
     result = bm.run_benchmark(
         campaign, external=utilities, props=PROPS, seeds=20, permutations=200, oracle=False, controls=False
     )
-    rows = result["methods"].values()
+    rows = result.methods.values()
     significant = np.mean([row["p_value"] < 0.05 for row in rows])
     below = np.mean([row["parity_ci90"][1] < 1 for row in rows])
     old_style = np.mean([row["parity"] < 0.9 for row in rows])  # what a point value below 100 % "showed" before
@@ -84,9 +84,9 @@ def test_a_utility_that_knows_the_answer_gets_a_small_p_value(campaign):
         campaign, methods=["metric_var"], metric="human", allow_circular=True, props=PROPS, seeds=20,
         permutations=200, oracle=True, controls=False,
     )  # fmt: skip
-    assert result["oracle"]["p_value"] < 0.01  # the greedy oracle on the human scores themselves
-    assert result["methods"]["metric_var"]["null"] == result["oracle"]["null"]
-    assert result["null_orderings"] == bm.NULL_ORDERINGS and len(result.null["parity"]) == bm.NULL_ORDERINGS
+    assert result.oracle["p_value"] < 0.01  # the greedy oracle on the human scores themselves
+    assert result.methods["metric_var"]["null"] == result.oracle["null"]
+    assert result.null_orderings == bm.NULL_ORDERINGS and len(result.null["parity"]) == bm.NULL_ORDERINGS
 
 
 def test_shared_item_groups():
@@ -167,7 +167,7 @@ def test_interval_and_p_value_calibration_on_a_real_campaign(wmt23_en_de):
     n = len(wmt23_en_de)
     utilities = {f"u{r}": np.random.default_rng([r, 2024]).random(n) for r in range(200)}
     result = bm.run_benchmark(wmt23_en_de, external=utilities, oracle=False, controls=False)
-    rows = list(result["methods"].values())
+    rows = list(result.methods.values())
     below = np.mean([row["parity_ci90"][1] < 1 for row in rows])
     significant = np.mean([row["p_value"] < 0.05 for row in rows])
     assert below <= 0.08 and significant <= 0.08, (below, significant)
@@ -180,7 +180,7 @@ def test_the_true_per_item_metric_avg_beats_random_orderings_on_a_real_campaign(
     result = bm.run_benchmark(
         wmt23_en_de, methods=["metric_avg"], metric="human", allow_circular=True, oracle=False, controls=False
     )
-    row = result["methods"]["metric_avg"]
+    row = result.methods["metric_avg"]
     assert row["p_value"] < 0.01 and row["parity_ci90"][1] < 1
-    assert result["recommendation"]["method"] == "metric_avg"
-    assert result["recommendation"]["text"].startswith("metric_avg saves ")
+    assert result.recommendation["method"] == "metric_avg"
+    assert result.recommendation["text"].startswith("metric_avg saves ")

@@ -75,18 +75,21 @@ def test_benchmark_row_flagged_not_usable(campaign, tmp_path):
         oracle_candidates=20,
         oracle_step=5,
     )
-    row = result["oracle"]
-    assert "oracle" not in result["methods"] and row["usable"] is False and row["uses"] == "human"
+    row = result.oracle
+    assert "oracle" not in result.methods and row["usable"] is False and row["uses"] == "human"
     assert "NOT a usable selector" in row["description"] and row["candidates"] == 20 and row["step"] == 5
     ref = full_reference(campaign, permutations=200)
     order = greedy_oracle_order(ref, candidates=20, step=5, seed=0)
     assert row["spa_by_prop"][0] == pytest.approx(_spa(ref, order[:12]))
-    assert row["spa"] > result["random"]["spa"]
-    assert result["signature"]["oracle"] is True and result["signature"]["oracle_step"] == 5
+    assert row["spa"] > result.random["spa"]
+    assert result.signature["oracle"] is True and result.signature["oracle_step"] == 5
     assert "oracle (not usable)" in bm.summary_table(result)
     bm.plot_benchmark(result, tmp_path / "b.png")
-    assert "oracle" not in bm.run_benchmark(
-        campaign, external={"flat": np.zeros(len(campaign))}, props=[0.3], seeds=2, permutations=100, oracle=False
+    assert (
+        "oracle"
+        not in bm.run_benchmark(
+            campaign, external={"flat": np.zeros(len(campaign))}, props=[0.3], seeds=2, permutations=100, oracle=False
+        ).to_dict()
     )
 
 

@@ -67,7 +67,7 @@ def test_every_result_uses_the_same_fields(tiny_campaign):
             permutations=20,
             progress=False,
             oracle=False,
-        )["signature"],
+        ).signature,
     }
     for name, sig in results.items():
         missing = [key for key in COMMON if key not in sig]
