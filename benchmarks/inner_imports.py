@@ -42,8 +42,17 @@ def inner_imports() -> list[tuple[str, str]]:
                     if isinstance(node, ast.Import):
                         found += [(module, alias.name) for alias in node.names]
                     elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-                        found.append((module, node.module))
+                        found += [
+                            (module, t) for t in dict.fromkeys(target_of(node.module, a.name) for a in node.names)
+                        ]
     return found
+
+
+def target_of(package: str, name: str) -> str:
+    """``from package import name`` imports the submodule ``package.name`` when there is one, else ``package``."""
+    folder = REPO.joinpath(*package.split("."))
+    is_module = (folder / f"{name}.py").is_file() or (folder / name / "__init__.py").is_file()
+    return f"{package}.{name}" if package.startswith("precomet") and is_module else package
 
 
 def loaded_by(module: str) -> set[str]:

@@ -116,10 +116,9 @@ def detect_format(path: str | Path, *, text: bool = False) -> str:
 
 def _load_mtme(path: Path, campaign: str | None, human: str | None) -> Campaign:
     if campaign is None:
-        from precomet.io.mtme import list_campaigns
-
         raise PrecometError(
-            f"{path}: an mt-metrics-eval root needs {{campaign}}NAME; found {list_campaigns(path)}", param="campaign"
+            f"{path}: an mt-metrics-eval root needs {{campaign}}NAME; found {list_mtme_campaigns(path)}",
+            param="campaign",
         )
     return load_mtme(path, campaign, human=human)
 

@@ -12,6 +12,7 @@ import numpy as np
 from precomet.campaign import Campaign
 from precomet.errors import PrecometError
 from precomet.stats import rankdata
+from precomet.utilities.diversity import output_matrix
 from precomet.utilities.embed import EMBED_OPTIONS, embed_texts
 from precomet.utilities.registry import compute_utility
 
@@ -53,8 +54,6 @@ def kmeans_outputs(
 def item_vectors(campaign: Campaign, on: str, options: Mapping[str, Any]) -> np.ndarray:
     """One vector per item for k-means: its source embedding (``on="src"``), or its systems' output embeddings
     concatenated and divided by √S (``on="tgt"``, unit norm). Checks ``n_init`` before anything is embedded."""
-    from precomet.utilities.diversity import output_matrix
-
     if options["n_init"] < 1:
         raise PrecometError(f"kmeans: option 'n_init' (k-means restarts) must be >= 1, got {options['n_init']!r}")
     if on not in ("src", "tgt"):
