@@ -194,7 +194,7 @@ def run(args: argparse.Namespace) -> int:
     )
     print(result.to_markdown())
     if args.output:
-        _write_json(args.output, dict(signature=result.signature, success=result.success, iterative=result.iterative))
+        _write_json(args.output, result.to_dict())
     return 0
 
 

@@ -61,6 +61,17 @@ class TrainResult:
     history: list[dict[str, float]] = field(default_factory=list)
     seconds: float = 0.0
 
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON-ready dict (paths as text)."""
+        best = None if self.best_ckpt is None else str(self.best_ckpt)
+        return {
+            "checkpoint_dir": str(self.checkpoint_dir),
+            "best_ckpt": best,
+            "dev_metrics": dict(self.dev_metrics),
+            "history": [dict(epoch) for epoch in self.history],
+            "seconds": self.seconds,
+        }
+
 
 @contextmanager
 def seeded(seed: int) -> Iterator[None]:

@@ -11,7 +11,7 @@ import heapq
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Literal, overload
+from typing import Any, Literal, overload
 
 import numpy as np
 
@@ -67,6 +67,18 @@ class IterativeResult:
     @property
     def n_annotations(self) -> int:
         return len(self.labels)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON-ready dict: item indices as numbers, the labels in the order they were asked."""
+        return {
+            "winner": self.winner,
+            "leader": self.leader,
+            "decided": self.decided,
+            "sf": float(self.sf),
+            "decision_items": [int(i) for i in self.decision_items],
+            "labels": [{"item": int(i), "label": label} for i, label in self.labels.items()],
+            "n_annotations": self.n_annotations,
+        }
 
 
 def check_label(answer: object, item: object) -> str:

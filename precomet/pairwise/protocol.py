@@ -55,6 +55,10 @@ class PairwiseEvaluation:
     iterative: list[dict[str, Any]]
     signature: Mapping[str, Any] = field(default_factory=dict)
 
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON-ready dict, as ``precomet diffuse --evaluate -o`` writes it."""
+        return {"signature": dict(self.signature), "success": self.success, "iterative": self.iterative}
+
     def to_markdown(self) -> str:
         lines = [
             "| budget | " + " | ".join(f"{m} success %" for m in METHODS) + " |",

@@ -180,6 +180,10 @@ class RatingTable:
             )
         ]
 
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON-ready dict: the method, bootstrap rounds and seed, and :meth:`rows`."""
+        return {"method": self.method, "rounds": self.rounds, "seed": self.seed, "ratings": self.rows()}
+
     def to_text(self) -> str:
         lines = [f"{'model':<34} {'rating':>8} {'median':>8} {'p5':>8} {'p95':>8} {'games':>6} {'win%':>6}"]
         lines += [
