@@ -488,3 +488,20 @@ def test_an_interrupt_just_after_a_temporary_is_made_leaves_nothing(tmp_path, mo
     with pytest.raises(KeyboardInterrupt), output_set() as out:
         out.path(tmp_path / "a.jsonl") if kind == "file" else out.directory(tmp_path / "ckpt")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_kept_file_appears_whole_or_not_at_all(tmp_path):
+    """The encoder cache and predict's resume chunks (``kept_file``): an error or interrupt inside the block leaves
+    the previous file and no staging folder; success replaces it."""
+    from precomet.io.atomic import kept_file
+
+    path = tmp_path / "chunk.npz"
+    path.write_bytes(b"old")
+    for failure in (OSError("disk"), KeyboardInterrupt()):
+        with pytest.raises(type(failure)), kept_file(path) as handle:
+            handle.write(b"half")
+            raise failure
+        assert path.read_bytes() == b"old" and sorted(os.listdir(tmp_path)) == ["chunk.npz"]
+    with kept_file(path) as handle:
+        handle.write(b"new")
+    assert path.read_bytes() == b"new" and sorted(os.listdir(tmp_path)) == ["chunk.npz"]
