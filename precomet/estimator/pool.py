@@ -221,6 +221,7 @@ def predict_pool(
                     accelerator=accelerator,
                 )
                 if cached is not None:
+                    cached.unlink(missing_ok=True)  # a damaged chunk: gone, so that only a new one counts below
                     kept.append(cached)  # before it exists: an interrupt just after the rename still counts it
                     _keep(cached, values, key=key, pool=pool)
                     written.append(cached)

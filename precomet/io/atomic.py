@@ -142,12 +142,13 @@ class OutputSet:
         _usual_permissions([staged for _, staged in self._outputs])
         folders = sorted({target.parent for target, _ in self._outputs})
         roots = [self._staging[folder] for folder in folders]
+        names = {root: [staged.name for _, staged in self._outputs if staged.parent.parent == root] for root in roots}
         with signals.deferred(), _commit_lock(folders):
-            moves = [(target, staged, root) for root in roots for target, staged in _moves(root)]
+            moves = [(target, staged, root) for root in roots for target, staged in _moves(root, names[root])]
             _check_kinds(moves)
             several = len(moves) > 1 or any(target.is_dir() for target, _, _ in moves)
             if several:
-                _decide(roots, moves[0][0])
+                _decide(names, moves[0][0])
             done: list[tuple[Path, Path, Path | None]] = []  # (target, staged, what stood there)
             try:
                 for target, staged, root in moves:
@@ -160,12 +161,15 @@ class OutputSet:
                 for root in roots:
                     (root / _DECIDED).unlink(missing_ok=True)
                 raise output_error(target, err) from None
-            self._write_through()
-            committed = _COMMITTED.get()
-            if committed is not None:
-                committed += [target for target, _ in self._outputs] + [target for target, _ in self._streams]
-            self._outputs, self._streams, self._created_dirs = [], [], []
-            self.abort()  # the staging folders: what was replaced, emptied folders, the decision
+            for root in roots[1:] + roots[:1]:  # what was replaced, emptied folders; the decision's folder last
+                shutil.rmtree(root, ignore_errors=True)
+                del self._staging[root.parent]
+        self._write_through()
+        committed = _COMMITTED.get()
+        if committed is not None:
+            committed += [target for target, _ in self._outputs] + [target for target, _ in self._streams]
+        self._outputs, self._streams, self._created_dirs = [], [], []
+        self.abort()  # the staging folder of the outputs written through
 
     def _write_through(self) -> None:
         for target, staged in self._streams:
@@ -203,7 +207,7 @@ class OutputSet:
 
     def abort(self) -> None:
         """Remove the staging folders, and the folders made only for these outputs."""
-        for root in sorted(self._staging.values(), reverse=True):  # the first folder's (the decision's) last
+        for root in self._staging.values():  # never decided here: the order does not matter
             shutil.rmtree(root, ignore_errors=True)
         self._staging, self._outputs, self._streams = {}, [], []
         for folder in reversed(self._created_dirs):
@@ -212,10 +216,11 @@ class OutputSet:
         self._created_dirs = []
 
 
-def _moves(root: Path) -> list[tuple[Path, Path]]:
-    """(target, staged) renames of a staging folder: a folder onto an existing folder moves entry by entry."""
+def _moves(root: Path, names: list[str]) -> list[tuple[Path, Path]]:
+    """(target, staged) renames of the outputs ``names`` staged in ``root`` and not yet moved (nothing else a writer
+    left there): a folder onto an existing folder moves entry by entry."""
     moves = []
-    for staged in sorted((root / _OUT).iterdir()):
+    for staged in [root / _OUT / name for name in names if os.path.lexists(root / _OUT / name)]:
         target = root.parent / staged.name
         if staged.is_dir() and target.is_dir():
             moves += [(target / entry.name, entry) for entry in sorted(staged.iterdir())]
@@ -240,12 +245,14 @@ def _place(staged: Path, target: Path, root: Path, *, keep: bool) -> Path | None
     return old
 
 
-def _decide(roots: list[Path], first: Path) -> None:
-    """Write the ``commit`` file naming all ``roots`` into each, the first root's last: the commit is then decided."""
-    record = json.dumps([str(root) for root in roots])
+def _decide(names: dict[Path, list[str]], first: Path) -> None:
+    """Write a ``commit`` file into each staging folder (the first's last: the commit is then decided), naming every
+    staging folder of the commit (relative to the folder's own, so a moved tree still finds them) and its outputs."""
+    roots = list(names)
     try:
         for root in roots[1:] + roots[:1]:
-            (root / "commit.part").write_text(record, encoding="utf-8")
+            record = {"roots": [os.path.relpath(other, root.parent) for other in roots], "outputs": names[root]}
+            (root / "commit.part").write_text(json.dumps(record), encoding="utf-8")
             os.replace(root / "commit.part", root / _DECIDED)
     except OSError as err:
         for root in roots:
@@ -256,34 +263,53 @@ def _decide(roots: list[Path], first: Path) -> None:
 def clean_leftovers(folder: Path) -> None:
     """Deal with the staging folders that processes no longer running left in ``folder``: a decided commit is
     finished (its outputs were complete), any other is removed. A decision that cannot be read is left for a
-    person to see; staging folders of live processes are left alone."""
+    person to see; staging folders of live processes, and of other users (a shared temporary folder), are left
+    alone."""
     try:
-        dead = [
-            folder / entry.name
-            for entry in os.scandir(folder)
-            if (match := _STAGING.match(entry.name)) and not _alive(int(match["pid"]))
-        ]
+        dead = [folder / entry.name for entry in os.scandir(folder) if _ours(folder / entry.name, alive=False)]
     except OSError:
         return
     for root in dead:
         try:
             _finish(root)
-        except (OSError, ValueError, TypeError):
+        except (OSError, ValueError, TypeError, KeyError, AttributeError):
             continue  # a damaged decision, or another run finishing it now: never guessed at
 
 
+def _ours(path: Path, *, alive: bool) -> bool:
+    """Whether ``path`` is a staging folder of this user whose process is (``alive``) or is not running."""
+    match = _STAGING.match(path.name)
+    if match is None:
+        return False
+    try:
+        info = path.lstat()
+    except OSError:
+        return False
+    return stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid() and _alive(int(match["pid"])) == alive
+
+
 def _finish(root: Path) -> None:
+    """Finish ``root``'s commit if it was decided (under the folders' locks, interrupts held back), else remove it."""
     if not (root / _DECIDED).exists():
         shutil.rmtree(root, ignore_errors=True)
         return
-    roots = [Path(r) for r in json.loads((root / _DECIDED).read_text(encoding="utf-8"))]
-    if not (roots[0] / _DECIDED).exists():  # the decision was never taken (or taken back): nothing was placed
+    record = json.loads((root / _DECIDED).read_text(encoding="utf-8"))
+    members = [Path(os.path.normpath(root.parent / relative)) for relative in record["roots"]]
+    same_run = all(_ours(m, alive=False) and m.name.split("-")[1] == root.name.split("-")[1] for m in members)
+    if Path(os.path.normpath(root)) not in members or not same_run:
+        return  # not a decision this module wrote: left for a person
+    if not (members[0] / _DECIDED).exists():  # the decision was never taken (or taken back): nothing was placed
         shutil.rmtree(root, ignore_errors=True)
         return
-    for member in roots[1:] + roots[:1]:  # the decision's folder last: until then the others know it
-        if member.exists():
-            for target, staged in _moves(member):
-                _place(staged, target, member, keep=True)
+    with signals.deferred(), _commit_lock(sorted({member.parent for member in members})):
+        for member in members[1:] + members[:1]:  # the decision's folder last: until then the others know it
+            if (member / _DECIDED).exists():  # not finished by another run meanwhile
+                (member / _OLD).mkdir(exist_ok=True)
+                names = json.loads((member / _DECIDED).read_text(encoding="utf-8"))["outputs"]
+                if any(os.sep in name or name in ("", ".", "..") for name in names):
+                    raise ValueError(f"{member}: not an output name in {names}")
+                for target, staged in _moves(member, names):
+                    _place(staged, target, member, keep=True)
             shutil.rmtree(member, ignore_errors=True)
 
 

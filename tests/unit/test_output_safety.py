@@ -8,6 +8,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import shutil
 import signal
 import stat
 import subprocess
@@ -17,6 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from precomet import signals
@@ -215,11 +217,79 @@ def test_a_commit_killed_before_its_decision_leaves_the_old_outputs(tmp_path):
     for root in roots:
         (root / "out").mkdir(parents=True)
         (root / "out" / "old.txt").write_text("new")
-    (roots[1] / "commit").write_text(json.dumps([str(root) for root in roots]))  # the second folder's only
+    record = {"roots": [os.path.relpath(root, folders[1]) for root in roots], "outputs": ["old.txt"]}
+    (roots[1] / "commit").write_text(json.dumps(record))  # the second folder's only: not decided
     atomic.clean_leftovers(folders[1])
     atomic.clean_leftovers(folders[0])
     assert [(folder / "old.txt").read_text() for folder in folders] == ["old", "old"]
     assert all(_leftovers(folder) == [] for folder in folders)
+
+
+def _dead_decided_root(folder: Path, outputs: dict[str, str]) -> Path:
+    """A decided single-folder commit of a dead process, as a SIGKILL between its renames leaves it."""
+    root = folder / f".precomet-{_dead_pid()}-0123abcd"
+    (root / "out").mkdir(parents=True)
+    (root / "old").mkdir()
+    for name, text in outputs.items():
+        (root / "out" / name).write_text(text)
+    record = {"roots": [root.name], "outputs": list(outputs)}
+    (root / "commit").write_text(json.dumps(record))
+    return root
+
+
+def test_a_decision_is_finished_from_wherever_the_tree_was_moved(tmp_path):
+    """The decision names its staging folders relative to its own, so a renamed parent folder still finishes."""
+    before = tmp_path / "before"
+    before.mkdir()
+    _dead_decided_root(before, {"a.json": "new a", "b.json": "new b"})
+    after = before.rename(tmp_path / "after")
+    clean_leftovers(after)
+    assert sorted(os.listdir(after)) == ["a.json", "b.json"] and (after / "b.json").read_text() == "new b"
+
+
+def test_a_decision_naming_something_else_is_left_for_a_person(tmp_path):
+    """A forged or damaged decision that names a folder which is not a staging folder of the same run never moves
+    or removes anything there."""
+    victim = tmp_path / "victim"
+    (victim / "out").mkdir(parents=True)
+    (victim / "out" / "precious").write_text("keep")
+    root = _dead_decided_root(tmp_path, {"x.json": "x"})
+    (root / "commit").write_text(json.dumps({"roots": [root.name, "victim"], "outputs": ["x.json"]}))
+    clean_leftovers(tmp_path)
+    assert (victim / "out" / "precious").read_text() == "keep" and root.exists()
+    assert not (tmp_path / "x.json").exists() and not (tmp_path / "precious").exists()
+
+
+def test_a_half_removed_decided_staging_folder_does_not_block_the_next_run(tmp_path):
+    """Killed while removing a finished commit's staging folder (``out/`` and ``old/`` already gone): the next run
+    removes the rest instead of failing on it for ever."""
+    root = _dead_decided_root(tmp_path, {"a.json": "new a"})
+    (tmp_path / "a.json").write_text("new a")  # placed before the kill
+    for part in ("out", "old"):
+        shutil.rmtree(root / part)
+    clean_leftovers(tmp_path)
+    assert sorted(os.listdir(tmp_path)) == ["a.json"]
+
+
+def test_only_the_outputs_asked_for_are_placed(tmp_path):
+    """A writer that leaves files beside what it was given (``np.save`` adds ``.npy``) never places them, so a user's
+    file of that name survives."""
+    (tmp_path / "x.npy").write_text("the user's")
+    with output_set(tmp_path / "x", tmp_path / "y.json") as out:
+        np.save(out.path(tmp_path / "x"), np.zeros(3))
+        with out.open(tmp_path / "y.json") as handle:
+            handle.write("{}")
+    assert (tmp_path / "x.npy").read_text() == "the user's"
+    assert sorted(os.listdir(tmp_path)) == ["x", "x.npy", "y.json"]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to make a folder owned by another user")
+def test_staging_folders_of_other_users_are_left_alone(tmp_path):
+    """A shared temporary folder holds other users' staging folders: never finished or removed by this user."""
+    root = _dead_decided_root(tmp_path, {"a.json": "theirs"})
+    os.chown(root, 54321, -1)
+    clean_leftovers(tmp_path)
+    assert root.exists() and not (tmp_path / "a.json").exists()
 
 
 def test_stale_staging_folders_are_cleaned_and_live_ones_kept(tmp_path):
