@@ -8,9 +8,11 @@ like matplotlib, work), and moved into ``F`` only when the whole block succeeded
 no target is touched.
 
 * **Killed between renames.** A commit of more than one rename first writes a ``commit`` file into each of its
-  staging folders, the first folder's last: once that one exists the commit is decided. The next run that writes
-  into any of these folders (:func:`clean_leftovers`) finishes a decided commit of a process that no longer runs
-  and removes every other staging folder of a dead process.
+  staging folders, naming them (relative to its own) and the outputs it places; the first folder's is written last,
+  and once it exists the commit is decided. The next run that writes into any of these folders
+  (:func:`clean_leftovers`) finishes a decided commit of a process that no longer runs, with the commit's own moves
+  and under the same locks, and removes every other staging folder of a dead process; only this user's are touched.
+* Only the outputs asked for are placed: anything else a writer leaves in the staging folder is removed with it.
 * **Not a regular file.** ``-`` (standard output), ``/dev/null``, a FIFO or ``/dev/stdout`` is staged in the
   temporary folder and written *through* at commit, never replaced. A symbolic link keeps pointing where it did:
   the file it points to is replaced.
