@@ -9,9 +9,12 @@ no target is touched.
 
 * **Killed between renames.** A commit of more than one rename first writes a ``commit`` file into each of its
   staging folders, naming them (relative to its own) and the outputs it places; the first folder's is written last,
-  and once it exists the commit is decided. The next run that writes into any of these folders
-  (:func:`clean_leftovers`) finishes a decided commit of a process that no longer runs, with the commit's own moves
-  and under the same locks, and removes every other staging folder of a dead process; only this user's are touched.
+  and once it exists the commit is decided. When every move is made, that decision goes first, then the staging
+  folders. The next run that writes into any of these folders (:func:`clean_leftovers`, and every commit before its
+  own moves) finishes a decided commit of a process that no longer runs, with the commit's own moves and under the
+  same locks, and removes every other staging folder of a dead process. Only this user's staging folders are
+  touched; one whose process is not found on this machine counts as dead, so do not share an output folder
+  between machines that write into it at the same time.
 * Only the outputs asked for are placed: anything else a writer leaves in the staging folder is removed with it.
 * **Not a regular file.** ``-`` (standard output), ``/dev/null``, a FIFO or ``/dev/stdout`` is staged in the
   temporary folder and written *through* at commit, never replaced. A symbolic link keeps pointing where it did:
@@ -54,6 +57,7 @@ from precomet.io.output_paths import (
 
 _STAGING = re.compile(r"^\.precomet-(?P<pid>\d+)-[0-9a-f]{8}$")
 _OUT, _THROUGH, _OLD, _DECIDED = "out", "through", "old", "commit"
+_MINE: set[Path] = set()  # this process's staging folders (a PID alone may be an earlier container's)
 _STDOUT_STREAM: ContextVar[TextIO | None] = ContextVar("precomet_stdout", default=None)
 _COMMITTED: ContextVar[list[Path | str] | None] = ContextVar("precomet_committed", default=None)
 
@@ -72,7 +76,7 @@ class OutputSet:
         if folder not in self._staging:
             missing = [p for p in [folder, *folder.parents] if not p.exists()]
             self._created_dirs += reversed(missing)  # known before they exist: abort removes those that do
-            root = folder / f".precomet-{os.getpid()}-{secrets.token_hex(4)}"
+            root = _new_root(folder)
             try:
                 folder.mkdir(parents=True, exist_ok=True)
                 clean_leftovers(folder)
@@ -145,33 +149,52 @@ class OutputSet:
         folders = sorted({target.parent for target, _ in self._outputs})
         roots = [self._staging[folder] for folder in folders]
         names = {root: [staged.name for _, staged in self._outputs if staged.parent.parent == root] for root in roots}
-        with signals.deferred(), _commit_lock(folders):
-            moves = [(target, staged, root) for root in roots for target, staged in _moves(root, names[root])]
-            _check_kinds(moves)
-            several = len(moves) > 1 or any(target.is_dir() for target, _, _ in moves)
-            if several:
-                _decide(names, moves[0][0])
-            done: list[tuple[Path, Path, Path | None]] = []  # (target, staged, what stood there)
-            try:
-                for target, staged, root in moves:
-                    done.append((target, staged, _place(staged, target, root, keep=several)))
-            except OSError as err:
-                for placed, staged, old in reversed(done):  # back to the state before the commit
-                    os.replace(placed, staged)
-                    if old is not None:
-                        os.replace(old, placed)
-                for root in roots:
-                    (root / _DECIDED).unlink(missing_ok=True)
-                raise output_error(target, err) from None
-            for root in roots[1:] + roots[:1]:  # what was replaced, emptied folders; the decision's folder last
-                shutil.rmtree(root, ignore_errors=True)
-                del self._staging[root.parent]
+        for attempt in range(3):
+            for folder in folders:
+                clean_leftovers(folder)  # a dead run's decided commit is finished before this newer one
+            with _commit_lock(folders), signals.deferred():
+                if attempt < 2 and any(_decided(root) for folder in folders for root in _dead_roots(folder)):
+                    continue  # a run died deciding in between: finish it first (a decision left for a person stays)
+                self._place_all(names)
+                break
         self._write_through()
         committed = _COMMITTED.get()
         if committed is not None:
             committed += [target for target, _ in self._outputs] + [target for target, _ in self._streams]
         self._outputs, self._streams, self._created_dirs = [], [], []
         self.abort()  # the staging folder of the outputs written through
+
+    def _place_all(self, names: dict[Path, list[str]]) -> None:
+        """The moves of a commit, under its locks; on a failure, back to the state before (or, when even that
+        fails, left decided for the next run to finish)."""
+        roots = list(names)
+        moves = [(target, staged, root) for root in roots for target, staged in _moves(root, names[root])]
+        _check_kinds(moves)
+        several = len(moves) > 1 or any(target.is_dir() for target, _, _ in moves)
+        if several:
+            _decide(names, moves[0][0])
+        done: list[tuple[Path, Path, Path | None]] = []  # (target, staged, what stood there)
+        try:
+            for target, staged, root in moves:
+                done.append((target, staged, _place(staged, target, root, keep=several)))
+        except OSError as err:
+            try:
+                for placed, staged, old in reversed(done):
+                    os.replace(placed, staged)
+                    if old is not None:
+                        os.replace(old, placed)
+            except OSError:  # neither set can be restored now: the decision stands, the next run completes it
+                for root in roots:
+                    del self._staging[root.parent]
+                    _MINE.discard(root)
+                raise output_error(target, err) from None
+            for root in roots:  # the decision (the first) first
+                (root / _DECIDED).unlink(missing_ok=True)
+            raise output_error(target, err) from None
+        _done(roots)
+        for root in roots:
+            del self._staging[root.parent]
+            _MINE.discard(root)
 
     def _write_through(self) -> None:
         for target, staged in self._streams:
@@ -211,6 +234,7 @@ class OutputSet:
         """Remove the staging folders, and the folders made only for these outputs."""
         for root in self._staging.values():  # never decided here: the order does not matter
             shutil.rmtree(root, ignore_errors=True)
+            _MINE.discard(root)
         self._staging, self._outputs, self._streams = {}, [], []
         for folder in reversed(self._created_dirs):
             with contextlib.suppress(OSError):
@@ -267,27 +291,55 @@ def clean_leftovers(folder: Path) -> None:
     finished (its outputs were complete), any other is removed. A decision that cannot be read is left for a
     person to see; staging folders of live processes, and of other users (a shared temporary folder), are left
     alone."""
-    try:
-        dead = [folder / entry.name for entry in os.scandir(folder) if _ours(folder / entry.name, alive=False)]
-    except OSError:
-        return
-    for root in dead:
+    for root in _dead_roots(folder):
         try:
             _finish(root)
         except (OSError, ValueError, TypeError, KeyError, AttributeError):
             continue  # a damaged decision, or another run finishing it now: never guessed at
 
 
-def _ours(path: Path, *, alive: bool) -> bool:
-    """Whether ``path`` is a staging folder of this user whose process is (``alive``) or is not running."""
+def _new_root(folder: Path) -> Path:
+    root = folder / f".precomet-{os.getpid()}-{secrets.token_hex(4)}"
+    _MINE.add(root)
+    return root
+
+
+def _dead_roots(folder: Path) -> list[Path]:
+    """This user's staging folders in ``folder`` whose process no longer runs."""
+    try:
+        names = [entry.name for entry in os.scandir(folder)]
+    except OSError:
+        return []
+    return [folder / name for name in names if _ours(folder / name)]
+
+
+def _ours(path: Path) -> bool:
+    """Whether ``path`` is a staging folder of this user whose process no longer runs."""
     match = _STAGING.match(path.name)
-    if match is None:
+    if match is None or path in _MINE:
         return False
     try:
         info = path.lstat()
     except OSError:
         return False
-    return stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid() and _alive(int(match["pid"])) == alive
+    return stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid() and not _alive(int(match["pid"]))
+
+
+def _decided(root: Path) -> bool:
+    """Whether ``root``'s commit was decided: the first of its staging folders holds its decision."""
+    try:
+        first = json.loads((root / _DECIDED).read_text(encoding="utf-8"))["roots"][0]
+        return (root.parent / first / _DECIDED).exists()
+    except (OSError, ValueError, TypeError, KeyError, IndexError):
+        return False
+
+
+def _done(roots: list[Path]) -> None:
+    """A commit whose moves are all made: its decision goes first, then its staging folders, in any order."""
+    for root in roots:
+        (root / _DECIDED).unlink(missing_ok=True)
+    for root in roots:
+        shutil.rmtree(root, ignore_errors=True)
 
 
 def _finish(root: Path) -> None:
@@ -297,27 +349,30 @@ def _finish(root: Path) -> None:
         return
     record = json.loads((root / _DECIDED).read_text(encoding="utf-8"))
     members = [Path(os.path.normpath(root.parent / relative)) for relative in record["roots"]]
-    same_run = all(_ours(m, alive=False) and m.name.split("-")[1] == root.name.split("-")[1] for m in members)
+    same_run = all(
+        (match := _STAGING.match(m.name)) and match["pid"] == root.name.split("-")[1] and (_ours(m) or not m.exists())
+        for m in members
+    )
     if Path(os.path.normpath(root)) not in members or not same_run:
         return  # not a decision this module wrote: left for a person
-    if not (members[0] / _DECIDED).exists():  # the decision was never taken (or taken back): nothing was placed
-        shutil.rmtree(root, ignore_errors=True)
-        return
-    with signals.deferred(), _commit_lock(sorted({member.parent for member in members})):
-        for member in members[1:] + members[:1]:  # the decision's folder last: until then the others know it
-            if (member / _DECIDED).exists():  # not finished by another run meanwhile
-                (member / _OLD).mkdir(exist_ok=True)
-                names = json.loads((member / _DECIDED).read_text(encoding="utf-8"))["outputs"]
-                if any(os.sep in name or name in ("", ".", "..") for name in names):
-                    raise ValueError(f"{member}: not an output name in {names}")
-                for target, staged in _moves(member, names):
-                    _place(staged, target, member, keep=True)
-            shutil.rmtree(member, ignore_errors=True)
+    with _commit_lock(sorted({member.parent for member in members if member.parent.exists()})), signals.deferred():
+        if (members[0] / _DECIDED).exists():  # decided, and not finished by another run meanwhile
+            for member in members:
+                if (member / _DECIDED).exists():
+                    (member / _OLD).mkdir(exist_ok=True)
+                    names = json.loads((member / _DECIDED).read_text(encoding="utf-8"))["outputs"]
+                    if any(os.sep in name or name in ("", ".", "..") for name in names):
+                        raise ValueError(f"{member}: not an output name in {names}")
+                    for target, staged in _moves(member, names):
+                        _place(staged, target, member, keep=True)
+            _done([m for m in members if m.exists()])
+        else:  # never decided, taken back, or finished: nothing of it is left to place
+            shutil.rmtree(root, ignore_errors=True)
 
 
 def _alive(pid: int) -> bool:
-    if pid == os.getpid():
-        return True
+    if pid == os.getpid():  # not one of this process's folders (_MINE): an earlier process with this PID
+        return False
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -419,7 +474,7 @@ def kept_file(path: Path) -> Iterator[IO[bytes]]:
     """Write ``path`` (a cache or resume file the command keeps for itself, not one of its outputs) in a staging
     folder beside it, renamed onto it when the block succeeds; raises ``OSError``."""
     clean_leftovers(path.parent)
-    root = path.parent / f".precomet-{os.getpid()}-{secrets.token_hex(4)}"
+    root = _new_root(path.parent)
     try:
         os.mkdir(root, 0o700)
         with open(root / path.name, "wb") as handle:
@@ -429,6 +484,7 @@ def kept_file(path: Path) -> Iterator[IO[bytes]]:
             shutil.rmtree(root, ignore_errors=True)
     finally:
         shutil.rmtree(root, ignore_errors=True)
+        _MINE.discard(root)
 
 
 @contextmanager

@@ -575,3 +575,75 @@ def test_a_kept_file_appears_whole_or_not_at_all(tmp_path):
     with kept_file(path) as handle:
         handle.write(b"new")
     assert path.read_bytes() == b"new" and sorted(os.listdir(tmp_path)) == ["chunk.npz"]
+
+
+def test_a_decided_commit_whose_other_folder_is_already_done_is_still_finished(tmp_path):
+    """Two folders; the second's staging folder is gone (its moves made, then the run killed): the first's
+    outputs are still placed, never left old for good."""
+    first, second = tmp_path / "a", tmp_path / "b"
+    second.mkdir()
+    root = _dead_decided_root_in(first, {"x.json": "new x"}, others=[second / f".precomet-{_dead_pid()}-0123abce"])
+    clean_leftovers(first)
+    assert (first / "x.json").read_text() == "new x" and not root.exists()
+
+
+def _dead_decided_root_in(folder: Path, outputs: dict[str, str], others: list[Path]) -> Path:
+    folder.mkdir(exist_ok=True)
+    pid = others[0].name.split("-")[1]
+    root = folder / f".precomet-{pid}-0123abcd"
+    (root / "out").mkdir(parents=True)
+    for name, text in outputs.items():
+        (root / "out" / name).write_text(text)
+    roots = [os.path.relpath(path, folder) for path in [root, *others]]
+    (root / "commit").write_text(json.dumps({"roots": roots, "outputs": list(outputs)}))
+    return root
+
+
+def test_a_commit_finishes_an_older_dead_decision_before_placing_its_own(tmp_path):
+    """A run that died after deciding, found only when this one commits: its outputs go first, so this newer set
+    is what stays."""
+    with output_set(tmp_path / "a.txt", tmp_path / "c.txt") as out:
+        for name in ("a.txt", "c.txt"):
+            with out.open(tmp_path / name) as handle:
+                handle.write("run 2")
+        _dead_decided_root(tmp_path, {"a.txt": "run 1", "b.txt": "run 1"})  # decided and killed meanwhile
+    clean_leftovers(tmp_path)
+    texts = {name: (tmp_path / name).read_text() for name in ("a.txt", "b.txt", "c.txt")}
+    assert texts == {"a.txt": "run 2", "b.txt": "run 1", "c.txt": "run 2"} and _leftovers(tmp_path) == []
+
+
+def test_a_commit_that_can_neither_finish_nor_go_back_is_completed_by_the_next_run(tmp_path, monkeypatch):
+    """Placing the second output fails and so does putting the first back: the decision stays, so the next run
+    completes the new set instead of leaving one old and one missing file."""
+    import precomet.io.atomic as atomic
+
+    (tmp_path / "a.txt").write_text("old a")
+    (tmp_path / "b.txt").write_text("old b")
+    real_place, real_replace, placed = atomic._place, os.replace, []
+
+    def place_then_fail(*args, **kwargs):
+        if placed:
+            monkeypatch.setattr(atomic.os, "replace", lambda *a, **k: (_ for _ in ()).throw(OSError(errno.EIO, "I/O")))
+            raise OSError(errno.EIO, "Input/output error")
+        placed.append(real_place(*args, **kwargs))
+        return placed[-1]
+
+    monkeypatch.setattr(atomic, "_place", place_then_fail)
+    with pytest.raises(OutputError), output_set(tmp_path / "a.txt", tmp_path / "b.txt") as out:
+        for name in ("a.txt", "b.txt"):
+            with out.open(tmp_path / name) as handle:
+                handle.write("new")
+    monkeypatch.setattr(atomic.os, "replace", real_replace)
+    monkeypatch.setattr(atomic, "_place", real_place)
+    clean_leftovers(tmp_path)
+    assert [(tmp_path / name).read_text() for name in ("a.txt", "b.txt")] == ["new", "new"]
+    assert _leftovers(tmp_path) == []
+
+
+def test_a_staging_folder_with_this_process_id_but_not_of_this_process_is_dead(tmp_path):
+    """In a container every run may get the same PID: a staging folder named with it that this process did not
+    make is an earlier run's, and is cleaned."""
+    stale = tmp_path / f".precomet-{os.getpid()}-0123abcd"
+    (stale / "out").mkdir(parents=True)
+    clean_leftovers(tmp_path)
+    assert not stale.exists()
