@@ -33,7 +33,7 @@ import numpy as np
 from numpy.lib.npyio import NpzFile
 
 from precomet.errors import PrecometError
-from precomet.io.atomic import kept_file
+from precomet.io.atomic import clean_leftovers, kept_file
 
 log = logging.getLogger(__name__)
 
@@ -235,6 +235,7 @@ def write_segment(folder: Path, vectors: dict[str, np.ndarray], *, encoder_key: 
     path = folder / f"{name}{SUFFIX}"
     try:
         folder.mkdir(parents=True, exist_ok=True)
+        clean_leftovers(folder)
         with kept_file(path) as handle:
             np.savez(handle, keys=keys, vectors=stacked, check=_checksum(encoder_key, keys, stacked))
     except OSError as err:

@@ -472,8 +472,8 @@ def atomic_write(path: str | Path, mode: str = "w") -> Iterator[IO]:
 @contextmanager
 def kept_file(path: Path) -> Iterator[IO[bytes]]:
     """Write ``path`` (a cache or resume file the command keeps for itself, not one of its outputs) in a staging
-    folder beside it, renamed onto it when the block succeeds; raises ``OSError``."""
-    clean_leftovers(path.parent)
+    folder beside it, renamed onto it when the block succeeds; raises ``OSError``. The caller cleans the folder's
+    leftovers (:func:`clean_leftovers`) once, not on every file."""
     root = _new_root(path.parent)
     try:
         os.mkdir(root, 0o700)
