@@ -28,6 +28,7 @@ import csv
 import json
 import os
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -174,7 +175,12 @@ def test_a_second_predict_and_a_select_on_the_same_file_encode_nothing(raw_data,
 
 def test_an_interrupted_predict_says_how_to_resume_and_the_batch_goes_to_appraise(raw_data, tmp_path):
     _zh_sources(raw_data, tmp_path, 400)
-    argv = ["predict", "--checkpoint", str(SHIPPED), "--data", "sources.txt", "--chunk-size", "40",
+    # Without coverage.safetensors nothing is encoded before the pool (the coverage check would encode all 400
+    # sources up front, and the chunks after the first would then take milliseconds): every chunk encodes its own
+    # 40 sources, so the interrupt sent after the first lands with seconds of chunks still to go.
+    checkpoint = tmp_path / "checkpoint"
+    shutil.copytree(SHIPPED, checkpoint, ignore=shutil.ignore_patterns("coverage.safetensors"))
+    argv = ["predict", "--checkpoint", str(checkpoint), "--data", "sources.txt", "--chunk-size", "40",
             "--resume-dir", "kept", "-o", "p.jsonl"]  # fmt: skip
     env = {**os.environ, "PYTHONPATH": str(REPO), "PRECOMET_CACHE": str(tmp_path / "encoder-cache")}
     child = subprocess.Popen([sys.executable, "-m", "precomet", *argv], cwd=tmp_path, env=env, text=True,
