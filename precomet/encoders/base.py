@@ -28,7 +28,11 @@ class SentenceEncoder(ABC):
 
     name: ClassVar[str]
     languages: ClassVar[str]
-    batch_size: ClassVar[int] = 64
+    batch_size: int = 64
+    """Texts per call of :meth:`_encode_batch` (an instance may change it, e.g. for its device)."""
+    engines: ClassVar[tuple[str, ...]] = ()
+    """Interchangeable ways of running the same weights (see :mod:`precomet.encoders.e5`); a checkpoint records them
+    and reads its vectors with any; ``()``: one way."""
     max_tokens: ClassVar[int | None] = None
     """Tokens of a text the encoder reads (longer texts are truncated); ``None``: no limit (surface features)."""
     shared_cache: ClassVar[bool] = True

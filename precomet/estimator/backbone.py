@@ -82,11 +82,15 @@ def backbone_encoder(meta: dict[str, Any], *, where: Any) -> SentenceEncoder:
         encoder = get_encoder(str(recorded.get("spec") or name))
     except PrecometError as err:
         raise PrecometError(f"{where}: field 'backbone' names encoder {name!r}, which cannot be used: {err}") from None
-    if encoder.identity() != {k: v for k, v in recorded.items() if k != "spec"}:
+    if encoder.identity() != {k: v for k, v in recorded.items() if k not in ("spec", "engines")}:
         raise PrecometError(
             f"{where}: the installed encoder {name!r} is {encoder.identity()}, but this estimator was trained on"
             f" {recorded}; install that version or retrain"
         )
+    accepted = recorded.get("engines")  # absent: any engine of these weights (checkpoints before 0.13)
+    engine = getattr(encoder, "engine", None)
+    if accepted is not None and engine not in accepted:
+        raise PrecometError(f"{where}: this estimator reads {name!r} with the engines {accepted}, not {engine!r}")
     return encoder
 
 

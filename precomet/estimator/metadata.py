@@ -55,6 +55,7 @@ class EncoderPackage(_Strict):
 
 class Backbone(_Strict):
     name: str
+    engines: list[str] | None = None
 
 
 class LanguageProfile(_Strict):

@@ -212,7 +212,8 @@ class VectorInputs:
 
     def __init__(self, encoder: SentenceEncoder, *, spec: str) -> None:
         self.encoder = encoder
-        self.identity: dict[str, Any] | None = {"spec": spec, **encoder.identity()}
+        engines = {"engines": list(encoder.engines)} if encoder.engines else {}
+        self.identity: dict[str, Any] | None = {"spec": spec, **encoder.identity(), **engines}
 
     def encode(self, cfg: dict[str, Any], split: Split, *, progress: bool | None) -> tuple[Any, Any]:
         cache_dir = cfg["data"]["cache_dir"] or None

