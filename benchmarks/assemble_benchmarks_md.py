@@ -33,6 +33,7 @@ SECTIONS = (  # (file under benchmarks/results/, what it measures) in reading or
     ("knapsack.md", "Subset building: knapsack speed and optimality vs subset2evaluate (issue 4)"),
     ("knapsack-pool.md", "Subset building at pool scale: 1M and 10M items (issue 24)"),
     ("pool.md", "Pre-selection at pool scale: 10k to 1M sources, read, predict, select (issue 24)"),
+    ("pool-distinct.md", "Pre-selection of distinct sources, extrapolated to 1M (issue 35)"),
     ("predict-speed.md", "Prediction speed of the shipped estimator on 2 CPU cores, each engine (issues 24, 35)"),
     ("e5-gpu.md", "The shipped encoder on one GPU: sources/s and agreement with the CPU (issue 35)"),
     ("select-findings.md", "Subset building: readings (issue 4)"),
@@ -77,9 +78,9 @@ FINDINGS = frozenset(
 HEADER = """# BENCHMARKS
 
 Measured on the project's machines (2 shared CPU cores, no GPU, except where a section names its GPU; absolute
-times drift with load, so speed claims are ratios measured side by side in one run). Every results section names the command that produced it;
-hand-written findings name the results they read, and every number in them is one of those results
-(`tests/unit/test_benchmarks_md.py`). This file is assembled from `benchmarks/results/` by
+times drift with load, so speed claims are ratios measured side by side in one run). Every results section names
+the command that produced it; hand-written findings name the results they read, and every number in them is one
+of those results (`tests/unit/test_benchmarks_md.py`). This file is assembled from `benchmarks/results/` by
 `benchmarks/assemble_benchmarks_md.py`; `make benchmarks` (`benchmarks/regenerate.py`) re-runs every benchmark
 and assembles it. Peer = subset2evaluate 1.0.27 in its own venv (`benchmarks/peer_env.sh`).
 """

@@ -1,7 +1,7 @@
 """Pre-selection at pool scale: read, predict and select synthetic pools of 10k to 1M sources (issue 24, part 6).
 
 Usage: PYTHONPATH=. .venv/bin/python benchmarks/bench_pool.py [--sizes 10000 100000 1000000] [--universe 10000]
-       [--chunk-size 10000] [--out benchmarks/results/pool.md]
+       [--chunk-size 10000] [--distinct] [--out benchmarks/results/pool.md]
 
 The pools are built from the shared history's sources: ``--universe`` distinct source texts drawn at random (seed 0)
 from every source file of ../shared/data/raw (mt-metrics-eval WMT22/23, the WMT21-23 news releases of both
@@ -20,7 +20,9 @@ Stages, each a fresh process of the command a user runs (wall time and peak RSS 
 
 A pool sampled with replacement repeats texts, and the embedding cache encodes each distinct text once per
 process, so ``predict`` costs grow with the distinct texts, not the pool: the table gives both, the encoder's rate
-per distinct text, and what an all-distinct pool of the same size would take at that rate.
+per distinct text, and what an all-distinct pool of the same size would take at that rate. ``--distinct`` builds
+pools of distinct texts instead (the history holds about 29,000: sizes up to that) and extrapolates end-to-end time
+and peak memory to 1,000,000 distinct sources with the measured growth exponents (issue 35).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import subprocess
 import sys
 import tempfile
@@ -76,10 +79,13 @@ def domain_shares() -> dict[str, float]:
     return {name: count / total for name, count in top.items()}
 
 
-def build_pool(path: Path, size: int, universe: list[str], shares: dict[str, float], seed: int) -> int:
-    """Write ``size`` items (ids ``p0``, ``p1``, …) to canonical JSONL; returns the number of distinct texts."""
+def build_pool(
+    path: Path, size: int, universe: list[str], shares: dict[str, float], seed: int, *, distinct: bool = False
+) -> int:
+    """Write ``size`` items (ids ``p0``, ``p1``, …) to canonical JSONL, drawn with replacement from ``universe``
+    (or, ``distinct``, its first ``size`` texts); returns the number of distinct texts."""
     rng = np.random.default_rng([seed, size])
-    picks = rng.integers(0, len(universe), size)
+    picks = np.arange(size) if distinct else rng.integers(0, len(universe), size)
     domains = rng.choice(list(shares), size=size, p=list(shares.values()))
     with path.open("w", encoding="utf-8") as handle:
         for i, (pick, domain) in enumerate(zip(picks, domains)):
@@ -88,9 +94,12 @@ def build_pool(path: Path, size: int, universe: list[str], shares: dict[str, flo
     return len(np.unique(picks))
 
 
-def measured(command: list[str]) -> tuple[float, float]:
-    """(wall seconds, peak RSS in GiB) of ``command`` run in its own process; a failure stops the benchmark."""
-    done = subprocess.run([sys.executable, "-c", MEASURE, *command], capture_output=True, text=True, check=False)
+def measured(command: list[str], *, cache: Path) -> tuple[float, float]:
+    """(wall seconds, peak RSS in GiB) of ``command`` run in its own process with the encoder cache in ``cache``
+    (empty at first: nothing cached by earlier runs); a failure stops the benchmark."""
+    env = {**os.environ, "PRECOMET_CACHE": str(cache)}
+    args = [sys.executable, "-c", MEASURE, *command]
+    done = subprocess.run(args, capture_output=True, text=True, check=False, env=env)
     line = [row for row in done.stdout.splitlines() if row.startswith("MEASURED")][-1].split()
     if line[1] != "0":
         raise SystemExit(f"{' '.join(command)} failed ({line[1]}):\n{done.stderr[-3000:]}")
@@ -102,16 +111,19 @@ def run_size(size: int, args: argparse.Namespace, universe: list[str], shares: d
     with tempfile.TemporaryDirectory(prefix="precomet-pool-") as scratch:
         folder = Path(scratch)
         pool, utilities, subset = folder / "pool.jsonl", folder / "utilities.jsonl", folder / "subset.jsonl"
-        distinct = build_pool(pool, size, universe, shares, seed=0)
+        distinct = build_pool(pool, size, universe, shares, seed=0, distinct=args.distinct)
+        cache = folder / "encoder-cache"
         stages = {
-            "read": measured([sys.executable, "-c", READ, str(pool), str(args.chunk_size)]),
+            "read": measured([sys.executable, "-c", READ, str(pool), str(args.chunk_size)], cache=cache),
             "predict": measured(
                 [*precomet, "predict", "--checkpoint", str(CHECKPOINT), "--data", str(pool)]
-                + ["--chunk-size", str(args.chunk_size), "-o", str(utilities)]
+                + ["--chunk-size", str(args.chunk_size), "-o", str(utilities)],
+                cache=cache,
             ),
             "select": measured(
                 [*precomet, "select", "--data", str(pool), "--scores", str(utilities), "--proportion", "0.2"]
-                + ["--cost-aware", "--balance", "domain", "-o", str(subset)]
+                + ["--cost-aware", "--balance", "domain", "-o", str(subset)],
+                cache=cache,
             ),
         }
         manifest = json.loads(subset.with_name("subset.manifest.json").read_text(encoding="utf-8"))
@@ -134,14 +146,16 @@ def report(results: list[dict], args: argparse.Namespace, universe: int, shares:
         "",
         "Command: `PYTHONPATH=. .venv/bin/python benchmarks/bench_pool.py --sizes "
         + " ".join(str(r["size"]) for r in results)
-        + f" --universe {args.universe} --chunk-size {args.chunk_size}`",
+        + f" --universe {args.universe} --chunk-size {args.chunk_size}"
+        + (" --distinct`" if args.distinct else "`"),
         "",
-        f"Pools sampled with replacement from {universe:,} distinct history sources (multilingual sentences and"
-        " paragraphs), domains drawn from the 5 most frequent WMT22/23 domains ("
+        ("Pools of distinct sources: the first N" if args.distinct else "Pools sampled with replacement")
+        + f" of {universe:,} distinct history sources (multilingual sentences and"
+        " paragraphs, in random order), domains drawn from the 5 most frequent WMT22/23 domains ("
         + ", ".join(f"{name} {share:.0%}" for name, share in shares.items())
         + "). Estimator: checkpoints/metric-avg-e5 (multilingual-e5-small). Selection: certified knapsack over 20 %"
-        " of the estimated annotation cost, equal counts from the 5 domains. Each stage is a fresh process; peak ="
-        " its maximum RSS.",
+        " of the estimated annotation cost, equal counts from the 5 domains. Each stage is a fresh process with an"
+        " empty encoder cache; peak = its maximum RSS.",
         "",
         "| sources | distinct texts | read s | predict s | select s | end to end s | peak GiB | chosen | status |",
         "|---|---|---|---|---|---|---|---|---|",
@@ -162,6 +176,14 @@ def report(results: list[dict], args: argparse.Namespace, universe: int, shares:
             lines.append(f"- growth exponent of {stage} time ({sizes[0]:,} to {sizes[-1]:,}): {slope:.2f}")
         total = [sum(seconds for seconds, _ in r["stages"].values()) for r in results]
         lines.append(f"- growth exponent end to end: {exponent(sizes, total):.2f}")
+        if args.distinct:
+            peaks = [max(gib for _, gib in r["stages"].values()) for r in results]
+            grow = (1_000_000 / sizes[-1]) ** exponent(sizes, total)
+            memory = (1_000_000 / sizes[-1]) ** max(exponent(sizes, peaks), 0.0)
+            lines.append(
+                f"- extrapolated with these exponents to 1,000,000 distinct sources: {total[-1] * grow / 3600:.2f} h"
+                f" end to end, peak {peaks[-1] * memory:.2f} GiB"
+            )
     largest = results[-1]["size"]
     lines.append(
         f"- predict on the {results[0]['size']:,}-source pool: {rate:.0f} distinct texts/s; an all-distinct pool of"
@@ -175,8 +197,10 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000, 1_000_000])
     parser.add_argument("--universe", type=int, default=10_000, help="distinct history texts to sample from")
     parser.add_argument("--chunk-size", type=int, default=10_000)
-    parser.add_argument("--out", type=Path, default=RESULTS / "pool.md")
+    parser.add_argument("--distinct", action="store_true", help="pools of distinct texts (the universe's first N)")
+    parser.add_argument("--out", type=Path, help="default: benchmarks/results/pool.md (pool-distinct.md)")
     args = parser.parse_args()
+    args.out = args.out or RESULTS / ("pool-distinct.md" if args.distinct else "pool.md")
     texts = source_texts()
     chosen = np.random.default_rng(0).choice(len(texts), size=min(args.universe, len(texts)), replace=False)
     universe = [texts[i] for i in sorted(chosen)]

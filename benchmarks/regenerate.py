@@ -101,6 +101,12 @@ REGISTRY = (
     Benchmark("knapsack-pool", (("benchmarks/bench_select.py", "--pool"),), ("knapsack-pool.md",), 2, data=False),
     Benchmark("pool", (("benchmarks/bench_pool.py",),), ("pool.md",), 12),
     Benchmark(
+        "pool-distinct",
+        (("benchmarks/bench_pool.py", "--sizes", "5000", "10000", "25000", "--universe", "30000", "--distinct"),),
+        ("pool-distinct.md",),
+        8,
+    ),
+    Benchmark(
         "predict-speed",
         (("benchmarks/bench_predict_speed.py", "--n", "200", "--repeats", "2"),),
         ("predict-speed.md",),

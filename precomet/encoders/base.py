@@ -51,6 +51,11 @@ class SentenceEncoder(ABC):
         """What a checkpoint records about this encoder (name plus version or weight hash)."""
         return {"name": self.name}
 
+    def to(self, device: str) -> SentenceEncoder:
+        """Run on ``device`` where this encoder can (e5-small's torch engine); the others keep their own device.
+        Returns the encoder."""
+        return self
+
     def encode(self, texts: Sequence[str], *, progress: bool | None = None) -> np.ndarray:
         """``(len(texts), dim)`` float32 vectors in input order, in batches (with a progress bar)."""
         texts = [str(t) for t in texts]

