@@ -119,6 +119,13 @@ REGISTRY = (
         0.2,
         data=False,
     ),
+    Benchmark(  # the table from the recorded GPU run (measuring needs a GPU machine: the script's docstring)
+        "predict-gpu",
+        (("benchmarks/bench_predict_gpu.py", "report", "--measured", "benchmarks/results/predict_gpu.json"),),
+        ("predict-gpu.md",),
+        0.2,
+        data=False,
+    ),
     Benchmark(
         "cost-aware",
         (

@@ -86,7 +86,8 @@ def _text_key(text: str) -> str:
 
 
 CHUNK = 2048
-"""Texts encoded between two saves to the on-disk cache (one segment each): an interrupt keeps the work done."""
+"""Texts encoded between two saves to the on-disk cache (one segment each; at least one call of the encoder's
+``batch_size``, so a GPU gets full batches): an interrupt keeps the work done."""
 ANNOUNCE_FROM = 1000
 """Encoding at least this many texts is announced on stderr before it starts (it takes tens of seconds)."""
 
@@ -101,8 +102,8 @@ def encode_cached(
     """:meth:`SentenceEncoder.encode` of ``texts`` with each distinct text encoded once: looked up in the
     in-process cache (:mod:`precomet.encoders.memory`), then on disk (:mod:`precomet.encoders.disk`: ``cache_dir``
     when given, else the cache every command shares, unless :func:`~precomet.encoders.disk.no_disk_cache`); only
-    texts found in neither are encoded, and saved every :data:`CHUNK` texts, so an interrupted run resumes. Returns
-    a new array on every call."""
+    texts found in neither are encoded, and saved every :data:`CHUNK` texts (the encoder's ``batch_size`` when
+    larger), so an interrupted run resumes. Returns a new array on every call."""
     texts = [str(t) for t in texts]
     unique = list(dict.fromkeys(texts))
     keys = [_text_key(t) for t in unique]
@@ -123,7 +124,7 @@ def encode_cached(
     record_use(encoder=encoder.name, folder=root, looked_up=keys, encoded=[keys[i] for i in todo])
     if len(todo) >= ANNOUNCE_FROM:
         announce(f"encoding {len(todo):,} texts with {encoder.name} ({len(unique) - len(todo):,} from the cache)")
-    step = len(todo) if folder is None else CHUNK
+    step = len(todo) if folder is None else max(CHUNK, encoder.batch_size)
     for start in range(0, len(todo), max(step, 1)):
         part = todo[start : start + step]
         fresh = dict(zip((keys[i] for i in part), encoder.encode([unique[i] for i in part], progress=progress)))

