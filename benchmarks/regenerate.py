@@ -119,6 +119,12 @@ REGISTRY = (
         0.2,
         data=False,
     ),
+    Benchmark(
+        "predict-resume",
+        (("benchmarks/bench_predict_resume.py", "--n", "6000", "--chunk-size", "1000"),),
+        ("predict-resume.md",),
+        6,
+    ),
     Benchmark(  # the table from the recorded GPU run (measuring needs a GPU machine: the script's docstring)
         "predict-gpu",
         (("benchmarks/bench_predict_gpu.py", "report", "--measured", "benchmarks/results/predict_gpu.json"),),

@@ -7,7 +7,7 @@ import json
 import math
 from typing import Any, NamedTuple
 
-from precomet.campaign import Campaign
+from precomet.campaign import HUMAN, Campaign
 from precomet.costs import parse_duration
 from precomet.errors import DataError, PrecometError
 
@@ -83,8 +83,9 @@ def add_force_argument(parser: argparse.ArgumentParser, *, what: str) -> None:
 
 def source_texts(args: argparse.Namespace, campaign: Campaign) -> dict[str, str]:
     """Id -> source text of every item of ``--data``, the items without human scores included (a score file may
-    cover them although ``campaign`` left them out), for :mod:`precomet.provenance`'s checks."""
-    if not args.keep_incomplete:
+    cover them although ``campaign`` left them out), for :mod:`precomet.provenance`'s checks. The input is read again
+    only when ``campaign`` may have left items out (it has human scores); a pool of sources is read once."""
+    if not args.keep_incomplete and HUMAN in campaign.scores:
         campaign = load_campaign(argparse.Namespace(**{**vars(args), "keep_incomplete": True}))
     return dict(zip(map(str, campaign.ids), campaign.src))
 

@@ -612,3 +612,28 @@ def test_the_manifest_of_a_count_budget_gives_the_subsets_annotation_seconds(tmp
     manifest = json.loads((tmp_path / "subset.manifest.json").read_text())
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert manifest["n_selected"] == 4 and manifest["total_cost"] == pytest.approx(sum(r["cost"] for r in rows))
+
+
+@pytest.mark.parametrize("human", [False, True])
+def test_select_with_scores_reads_a_pool_of_sources_once(tmp_path, monkeypatch, human):
+    """A pool of sources (no human scores) cannot lose items to completeness, so ``select --scores`` reads it once
+    (a 1M-source pool took twice as long when read twice); with human scores it is read again in full, so that a
+    scores file covering the unrated items still matches."""
+    import precomet.io
+
+    items = [{"id": f"p{i}", "src": f"source number {i} with some words"} for i in range(12)]
+    if human:
+        for item in items:
+            item["tgt"] = {"A": "a", "B": "b"}
+            item["scores"] = {"A": {"human": 1.0}, "B": {"human": 0.0 if item["id"] != "p3" else None}}
+    data, scores = tmp_path / "pool.jsonl", tmp_path / "u.jsonl"
+    data.write_text("".join(json.dumps(item) + "\n" for item in items))
+    scores.write_text("".join(json.dumps({"id": item["id"], "utility": i}) + "\n" for i, item in enumerate(items)))
+    reads = []
+    original = precomet.io.load
+    monkeypatch.setattr(precomet.io, "load", lambda *a, **k: reads.append(k) or original(*a, **k))
+    out = tmp_path / "subset.jsonl"
+    argv = ["--no-progress", "select", "--data", str(data), "--scores", str(scores), "--budget", "4"]
+    assert main([*argv, "-o", str(out)]) == 0
+    assert len(reads) == (2 if human else 1)
+    assert [json.loads(line)["id"] for line in out.read_text().splitlines()] == ["p11", "p10", "p9", "p8"]
