@@ -105,6 +105,7 @@ def test_batch_holds_only_the_chosen_items(tmp_path):
     assert set(ids) == chosen and len(ids) == 2 and ids == sorted(ids, key=lambda i: int(i[1:]))
 
 
+@pytest.mark.slow  # encodes with the shipped e5-small: about 6 s when it runs alone (torch import, model load)
 def test_select_checkpoint_on_plain_text_end_to_end(tmp_path, capsys):
     ckpt = shipped_checkpoint(tmp_path)
     sources = [
