@@ -19,7 +19,9 @@ Plain CBC needs ~30 s on 50k items with five group rows. We solve it as a *core 
 3. The remaining core (usually tens to hundreds of items) is solved exactly: by dynamic programming when
    there are no groups and the weights are whole after decimal scaling, else by a pulp MILP solver
    warm-started with the incumbent and stopped at the *global* gap tolerance. Its optimum plus the fixed
-   items is the global optimum.
+   items is the global optimum. When the incumbent is already within the gap tolerance of ``U`` and more than
+   :data:`_LARGEST_OPEN_CORE` items remain free (a pool of many identical items: equal ``d_i`` by the thousand,
+   a symmetric MILP that CBC does not stop on time), the incumbent is returned with ``U`` as its bound.
 
 The reported bound is ``min(U, fixed + solver bound)``; the gap is computed from it, never assumed.
 """
@@ -55,6 +57,7 @@ SOLVERS = {
 """Solver names accepted by :func:`solve` -> pulp solver class names."""
 
 _FIRST_CORE = 64  # size of the first core, solved to find an incumbent
+_LARGEST_OPEN_CORE = 20_000  # free items beyond which an incumbent within the gap tolerance of U is returned
 _DP_CELLS = 50_000_000  # largest core DP table (units x capacity cells)
 _LARGEST_CAPACITY = 1e15  # beyond it weights are rescaled to units of the capacity (whole-number floats end at 2**53)
 _SMALLEST_CAPACITY = 1e-3  # below it too: solvers' absolute tolerances (~1e-7) would exceed such a budget
@@ -173,6 +176,8 @@ def _solve(problem: Problem, *, solver: str, time_limit: float, gap_tolerance: f
     free = np.flatnonzero(upper - np.abs(d) >= lower - slack)  # items not provably at their LP side
     if len(free) == 0:
         bound = lower
+    elif len(free) > _LARGEST_OPEN_CORE and upper - lower <= gap_tolerance * max(abs(lower), 1e-12):
+        bound = upper  # certified within the tolerance already; proving more would need a MILP over ``free``
     elif core_optimal and np.isin(free, core).all():
         assert core_bound is not None  # a proven-optimal core always comes with its bound
         bound = _global_bound(problem, side, core, core_bound, lower)

@@ -156,3 +156,21 @@ def test_pool_of_50k_items_with_five_domains_is_certified():
     assert len(set(sel.domains.values())) == 1 and sum(sel.domains.values()) == len(sel)
     top = select_subset(np.round(utility, 1), budget=5000)  # rounded: many ties, broken by position
     np.testing.assert_array_equal(top.indices, np.argsort(-np.round(utility, 1), kind="stable")[:5000])
+
+
+def test_a_pool_of_many_identical_items_stops_at_the_gap_tolerance(monkeypatch):
+    """A pool sampled with replacement repeats each source a hundred times: thousands of items share each reduced
+    cost, so every item stays free of the LP bound's test although the first incumbent is already within the gap
+    tolerance. The knapsack returns that incumbent with the LP bound (one solver call) instead of handing CBC a
+    symmetric MILP over the whole pool, which ran far past its time limit on 400,000 such items (here the limit
+    on free items is lowered so that 30,000 items show it)."""
+    monkeypatch.setattr(knapsack, "_LARGEST_OPEN_CORE", 1000)
+    rng = np.random.default_rng(0)
+    pick = rng.integers(0, 300, 30_000)
+    value, weight = rng.uniform(0.1, 1.0, 300)[pick], rng.integers(20, 400, 300).astype(float)[pick]
+    problem = knapsack.Problem(value, weight, 0.2 * float(weight.sum()), group=rng.integers(0, 5, 30_000))
+    solution = knapsack.solve(problem, time_limit=10)
+    assert solution.status == "optimal" and solution.solver_calls == 1
+    assert solution.bound == pytest.approx(solution.lp_bound) and solution.objective >= solution.bound * (1 - 1e-4)
+    chosen = solution.chosen
+    assert weight[chosen].sum() <= problem.capacity and len(set(np.bincount(problem.group[chosen]))) == 1
