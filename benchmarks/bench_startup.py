@@ -4,19 +4,20 @@ run, and the start-up (import) time of precomet's commands. Writes benchmarks/re
 Usage: PYTHONPATH=. .venv/bin/python benchmarks/bench_startup.py [--items 1000] [--systems 12] [--seeds 100]
        [--repeats 3] [--campaign wmt23/en-de] [--before REV] [--out benchmarks/results/startup.md]
 
-Users run precomet as a process, so this times processes, imports included. The work is the one whose compute
-alone benchmarks/bench_metaeval.py compares (benchmarks/results/metaeval_speed.md) and that make_benchmarks_md.py
-runs for the peer: MetricAvg, MetricVar and MetricCons on the metric plus ``--seeds`` random orderings, each cut
-at the 10 budgets 5 %..50 % and meta-evaluated by SPA, cluster count and Kendall τ — for precomet the command
-``precomet benchmark --methods metric_avg,metric_var,metric_cons --no-oracle`` (it also searches each method's
-parity budget, which the peer does not), for the peer one ``python`` process running ``select_subset.basic`` and
-``eval_spa`` / ``eval_clucor`` (its CLI selects one method per process and has no random-seed loop). Data: a
-seeded simulated campaign (``--items`` × ``--systems``, human score and metric ``MetricSim``; precomet.simulate)
-or, with ``--campaign``, a real mt-metrics-eval campaign (MQM, MetricX-23-c) from ../shared/data/raw. Both sides
-read the same items from a file (precomet: canonical JSONL; the peer: its JSON list). Both run with one
-BLAS/OpenMP thread (OMP/OPENBLAS/MKL_NUM_THREADS=1), as in bench_metaeval.py. Runs alternate between the two
-tools; the table gives each run and the medians. ``--before REV`` also times the same command from the source tree
-of a git revision (``git archive``; e.g. the commit before a change) in the same alternation.
+Users run precomet as a process, so this times processes, imports included. The work is the one whose compute alone
+benchmarks/bench_metaeval.py compares (benchmarks/results/metaeval_speed.md) and that make_benchmarks_md.py runs for
+the peer: MetricAvg, MetricVar and MetricCons on the metric plus ``--seeds`` random orderings, each cut at the 10
+budgets 5 %..50 % and meta-evaluated by SPA, cluster count and Kendall τ — for precomet the command ``precomet
+benchmark --methods metric_avg,metric_var,metric_cons --no-oracle`` (it also searches each method's parity budget,
+which the peer does not, and scores the null's random orderings; a second precomet column runs it with
+``--null-orderings 0 --workers 1``, the peer's work in one process), for the peer one ``python`` process running
+``select_subset.basic`` and ``eval_spa`` / ``eval_clucor`` (its CLI selects one method per process and has no
+random-seed loop). Data: a seeded simulated campaign (``--items`` × ``--systems``, human score and metric
+``MetricSim``; precomet.simulate) or, with ``--campaign``, a real mt-metrics-eval campaign (MQM, MetricX-23-c) from
+../shared/data/raw. Both sides read the same items from a file (precomet: canonical JSONL; the peer: its JSON list).
+Both run with one BLAS/OpenMP thread (OMP/OPENBLAS/MKL_NUM_THREADS=1), as in bench_metaeval.py. Runs alternate
+between the two tools; the table gives each run and the medians. ``--before REV`` also times the same command from
+the source tree of a git revision (``git archive``; e.g. the commit before a change) in the same alternation.
 """
 
 from __future__ import annotations
@@ -36,6 +37,8 @@ from paths import RAW, REPO, RESULTS  # benchmarks/paths.py (the script's folder
 from precomet.benchmark.null import NULL_ORDERINGS
 
 METHODS = ("metric_avg", "metric_var", "metric_cons")
+SAME_WORK = "precomet, the peer's work"
+"""The same command without the null's random orderings, in one process: the work the peer does (plus parity)."""
 ONE_THREAD = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 
 PEER_SCRIPT = r"""
@@ -184,11 +187,13 @@ def main() -> None:
             "precomet --help": [sys.executable, "-m", "precomet", "--help"],
             "precomet info --data items.jsonl": [sys.executable, "-m", "precomet", "info", "--data", str(ours_data)],
         }
-        runs: dict[str, list[float]] = {name: [] for name in [*trees, "subset2evaluate"]}
+        same_work = [*bench[:-2], "--null-orderings", "0", "--workers", "1", *bench[-2:]]
+        runs: dict[str, list[float]] = {name: [] for name in [*trees, SAME_WORK, "subset2evaluate"]}
         light_runs: dict[tuple[str, str], list[float]] = {}
         for repeat in range(args.repeats):
             for name, tree in trees.items():
                 runs[name].append(run_process(bench, tree=tree))
+            runs[SAME_WORK].append(run_process(same_work, tree=REPO))
             runs["subset2evaluate"].append(run_process(peer_argv))
             print(f"run {repeat + 1}: " + ", ".join(f"{k} {v[-1]:.2f} s" for k, v in runs.items()), flush=True)
             for name, tree in trees.items():
@@ -202,6 +207,7 @@ def main() -> None:
         peer_json = json.loads(Path(tmp, "peer.json").read_text())
     median = {name: statistics.median(times) for name, times in runs.items()}
     ratio = median["subset2evaluate"] / median["precomet"]
+    same_ratio = median["subset2evaluate"] / median[SAME_WORK]
     data = f"--campaign {args.campaign}" if args.campaign else f"--items {args.items} --systems {args.systems}"
     command = (
         f"`PYTHONPATH=. .venv/bin/python benchmarks/bench_startup.py {data} --seeds {args.seeds}"
@@ -215,7 +221,8 @@ def main() -> None:
         "",
         f"Data: {what}. precomet: `precomet benchmark --data items.jsonl --methods {','.join(METHODS)}"
         f" --metric {metric} --seeds {args.seeds} --no-oracle -o out.json` (also searches each method's parity"
-        f" budget and scores the null's {NULL_ORDERINGS} random orderings, which the peer has no counterpart of);"
+        f" budget and scores the null's {NULL_ORDERINGS} random orderings, which the peer has no counterpart of;"
+        f" _{SAME_WORK}_ = the same command with `--null-orderings 0 --workers 1`);"
         " peer: one `python` process running `select_subset.basic` + `eval_spa` + `eval_clucor` for the"
         f" same 3 methods and {args.seeds} random seeds (10 budgets 5–50 %). One BLAS thread on both sides; runs"
         " alternate. Source trees: " + ", ".join(f"{name} = {commit}" for name, commit in commits.items()) + ".",
@@ -229,7 +236,9 @@ def main() -> None:
         "| **median** | " + " | ".join(f"**{median[name]:.2f} s**" for name in runs) + " |",
         "",
         f"- **whole-process speed-up vs subset2evaluate: {ratio:.0f}×** (median over median)"
-        + (f"{before}{median['subset2evaluate'] / median['precomet before']:.0f}×" if args.before else ""),
+        + (f"{before}{median['subset2evaluate'] / median['precomet before']:.0f}×" if args.before else "")
+        + f"; doing only the peer's work ({SAME_WORK}: `--null-orderings 0 --workers 1`, no null, one process):"
+        f" **{same_ratio:.0f}×**",
         "- importing on the `precomet benchmark` path (`-X importtime`, sum of the top-level cumulative times, median"
         f" of {args.repeats} runs):"
         f" {imports['precomet']:.2f} s" + (f"{before}{imports['precomet before']:.2f} s" if args.before else ""),
