@@ -144,8 +144,8 @@ def run(folder: Path, out: Path, *, device: str, n: int | None) -> None:
     _write_pool(pools["100k"], numbered[:n])  # n: a try on a small machine, the first n sources of each pool
     accelerator = "gpu" if gpu else "cpu"
     predict = [sys.executable, "-m", "precomet", "--no-progress", "predict", "--checkpoint", CHECKPOINT]
-    found = shutil.which("torchrun")
-    torchrun = [found] if found else [sys.executable, "-m", "torch.distributed.run"]
+    launcher = shutil.which("torchrun")
+    torchrun = [launcher] if launcher else [sys.executable, "-m", "torch.distributed.run"]
     recipe = [*torchrun, "--standalone", "--nproc_per_node=1", "-m", "precomet", "predict", "--checkpoint", CHECKPOINT]
     commands: dict[str, tuple[str, list[str], Path]] = {
         "device_20k": ("20k", [*predict, "--data", str(pools["20k"]), "--device", device], out / "device_20k.jsonl"),
@@ -226,7 +226,7 @@ def layers(folder: Path, *, device: str, n: int | None) -> None:
     from precomet.encoders.disk import no_disk_cache
 
     sources = json.loads((folder / "sources.json").read_text(encoding="utf-8"))[:n]
-    encoder = get_encoder("e5-small").to(device)
+    encoder: Any = get_encoder("e5-small").to(device)  # e5-small: its engine's model is timed alone
     model = encoder._engine_model()
     sync = torch.cuda.synchronize if device.startswith("cuda") else lambda: None
     rates: dict[str, Any] = {"sources": len(sources), "encoder_batch_size": encoder.batch_size}

@@ -23,6 +23,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from bench_pool import CHECKPOINT, build_pool, domain_shares, source_texts  # benchmarks/ is on sys.path
 from paths import RESULTS
@@ -55,10 +56,12 @@ def interrupted(args: list[str], folder: Path, env: dict[str, str], *, chunks: i
     return len(list(folder.glob("*.npz")))
 
 
-def with_cache(pool: Path, scratch: Path, args: argparse.Namespace, n_chunks: int, reference: str) -> list[dict]:
+def with_cache(
+    pool: Path, scratch: Path, args: argparse.Namespace, n_chunks: int, reference: str
+) -> list[dict[str, Any]]:
     """The default set-up (encoder cache on): a run interrupted halfway, then resumed; a full run for comparison;
     then the finished pool once more (every chunk kept, every vector cached)."""
-    rows = []
+    rows: list[dict[str, Any]] = []
     for label in ("full", "interrupted halfway, resumed"):
         folder, output, cache = scratch / f"chunks-{len(rows)}", scratch / "out.jsonl", scratch / f"cache-{len(rows)}"
         env = {**os.environ, "PRECOMET_CACHE": str(cache)}
@@ -81,7 +84,7 @@ def main() -> None:
     parser.add_argument("--chunk-size", type=int, default=1000)
     parser.add_argument("--out", type=Path, default=RESULTS / "predict-resume.md")
     args = parser.parse_args()
-    rows = []
+    rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="precomet-pool-resume-") as scratch:
         folder, pool, output = Path(scratch) / "chunks", Path(scratch) / "pool.jsonl", Path(scratch) / "out.jsonl"
         universe = source_texts()
@@ -124,8 +127,8 @@ def main() -> None:
         "|---|---|---|---|---|",
     ]
     for r in cached:
-        same = "yes" if r["same_output"] else "NO"
-        lines.append(f"| {r['run']} | {r['chunks_kept']} | {len(chunks)} | {r['seconds']:.1f} | {same} |")
+        mark = "yes" if r["same_output"] else "NO"
+        lines.append(f"| {r['run']} | {r['chunks_kept']} | {len(chunks)} | {r['seconds']:.1f} | {mark} |")
     lines += [
         "",
         f"- the resumed run took {resumed['seconds'] / full['seconds']:.0%} of a full run with"
@@ -139,8 +142,8 @@ def main() -> None:
         "|---|---|---|---|",
     ]
     for r in rows:
-        same = "yes" if r["same_output"] else "NO"
-        lines.append(f"| {r['kept']} ({r['chunks_kept']}) | {len(chunks)} | {r['seconds']:.1f} | {same} |")
+        mark = "yes" if r["same_output"] else "NO"
+        lines.append(f"| {r['kept']} ({r['chunks_kept']}) | {len(chunks)} | {r['seconds']:.1f} | {mark} |")
     lines += [
         "",
         f"- fixed part (every chunk kept): {fixed:.1f} s, most of it the coverage check, which encodes a sample of"
