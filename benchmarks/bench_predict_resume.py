@@ -22,6 +22,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -78,6 +79,11 @@ def with_cache(
     return rows
 
 
+def table_rows(rows: list[dict[str, Any]], n_chunks: int, label: Callable[[dict[str, Any]], str]) -> list[str]:
+    """Markdown rows ``| label | n_chunks | wall s | output identical |``."""
+    return [f"| {label(r)} | {n_chunks} | {r['seconds']:.1f} | {'yes' if r['same_output'] else 'NO'} |" for r in rows]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--n", type=int, default=6000, help="distinct sources in the pool (default 6000)")
@@ -125,10 +131,8 @@ def main() -> None:
         "",
         "| run | chunks kept before it | of | wall s | output identical |",
         "|---|---|---|---|---|",
+        *table_rows(cached, len(chunks), lambda r: f"{r['run']} | {r['chunks_kept']}"),
     ]
-    for r in cached:
-        mark = "yes" if r["same_output"] else "NO"
-        lines.append(f"| {r['run']} | {r['chunks_kept']} | {len(chunks)} | {r['seconds']:.1f} | {mark} |")
     lines += [
         "",
         f"- the resumed run took {resumed['seconds'] / full['seconds']:.0%} of a full run with"
@@ -140,10 +144,8 @@ def main() -> None:
         "",
         "| chunks kept | of | wall s | output identical |",
         "|---|---|---|---|",
+        *table_rows(rows, len(chunks), lambda r: f"{r['kept']} ({r['chunks_kept']})"),
     ]
-    for r in rows:
-        mark = "yes" if r["same_output"] else "NO"
-        lines.append(f"| {r['kept']} ({r['chunks_kept']}) | {len(chunks)} | {r['seconds']:.1f} | {mark} |")
     lines += [
         "",
         f"- fixed part (every chunk kept): {fixed:.1f} s, most of it the coverage check, which encodes a sample of"
