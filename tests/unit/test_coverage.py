@@ -57,7 +57,7 @@ def test_written_read_back_absent_and_damaged(tmp_path: Path):
 
 
 class _Encoder:
-    name, dim, shared_cache = "toy", 8, True
+    name, dim, shared_cache, batch_size = "toy", 8, True, 64  # the SentenceEncoder attributes encode_cached reads
 
     def cache_key(self) -> str:
         return "toy-1"
