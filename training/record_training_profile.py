@@ -1,13 +1,14 @@
 """Record what a checkpoint written before precomet recorded it knows of its training sources: their languages and
 domains, and (for an estimator on a registered sentence encoder) where they lie in the encoder's space.
 
-``precomet train`` writes ``training_languages`` and ``training_domains`` into ``precomet.json`` and
-``coverage.safetensors`` beside it since they exist; an older checkpoint (the shipped ``checkpoints/metric-avg-e5``)
-lacks them, so ``predict`` / ``select --checkpoint`` cannot say which languages it was trained on or which sources
-lie far from its training ones. Given the targets file it was trained on, this script adds them, computed by the
-functions training uses, after checking that the file's sources *are* the checkpoint's training sources: their
-fingerprint must equal ``training_sources`` in ``precomet.json`` (else nothing is written). The head, its
-predictions and every other field stay as they are.
+``precomet train`` writes ``training_languages`` and ``training_domains`` into ``precomet.json`` and the coverage
+into ``head.safetensors`` (``coverage.*``) since they exist; an older checkpoint (the shipped
+``checkpoints/metric-avg-e5``) lacks them, so ``predict`` / ``select --checkpoint`` cannot say which languages it
+was trained on or which sources lie far from its training ones. Given the targets file it was trained on, this
+script adds them, computed by the functions training uses, after checking that the file's sources *are* the
+checkpoint's training sources: their fingerprint must equal ``training_sources`` in ``precomet.json`` (else nothing
+is written). The head, its predictions and every other field stay as they are (the head file gains the
+``coverage.*`` tensors only).
 
     .venv/bin/python training/record_training_profile.py CHECKPOINT_DIR TARGETS.jsonl [--cache-dir DIR]
 

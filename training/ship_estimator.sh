@@ -7,7 +7,8 @@
 # (configs/precomet-e5.yaml), three of them (seeds 0, 1, 2: --model.ensemble 3) predicting together, so that no
 # single training seed decides the ranking (issue 31: single seeds moved the suite's mean parity from 69 % to
 # 86 %). Target, history and selector were chosen on dev (BENCHMARKS.md, "Source-based selection"). Only
-# precomet.json, head.safetensors and coverage.safetensors are kept (git tracks them).
+# precomet.json and head.safetensors (the heads and, under coverage.*, where the training sources lie) are kept
+# (git tracks them).
 #   bash training/ship_estimator.sh [OUT_DIR]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,6 +25,6 @@ trap 'rm -rf "$WORK"' EXIT
 "$BIN/precomet" train --config configs/precomet-e5.yaml --train "$WORK/targets.jsonl" -o "$WORK/ckpt" \
     --model.ensemble 3
 rm -rf "$OUT.tmp" && mkdir -p "$OUT.tmp"
-cp "$WORK/ckpt/precomet.json" "$WORK/ckpt/head.safetensors" "$WORK/ckpt/coverage.safetensors" "$OUT.tmp/"
+cp "$WORK/ckpt/precomet.json" "$WORK/ckpt/head.safetensors" "$OUT.tmp/"
 rm -rf "$OUT" && mv "$OUT.tmp" "$OUT"
 echo "wrote $OUT ($(du -sh "$OUT" | cut -f1))"

@@ -33,6 +33,9 @@ logger = logging.getLogger(__name__)
 
 META = "precomet.json"
 HEAD = "head.safetensors"
+COVERAGE_PREFIX = "coverage."
+"""Tensors of ``head.safetensors`` under this prefix are the coverage (:mod:`precomet.estimator.coverage`), not the
+head's weights."""
 ENCODER = "encoder"
 
 
@@ -186,6 +189,7 @@ def load_estimator(checkpoint_dir: str | Path, *, device: str = "cpu") -> Estima
         raise PrecometError(
             f"{path / HEAD}: not a readable safetensors file ({err}); the checkpoint is damaged"
         ) from None
+    head = {name: tensor for name, tensor in head.items() if not name.startswith(COVERAGE_PREFIX)}
     bad = [name for name, tensor in head.items() if not torch.isfinite(tensor.float()).all()]
     if bad:
         raise PrecometError(

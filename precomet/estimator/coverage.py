@@ -1,14 +1,15 @@
 """How far scored sources lie from an estimator's training sources, so that it can say where it extrapolates.
 
 At training time an estimator on a registered sentence encoder (``model.backbone``) summarises where its training
-and dev sources lie in the encoder's space: :data:`CLUSTERS` k-means centres of their unit vectors and a
-``radius``, the cosine distance to the nearest centre within which :data:`QUANTILE` (99 %) of them lie. Both are
-written to ``coverage.safetensors`` in the checkpoint (:func:`write_coverage`; optional: a checkpoint without it
-loads as before). ``predict`` and ``select --checkpoint`` measure the same distance for a sample of the sources
-they score (:func:`report_coverage`; their vectors were just computed for the prediction, so this costs nothing
-but the distances) and warn when at least :data:`FAR_SHARE` of them lie beyond the radius: farther from every
-training cluster than 99 % of the training sources, where the estimator's utilities are extrapolations.
-By construction about 1 % of sources like the training ones lie beyond it, hence a threshold of 5 %.
+and dev sources lie in the encoder's space: :data:`CLUSTERS` k-means centres of their unit vectors and a ``radius``,
+the cosine distance to the nearest centre within which :data:`QUANTILE` (99 %) of them lie. Both are written into
+the checkpoint's ``head.safetensors`` as ``coverage.centroids`` and ``coverage.radius`` (:func:`write_coverage`;
+optional: a checkpoint without them loads as before; checkpoints before 0.14 kept them in a ``coverage.safetensors``
+beside the head, which is still read). ``predict`` and ``select --checkpoint`` measure the same distance for a
+sample of the sources they score (:func:`report_coverage`; their vectors were just computed for the prediction, so
+this costs nothing but the distances) and warn when at least :data:`FAR_SHARE` of them lie beyond the radius:
+farther from every training cluster than 99 % of the training sources, where the estimator's utilities are
+extrapolations. By construction about 1 % of sources like the training ones lie beyond it, hence a threshold of 5 %.
 """
 
 from __future__ import annotations
@@ -21,12 +22,13 @@ import numpy as np
 
 from precomet.encoders import encode_cached
 from precomet.errors import PrecometError
+from precomet.estimator.checkpoint import COVERAGE_PREFIX, HEAD
 from precomet.estimator.estimator import Estimator, VectorReader
 
 logger = logging.getLogger(__name__)
 
-COVERAGE = "coverage.safetensors"
-"""The file of a checkpoint directory that holds ``centroids`` (K x dim, float32) and ``radius`` (1 value)."""
+LEGACY = "coverage.safetensors"
+"""Where checkpoints before 0.14 kept ``centroids`` (K x dim, float32) and ``radius`` (1 value)."""
 
 CLUSTERS = 32
 """k-means centres that summarise the training sources (fewer when there are fewer distinct vectors)."""
@@ -59,22 +61,38 @@ def nearest_distance(vectors: np.ndarray, centroids: np.ndarray) -> np.ndarray:
 
 
 def write_coverage(directory: Path, coverage: dict[str, np.ndarray]) -> None:
-    from safetensors.numpy import save_file
+    """Add ``coverage`` to ``directory``'s ``head.safetensors`` (made if there is none) under ``coverage.``."""
+    import torch
+    from safetensors.torch import load_file, save_file
 
-    save_file({k: np.ascontiguousarray(v) for k, v in coverage.items()}, str(directory / COVERAGE))
+    path = directory / HEAD
+    tensors = load_file(str(path)) if path.is_file() else {}
+    tensors = {k: v for k, v in tensors.items() if not k.startswith(COVERAGE_PREFIX)}
+    tensors |= {COVERAGE_PREFIX + k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in coverage.items()}
+    save_file(tensors, str(path))
 
 
 def read_coverage(directory: Path | None) -> dict[str, np.ndarray] | None:
     """The checkpoint's coverage, or ``None`` when it has none; a damaged file is an error naming it."""
-    if directory is None or not (directory / COVERAGE).is_file():
+    if directory is None:
         return None
-    from safetensors.numpy import load_file
+    from safetensors import safe_open
 
-    path = directory / COVERAGE
+    path = directory / HEAD
+    found: dict[str, np.ndarray] = {}
     try:
-        found = load_file(str(path))
+        if path.is_file():
+            with safe_open(str(path), framework="numpy") as tensors:
+                names = [k for k in tensors.keys() if k.startswith(COVERAGE_PREFIX)]  # noqa: SIM118 -- no __iter__
+                found = {k.removeprefix(COVERAGE_PREFIX): tensors.get_tensor(k) for k in names}
+        if not found and (directory / LEGACY).is_file():
+            path = directory / LEGACY
+            with safe_open(str(path), framework="numpy") as tensors:
+                found = {k: tensors.get_tensor(k) for k in tensors.keys()}  # noqa: SIM118 -- no __iter__
     except Exception as err:  # safetensors raises its own error types for a damaged file
         raise PrecometError(f"{path}: not a readable safetensors file ({err}); the checkpoint is damaged") from None
+    if not found:
+        return None
     centroids, radius = found.get("centroids"), found.get("radius")
     if (
         centroids is None
@@ -109,14 +127,14 @@ def coverage_warning(share: float, scored: int, *, what: str = "the estimator") 
 
 def report_coverage(estimator: Estimator, sources: list[str], *, what: str) -> dict[str, Any] | None:
     """Measure and, where it applies, warn (see the module docstring) for ``sources`` (a sample of the scored
-    ones); ``None`` for an estimator without ``coverage.safetensors`` or without a registered sentence encoder."""
+    ones); ``None`` for an estimator without a coverage or without a registered sentence encoder."""
     coverage = read_coverage(estimator.path)
     if coverage is None or not isinstance(estimator.reader, VectorReader) or not sources:
         return None
     vectors = encode_cached(estimator.reader.encoder, sources, progress=False)
     if vectors.shape[1] != coverage["centroids"].shape[1]:
         raise PrecometError(
-            f"{estimator.path}/{COVERAGE}: centroids of dimension {coverage['centroids'].shape[1]}, but the encoder"
+            f"{estimator.path}/{HEAD}: centroids of dimension {coverage['centroids'].shape[1]}, but the encoder"
             f" gives {vectors.shape[1]}"
         )
     share = far_share(vectors, coverage)

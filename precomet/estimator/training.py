@@ -208,7 +208,7 @@ def head_inputs(cfg: dict[str, Any], *, feature_cache: dict[str, Any] | None = N
 
 class VectorInputs:
     """A frozen registered sentence encoder: its vectors once (cached on disk), then a :class:`FeatureHead` per
-    member; the checkpoint holds the head and where the training sources lie (``coverage.safetensors``)."""
+    member; the checkpoint holds the head and where the training sources lie (``coverage.*`` in the head file)."""
 
     def __init__(self, encoder: SentenceEncoder, *, spec: str) -> None:
         self.encoder = encoder

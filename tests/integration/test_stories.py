@@ -175,11 +175,15 @@ def test_a_second_predict_and_a_select_on_the_same_file_encode_nothing(raw_data,
 
 def test_an_interrupted_predict_says_how_to_resume_and_the_batch_goes_to_appraise(raw_data, tmp_path):
     _zh_sources(raw_data, tmp_path, 400)
-    # Without coverage.safetensors nothing is encoded before the pool (the coverage check would encode all 400
-    # sources up front, and the chunks after the first would then take milliseconds): every chunk encodes its own
-    # 40 sources, so the interrupt sent after the first lands with seconds of chunks still to go.
+    # Without the coverage nothing is encoded before the pool (the coverage check would encode all 400 sources up
+    # front, and the chunks after the first would then take milliseconds): every chunk encodes its own 40 sources,
+    # so the interrupt sent after the first lands with seconds of chunks still to go.
+    from safetensors.torch import load_file, save_file
+
     checkpoint = tmp_path / "checkpoint"
-    shutil.copytree(SHIPPED, checkpoint, ignore=shutil.ignore_patterns("coverage.safetensors"))
+    shutil.copytree(SHIPPED, checkpoint)
+    head = load_file(str(checkpoint / "head.safetensors"))
+    save_file({k: v for k, v in head.items() if not k.startswith("coverage.")}, str(checkpoint / "head.safetensors"))
     argv = ["predict", "--checkpoint", str(checkpoint), "--data", "sources.txt", "--chunk-size", "40",
             "--resume-dir", "kept", "-o", "p.jsonl"]  # fmt: skip
     env = {**os.environ, "PYTHONPATH": str(REPO), "PRECOMET_CACHE": str(tmp_path / "encoder-cache")}

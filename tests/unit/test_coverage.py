@@ -9,9 +9,10 @@ import numpy as np
 import pytest
 
 from precomet.errors import PrecometError
+from precomet.estimator.checkpoint import HEAD
 from precomet.estimator.coverage import (
-    COVERAGE,
     FAR_SHARE,
+    LEGACY,
     coverage_warning,
     far_share,
     fit_coverage,
@@ -48,12 +49,36 @@ def test_written_read_back_absent_and_damaged(tmp_path: Path):
     write_coverage(tmp_path, coverage)
     back = read_coverage(tmp_path)
     assert back is not None and np.array_equal(back["centroids"], coverage["centroids"])
-    (tmp_path / COVERAGE).write_bytes(b"not safetensors")
+    (tmp_path / HEAD).write_bytes(b"not safetensors")
     with pytest.raises(PrecometError, match="not a readable safetensors file"):
         read_coverage(tmp_path)
+    (tmp_path / HEAD).unlink()
     write_coverage(tmp_path, {"centroids": coverage["centroids"], "radius": np.array([7.0], dtype=np.float32)})
     with pytest.raises(PrecometError, match="one distance in"):
         read_coverage(tmp_path)
+
+
+def test_the_coverage_lives_in_the_head_file_beside_the_weights_and_the_old_file_still_reads(tmp_path: Path):
+    """Training writes the coverage into ``head.safetensors`` under ``coverage.`` (the head's tensors stay as they
+    were); a checkpoint from before 0.14 kept it in ``coverage.safetensors``, which is still read."""
+    import torch
+    from safetensors.numpy import save_file
+    from safetensors.torch import load_file
+    from safetensors.torch import save_file as save_torch
+
+    coverage = fit_coverage(_clusters(300), clusters=4)
+    weights = {"layer.weight": torch.ones(2, 3)}
+    save_torch(weights, str(tmp_path / HEAD))
+    write_coverage(tmp_path, coverage)
+    stored = load_file(str(tmp_path / HEAD))
+    assert sorted(stored) == ["coverage.centroids", "coverage.radius", "layer.weight"]
+    assert torch.equal(stored["layer.weight"], weights["layer.weight"]) and not (tmp_path / LEGACY).exists()
+    old = tmp_path / "old"
+    old.mkdir()
+    save_torch(weights, str(old / HEAD))
+    save_file(coverage, str(old / LEGACY))
+    back = read_coverage(old)
+    assert back is not None and np.array_equal(back["radius"], coverage["radius"])
 
 
 class _Encoder:
@@ -77,7 +102,7 @@ def test_report_warns_with_the_share_and_is_silent_without_coverage(tmp_path: Pa
 
     estimator = Estimator(VectorReader(encoder=_Encoder(), network=torch.nn.Identity()), meta={}, path=tmp_path)
     near = [f"near {i}" for i in range(95)]
-    assert report_coverage(estimator, near, what="ck") is None  # no coverage.safetensors: nothing to say
+    assert report_coverage(estimator, near, what="ck") is None  # no coverage: nothing to say
     write_coverage(tmp_path, fit_coverage(_clusters(2000), clusters=8))
     with caplog.at_level(logging.WARNING, logger="precomet.estimator.coverage"):
         quiet = report_coverage(estimator, near, what="ck")

@@ -130,10 +130,10 @@ def test_training_records_where_its_sources_lie_and_predict_warns_far_from_them(
     import logging
 
     from precomet.cli import main
-    from precomet.estimator.coverage import COVERAGE, read_coverage
+    from precomet.estimator.coverage import LEGACY, read_coverage
 
     coverage = read_coverage(checkpoint)
-    assert (checkpoint / COVERAGE).is_file() and coverage is not None
+    assert not (checkpoint / LEGACY).exists() and coverage is not None  # in head.safetensors
     assert coverage["centroids"].shape[1] == load_estimator(checkpoint).reader.encoder.dim
     like = tmp_path / "like.txt"
     like.write_text("\n".join(r["src"] for r in _rows(60, 2)) + "\n")
@@ -170,7 +170,7 @@ def test_an_ensemble_checkpoint_holds_every_member_and_predicts_their_standardis
 
     out, result = ensemble_checkpoint
     assert sorted(p.name for p in out.iterdir() if not p.name.startswith(".")) == [
-        "coverage.safetensors", "head.safetensors", "lightning", "precomet.json"
+        "head.safetensors", "lightning", "precomet.json"
     ]  # fmt: skip
     meta = json.loads((out / "precomet.json").read_text())
     assert meta["ensemble"]["members"] == 3 and meta["ensemble"]["seeds"] == [3, 4, 5]
@@ -187,8 +187,12 @@ def test_an_ensemble_checkpoint_holds_every_member_and_predicts_their_standardis
     np.testing.assert_allclose(predict_sources(estimator, test), expected * std["std"] + std["mean"], rtol=1e-5)
     single = tmp_path / "single"
     train(_rows(300, 0), out_dir=single, overrides=QUICK, progress=False)
-    first = {k.removeprefix("members.0."): v for k, v in load_file(str(out / "head.safetensors")).items()}
-    alone = load_file(str(single / "head.safetensors"))
+    heads = {"first": out / "head.safetensors", "alone": single / "head.safetensors"}  # the coverage aside
+    weights = {
+        name: {k: v for k, v in load_file(str(p)).items() if not k.startswith("coverage.")} for name, p in heads.items()
+    }
+    first = {k.removeprefix("members.0."): v for k, v in weights["first"].items()}
+    alone = weights["alone"]
     assert all(torch.equal(first[k], alone[k]) for k in alone) and len(first) == 3 * len(alone)  # seed 3 = member 0
 
 
