@@ -206,6 +206,12 @@ REGISTRY = (
         3.2,
         expensive=True,
     ),
+    Benchmark(  # the verdict of the recorded GPU fine-tuning runs (fitting needs a GPU machine: the docstring)
+        "finetune-gpu",
+        (("benchmarks/bench_finetune_gpu.py", "report", "--measured", "benchmarks/results/finetune_gpu_runs.json"),),
+        ("finetune_gpu.json", "finetune-gpu.md"),
+        0.5,
+    ),
     Benchmark(
         "estimator-loco-cost",
         (("benchmarks/bench_estimator_loco_cost.py",),),
