@@ -16,7 +16,9 @@ Stages, each a fresh process of the command a user runs (wall time and peak RSS 
    read, tokenise, embed and score chunk by chunk, and write the utilities (streamed into the output set);
 3. ``select``: ``precomet select --data pool.jsonl --scores utilities.jsonl --proportion 0.2 --cost-aware
    --balance domain -o subset.jsonl``: the certified knapsack over 20 % of the estimated annotation cost with
-   equal counts from the 5 domains, the subset and its manifest written.
+   equal counts from the 5 domains, the subset and its manifest written;
+4. ``select --checkpoint`` (apart from the sum): the same selection with the utilities predicted in the same
+   process (``--checkpoint`` instead of ``--scores``), from an empty encoder cache of its own.
 
 A pool sampled with replacement repeats texts, and the embedding cache encodes each distinct text once per
 process, so ``predict`` costs grow with the distinct texts, not the pool: the table gives both, the encoder's rate
@@ -128,7 +130,12 @@ def run_size(size: int, args: argparse.Namespace, universe: list[str], shares: d
         }
         manifest = json.loads(subset.with_name("subset.manifest.json").read_text(encoding="utf-8"))
         chosen = sum(1 for line in subset.read_text(encoding="utf-8").splitlines() if line.strip())
-    result = {"size": size, "distinct": distinct, "stages": stages, "chosen": chosen}
+        one_command = measured(  # predict and select in one process, from its own empty encoder cache
+            [*precomet, "select", "--data", str(pool), "--checkpoint", str(CHECKPOINT), "--proportion", "0.2"]
+            + ["--cost-aware", "--balance", "domain", "-o", str(folder / "subset-checkpoint.jsonl")],
+            cache=folder / "encoder-cache-select",
+        )
+    result = {"size": size, "distinct": distinct, "stages": stages, "chosen": chosen, "one_command": one_command}
     result["status"] = manifest["status"]
     print(json.dumps(result), flush=True)
     return result
@@ -155,10 +162,13 @@ def report(results: list[dict], args: argparse.Namespace, universe: int, shares:
         + ", ".join(f"{name} {share:.0%}" for name, share in shares.items())
         + "). Estimator: checkpoints/metric-avg-e5 (multilingual-e5-small). Selection: certified knapsack over 20 %"
         " of the estimated annotation cost, equal counts from the 5 domains. Each stage is a fresh process with an"
-        " empty encoder cache; peak = its maximum RSS.",
+        " empty encoder cache; peak = its maximum RSS. `select --checkpoint`: the same selection predicted and made"
+        " in one process (`precomet select --checkpoint checkpoints/metric-avg-e5 --data pool.jsonl --proportion 0.2"
+        " --cost-aware --balance domain`), from an empty cache of its own.",
         "",
-        "| sources | distinct texts | read s | predict s | select s | end to end s | peak GiB | chosen | status |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| sources | distinct texts | read s | predict s | select s | end to end s | peak GiB | chosen | status"
+        " | `select --checkpoint` s | its peak GiB |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in results:
         s = r["stages"]
@@ -166,7 +176,8 @@ def report(results: list[dict], args: argparse.Namespace, universe: int, shares:
         peak = max(gib for _, gib in s.values())
         lines.append(
             f"| {r['size']:,} | {r['distinct']:,} | {s['read'][0]:.1f} | {s['predict'][0]:.1f} | {s['select'][0]:.1f}"
-            f" | {total:.1f} | {peak:.2f} | {r['chosen']:,} | {r['status']} |"
+            f" | {total:.1f} | {peak:.2f} | {r['chosen']:,} | {r['status']}"
+            + (" | {:.1f} | {:.2f} |".format(*r["one_command"]) if "one_command" in r else " | – | – |")
         )
     sizes = [r["size"] for r in results]
     lines.append("")
