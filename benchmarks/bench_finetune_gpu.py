@@ -69,13 +69,13 @@ RUNS = RESULTS / "finetune_gpu_runs.json"
 
 
 def pack(folder: Path) -> None:
-    from bench_e5_gpu import _word_rows
+    from bench_e5_gpu import write_pruned_weights
     from bench_estimator_loco import core, history, target_rows
     from bench_source_suite import SUITE, load_human
 
     from precomet.benchmark import shared_item_groups
     from precomet.encoders.e5 import E5Small
-    from precomet.encoders.e5_torch import TorchE5, read_packed
+    from precomet.encoders.e5_torch import TorchE5
     from precomet.estimator.leakage import drop_sources
     from precomet.estimator.targets import merge_by_source
 
@@ -107,16 +107,8 @@ def pack(folder: Path) -> None:
     (folder / "data.json.xz").write_bytes(lzma.compress(json.dumps(data, ensure_ascii=False).encode()))
     weights = E5Small().weights
     model = TorchE5(weights, device="cpu", precision="fp32")
-    used = np.unique(np.concatenate([np.asarray(ids, dtype=np.int64) for ids in model.token_ids(ordered)]))
-    used = np.union1d(used, list(model.special.values()))
-    raw = bytearray(weights.read_bytes())
-    offset, vocab = _word_rows(raw), read_packed(weights).sizes["vocab"]
-    row_bytes = 384 // 32 * 18
-    keep = np.zeros(vocab, dtype=bool)
-    keep[used] = True
-    np.frombuffer(raw, np.uint8, vocab * row_bytes, offset).reshape(vocab, row_bytes)[~keep] = 0
-    (folder / "e5-small-q4.bin.xz").write_bytes(lzma.compress(bytes(raw), preset=1))
-    print(f"packed {len(ordered):,} texts, {len(specs)} training sets, {len(used):,} of {vocab:,} vocabulary rows")
+    used, vocab = write_pruned_weights(model, weights, ordered, folder / "e5-small-q4.bin.xz")
+    print(f"packed {len(ordered):,} texts, {len(specs)} training sets, {used:,} of {vocab:,} vocabulary rows")
 
 
 def _batches(lengths: np.ndarray, batch: int, rng: np.random.Generator) -> list[np.ndarray]:
