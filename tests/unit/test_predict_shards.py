@@ -7,6 +7,7 @@ import json
 import os
 import random
 import shutil
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -54,6 +55,58 @@ def _torchrun_shards(work: Path, checkpoint: str | Path) -> subprocess.Completed
     )
     assert done.returncode == 0, done.stderr[-3000:]
     return done
+
+
+def _slurm_job_id() -> str:
+    """A job id that Lightning's SLURMEnvironment turns into a free port (15000 + the id's last 4 digits); srun
+    gives every task of a job the same SLURM_JOB_ID."""
+    draw = random.Random()
+    for _ in range(200):
+        port = draw.randint(15000, 24999)
+        with socket.socket() as probe:
+            try:
+                probe.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        return f"9{port - 15000:04d}"
+    raise RuntimeError("no free port in 15000-24999")
+
+
+def test_the_slurm_recipe_on_two_emulated_srun_tasks_matches_one(run, tmp_path):
+    """docs/estimator.md's sbatch recipe, run as written on one machine: two tasks with the variables ``srun
+    --nodes=1 --ntasks-per-node=2`` sets (no MASTER_ADDR / MASTER_PORT: Lightning's SLURMEnvironment takes them from
+    the node list and the job id), each running the recipe's command with ``--devices 2 --num-nodes 1`` on CPU."""
+    work = tmp_path
+    shutil.copytree(run["work"] / "ckpt", work / "ckpt")
+    shutil.copy(run["work"] / "src.txt", work / "src.txt")
+    job = _slurm_job_id()
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "MASTER_", "TORCHELASTIC", "LOCAL_"))}
+    base = {k: v for k, v in base.items() if k not in ("RANK", "WORLD_SIZE", "GROUP_RANK", "LOCAL_WORLD_SIZE")}
+    base |= {"PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
+    base |= {"PRECOMET_CACHE": str(work / "encoder-cache"), "SLURM_JOB_ID": job, "SLURM_JOB_NAME": "precomet-predict"}
+    base |= {"SLURM_NTASKS": "2", "SLURM_NTASKS_PER_NODE": "2", "SLURM_NNODES": "1", "SLURM_NODELIST": "localhost"}
+    command = [sys.executable, "-m", "precomet", "predict", "--checkpoint", "ckpt", "--data", "src.txt"]
+    command += ["--shard-dir", "shards", "--devices", "2", "--num-nodes", "1", "--strategy", "ddp"]
+    command += ["--accelerator", "cpu", "--batch-size", "4"]
+    tasks = [
+        subprocess.Popen(
+            command,
+            cwd=work,
+            env={**base, "SLURM_PROCID": str(rank), "SLURM_LOCALID": str(rank), "SLURM_NODEID": "0"},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for rank in range(2)
+    ]
+    outputs = [task.communicate(timeout=300) for task in tasks]
+    assert [task.returncode for task in tasks] == [0, 0], "\n".join(err[-3000:] for _, err in outputs)
+    ids, values, _ = read_utilities(work / "shards")
+    assert ids == [str(i) for i in range(1, N + 1)]
+    np.testing.assert_allclose(values, run["single"], atol=1e-6)
+    manifest = json.loads((work / "shards" / "shards.json").read_text())
+    assert manifest["world_size"] == 2 and [s["rows"] for s in manifest["shards"]] == [19, 18]
+    assert outputs[0][0].count("wrote 37 utilities in shards") == 1 and "wrote" not in outputs[1][0]
 
 
 def test_the_shipped_checkpoint_on_two_torchrun_processes_matches_one(tmp_path):
