@@ -19,17 +19,19 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 from pathlib import Path
 
 from precomet.encoders import encode_cached
 from precomet.estimator.backbone import backbone_encoder
+from precomet.estimator.checkpoint import HEAD
 from precomet.estimator.coverage import fit_coverage, write_coverage
 from precomet.estimator.fitting import training_domains
 from precomet.estimator.languages import training_profile
 from precomet.estimator.leakage import SourceFingerprint
 from precomet.estimator.metadata import check_meta
 from precomet.estimator.targets import read_targets
-from precomet.io.atomic import atomic_write
+from precomet.io.atomic import output_set
 
 
 def record(checkpoint: Path, targets: Path, *, cache_dir: Path | None = None) -> dict:
@@ -47,12 +49,19 @@ def record(checkpoint: Path, targets: Path, *, cache_dir: Path | None = None) ->
     meta["training_languages"] = training_profile(sources)
     meta["training_domains"] = training_domains(rows)
     check_meta(meta, where=meta_path)
+    coverage = None
     if meta.get("backbone"):  # the training sources' vectors, as training computes them (seed: the checkpoint's)
         encoder = backbone_encoder(meta, where=meta_path)
         vectors = encode_cached(encoder, sources, cache_dir=cache_dir)
-        write_coverage(checkpoint, fit_coverage(vectors, seed=int(meta.get("seed", 0))))
-    with atomic_write(meta_path) as handle:
-        handle.write(json.dumps(meta, indent=2, sort_keys=True) + "\n")
+        coverage = fit_coverage(vectors, seed=int(meta.get("seed", 0)))
+    head = checkpoint / HEAD
+    with output_set(meta_path, head if coverage else None) as out:  # both files replaced together, or neither
+        if coverage:
+            staged = out.path(head)
+            shutil.copyfile(head, staged)
+            write_coverage(staged.parent, coverage)  # staged under its own name: the head file plus coverage.*
+        with out.open(meta_path) as handle:
+            handle.write(json.dumps(meta, indent=2, sort_keys=True) + "\n")
     return meta
 
 
