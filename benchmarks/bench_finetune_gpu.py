@@ -159,15 +159,13 @@ class FineTuner:
         import torch
         from torch import nn
 
+        from precomet.estimator.model import mlp_head
+
         torch.manual_seed(seed)
         rng = np.random.default_rng(seed)
         network = copy.deepcopy(self.e5.network).train()
         network.word.weight.requires_grad_(False)
-        sizes = [384, *SETTINGS["hidden_sizes"]]
-        layers: list[nn.Module] = []
-        for a, b in zip(sizes, sizes[1:]):
-            layers += [nn.Linear(a, b), nn.Tanh(), nn.Dropout(SETTINGS["dropout"])]
-        head = nn.Sequential(*layers, nn.Linear(sizes[-1], 1)).to(self.device)
+        head = mlp_head(384, SETTINGS["hidden_sizes"], SETTINGS["dropout"]).to(self.device)  # the shipped shape
         order = rng.permutation(len(rows))
         n_dev = int(round(SETTINGS["dev_fraction"] * len(rows)))
         dev, train = [rows[i] for i in order[:n_dev]], [rows[i] for i in order[n_dev:]]
@@ -335,7 +333,8 @@ def report(paths: list[Path]) -> None:
         print(name, {k: f"{100 * result.methods[k]['spa_gain']:+.2f}" for k in preds}, flush=True)
     pool = pooled(entry)
     out = {"command": invocation(), "measured": {k: v for k, v in measured.items() if k != "predictions"}}
-    out |= {"dev": entry, "pooled": pool["rows"]}
+    verdicts = {n: {k: v for k, v in c.items() if k != "null"} for n, c in entry["campaigns"].items()}
+    out |= {"dev": {"folds": entry["folds"], "campaigns": verdicts}, "pooled": pool["rows"]}  # nulls: the loco run's
     JSON.write_text(json.dumps(out, indent=1) + "\n")
     fits = measured["fits"]
     lines = [
