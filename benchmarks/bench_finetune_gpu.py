@@ -221,7 +221,7 @@ class FineTuner:
                 dev_pred = head((encode([ids[int(t)] for t, _ in dev], network) - mean) / std).squeeze(-1).cpu().numpy()
                 pearson = float(np.corrcoef(dev_pred, [y for _, y in dev])[0, 1])
                 history.append({"epoch": epoch, "train_loss": float(np.mean(losses)), "dev_pearson": pearson})
-                if pearson > best:
+                if epoch == 0 or pearson > best:  # a NaN dev Pearson (a tiny try) still keeps epoch 0
                     best = pearson
                     kept = head((encode([ids[i] for i in held], network) - mean) / std).squeeze(-1).cpu().numpy()
         return kept.astype(float), {"history": history, "seconds": time.perf_counter() - started}
