@@ -180,10 +180,14 @@ def test_an_interrupted_predict_says_how_to_resume_and_the_batch_goes_to_apprais
     # so the interrupt sent after the first lands with seconds of chunks still to go.
     from safetensors.torch import load_file, save_file
 
+    from precomet.estimator.checkpoint import COVERAGE_PREFIX
+
     checkpoint = tmp_path / "checkpoint"
     shutil.copytree(SHIPPED, checkpoint)
     head = load_file(str(checkpoint / "head.safetensors"))
-    save_file({k: v for k, v in head.items() if not k.startswith("coverage.")}, str(checkpoint / "head.safetensors"))
+    save_file(
+        {k: v for k, v in head.items() if not k.startswith(COVERAGE_PREFIX)}, str(checkpoint / "head.safetensors")
+    )
     argv = ["predict", "--checkpoint", str(checkpoint), "--data", "sources.txt", "--chunk-size", "40",
             "--resume-dir", "kept", "-o", "p.jsonl"]  # fmt: skip
     env = {**os.environ, "PYTHONPATH": str(REPO), "PRECOMET_CACHE": str(tmp_path / "encoder-cache")}

@@ -13,6 +13,7 @@ from scipy.stats import pearsonr
 
 from precomet.errors import PrecometError
 from precomet.estimator import load_estimator, predict_sources, train
+from precomet.estimator.checkpoint import COVERAGE_PREFIX
 from precomet.estimator.estimator import VectorReader
 
 QUICK = {
@@ -189,7 +190,8 @@ def test_an_ensemble_checkpoint_holds_every_member_and_predicts_their_standardis
     train(_rows(300, 0), out_dir=single, overrides=QUICK, progress=False)
     heads = {"first": out / "head.safetensors", "alone": single / "head.safetensors"}  # the coverage aside
     weights = {
-        name: {k: v for k, v in load_file(str(p)).items() if not k.startswith("coverage.")} for name, p in heads.items()
+        name: {k: v for k, v in load_file(str(p)).items() if not k.startswith(COVERAGE_PREFIX)}
+        for name, p in heads.items()
     }
     first = {k.removeprefix("members.0."): v for k, v in weights["first"].items()}
     alone = weights["alone"]
