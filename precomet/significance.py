@@ -14,6 +14,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from precomet.errors import CampaignError
+from precomet.stats import normal_cdf
 
 _CHUNK = 8192
 _CONTROLLER = None  # threadpoolctl.ThreadpoolController, created on first use (its library scan is slow)
@@ -108,8 +109,6 @@ def wilcoxon_less(diffs: np.ndarray) -> np.ndarray:
 
 def wilcoxon_less_rows(rows: np.ndarray) -> np.ndarray:
     """:func:`wilcoxon_less` of each row of ``(K, n)`` diffs (rows contiguous: the sorts run along them)."""
-    from scipy.special import ndtr
-
     k, n = rows.shape
     count = (rows != 0).sum(axis=1)
     # average ranks of |d| among the nonzero entries of each row; zeros sort last as +inf
@@ -133,7 +132,7 @@ def wilcoxon_less_rows(rows: np.ndarray) -> np.ndarray:
     ties = np.where(np.isfinite(ordered), size * size - 1, 0).sum(axis=1)
     with np.errstate(divide="ignore", invalid="ignore"):
         se = np.sqrt((count * (count + 1) * (2 * count + 1) - ties / 2.0) / 24.0)
-        pvalues = ndtr((r_plus - count * (count + 1) / 4.0) / se)
+        pvalues = normal_cdf((r_plus - count * (count + 1) / 4.0) / se)
     if n <= 50:  # scipy's small-sample methods
         exact = (count == n) & (ties == 0)
         if exact.any():

@@ -13,6 +13,7 @@ from precomet.errors import PrecometError
 from precomet.metaeval import Reference, evaluate_orderings
 from precomet.parallel import map_forked
 from precomet.selection.units import budget_items
+from precomet.stats import t_quantile
 
 _SEED_BATCH = 25  # random orderings meta-evaluated per batched call (progress granularity)
 
@@ -20,12 +21,10 @@ _SEED_BATCH = 25  # random orderings meta-evaluated per batched call (progress g
 def ci90(values: Sequence[float] | np.ndarray, *, of_mean: bool = False) -> tuple[float, float]:
     """90 % Student-t interval of a single run: ``mean ± t(0.95, R−1) · s`` (s with ddof=1); with ``of_mean``
     the interval of the mean (``s / √R``)."""
-    from scipy.special import stdtrit  # = scipy.stats.t.ppf(0.95, df), without importing scipy.stats
-
     values = np.asarray(values, dtype=float)
     if len(values) < 2:
         return float(values.mean()), float(values.mean())
-    half = float(stdtrit(len(values) - 1, 0.95) * values.std(ddof=1)) / (np.sqrt(len(values)) if of_mean else 1.0)
+    half = t_quantile(0.95, len(values) - 1) * float(values.std(ddof=1)) / (np.sqrt(len(values)) if of_mean else 1.0)
     return float(values.mean() - half), float(values.mean() + half)
 
 

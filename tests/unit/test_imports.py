@@ -14,6 +14,7 @@ from precomet.simulate import METRIC, simulate_campaign
 from tests.conftest import loaded_after
 
 HEAVY = (
+    "scipy.special",
     "scipy.stats",
     "scipy.sparse",
     "scipy.cluster",
@@ -35,7 +36,7 @@ HEAVY = (
     "yaml",
 )
 """Modules the benchmark path, the parser and the library's import must not load: each is imported inside the
-function that needs it (``scipy.special``, numpy and threadpoolctl are the only third-party imports left)."""
+function that needs it (numpy and threadpoolctl are the only third-party imports left)."""
 
 
 def heavy_in(modules: set[str]) -> list[str]:
