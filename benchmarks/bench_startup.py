@@ -286,8 +286,8 @@ def main() -> None:
         f"- the meta-evaluation alone, in-process ({len(METHODS) + args.seeds} orderings × {len(DEFAULT_PROPS)}"
         " budgets,"
         f" SPA with the sign-flip tests, clusters, Kendall; full-set reference included; median of {args.repeats}"
-        f" after a warm-up): {compute:.2f} s; with the imports, {imports['precomet'] + compute:.2f} s before the"
-        " process starts Python, reads the items, searches parity or writes a byte"
+        f" after a warm-up): {compute:.2f} s; with the imports, {imports['precomet'] + compute:.2f} s, not counting"
+        " Python's start, reading the items, the parity search or writing the JSON"
         + (
             f" — above the {median['subset2evaluate'] / 50:.2f} s that 50× the peer allows"
             if imports["precomet"] + compute > median["subset2evaluate"] / 50
