@@ -84,17 +84,18 @@ def t_quantile(p: float, df: int) -> float:
         raise ValueError(f"t_quantile needs a whole number of degrees of freedom >= 1, not {df}")
     if not 0.0 < p < 1.0:
         raise ValueError(f"t_quantile needs 0 < p < 1, not {p}")
+    df = int(df)
     if p < 0.5:
         return -t_quantile(1.0 - p, df)
     if df > _SERIES_DF:
-        return _t_quantile_expansion(p, int(df))
+        return _t_quantile_expansion(p, df)
     low, high = 0.0, 1.0
-    while _t_cdf(high, int(df)) < p:
+    while _t_cdf(high, df) < p:
         low, high = high, high * 2.0
     t = min(max(NormalDist().inv_cdf(p), low), high)
     log_norm = math.lgamma((df + 1) / 2) - math.lgamma(df / 2) - 0.5 * math.log(df * math.pi)
     for _ in range(200):
-        error = _t_cdf(t, int(df)) - p
+        error = _t_cdf(t, df) - p
         if abs(error) <= 2 * np.finfo(float).eps or high - low <= 4 * np.finfo(float).eps * high:
             break
         low, high = (low, t) if error > 0 else (t, high)

@@ -55,8 +55,9 @@ def record(checkpoint: Path, targets: Path, *, cache_dir: Path | None = None) ->
         vectors = encode_cached(encoder, sources, cache_dir=cache_dir)
         coverage = fit_coverage(vectors, seed=int(meta.get("seed", 0)))
     head = checkpoint / HEAD
-    with output_set(meta_path, head if coverage else None) as out:  # both files replaced together, or neither
-        if coverage:
+    # both files replaced together, or neither
+    with output_set(meta_path, head if coverage is not None else None) as out:
+        if coverage is not None:
             staged = out.path(head)
             shutil.copyfile(head, staged)
             write_coverage(staged.parent, coverage)  # staged under its own name: the head file plus coverage.*

@@ -80,8 +80,8 @@ def test_the_slurm_recipe_on_two_emulated_srun_tasks_matches_one(run, tmp_path):
     shutil.copytree(run["work"] / "ckpt", work / "ckpt")
     shutil.copy(run["work"] / "src.txt", work / "src.txt")
     job = _slurm_job_id()
-    base = {k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "MASTER_", "TORCHELASTIC", "LOCAL_"))}
-    base = {k: v for k, v in base.items() if k not in ("RANK", "WORLD_SIZE", "GROUP_RANK", "LOCAL_WORLD_SIZE")}
+    launcher = ("SLURM_", "MASTER_", "TORCHELASTIC", "LOCAL_", "RANK", "WORLD_SIZE", "GROUP_RANK")
+    base = {k: v for k, v in os.environ.items() if not k.startswith(launcher)}
     base |= {"PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
     base |= {"PRECOMET_CACHE": str(work / "encoder-cache"), "SLURM_JOB_ID": job, "SLURM_JOB_NAME": "precomet-predict"}
     base |= {"SLURM_NTASKS": "2", "SLURM_NTASKS_PER_NODE": "2", "SLURM_NNODES": "1", "SLURM_NODELIST": "localhost"}
