@@ -27,7 +27,8 @@ Targets (``--targets``):
   shrunk (:mod:`precomet.utilities.additive`);
 * ``metric_cons``: MetricCons on the scored cells, :func:`sparse_consistency` (on MQM the plain MetricCons).
 
-``--headroom`` benchmarks each target's *true* values on every campaign: what distilling it could give at best.
+``--headroom`` benchmarks each target's *true* values on every campaign (and the paper's other utilities: the
+five IRT ones on the human scores, output diversity): what distilling it could give at best.
 
 Verdicts pool the folds (:func:`precomet.benchmark.pool_results`: each fold counts once) against the same pooling
 of random orderings; each selector is compared with each control by the per-fold difference of SPA gains (an exact
@@ -66,6 +67,7 @@ from precomet.io import load  # noqa: E402
 from precomet.io.wmt_release import list_release_campaigns, load_wmt_release  # noqa: E402
 from precomet.utilities import compute_utility  # noqa: E402
 from precomet.utilities.additive import fit_additive  # noqa: E402
+from precomet.utilities.irt import UTILITY_KINDS, fit_irt, irt_utilities  # noqa: E402
 from precomet.utilities.metric import spearman_rows  # noqa: E402
 
 DA_ROOT = RAW / "wmt-news-systems-toen"
@@ -240,6 +242,7 @@ def headroom() -> dict:
             **{
                 f"true {m}": compute_utility(held, m, metric=HUMAN) for m in ("metric_avg", "metric_var", "metric_cons")
             },
+            **other_true_utilities(held),
             "longer first": source_length(held.src),
         }
         result = run_benchmark(held, external=truths, seeds=100, oracle=False, progress=False)
@@ -258,6 +261,17 @@ def headroom() -> dict:
         )
     HEADROOM.write_text(json.dumps(out, indent=1) + "\n")
     return out
+
+
+def other_true_utilities(held: Campaign) -> dict[str, np.ndarray]:
+    """The paper's other output-based utilities, true on ``held``: the five IRT ones (one 4PL fit on its human
+    scores, the package defaults) and output diversity (English outputs: MiniLM embeddings, and chrF)."""
+    params = fit_irt(held, metric=HUMAN, seed=0)
+    return {
+        **{f"true irt_{kind}": irt_utilities(params, kind) for kind in UTILITY_KINDS},
+        "true diversity (embedding)": compute_utility(held, "diversity"),
+        "true diversity (chrF)": compute_utility(held, "diversity", options={"similarity": "chrf"}),
+    }
 
 
 def run(targets: list[str], seeds: list[int], *, resume: bool) -> dict:
