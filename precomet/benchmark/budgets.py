@@ -51,7 +51,7 @@ def validate_props(props: Sequence[float]) -> list[float]:
         raise PrecometError(f"budget proportions {{props}} must lie in (0, 1], got {bad or 'none'}", param="props")
     twice = sorted({p for p in props if props.count(p) > 1})
     if twice:
-        raise PrecometError(f"budget proportions {{props}} give {twice} twice", param="props")
+        raise PrecometError(f"budget proportions ({{props}}...) give {twice} twice", param="props")
     return props
 
 
@@ -122,7 +122,7 @@ def evaluate_props(
 ) -> list[dict[str, float]]:
     """Meta-evaluate the subset ``utility`` selects at every budget proportion (in the order given)."""
     if select is not None:
-        return [evaluate_indices(ref, select(utility, prop), measures=measures) for prop in props]
+        return [evaluate_indices(ref, _subset(select, utility, prop), measures=measures) for prop in props]
     sizes = np.array([budget_items(prop, len(ref)) for prop in props])
     order = np.argsort(sizes, kind="stable")
     values = evaluate_prefixes(ref, top_k(utility, int(sizes.max())), sizes[order].tolist(), measures=measures)
@@ -130,6 +130,20 @@ def evaluate_props(
     for position, value in zip(order, values):
         out[position] = value
     return out
+
+
+def _subset(select: Select, utility: np.ndarray, prop: float) -> np.ndarray:
+    """The subset ``select`` builds at ``prop``; a budget that whole documents, quotas or costs leave with fewer than
+    2 items is refused by name (the meta-evaluation needs 2)."""
+    chosen = select(utility, prop)
+    if len(chosen) < 2:
+        raise PrecometError(
+            f"the budget proportion {prop:g} holds {len(chosen)} item(s) once the subset builder has taken whole"
+            " documents, domain quotas or costs into account; the meta-evaluation needs at least 2: use larger"
+            " proportions ({props}...)",
+            param="props",
+        )
+    return chosen
 
 
 def spa_at_position(ref: Reference, select: Select | None, utility: np.ndarray, position: int) -> float:

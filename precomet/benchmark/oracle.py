@@ -27,8 +27,9 @@ from precomet.significance import one_blas_thread
 ORACLE_CANDIDATES = 100
 ORACLE_STEP = 10
 ORACLE_DESCRIPTION = (
-    "oracle: greedy on the human scores (Zouhar et al. 2025, Eq. 13); each step adds the {step}-item extension, among "
-    "{candidates} random ones, that maximises SPA against the full set; NOT a usable selector"
+    "oracle: greedy on the target scores (human by default; Zouhar et al. 2025, Eq. 13); each step adds the"
+    " {step}-item extension, among {candidates} random ones, that maximises SPA against the full set; NOT a usable"
+    " selector"
 )
 
 

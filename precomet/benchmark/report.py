@@ -61,7 +61,11 @@ def recommendation(result: Record | Mapping[str, Any]) -> dict[str, Any]:
     low, high = row["parity_ci90"]
     against = f"p = {_p(p)} against {row['null']['orderings']} random orderings"
     if p >= SIGNIFICANCE:
-        text = f"indistinguishable from random orderings ({against}): annotate a random sample ({needs})"
+        null = row["null"]  # its band is missing only from results built by hand
+        band = ""
+        if {"parity_p05", "parity_p95"} <= set(null):
+            band = f"; random orderings alone reach {_percent(null['parity_p05'])}–{_percent(null['parity_p95'])}"
+        text = f"indistinguishable from random orderings ({against}): annotate a random sample ({needs}{band})"
         if length_p is not None and length_p < SIGNIFICANCE and length is not None and length < 1.0:
             text += (
                 f"; source length does beat them: select by length (method {LENGTH_CONTROL!r} needs"

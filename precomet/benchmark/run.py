@@ -99,6 +99,8 @@ def run_benchmark(
         raise PrecometError(
             f"campaign {campaign.name!r}: benchmarking needs at least 2 systems, got {len(campaign.systems)}"
         )
+    if len(campaign) < 2:
+        raise PrecometError(f"campaign {campaign.name!r}: benchmarking needs at least 2 items, got {len(campaign)}")
     small = [p for p in props if budget_items(p, len(campaign)) < 2]
     if small:
         raise PrecometError(

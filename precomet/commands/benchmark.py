@@ -161,7 +161,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--no-oracle",
         dest="oracle",
         action="store_false",
-        help="leave out the oracle row (greedy on the human scores, Zouhar et al. 2025, Eq. 13: headroom, not a"
+        help="leave out the oracle row (greedy on the target scores, Zouhar et al. 2025, Eq. 13: headroom, not a"
         " usable selector)",
     )
     parser.add_argument(

@@ -162,6 +162,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"{rank}\t{campaign.ids[index]}")
         if args.output:
             from precomet.signature import signature
+            from precomet.utilities.embed import encoder_name
 
             run = signature(
                 "precomet diffuse select",
@@ -169,7 +170,7 @@ def run(args: argparse.Namespace) -> int:
                 campaign=campaign,
                 budget=args.budget,
                 systems=args.systems or list(campaign.systems),
-                encoder=args.encoder,
+                encoder=encoder_name(args.encoder),
             )
             _write_json(args.output, dict(signature=run, ids=[campaign.ids[i] for i in chosen]))
         return 0

@@ -192,6 +192,10 @@ def test_run_benchmark_bad_input(campaign):
         bm.run_benchmark(campaign, external={"x": np.zeros(len(campaign))}, props=[0.01])
     with pytest.raises(PrecometError, match="at least 2 systems"):
         bm.run_benchmark(campaign.restrict_systems(campaign.systems[:1]), external={"x": np.zeros(len(campaign))})
+    with pytest.raises(PrecometError, match="at least 2 items, got 1"):  # not "use larger proportions"
+        bm.run_benchmark(campaign.take([0]), external={"x": np.zeros(1)}, props=[1.0])
+    with pytest.raises(PrecometError, match=r"proportion 0.02 holds [01] item"):  # 2 items: one document at most
+        bm.run_benchmark(campaign, external={"x": np.zeros(len(campaign))}, props=[0.02, 0.5], level="doc")
     with pytest.raises(PrecometError, match="expected 120 utilities"):
         bm.run_benchmark(campaign, external={"x": np.zeros(5)})
     with pytest.raises(PrecometError, match="not finite"):

@@ -61,6 +61,9 @@ def test_recommendation_when_no_method_beats_random_orderings(campaign):
     assert rec["method"] is None and rec["parity"] > 1 and rec["p_value"] > 0.5
     assert rec["text"].startswith("indistinguishable from random orderings (p = ")
     assert "annotate a random sample (bad needs" in rec["text"]
+    null = result.methods["bad"]["null"]  # the parity is set beside what luck alone gives
+    band = f"random orderings alone reach {100 * null['parity_p05']:.0f} %–{100 * null['parity_p95']:.0f} %)"
+    assert rec["text"].endswith(band)
     # the "random" utility method is a random sample, never the advice
     result = bm.run_benchmark(campaign, methods=["random"], **KW)
     assert result.recommendation["method"] is None

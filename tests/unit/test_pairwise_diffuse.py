@@ -1,5 +1,6 @@
 """DiffUse: tree cuts vs scipy, representatives, multi-model equivalence, Algorithm 1, protocol, bad input."""
 
+import json
 from itertools import combinations
 
 import numpy as np
@@ -8,7 +9,9 @@ from scipy.cluster.hierarchy import fcluster, linkage
 from scipy.spatial.distance import cosine
 
 from precomet.campaign import Campaign
+from precomet.cli import main
 from precomet.errors import PrecometError
+from precomet.io import write_jsonl
 from precomet.pairwise.diffuse import (
     difference_vectors,
     diffuse_select,
@@ -20,6 +23,7 @@ from precomet.pairwise.diffuse import (
 )
 from precomet.pairwise.protocol import evaluate_pairwise, preference_signs
 from precomet.simulate import simulate_campaign
+from precomet.utilities.embed import encoder_name
 
 
 def bag_of_words(texts):
@@ -247,3 +251,12 @@ def test_protocol_on_simulated_campaign():
 
 def test_preference_signs_margin():
     assert preference_signs([3, 1, 2.05], [1, 3, 2.0], margin=0.1).tolist() == [1, -1, 0]
+
+
+@pytest.mark.slow  # loads MiniLM: about 4 s
+def test_diffuse_select_records_the_encoder_it_used(tmp_path):
+    """``diffuse select -o`` names the encoder in its signature, also the default one (once recorded as null)."""
+    data, out = tmp_path / "items.jsonl", tmp_path / "chosen.json"
+    write_jsonl(simulate_campaign(n_items=12, n_systems=2, seed=0), data)
+    assert main(["diffuse", "select", "--data", str(data), "--budget", "3", "-o", str(out)]) == 0
+    assert json.loads(out.read_text())["signature"]["encoder"] == encoder_name(None)
