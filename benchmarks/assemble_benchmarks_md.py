@@ -56,6 +56,7 @@ SECTIONS = (  # (file under benchmarks/results/, what it measures) in reading or
     ("estimator_loco_cost.md", "Source-based estimator under cost budgets: the knapsack objective on dev (issue 31)"),
     ("finetune-gpu.md", "Source-based estimator: fine-tuning the encoder on one GPU, on the dev protocol (issue 31)"),
     ("estimator_loco-findings.md", "Source-based estimator on the human-scored history: reading (issue 31)"),
+    ("coverage.md", "Source-based estimator: its warnings on campaigns it was not trained on (issue 31)"),
     ("da_alignment.md", "Crowd-DA segment scores of the WMT21-22 to-English releases, aligned by document (issue 31)"),
     ("diffuse-speed.md", "Pairwise: DiffUse selection speed (issue 7)"),
     ("diffuse-protocol.md", "Pairwise: DiffUse success rate (issue 7)"),

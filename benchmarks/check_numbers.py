@@ -9,8 +9,8 @@ Checked (tests/unit/test_benchmarks_md.py runs the same functions):
   ``regenerate.REGISTRY``, and every results file is a section;
 * every script-written ``.md`` has a ``Command:`` line naming a script that exists;
 * every findings file starts with ``Reads:`` naming the script-written results it interprets (files, or folders
-  for every ``.md`` / ``.json`` below them), and so does every claims paragraph of the README
-  (``<!-- claims: benchmarks/results/... -->`` ... ``<!-- /claims -->``);
+  for every ``.md`` / ``.json`` below them), and so does every claims paragraph of README.md, docs/*.md and
+  checkpoints/README.md (``<!-- claims: benchmarks/results/... -->`` ... ``<!-- /claims -->``);
 * every number of a findings file or claims paragraph is in the results it reads. A number is a decimal, a
   percentage or an integer of at least 10, outside code, and not part of a name (wmt23, MetricX-23), a version, a
   date, a year, an issue, table or equation number, or a goal ("goal ≤ 30 s"). It traces when a results file
@@ -106,30 +106,38 @@ def known_numbers(paths: list[Path]) -> set[str]:
     return known
 
 
-def readings(results: Path = RESULTS, readme: Path = REPO / "README.md") -> dict[str, tuple[str, str]]:
-    """``{label: (reads line, text)}`` of every findings file and README claims paragraph."""
+def documents() -> list[Path]:
+    """The documents whose claims paragraphs are checked: README.md, docs/*.md and checkpoints/README.md."""
+    return [REPO / "README.md", *sorted((REPO / "docs").glob("*.md")), REPO / "checkpoints" / "README.md"]
+
+
+def readings(results: Path = RESULTS, docs: list[Path] | None = None) -> dict[str, tuple[str, str]]:
+    """``{label: (reads line, text)}`` of every findings file and every claims paragraph of ``docs`` (default:
+    :func:`documents`)."""
     out = {}
     for name in sorted(FINDINGS):
         if (results / name).exists():
             text = (results / name).read_text(encoding="utf-8")
             out[f"benchmarks/results/{name}"] = (text.splitlines()[0] if text.startswith("Reads:") else "", text)
-    for k, (reads, text) in enumerate(CLAIMS.findall(readme.read_text(encoding="utf-8"))):
-        out[f"README.md claims {k + 1}"] = (reads, text)
+    for doc in documents() if docs is None else docs:
+        label = doc.relative_to(REPO) if doc.is_relative_to(REPO) else doc.name
+        for k, (reads, text) in enumerate(CLAIMS.findall(doc.read_text(encoding="utf-8"))):
+            out[f"{label} claims {k + 1}"] = (reads, text)
     return out
 
 
-def untraced(results: Path = RESULTS, readme: Path = REPO / "README.md") -> list[str]:
-    """``label: number (context)`` for every number of a findings file or README claims paragraph that the results
-    it reads do not show."""
+def untraced(results: Path = RESULTS, docs: list[Path] | None = None) -> list[str]:
+    """``label: number (context)`` for every number of a findings file or claims paragraph that the results it
+    reads do not show."""
     out = []
-    for label, (reads, text) in readings(results, readme).items():
+    for label, (reads, text) in readings(results, docs).items():
         known = known_numbers(read_paths(reads, results))
         out += [f"{label}: {n} ({c})" for n, c in numbers(text) if n not in known]
     return out
 
 
 def structure_problems(
-    results: Path = RESULTS, benchmarks_md: Path = REPO / "BENCHMARKS.md", readme: Path = REPO / "README.md"
+    results: Path = RESULTS, benchmarks_md: Path = REPO / "BENCHMARKS.md", docs: list[Path] | None = None
 ) -> list[str]:
     """Everything but the numbers: BENCHMARKS.md assembled, every section accounted for, Command and Reads lines."""
     problems = []
@@ -148,7 +156,7 @@ def structure_problems(
     for path in script_written(results):
         if path.suffix == ".md":
             problems += _command_problems(path, results)
-    for label, (reads, _) in readings(results, readme).items():
+    for label, (reads, _) in readings(results, docs).items():
         problems += _reads_problems(label, reads, results, written - FINDINGS)
     return problems
 

@@ -119,6 +119,7 @@ REGISTRY = (
         0.2,
         data=False,
     ),
+    Benchmark("coverage", (("benchmarks/bench_coverage.py",),), ("coverage.md",), 3.5),
     Benchmark(
         "predict-resume",
         (("benchmarks/bench_predict_resume.py", "--n", "6000", "--chunk-size", "1000"),),

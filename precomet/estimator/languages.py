@@ -31,8 +31,8 @@ IDENTIFIER = "py3langid"
 """The language identifier (its version is recorded with every profile)."""
 
 SAMPLE_SIZE = 2000
-"""Sources identified at most for the sources scored by ``predict`` / ``select`` (about 0.3 s, and 0.6 s to load
-the identifier's model once)."""
+"""Sources identified at most for the sources scored by ``predict`` / ``select`` (about 0.5 s,
+benchmarks/results/coverage.md; and 0.6 s to load the identifier's model once)."""
 
 TRAINING_SAMPLE_SIZE = 20000
 """Distinct sources identified at most for a checkpoint's ``training_languages`` (about 3 s)."""

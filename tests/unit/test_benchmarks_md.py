@@ -1,5 +1,6 @@
 """BENCHMARKS.md is assembled, never edited; every results file names its command; every number of the hand-written
-findings and of the README's claims is in the results they read (``benchmarks/check_numbers.py`` lists them all)."""
+findings and of the documentation's claims is in the results they read (``benchmarks/check_numbers.py`` lists
+them all)."""
 
 from __future__ import annotations
 
@@ -69,7 +70,7 @@ def test_a_number_traces_when_the_results_it_reads_show_it(results):
     folder, readme = results
     findings = folder / "cost-aware-findings.md"
     findings.write_text("Reads: benchmarks/results/cost-aware.md\n\nSPA 95.21 (95.2), 1234 items, 0.66 and 0.7.\n")
-    assert check.untraced(folder, readme) == []
+    assert check.untraced(folder, [readme]) == []
 
 
 def test_an_invented_number_or_one_of_another_run_does_not_trace(results):
@@ -77,8 +78,13 @@ def test_an_invented_number_or_one_of_another_run_does_not_trace(results):
     findings = folder / "cost-aware-findings.md"
     findings.write_text("Reads: benchmarks/results/cost-aware.md\n\nSPA 95.22, 97.37 (in deep/, not read here).\n")
     readme.write_text(readme.read_text().replace("97.4", "97.5"))
-    assert [line.split(" (")[0] for line in check.untraced(folder, readme)] == [
+    assert [line.split(" (")[0] for line in check.untraced(folder, [readme])] == [
         "benchmarks/results/cost-aware-findings.md: 95.22",
         "benchmarks/results/cost-aware-findings.md: 97.37",
         "README.md claims 1: 97.5",
     ]
+
+
+def test_claims_of_the_docs_and_the_checkpoint_readme_are_checked_too():
+    labels = {label.split(" claims")[0] for label in check.readings() if " claims " in label}
+    assert {"README.md", "docs/estimator.md", "docs/pairwise.md", "checkpoints/README.md"} <= labels
