@@ -30,15 +30,17 @@ def item_budget(
     cost: np.ndarray, *, budget: int | None = None, proportion: float | None = None, budget_cost: float | None = None
 ) -> int:
     """The budget in items (k for kmeans, diffuse and the strata selector) of ``len(cost)`` items: ``budget``, the
-    ``proportion`` of the items (at least 1), or as many items as ``budget_cost`` buys at the mean item cost (at
-    least 1)."""
+    ``proportion`` of the items, or as many items as ``budget_cost`` buys at the mean item cost; at least 1 and at
+    most every item (a budget that covers them all selects them all)."""
     if budget is not None:
-        return int(budget)
-    if proportion is not None:
-        return max(1, budget_items(proportion, len(cost)))
-    if budget_cost is None:
+        items = int(budget)
+    elif proportion is not None:
+        items = budget_items(proportion, len(cost))
+    elif budget_cost is not None:
+        items = int(budget_cost / float(np.mean(cost)))
+    else:
         raise PrecometError("give one of budget, proportion, budget_cost")
-    return max(1, int(budget_cost / float(np.mean(cost))))
+    return min(len(cost), max(1, items))
 
 
 @dataclass(frozen=True)

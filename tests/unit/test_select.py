@@ -584,6 +584,7 @@ def test_item_budget_counts_what_a_cost_budget_buys_at_the_mean_cost():
     assert item_budget(cost, budget=3) == 3
     assert item_budget(cost, proportion=0.5) == 2 and item_budget(cost, proportion=0.1) == 1
     assert item_budget(cost, budget_cost=7.0) == 2 and item_budget(cost, budget_cost=1.0) == 1
+    assert item_budget(cost, budget=10) == 4 and item_budget(cost, budget_cost=1000.0) == 4  # all of them, no more
 
 
 def test_total_cost_is_always_a_cost_n_items_counts_and_to_dict_is_json():

@@ -202,6 +202,24 @@ def test_a_budget_that_covers_every_item_says_so(tmp_path, monkeypatch, capsys):
     assert "covers all" not in capsys.readouterr().err
 
 
+@pytest.mark.slow  # loads the sentence encoder
+def test_a_budget_that_covers_every_item_selects_them_all_with_a_method_that_needs_a_budget(
+    tmp_path, monkeypatch, capsys
+):
+    """kmeans (and diffuse) take the budget in items: one that covers the campaign is the whole campaign, as for
+    every other method, not an error about a number of items the user never gave."""
+    from tests.bad_inputs import GOOD
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "items.jsonl").write_text(GOOD)
+    argv = ["select", "--data", "items.jsonl", "--method", "kmeans", "-o", "s.jsonl"]
+    assert main([*argv, "--budget", "9"]) == 0
+    assert "covers all 4 items" in capsys.readouterr().err
+    assert main([*argv, "--budget-cost", "100000"]) == 0
+    assert "covers the whole campaign" in capsys.readouterr().err
+    assert len((tmp_path / "s.jsonl").read_text().splitlines()) == 4
+
+
 def test_the_batch_alone_needs_no_subset_file(tmp_path, capsys):
     data = _items(tmp_path / "items.jsonl")
     argv = ["select", "--data", str(data), "--method", "metric_var", "--metric", "m", "--budget", "6"]
