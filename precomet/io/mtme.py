@@ -18,7 +18,7 @@ import numpy as np
 from precomet.campaign import HUMAN, Campaign
 from precomet.errors import DataError, PrecometError
 from precomet.io.text import read_lines
-from precomet.values import finite_number
+from precomet.values import finite_number, is_blank
 
 PROTOCOL_PREFERENCE = ("mqm", "da-sqm", "wmt-appraise", "wmt", "wmt-z", "wmt-appraise-z")
 _REF_SUFFIX = re.compile(r"-(ref[A-Za-z0-9_]*|src)$")
@@ -103,6 +103,9 @@ def load_mtme(
     base = root / year
     src = read_lines(base / "sources" / f"{lp}.txt")
     n = len(src)
+    blank = next((number for number, text in enumerate(src, start=1) if is_blank(text)), None)
+    if blank is not None:
+        raise DataError(base / "sources" / f"{lp}.txt", "empty source line", line=blank)
 
     protocols = list_protocols(root, campaign)
     if human is None:
@@ -123,8 +126,20 @@ def load_mtme(
             raise DataError(path, f"{len(lines)} lines, but {base / 'sources' / (lp + '.txt')} has {n}")
         outputs[path.stem] = lines
 
-    human_scores = read_seg_scores(base / "human-scores" / f"{lp}.{human}.seg.score", n) if human else {}
-    pseudo_refs = set(ref_names) | {s for s in outputs if s.startswith("ref") or s == "synthetic_ref"}
+    human_path = base / "human-scores" / f"{lp}.{human}.seg.score"
+    human_scores = read_seg_scores(human_path, n) if human else {}
+    pseudo_refs = set(ref_names) | {s for s in [*outputs, *human_scores] if s.startswith("ref") or s == "synthetic_ref"}
+    unread = [
+        s
+        for s, values in human_scores.items()
+        if s not in outputs and (include_refs or s not in pseudo_refs) and not np.isnan(values).all()
+    ]
+    if unread:  # its scores would be dropped without a word
+        raise DataError(
+            base / "system-outputs" / lp / f"{unread[0]}.txt",
+            f"no output file for system {unread[0]!r}, which {human_path.name} rates"
+            + (f" ({len(unread)} such systems: {', '.join(unread[:5])})" if len(unread) > 1 else ""),
+        )
     systems = [s for s in outputs if include_refs or s not in pseudo_refs]
     if human:
         systems = [s for s in systems if s in human_scores and not np.isnan(human_scores[s]).all()]

@@ -95,6 +95,26 @@ def test_bad_inputs(mtme_root):
         load_mtme(mtme_root, "wmt99/en-de")
 
 
+def test_a_rated_system_without_its_output_file_is_an_error_not_dropped(mtme_root):
+    (mtme_root / "wmt99" / "system-outputs" / "en-de" / "B.txt").unlink()
+    with pytest.raises(DataError, match=r"B.txt: no output file for system 'B', which en-de.mqm.seg.score rates"):
+        load_mtme(mtme_root, "wmt99/en-de", human="mqm")
+    (mtme_root / "wmt99" / "system-outputs" / "en-de" / "A.txt").unlink()
+    with pytest.raises(DataError, match=r"\(2 such systems: A, B\)"):
+        load_mtme(mtme_root, "wmt99/en-de", human="mqm")
+    (mtme_root / "wmt99" / "system-outputs" / "en-de" / "C.txt").unlink()  # rates nothing: not asked for
+    (mtme_root / "wmt99" / "system-outputs" / "en-de" / "refA.txt").unlink()  # a reference, left out anyway
+    with pytest.raises(DataError, match=r"2 such systems: A, B\)$"):
+        load_mtme(mtme_root, "wmt99/en-de", human="mqm")
+
+
+def test_an_empty_source_line_names_its_file_and_line(mtme_root):
+    _write(mtme_root / "wmt99" / "sources" / "en-de.txt", ["one", "  ", "three"])
+    with pytest.raises(DataError) as caught:
+        load_mtme(mtme_root, "wmt99/en-de", human="mqm")
+    assert caught.value.spelled().endswith("sources/en-de.txt:2: empty source line")
+
+
 def test_non_numeric_score_names_line(mtme_root):
     _write(
         mtme_root / "wmt99" / "human-scores" / "en-de.mqm.seg.score",
