@@ -14,6 +14,7 @@ optional (cost defaults to the length estimate, domain to ``all``, doc to the id
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -30,15 +31,38 @@ from precomet.values import finite_number, is_blank
 
 def iter_jsonl(path: str | Path) -> Iterator[dict[str, Any]]:
     """The objects of a JSONL file one at a time (blank lines skipped, ``_line`` added); malformed lines raise
-    naming file and line."""
+    naming file and line; a file that is one JSON document (an array of items, an object over several lines) is
+    told so."""
+    first = True
     for number, line in enumerate(read_lines(path), start=1):
         if not line.strip():
             continue
-        row = parse_json(line, path, line=number)
+        try:
+            row = parse_json(line, path, line=number)
+        except DataError:
+            if first:
+                _refuse_one_document(path)
+            raise
+        first = False
         if not isinstance(row, dict):
-            raise DataError(path, "expected a JSON object", line=number)
+            got = "an array" if isinstance(row, list) else f"a {type(row).__name__}"
+            raise DataError(path, f"expected a JSON object (one item per line), got {got}", line=number)
         row["_line"] = number
         yield row
+
+
+def _refuse_one_document(path: str | Path) -> None:
+    """Raise when the whole of ``path`` parses as one JSON array or object: JSON, not JSON Lines."""
+    try:
+        document = json.loads(Path(path).read_text(encoding="utf-8-sig"))
+    except (OSError, ValueError, RecursionError):
+        return  # not one document either: the line's own error stands
+    if isinstance(document, (list, dict)):
+        kind, jq = ("an array", "'.[]'") if isinstance(document, list) else ("an object over several lines", ".")
+        raise DataError(
+            path,
+            f"is one JSON document ({kind}), not JSON Lines: give one item object per line (e.g. jq -c {jq} {path})",
+        )
 
 
 def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
@@ -69,7 +93,9 @@ def campaign_from_items(
 ) -> Campaign:
     """Build a campaign from item dicts in the canonical format (``source`` names them in errors). For one chunk
     of a longer input, ``start`` is the position of its first item (default ids and ``source[position]`` count
-    from it) and ``seen`` the :class:`ItemIds` shared by the chunks."""
+    from it) and ``seen`` the :class:`ItemIds` shared by the chunks. A whole input (no ``seen``) whose items name
+    more than one ``campaign`` is refused unless ``name`` is given: one input holds one campaign."""
+    whole = seen is None
     items = list(items)
     where = [
         f"{source}:{item['_line']}" if "_line" in item else f"{source}[{start + position}]"
@@ -163,6 +189,14 @@ def campaign_from_items(
                     )
                 scores[str(score)][position][j] = value
     campaign_names: set[Any] = {item.get("campaign") for item in items if item.get("campaign")}
+    if whole and name is None and len(campaign_names) > 1:
+        listed = sorted(map(str, campaign_names))
+        shown = ", ".join(listed[:5]) + (f" and {len(listed) - 5} more" if len(listed) > 5 else "")
+        raise DataError(
+            source,
+            f"its items name {len(listed)} campaigns ({shown}); an input holds one campaign: split it by the"
+            " 'campaign' field",
+        )
     return Campaign.build(
         ids=ids,
         src=src,

@@ -78,6 +78,33 @@ def test_bad_jsonl(tmp_path, content, error, message):
         load_jsonl(path)
 
 
+def test_json_that_is_not_json_lines_is_told_so(tmp_path):
+    items = [{"id": 1, "src": "a"}, {"id": 2, "src": "b"}]
+    array, pretty, line = tmp_path / "array.json", tmp_path / "pretty.json", tmp_path / "line.jsonl"
+    array.write_text(json.dumps(items, indent=1))
+    pretty.write_text(json.dumps(items[0], indent=1))
+    line.write_text(json.dumps(items) + "\n")
+    with pytest.raises(DataError, match=r"is one JSON document \(an array\), not JSON Lines.*jq -c '\.\[\]'"):
+        load(array)
+    with pytest.raises(DataError, match=r"is one JSON document \(an object over several lines\)"):
+        load(pretty)
+    with pytest.raises(DataError, match=r"line.jsonl:1: expected a JSON object \(one item per line\), got an array"):
+        load(line)
+    (tmp_path / "broken.jsonl").write_text('{"id": 1,\n "src": "a"\n')  # neither: the line's own error
+    with pytest.raises(DataError, match=r"broken.jsonl:1: invalid JSON"):
+        load(tmp_path / "broken.jsonl")
+
+
+def test_items_of_several_campaigns_are_refused_unless_named(tmp_path):
+    path = tmp_path / "mixed.jsonl"
+    path.write_text('{"id": "a", "src": "x", "campaign": "c1"}\n{"id": "b", "src": "y", "campaign": "c2"}\n')
+    with pytest.raises(DataError, match=r"mixed.jsonl: its items name 2 campaigns \(c1, c2\); an input holds one"):
+        load(path)
+    assert load_jsonl(path, name="both").name == "both"
+    path.write_text('{"id": "a", "src": "x", "campaign": "c1"}\n{"id": "b", "src": "y"}\n')
+    assert load(path).name == "c1"
+
+
 def test_invalid_utf8_names_line(tmp_path):
     path = tmp_path / "items.jsonl"
     path.write_bytes(b'{"id": 1, "src": "a"}\n{"id": 2, "src": "\xff"}\n')
