@@ -96,7 +96,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--allow-gap", action="store_true", help="accept a non-optimal answer (warns with its gap)")
     parser.add_argument(
-        "--seed", type=seed, default=0, help="seed of utilities that draw at random, and of ties (default 0)"
+        "--seed",
+        type=seed,
+        default=0,
+        help="seed of utilities that draw at random and of the knapsack solver (default 0; top-k ties go by position)",
+    )
+    parser.add_argument(
+        "--exclude-missing",
+        action="store_true",
+        help="never select items without a utility: lacking --metric for some system (--method) or null in --scores"
+        " (default: an error)",
     )
     parser.add_argument(
         "--strict",
@@ -168,6 +177,10 @@ def run(args: argparse.Namespace) -> int:
             )
         require_documents(campaign)
     utility, method, parameters = _utilities(args, campaign)
+    if args.exclude_missing:
+        rated, utility = _without_missing(campaign, utility)
+        parameters["excluded_missing"] = len(campaign) - len(rated)
+        campaign = rated
     selector = args.selector or (DEFAULT_SELECTOR if method == "checkpoint" else "top")  # --scores: any utility
     if selector == "strata":
         utility = strata_selector(utility, list(campaign.src), encoder=args.strata_encoder, seed=args.seed)(
@@ -279,12 +292,19 @@ def _cost_summary(campaign: Campaign, chosen: np.ndarray) -> str:
 def _utilities(args: argparse.Namespace, campaign: Campaign) -> tuple[np.ndarray, str, dict]:
     from precomet.estimator.leakage import check_seen
 
+    if args.exclude_missing and args.checkpoint:
+        raise PrecometError("--exclude-missing applies to --method and --scores; a checkpoint predicts every item")
     if args.scores:
         from precomet.io.utility_files import aligned_utilities
 
         source_of = source_texts(args, campaign)  # every item: a file may cover the unrated ones too
         utility, signature = aligned_utilities(
-            args.scores, campaign.ids, allow_extra=source_of.keys(), source_of=source_of, force=args.force
+            args.scores,
+            campaign.ids,
+            allow_extra=source_of.keys(),
+            source_of=source_of,
+            force=args.force,
+            allow_null=args.exclude_missing,
         )
         seen = check_seen(
             signature, campaign.src, strict=args.strict, what=f"the estimator behind {args.scores}", where=args.scores
@@ -326,9 +346,29 @@ def _utilities(args: argparse.Namespace, campaign: Campaign) -> tuple[np.ndarray
     )
 
     utility = compute_utility(
-        campaign, args.method, metric=args.metric, budget=_item_budget(args, campaign), seed=args.seed
+        campaign,
+        args.method,
+        metric=args.metric,
+        budget=_item_budget(args, campaign),
+        seed=args.seed,
+        options={"missing": "exclude"} if args.exclude_missing else None,
     )
     return np.asarray(utility, dtype=float), args.method, {"metric": args.metric, "seed": args.seed}
+
+
+def _without_missing(campaign: Campaign, utility: np.ndarray) -> tuple[Campaign, np.ndarray]:
+    """``--exclude-missing``: the items with a utility (the others can never be selected), said in a note."""
+    keep = np.flatnonzero(np.isfinite(utility))
+    if len(keep) == len(campaign):
+        return campaign, utility
+    if len(keep) == 0:
+        raise PrecometError(f"--exclude-missing: none of the {len(campaign)} items has a utility; nothing to select")
+    print(
+        f"precomet select: note: --exclude-missing: {len(campaign) - len(keep)} of {len(campaign)} items have no"
+        " utility and are never selected; the budget applies to the other items",
+        file=sys.stderr,
+    )
+    return campaign.take(keep), utility[keep]
 
 
 def _batch_contents(campaign: Campaign) -> str:

@@ -268,12 +268,13 @@ def aligned_utilities(
     allow_extra: bool | Collection[str] = False,
     source_of: Mapping[str, str] | None = None,
     force: bool = False,
+    allow_null: bool = False,
 ) -> tuple[np.ndarray, dict[str, Any]]:
     """Utilities of a ``{"id", "utility"}`` file aligned with ``ids`` (a campaign's order), and the file's
     signature. Missing or null entries raise, naming how many and a few of them; so do ids not in ``ids``
     unless ``allow_extra`` is true (e.g. scores of every source when the campaign kept only its fully rated items)
-    or a collection holding them (the ids of the whole data, say).
-    Duplicates raise in :func:`read_utilities`. With ``source_of`` (id -> source text of the data), a file
+    or a collection holding them (the ids of the whole data, say); with ``allow_null`` null entries are kept as
+    NaN. Duplicates raise in :func:`read_utilities`. With ``source_of`` (id -> source text of the data), a file
     computed on other sources is refused, or with ``force`` warned about
     (:func:`precomet.provenance.check_scores_belong`)."""
     found_ids, values, signature = read_utilities(path)
@@ -283,7 +284,7 @@ def aligned_utilities(
     wanted = [str(i) for i in ids]
     missing = [i for i in wanted if i not in found]
     extra = sorted(set(found) - set(wanted))
-    null = [i for i in wanted if i in found and math.isnan(found[i])]
+    null = [] if allow_null else [i for i in wanted if i in found and math.isnan(found[i])]
     problems = []
     if missing:
         problems.append(f"{len(missing)} of {len(wanted)} campaign id(s) have no utility, e.g. {missing[:5]}")

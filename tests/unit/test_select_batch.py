@@ -202,6 +202,38 @@ def test_a_budget_that_covers_every_item_says_so(tmp_path, monkeypatch, capsys):
     assert "covers all" not in capsys.readouterr().err
 
 
+def test_exclude_missing_never_selects_items_without_a_utility(tmp_path, monkeypatch, capsys):
+    """Items lacking the metric for some system (or null in a --scores file) are an error that names
+    --exclude-missing, and with it they are left out of the selection, counted in a note and in the manifest."""
+    monkeypatch.chdir(tmp_path)
+    scores = {"a": (0.9, None), "b": (0.1, "absent"), "c": (None, 0.6), "d": (0.2, 1.0), "e": (0.3, 0.1)}
+    rows = []
+    for item, values in scores.items():
+        per_system = {s: ({} if v == "absent" else {"m": v}) for s, v in zip("XY", values)}
+        rows.append({"id": item, "src": f"source {item}", "tgt": {"X": "x", "Y": "y"}, "scores": per_system})
+    Path("items.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+    argv = ["select", "--data", "items.jsonl", "--budget", "1", "-o", "s.jsonl"]
+    assert main([*argv, "--method", "metric_avg", "--metric", "m"]) == 2
+    assert "pass --exclude-missing" in capsys.readouterr().err
+    assert main([*argv, "--method", "metric_avg", "--metric", "m", "--exclude-missing"]) == 0
+    assert "3 of 5 items have no utility and are never selected" in capsys.readouterr().err
+    assert [json.loads(line)["id"] for line in Path("s.jsonl").read_text().splitlines()] == ["e"]  # lower m first
+    assert json.loads(Path("s.manifest.json").read_text())["parameters"]["excluded_missing"] == 3
+    assert (
+        main(
+            ["utilities", "--data", "items.jsonl", "--method", "metric_avg", "--metric", "m"]
+            + ["--exclude-missing", "-o", "u.jsonl"]
+        )
+        == 0
+    )
+    assert main([*argv, "--scores", "u.jsonl"]) == 2
+    assert main([*argv, "--scores", "u.jsonl", "--exclude-missing"]) == 0
+    assert [json.loads(line)["id"] for line in Path("s.jsonl").read_text().splitlines()] == ["e"]
+    shipped = ["select", "--data", "items.jsonl", "--checkpoint", "ckpt", "--exclude-missing", "--budget", "1"]
+    assert main([*shipped, "-o", "t.jsonl"]) == 2
+    assert "--exclude-missing applies to --method and --scores" in capsys.readouterr().err
+
+
 @pytest.mark.slow  # loads the sentence encoder
 def test_a_budget_that_covers_every_item_selects_them_all_with_a_method_that_needs_a_budget(
     tmp_path, monkeypatch, capsys
