@@ -42,6 +42,8 @@ COMMANDS = {
 OPTIONS = {
     "accelerator": "--accelerator ",
     "allow_gap": "--allow-gap",
+    "balance": "--balance domain",
+    "budget": "--budget ",
     "campaign": "--campaign ",
     "device": "--device ",
     "devices": "--devices ",
@@ -56,10 +58,12 @@ OPTIONS = {
     "options": "--exclude-missing",
     "proportion": "--proportion ",
     "props": "--props ",
+    "quotas": "--quotas",
     "resume_dir": "--resume-dir ",
     "seeds": "--seeds ",
     "strategy": "--strategy ",
     "table": "--table ",
+    "text": "--text",
     "time_limit": "--time-limit ",
 }
 """How the CLI writes a parameter a library error names (:attr:`PrecometError.params`): the option that sets it."""

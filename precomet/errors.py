@@ -7,9 +7,12 @@ from collections.abc import Mapping
 
 SUGGESTED = {
     "allow_gap": "allow_gap=True",
+    "balance": "balance='domain'",
     "external": "external={NAME: utilities}",
     "doc_level": "level='doc'",
     "options": "options={'missing': 'exclude'}",
+    "quotas": "quotas={domain: count}",
+    "text": "text=True",
 }
 """Parameters an error suggests with one value, as a Python caller writes them (any other reads ``name=``)."""
 

@@ -68,7 +68,7 @@ def detect_format(path: str | Path, *, text: bool = False) -> str:
     if not path.exists():
         raise DataError(path, "no such file or directory")
     if text and path.is_dir():
-        raise DataError(path, "is a directory; text=True reads a file of sources, one per line")
+        raise DataError(path, "is a directory; {text} reads a file of sources, one per line", param="text")
     if text:
         return "text"
     for name, matches in DETECTORS.items():

@@ -204,7 +204,9 @@ def load_mqm_avg(
     path = Path(path)
     texts = Path(texts) if texts else path.with_name(path.name.replace(".avg_seg_scores.tsv", ".tsv"))
     if not texts.exists():
-        raise DataError(path, f"needs the error-level TSV for the texts; {texts} not found (pass texts=)")
+        raise DataError(
+            path, f"needs the error-level TSV with the texts beside it; {texts} not found (in Python: texts=PATH)"
+        )
     scores = read_avg_seg_scores(path)
     parsed = read_mqm_tsv(texts)
     unknown = sorted({seg for _, seg in scores} - set(parsed["src"]))

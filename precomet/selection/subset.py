@@ -332,7 +332,7 @@ def _optimise(units, value, capacity, *, balance, quotas, cost_aware, knapsack) 
     if balance not in (None, "domain"):
         raise PrecometError(f"unknown balance {balance!r}; choose 'domain' or leave it unset")
     if balance and quotas:
-        raise PrecometError("give either balance='domain' or quotas, not both")
+        raise PrecometError("give either {balance} or {quotas}, not both", param=("balance", "quotas"))
     weight = units.weight
     constant = bool(np.all(weight == weight[0]))
     slots = fitting_count(capacity, float(weight[0])) if constant else None

@@ -85,7 +85,9 @@ def compute_utility(
         raise PrecometError(f"campaign {campaign.name!r} has no items")
     if spec.needs_budget:
         if budget is None:
-            raise PrecometError(f"utility {method!r} needs a budget (number of items), e.g. budget=100")
+            raise PrecometError(
+                f"utility {method!r} needs a budget (number of items), e.g. {{budget}}100", param="budget"
+            )
         if not 1 <= int(budget) <= len(campaign):
             raise PrecometError(f"utility {method!r}: budget must be in 1..{len(campaign)}, got {budget}")
     keep = None

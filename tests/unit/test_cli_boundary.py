@@ -5,6 +5,7 @@ logging and progress setting as they were."""
 from __future__ import annotations
 
 import logging
+import re
 import warnings
 
 import numpy as np
@@ -175,3 +176,22 @@ def test_main_in_process_leaves_warnings_logging_and_progress_as_they_were(simul
         assert warnings.filters == filters, argv
         assert root.handlers == [] and root.level == level, argv
         assert progress_enabled() == progress, argv
+
+
+def test_errors_a_reviewer_found_in_python_syntax_name_the_cli_options(tmp_path, capsys):
+    """Library errors that suggested ``budget=100``, ``balance='domain'`` or ``text=True`` on the command line."""
+    items = tmp_path / "items.jsonl"
+    items.write_text("".join(f'{{"id": "{i}", "src": "s{i}", "domain": "{"ab"[i % 2]}"}}\n' for i in range(4)))
+    assert cli.main(["utilities", "--data", str(items), "--method", "kmeans", "-o", str(tmp_path / "u.jsonl")]) == 2
+    assert "e.g. --budget 100" in capsys.readouterr().err
+    argv = ["select", "--data", str(items), "--method", "random", "--budget", "2", "-o", str(tmp_path / "s.jsonl")]
+    assert cli.main([*argv, "--balance", "domain", "--quotas", '{"a": 1, "b": 1}']) == 2
+    assert "give either --balance domain or --quotas, not both" in capsys.readouterr().err
+    assert cli.main(["info", "--data", str(tmp_path), "--text"]) == 2
+    assert "is a directory; --text reads a file of sources" in capsys.readouterr().err
+    for call, python in [
+        (lambda: compute_utility(load(items), "kmeans"), "e.g. budget=100"),
+        (lambda: load(tmp_path, text=True), "text=True reads a file"),
+    ]:
+        with pytest.raises(PrecometError, match=re.escape(python)):
+            call()
