@@ -97,7 +97,7 @@ def load_summ_pickle(path: str | Path, *, name: str | None = None) -> Campaign:
             outputs[str(system)][i] = summ["sys_summ"]
             for key, value in (summ.get("scores") or {}).items():
                 matrices[str(key)][i, column[str(system)]] = finite_number(
-                    value, what=f"document {docs[i]!r}, system {system!r}, score {key!r}", path=path
+                    value, what=f"document {docs[i]!r}, system {system!r}, score {key!r}", path=path, text=False
                 )
     dims = HUMAN_DIMENSIONS[dataset]
     scores = {HUMAN: sum(matrices[d] for d in dims), **matrices}

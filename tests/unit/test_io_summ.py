@@ -124,6 +124,11 @@ def test_not_a_pickle_and_bad_structure(tmp_path):
         DataError, match=r"document 'd', system 'm', score 'litepyramid_recall': must be a finite number"
     ):
         load_summ_pickle(_write(tmp_path, text_score))
+    number_as_text = {
+        "d": {**text_score["d"], "sys_summs": {"m": {"sys_summ": "x", "scores": {"litepyramid_recall": "1"}}}}
+    }
+    with pytest.raises(DataError, match=r"score 'litepyramid_recall': must be a finite number"):  # as JSONL/CSV/HF
+        load_summ_pickle(_write(tmp_path, number_as_text))
 
 
 def test_detect_pickle(tmp_path):
