@@ -20,10 +20,11 @@ from typing import Any
 
 import numpy as np
 
-from precomet.encoders import encode_cached
+from precomet.encoders import SentenceEncoder, encode_cached
 from precomet.errors import PrecometError
 from precomet.estimator.checkpoint import COVERAGE_PREFIX, HEAD
 from precomet.estimator.estimator import Estimator, VectorReader
+from precomet.progress import progress
 
 logger = logging.getLogger(__name__)
 
@@ -38,6 +39,10 @@ QUANTILE = 0.99
 
 FAR_SHARE = 0.05
 """The warning is given when at least this share of the scored sources lie beyond the radius."""
+
+SAVED_EVERY = 250
+"""Sampled sources encoded between two saves to the encoder cache: the sample comes before the first chunk of a
+``predict``, so an interrupt then keeps what was encoded, as ``--chunk-size`` promises."""
 
 
 def fit_coverage(vectors: np.ndarray, *, clusters: int = CLUSTERS, seed: int = 0) -> dict[str, np.ndarray]:
@@ -131,7 +136,7 @@ def report_coverage(estimator: Estimator, sources: list[str], *, what: str) -> d
     coverage = read_coverage(estimator.path)
     if coverage is None or not isinstance(estimator.reader, VectorReader) or not sources:
         return None
-    vectors = encode_cached(estimator.reader.encoder, sources, progress=False)
+    vectors = encode_sample(estimator.reader.encoder, sources)
     if vectors.shape[1] != coverage["centroids"].shape[1]:
         raise PrecometError(
             f"{estimator.path}/{HEAD}: centroids of dimension {coverage['centroids'].shape[1]}, but the encoder"
@@ -142,6 +147,16 @@ def report_coverage(estimator: Estimator, sources: list[str], *, what: str) -> d
     if message:
         logger.warning(message)
     return {"far_share": round(share, 4), "measured": len(sources), "radius": float(coverage["radius"][0])}
+
+
+def encode_sample(encoder: SentenceEncoder, sources: list[str]) -> np.ndarray:
+    """The vectors of ``sources``, saved to the encoder cache every :data:`SAVED_EVERY` of them, with a bar."""
+    starts = range(0, len(sources), SAVED_EVERY)
+    parts = [
+        encode_cached(encoder, sources[start : start + SAVED_EVERY], progress=False)
+        for start in progress(starts, desc="sources vs training sources", unit="part")
+    ]
+    return np.concatenate(parts) if parts else np.empty((0, encoder.dim), dtype=np.float32)
 
 
 def _unit(matrix: np.ndarray) -> np.ndarray:

@@ -110,3 +110,31 @@ def test_report_warns_with_the_share_and_is_silent_without_coverage(tmp_path: Pa
         loud = report_coverage(estimator, near[:60] + [f"far {i}" for i in range(40)], what="ck")
     assert loud is not None and loud["far_share"] >= 0.39 and loud["measured"] == 100
     assert "of the sources scored by ck (of 100 measured) lie farther" in caplog.records[-1].getMessage()
+
+
+def test_the_sample_is_kept_in_the_encoder_cache_as_it_is_encoded(tmp_path, monkeypatch):
+    """The coverage sample (up to 2,000 sources) is encoded before predict's first chunk: an interrupt in it keeps
+    every part already encoded, as --chunk-size promises, instead of losing up to 2,000 encodings."""
+    from precomet.encoders.memory import MEMORY
+    from precomet.estimator.coverage import SAVED_EVERY, encode_sample
+    from tests.conftest import Counting
+
+    monkeypatch.setenv("PRECOMET_CACHE", str(tmp_path / "cache"))
+    MEMORY.clear()
+    sources = [f"source {i} " + "a" * (i % 7) for i in range(2 * SAVED_EVERY + 10)]
+    interrupted = Counting()
+
+    def encode_then_stop(texts):
+        if len(interrupted.seen) >= SAVED_EVERY + 1:  # inside the second part
+            raise KeyboardInterrupt
+        return Counting._encode_batch(interrupted, texts)
+
+    monkeypatch.setattr(interrupted, "_encode_batch", encode_then_stop)
+    with pytest.raises(KeyboardInterrupt):
+        encode_sample(interrupted, sources)
+    MEMORY.clear()
+    again = Counting()
+    vectors = encode_sample(again, sources)
+    assert again.seen == sources[SAVED_EVERY:]  # the first part came from the disk cache
+    np.testing.assert_array_equal(vectors[:, 0], [len(s) for s in sources])
+    MEMORY.clear()
