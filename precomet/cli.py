@@ -46,6 +46,8 @@ OPTIONS = {
     "budget": "--budget ",
     "campaign": "--campaign ",
     "device": "--device ",
+    "dev": "--dev ",
+    "dev_fraction": "--data.dev_fraction ",
     "devices": "--devices ",
     "exclude": "--exclude ",
     "external": "--scores NAME=FILE",

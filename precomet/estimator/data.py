@@ -42,7 +42,9 @@ def group_split(
     if len(groups) < 2:
         raise PrecometError(
             f"cannot make a dev split by {by}: only {len(groups)} group(s) of rows not linked by a shared source text,"
-            " sentence or passage; give separate dev targets or group by doc"
+            " sentence or passage; give separate dev targets ({dev}FILE) or train without a dev split"
+            " ({dev_fraction}0)",
+            param=("dev", "dev_fraction"),
         )
     order = np.random.default_rng(seed).permutation(len(groups))
     dev_groups: set[int] = set()

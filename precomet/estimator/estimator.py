@@ -30,9 +30,9 @@ from precomet.estimator.data import check_batch_size, run_batches, tokenize, war
 from precomet.values import is_blank
 
 PRECISIONS = ("fp32", "int8")
-"""``int8``: dynamic int8 quantisation (per-channel weights) of every ``nn.Linear`` of the network (CPU only): 2-3.5x
-faster for a Hugging Face encoder, predictions close to but not identical with fp32 (benchmarks/results/estimator.md:
-Pearson ~0.98). A sentence encoder keeps its own engine; only its head is quantised."""
+"""``int8``: dynamic int8 quantisation (per-channel weights) of every ``nn.Linear`` of the network (CPU only): faster
+for a Hugging Face encoder, predictions close to but not identical with fp32. A sentence encoder keeps its own engine;
+only its head is quantised, which saves nothing measurable."""
 
 
 class Reader(Protocol):

@@ -597,3 +597,17 @@ def test_write_meta_validates_and_leaves_out_the_training_machines_paths(tmp_pat
     with pytest.raises(PrecometError, match=r"field 'standardisation.std' must be a finite number > 0, got 0.0"):
         write_meta(tmp_path / "bad.json", {**meta, "standardisation": {"mean": 0.0, "std": 0.0}})
     assert not (tmp_path / "bad.json").exists()
+
+
+def test_a_dev_split_without_two_groups_names_the_two_ways_out():
+    """It said "group by doc" while grouping by doc; the ways out are dev targets of their own or no dev split."""
+    from precomet.cli import OPTIONS
+
+    rows = [{"id": str(i), "src": f"source {i}", "campaign": "c", "doc": "d", "target": float(i)} for i in range(3)]
+    for by in ("doc", "campaign"):
+        with pytest.raises(PrecometError) as refused:
+            group_split(rows, by=by)
+        assert refused.value.spelled(OPTIONS).endswith(
+            "give separate dev targets (--dev FILE) or train without a dev split (--data.dev_fraction 0)"
+        )
+        assert "group by doc" not in str(refused.value) and "(dev_fraction=0)" in str(refused.value)

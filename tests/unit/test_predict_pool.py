@@ -201,6 +201,19 @@ def test_a_resume_folder_inside_an_input_is_refused(checkpoint, tmp_path):
         check_resume_dir(checkpoint / "precomet.json", inputs=[])
 
 
+def test_the_default_resume_folder_inside_an_input_names_the_output_not_an_option_never_given(
+    checkpoint, tmp_path, capsys
+):
+    copy = Path(shutil.copytree(checkpoint, tmp_path / "ckc"))
+    data = _inputs(tmp_path)["text"]
+    assert main(_cli(copy, data, copy / "new.jsonl")) == 2
+    error = capsys.readouterr().err
+    assert f"-o {copy / 'new.jsonl'}: its resume folder {copy / 'new.jsonl.chunks'} is, holds or lies inside" in error
+    assert "keep chunks elsewhere, with --resume-dir DIR" in error
+    assert main(_cli(copy, data, tmp_path / "out.jsonl", "--resume-dir", str(copy / "kept"))) == 2
+    assert f"error: --resume-dir {copy / 'kept'} is, holds or lies inside the input" in capsys.readouterr().err
+
+
 def _cli(checkpoint, data, output, *extra):
     return ["predict", "--checkpoint", str(checkpoint), "--data", str(data), "-o", str(output), *extra]
 
