@@ -193,7 +193,16 @@ def run(args: argparse.Namespace) -> int:
     started = time.monotonic()
     check_output(args.shard_dir or args.output, directory=args.shard_dir is not None)
     check_device(args.device)
+    if args.shard_dir is None and args.num_nodes != 1:
+        raise PrecometError("--num-nodes applies to a --shard-dir run; -o predicts on this machine")
     if args.shard_dir is not None:
+        given = [
+            flag for flag, value in (("--chunk-size", args.chunk_size), ("--resume-dir", args.resume_dir)) if value
+        ]
+        if given:
+            raise PrecometError(
+                f"{' and '.join(given)} apply to -o; a --shard-dir run predicts each process's shard in one go"
+            )
         return _run_shards(args)
     folder = resume_dir(args)
     with ExitStack() as held:

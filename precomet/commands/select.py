@@ -62,7 +62,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--strata-encoder",
-        default=DEFAULT_ENCODER,
         help=f"encoder of the sources for --selector strata (default {DEFAULT_ENCODER}; see precomet.encoders)",
     )
     budget = parser.add_argument_group("budget (one of)").add_mutually_exclusive_group(required=True)
@@ -168,6 +167,8 @@ def run(args: argparse.Namespace) -> int:
     check_solver(args.solver)
     if args.selector and args.method:
         raise PrecometError("--selector applies to --checkpoint or --scores, not --method")
+    if args.metric is not None and not args.method:
+        raise PrecometError("--metric names the score --method reads; --checkpoint and --scores read none")
     campaign = apply_cost_from_times(args, load_campaign(args))
     if args.level == "doc":
         if is_sources_only(campaign) and not args.docs:
@@ -182,11 +183,14 @@ def run(args: argparse.Namespace) -> int:
         parameters["excluded_missing"] = len(campaign) - len(rated)
         campaign = rated
     selector = args.selector or (DEFAULT_SELECTOR if method == "checkpoint" else "top")  # --scores: any utility
+    if args.strata_encoder is not None and selector != "strata":
+        raise PrecometError(f"--strata-encoder applies to --selector strata (the selector here is {selector})")
     if selector == "strata":
-        utility = strata_selector(utility, list(campaign.src), encoder=args.strata_encoder, seed=args.seed)(
+        encoder = args.strata_encoder or DEFAULT_ENCODER
+        utility = strata_selector(utility, list(campaign.src), encoder=encoder, seed=args.seed)(
             _item_budget(args, campaign)
         )
-        parameters.update(selector="strata", strata_encoder=args.strata_encoder)
+        parameters.update(selector="strata", strata_encoder=encoder)
     quotas = _quotas(args.quotas)
     if args.cost_aware and args.proportion is None:
         raise PrecometError("--cost-aware only applies to --proportion (--budget-cost is always cost-aware)")

@@ -214,6 +214,16 @@ def test_the_default_resume_folder_inside_an_input_names_the_output_not_an_optio
     assert f"error: --resume-dir {copy / 'kept'} is, holds or lies inside the input" in capsys.readouterr().err
 
 
+def test_predict_refuses_options_it_would_ignore(checkpoint, tmp_path, capsys):
+    data = _inputs(tmp_path)["text"]
+    assert main(_cli(checkpoint, data, tmp_path / "out.jsonl", "--num-nodes", "4")) == 2
+    assert "--num-nodes applies to a --shard-dir run" in capsys.readouterr().err
+    shards = ["predict", "--checkpoint", str(checkpoint), "--data", str(data), "--shard-dir", str(tmp_path / "sh")]
+    assert main([*shards, "--chunk-size", "10", "--resume-dir", str(tmp_path / "kept")]) == 2
+    assert "--chunk-size and --resume-dir apply to -o" in capsys.readouterr().err
+    assert not (tmp_path / "out.jsonl").exists() and not (tmp_path / "sh").exists()
+
+
 def _cli(checkpoint, data, output, *extra):
     return ["predict", "--checkpoint", str(checkpoint), "--data", str(data), "-o", str(output), *extra]
 

@@ -100,6 +100,19 @@ def test_select_with_the_strata_selector(tmp_path):
     assert "strata" in json.dumps(manifest)
 
 
+def test_select_refuses_options_it_would_ignore(tmp_path, capsys):
+    """A reviewer found these silently ignored, while --selector with --method was refused."""
+    from precomet.cli import main
+
+    _, data, scores = _files(tmp_path)
+    common = ["select", "--data", str(data), "--keep-incomplete", "--scores", str(scores), "--budget", "5"]
+    assert main([*common, "--strata-encoder", "surface", "-o", str(tmp_path / "a.jsonl")]) == 2
+    assert "--strata-encoder applies to --selector strata (the selector here is top)" in capsys.readouterr().err
+    assert main([*common, "--metric", "chrF", "-o", str(tmp_path / "b.jsonl")]) == 2
+    assert "--metric names the score --method reads" in capsys.readouterr().err
+    assert not list(tmp_path.glob("[ab].*"))
+
+
 def test_selector_does_not_apply_to_method(tmp_path):
     from precomet.cli import main
 
