@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 import numpy as np
@@ -73,11 +75,32 @@ def tokenize(tokenizer: Any, texts: Sequence[str], *, max_length: int) -> tuple[
     return [e.ids for e in encodings], sum(1 for e in encodings if e.overflowing)
 
 
+_TALLY: ContextVar[list[int] | None] = ContextVar("precomet_truncated", default=None)
+
+
 def warn_truncated(n_truncated: int, n_total: int, max_length: int) -> None:
-    if n_truncated:
+    """Warn that ``n_truncated`` of ``n_total`` sources were cut at ``max_length`` tokens (inside
+    :func:`truncation_tally`: counted, and warned about once at its end)."""
+    tally = _TALLY.get()
+    if tally is not None:
+        tally[:] = [tally[0] + n_truncated, tally[1] + n_total, max_length]
+    elif n_truncated:
         logger.warning(
             "%d of %d sources are longer than max_length=%d tokens and were truncated", n_truncated, n_total, max_length
         )
+
+
+@contextmanager
+def truncation_tally() -> Iterator[None]:
+    """One truncation warning, with the totals, for all the predictions of the block (a pool read in chunks) when
+    it completes, instead of one per call."""
+    tally = [0, 0, 0]
+    token = _TALLY.set(tally)
+    try:
+        yield
+    finally:
+        _TALLY.reset(token)
+    warn_truncated(*tally)
 
 
 def pad_batch(ids: Sequence[Sequence[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:

@@ -32,6 +32,7 @@ from numpy.lib.npyio import NpzFile
 from precomet import __version__
 from precomet.encoders.disk import NPZ_UNREADABLE
 from precomet.errors import Interrupted, PrecometError
+from precomet.estimator.data import truncation_tally
 from precomet.estimator.estimator import Estimator
 from precomet.estimator.leakage import fingerprint_in, report_seen
 from precomet.estimator.predict import predict_sources
@@ -157,6 +158,7 @@ def discard_stale(run: PoolRun, folder: Path) -> int:
     return removed
 
 
+@truncation_tally()  # one truncation warning for the whole pool, not one per chunk
 def predict_pool(
     estimator: Estimator,
     chunks: Iterable[Chunk],

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import shutil
 import signal
@@ -475,3 +476,16 @@ def test_the_progress_lines_of_a_pool_give_the_rate_and_the_time_left(checkpoint
     lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("[progress] predict:")]
     assert lines and "source/s" in lines[0] and "s left" in lines[0] and "/60 source" in lines[0]
     assert lines[-1].startswith("[progress] predict: 60/60 source (100 %)")
+
+
+def test_a_pool_read_in_chunks_warns_once_about_truncated_sources_with_the_totals(tmp_path, caplog):
+    from precomet.estimator.pool import predict_in_chunks
+    from tests.bad_inputs.cases_models import tiny_hf_checkpoint
+
+    estimator = load_estimator(tiny_hf_checkpoint(tmp_path))
+    long = " ".join(["hello world another source"] * 60)  # far over the tiny checkpoint's 64 tokens
+    sources = [long if i % 3 == 0 else f"source {i}" for i in range(10)]
+    with caplog.at_level(logging.WARNING):
+        predict_in_chunks(estimator, sources, chunk_size=3)
+    truncated = [r.getMessage() for r in caplog.records if "were truncated" in r.getMessage()]
+    assert truncated == ["4 of 10 sources are longer than max_length=64 tokens and were truncated"]
