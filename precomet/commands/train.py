@@ -65,6 +65,8 @@ def run(args: argparse.Namespace) -> int:
         backbone = overrides["model.backbone"] or f"the encoder {overrides['model.encoder']}"
         print(f"no --config: the shipped estimator's configuration (configs/precomet-e5.yaml), on {backbone}")
     result = train(args.train, out_dir=args.output, dev_rows=args.dev, config=args.config, overrides=overrides)
+    if not result.main_process:  # another process of a multi-device run: the main one reports
+        return 0
     metrics = ", ".join(f"{k} {v:.4f}" for k, v in result.dev_metrics.items() if k.startswith("val_"))
     print(f"wrote {result.checkpoint_dir} in {result.seconds:.1f} s" + (f"; best dev: {metrics}" if metrics else ""))
     return 0

@@ -53,13 +53,15 @@ from precomet.io.output_paths import check_output
 
 @dataclass(frozen=True)
 class TrainResult:
-    """Where the checkpoint went and how training went (``history``: one dict per validation epoch)."""
+    """Where the checkpoint went and how training went (``history``: one dict per validation epoch);
+    ``main_process`` is false in the other processes of a multi-device run."""
 
     checkpoint_dir: Path
     best_ckpt: Path | None
     dev_metrics: dict[str, float]
     history: list[dict[str, float]] = field(default_factory=list)
     seconds: float = 0.0
+    main_process: bool = True
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON-ready dict (paths as text)."""
@@ -70,6 +72,7 @@ class TrainResult:
             "dev_metrics": dict(self.dev_metrics),
             "history": [dict(epoch) for epoch in self.history],
             "seconds": self.seconds,
+            "main_process": self.main_process,
         }
 
 
@@ -146,6 +149,7 @@ def train(
         dev_metrics=dev_metrics,
         history=history,
         seconds=time.perf_counter() - started,
+        main_process=global_zero,
     )
 
 

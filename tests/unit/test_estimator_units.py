@@ -532,6 +532,20 @@ def test_train_without_config_trains_the_shipped_configuration(tmp_path, capsys,
     assert "the shipped estimator's configuration (configs/precomet-e5.yaml), on e5-small" in capsys.readouterr().out
 
 
+def test_train_reports_from_the_main_process_only(tmp_path, monkeypatch, capsys):
+    """Every process of a multi-device run returns from training; only the main one says what it wrote."""
+    from precomet.cli import main
+    from precomet.estimator import training
+
+    for main_process in (True, False):
+        result = training.TrainResult(tmp_path / "o", None, {"val_pearson": 0.5}, main_process=main_process)
+        monkeypatch.setattr(training, "train", lambda *args, result=result, **kwargs: result)
+        (tmp_path / "t.jsonl").write_text("")
+        assert main(["train", "--train", str(tmp_path / "t.jsonl"), "-o", str(tmp_path / "o")]) == 0
+        wrote = [line for line in capsys.readouterr().out.splitlines() if line.startswith("wrote")]
+        assert wrote == ([f"wrote {tmp_path / 'o'} in 0.0 s; best dev: val_pearson 0.5000"] if main_process else [])
+
+
 def test_a_key_of_the_other_kind_of_encoder_is_refused_by_name():
     """Issue 33: ``model.encoder_lr`` beside a frozen backbone, or ``model.ensemble`` without one, would be ignored."""
     with pytest.raises(PrecometError, match=r"model.encoder_lr does not apply to the frozen backbone 'e5-small'"):
