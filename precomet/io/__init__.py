@@ -111,7 +111,12 @@ def detect_format(path: str | Path, *, text: bool = False) -> str:
         return "parquet"
     if is_text_path(path):
         return "text"
-    raise DataError(path, f"unsupported input format {path.suffix!r}; supported: {', '.join(LOADERS)}")
+    raise DataError(
+        path,
+        f"unsupported input format {path.suffix!r}; supported: {', '.join(LOADERS)}; a file of sources, one per line,"
+        " reads with {text}",
+        param="text",
+    )
 
 
 def _load_mtme(path: Path, campaign: str | None, human: str | None) -> Campaign:

@@ -15,6 +15,7 @@ optional (cost defaults to the length estimate, domain to ``all``, doc to the id
 from __future__ import annotations
 
 import json
+import logging
 import math
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -27,6 +28,8 @@ from precomet.io import jsonsafe
 from precomet.io.atomic import atomic_write
 from precomet.io.text import parse_json, read_lines
 from precomet.values import finite_number, is_blank
+
+logger = logging.getLogger(__name__)
 
 
 def iter_jsonl(path: str | Path) -> Iterator[dict[str, Any]]:
@@ -196,6 +199,14 @@ def campaign_from_items(
             source,
             f"its items name {len(listed)} campaigns ({shown}); an input holds one campaign: split it by the"
             " 'campaign' field",
+        )
+    unlabelled = sum("domain" not in item for item in items)
+    if whole and 0 < unlabelled < len(items):
+        logger.warning(
+            "%s: %d of %d items have no 'domain' and form the domain 'all' (--balance domain gives it its own share)",
+            source,
+            unlabelled,
+            len(items),
         )
     return Campaign.build(
         ids=ids,

@@ -76,6 +76,11 @@ def compute_utility(
         if len(set(systems)) != len(systems):
             raise PrecometError(f"systems {systems} contain duplicates")
         campaign = campaign.restrict_systems(systems)
+    if not campaign.systems and spec.min_systems:
+        raise PrecometError(
+            f"utility {method!r} reads the systems' outputs or scores, but campaign {campaign.name!r} has sources only"
+            " (no systems)"
+        )
     if len(campaign.systems) < spec.min_systems:
         raise PrecometError(
             f"utility {method!r} needs at least {spec.min_systems} systems, got {len(campaign.systems)}"

@@ -195,3 +195,13 @@ def test_errors_a_reviewer_found_in_python_syntax_name_the_cli_options(tmp_path,
     ]:
         with pytest.raises(PrecometError, match=re.escape(python)):
             call()
+
+
+def test_a_sources_file_of_another_suffix_and_a_sources_only_campaign_are_told_what_to_do(tmp_path, capsys):
+    sources = tmp_path / "test.src"
+    sources.write_text("one source\nanother source\n")
+    assert cli.main(["info", "--data", str(sources)]) == 2
+    assert "a file of sources, one per line, reads with --text" in capsys.readouterr().err
+    assert cli.main(["info", "--data", str(sources), "--text"]) == 0
+    with pytest.raises(PrecometError, match=r"utility 'metric_avg' reads the systems' outputs or scores, but campaign"):
+        compute_utility(load(sources, text=True), "metric_avg", metric="human")

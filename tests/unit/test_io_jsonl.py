@@ -115,3 +115,16 @@ def test_invalid_utf8_names_line(tmp_path):
 def test_missing_path(tmp_path):
     with pytest.raises(DataError, match="no such file"):
         load(tmp_path / "nope.jsonl")
+
+
+def test_items_of_which_only_some_name_a_domain_are_warned_about(tmp_path, caplog):
+    path = tmp_path / "items.jsonl"
+    path.write_text('{"id": "a", "src": "x", "domain": "news"}\n{"id": "b", "src": "y"}\n{"id": "c", "src": "z"}\n')
+    with caplog.at_level("WARNING"):
+        assert load(path).domain.tolist() == ["news", "all", "all"]
+    assert "2 of 3 items have no 'domain' and form the domain 'all'" in caplog.text
+    caplog.clear()
+    path.write_text('{"id": "a", "src": "x"}\n{"id": "b", "src": "y"}\n')  # none: one domain, nothing to say
+    with caplog.at_level("WARNING"):
+        load(path)
+    assert "domain" not in caplog.text
