@@ -34,6 +34,7 @@ def test_train_result():
         "dev_metrics": {"pearson": 0.5},
         "history": [{"epoch": 0.0}],
         "seconds": 1.5,
+        "main_process": True,
     }
 
 
