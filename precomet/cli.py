@@ -21,6 +21,7 @@ from precomet.errors import Interrupted, PrecometError
 from precomet.io.atomic import command_outputs
 from precomet.io.output_paths import STDOUT, check_not_inputs, is_stdout
 from precomet.progress import progress_setting, third_party_bars
+from precomet.quiet import secondary_process
 
 COMMANDS = {
     "convert": "precomet.commands.convert",
@@ -212,7 +213,7 @@ def _main(argv: list[str]) -> int:
         ):
             check_not_inputs(outputs, inputs)
             status = int(args._run(args) or 0)
-        if cache_use.looked_up:
+        if cache_use.looked_up and not secondary_process():  # one line per run, not per process of a launched run
             print(f"{prefix}: {cache_use.summary()}", file=sys.stderr)
         if signals.interrupted():  # an interrupt swallowed somewhere (a finaliser) must not end in success
             raise KeyboardInterrupt

@@ -1,10 +1,12 @@
 """Scoped silencing of third-party chatter (transformers load reports and weight-loading bars, Lightning's
-hardware banner, deprecation warnings). Used around model loading and training; the previous settings are
-restored on exit. Run with ``precomet -v`` to keep everything."""
+hardware banner, deprecation warnings), used around model loading and training, the previous settings restored on
+exit (run with ``precomet -v`` to keep everything); and :func:`secondary_process`, which tells a command that
+another process of its run does the reporting."""
 
 from __future__ import annotations
 
 import logging
+import os
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -46,3 +48,14 @@ def quiet_third_party() -> Iterator[None]:
         hf_logging.set_verbosity(hf_verbosity)
         if bars:
             hf_logging.enable_progress_bar()
+
+
+def secondary_process() -> bool:
+    """Whether this process is one of the others of a launched multi-process run (torch's ``RANK``, SLURM's
+    ``SLURM_PROCID``, or Lightning's ``NODE_RANK``/``LOCAL_RANK`` for the processes it starts itself is not 0):
+    their messages would repeat the main process's, so commands leave the reporting to it."""
+    for name in ("RANK", "SLURM_PROCID", "NODE_RANK", "LOCAL_RANK"):
+        value = os.environ.get(name, "").strip()
+        if value.isdigit() and int(value) > 0:
+            return True
+    return False

@@ -6,6 +6,7 @@ import argparse
 
 from precomet.commands.common import Paths, add_output_argument
 from precomet.estimator.config import DEFAULTS, override_keys, shipped_overrides
+from precomet.quiet import secondary_process
 
 HELP = "train a source-based utility estimator (config YAML + targets JSONL) into a checkpoint directory"
 DOCS = 'docs/estimator.md, "Configuration"'
@@ -63,7 +64,8 @@ def run(args: argparse.Namespace) -> int:
     if args.config is None:
         overrides = shipped_overrides(overrides)
         backbone = overrides["model.backbone"] or f"the encoder {overrides['model.encoder']}"
-        print(f"no --config: the shipped estimator's configuration (configs/precomet-e5.yaml), on {backbone}")
+        if not secondary_process():  # the other processes of a multi-device run re-run this command
+            print(f"no --config: the shipped estimator's configuration (configs/precomet-e5.yaml), on {backbone}")
     result = train(args.train, out_dir=args.output, dev_rows=args.dev, config=args.config, overrides=overrides)
     if not result.main_process:  # another process of a multi-device run: the main one reports
         return 0

@@ -155,7 +155,9 @@ def run_batches(
 
 class BucketBatchSampler(Sampler[list[int]]):
     """Training batches of similar length: shuffle, sort within buckets of ``bucket_batches`` batches, cut,
-    shuffle the batch order. Seeded per epoch (``set_epoch``); shards batches over ``world_size`` ranks."""
+    shuffle the batch order. Seeded per epoch (``set_epoch``); shards batches over ``world_size`` ranks, every
+    rank the same number (DDP steps together): when the batches do not divide evenly, the first few of the
+    shuffled order are repeated (as ``DistributedSampler`` pads), so no rank is left without a batch."""
 
     def __init__(
         self,
@@ -183,8 +185,8 @@ class BucketBatchSampler(Sampler[list[int]]):
             chunk = chunk[np.argsort(-self.lengths[chunk], kind="stable")]
             batches += [chunk[i : i + self.batch_size] for i in range(0, len(chunk), self.batch_size)]
         order = rng.permutation(len(batches))
-        per_rank = len(batches) // self.world_size if self.world_size > 1 else len(batches)
-        return [batches[i] for i in order[self.rank :: self.world_size][:per_rank]]
+        padded = np.resize(order, -(-len(batches) // self.world_size) * self.world_size)  # repeats from the start
+        return [batches[i] for i in padded[self.rank :: self.world_size]]
 
     def __iter__(self) -> Iterator[list[int]]:
         return iter([b.tolist() for b in self._batches()])  # Lightning calls set_epoch before each epoch

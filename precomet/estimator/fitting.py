@@ -183,15 +183,22 @@ def build_trainer(
 
 def check_trainer_settings(cfg: dict[str, Any], *, out_dir: Path) -> None:
     """Refuse ``trainer.*`` settings that Lightning or this machine cannot run (an accelerator without its
-    hardware, a device count of 0, an unknown precision or strategy) before any data or encoder is loaded:
-    a Trainer is built and dropped (it writes nothing)."""
+    hardware, a device count of 0, an unknown precision or strategy, a strategy that spawns or forks its
+    processes) before any data or encoder is loaded: a Trainer is built and dropped (it writes nothing)."""
     accelerator = str(cfg["trainer"]["accelerator"])
     if accelerator in ("gpu", "cuda") and not torch.backends.cuda.is_built():
         raise PrecometError(
             f"trainer.accelerator {accelerator}: this torch build has no CUDA (torch {torch.__version__} is"
             " CPU-only); use trainer.accelerator cpu or auto"
         )
-    build_trainer(cfg, out_dir=out_dir, has_dev=True, progress=False)
+    trainer, _ = build_trainer(cfg, out_dir=out_dir, has_dev=True, progress=False)
+    start = getattr(trainer.strategy, "_start_method", "popen")  # DDP's: "popen" re-runs the command per process
+    if start != "popen":
+        raise PrecometError(
+            f"trainer.strategy {cfg['trainer']['strategy']} starts its processes with multiprocessing ({start}), which"
+            " does not bring the epoch history back to precomet; use trainer.strategy ddp (from the command line or"
+            " a script: the other processes re-run it)"
+        )
 
 
 # ---------------------------------------------------------------------------------------------- fit

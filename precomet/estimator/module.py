@@ -99,14 +99,23 @@ class EstimatorModule(pl.LightningModule):
 
     def training_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> torch.Tensor:
         loss = torch.nn.functional.mse_loss(self(batch), batch["target"])
-        self.log("train_loss", loss, on_step=True, on_epoch=True, prog_bar=True, batch_size=len(batch["target"]))
+        self.log(
+            "train_loss",
+            loss,
+            on_step=True,
+            on_epoch=True,
+            prog_bar=True,
+            batch_size=len(batch["target"]),
+            sync_dist=True,
+        )
         return loss
 
     # ------------------------------------------------------------------ validation
     def validation_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> None:
         pred = self(batch)
         self._val.append((pred.detach().cpu(), batch["target"].cpu()))
-        self.log("val_loss", torch.nn.functional.mse_loss(pred, batch["target"]), on_epoch=True, batch_size=len(pred))
+        loss = torch.nn.functional.mse_loss(pred, batch["target"])
+        self.log("val_loss", loss, on_epoch=True, batch_size=len(pred), sync_dist=True)
 
     def on_validation_epoch_end(self) -> None:
         if not self._val:
@@ -115,7 +124,7 @@ class EstimatorModule(pl.LightningModule):
         gold = torch.cat([g for _, g in self._val]).double().numpy()
         self._val.clear()
         for name, value in correlations(pred, gold).items():
-            self.log(f"val_{name}", -1.0 if math.isnan(value) else value, prog_bar=name == "pearson")
+            self.log(f"val_{name}", -1.0 if math.isnan(value) else value, prog_bar=name == "pearson", sync_dist=True)
 
     # ------------------------------------------------------------------ checkpoint metadata
     def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:

@@ -236,6 +236,11 @@ CASES = {
     "train-override-devices-zero": Case((T + " --trainer.devices 0").split(), PT, ("devices",)),
     "train-override-precision-unknown": Case((T + " --trainer.precision 7-bit").split(), PT, ("precision",)),
     "train-override-strategy-unknown": Case((T + " --trainer.strategy nope").split(), PT, ("nope",)),
+    "train-override-strategy-spawn": Case(
+        (T + " --trainer.strategy ddp_spawn --trainer.accelerator cpu").split(),
+        PT,
+        ("ddp_spawn", "trainer.strategy ddp"),
+    ),
     "train-backbone-unknown": Case((T + " --model.backbone nope").split(), PT, ("model.backbone", "nope")),
     # ---- export of Lightning files that are not (well-formed) precomet training checkpoints
     "export-metadata-package-text": Case(

@@ -216,3 +216,30 @@ def test_a_damaged_ensemble_field_is_refused_by_name(ensemble_checkpoint, tmp_pa
 def test_an_ensemble_without_a_backbone_is_refused(tmp_path):
     with pytest.raises(PrecometError, match=r"model.ensemble does not apply to .*set model.backbone \(e5-small"):
         train(_rows(20, 0), out_dir=tmp_path / "o", overrides={"model.ensemble": 2}, progress=False)
+
+
+@pytest.mark.slow  # two CPU processes started by Lightning's ddp launcher: ~30 s
+def test_train_on_two_ddp_processes_from_the_command_line(tmp_path):
+    """``precomet train --trainer.devices 2 --trainer.strategy ddp``: 40 rows make one batch of 128, fewer batches than
+    processes (each got none: "training produced no checkpoint"); the checkpoint and its epoch history are written
+    once, the main process alone reports, and Lightning's advice to sync epoch metrics across devices is not shown."""
+    import os
+    import subprocess
+    import sys
+
+    rows = tmp_path / "t.jsonl"
+    rows.write_text("".join(json.dumps(r) + "\n" for r in _rows(40, 5)), encoding="utf-8")
+    out = tmp_path / "ckpt"
+    command = [sys.executable, "-m", "precomet", "--no-progress", "--no-cache", "train", "--train", str(rows)]
+    command += ["-o", str(out), "--model.backbone", "surface", "--trainer.max_epochs", "2", "--trainer.devices", "2"]
+    command += ["--trainer.accelerator", "cpu", "--trainer.strategy", "ddp"]
+    env = {k: v for k, v in os.environ.items() if k not in ("RANK", "LOCAL_RANK", "NODE_RANK", "WORLD_SIZE")}
+    env = {k: v for k, v in env.items() if not k.startswith(("SLURM_", "MASTER_"))}
+    done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count("no --config") == 1 and done.stdout.count(f"wrote {out}") == 1, done.stdout
+    assert "sync_dist" not in done.stderr and "zero" not in done.stderr, done.stderr
+    meta = json.loads((out / "precomet.json").read_text(encoding="utf-8"))
+    assert len(meta["history"]) == 2 and "val_pearson" in meta["dev_metrics"]
+    assert sorted(p.name for p in out.iterdir()) == ["head.safetensors", "lightning", "precomet.json"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ckpt", "t.jsonl"]  # no staging folder left behind

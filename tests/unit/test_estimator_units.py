@@ -179,9 +179,20 @@ def test_bucket_sampler_covers_each_row_once_and_buckets_lengths():
     spread = np.mean([np.ptp(lengths[b]) for b in batches])
     assert spread < 0.5 * np.mean([np.ptp(lengths[np.arange(i, min(i + 10, 103))]) for i in range(0, 103, 10)])
     shards = [list(BucketBatchSampler(lengths, 10, seed=1, rank=r, world_size=2)) for r in (0, 1)]
-    assert len(shards[0]) == len(shards[1]) and not {i for b in shards[0] for i in b} & {
-        i for b in shards[1] for i in b
-    }
+    assert len(shards[0]) == len(shards[1]) == 6  # 11 batches: the 12th step of the two ranks repeats one
+    assert {i for shard in shards for b in shard for i in b} == set(range(103))
+    repeated = [b for b in shards[1] if b in shards[0]]
+    assert len(repeated) == 1 and len([b for b in shards[1] if b not in shards[0]]) == 5
+
+
+def test_bucket_sampler_gives_every_rank_a_batch_when_there_are_fewer_batches_than_ranks():
+    """40 rows in one batch of 128 on 2 processes: both train on it (was 0 batches each, and "training produced no
+    checkpoint"); 3 batches on 4 ranks: every rank one, all rows seen."""
+    shards = [list(BucketBatchSampler([5] * 40, 128, seed=0, rank=r, world_size=2)) for r in (0, 1)]
+    assert shards[0] == shards[1] and sorted(shards[0][0]) == list(range(40))
+    shards = [list(BucketBatchSampler([5] * 30, 10, seed=0, rank=r, world_size=4)) for r in range(4)]
+    assert [len(s) for s in shards] == [1, 1, 1, 1]
+    assert {i for s in shards for b in s for i in b} == set(range(30))
 
 
 # ---------------------------------------------------------------- config
