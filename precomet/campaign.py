@@ -51,23 +51,32 @@ def source_length(src: Sequence[str] | np.ndarray) -> np.ndarray:
     return np.array([len(s) for s in src], dtype=float)
 
 
-class ReadOnlyMapping(Mapping):
-    """A read-only view of a private copy of a mapping (unlike ``types.MappingProxyType`` it can be pickled)."""
+class ReadOnlyMapping(dict):
+    """A dict that refuses every change (``TypeError``): a private copy of a mapping that still is a dict, so
+    ``json.dumps`` and ``== {...}`` work on it (unlike ``types.MappingProxyType`` it can be pickled)."""
 
     def __init__(self, data: Mapping[str, Any] | None = None) -> None:
-        self._data = dict(data or {})
+        super().__init__(data or {})
 
-    def __getitem__(self, key: str) -> Any:
-        return self._data[key]
+    def _refuse(self, *args: Any, **kwargs: Any) -> Any:
+        raise TypeError("this mapping is read-only (part of an immutable precomet object)")
 
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._data)
+    __setitem__ = __delitem__ = __ior__ = _refuse
+    clear = pop = popitem = setdefault = update = _refuse
 
-    def __len__(self) -> int:
-        return len(self._data)
+    def __reduce__(self) -> tuple[type, tuple[dict[str, Any]]]:
+        return type(self), (dict(self),)
 
     def __repr__(self) -> str:
-        return f"ReadOnlyMapping({self._data!r})"
+        return f"ReadOnlyMapping({dict(self)!r})"
+
+
+def _locked(column: np.ndarray) -> np.ndarray:
+    """A read-only view of ``column`` made read-only too: a view of a read-only array cannot be made writeable."""
+    column.flags.writeable = False
+    view = column.view()
+    view.flags.writeable = False
+    return view
 
 
 def _text_column(values: Iterable[Any], what: str, n: int | None = None) -> np.ndarray:
@@ -99,12 +108,14 @@ class Campaign:
 
     def __post_init__(self) -> None:
         """Lock every column and mapping: a campaign is immutable, so caches keyed on it (e.g. the
-        meta-evaluation's full-set reference) can never go stale."""
-        for name in ("outputs", "scores", "info"):
-            object.__setattr__(self, name, ReadOnlyMapping(getattr(self, name)))
-        columns = [self.ids, self.src, self.doc, self.domain, self.cost, *self.outputs.values(), *self.scores.values()]
-        for column in columns + ([] if self.ref is None else [self.ref]):
-            column.flags.writeable = False
+        meta-evaluation's full-set reference) can never go stale. Columns are read-only views of read-only arrays,
+        which numpy does not let anyone make writeable again (``setflags(write=True)`` raises)."""
+        for name in ("ids", "src", "doc", "domain", "cost", "ref"):
+            if getattr(self, name) is not None:
+                object.__setattr__(self, name, _locked(getattr(self, name)))
+        object.__setattr__(self, "outputs", ReadOnlyMapping({s: _locked(c) for s, c in self.outputs.items()}))
+        object.__setattr__(self, "scores", ReadOnlyMapping({k: _locked(m) for k, m in self.scores.items()}))
+        object.__setattr__(self, "info", ReadOnlyMapping(self.info))
 
     def __reduce__(self) -> tuple[type, tuple[Any, ...]]:
         """Pickle and deep-copy through the constructor, so copies are locked too."""
@@ -235,8 +246,25 @@ class Campaign:
 
     # ------------------------------------------------------------------ transformations
     def take(self, indices: Sequence[int] | np.ndarray) -> Campaign:
-        """A campaign with the items at ``indices`` (in that order)."""
-        idx = np.asarray(indices, dtype=int)
+        """A campaign with the items at ``indices`` (in that order; each at most once), or where a boolean mask of
+        one entry per item is true."""
+        given = np.asarray(indices)
+        if given.dtype == bool:
+            if given.shape != (len(self),):
+                raise CampaignError(
+                    f"a boolean mask of the items needs {len(self)} entries (one per item of campaign"
+                    f" {self.name!r}), got shape {given.shape}"
+                )
+            given = np.flatnonzero(given)
+        elif given.size and not np.issubdtype(given.dtype, np.integer):
+            raise CampaignError(f"item indices must be whole numbers (or a boolean mask), got {given.dtype} values")
+        idx = given.astype(int).reshape(-1)
+        values, counts = np.unique(idx, return_counts=True)
+        if (counts > 1).any():
+            raise CampaignError(
+                f"item index {int(values[counts > 1][0])} given {int(counts.max())} times: a campaign holds each"
+                " item once"
+            )
         bad = idx[(idx < 0) | (idx >= len(self))]
         if len(bad):
             raise CampaignError(
@@ -259,8 +287,13 @@ class Campaign:
         return self.take(self.index_of(ids))
 
     def restrict_systems(self, systems: Iterable[str]) -> Campaign:
-        """A campaign with only the given systems (in that order)."""
+        """A campaign with only the given systems (in that order; each at most once)."""
+        if isinstance(systems, str):
+            raise CampaignError(f"systems must be a list of system names, got the text {systems!r}")
         systems = list(systems)
+        repeated = sorted({s for s in systems if systems.count(s) > 1})
+        if repeated:
+            raise CampaignError(f"system(s) {repeated} given more than once")
         cols = self.system_index(systems)
         return replace(
             self,
@@ -317,6 +350,7 @@ class Campaign:
                     for j, s in enumerate(self.systems)
                 }
             item.update(cost=float(self.cost[i]), domain=self.domain[i], doc=self.doc[i], campaign=self.name)
+            item.update({key: value for key, value in (("lp", self.lp), ("protocol", self.protocol)) if value})
             yield item
 
     def data_hash(self) -> str:
@@ -350,7 +384,7 @@ class Campaign:
             + (f" ({self.lp})" if self.lp else "")
             + (f", human protocol {self.protocol}" if self.protocol else ""),
             f"items      {len(self)} in {len(set(self.doc))} documents; domains: {domains}",
-            f"systems    {len(self.systems)}: {', '.join(self.systems)}",
+            f"systems    {len(self.systems)}" + (f": {', '.join(self.systems)}" if self.systems else " (sources only)"),
             f"scores     {', '.join(self.score_names) or 'none'}",
             f"outputs    {'yes' if self.outputs else 'no'}; references {'yes' if self.ref is not None else 'no'}",
             f"cost       total {self.cost.sum():,.6g} s ({self.cost.sum() / 3600:,.4g} h) of annotation time, mean"
@@ -363,7 +397,9 @@ class Campaign:
 
 
 def _json_float(value: float) -> float | int:
-    return int(value) if float(value).is_integer() else float(value)
+    """A whole number as an int (``4``, not ``4.0``); ``-0.0`` stays a float, so the data hash survives a round trip."""
+    value = float(value)
+    return int(value) if value.is_integer() and math.copysign(1.0, value) > 0 else value
 
 
 def _check_no_infinity(matrix: np.ndarray, ids: np.ndarray, systems: Sequence[str], name: str) -> None:

@@ -1,7 +1,8 @@
 """Typed, immutable results.
 
 A result class is a frozen dataclass deriving from :class:`Record`: its fields are typed attributes
-(``result.methods``) and :meth:`Record.to_dict` is the JSON-ready dict (fields in declaration order, optional fields
+(``result.methods``), frozen all the way down (:func:`frozen`: read-only arrays, read-only mappings, tuples for
+lists), and :meth:`Record.to_dict` is the JSON-ready dict (fields in declaration order, optional fields
 left out while ``None``). The report functions read a result's JSON form (:func:`as_json`), so they take a record or
 a result loaded back from JSON. Every JSON writer of precomet (:mod:`precomet.io.jsonsafe`) writes a record as its
 dict."""
@@ -12,7 +13,34 @@ from collections.abc import Mapping
 from dataclasses import fields, replace
 from typing import Any, ClassVar, TypeVar
 
+import numpy as np
+
+from precomet.campaign import ReadOnlyMapping
+
 R = TypeVar("R", bound="Record")
+
+
+def frozen(value: Any) -> Any:
+    """``value`` that nobody can change: arrays become read-only views of read-only copies (numpy refuses to make
+    them writeable again), dicts read-only mappings and lists tuples, all the way down; anything else (a
+    :class:`~precomet.signature.Signature`, a record) is kept as it is."""
+    if isinstance(value, np.ndarray):
+        copy = value.copy()
+        copy.flags.writeable = False
+        view = copy.view()
+        view.flags.writeable = False
+        return view
+    if type(value) in (dict, ReadOnlyMapping):  # not a Signature or another mapping class of its own
+        return ReadOnlyMapping({key: frozen(item) for key, item in value.items()})
+    if type(value) in (list, tuple):  # not a named tuple
+        return tuple(frozen(item) for item in value)
+    return value
+
+
+def freeze_fields(instance: Any) -> None:
+    """Replace every field of a frozen dataclass ``instance`` by its :func:`frozen` value (from ``__post_init__``)."""
+    for f in fields(instance):
+        object.__setattr__(instance, f.name, frozen(getattr(instance, f.name)))
 
 
 class Record:
@@ -21,6 +49,9 @@ class Record:
 
     OPTIONAL: ClassVar[frozenset[str]] = frozenset()
     """Fields left out of :meth:`to_dict` while ``None`` (e.g. a benchmark's ``oracle`` row when not asked for)."""
+
+    def __post_init__(self) -> None:
+        freeze_fields(self)
 
     def _fields(self) -> dict[str, str]:
         """JSON key -> attribute name, in declaration order, without the optional fields that are ``None``."""
@@ -45,7 +76,7 @@ def _plain(value: Any) -> Any:
         return value.to_dict()
     if isinstance(value, Mapping):
         return {key: _plain(item) for key, item in value.items()}
-    if isinstance(value, list):
+    if isinstance(value, (list, tuple)):
         return [_plain(item) for item in value]
     return value
 

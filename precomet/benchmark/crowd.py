@@ -71,11 +71,11 @@ class CrowdResult(Record):
 
     campaign: str
     n_items: int = field(metadata={"key": "items"})
-    systems: list[str]
-    props: list[float]
+    systems: Sequence[str]
+    props: Sequence[float]
     crowd: int
     runs: int
-    crowds: list[list[str]]
+    crowds: Sequence[Sequence[str]]
     random: Mapping[str, Any]
     methods: Mapping[str, Mapping[str, Any]]
     controls: Mapping[str, Mapping[str, Any]]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -29,9 +29,9 @@ class BenchmarkResult(Record):
 
     campaign: str
     n_items: int = field(metadata={"key": "items"})
-    systems: list[str]
-    props: list[float]
-    budgets: list[float]
+    systems: Sequence[str]
+    props: Sequence[float]
+    budgets: Sequence[float]
     random: Mapping[str, Any]
     methods: Mapping[str, Mapping[str, Any]]
     controls: Mapping[str, Mapping[str, Any]]

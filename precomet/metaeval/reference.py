@@ -14,6 +14,7 @@ from precomet.campaign import HUMAN, Campaign
 from precomet.errors import CampaignError
 from precomet.metaeval.cluster_rules import check_cluster_rule, clusters
 from precomet.metaeval.measures import system_means
+from precomet.record import freeze_fields
 from precomet.significance import exact_float32, item_signs, pairwise_pvalues
 
 log = logging.getLogger(__name__)
@@ -34,9 +35,12 @@ class Reference:
     seed: int
     pvalues: np.ndarray
     means: np.ndarray
-    clusters: list[list[int]]
+    clusters: Sequence[Sequence[int]]  # tuples (frozen)
     exact: np.ndarray | None = None  # scores on a whole-number grid as float32 (see significance.exact_float32)
     cluster_rule: str = "paper"  # of the clusters here and of every subset's (one of CLUSTER_RULES)
+
+    def __post_init__(self) -> None:  # cached and shared: nobody may change it
+        freeze_fields(self)
 
     def __len__(self) -> int:
         return len(self.ids)

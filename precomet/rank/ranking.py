@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -17,12 +17,13 @@ from precomet.rank.bootstrap import bootstrap_means, win_probabilities
 from precomet.rank.clusters import _cluster_tests
 from precomet.rank.composition import Composition, compare_composition
 from precomet.rank.reweight import STRATIFIERS, Reweighted, reweighted_means
+from precomet.record import freeze_fields
 from precomet.signature import signature
 
 log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Ranking:
     """The result of :func:`rank_systems`; systems are listed best first (by mean, ties by input order)."""
 
@@ -31,7 +32,7 @@ class Ranking:
     ci_low: np.ndarray
     ci_high: np.ndarray
     n_rated: np.ndarray
-    clusters: list[list[str]]
+    clusters: Sequence[Sequence[str]]  # tuples (frozen)
     adjacent_pvalues: np.ndarray  # p-value of system i+1 vs system i, length S-1
     cluster_pvalues: np.ndarray  # the p-value that placed system i+1 (vs alpha): adjacent (paper), min vs cluster (wmt)
     win_probability: np.ndarray  # (S, S) in the order of ``systems``
@@ -43,6 +44,9 @@ class Ranking:
     composition: Composition | None = None  # with a test set: the subset's composition against it
     reweighted: Reweighted | None = None  # with ``reweight``: post-stratified means, aligned with ``systems``
     full_data: FullAgreement | None = None  # with a test set: τ to the full-data ranking
+
+    def __post_init__(self) -> None:
+        freeze_fields(self)
 
     def cluster_of(self) -> np.ndarray:
         """1-based cluster number of each system (aligned with ``systems``)."""

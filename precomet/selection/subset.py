@@ -21,6 +21,7 @@ import numpy as np
 
 from precomet.campaign import require_documents, source_length
 from precomet.errors import PrecometError, SolverGapWarning
+from precomet.record import freeze_fields
 from precomet.selection.knapsack import Problem, fitting_count, solve
 from precomet.selection.objective import DEFAULT_COST_OBJECTIVE, check_cost_objective, unit_values
 from precomet.selection.units import (
@@ -43,7 +44,7 @@ __all__ = ["Selection", "select_subset"]
 log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Selection:
     """A chosen subset and how good the optimiser proved it to be.
 
@@ -68,6 +69,9 @@ class Selection:
     domains: Mapping[str, int] = field(default_factory=dict)
     details: Mapping[str, Any] = field(default_factory=dict)
     seed: int = 0
+
+    def __post_init__(self) -> None:
+        freeze_fields(self)
 
     def __len__(self) -> int:
         return len(self.indices)
@@ -165,8 +169,11 @@ def select_subset(
     """
     start = time.perf_counter()
     check_cost_objective(cost_objective)
-    u = np.array(utility, dtype=float)
-    n = len(u)
+    try:
+        u = np.array(utility, dtype=float)
+    except (TypeError, ValueError) as err:
+        raise PrecometError(f"utility must be numbers, one per item ({err})", param="utility") from None
+    n = len(u) if u.ndim else 0
     if campaign is not None:
         if len(campaign) != n:
             raise PrecometError(f"campaign {campaign.name!r} has {len(campaign)} items, utility has {n} values")
@@ -251,6 +258,8 @@ class _Names:
     """Item names for error messages (``ids``, else positions), made only when one is shown."""
 
     def __init__(self, ids: Sequence[Any] | np.ndarray | None, n: int) -> None:
+        if ids is not None and len(ids) != n:
+            raise PrecometError(f"ids has {len(ids)} entries for {n} utilities; give one id per item", param="ids")
         self.ids, self.n = ids, n
 
     def __len__(self) -> int:

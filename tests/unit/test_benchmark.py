@@ -13,6 +13,7 @@ from precomet.cli import main
 from precomet.errors import PrecometError
 from precomet.io import write_jsonl
 from precomet.metaeval import evaluate_indices, full_reference
+from precomet.record import frozen
 from precomet.selection.units import budget_items
 from precomet.simulate import simulate_campaign
 
@@ -128,7 +129,7 @@ def test_run_benchmark_schema_and_parity(campaign):
         seeds=10,
         permutations=200,
     )
-    assert result.props == [0.1, 0.3, 0.5] and result.budgets == [12.0, 36.0, 60.0]
+    assert result.props == (0.1, 0.3, 0.5) and result.budgets == (12.0, 36.0, 60.0)  # frozen: tuples
     for key in (
         "spa",
         "spa_by_prop",
@@ -178,9 +179,9 @@ def test_evaluate_method_is_run_benchmarks_row(campaign):
     row = bm.evaluate_method(
         ref, campaign, lambda k: utility, random_spa_runs=runs[:, :, 0], props=props, tick=lambda: ticks.append(1)
     )
-    assert row == {k: v for k, v in result.methods["u"].items() if k in row}
+    assert frozen(row) == {k: v for k, v in result.methods["u"].items() if k in row}
     judged = bm.verdict(row, result.null)  # the verdict against the run's own null of random orderings
-    assert judged == {k: v for k, v in result.methods["u"].items() if k != "seconds"}
+    assert frozen(judged) == {k: v for k, v in result.methods["u"].items() if k != "seconds"}
     assert judged["null"]["orderings"] == result.null_orderings == bm.NULL_ORDERINGS
     assert len(ticks) == len(props)
 
@@ -399,7 +400,7 @@ def test_the_result_is_typed_immutable_and_writes_the_json_of_0_4(campaign):
         "null_orderings", "null", "cost", "signature", "recommendation",
     ]  # fmt: skip
     assert as_json["items"] == result.n_items == len(campaign) and "oracle" not in as_json
-    assert result.methods["u"] is result.methods["u"] and as_json["props"] == result.props == [0.2]
+    assert result.methods["u"] is result.methods["u"] and as_json["props"] == list(result.props) == [0.2]
     tagged = result.with_signature(data="campaign.jsonl")
     assert tagged.signature["data"] == "campaign.jsonl" and "data" not in result.signature
     with pytest.raises(AttributeError):

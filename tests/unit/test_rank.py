@@ -40,7 +40,7 @@ def test_tiny_means_order_and_clusters_by_hand(tiny_campaign):
     # s3 - s2 = (1, 0, -5, 1): nonzero |d| ranks 1.5, 1.5, 3, R+ = 3, exact enumeration P(R+ <= 3) = 5/8
     # s1 - s3 = (-2, 0, -5, 1): ranks 2, 3, 1, R+ = 1, P(R+ <= 1) = 2/8
     np.testing.assert_allclose(ranking.adjacent_pvalues, [5 / 8, 2 / 8])
-    assert ranking.clusters == [["s2", "s3", "s1"]]
+    assert ranking.clusters == (("s2", "s3", "s1"),)
     assert ranking.rank_ranges() == ["1-3"] * 3
     np.testing.assert_array_equal(ranking.n_rated, [4, 4, 4])
 
@@ -49,7 +49,7 @@ def test_clusters_split_and_match_metaeval():
     rng = np.random.default_rng(3)
     matrix = rng.normal(size=(60, 5)) + np.array([0.0, 0.05, 1.0, 1.1, 3.0])
     ranking = rank_systems(_campaign(matrix), rounds=100)
-    expected = [[f"m{j}" for j in members] for members in clusters(matrix, rule="wmt")]  # rank's default
+    expected = tuple(tuple(f"m{j}" for j in members) for members in clusters(matrix, rule="wmt"))  # rank's default
     assert ranking.clusters == expected
     assert [sorted(c) for c in ranking.clusters] == [["m4"], ["m2", "m3"], ["m0", "m1"]]
     assert ranking.rank_ranges() == ["1", "2-3", "2-3", "4-5", "4-5"]
@@ -63,7 +63,7 @@ def test_clusters_split_and_match_metaeval():
 def test_identical_systems_stay_together_and_win_half():
     col = np.arange(10.0)
     ranking = rank_systems(_campaign(np.c_[col, col, col - 5]), rounds=300)
-    assert ranking.clusters[0] == ["m0", "m1"]
+    assert ranking.clusters[0] == ("m0", "m1")
     win = ranking.win_probability
     assert win[0, 1] == 0.5 and win[1, 0] == 0.5
     assert win[0, 2] == 1.0 and win[2, 0] == 0.0  # m2 is below on every item: every resample
