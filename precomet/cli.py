@@ -46,6 +46,7 @@ OPTIONS = {
     "balance": "--balance domain",
     "budget": "--budget ",
     "campaign": "--campaign ",
+    "complete": "--keep-incomplete",
     "device": "--device ",
     "dev": "--dev ",
     "dev_fraction": "--data.dev_fraction ",

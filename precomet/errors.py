@@ -8,6 +8,7 @@ from collections.abc import Mapping
 SUGGESTED = {
     "allow_gap": "allow_gap=True",
     "balance": "balance='domain'",
+    "complete": "complete=False",
     "external": "external={NAME: utilities}",
     "doc_level": "level='doc'",
     "options": "options={'missing': 'exclude'}",

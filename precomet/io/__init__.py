@@ -286,6 +286,13 @@ def load(
     loaded = LOADERS[kind](path, campaign, human)
     if complete and HUMAN in loaded.scores:
         loaded, dropped = loaded.complete(HUMAN)
+        if dropped and not len(loaded):
+            raise DataError(
+                path,
+                f"none of its {dropped} item(s) has a human score for every system (the systems were scored on"
+                " different items); keep them with {complete}",
+                param="complete",
+            )
         if dropped:
             loaded = replace(
                 loaded, info={**loaded.info, "dropped": f"{dropped} items without a human score for every system"}

@@ -61,7 +61,7 @@ def load_parquet(path: str | Path, *, name: str | None = None) -> Campaign:
     rows = next(iter_parquet(path, chunk_size=None))
     if not rows:
         raise DataError(path, "no items")
-    return from_dataset(rows, source=str(path), name=name or path.stem)
+    return from_dataset(rows, source=str(path), name=name)  # the items' campaign, else the file's stem
 
 
 def iter_parquet(path: Path, *, chunk_size: int | None) -> Iterator[list[dict[str, Any]]]:

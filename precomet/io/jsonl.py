@@ -14,10 +14,12 @@ optional (cost defaults to the length estimate, domain to ``all``, doc to the id
 
 from __future__ import annotations
 
+import difflib
 import json
 import logging
 import math
-from collections.abc import Iterable, Iterator, Mapping
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -57,9 +59,12 @@ def iter_jsonl(path: str | Path) -> Iterator[dict[str, Any]]:
 def _refuse_one_document(path: str | Path) -> None:
     """Raise when the whole of ``path`` parses as one JSON array or object: JSON, not JSON Lines."""
     try:
-        document = json.loads(Path(path).read_text(encoding="utf-8-sig"))
+        text = Path(path).read_text(encoding="utf-8-sig")
+        document = json.loads(text)
     except (OSError, ValueError, RecursionError):
         return  # not one document either: the line's own error stands
+    if isinstance(document, dict) and sum(1 for line in text.splitlines() if line.strip()) <= 1:
+        return  # an object on one line is a JSON Lines item: its line's own error (e.g. a repeated key) stands
     if isinstance(document, (list, dict)):
         kind, jq = ("an array", "'.[]'") if isinstance(document, list) else ("an object over several lines", ".")
         raise DataError(
@@ -200,6 +205,8 @@ def campaign_from_items(
             f"its items name {len(listed)} campaigns ({shown}); an input holds one campaign: split it by the"
             " 'campaign' field",
         )
+    if whole:
+        _warn_unknown_keys(items, source)
     unlabelled = sum("domain" not in item for item in items)
     if whole and 0 < unlabelled < len(items):
         logger.warning(
@@ -219,7 +226,34 @@ def campaign_from_items(
         domain=domains,
         cost=costs,
         name=name or (campaign_names.pop() if len(campaign_names) == 1 else Path(str(source)).stem),
+        lp=_one_value(items, "lp"),
+        protocol=_one_value(items, "protocol"),
     )
+
+
+ITEM_KEYS = ("id", "i", "src", "ref", "tgt", "scores", "cost", "domain", "doc", "campaign", "lp", "protocol")
+"""The keys of a canonical item (docs/formats.md); others are ignored, with a warning."""
+
+
+def _warn_unknown_keys(items: Sequence[Mapping[str, Any]], source: str) -> None:
+    """One warning naming the keys no canonical item has (e.g. ``score`` for ``scores``), with the nearest known."""
+    unknown = Counter(key for item in items for key in item if key not in ITEM_KEYS and key != "_line")
+    if unknown:
+        named = ", ".join(
+            f"{key!r} ({count} item(s)"
+            + "".join(f"; did you mean {near!r}?" for near in difflib.get_close_matches(key, ITEM_KEYS, n=1))
+            + ")"
+            for key, count in sorted(unknown.items())
+        )
+        logger.warning(
+            "%s: key(s) %s are not item fields and are ignored (fields: %s)", source, named, ", ".join(ITEM_KEYS)
+        )
+
+
+def _one_value(items: Sequence[Mapping[str, Any]], key: str) -> str | None:
+    """The one ``key`` value the items share (language pair, protocol), else ``None``."""
+    values = {str(item[key]) for item in items if item.get(key)}
+    return values.pop() if len(values) == 1 else None
 
 
 def _short(value: Any) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from precomet.campaign import Campaign
+from precomet.campaign import HUMAN, Campaign
 from precomet.errors import PrecometError
 from precomet.io import load, match_campaigns
 
@@ -35,7 +35,9 @@ def load_specs(specs: list[str], human: str | None, *, complete: bool = True) ->
     origin: dict[str, str] = {}
     for spec in specs:
         for path, name in expand_spec(spec):
-            campaign = load(path, campaign=name, human=human, complete=complete)
+            campaign = load(path, campaign=name, human=human, complete=False)
+            if complete and HUMAN in campaign.scores:  # a campaign left without items is the caller's to explain
+                campaign = campaign.complete(HUMAN)[0]
             if name is not None and campaign.name != name:
                 campaign = replace(campaign, name=name)
             if campaign.name in origin:

@@ -36,7 +36,7 @@ def test_parquet_round_trip_keeps_missing_scores(tiny_campaign, tmp_path):
     assert detect_format(path) == "parquet"
     back = load(path, complete=False)
     _same(campaign, back)
-    assert back.name == "items"
+    assert back.name == "tiny"  # the items' campaign, as in JSONL (was the file's stem)
     assert math.isnan(back.score(HUMAN)[0, 1])
 
 

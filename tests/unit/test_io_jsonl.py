@@ -128,3 +128,30 @@ def test_items_of_which_only_some_name_a_domain_are_warned_about(tmp_path, caplo
     with caplog.at_level("WARNING"):
         load(path)
     assert "domain" not in caplog.text
+
+
+def test_language_pair_protocol_and_negative_zero_survive_a_round_trip(tiny_campaign, tmp_path):
+    """convert dropped ``lp``/``protocol`` and wrote MQM's -0.0 as 0, changing the data hash of the same data."""
+    from dataclasses import replace
+
+    human = tiny_campaign.score(HUMAN).copy()
+    human[0, 0] = -0.0
+    campaign = replace(tiny_campaign.with_scores(HUMAN, human), lp="en-de", protocol="mqm")
+    path = tmp_path / "items.jsonl"
+    write_jsonl(campaign, path)
+    back = load_jsonl(path)
+    assert (back.lp, back.protocol) == ("en-de", "mqm") and back.data_hash() == campaign.data_hash()
+    assert math.copysign(1.0, back.score(HUMAN)[0, 0]) < 0
+
+
+def test_keys_that_are_no_item_field_are_warned_about_with_the_nearest_one(tmp_path, caplog):
+    path = tmp_path / "items.jsonl"
+    path.write_text('{"id": "a", "src": "x", "score": {"A": {"human": 1}}}\n{"id": "b", "src": "y", "note": 1}\n')
+    with caplog.at_level("WARNING"):
+        assert not load(path).scores
+    assert "'note' (1 item(s)), 'score' (1 item(s); did you mean 'scores'?) are not item fields" in caplog.text
+    write_jsonl(load(path), path)  # what precomet writes reads back without a word
+    caplog.clear()
+    with caplog.at_level("WARNING"):
+        load(path)
+    assert "not item fields" not in caplog.text

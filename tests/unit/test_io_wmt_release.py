@@ -218,11 +218,12 @@ def test_cli_info_convert_and_jsonl_round_trip(tmp_path, capsys):
         "domain": "all",
         "doc": "0",
         "campaign": "wmt22/en-de",
+        "lp": "en-de",
     }
     assert main(["info", "--data", str(jsonl)]) == 0
     assert "items      3 in 3 documents" in capsys.readouterr().out
     back = load(jsonl)
-    assert back.name == "wmt22/en-de" and back.scores == {} and back.systems == ("M1", "M2")
+    assert back.name == "wmt22/en-de" and back.lp == "en-de" and back.scores == {} and back.systems == ("M1", "M2")
     assert list(back.ids) == ["0", "2", "3"] and list(back.outputs["M2"]) == ["Hallo!", "Neuer Tag.", ""]
 
 
