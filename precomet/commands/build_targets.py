@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import argparse
+from collections import Counter
 
-from precomet.commands.common import Paths, parse_options, seed
+from precomet.commands.common import Paths, check_jsonl_output, parse_options, seed
 from precomet.errors import PrecometError
 from precomet.io.output_paths import check_output
 from precomet.io.specs import load_specs, split_spec
@@ -45,6 +46,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="utility option, e.g. similarity=chrf for diversity (see precomet utilities --help)",
     )
     parser.add_argument(
+        "--exclude-missing",
+        action="store_true",
+        help="items lacking the score for some system get no target row instead of an error",
+    )
+    parser.add_argument(
         "--reference-metric",
         choices=["chrf", "bleu"],
         help="add sentence chrF/BLEU of every output against the reference (score 'chrF'/'BLEU') to inputs that lack "
@@ -52,7 +58,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         " so metric utilities run on output-only history: --reference-metric chrf --metric chrF --method metric_cons",
     )
     parser.add_argument(
-        "--normalise", default="zscore", choices=["zscore", "rank", "none"], help="per-campaign normalisation"
+        "--normalise",
+        default="zscore",
+        choices=["zscore", "rank", "none"],
+        help="per-campaign normalisation (default: zscore)",
     )
     parser.add_argument(
         "--exclude",
@@ -91,7 +100,15 @@ def run(args: argparse.Namespace) -> int:
     from precomet.utilities import get_spec, resolve_options
 
     check_output(args.output)
+    check_jsonl_output(args.output)
     options = parse_options(args.option)
+    if args.exclude_missing:
+        options["missing"] = "exclude"
+    if get_spec(args.method).needs_budget:
+        raise PrecometError(
+            f"--method {args.method} picks a subset of a given size, which is no per-item target; use a utility"
+            " such as metric_var, metric_avg, diversity or irt_diffdisc"
+        )
     resolve_options(args.method, options)
     # a sparse utility (item_effect) models the unscored cells itself: every item with a score is kept
     specs = [spec if args.campaign is None or split_spec(spec)[1] else f"{spec}:{args.campaign}" for spec in args.data]
@@ -111,8 +128,13 @@ def run(args: argparse.Namespace) -> int:
     rows = build_targets(
         kept, method=args.method, metric=args.metric, normalisation=args.normalise, seed=args.seed, options=options
     )
+    per_campaign = Counter(row["campaign"] for row in rows)
     for campaign in kept:
-        print(f"{campaign.name}: {len(campaign)} targets")
+        missing = len(campaign) - per_campaign[campaign.name]
+        print(
+            f"{campaign.name}: {per_campaign[campaign.name]} target(s)"
+            + (f"; {missing} item(s) without a utility left out" if missing else "")
+        )
     for campaign in held:
         rows, dropped = drop_sources(rows, campaign.src)
         print(
@@ -126,5 +148,5 @@ def run(args: argparse.Namespace) -> int:
         rows = merge_by_source(rows)
     write_targets(rows, args.output)
     shape = "per campaign" if args.per_campaign else f"one per distinct source, merged from {n_rows} campaign rows"
-    print(f"wrote {len(rows)} rows ({args.method}, {args.normalise} per campaign; {shape}) to {args.output}")
+    print(f"wrote {len(rows)} row(s) ({args.method}, {args.normalise} per campaign; {shape}) to {args.output}")
     return 0

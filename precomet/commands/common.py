@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+from pathlib import Path
 from typing import Any, NamedTuple
 
 from precomet.campaign import HUMAN, Campaign
@@ -65,6 +66,17 @@ def add_data_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="plain-text sources only: a file with the domain of each source line (same number of lines)",
     )
+
+
+OTHER_FORMATS = (".parquet", ".csv", ".tsv", ".xlsx", ".npy", ".npz", ".pkl", ".pickle")
+"""Suffixes that promise a format other than the JSON Lines a utilities/targets/predictions file is written in."""
+
+
+def check_jsonl_output(path: str | None, option: str = "-o") -> None:
+    """Refuse a JSON Lines output named like another format (``-o u.parquet`` would hold JSONL)."""
+    suffix = "" if path is None else "".join(Path(path).suffixes[-1:]).lower()
+    if suffix in OTHER_FORMATS:
+        raise PrecometError(f"{option} {path}: this file is written as JSON Lines, not {suffix}; name it .jsonl")
 
 
 def data_inputs(args: argparse.Namespace) -> list[Any]:
@@ -256,6 +268,8 @@ def parse_options(pairs: list[str]) -> dict:
         key, sep, raw = pair.partition("=")
         if not sep or not key:
             raise PrecometError(f"--option expects KEY=VALUE, got {pair!r}")
+        if key in options:
+            raise PrecometError(f"--option {key} is given more than once")
         try:
             options[key] = json.loads(raw)
         except json.JSONDecodeError:

@@ -11,7 +11,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from precomet.commands.common import Paths, positive_int
+from precomet.commands.common import Paths, check_jsonl_output, positive_int
 from precomet.errors import PrecometError
 
 if TYPE_CHECKING:
@@ -192,6 +192,7 @@ def run(args: argparse.Namespace) -> int:
 
     started = time.monotonic()
     check_output(args.shard_dir or args.output, directory=args.shard_dir is not None)
+    check_jsonl_output(args.output)
     check_device(args.device)
     if args.shard_dir is None and args.num_nodes != 1:
         raise PrecometError("--num-nodes applies to a --shard-dir run; -o predicts on this machine")

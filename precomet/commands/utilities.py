@@ -10,6 +10,7 @@ import numpy as np
 from precomet.commands.common import (
     Paths,
     add_data_arguments,
+    check_jsonl_output,
     comma_list,
     data_inputs,
     load_campaign,
@@ -60,8 +61,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-o", "--output", required=True, help="output JSONL path")
 
 
+OPTION_FILES = ("params",)
+"""Options whose value names a file the method reads: inputs, never to be written over."""
+
+
 def paths(args: argparse.Namespace) -> Paths:
-    return Paths(inputs=data_inputs(args), outputs=[args.output, args.save_irt])
+    options = parse_options(args.option)
+    read = [str(options[key]) for key in OPTION_FILES if isinstance(options.get(key), str)]
+    return Paths(inputs=[*data_inputs(args), *read], outputs=[args.output, args.save_irt])
 
 
 def run(args: argparse.Namespace) -> int:
@@ -71,11 +78,17 @@ def run(args: argparse.Namespace) -> int:
     from precomet.utilities import UTILITY_METHODS, compute_utility, get_spec, require_scores, resolve_options
 
     check_outputs(args.output, args.save_irt)
+    check_jsonl_output(args.output)
     spec = get_spec(args.method)
-    if args.budget is not None and not spec.needs_budget:
-        needing = ", ".join(name for name, other in UTILITY_METHODS.items() if other.needs_budget)
-        raise PrecometError(f"--budget applies to the methods that need one ({needing}), not to --method {args.method}")
     options = parse_options(args.option)
+    weights = options.get("weights") if args.method == "mixture" else None
+    combined = [name for name in weights if name in UTILITY_METHODS] if isinstance(weights, dict) else []
+    if args.budget is not None and not (spec.needs_budget or any(get_spec(m).needs_budget for m in combined)):
+        needing = ", ".join(name for name, other in UTILITY_METHODS.items() if other.needs_budget)
+        raise PrecometError(
+            f"--budget applies to the methods that need one ({needing}, or a mixture of one), not to --method"
+            f" {args.method}"
+        )
     if args.exclude_missing:
         options["missing"] = "exclude"
     resolve_options(args.method, options)
@@ -97,6 +110,10 @@ def run(args: argparse.Namespace) -> int:
             raise PrecometError("--save-irt only applies to irt_* methods")
         if args.exclude_missing:
             raise PrecometError("--save-irt fits every item and needs every score: drop --exclude-missing")
+        if options.get("params") is not None:
+            raise PrecometError(
+                "--save-irt writes newly fitted parameters, but --option params= gives them already: drop one"
+            )
         from precomet.utilities.irt import FIT_OPTIONS, fit_irt
 
         crowd = campaign if systems is None else campaign.restrict_systems(systems)

@@ -78,7 +78,8 @@ def build_targets(
 ) -> list[dict[str, Any]]:
     """Target rows for every item of every campaign (campaign names must be distinct); ``options`` are the
     utility method's own settings (e.g. ``{"similarity": "chrf"}`` for diversity). One row per item and
-    campaign: merge repeated sources with :func:`merge_by_source`."""
+    campaign: merge repeated sources with :func:`merge_by_source`. Items without a utility (``{"missing":
+    "exclude"}``, or a sparse utility's unscored items) get no row."""
     if normalisation not in NORMALISERS:
         raise PrecometError(f"unknown normalisation {normalisation!r}; valid: {', '.join(NORMALISERS)}")
     rows: list[dict[str, Any]] = []
@@ -94,9 +95,10 @@ def build_targets(
                 f"utility {method!r} on {campaign.name!r}: expected {len(campaign)} values, got {raw.shape}"
             )
         sparse = method in UTILITY_METHODS and UTILITY_METHODS[method].sparse
-        unscored = np.isnan(raw) if sparse else np.zeros(len(raw), dtype=bool)
-        if unscored.any():  # a sparse utility's items without any scored cell: no target to learn
-            logger.info("%s: %d item(s) without a scored cell get no target", campaign.name, int(unscored.sum()))
+        excluding = sparse or (options or {}).get("missing") == "exclude"
+        unscored = np.isnan(raw) if excluding else np.zeros(len(raw), dtype=bool)
+        if unscored.any():  # items without a scored cell (sparse) or left out for a missing score: no target
+            logger.info("%s: %d item(s) without a utility get no target", campaign.name, int(unscored.sum()))
             campaign, raw = campaign.take(np.flatnonzero(~unscored)), raw[~unscored]
         bad = np.flatnonzero(~np.isfinite(raw))
         if len(bad):

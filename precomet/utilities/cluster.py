@@ -155,7 +155,8 @@ def mixture(
     weights = options["weights"]
     if not isinstance(weights, Mapping) or not weights:
         raise PrecometError(
-            "mixture needs options={'weights': {method: weight, ...}}, e.g. {'metric_var': 1, 'diversity': 1}"
+            "mixture needs its weights {method: weight, ...}: options={'weights': {'metric_var': 1, 'diversity': 1}}"
+            """ in Python, --option weights='{"metric_var": 1, "diversity": 1}' on the command line"""
         )
     if "mixture" in weights:
         raise PrecometError("mixture cannot contain itself")

@@ -73,12 +73,14 @@ def output_matrix(campaign: Campaign) -> np.ndarray:
         raise PrecometError(f"diversity needs outputs; campaign {campaign.name!r} has none for system(s) {absent}")
     matrix = np.empty((len(campaign), len(campaign.systems)), dtype=object)
     for j, system in enumerate(campaign.systems):
-        column = campaign.outputs[system]
-        missing = [i for i, text in enumerate(column) if text is None]
-        if missing:
-            raise PrecometError(
-                f"diversity: item {campaign.ids[missing[0]]!r} has no output for system {system!r}"
-                f" ({len(missing)} item(s) affected)"
-            )
-        matrix[:, j] = column
+        matrix[:, j] = campaign.outputs[system]
+    missing = matrix == None  # noqa: E711 -- element-wise on an object array
+    if missing.any():
+        item, system = np.argwhere(missing)[0]
+        raise PrecometError(
+            f"diversity: item {campaign.ids[item]!r} has no output for system {campaign.systems[system]!r}"
+            f" ({int(missing.any(axis=1).sum())} item(s) lack an output, of system(s)"
+            f" {[s for s, gap in zip(campaign.systems, missing.any(axis=0)) if gap]}); restrict the systems to those"
+            " with every output, or leave those items out of the input"
+        )
     return matrix

@@ -157,15 +157,37 @@ def irt_utility_method(kind: str):
         given = options["params"]
         if given is None:
             fit_options = {k: v for k, v in options.items() if k != "params"}
+            check_model_fits(kind, str(fit_options.get("model", FIT_OPTIONS["model"])))
             params = fit_irt(campaign, metric=metric, seed=seed, **fit_options)
         else:
             params = given if isinstance(given, IrtParams) else IrtParams.from_json(given)
+            fitted_on = params.info.get("metric")
+            if fitted_on is not None and fitted_on != metric:
+                raise PrecometError(
+                    f"the IRT parameters were fitted on the score {fitted_on!r}, not on {metric!r}: use --metric"
+                    f" {fitted_on} (metric={fitted_on!r}), or fit again without params"
+                )
+            check_model_fits(kind, str(params.info.get("model", FIT_OPTIONS["model"])))
             params = align_params(params, campaign)
         return irt_utilities(params, kind)
 
     method.__name__ = f"irt_{kind}"
     method.__doc__ = f"{UTILITY_KINDS[kind]}; see :func:`irt_utilities`."
     return method
+
+
+FIXED_BY_MODEL = {"feas": ("2pl", "1pl"), "disc": ("1pl",), "diffdisc": ("1pl",)}
+"""The IRT utilities that a model holds constant (``2pl`` fixes c = 1, ``1pl`` also a = 1): every item would tie."""
+
+
+def check_model_fits(kind: str, model: str) -> None:
+    """Refuse ``irt_<kind>`` on a ``model`` that fixes the parameter it reads (all items would get one value)."""
+    if model in FIXED_BY_MODEL.get(kind, ()):
+        fixed = "feasibility c = 1" if kind == "feas" else "discrimination a = 1"
+        raise PrecometError(
+            f"irt_{kind} on the {model} model: it fixes {fixed}, so every item would get the same utility;"
+            " use model=4pl (the default)"
+        )
 
 
 def align_params(params: IrtParams, campaign: Campaign) -> IrtParams:
@@ -224,6 +246,8 @@ def fit_irt(
         raise PrecometError(f"IRT: unknown model {model!r}; valid: {', '.join(MODELS)}")
     if device not in ("cpu", "cuda"):
         raise PrecometError(f"IRT: device must be 'cpu' or 'cuda', got {device!r}")
+    if device == "cuda" and not _cuda_available():
+        raise PrecometError("IRT: device 'cuda' asked for, but torch sees no CUDA device here; use device=cpu")
     if not (lr > 0 and int(epochs) >= 1 and int(threads) >= 1):
         raise PrecometError(
             f"IRT: need lr > 0, epochs ≥ 1, threads ≥ 1 (got lr={lr}, epochs={epochs}, threads={threads})"
@@ -341,3 +365,9 @@ def _pyro_scope(*, seed: int, threads: int) -> Iterator[None]:
         np.random.set_state(saved_rng[1])
         random.setstate(saved_rng[2])
         torch.set_num_threads(saved_threads)
+
+
+def _cuda_available() -> bool:
+    import torch
+
+    return bool(torch.cuda.is_available())

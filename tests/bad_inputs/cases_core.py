@@ -364,4 +364,59 @@ CASES = {
         {"items.jsonl": with_score("Infinity")},
         ("items.jsonl:2", "score 'm'"),
     ),
+    # ---- outputs named like another format; every item dropped at loading
+    "utilities-output-named-parquet": Case(
+        U.replace("u.jsonl", "u.parquet").split(), {"items.jsonl": GOOD}, ("u.parquet", "JSON Lines", ".jsonl")
+    ),
+    "build-targets-output-named-csv": Case(
+        ["build-targets", "--data", "items.jsonl", "--method", "metric_var", "--metric", "m", "-o", "{d}/t.csv"],
+        {"items.jsonl": GOOD},
+        ("t.csv", "JSON Lines"),
+    ),
+    "predict-output-named-parquet": Case(
+        P.replace("p.jsonl", "p.parquet").split(),
+        {"src.txt": "a\nb\n"},
+        ("p.parquet", "JSON Lines"),
+        shipped_checkpoint,
+    ),
+    "convert-every-item-dropped": Case(
+        ["convert", "--data", "items.jsonl", "-o", "{d}/c.jsonl"],
+        {
+            "items.jsonl": jsonl(
+                [
+                    {"id": "a", "src": "x", "tgt": {"A": "y", "B": "z"}, "scores": {"A": {"human": 1}}},
+                    {"id": "b", "src": "x2", "tgt": {"A": "y", "B": "z"}, "scores": {"B": {"human": 1}}},
+                ]
+            )
+        },
+        ("items.jsonl", "none of its 2 item(s)", "--keep-incomplete"),
+    ),
+    "info-one-line-file-with-a-repeated-key": Case(
+        ["info", "--data", "items.jsonl"],
+        {"items.jsonl": '{"id": "a", "src": "x", "src": "y"}\n'},
+        ("items.jsonl:1", "key 'src' appears twice"),
+    ),
+    "utilities-diversity-outputs-missing-in-two-systems": Case(
+        [
+            "utilities",
+            "--data",
+            "items.jsonl",
+            "--method",
+            "diversity",
+            "--option",
+            "similarity=chrf",
+            "-o",
+            "{d}/u.jsonl",
+        ],
+        {
+            "items.jsonl": jsonl(
+                [
+                    {"id": "a", "src": "One", "tgt": {"A": "x", "B": None, "C": "z"}},
+                    {"id": "b", "src": "Two", "tgt": {"A": "x", "B": "y", "C": None}},
+                    {"id": "c", "src": "Three", "tgt": {"A": "x", "B": "y", "C": "z"}},
+                ]
+            )
+        },
+        ("item 'a'", "2 item(s) lack an output", "['B', 'C']"),
+    ),
 }

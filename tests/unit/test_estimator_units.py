@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import json
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -91,6 +92,30 @@ def test_build_targets_rejects_nan_and_duplicates(tiny_campaign, monkeypatch):
         build_targets([tiny_campaign, tiny_campaign], method="avg")
     with pytest.raises(PrecometError, match="unknown normalisation 'minmax'"):
         build_targets([tiny_campaign], method="avg", normalisation="minmax")
+
+
+def test_build_targets_leaves_out_items_without_a_utility_when_asked(tiny_campaign, tmp_path, capsys):
+    """``--exclude-missing`` (the option the missing-score error names; build-targets had none, and
+    ``--option missing=exclude`` then died on 'non-finite value'); a method that needs a budget is no target."""
+    from precomet.cli import main
+    from precomet.io.jsonl import read_jsonl
+
+    human = tiny_campaign.score("human")
+    rows = [
+        {"id": i, "src": s, "scores": {m: {"human": v, "m": v} for m, v in zip(tiny_campaign.systems, row)}}
+        for i, s, row in zip(tiny_campaign.ids, tiny_campaign.src, human)
+    ]
+    del rows[1]["scores"][tiny_campaign.systems[2]]["m"]  # item b lacks the metric for one system
+    data = tmp_path / "c.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    out = tmp_path / "t.jsonl"
+    base = ["build-targets", "--data", str(data), "--method", "metric_avg", "--metric", "m"]
+    assert main([*base, "-o", str(out)]) == 2 and "--exclude-missing" in capsys.readouterr().err
+    assert main([*base, "--exclude-missing", "-o", str(out)]) == 0
+    assert [r["id"] for r in read_jsonl(out)] == ["a", "c", "d"]
+    assert "3 target(s); 1 item(s) without a utility left out" in capsys.readouterr().out
+    assert main([*base, "--method", "kmeans", "-o", str(tmp_path / "k.jsonl")]) == 2
+    assert "picks a subset of a given size" in capsys.readouterr().err
 
 
 def test_build_targets_real_utility(tiny_campaign):

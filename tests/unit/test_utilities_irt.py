@@ -135,3 +135,49 @@ def test_recovery_on_synthetic_data():
     fitted = fit_irt(campaign, metric="r", seed=0, epochs=600)
     assert np.corrcoef(fitted.difficulty, b)[0, 1] >= 0.8
     assert np.corrcoef(fitted.ability, theta)[0, 1] >= 0.9
+
+
+def test_parameters_of_another_score_or_a_model_without_the_parameter_are_refused(tiny_campaign, monkeypatch):
+    """Parameters fitted on one score were used for another without a word; irt_feas on 2pl gave 1.0 everywhere;
+    device=cuda on a CPU-only torch ended in an internal error."""
+    fitted = IrtParams(
+        tuple(tiny_campaign.ids), tiny_campaign.systems, *(np.ones(len(tiny_campaign)),) * 3, np.zeros(3),
+        info={"metric": "MetricX", "model": "4pl"},
+    )  # fmt: skip
+    with pytest.raises(PrecometError, match="fitted on the score 'MetricX', not on 'human'"):
+        compute_utility(tiny_campaign, "irt_diff", metric=HUMAN, options={"params": fitted})
+    two_pl = IrtParams(*fitted.__dict__.values())  # the same, as a 2pl fit on human scores
+    object.__setattr__(two_pl, "info", {"metric": HUMAN, "model": "2pl"})
+    with pytest.raises(PrecometError, match="irt_feas on the 2pl model"):
+        compute_utility(tiny_campaign, "irt_feas", metric=HUMAN, options={"params": two_pl})
+    assert len(compute_utility(tiny_campaign, "irt_diff", metric=HUMAN, options={"params": two_pl})) == 4
+    for kind in ("disc", "diffdisc", "feas"):
+        with pytest.raises(PrecometError, match="model=4pl"):
+            compute_utility(tiny_campaign, f"irt_{kind}", metric=HUMAN, options={"model": "1pl"})
+    monkeypatch.setattr("torch.cuda.is_available", lambda: False)
+    with pytest.raises(PrecometError, match="no CUDA device"):
+        fit_irt(tiny_campaign, metric=HUMAN, device="cuda", epochs=1)
+
+
+@pytest.mark.slow  # py-irt's import and a fit: ~5 s
+def test_the_command_never_writes_over_its_params_file_and_refuses_a_second_source_of_parameters(tmp_path):
+    from precomet.cli import main
+
+    campaign = tmp_path / "c.jsonl"
+    rows = [
+        {"id": f"i{k}", "src": f"s{k}", "scores": {"A": {"human": k % 3}, "B": {"human": k % 2}, "C": {"human": 1}}}
+        for k in range(6)
+    ]
+    campaign.write_text("".join(__import__("json").dumps(r) + "\n" for r in rows), encoding="utf-8")
+    params = tmp_path / "p.json"
+    base = ["utilities", "--data", str(campaign), "--method", "irt_diff", "--metric", "human"]
+    assert main([*base, "--option", "epochs=2", "--save-irt", str(params), "-o", str(tmp_path / "u.jsonl")]) == 0
+    kept = params.read_bytes()
+    assert main([*base, "--option", f"params={params}", "-o", str(params)]) == 2  # an input: never overwritten
+    assert main([*base, "--option", f"params={params}", "--save-irt", str(tmp_path / "q.json"), "-o", "v.jsonl"]) == 2
+    assert main([*base, "--option", "epochs=2", "--option", "epochs=3", "-o", str(tmp_path / "w.jsonl")]) == 2
+    assert params.read_bytes() == kept and sorted(p.name for p in tmp_path.iterdir()) == [
+        "c.jsonl",
+        "p.json",
+        "u.jsonl",
+    ]

@@ -118,6 +118,25 @@ def test_mixture_is_weighted_mean_of_ranks(tiny_campaign):
         compute_utility(tiny_campaign, "mixture", metric=HUMAN)
 
 
+@pytest.mark.slow  # MiniLM embeds the outputs: ~5 s
+def test_the_command_gives_a_mixture_with_a_budgeted_component_its_budget(tmp_path, capsys):
+    """``--budget`` was refused for ``--method mixture`` while its component ``kmeans_outputs`` needed one."""
+    from precomet.cli import main
+    from precomet.io import write_jsonl
+    from precomet.io.utility_files import read_utilities
+
+    data = tmp_path / "c.jsonl"
+    write_jsonl(simulate_campaign(n_items=12, n_systems=3, seed=1), data)
+    out = tmp_path / "u.jsonl"
+    mixture = ["utilities", "--data", str(data), "--method", "mixture", "--metric", "MetricSim", "-o", str(out)]
+    weights = ["--option", 'weights={"metric_var": 1, "kmeans_outputs": 1}']
+    assert main([*mixture, *weights]) == 2 and "needs a budget" in capsys.readouterr().err
+    assert main([*mixture, *weights, "--budget", "3"]) == 0
+    assert len(read_utilities(out)[1]) == 12
+    assert main([*mixture, "--option", 'weights={"metric_var": 1}', "--budget", "3"]) == 2
+    assert "or a mixture of one" in capsys.readouterr().err
+
+
 def test_unknown_method_score_option_and_systems(tiny_campaign):
     with pytest.raises(PrecometError, match="metric_var"):
         compute_utility(tiny_campaign, "nope", metric=HUMAN)
