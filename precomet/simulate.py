@@ -21,6 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from precomet.campaign import HUMAN, Campaign
+from precomet.errors import PrecometError
 
 DOMAINS = ("news", "social", "speech", "literary")
 DOMAIN_OFFSET = {"news": -0.3, "social": 0.2, "speech": 0.0, "literary": 0.5}
@@ -40,14 +41,27 @@ HUMAN_NOISE = 8.0
 def simulate_campaign(
     *,
     n_items: int = 300,
-    n_systems: int = 8,
+    n_systems: int | None = None,
     seed: int = 0,
     name: str | None = None,
     abilities: np.ndarray | None = None,
 ) -> Campaign:
-    """One synthetic campaign (see the module docstring for the generative story)."""
+    """One synthetic campaign (see the module docstring for the generative story) of ``n_systems`` systems
+    (default 8) with random abilities, or of given ``abilities`` (one per system)."""
+    for name_, value in (("n_items", n_items), ("n_systems", n_systems)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1):
+            raise PrecometError(f"{{{name_}}}{value!r}: expected a whole number >= 1", param=name_)
+    if abilities is not None:
+        abilities = np.asarray(abilities, dtype=float)
+        if abilities.ndim != 1 or len(abilities) < 1:
+            raise PrecometError("abilities must be one number per system", param="abilities")
+        if n_systems is not None and n_systems != len(abilities):
+            raise PrecometError(
+                f"{{n_systems}}{n_systems} and {len(abilities)} abilities disagree; give one of them",
+                param=("n_systems", "abilities"),
+            )
     rng = np.random.default_rng(seed)
-    theta = abilities if abilities is not None else rng.normal(0.0, ABILITY_SD, n_systems)
+    theta = abilities if abilities is not None else rng.normal(0.0, ABILITY_SD, 8 if n_systems is None else n_systems)
     n_systems = len(theta)
     systems = [f"sys{j:02d}" for j in range(n_systems)]
 

@@ -115,6 +115,13 @@ def run_benchmark(
         )
     if metric is not None:
         campaign.score(metric)  # fails early, listing the valid names
+    unused = sorted(set(method_options or {}) - set(specs))
+    if unused:
+        raise PrecometError(
+            f"options for {unused} ({{method_options}}...), which are not among the methods benchmarked"
+            f" ({', '.join(specs) or 'none'})",
+            param="method_options",
+        )
     circular = circular_reason(list(specs), metric, score)
     if circular and not allow_circular:
         raise PrecometError(f"{circular}; pass allow_circular=True to run it anyway")

@@ -120,9 +120,18 @@ def compute_utility(
             if len(keep) == 0:
                 raise PrecometError(f"no item has score {metric!r} for every system {list(campaign.systems)}")
     work = campaign if keep is None else campaign.take(keep)
-    values = np.asarray(spec.fn(work, metric=metric, budget=budget, seed=seed, options=opts), dtype=float)
+    returned = spec.fn(work, metric=metric, budget=budget, seed=seed, options=opts)
+    try:
+        values = np.array(returned, dtype=float)  # a copy: writeable whatever the function returned
+    except (TypeError, ValueError) as err:
+        raise PrecometError(f"utility {method!r} returned values that are not numbers ({err})") from None
     if values.shape != (len(work),):
-        raise RuntimeError(f"utility {method!r} returned shape {values.shape}, expected ({len(work)},)")
+        raise PrecometError(f"utility {method!r} returned shape {values.shape}, expected ({len(work)},)")
+    if np.isinf(values).any() or (len(values) and np.isnan(values).all()):
+        raise PrecometError(
+            f"utility {method!r} returned {'infinite values' if np.isinf(values).any() else 'no number (all NaN)'}"
+            f" on campaign {work.name!r}; a utility must rank the items"
+        )
     if keep is None:
         return values
     out = np.full(len(campaign), np.nan)
@@ -183,6 +192,12 @@ def register_utility(name: str, spec: UtilitySpec, *, replace: bool = False) -> 
     """Register ``spec`` as the utility ``name`` (lower-case letters, digits, ``_``, ``-``): from then on
     :func:`compute_utility`, ``select``, ``benchmark`` and the artificial crowd accept it. A name already taken is
     refused unless ``replace=True``; an empty ``spec.label`` becomes ``name``."""
+    if not isinstance(spec, UtilitySpec) or not callable(spec.fn):
+        got = type(spec.fn if isinstance(spec, UtilitySpec) else spec).__name__
+        raise PrecometError(
+            f"register_utility({name!r}, spec): spec must be a UtilitySpec(fn, description, ...) whose fn is"
+            f" callable, got {'a UtilitySpec whose fn is a ' + got if isinstance(spec, UtilitySpec) else 'a ' + got}"
+        )
     register(
         UTILITY_METHODS, name, spec if spec.label else replace_field(spec, label=name), kind="utility", replace=replace
     )

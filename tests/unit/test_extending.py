@@ -66,6 +66,26 @@ def test_register_utility_checks_the_name_and_refuses_a_duplicate():
     assert compute_utility(simulate_campaign(n_items=10, n_systems=3, seed=0), "ones").tolist() == [1.0] * 10
 
 
+def test_a_registered_utility_is_checked_when_registered_and_when_it_answers():
+    """A bare function, a spec whose fn is not callable, or values that cannot rank the items (text, all NaN,
+    infinity) are PrecometErrors naming the utility, not AttributeError/TypeError/ValueError from deep inside."""
+    with pytest.raises(PrecometError, match="spec must be a UtilitySpec.*got a function"):
+        register_utility("bare", _constant)  # type: ignore[arg-type]
+    with pytest.raises(PrecometError, match="whose fn is a int"):
+        register_utility("number", UtilitySpec(42, "x"))  # type: ignore[arg-type]
+    campaign = simulate_campaign(n_items=6, n_systems=3, seed=0)
+    answers = {
+        "text": (lambda c, **_: ["a"] * len(c), "not numbers"),
+        "nan": (lambda c, **_: np.full(len(c), np.nan), "all NaN"),
+        "inf": (lambda c, **_: np.r_[np.inf, np.ones(len(c) - 1)], "infinite"),
+        "short": (lambda c, **_: np.ones(2), r"shape \(2,\)"),
+    }
+    for name, (fn, message) in answers.items():
+        register_utility(name, UtilitySpec(fn, name, needs_score=False, min_systems=0))
+        with pytest.raises(PrecometError, match=f"utility '{name}' returned.*{message}|{message}"):
+            compute_utility(campaign, name)
+
+
 def test_register_format_and_encoder_refuse_a_taken_name():
     with pytest.raises(PrecometError, match="input format 'csv' is already registered"):
         pio.register_format("csv", lambda path: None, detect=lambda path: False)
