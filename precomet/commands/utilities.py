@@ -132,6 +132,13 @@ def run(args: argparse.Namespace) -> int:
         seed=args.seed,
         options=options,
     )
+    recorded = resolve_options(args.method, options)
+    if "encoder" in recorded and recorded["encoder"] is None and recorded.get("similarity", "embedding") == "embedding":
+        from precomet.utilities.embed import encoder_name
+
+        recorded["encoder"] = encoder_name(None)  # the default encoder by name, not null
+    if args.save_irt:
+        recorded["params"] = args.save_irt
     signature = utility_signature(
         campaign,
         method=args.method,
@@ -139,10 +146,8 @@ def run(args: argparse.Namespace) -> int:
         systems=systems,
         budget=args.budget,
         seed=args.seed,
-        options=resolve_options(args.method, options),
+        options=recorded,
     )
-    if args.save_irt:
-        signature = signature.with_parameters(options={**signature["options"], "params": args.save_irt})
     with output_set(args.output, args.save_irt) as out:  # the utilities and the IRT parameters: both or neither
         if args.save_irt:
             params.to_json(out.path(args.save_irt))
@@ -150,6 +155,7 @@ def run(args: argparse.Namespace) -> int:
     n_null = int(np.isnan(values).sum())
     print(
         f"wrote {len(values)} utilities ({args.method}) to {args.output}"
+        + (f" and the fitted IRT parameters to {args.save_irt}" if args.save_irt else "")
         + (f"; {n_null} item(s) excluded (null) for missing scores" if n_null else ""),
         file=sys.stderr,
     )

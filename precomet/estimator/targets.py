@@ -106,6 +106,14 @@ def build_targets(
                 f"utility {method!r} on campaign {campaign.name!r}: non-finite value for item {campaign.ids[bad[0]]!r}"
                 f" ({len(bad)} item(s))"
             )
+        if normalisation != "none" and len(raw) > 1 and np.ptp(raw) == 0:
+            logger.warning(
+                "%s: every item has the same %s utility (%g): its targets are all %s and teach nothing",
+                campaign.name,
+                method,
+                raw[0],
+                "0" if normalisation == "zscore" else "tied",
+            )
         values = normalise_targets(raw, normalisation)
         for i in range(len(campaign)):
             rows.append(

@@ -80,6 +80,14 @@ def test_build_targets_zscore_per_campaign(tiny_campaign, monkeypatch):
     assert [r["target"] for r in ranked] == [1 / 6, 2 / 3, 1.0, 1 / 6]  # ties (a, d) share the average rank
 
 
+def test_a_campaign_whose_items_all_share_one_utility_is_warned_about(tiny_campaign, monkeypatch, caplog):
+    monkeypatch.setattr(targets_module, "raw_targets", lambda campaign, method, **_: np.full(len(campaign), 2.0))
+    with caplog.at_level("WARNING"):
+        rows = build_targets([tiny_campaign], method="avg", normalisation="zscore")
+    assert [r["target"] for r in rows] == [0.0] * 4
+    assert "tiny: every item has the same avg utility (2): its targets are all 0 and teach nothing" in caplog.text
+
+
 def test_build_targets_rejects_nan_and_duplicates(tiny_campaign, monkeypatch):
     def fixed(values):
         return lambda campaign, method, *, metric, seed, options: np.array(values)

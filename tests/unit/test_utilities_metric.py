@@ -222,3 +222,20 @@ def test_real_wmt23(raw_data):
 def test_one_system_campaign_for_metric_avg():
     campaign = Campaign.build(src=["a", "b"], systems=["x"], scores={"m": [[1.0], [2.0]]})
     assert np.allclose(compute_utility(campaign, "metric_avg", metric="m"), [-1, -2])
+
+
+@pytest.mark.slow  # MiniLM embeds the sources: ~5 s
+def test_the_signature_names_the_default_encoder_and_the_saved_parameters(tmp_path):
+    """``utilities --method kmeans`` recorded ``"encoder": null`` for the encoder it used (MiniLM)."""
+    from precomet.cli import main
+    from precomet.io import write_jsonl
+    from precomet.io.utility_files import read_utilities
+
+    data = tmp_path / "c.jsonl"
+    write_jsonl(simulate_campaign(n_items=12, n_systems=3, seed=1), data)
+    out = tmp_path / "u.jsonl"
+    assert main(["utilities", "--data", str(data), "--method", "kmeans", "--budget", "3", "-o", str(out)]) == 0
+    assert read_utilities(out)[2]["options"]["encoder"].startswith("all-MiniLM-L6-v2")
+    chrf = ["--method", "diversity", "--option", "similarity=chrf"]
+    assert main(["utilities", "--data", str(data), *chrf, "-o", str(out)]) == 0
+    assert read_utilities(out)[2]["options"]["encoder"] is None  # chrF reads no encoder
