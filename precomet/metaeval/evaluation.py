@@ -65,6 +65,9 @@ def evaluate_indices(
     idx = np.unique(np.asarray(indices, dtype=int))
     if len(idx) != len(indices):
         raise CampaignError(f"subset lists {len(indices) - len(idx)} item(s) more than once")
+    outside = idx[(idx < 0) | (idx >= len(ref))]
+    if len(outside):
+        raise CampaignError(f"item position {int(outside[0])} is outside the campaign's {len(ref)} items")
     if len(idx) < 2:
         raise CampaignError(f"a subset needs at least 2 items, got {len(idx)}")
     return evaluate_prefixes(ref, idx, [len(idx)], measures=measures)[0]

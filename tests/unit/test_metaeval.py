@@ -150,6 +150,10 @@ def test_evaluate_subset_hand_computed(tiny_campaign):
 
 
 def test_bad_input(tiny_campaign):
+    ref = me.full_reference(tiny_campaign)
+    for outside in ([0, 4], [-1, 2]):  # 4 wrapped to nothing, -1 to the last item
+        with pytest.raises(CampaignError, match="outside the campaign's 4 items"):
+            me.evaluate_indices(ref, outside)
     with pytest.raises(PrecometError, match="not in campaign"):
         me.soft_pairwise_accuracy(tiny_campaign, ["a", "zz"])
     with pytest.raises(CampaignError, match="at least 2 items"):
