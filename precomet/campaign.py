@@ -71,7 +71,7 @@ class ReadOnlyMapping(dict):
         return f"ReadOnlyMapping({dict(self)!r})"
 
 
-def _locked(column: np.ndarray) -> np.ndarray:
+def locked(column: np.ndarray) -> np.ndarray:
     """A read-only view of ``column`` made read-only too: a view of a read-only array cannot be made writeable."""
     column.flags.writeable = False
     view = column.view()
@@ -112,9 +112,9 @@ class Campaign:
         which numpy does not let anyone make writeable again (``setflags(write=True)`` raises)."""
         for name in ("ids", "src", "doc", "domain", "cost", "ref"):
             if getattr(self, name) is not None:
-                object.__setattr__(self, name, _locked(getattr(self, name)))
-        object.__setattr__(self, "outputs", ReadOnlyMapping({s: _locked(c) for s, c in self.outputs.items()}))
-        object.__setattr__(self, "scores", ReadOnlyMapping({k: _locked(m) for k, m in self.scores.items()}))
+                object.__setattr__(self, name, locked(getattr(self, name)))
+        object.__setattr__(self, "outputs", ReadOnlyMapping({s: locked(c) for s, c in self.outputs.items()}))
+        object.__setattr__(self, "scores", ReadOnlyMapping({k: locked(m) for k, m in self.scores.items()}))
         object.__setattr__(self, "info", ReadOnlyMapping(self.info))
 
     def __reduce__(self) -> tuple[type, tuple[Any, ...]]:

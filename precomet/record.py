@@ -15,7 +15,7 @@ from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 
-from precomet.campaign import ReadOnlyMapping
+from precomet.campaign import ReadOnlyMapping, locked
 
 R = TypeVar("R", bound="Record")
 
@@ -25,11 +25,7 @@ def frozen(value: Any) -> Any:
     them writeable again), dicts read-only mappings and lists tuples, all the way down; anything else (a
     :class:`~precomet.signature.Signature`, a record) is kept as it is."""
     if isinstance(value, np.ndarray):
-        copy = value.copy()
-        copy.flags.writeable = False
-        view = copy.view()
-        view.flags.writeable = False
-        return view
+        return locked(value.copy())
     if type(value) in (dict, ReadOnlyMapping):  # not a Signature or another mapping class of its own
         return ReadOnlyMapping({key: frozen(item) for key, item in value.items()})
     if type(value) in (list, tuple):  # not a named tuple
