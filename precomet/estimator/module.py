@@ -99,15 +99,10 @@ class EstimatorModule(pl.LightningModule):
 
     def training_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> torch.Tensor:
         loss = torch.nn.functional.mse_loss(self(batch), batch["target"])
-        self.log(
-            "train_loss",
-            loss,
-            on_step=True,
-            on_epoch=True,
-            prog_bar=True,
-            batch_size=len(batch["target"]),
-            sync_dist=True,
-        )
+        size = len(batch["target"])
+        # this process's loss at every step, unsynced (no collective per step); the epoch's mean over all processes
+        self.log("train_loss_step", loss, on_step=True, on_epoch=False, prog_bar=True, batch_size=size)
+        self.log("train_loss_epoch", loss, on_step=False, on_epoch=True, prog_bar=True, batch_size=size, sync_dist=True)
         return loss
 
     # ------------------------------------------------------------------ validation
