@@ -20,23 +20,24 @@ from precomet.campaign import ReadOnlyMapping, locked
 R = TypeVar("R", bound="Record")
 
 
-def frozen(value: Any) -> Any:
+def frozen(value: Any, *, copy: bool = True) -> Any:
     """``value`` that nobody can change: arrays become read-only views of read-only copies (numpy refuses to make
-    them writeable again), dicts read-only mappings and lists tuples, all the way down; anything else (a
+    them writeable again; with ``copy=False`` the arrays themselves are locked, for arrays nobody else writes),
+    dicts read-only mappings and lists tuples, all the way down; anything else (a
     :class:`~precomet.signature.Signature`, a record) is kept as it is."""
     if isinstance(value, np.ndarray):
-        return locked(value.copy())
+        return locked(value.copy() if copy else value)
     if type(value) in (dict, ReadOnlyMapping):  # not a Signature or another mapping class of its own
-        return ReadOnlyMapping({key: frozen(item) for key, item in value.items()})
+        return ReadOnlyMapping({key: frozen(item, copy=copy) for key, item in value.items()})
     if type(value) in (list, tuple):  # not a named tuple
-        return tuple(frozen(item) for item in value)
+        return tuple(frozen(item, copy=copy) for item in value)
     return value
 
 
-def freeze_fields(instance: Any) -> None:
+def freeze_fields(instance: Any, *, copy: bool = True) -> None:
     """Replace every field of a frozen dataclass ``instance`` by its :func:`frozen` value (from ``__post_init__``)."""
     for f in fields(instance):
-        object.__setattr__(instance, f.name, frozen(getattr(instance, f.name)))
+        object.__setattr__(instance, f.name, frozen(getattr(instance, f.name), copy=copy))
 
 
 class Record:

@@ -40,7 +40,7 @@ class Reference:
     cluster_rule: str = "paper"  # of the clusters here and of every subset's (one of CLUSTER_RULES)
 
     def __post_init__(self) -> None:  # cached and shared: nobody may change it
-        freeze_fields(self)
+        freeze_fields(self, copy=False)  # its arrays are computed for it or shared read-only (the crowd's signs)
 
     def __len__(self) -> int:
         return len(self.ids)
