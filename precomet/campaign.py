@@ -259,17 +259,15 @@ class Campaign:
         elif given.size and not np.issubdtype(given.dtype, np.integer):
             raise CampaignError(f"item indices must be whole numbers (or a boolean mask), got {given.dtype} values")
         idx = given.astype(int).reshape(-1)
-        values, counts = np.unique(idx, return_counts=True)
-        if (counts > 1).any():
-            raise CampaignError(
-                f"item index {int(values[counts > 1][0])} given {int(counts.max())} times: a campaign holds each"
-                " item once"
-            )
         bad = idx[(idx < 0) | (idx >= len(self))]
         if len(bad):
             raise CampaignError(
                 f"item index {int(bad[0])} out of range for campaign {self.name!r} of {len(self)} items"
             )
+        counts = np.bincount(idx, minlength=len(self))  # linear: take runs on whole pools
+        if len(idx) and counts.max() > 1:
+            first = int(np.flatnonzero(counts > 1)[0])
+            raise CampaignError(f"item index {first} given {int(counts[first])} times: a campaign holds each item once")
         return replace(
             self,
             ids=self.ids[idx],
