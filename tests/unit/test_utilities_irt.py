@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import random
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -146,8 +148,7 @@ def test_parameters_of_another_score_or_a_model_without_the_parameter_are_refuse
     )  # fmt: skip
     with pytest.raises(PrecometError, match="fitted on the score 'MetricX', not on 'human'"):
         compute_utility(tiny_campaign, "irt_diff", metric=HUMAN, options={"params": fitted})
-    two_pl = IrtParams(*fitted.__dict__.values())  # the same, as a 2pl fit on human scores
-    object.__setattr__(two_pl, "info", {"metric": HUMAN, "model": "2pl"})
+    two_pl = replace(fitted, info={"metric": HUMAN, "model": "2pl"})  # the same, as a 2pl fit on human scores
     with pytest.raises(PrecometError, match="irt_feas on the 2pl model"):
         compute_utility(tiny_campaign, "irt_feas", metric=HUMAN, options={"params": two_pl})
     assert len(compute_utility(tiny_campaign, "irt_diff", metric=HUMAN, options={"params": two_pl})) == 4
@@ -168,13 +169,26 @@ def test_the_command_never_writes_over_its_params_file_and_refuses_a_second_sour
         {"id": f"i{k}", "src": f"s{k}", "scores": {"A": {"human": k % 3}, "B": {"human": k % 2}, "C": {"human": 1}}}
         for k in range(6)
     ]
-    campaign.write_text("".join(__import__("json").dumps(r) + "\n" for r in rows), encoding="utf-8")
+    campaign.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     params = tmp_path / "p.json"
     base = ["utilities", "--data", str(campaign), "--method", "irt_diff", "--metric", "human"]
     assert main([*base, "--option", "epochs=2", "--save-irt", str(params), "-o", str(tmp_path / "u.jsonl")]) == 0
     kept = params.read_bytes()
     assert main([*base, "--option", f"params={params}", "-o", str(params)]) == 2  # an input: never overwritten
-    assert main([*base, "--option", f"params={params}", "--save-irt", str(tmp_path / "q.json"), "-o", "v.jsonl"]) == 2
+    assert (
+        main(
+            [
+                *base,
+                "--option",
+                f"params={params}",
+                "--save-irt",
+                str(tmp_path / "q.json"),
+                "-o",
+                str(tmp_path / "v.jsonl"),
+            ]
+        )
+        == 2
+    )
     assert main([*base, "--option", "epochs=2", "--option", "epochs=3", "-o", str(tmp_path / "w.jsonl")]) == 2
     assert params.read_bytes() == kept and sorted(p.name for p in tmp_path.iterdir()) == [
         "c.jsonl",
