@@ -1,0 +1,1 @@
+"""Annotate in waves until the ranking is settled."""

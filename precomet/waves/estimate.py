@@ -1,0 +1,171 @@
+"""System means and pairwise differences that stay unbiased when waves are chosen (AIPW over waves).
+
+Wave ``t`` draws every still-open cell ``(i, s)`` with probability ``π_u · q_s`` (its unit's probability, then its
+system's, :mod:`precomet.waves.design`), both fixed before the draw. With ``f`` a predictor of the human score fitted
+on the cells judged *before* the wave (per-system means of those cells; 0 before any judgement), the wave's
+estimate of system ``s``'s total over the pool,
+
+    Ŷ_t(s) = Σ_known y + Σ_open f + Σ_{drawn, judged} (y − f) / (π_u · q_s · r_s),
+
+is unbiased given everything before the wave (``r_s`` = the share of the wave's drawn cells of ``s`` that came back
+judged: cells an annotator skipped are treated as missing at random within their wave and system). Its variance is
+estimated unit by unit as ``(1 − π_u) (Σ_s c_s H_us)² + π_u Σ_s (1 − q_s r_s) c_s² H_us²`` for a contrast ``c``
+(``H_us`` = the unit's weighted residuals of system ``s``). The waves' errors are martingale differences, so the
+combination ``Σ λ_t Ŷ_t / Σ λ_t`` with weights fixed before each draw (``λ_t`` = the inverse of the wave's design
+variance ``Σ_cells (1 − π_u q_s) / (π_u q_s)``) is unbiased with variance ``Σ λ_t² V_t / (Σ λ_t)²`` (Zrnic &
+Candès 2024, "Active Statistical Inference"; Kossen et al. 2021, "Active Testing"). With every cell judged the
+means are exact. With random waves it is about as precise as the plain mean with its finite-population correction.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Wave:
+    """One drawn wave, as needed to weight its judgements (all arrays are the pool's: ``N`` items × ``S`` systems).
+
+    ``units`` maps every item to its sampling unit (itself, or its document); ``open_units``/``unit_probability``
+    are the units that still had an open cell and their inclusion probabilities; ``system_probability`` is ``q``;
+    ``known`` the cells judged when the wave was drawn and ``drawn`` the cells it drew; ``predictor`` the per-system
+    prediction ``f`` it was fitted with (on ``known`` only)."""
+
+    number: int
+    units: np.ndarray
+    open_units: np.ndarray
+    unit_probability: np.ndarray
+    system_probability: np.ndarray
+    known: np.ndarray
+    drawn: np.ndarray
+    predictor: np.ndarray
+    chooser: str = "random"
+    weighted: bool = True  # False: a deterministic top-k wave (no valid probabilities; estimates biased)
+
+    def design_variance(self) -> float:
+        """``Σ_open cells (1 − π_u q_s) / (π_u q_s)``: the wave's weight ``λ_t`` is its inverse."""
+        pi = np.zeros(int(self.units.max()) + 1 if len(self.units) else 0)
+        pi[self.open_units] = self.unit_probability
+        cell = pi[self.units][:, None] * self.system_probability[None, :]
+        open_cells = ~self.known
+        with np.errstate(divide="ignore"):
+            return float(((1 - cell[open_cells]) / cell[open_cells]).sum())
+
+
+def predictor_from(scores: np.ndarray, known: np.ndarray) -> np.ndarray:
+    """Per-system mean of the ``known`` cells of ``scores`` (0 for a system without one): the ``f`` of a wave."""
+    counts = known.sum(axis=0)
+    sums = np.where(known, scores, 0.0).sum(axis=0)
+    return np.divide(sums, counts, out=np.zeros(scores.shape[1]), where=counts > 0)
+
+
+@dataclass(frozen=True)
+class WaveResult:
+    """One wave's estimate of every system's pool total, and the variances of the contrasts asked for."""
+
+    totals: np.ndarray  # (S,)
+    variances: np.ndarray  # (K,) for the contrasts' rows
+    weight: float  # λ_t (inf when the wave drew every open cell with certainty)
+
+
+def wave_result(wave: Wave, scores: np.ndarray, contrasts: np.ndarray) -> WaveResult:
+    """Wave ``wave``'s estimate from the judged ``scores`` (``N × S``, NaN = not judged; cells judged later than the
+    wave count only through the cells it drew)."""
+    judged = ~np.isnan(scores)
+    answered = wave.drawn & judged
+    drawn_per_system = wave.drawn.sum(axis=0)
+    response = np.divide(
+        answered.sum(axis=0), drawn_per_system, out=np.ones(scores.shape[1]), where=drawn_per_system > 0
+    )
+    known_total = np.where(wave.known, scores, 0.0).sum(axis=0)
+    open_cells = ~wave.known
+    baseline = (open_cells * wave.predictor[None, :]).sum(axis=0)
+    pi = np.zeros(int(wave.units.max()) + 1)
+    pi[wave.open_units] = wave.unit_probability
+    qr = wave.system_probability * response
+    rows = np.flatnonzero(answered.any(axis=1))
+    residual = np.where(answered[rows], scores[rows] - wave.predictor[None, :], 0.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        weighted = np.where(answered[rows], residual / (pi[wave.units[rows]][:, None] * qr[None, :]), 0.0)
+    unit_ids, unit_rows = np.unique(wave.units[rows], return_inverse=True)
+    per_unit = np.zeros((len(unit_ids), scores.shape[1]))
+    np.add.at(per_unit, unit_rows, weighted)
+    totals = known_total + baseline + per_unit.sum(axis=0)
+    unit_pi = pi[unit_ids]
+    projected = per_unit @ contrasts.T
+    single = (unit_pi[:, None] * per_unit**2 * (1 - qr)[None, :]) @ (contrasts**2).T
+    variances = ((1 - unit_pi)[:, None] * projected**2).sum(axis=0) + single.sum(axis=0)
+    design = wave.design_variance()
+    return WaveResult(totals=totals, variances=variances, weight=np.inf if design == 0 else 1.0 / design)
+
+
+def pair_contrasts(n_systems: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(pairs, contrasts)``: the ``P = S(S−1)/2`` system pairs ``(a, b)``, ``a < b``, and the ``(S + P) × S``
+    contrast matrix (one row per system, then ``e_a − e_b`` per pair)."""
+    a, b = np.triu_indices(n_systems, k=1)
+    pairs = np.stack([a, b], axis=1)
+    rows = np.zeros((len(pairs), n_systems))
+    rows[np.arange(len(pairs)), a] = 1.0
+    rows[np.arange(len(pairs)), b] = -1.0
+    return pairs, np.vstack([np.eye(n_systems), rows])
+
+
+@dataclass(frozen=True)
+class Estimates:
+    """System means over the whole pool and their pairwise differences, with standard errors."""
+
+    means: np.ndarray  # (S,)
+    mean_se: np.ndarray  # (S,)
+    pairs: np.ndarray  # (P, 2) system positions a < b
+    differences: np.ndarray  # (P,) mean_a − mean_b
+    difference_se: np.ndarray  # (P,)
+    exact: bool  # every cell judged: the means are the pool's own
+    waves: int
+
+
+def combine(results: list[WaveResult], scores: np.ndarray, pairs: np.ndarray, *, weighted: bool = True) -> Estimates:
+    """The weighted combination of the waves' results (module docstring); exact means when every cell is judged.
+    ``weighted=False`` (a wave was a deterministic top-k): the plain means of the judged cells, with the standard
+    errors of a random sample of that size — biased, and said so wherever they are shown."""
+    n_items, n_systems = scores.shape
+    if not weighted and np.isnan(scores).any():
+        return plain_estimates(scores, pairs, len(results))
+    if not np.isnan(scores).any():
+        means = scores.mean(axis=0)
+        zeros = np.zeros(len(pairs))
+        return Estimates(
+            means, np.zeros(n_systems), pairs, means[pairs[:, 0]] - means[pairs[:, 1]], zeros, True, len(results)
+        )
+    if not results:
+        nan = np.full(n_systems, np.nan)
+        return Estimates(nan, nan, pairs, np.full(len(pairs), np.nan), np.full(len(pairs), np.nan), False, 0)
+    weights = np.array([r.weight for r in results])
+    weights = np.isinf(weights).astype(float) if np.isinf(weights).any() else weights
+    weights = weights / weights.sum()
+    totals = weights @ np.stack([r.totals for r in results])
+    variances = (weights**2) @ np.stack([r.variances for r in results])
+    means = totals / n_items
+    se = np.sqrt(np.maximum(variances, 0.0)) / n_items
+    differences = means[pairs[:, 0]] - means[pairs[:, 1]]
+    return Estimates(means, se[:n_systems], pairs, differences, se[n_systems:], False, len(results))
+
+
+def plain_estimates(scores: np.ndarray, pairs: np.ndarray, waves: int) -> Estimates:
+    """Unweighted means of the judged cells, standard errors as for a simple random sample of the judged items
+    (finite-population corrected): the estimates of a deterministic choice, biased."""
+    n_items, n_systems = scores.shape
+    judged = ~np.isnan(scores)
+    counts = judged.sum(axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        means = np.where(counts > 0, np.nansum(scores, axis=0) / np.maximum(counts, 1), np.nan)
+        fpc = np.clip(1 - counts / n_items, 0, 1)
+        variance = np.nanvar(np.where(judged, scores, np.nan), axis=0, ddof=1) if judged.sum() > 1 else np.nan
+        se = np.sqrt(fpc * variance / np.maximum(counts, 1))
+        both = judged[:, pairs[:, 0]] & judged[:, pairs[:, 1]]
+        diff = np.where(both, scores[:, pairs[:, 0]] - scores[:, pairs[:, 1]], np.nan)
+        n_pair = both.sum(axis=0)
+        pair_var = np.nanvar(diff, axis=0, ddof=1) if both.any() else np.full(len(pairs), np.nan)
+        pair_se = np.sqrt(np.clip(1 - n_pair / n_items, 0, 1) * pair_var / np.maximum(n_pair, 1))
+    return Estimates(means, se, pairs, means[pairs[:, 0]] - means[pairs[:, 1]], pair_se, False, waves)

@@ -1,0 +1,150 @@
+"""Drawing the next wave: its size, its sampling units, the systems' share of cells, and the draw itself."""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from precomet.costs import parse_duration
+from precomet.errors import PrecometError
+from precomet.waves.design import DEFAULT_FLOOR, inclusion_probabilities, poisson_draw
+from precomet.waves.estimate import Estimates, Wave, predictor_from
+from precomet.waves.stop import Verdict
+
+LEVELS = ("item", "doc")
+"""Sampling units: single items, or whole documents."""
+MIN_SYSTEM_SHARE = 0.3
+"""With system-level allocation, the smallest share of an item's cells a system keeps (its probabilities' floor)."""
+
+
+@dataclass(frozen=True)
+class WaveSize:
+    """A wave's expected size: ``amount`` items, cells or seconds (``kind``)."""
+
+    kind: str  # "items" | "cells" | "seconds"
+    amount: float
+    text: str
+
+    def planned_looks(self, n_items: int, n_cells: int, seconds: float) -> int:
+        """Waves that exhaust a pool of this size (fixed before the first draw: the stop rule spends its error
+        level over them)."""
+        whole = {"items": n_items, "cells": n_cells, "seconds": seconds}[self.kind]
+        return max(1, math.ceil(whole / self.amount))
+
+
+def parse_wave_size(text: str, n_items: int | None = None) -> WaveSize:
+    """``200`` (items), ``5%`` (of the pool's items), ``300cells`` or a duration (``10h``, ``90m``)."""
+    spelled = text.strip().lower()
+    if re.fullmatch(r"[0-9]+", spelled):
+        amount, kind = float(spelled), "items"
+    elif re.fullmatch(r"[0-9]+(\.[0-9]*)?%", spelled):
+        if n_items is None:
+            raise PrecometError(f"wave size {text!r}: a share needs the pool's size", param="size")
+        amount, kind = float(spelled[:-1]) / 100 * n_items, "items"
+    elif re.fullmatch(r"[0-9]+\s*cells?", spelled):
+        amount, kind = float(re.sub(r"\D", "", spelled)), "cells"
+    else:
+        try:
+            amount, kind = parse_duration(spelled), "seconds"
+        except ValueError:
+            raise PrecometError(
+                f"wave size {text!r}: give items (200), a share of the pool (5%), cells (300cells) or a duration"
+                " (10h, 90m)",
+                param="size",
+            ) from None
+    if amount <= 0:
+        raise PrecometError(f"wave size {text!r}: expected a size > 0", param="size")
+    return WaveSize(kind, amount, text)
+
+
+def sampling_units(doc: np.ndarray, level: str) -> np.ndarray:
+    """Unit number of every item: its own position (``item``) or its document's (``doc``)."""
+    if level not in LEVELS:
+        raise PrecometError(f"unknown level {level!r}; choose one of {', '.join(LEVELS)}", param="level")
+    if level == "item":
+        return np.arange(len(doc))
+    _, units = np.unique(np.asarray(doc, dtype=str), return_inverse=True)
+    return units
+
+
+def system_probabilities(estimates: Estimates | None, verdict: Verdict | None, *, floor: float) -> np.ndarray:
+    """``q``: every system's share of an item's cells — ``floor`` plus the rest in proportion to the share of the
+    system's pairs not yet decided (all cells while nothing is estimated)."""
+    if estimates is None or verdict is None or np.isnan(estimates.differences).any():
+        return np.ones(len(estimates.means) if estimates is not None else 0)
+    n = len(estimates.means)
+    open_pairs = ~verdict.decided
+    share = np.zeros(n)
+    for column in (0, 1):
+        np.add.at(share, estimates.pairs[:, column], open_pairs.astype(float))
+    share /= max(n - 1, 1)
+    return floor + (1 - floor) * share
+
+
+def unit_sizes(
+    units: np.ndarray, open_cells: np.ndarray, q: np.ndarray, cost: np.ndarray, kind: str
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(open units, size of each)`` in the wave size's ``kind``: open items, expected cells, or expected seconds
+    (an item's cost shared among its systems)."""
+    per_item = {
+        "items": open_cells.any(axis=1).astype(float),
+        "cells": open_cells @ q,
+        "seconds": cost * (open_cells @ q) / max(open_cells.shape[1], 1),
+    }[kind]
+    open_units = np.unique(units[open_cells.any(axis=1)])
+    sizes = np.bincount(units, weights=per_item, minlength=int(units.max()) + 1)[open_units]
+    return open_units, np.maximum(sizes, 1e-12)
+
+
+def draw_wave(
+    *,
+    number: int,
+    item_scores: np.ndarray,
+    judged: np.ndarray,
+    known: np.ndarray,
+    units: np.ndarray,
+    cost: np.ndarray,
+    size: WaveSize,
+    q: np.ndarray,
+    rng: np.random.Generator,
+    floor: float = DEFAULT_FLOOR,
+    chooser: str = "random",
+    top_k: bool = False,
+) -> Wave:
+    """Draw wave ``number`` over the open cells of the pool (``known`` = judged cells): units get inclusion
+    probabilities from the chooser's ``item_scores`` summed per unit, each drawn unit draws each open system cell
+    with probability ``q``. ``top_k`` takes the highest-scoring units instead (deterministic; no valid weights)."""
+    open_cells = ~known
+    open_units, sizes = unit_sizes(units, open_cells, q, cost, size.kind)
+    if not len(open_units):
+        raise PrecometError("every cell of the pool is judged: there is no wave left to draw")
+    open_items = open_cells.any(axis=1)
+    unit_scores = np.bincount(units[open_items], weights=item_scores[open_items], minlength=int(units.max()) + 1)
+    scores = unit_scores[open_units]
+    if top_k:
+        order = np.argsort(-scores, kind="stable")
+        take = order[: max(1, int(np.searchsorted(np.cumsum(sizes[order]), size.amount, side="right")))]
+        probability = np.zeros(len(open_units))
+        probability[take] = 1.0
+        picked = open_units[take]
+    else:
+        probability = inclusion_probabilities(scores, sizes, size.amount, floor=floor)
+        picked = open_units[poisson_draw(probability, rng)]
+    chosen_items = np.isin(units, picked)
+    systems_drawn = rng.random(known.shape) < q[None, :]
+    drawn = open_cells & chosen_items[:, None] & systems_drawn
+    return Wave(
+        number=number,
+        units=units,
+        open_units=open_units,
+        unit_probability=probability,
+        system_probability=q.astype(float),
+        known=known.copy(),
+        drawn=drawn,
+        predictor=predictor_from(judged, known),
+        chooser=chooser,
+        weighted=not top_k,
+    )

@@ -1,0 +1,178 @@
+"""When to stop: the predicted pairwise agreement of the current ranking with the full test set's.
+
+For each system pair the estimated difference ``D̂`` and its standard error give ``z = |D̂| / se`` and the
+probability that the full test set orders the pair the other way, ``p = Φ(−z)`` (normal approximation; ``p = 0``
+when the pair's cells are all judged).
+
+* **expected** agreement: ``mean over pairs of 1 − p`` — calibrated on average, no guarantee for one campaign;
+* **guaranteed** lower bound: the ``δ_t``-quantile of the agreement between the current order and full-test-set
+  means drawn from the estimates' joint normal distribution (the systems' covariance, so pairs that share a system
+  err together; Monte Carlo with a fixed seed, at least ``20 / δ_t`` draws). ``δ_t`` spends ``1 − confidence``
+  over the looks (a union bound): half of it evenly over the ``planned`` looks that exhaust the pool at the wave
+  size, half over any later look ``k`` as ``6 / (π² k²)``. So the guarantee holds however many waves are looked at
+  and whenever the campaign stops (optional stopping);
+* **decided** pairs: those a Holm step-down test decides at level ``δ_t`` (every one ordered as in the full test set
+  with probability at least ``1 − δ_t``).
+
+A pair tied in the full test set has no order to get wrong, and it is never decided before every cell is judged:
+ties cost annotation, never agreement.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from precomet.errors import PrecometError
+from precomet.stats import normal_cdf
+from precomet.waves.estimate import Estimates
+
+RULES = ("guaranteed", "expected")
+"""Stop rules: the agreement's lower bound (default) or its expectation reaches the target."""
+
+
+def wave_level(confidence: float, waves: int, planned: int) -> float:
+    """``δ_t``: the error level spent on the look after ``waves`` waves when ``planned`` looks exhaust the pool."""
+    alpha, planned, waves = 1 - confidence, max(planned, 1), max(waves, 1)
+    if waves <= planned:
+        return alpha / (2 * planned)
+    return alpha / 2 * 6 / (math.pi**2 * (waves - planned) ** 2)
+
+
+def system_covariance(estimates: Estimates) -> np.ndarray:
+    """The ``S × S`` covariance of the system means, from their variances and the pairs' (clipped to be PSD)."""
+    v = estimates.mean_se**2
+    cov = np.diag(v)
+    a, b = estimates.pairs[:, 0], estimates.pairs[:, 1]
+    off = (v[a] + v[b] - estimates.difference_se**2) / 2
+    cov[a, b] = off
+    cov[b, a] = off
+    values, vectors = np.linalg.eigh(cov)
+    return (vectors * np.clip(values, 0, None)) @ vectors.T
+
+
+def agreement_lower_bound(estimates: Estimates, level: float, *, seed: int = 0) -> float:
+    """The ``level``-quantile of the agreement with full-test-set means drawn around the estimates (module
+    docstring)."""
+    pairs = estimates.pairs
+    if estimates.exact or not len(pairs):
+        return 1.0
+    cov = system_covariance(estimates)
+    values, vectors = np.linalg.eigh(cov)
+    root = vectors * np.sqrt(np.clip(values, 0, None))
+    draws = int(min(max(math.ceil(20 / level), 2000), 400_000))
+    rng = np.random.default_rng(seed)
+    order = np.sign(estimates.differences)
+    wrong = np.zeros(0)
+    chunks = []
+    for start in range(0, draws, 50_000):
+        m = min(50_000, draws - start)
+        noise = rng.standard_normal((m, len(values)), dtype=np.float32) @ root.T.astype(np.float32)
+        truth = estimates.differences[None, :] + noise[:, pairs[:, 0]] - noise[:, pairs[:, 1]]
+        chunks.append(((np.sign(truth) != order[None, :]) & (truth != 0)).sum(axis=1))
+    wrong = np.concatenate(chunks)
+    return float(1 - np.quantile(wrong, 1 - level, method="higher") / len(pairs))
+
+
+def flip_probabilities(estimates: Estimates) -> np.ndarray:
+    """Per pair, the probability that the full test set orders it the other way (``Φ(−|D̂|/se)``; 0 when exact)."""
+    se = estimates.difference_se
+    with np.errstate(divide="ignore", invalid="ignore"):
+        z = np.where(se > 0, np.abs(estimates.differences) / se, np.inf)
+    p = normal_cdf(-z)
+    exact = se == 0
+    return np.where(exact, 0.0, p)
+
+
+def holm_decided(p: np.ndarray, level: float) -> np.ndarray:
+    """Pairs a Holm step-down test decides at family-wise ``level`` (mask aligned with ``p``)."""
+    order = np.argsort(p, kind="stable")
+    thresholds = level / (len(p) - np.arange(len(p)))
+    passing = p[order] <= thresholds
+    k = len(p) if passing.all() else int(np.argmin(passing))
+    decided = np.zeros(len(p), dtype=bool)
+    decided[order[:k]] = True
+    return decided
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The stop rule's reading of one set of estimates."""
+
+    expected: float
+    lower_bound: float
+    decided: np.ndarray  # (P,) pairs decided at the wave's level
+    level: float
+    stop: bool
+    rule: str
+    target: float
+    confidence: float
+
+
+def verdict(
+    estimates: Estimates,
+    *,
+    target: float,
+    confidence: float,
+    rule: str = "guaranteed",
+    planned: int = 20,
+    always_bound: bool = True,
+) -> Verdict:
+    """Stop or continue after ``estimates.waves`` waves (``planned``: looks that exhaust the pool at the wave size).
+    ``always_bound=False`` skips drawing the lower bound when it cannot reach the target (then ``lower_bound`` is
+    only known to be below it and holds the expected agreement, an upper bound of it up to ``1 − δ_t``)."""
+    if rule not in RULES:
+        raise PrecometError(f"unknown stop rule {rule!r}; choose one of {', '.join(RULES)}", param="rule")
+    if not 0 < target <= 1:
+        raise PrecometError(f"target={target!r}: expected a share of pairs in (0, 1]", param="target")
+    if not 0 < confidence < 1:
+        raise PrecometError(f"confidence={confidence!r}: expected a level in (0, 1)", param="confidence")
+    level = wave_level(confidence, estimates.waves, planned)
+    if np.isnan(estimates.differences).any():
+        empty = np.zeros(len(estimates.pairs), dtype=bool)
+        return Verdict(0.0, 0.0, empty, level, False, rule, target, confidence)
+    p = flip_probabilities(estimates)
+    decided = holm_decided(p, level) if not estimates.exact else np.ones(len(p), dtype=bool)
+    expected = float(1 - p.mean()) if len(p) else 1.0
+    # the level-quantile q of an agreement with mean `expected` has (1 − level) q ≤ expected: below, no need to draw
+    cheap = not always_bound and expected < target * (1 - level)
+    lower = expected if cheap else agreement_lower_bound(estimates, level, seed=0)
+    reached = lower >= target if rule == "guaranteed" else expected >= target
+    return Verdict(expected, lower, decided, level, bool(reached or estimates.exact), rule, target, confidence)
+
+
+def projected_fraction(
+    estimates: Estimates,
+    *,
+    judged_fraction: float,
+    step: float,
+    target: float,
+    confidence: float,
+    rule: str,
+    planned: int,
+) -> float:
+    """The share of the pool's cells at which the rule is predicted to stop, if the differences stay where they are
+    and the variances shrink as a random sample's (``∝ (1 − f) / f``), looking every ``step``; 1.0 when only a
+    fully judged pool would stop."""
+    if estimates.exact or np.isnan(estimates.differences).any() or judged_fraction <= 0:
+        return 1.0 if not estimates.exact else judged_fraction
+    fraction, look = judged_fraction, estimates.waves
+    now = (1 - judged_fraction) / judged_fraction
+    while fraction < 1 - 1e-9:
+        fraction = min(1.0, fraction + step)
+        look += 1
+        scale = math.sqrt(((1 - fraction) / fraction) / now) if now > 0 else 0.0
+        future = Estimates(
+            estimates.means,
+            estimates.mean_se * scale,
+            estimates.pairs,
+            estimates.differences,
+            estimates.difference_se * scale,
+            fraction >= 1 - 1e-9,
+            look,
+        )
+        if verdict(future, target=target, confidence=confidence, rule=rule, planned=planned).stop:
+            return fraction
+    return 1.0
