@@ -88,7 +88,7 @@ def test_ensemble_averages_z_scored_members(tmp_path):
     got_ids, values, signed = read_utilities(tmp_path / "mean.jsonl")
     expected = np.mean([(v - v.mean()) / v.std() for v in (first, second)], axis=0)
     assert got_ids == ids
-    np.testing.assert_allclose(values, expected)
+    np.testing.assert_allclose(values, expected, atol=1e-12)
     assert signed["method"] == "ensemble" and signed["data_hash"] == "h"
     assert [m["file"] for m in signed["members"]] == ["one.jsonl", "two.jsonl"]
 

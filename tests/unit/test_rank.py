@@ -82,7 +82,7 @@ def test_bootstrap_equals_per_round_reference():
     matrix = rng.normal(size=(7, 3))
     boot = bootstrap_means(matrix, rounds=40, seed=11)
     draws = np.random.default_rng(11).integers(0, 7, size=(40, 7))  # the documented stream (one chunk)
-    np.testing.assert_allclose(boot, matrix[draws].mean(axis=1), rtol=1e-12)
+    np.testing.assert_allclose(boot, matrix[draws].mean(axis=1), rtol=1e-12, atol=1e-12)
 
 
 def test_bootstrap_with_missing_equals_nanmean_reference():

@@ -212,8 +212,12 @@ def test_real_wmt23(raw_data):
     assert rows.tolist() == rated.tolist() and len(rows) == 460
     for score, matrix in raw.items():
         matrix = matrix[rows]
-        np.testing.assert_allclose(compute_utility(campaign, "metric_avg", metric=score), -matrix.mean(axis=1))
-        np.testing.assert_allclose(compute_utility(campaign, "metric_var", metric=score), matrix.var(axis=1))
+        np.testing.assert_allclose(
+            compute_utility(campaign, "metric_avg", metric=score), -matrix.mean(axis=1), atol=1e-12
+        )
+        np.testing.assert_allclose(
+            compute_utility(campaign, "metric_var", metric=score), matrix.var(axis=1), atol=1e-12
+        )
         means = matrix.mean(axis=0)
         expected = [spearmanr(row, means).statistic if np.ptp(row) > 0 else 0.0 for row in matrix]
         np.testing.assert_allclose(compute_utility(campaign, "metric_cons", metric=score), expected, atol=1e-12)
