@@ -37,6 +37,7 @@ COMMANDS = {
     "rank": "precomet.commands.rank",
     "diffuse": "precomet.commands.diffuse",
     "elo": "precomet.commands.elo",
+    "waves": "precomet.commands.waves",
 }
 
 

@@ -1,0 +1,345 @@
+"""``precomet waves``: annotate in waves until the ranking is settled (the next wave and the report), and
+``precomet waves replay``: the protocol replayed on a fully judged campaign."""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import sys
+from functools import partial
+from pathlib import Path
+from statistics import NormalDist
+
+import numpy as np
+
+from precomet.commands.common import (
+    Paths,
+    add_data_arguments,
+    data_inputs,
+    load_campaign,
+    open_share,
+    repeats,
+    seed,
+    share,
+)
+from precomet.errors import PrecometError
+
+HELP = (
+    "annotate in waves until the ranking is settled: the next wave (cells to judge, with their inclusion"
+    " probabilities) and a report (ranking, predicted agreement with the full test set, stop or continue);"
+    " 'waves replay' replays the protocol on a fully judged campaign"
+)
+CELL_FORMATS = {".jsonl": "jsonl", ".csv": "csv", ".tsv": "tsv"}
+"""Suffixes of a wave's batch of cells (one row per item × system to judge)."""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "action",
+        nargs="?",
+        choices=["next", "replay"],
+        default="next",
+        help="next (default): report and draw the next wave of a live campaign; replay: replay on a judged campaign",
+    )
+    add_data_arguments(parser)
+    parser.add_argument(
+        "--judgements",
+        type=Path,
+        nargs="+",
+        default=[],
+        metavar="FILE",
+        help="judgements so far (any input rank reads, e.g. canonical JSONL with the judged cells' human scores)",
+    )
+    parser.add_argument(
+        "--manifest",
+        type=Path,
+        help="the campaign's waves manifest (JSON): read when it exists, and the new wave is added to it",
+    )
+    parser.add_argument(
+        "--size",
+        default="5%",
+        help="wave size: items (200), a share of the pool (5%%), cells (300cells), or a duration (10h) (default 5%%)",
+    )
+    parser.add_argument("--target", type=share, default=0.95, help="pairwise agreement to reach (default 0.95)")
+    parser.add_argument("--confidence", type=open_share, default=0.9, help="confidence of the guarantee (default 0.9)")
+    parser.add_argument("--rule", choices=["guaranteed", "expected"], default="guaranteed", help="stop rule")
+    parser.add_argument(
+        "--chooser",
+        choices=["random", "length", "prior", "learn"],
+        default="learn",
+        help="how waves are chosen (default learn: within-campaign learning from the prior)",
+    )
+    parser.add_argument("--utility", help="the prior: an output-based utility, e.g. metric_var (needs --metric)")
+    parser.add_argument("--metric", help="metric the utility and the learning's features read, e.g. MetricX-23-c")
+    parser.add_argument("--allocation", action="store_true", help="fewer cells for systems already decided")
+    parser.add_argument("--level", choices=["item", "doc"], default="item", help="sampling unit (default item)")
+    parser.add_argument(
+        "--top-k", action="store_true", help="deterministic top-k waves (no weights: the estimates are biased)"
+    )
+    parser.add_argument("--seed", type=seed, default=0, help="seed of the draws (default 0)")
+    parser.add_argument("--batch", type=Path, help="next wave: one row per cell (.jsonl, .csv, .tsv)")
+    parser.add_argument("--pearmut", type=Path, help="next wave as a Pearmut campaign file (JSON)")
+    parser.add_argument("--report", type=Path, help="the report as JSON ('-' = standard output)")
+    parser.add_argument("--plot", type=Path, help="figure of the ranking and the agreement (PNG, PDF, SVG)")
+    parser.add_argument("--runs", type=repeats, default=100, help="replay: runs (default 100)")
+    parser.add_argument("-o", "--output", type=Path, help="replay: its summary as JSON")
+
+
+def paths(args: argparse.Namespace) -> Paths:
+    return Paths(
+        inputs=[*data_inputs(args), *args.judgements],
+        outputs=[args.batch, args.pearmut, args.report, args.plot, args.output],
+    )
+
+
+def _chooser(args: argparse.Namespace, pool):
+    from precomet.campaign import source_length
+    from precomet.waves.choosers import Chooser, metric_features
+
+    prior = features = None
+    if args.utility:
+        from precomet.utilities import compute_utility
+
+        prior = compute_utility(pool, args.utility, metric=args.metric)
+    if args.metric:
+        if args.metric not in pool.scores:
+            raise PrecometError(f"--metric {args.metric}: the pool has no such score ({', '.join(pool.scores)})")
+        features = metric_features(pool.score(args.metric))
+    if args.chooser == "prior" and prior is None:
+        raise PrecometError("--chooser prior needs --utility (and --metric for a metric's utility)")
+    return Chooser(args.chooser, source_length(pool.src), prior=prior, features=features)
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.action == "replay":
+        return _replay(args)
+    from precomet.io.atomic import output_set
+    from precomet.waves.live import Manifest, next_wave, read_judgements, standing, wave_record
+    from precomet.waves.plan import parse_wave_size
+
+    if args.output is not None:
+        raise PrecometError("-o is replay's output; a live campaign writes --batch, --pearmut, --report, --plot")
+    pool = load_campaign(args)
+    pool_systems = tuple(s for s in pool.systems if s in pool.outputs) or None
+    manifest = Manifest.read(args.manifest, pool) if args.manifest is not None and args.manifest.exists() else None
+    size = parse_wave_size(manifest.size if manifest else args.size, len(pool))
+    if manifest is not None and (manifest.level != args.level or manifest.size != args.size):
+        print(
+            f"precomet waves: the manifest fixes --size {manifest.size} --level {manifest.level} (kept)",
+            file=sys.stderr,
+        )
+    level = manifest.level if manifest else args.level
+    judgements = read_judgements(args.judgements, pool, pool_systems)
+    systems = judgements.systems
+    if pool_systems is not None and not systems:
+        systems = pool_systems
+        judgements = type(judgements)(systems, np.full((len(pool), len(systems)), np.nan))
+    planned = (
+        manifest.planned
+        if manifest
+        else size.planned_looks(len(pool), len(pool) * max(len(systems), 1), float(pool.cost.sum()))
+    )
+    waves = manifest.rebuild(pool, systems) if manifest else []
+    if waves and args.judgements == [] and manifest is not None:
+        print("precomet waves: no --judgements given: the waves drawn so far count as unanswered", file=sys.stderr)
+    current = standing(
+        pool,
+        judgements,
+        waves,
+        target=args.target,
+        confidence=args.confidence,
+        rule=args.rule,
+        size=size,
+        planned=planned,
+    )
+    report = current.to_dict(NormalDist().inv_cdf(1 - (1 - args.confidence) / 2))
+    report["systems_known"] = bool(systems)
+    new = None
+    if not current.verdict.stop:
+        new = next_wave(
+            pool,
+            judgements,
+            waves,
+            current,
+            chooser=_chooser(args, pool),
+            size=size,
+            level=level,
+            allocation=args.allocation,
+            top_k=args.top_k,
+            seed=args.seed,
+        )
+        report["next_wave"] = {
+            "number": new.number,
+            "items": int(new.drawn.any(axis=1).sum()),
+            "cells": int(new.drawn.sum()) if systems else None,
+            "chooser": args.chooser,
+            "weighted": new.weighted,
+        }
+    _print_report(report, stream=sys.stderr if str(args.report) == "-" else sys.stdout)
+    targets = [args.report, args.plot] + ([args.batch, args.pearmut, args.manifest] if new is not None else [])
+    with output_set(*targets) as out:
+        if args.report:
+            with out.open(args.report) as handle:
+                json.dump(report, handle, indent=1, ensure_ascii=False)
+                handle.write("\n")
+        if args.plot:
+            _plot(report, out.path(args.plot))
+        if new is not None:
+            drawn = new.drawn
+            if args.batch:
+                with out.open(args.batch) as handle:
+                    _write_cells(handle, pool, drawn, systems, args.batch)
+            if args.pearmut:
+                from precomet.io.pearmut import write_pearmut
+
+                with out.open(args.pearmut) as handle:
+                    write_pearmut(handle, pool, drawn if systems else None, campaign_id=pool.name, systems=systems)
+            if args.manifest:
+                record = Manifest(pool.data_hash(), level, size.text, planned, []) if manifest is None else manifest
+                record.waves.append(wave_record(new, pool, systems, level))
+                with out.open(args.manifest) as handle:
+                    json.dump(record.to_dict(), handle, indent=1)
+                    handle.write("\n")
+    if new is None:
+        print("precomet waves: stop — the ranking is settled at the target; no wave drawn", file=sys.stderr)
+    elif args.manifest is None:
+        print(
+            "precomet waves: without --manifest the wave's probabilities are not kept and its judgements cannot be"
+            " weighted later",
+            file=sys.stderr,
+        )
+    return 0
+
+
+def _write_cells(handle, pool, drawn: np.ndarray, systems: tuple[str, ...], path: Path) -> None:
+    suffix = path.suffix.lower()
+    if suffix not in CELL_FORMATS:
+        raise PrecometError(f"--batch {path}: name it *.jsonl, *.csv or *.tsv (one row per cell to judge)")
+    rows = []
+    for i in np.flatnonzero(drawn.any(axis=1)):
+        names = [systems[s] for s in np.flatnonzero(drawn[i])] if systems else [None]
+        for system in names:
+            tgt = pool.outputs[system][i] if system is not None and system in pool.outputs else None
+            rows.append(
+                {
+                    "id": pool.ids[i],
+                    "doc": pool.doc[i],
+                    "domain": pool.domain[i],
+                    "src": pool.src[i],
+                    "system": system,
+                    "tgt": tgt,
+                }
+            )
+    if CELL_FORMATS[suffix] == "jsonl":
+        from precomet.io import jsonsafe
+
+        jsonsafe.dump_lines(iter(rows), handle)
+        return
+    writer = csv.writer(handle, delimiter="\t" if suffix == ".tsv" else ",", lineterminator="\r\n")
+    header = ["id", "doc", "domain", "src", "system", "tgt"]
+    writer.writerow(header)
+    for row in rows:
+        writer.writerow(["" if row[k] is None else str(row[k]) for k in header])
+
+
+def _print_report(report: dict, stream) -> None:
+    print(
+        f"waves judged: {report['waves']}; cells judged {report['judged_cells']:,} of {report['pool_cells']:,}"
+        f" ({report['judged_items']:,} of {report['pool_items']:,} items); estimates: {report['estimates']}",
+        file=stream,
+    )
+    if report["ranking"]:
+        print(f"{'#':>3}  {'system':<28} {'mean':>10}  interval", file=stream)
+        for row in report["ranking"]:
+            print(
+                f"{row['cluster']:>3}  {row['system']:<28} {row['mean']:>10.4f}"
+                f"  [{row['ci_low']:.4f}, {row['ci_high']:.4f}]",
+                file=stream,
+            )
+    print(
+        f"agreement with the full test set: expected {report['expected_agreement']:.3f}, lower bound"
+        f" {report['agreement_lower_bound']:.3f} at {report['confidence']:.0%} ({len(report['decided_pairs'])} of"
+        f" {len(report['decided_pairs']) + len(report['undecided_pairs'])} pairs decided); target"
+        f" {report['target']:.2f} ({report['rule']}): {'STOP' if report['stop'] else 'continue'}",
+        file=stream,
+    )
+    if not report["stop"] and report["waves"] == 0:
+        print("still needed: unknown until the first wave's judgements are in", file=stream)
+    elif not report["stop"]:
+        print(
+            f"still needed (estimated): about {report['items_still_needed']:,} items,"
+            f" {report['hours_still_needed']:.1f} h (stop predicted at {report['predicted_stop_share']:.0%}"
+            " of the cells)",
+            file=stream,
+        )
+
+
+def _plot(report: dict, path: Path) -> None:
+    from matplotlib.figure import Figure
+
+    rows = report["ranking"]
+    figure = Figure(figsize=(6, 0.35 * max(len(rows), 2) + 1.2))
+    ax = figure.add_subplot()
+    if rows:
+        y = np.arange(len(rows))[::-1]
+        means = np.array([r["mean"] for r in rows])
+        low = means - np.array([r["ci_low"] for r in rows])
+        high = np.array([r["ci_high"] for r in rows]) - means
+        ax.errorbar(means, y, xerr=[low, high], fmt="o", color="C0")
+        ax.set_yticks(y, [f"{r['cluster']}  {r['system']}" for r in rows], fontsize=8)
+    ax.set_xlabel("estimated mean human score (weighted)")
+    ax.set_title(
+        f"wave {report['waves']}: agreement expected {report['expected_agreement']:.3f}, bound"
+        f" {report['agreement_lower_bound']:.3f} -> {'stop' if report['stop'] else 'continue'}",
+        fontsize=9,
+    )
+    figure.tight_layout()
+    figure.savefig(path)
+
+
+def _replay(args: argparse.Namespace) -> int:
+    from precomet.campaign import HUMAN
+    from precomet.io.atomic import output_set
+    from precomet.waves.plan import parse_wave_size
+    from precomet.waves.replay import ReplaySettings, replay
+
+    pool = load_campaign(args)
+    if HUMAN not in pool.scores:
+        raise PrecometError(f"waves replay: {args.data} has no human scores to replay")
+    settings = ReplaySettings(
+        size=parse_wave_size(args.size, len(pool)),
+        target=args.target,
+        confidence=args.confidence,
+        rule=args.rule,
+        level=args.level,
+        allocation=args.allocation,
+        top_k=args.top_k,
+    )
+    choosers = ["random"] if args.chooser == "random" else ["random", args.chooser]
+    summaries = []
+    with output_set(args.output) as out:
+        for name in choosers:
+            chooser_args = argparse.Namespace(**{**vars(args), "chooser": name})
+            result = replay(
+                pool.score(HUMAN),
+                partial(_chooser, chooser_args, pool),
+                settings,
+                doc=pool.doc,
+                cost=pool.cost,
+                runs=args.runs,
+                seed=args.seed,
+                campaign=pool.name,
+            )
+            summaries.append(result.summary())
+            s = summaries[-1]
+            print(
+                f"{name:<8} cells at stop: median {s['cells_share']['median']:.1%} (p10 {s['cells_share']['p10']:.1%},"
+                f" p90 {s['cells_share']['p90']:.1%}); realised agreement mean {s['agreement_mean']:.3f},"
+                f" {s['reached_target']:.0%} of runs reach {args.target}"
+            )
+        if args.output:
+            with out.open(args.output) as handle:
+                json.dump({"settings": vars(settings) | {"size": args.size}, "results": summaries}, handle, indent=1)
+                handle.write("\n")
+    return 0
