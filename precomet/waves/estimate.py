@@ -130,6 +130,8 @@ def combine(results: list[WaveResult], scores: np.ndarray, pairs: np.ndarray, *,
     ``weighted=False`` (a wave was a deterministic top-k): the plain means of the judged cells, with the standard
     errors of a random sample of that size — biased, and said so wherever they are shown."""
     n_items, n_systems = scores.shape
+    if n_systems == 0:  # a pool of sources whose systems no judgement has named yet
+        return Estimates(np.zeros(0), np.zeros(0), pairs, np.zeros(0), np.zeros(0), False, len(results))
     if not weighted and np.isnan(scores).any():
         return plain_estimates(scores, pairs, len(results))
     if not np.isnan(scores).any():

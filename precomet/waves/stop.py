@@ -130,7 +130,7 @@ def verdict(
     if not 0 < confidence < 1:
         raise PrecometError(f"confidence={confidence!r}: expected a level in (0, 1)", param="confidence")
     level = wave_level(confidence, estimates.waves, planned)
-    if np.isnan(estimates.differences).any():
+    if np.isnan(estimates.differences).any() or not len(estimates.means):
         empty = np.zeros(len(estimates.pairs), dtype=bool)
         return Verdict(0.0, 0.0, empty, level, False, rule, target, confidence)
     p = flip_probabilities(estimates)

@@ -1,0 +1,179 @@
+"""Waves: inclusion probabilities, unbiased weighted estimates, the stop rules, the replay and the command."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from precomet.cli import main
+from precomet.errors import PrecometError
+from precomet.waves.choosers import Chooser
+from precomet.waves.design import inclusion_probabilities
+from precomet.waves.estimate import combine, pair_contrasts, plain_estimates, wave_result
+from precomet.waves.plan import WaveSize, draw_wave, parse_wave_size
+from precomet.waves.replay import ReplaySettings, realised_agreement, replay
+from precomet.waves.stop import holm_decided, verdict, wave_level
+
+
+def test_inclusion_probabilities_meet_the_budget_and_keep_the_floor():
+    scores = np.array([0.0, 0.0, 1.0, 5.0, 50.0])
+    weights = np.array([1.0, 2.0, 1.0, 1.0, 1.0])
+    pi = inclusion_probabilities(scores, weights, 3.0, floor=0.2)
+    assert (pi * weights).sum() == pytest.approx(3.0, abs=1e-9)
+    assert (pi > 0).all() and (pi <= 1).all()
+    assert pi[0] == pytest.approx(pi[1], abs=1e-12)  # equal scores, equal probabilities
+    assert pi[4] == 1.0  # capped, the rest redistributed
+    assert (inclusion_probabilities(scores, weights, 100.0) == 1).all()
+    with pytest.raises(PrecometError):
+        inclusion_probabilities(np.array([-1.0, 1.0]), np.ones(2), 1.0)
+
+
+def test_wave_sizes_parse_items_shares_cells_and_durations():
+    assert parse_wave_size("200").amount == 200 and parse_wave_size("200").kind == "items"
+    assert parse_wave_size("5%", 1000).amount == pytest.approx(50, abs=1e-12)
+    assert parse_wave_size("300cells").kind == "cells"
+    assert parse_wave_size("10h").amount == 36000 and parse_wave_size("10h").kind == "seconds"
+    with pytest.raises(PrecometError, match="wave size"):
+        parse_wave_size("lots")
+
+
+def _pool(n=60, s=4, seed=1):
+    rng = np.random.default_rng(seed)
+    spread = rng.gamma(1.0, 1.0, n)
+    truth = rng.normal(size=(n, 1)) + np.array([0.0, 0.3, 0.5, 1.2])[:s] + spread[:, None] * rng.normal(size=(n, s))
+    return truth, spread
+
+
+def test_weighted_estimates_are_unbiased_under_an_adaptive_chooser_with_system_allocation():
+    """Two waves drawn with unequal probabilities (the second from a chooser that reads the first's judgements) and
+    system shares q < 1: the weighted pair differences average to the full pool's over many draws, the plain means of
+    the judged cells do not, and the variance estimate matches the draws' variance."""
+    truth, spread = _pool()
+    n, s = truth.shape
+    pairs, contrasts = pair_contrasts(s)
+    full = truth.mean(axis=0)
+    target = full[pairs[:, 0]] - full[pairs[:, 1]]
+    prior = spread + 0.1  # a chooser that knows which items spread: the plain mean over-weights them
+    weighted, plain, variances = [], [], []
+    size = WaveSize("items", 10.0, "10")
+    units = np.arange(n)
+    for r in range(3000):
+        rng = np.random.default_rng(r)
+        known = np.zeros((n, s), dtype=bool)
+        judged = np.full((n, s), np.nan)
+        results = []
+        for number, q in ((1, np.ones(s)), (2, np.array([1.0, 0.5, 0.7, 0.4]))):
+            scores = prior if number == 1 else prior * (1 + known.any(axis=1))
+            wave = draw_wave(
+                number=number, item_scores=scores, judged=judged, known=known, units=units, cost=np.ones(n),
+                size=size, q=q, rng=rng,
+            )  # fmt: skip
+            known = known | wave.drawn
+            judged = np.where(known, truth, np.nan)
+            results.append(wave_result(wave, judged, contrasts))
+        estimate = combine(results, judged, pairs)
+        weighted.append(estimate.differences)
+        variances.append(estimate.difference_se**2)
+        plain.append(plain_estimates(judged, pairs, 2).differences)
+    weighted_arr, plain_arr = np.array(weighted), np.array(plain)
+    error = np.abs(weighted_arr.mean(axis=0) - target)
+    mc_se = weighted_arr.std(axis=0) / np.sqrt(len(weighted_arr))
+    assert (error < 4 * mc_se).all(), (error, mc_se)
+    assert np.max(np.abs(np.nanmean(plain_arr, axis=0) - target) / mc_se) > 6  # the plain mean is biased here
+    ratio = np.mean(variances, axis=0) / weighted_arr.var(axis=0)
+    assert ((ratio > 0.8) & (ratio < 1.25)).all(), ratio
+
+
+def test_the_stop_rule_spends_its_level_over_the_looks_and_stops_when_every_cell_is_judged():
+    assert sum(wave_level(0.9, t, 20) for t in range(1, 5000)) <= 0.1 + 1e-12
+    p = np.array([0.001, 0.02, 0.0001, 0.5])
+    assert holm_decided(p, 0.01).tolist() == [True, False, True, False]
+    truth, _ = _pool(n=20)
+    pairs, _ = pair_contrasts(truth.shape[1])
+    exact = combine([], truth, pairs)
+    reading = verdict(exact, target=0.95, confidence=0.9)
+    assert reading.stop and reading.expected == 1.0 and reading.lower_bound == 1.0
+    assert realised_agreement(exact.means, truth.mean(axis=0), pairs) == 1.0
+
+
+def test_a_replay_of_the_guaranteed_rule_reaches_the_target_in_nine_runs_of_ten():
+    truth, spread = _pool(n=300, s=4, seed=3)
+    settings = ReplaySettings(size=parse_wave_size("10%", 300), target=0.95, confidence=0.9)
+    result = replay(
+        truth, lambda: Chooser("random", spread), settings, doc=np.arange(300).astype(str), cost=np.ones(300), runs=40
+    )
+    summary = result.summary()
+    assert summary["reached_target"] >= 0.9
+    assert 0 < summary["cells_share"]["median"] <= 1
+
+
+@pytest.fixture
+def pool_files(tmp_path):
+    sources = tmp_path / "sources.txt"
+    sources.write_text("".join(f"source sentence number {i} {'x' * i}\n" for i in range(1, 41)), encoding="utf-8")
+    return sources
+
+
+def test_a_plain_text_pool_without_judgements_gets_a_first_wave_and_is_told_what_it_needs(pool_files, capsys):
+    tmp = pool_files.parent
+    status = main(
+        ["waves", "--data", str(pool_files), "--size", "8", "--manifest", str(tmp / "m.json"),
+         "--batch", str(tmp / "w1.jsonl"), "--report", str(tmp / "r.json")]
+    )  # fmt: skip
+    assert status == 0
+    out = capsys.readouterr().out
+    assert "unknown until the first wave's judgements are in" in out
+    rows = [json.loads(line) for line in (tmp / "w1.jsonl").read_text().splitlines()]
+    assert rows and all(row["system"] is None for row in rows)
+    report = json.loads((tmp / "r.json").read_text())
+    assert report["stop"] is False and report["next_wave"]["items"] == len(rows)
+    manifest = json.loads((tmp / "m.json").read_text())
+    assert len(manifest["waves"]) == 1 and len(manifest["waves"][0]["unit_probability"]) == 40
+
+
+def _judge(rows, path, *, value=lambda i, s: float((i * 37 + s * 11) % 17) + 0.01 * s):
+    with open(path, "w", encoding="utf-8") as handle:
+        for row in rows:
+            item = int(row["id"])
+            scores = {name: {"human": value(item, k)} for k, name in enumerate(["A", "B", "C"])}
+            handle.write(json.dumps({"id": row["id"], "src": row["src"], "scores": scores}) + "\n")
+
+
+def test_judgements_of_another_campaign_and_duplicates_are_refused_and_nothing_written_is_lost(pool_files, capsys):
+    tmp = pool_files.parent
+    base = ["waves", "--data", str(pool_files), "--size", "8", "--manifest", str(tmp / "m.json")]
+    assert main([*base, "--batch", str(tmp / "w1.jsonl")]) == 0
+    rows = [json.loads(line) for line in (tmp / "w1.jsonl").read_text().splitlines()]
+    _judge(rows, tmp / "j1.jsonl")
+    before = (tmp / "m.json").read_bytes()
+    other = tmp / "other.jsonl"
+    other.write_text(json.dumps({"id": "999", "src": "elsewhere", "scores": {"A": {"human": 1.0}}}) + "\n")
+    capsys.readouterr()
+    assert main([*base, "--judgements", str(other), "--batch", str(tmp / "w2.jsonl")]) == 2
+    assert "not in the pool" in capsys.readouterr().err
+    assert (
+        main([*base, "--judgements", str(tmp / "j1.jsonl"), str(tmp / "j1.jsonl"), "--batch", str(tmp / "w2.jsonl")])
+        == 2
+    )
+    assert "judged again" in capsys.readouterr().err
+    assert (tmp / "m.json").read_bytes() == before and not (tmp / "w2.jsonl").exists()
+    assert (
+        main(
+            [
+                *base,
+                "--judgements",
+                str(tmp / "j1.jsonl"),
+                "--batch",
+                str(tmp / "w2.jsonl"),
+                "--report",
+                str(tmp / "r2.json"),
+            ]
+        )
+        == 0
+    )
+    report = json.loads((tmp / "r2.json").read_text())
+    assert report["waves"] == 1 and report["judged_items"] == len(rows)
+    assert sorted(r["system"] for r in report["ranking"]) == ["A", "B", "C"] and report["stop"] is False
+    assert len(json.loads((tmp / "m.json").read_text())["waves"]) == 2
