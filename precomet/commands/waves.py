@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import re
 import sys
 from functools import partial
 from pathlib import Path
@@ -52,6 +53,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="judgements so far (any input rank reads, e.g. canonical JSONL with the judged cells' human scores)",
     )
     parser.add_argument(
+        "--pearmut-annotations",
+        type=Path,
+        nargs="+",
+        default=[],
+        metavar="FILE",
+        help="judgements exported by Pearmut (its annotation download or log); several annotators of a cell averaged",
+    )
+    parser.add_argument(
         "--manifest",
         type=Path,
         help="the campaign's waves manifest (JSON): read when it exists, and the new wave is added to it",
@@ -88,7 +97,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def paths(args: argparse.Namespace) -> Paths:
     return Paths(
-        inputs=[*data_inputs(args), *args.judgements],
+        inputs=[*data_inputs(args), *args.judgements, *args.pearmut_annotations],
         outputs=[args.batch, args.pearmut, args.report, args.plot, args.output],
     )
 
@@ -130,7 +139,7 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     level = manifest.level if manifest else args.level
-    judgements = read_judgements(args.judgements, pool, pool_systems)
+    judgements = read_judgements(args.judgements, pool, pool_systems, pearmut=args.pearmut_annotations)
     systems = judgements.systems
     if pool_systems is not None and not systems:
         systems = pool_systems
@@ -193,8 +202,14 @@ def run(args: argparse.Namespace) -> int:
             if args.pearmut:
                 from precomet.io.pearmut import write_pearmut
 
+                if not systems:
+                    raise PrecometError("--pearmut: a Pearmut campaign shows system outputs, and this pool has none")
+                cells = np.zeros((len(pool), len(pool.systems)), dtype=bool)
+                for k, system in enumerate(systems):
+                    cells[:, pool.systems.index(system)] = drawn[:, k]
+                campaign_id = re.sub(r"[^A-Za-z0-9_.-]+", "_", pool.name) + f"_wave{new.number}"
                 with out.open(args.pearmut) as handle:
-                    write_pearmut(handle, pool, drawn if systems else None, campaign_id=pool.name, systems=systems)
+                    write_pearmut(handle, pool, cells, campaign_id=campaign_id)
             if args.manifest:
                 record = Manifest(pool.data_hash(), level, size.text, planned, []) if manifest is None else manifest
                 record.waves.append(wave_record(new, pool, systems, level))

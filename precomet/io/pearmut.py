@@ -529,21 +529,28 @@ def _judgements(path: Path, records: list[tuple[str, int | None, str, Any]]) -> 
         for k, (item, annotation) in enumerate(zip(items, annotations)):
             if annotation is None or (isinstance(item, dict) and "form" in item and "text" in item):
                 continue  # a skipped item; a form's answer
-            for judgement in _item_judgements(path, f"{where}item {k}", line, item, annotation):
+            for judgement in _item_judgements(path, where, k, line, item, annotation):
                 latest[(campaign_id, user, item_i, k, judgement.system)] = judgement
     return list(latest.values())
 
 
-def _item_judgements(path: Path, where: str, line: int | None, item: Any, annotation: Any) -> Iterator[Judgement]:
+def _item_judgements(
+    path: Path, where: str, k: int, line: int | None, item: Any, annotation: Any
+) -> Iterator[Judgement]:
+    """The judgements of the ``k``-th item of a record (``where`` names the record in a JSON document)."""
     if not isinstance(item, dict) or "item_id" not in item:
-        raise DataError(path, f"{where}: no 'item_id' to map the annotation back to an item", line=line)
+        raise DataError(path, f"{where}item {k} of 'item': no 'item_id' to map its annotation back", line=line)
     item_id = item["item_id"]
     if isinstance(item_id, bool) or not isinstance(item_id, (str, int)):
-        raise DataError(path, f"{where}: 'item_id' must be text or a number, got {_kind(item_id)}", line=line)
+        raise DataError(
+            path, f"{where}item {k} of 'item': 'item_id' must be text or a number, got {_kind(item_id)}", line=line
+        )
     if not isinstance(annotation, dict):
-        raise DataError(path, f"{where}: the annotation must be an object of model -> scores", line=line)
+        raise DataError(
+            path, f"{where}item {item_id!r}: the annotation must be an object of model -> scores", line=line
+        )
     for model, scores in annotation.items():
-        what = f"{where}, item {item_id!r}, model {model!r}"
+        what = f"{where}item {item_id!r}, model {model!r}"
         if not isinstance(scores, dict) or ("score" not in scores and "sliders" not in scores):
             raise DataError(path, f"{what}: expected an object with 'score'", line=line)
         score = scores.get("score")

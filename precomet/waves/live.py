@@ -36,15 +36,35 @@ class Judgements:
     scores: np.ndarray
 
 
-def read_judgements(paths: list[Path], pool: Campaign, systems: tuple[str, ...] | None) -> Judgements:
-    """The human scores of ``paths`` (any input ``rank`` reads) on the pool's items. Items the pool does not hold,
-    systems outside ``systems`` (when fixed), a source text that differs from the pool's, and a cell judged in two
-    files are errors naming the file."""
+def read_judgements(
+    paths: list[Path], pool: Campaign, systems: tuple[str, ...] | None, *, pearmut: list[Path] | None = None
+) -> Judgements:
+    """The human scores of ``paths`` (any input ``rank`` reads) and of Pearmut annotation exports ``pearmut`` (an
+    item and model annotated by several annotators gets their mean) on the pool's items. Items the pool does not
+    hold, systems outside ``systems`` (when fixed), a source text that differs from the pool's, and a cell judged in
+    two files are errors naming the file."""
     from precomet.io import load
+    from precomet.io.pearmut import read_pearmut_annotations
 
     index = {str(i): k for k, i in enumerate(pool.ids)}
     cells: dict[tuple[int, str], tuple[float, Path]] = {}
     order: list[str] = list(systems or ())
+    for export in pearmut or []:
+        collected: dict[tuple[int, str], list[float]] = {}
+        for judgement in read_pearmut_annotations(export):
+            if judgement.item not in index:
+                raise PrecometError(
+                    f"{export}: item {judgement.item!r} is not in the pool: annotations of another campaign?"
+                )
+            if systems is not None and judgement.system not in systems:
+                raise PrecometError(f"{export}: model {judgement.system!r} is not one of the pool's systems")
+            collected.setdefault((index[judgement.item], judgement.system), []).append(float(judgement.score))
+        for key, values in collected.items():
+            if key in cells:
+                raise PrecometError(f"{export}: item {pool.ids[key[0]]!r}, system {key[1]!r} is judged again")
+            cells[key] = (float(np.mean(values)), export)
+            if key[1] not in order:
+                order.append(key[1])
     for path in paths:
         judged = load(path, complete=False)
         if HUMAN not in judged.scores:
