@@ -80,7 +80,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="how waves are chosen (default learn: within-campaign learning from the prior)",
     )
     parser.add_argument("--utility", help="the prior: an output-based utility, e.g. metric_var (needs --metric)")
-    parser.add_argument("--metric", help="metric the utility and the learning's features read, e.g. MetricX-23-c")
+    parser.add_argument(
+        "--metric",
+        help="metric the utility, the learning's features and the weighted estimates' predictor read (the same on"
+        " every call of a campaign), e.g. MetricX-23-c",
+    )
     parser.add_argument("--allocation", action="store_true", help="fewer cells for systems already decided")
     parser.add_argument("--level", choices=["item", "doc"], default="item", help="sampling unit (default item)")
     parser.add_argument(
@@ -139,6 +143,12 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     level = manifest.level if manifest else args.level
+    metric = manifest.metric if manifest else args.metric
+    if manifest is not None and args.metric != manifest.metric:
+        raise PrecometError(
+            f"--metric {args.metric}: the manifest's waves were weighted with the metric {manifest.metric!r}; give"
+            " the same --metric on every call of one campaign"
+        )
     judgements = read_judgements(args.judgements, pool, pool_systems, pearmut=args.pearmut_annotations)
     systems = judgements.systems
     if pool_systems is not None and not systems:
@@ -166,7 +176,7 @@ def run(args: argparse.Namespace) -> int:
     report["systems_known"] = bool(systems)
     new = None
     if not current.verdict.stop:
-        new = next_wave(
+        new, predictor = next_wave(
             pool,
             judgements,
             waves,
@@ -177,6 +187,7 @@ def run(args: argparse.Namespace) -> int:
             allocation=args.allocation,
             top_k=args.top_k,
             seed=args.seed,
+            metric=metric,
         )
         report["next_wave"] = {
             "number": new.number,
@@ -211,8 +222,10 @@ def run(args: argparse.Namespace) -> int:
                 with out.open(args.pearmut) as handle:
                     write_pearmut(handle, pool, cells, campaign_id=campaign_id)
             if args.manifest:
-                record = Manifest(pool.data_hash(), level, size.text, planned, []) if manifest is None else manifest
-                record.waves.append(wave_record(new, pool, systems, level))
+                record = (
+                    Manifest(pool.data_hash(), level, size.text, planned, metric, []) if manifest is None else manifest
+                )
+                record.waves.append(wave_record(new, predictor, pool, systems, level))
                 with out.open(args.manifest) as handle:
                     json.dump(record.to_dict(), handle, indent=1)
                     handle.write("\n")
@@ -345,6 +358,7 @@ def _replay(args: argparse.Namespace) -> int:
                 runs=args.runs,
                 seed=args.seed,
                 campaign=pool.name,
+                metric=np.asarray(pool.score(args.metric), dtype=float) if args.metric else None,
             )
             summaries.append(result.summary())
             s = summaries[-1]

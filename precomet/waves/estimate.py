@@ -2,13 +2,15 @@
 
 Wave ``t`` draws every still-open cell ``(i, s)`` with probability ``π_u · q_s`` (its unit's probability, then its
 system's, :mod:`precomet.waves.design`), both fixed before the draw. With ``f`` a predictor of the human score fitted
-on the cells judged *before* the wave (per-system means of those cells; 0 before any judgement), the wave's
+on the cells judged *before* the wave (0 before any judgement), the wave's
 estimate of system ``s``'s total over the pool,
 
     Ŷ_t(s) = Σ_known y + Σ_open f + Σ_{drawn, judged} (y − f) / (π_u · q_s · r_s),
 
-is unbiased given everything before the wave (``r_s`` = the share of the wave's drawn cells of ``s`` that came back
-judged: cells an annotator skipped are treated as missing at random within their wave and system). Its variance is
+is unbiased given everything before the wave (``r_s`` = the share of the wave's drawn cells of ``s`` that came
+back judged: cells an annotator skipped are treated as missing at random within their wave and system). ``f`` is a
+system's mean plus, with a metric, one slope on the metric's score of the cell (fitted within systems on the earlier
+cells: the predictor of prediction-powered inference), so residuals shrink by what the metric explains. Its variance is
 estimated unit by unit as ``(1 − π_u) (Σ_s c_s H_us)² + π_u Σ_s (1 − q_s r_s) c_s² H_us²`` for a contrast ``c``
 (``H_us`` = the unit's weighted residuals of system ``s``). The waves' errors are martingale differences, so the
 combination ``Σ λ_t Ŷ_t / Σ λ_t`` with weights fixed before each draw (``λ_t`` = the inverse of the wave's design
@@ -30,8 +32,8 @@ class Wave:
 
     ``units`` maps every item to its sampling unit (itself, or its document); ``open_units``/``unit_probability``
     are the units that still had an open cell and their inclusion probabilities; ``system_probability`` is ``q``;
-    ``known`` the cells judged when the wave was drawn and ``drawn`` the cells it drew; ``predictor`` the per-system
-    prediction ``f`` it was fitted with (on ``known`` only)."""
+    ``known`` the cells judged when the wave was drawn and ``drawn`` the cells it drew; ``predictor`` the prediction
+    ``f`` of every cell (``N × S``), fitted on ``known`` only."""
 
     number: int
     units: np.ndarray
@@ -54,11 +56,47 @@ class Wave:
             return float(((1 - cell[open_cells]) / cell[open_cells]).sum())
 
 
-def predictor_from(scores: np.ndarray, known: np.ndarray) -> np.ndarray:
-    """Per-system mean of the ``known`` cells of ``scores`` (0 for a system without one): the ``f`` of a wave."""
+MIN_SLOPE_CELLS = 30
+"""Judged cells before the predictor fits a slope on the metric."""
+
+
+@dataclass(frozen=True)
+class Predictor:
+    """``f = offsets[s] + slope · (metric[i, s] − the metric's mean for s over the pool)``."""
+
+    offsets: np.ndarray  # (S,)
+    slope: float = 0.0
+
+    def values(self, metric: np.ndarray | None, n_items: int) -> np.ndarray:
+        """``f`` of every cell (``N × S``)."""
+        if metric is None or self.slope == 0.0:
+            return np.repeat(self.offsets[None, :], n_items, axis=0)
+        return self.offsets[None, :] + self.slope * centred_metric(metric)
+
+
+def centred_metric(metric: np.ndarray) -> np.ndarray:
+    """A metric's ``N × S`` scores minus each system's mean over the pool; 0 where missing."""
+    with np.errstate(invalid="ignore"):
+        counts = (~np.isnan(metric)).sum(axis=0)
+        means = np.divide(np.nansum(metric, axis=0), counts, out=np.zeros(metric.shape[1]), where=counts > 0)
+    return np.nan_to_num(metric - means[None, :])
+
+
+def fit_predictor(scores: np.ndarray, known: np.ndarray, metric: np.ndarray | None = None) -> Predictor:
+    """The predictor of the next wave, fitted on the ``known`` cells only: per-system means (0 for a system without
+    a judged cell) and, with ``metric`` and at least :data:`MIN_SLOPE_CELLS` judged cells, one slope within systems."""
     counts = known.sum(axis=0)
-    sums = np.where(known, scores, 0.0).sum(axis=0)
-    return np.divide(sums, counts, out=np.zeros(scores.shape[1]), where=counts > 0)
+    y = np.where(known, scores, 0.0)
+    means = np.divide(y.sum(axis=0), counts, out=np.zeros(scores.shape[1]), where=counts > 0)
+    if metric is None or known.sum() < MIN_SLOPE_CELLS:
+        return Predictor(means)
+    x = np.where(known, centred_metric(metric), 0.0)
+    x_means = np.divide(x.sum(axis=0), counts, out=np.zeros(scores.shape[1]), where=counts > 0)
+    dx = np.where(known, x - x_means[None, :], 0.0)
+    dy = np.where(known, y - means[None, :], 0.0)
+    denominator = float((dx**2).sum())
+    slope = float((dx * dy).sum()) / denominator if denominator > 0 else 0.0
+    return Predictor(means - slope * x_means, slope)
 
 
 @dataclass(frozen=True)
@@ -81,12 +119,12 @@ def wave_result(wave: Wave, scores: np.ndarray, contrasts: np.ndarray) -> WaveRe
     )
     known_total = np.where(wave.known, scores, 0.0).sum(axis=0)
     open_cells = ~wave.known
-    baseline = (open_cells * wave.predictor[None, :]).sum(axis=0)
+    baseline = np.where(open_cells, wave.predictor, 0.0).sum(axis=0)
     pi = np.zeros(int(wave.units.max()) + 1)
     pi[wave.open_units] = wave.unit_probability
     qr = wave.system_probability * response
     rows = np.flatnonzero(answered.any(axis=1))
-    residual = np.where(answered[rows], scores[rows] - wave.predictor[None, :], 0.0)
+    residual = np.where(answered[rows], scores[rows] - wave.predictor[rows], 0.0)
     with np.errstate(divide="ignore", invalid="ignore"):
         weighted = np.where(answered[rows], residual / (pi[wave.units[rows]][:, None] * qr[None, :]), 0.0)
     unit_ids, unit_rows = np.unique(wave.units[rows], return_inverse=True)

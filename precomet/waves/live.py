@@ -21,7 +21,7 @@ from precomet.campaign import HUMAN, Campaign
 from precomet.errors import PrecometError
 from precomet.waves.choosers import Chooser
 from precomet.waves.design import DEFAULT_FLOOR
-from precomet.waves.estimate import Estimates, Wave, combine, pair_contrasts, wave_result
+from precomet.waves.estimate import Estimates, Predictor, Wave, combine, fit_predictor, pair_contrasts, wave_result
 from precomet.waves.plan import MIN_SYSTEM_SHARE, WaveSize, draw_wave, sampling_units, system_probabilities
 from precomet.waves.stop import Verdict, projected_fraction, verdict
 
@@ -128,6 +128,7 @@ class Manifest:
     level: str
     size: str
     planned: int
+    metric: str | None
     waves: list[dict[str, Any]]
 
     @classmethod
@@ -143,7 +144,9 @@ class Manifest:
                 f"{path}: this manifest belongs to another pool (its data hash differs from --data's): give the pool"
                 " the waves were drawn from"
             )
-        return cls(data["pool_hash"], data["level"], data["size"], int(data["planned"]), list(data["waves"]))
+        return cls(
+            data["pool_hash"], data["level"], data["size"], int(data["planned"]), data["metric"], list(data["waves"])
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -154,12 +157,14 @@ class Manifest:
             "level": self.level,
             "size": self.size,
             "planned": self.planned,
+            "metric": self.metric,
             "waves": self.waves,
         }
 
     def rebuild(self, pool: Campaign, systems: tuple[str, ...]) -> list[Wave]:
         """The recorded waves as :class:`Wave` objects over ``systems`` (cells drawn before the systems were known
-        — a pool without outputs — stand for every system)."""
+        — a pool without outputs — stand for every system); the predictor reads the manifest's metric."""
+        metric = metric_matrix(pool, self.metric, systems)
         index = {str(i): k for k, i in enumerate(pool.ids)}
         units = sampling_units(pool.doc, self.level)
         keys = _unit_keys(pool, self.level)
@@ -177,12 +182,24 @@ class Manifest:
                     system_probability=q,
                     known=_cells_from_json(record["known"], index, systems),
                     drawn=_cells_from_json(record["drawn"], index, systems),
-                    predictor=np.array([float(record["predictor"].get(s, 0.0)) for s in systems]),
+                    predictor=Predictor(
+                        np.array([float(record["predictor"]["offsets"].get(s, 0.0)) for s in systems]),
+                        float(record["predictor"]["slope"]),
+                    ).values(metric, len(pool)),
                     chooser=str(record["chooser"]),
                     weighted=bool(record["weighted"]),
                 )
             )
         return waves
+
+
+def metric_matrix(pool: Campaign, metric: str | None, systems: tuple[str, ...]) -> np.ndarray | None:
+    """The pool's scores of ``metric`` for ``systems`` (``N × S``), or ``None`` without a metric."""
+    if metric is None or not systems:
+        return None
+    if metric not in pool.scores:
+        raise PrecometError(f"the pool has no {metric!r} scores ({', '.join(pool.scores) or 'none'})", param="metric")
+    return np.asarray(pool.score(metric), dtype=float)[:, pool.system_index(systems)]
 
 
 def _unit_keys(pool: Campaign, level: str) -> list[str]:
@@ -329,9 +346,10 @@ def next_wave(
     allocation: bool,
     top_k: bool,
     seed: int,
+    metric: str | None = None,
     floor: float = DEFAULT_FLOOR,
-) -> Wave:
-    """Draw the next wave (seeded with ``(seed, wave number)``)."""
+) -> tuple[Wave, Predictor]:
+    """Draw the next wave (seeded with ``(seed, wave number)``) and the predictor fitted for it."""
     scores = judgements.scores
     n_systems = scores.shape[1]
     width = max(n_systems, 1)
@@ -343,7 +361,9 @@ def next_wave(
         else np.ones(width)
     )
     number = len(waves) + 1
-    return draw_wave(
+    scores_of_metric = metric_matrix(pool, metric, judgements.systems)
+    predictor = fit_predictor(judged, known, scores_of_metric if n_systems else None)
+    wave = draw_wave(
         number=number,
         item_scores=chooser.scores(judged, known),
         judged=judged,
@@ -356,10 +376,14 @@ def next_wave(
         floor=floor,
         chooser=chooser.label,
         top_k=top_k,
+        predictor=predictor.values(scores_of_metric if n_systems else None, len(pool))[:, :width],
     )
+    return wave, predictor
 
 
-def wave_record(wave: Wave, pool: Campaign, systems: tuple[str, ...], level: str) -> dict[str, Any]:
+def wave_record(
+    wave: Wave, predictor: Predictor, pool: Campaign, systems: tuple[str, ...], level: str
+) -> dict[str, Any]:
     """The manifest entry of a freshly drawn wave (``systems`` empty: cells stand for every system, ``*``)."""
     keys = _unit_keys(pool, level)
     names = systems if systems else ("*",)
@@ -372,5 +396,5 @@ def wave_record(wave: Wave, pool: Campaign, systems: tuple[str, ...], level: str
         "system_probability": {s: float(q) for s, q in zip(systems, wave.system_probability)},
         "known": _cells_to_json(wave.known, pool.ids, names) if systems else {},
         "drawn": _cells_to_json(wave.drawn, pool.ids, names),
-        "predictor": {s: float(f) for s, f in zip(systems, wave.predictor)},
+        "predictor": {"offsets": {s: float(f) for s, f in zip(systems, predictor.offsets)}, "slope": predictor.slope},
     }

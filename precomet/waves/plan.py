@@ -11,7 +11,7 @@ import numpy as np
 from precomet.costs import parse_duration
 from precomet.errors import PrecometError
 from precomet.waves.design import DEFAULT_FLOOR, inclusion_probabilities, poisson_draw
-from precomet.waves.estimate import Estimates, Wave, predictor_from
+from precomet.waves.estimate import Estimates, Wave, fit_predictor
 from precomet.waves.stop import Verdict
 
 LEVELS = ("item", "doc")
@@ -113,10 +113,12 @@ def draw_wave(
     floor: float = DEFAULT_FLOOR,
     chooser: str = "random",
     top_k: bool = False,
+    predictor: np.ndarray | None = None,
 ) -> Wave:
     """Draw wave ``number`` over the open cells of the pool (``known`` = judged cells): units get inclusion
     probabilities from the chooser's ``item_scores`` summed per unit, each drawn unit draws each open system cell
-    with probability ``q``. ``top_k`` takes the highest-scoring units instead (deterministic; no valid weights)."""
+    with probability ``q``. ``top_k`` takes the highest-scoring units instead (deterministic; no valid weights).
+    ``predictor``: the wave's ``f`` (``N × S``, fitted on ``known`` only); default the judged cells' system means."""
     open_cells = ~known
     open_units, sizes = unit_sizes(units, open_cells, q, cost, size.kind)
     if not len(open_units):
@@ -144,7 +146,7 @@ def draw_wave(
         system_probability=q.astype(float),
         known=known.copy(),
         drawn=drawn,
-        predictor=predictor_from(judged, known),
+        predictor=predictor if predictor is not None else fit_predictor(judged, known).values(None, len(units)),
         chooser=chooser,
         weighted=not top_k,
     )

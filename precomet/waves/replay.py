@@ -17,7 +17,7 @@ from precomet.errors import PrecometError
 from precomet.progress import progress
 from precomet.waves.choosers import Chooser
 from precomet.waves.design import DEFAULT_FLOOR
-from precomet.waves.estimate import Estimates, WaveResult, combine, pair_contrasts, wave_result
+from precomet.waves.estimate import Estimates, WaveResult, combine, fit_predictor, pair_contrasts, wave_result
 from precomet.waves.plan import MIN_SYSTEM_SHARE, WaveSize, draw_wave, sampling_units, system_probabilities
 from precomet.waves.stop import Verdict, verdict
 
@@ -109,8 +109,9 @@ def run_once(
     doc: np.ndarray,
     cost: np.ndarray,
     rng: np.random.Generator,
+    metric: np.ndarray | None = None,
 ) -> RunOutcome:
-    """One replay run on the fully judged ``truth`` (``N × S``)."""
+    """One replay run on the fully judged ``truth`` (``N × S``); ``metric`` (``N × S``) feeds the predictor."""
     n_items, n_systems = truth.shape
     pairs, contrasts = pair_contrasts(n_systems)
     units = sampling_units(doc, settings.level)
@@ -140,6 +141,7 @@ def run_once(
             floor=settings.floor,
             chooser=chooser.label,
             top_k=settings.top_k,
+            predictor=fit_predictor(judged, known, metric).values(metric, n_items),
         )
         known = known | wave.drawn
         judged = np.where(known, truth, np.nan)
@@ -183,8 +185,10 @@ def replay(
     runs: int = 100,
     seed: int = 0,
     campaign: str = "campaign",
+    metric: np.ndarray | None = None,
 ) -> ReplayResult:
-    """``runs`` replay runs (run ``r`` seeded with ``(seed, r)``, so every chooser sees the same random streams)."""
+    """``runs`` replay runs (run ``r`` seeded with ``(seed, r)``, so every chooser sees the same random streams);
+    ``metric`` (an ``N × S`` metric's scores) lets the weighted estimates' predictor read it."""
     truth = np.asarray(truth, dtype=float)
     if truth.ndim != 2 or np.isnan(truth).any():
         raise PrecometError(f"{campaign}: a replay needs every cell judged (items × systems without a NaN)")
@@ -199,7 +203,7 @@ def replay(
     with progress(total=runs, desc=f"replay {campaign} {chooser.label}", unit="run") as bar:
         for r in range(runs):
             rng = np.random.default_rng([seed, r])
-            outcomes.append(run_once(truth, chooser, settings, doc=doc, cost=cost, rng=rng))
+            outcomes.append(run_once(truth, chooser, settings, doc=doc, cost=cost, rng=rng, metric=metric))
             bar.update(1)
     return ReplayResult(
         campaign=campaign,

@@ -29,6 +29,8 @@ from precomet.errors import PrecometError
 from precomet.stats import normal_cdf
 from precomet.waves.estimate import Estimates
 
+PLANNED_SHARE = 0.9
+"""Share of the error level spent on the planned looks (the rest on looks beyond them)."""
 RULES = ("guaranteed", "expected")
 """Stop rules: the agreement's lower bound (default) or its expectation reaches the target."""
 
@@ -37,8 +39,8 @@ def wave_level(confidence: float, waves: int, planned: int) -> float:
     """``δ_t``: the error level spent on the look after ``waves`` waves when ``planned`` looks exhaust the pool."""
     alpha, planned, waves = 1 - confidence, max(planned, 1), max(waves, 1)
     if waves <= planned:
-        return alpha / (2 * planned)
-    return alpha / 2 * 6 / (math.pi**2 * (waves - planned) ** 2)
+        return PLANNED_SHARE * alpha / planned
+    return (1 - PLANNED_SHARE) * alpha * 6 / (math.pi**2 * (waves - planned) ** 2)
 
 
 def system_covariance(estimates: Estimates) -> np.ndarray:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -11,7 +12,7 @@ from precomet.cli import main
 from precomet.errors import PrecometError
 from precomet.waves.choosers import Chooser
 from precomet.waves.design import inclusion_probabilities
-from precomet.waves.estimate import combine, pair_contrasts, plain_estimates, wave_result
+from precomet.waves.estimate import combine, fit_predictor, pair_contrasts, plain_estimates, wave_result
 from precomet.waves.plan import WaveSize, draw_wave, parse_wave_size
 from precomet.waves.replay import ReplaySettings, realised_agreement, replay
 from precomet.waves.stop import holm_decided, verdict, wave_level
@@ -49,41 +50,51 @@ def _pool(n=60, s=4, seed=1):
 def test_weighted_estimates_are_unbiased_under_an_adaptive_chooser_with_system_allocation():
     """Two waves drawn with unequal probabilities (the second from a chooser that reads the first's judgements) and
     system shares q < 1: the weighted pair differences average to the full pool's over many draws, the plain means of
-    the judged cells do not, and the variance estimate matches the draws' variance."""
+    the judged cells do not, and the variance estimate matches the draws' variance; a predictor that reads a metric
+    correlated with the human scores (fitted on the first wave only) keeps them unbiased and shrinks their variance."""
     truth, spread = _pool()
+    metric = truth + np.random.default_rng(7).normal(scale=0.5, size=truth.shape)
     n, s = truth.shape
     pairs, contrasts = pair_contrasts(s)
     full = truth.mean(axis=0)
     target = full[pairs[:, 0]] - full[pairs[:, 1]]
     prior = spread + 0.1  # a chooser that knows which items spread: the plain mean over-weights them
-    weighted, plain, variances = [], [], []
+    estimates: dict[str, list] = {"means": [], "metric": []}
+    variances: dict[str, list] = {"means": [], "metric": []}
+    plain = []
     size = WaveSize("items", 10.0, "10")
     units = np.arange(n)
     for r in range(3000):
         rng = np.random.default_rng(r)
         known = np.zeros((n, s), dtype=bool)
         judged = np.full((n, s), np.nan)
-        results = []
+        results: dict[str, list] = {"means": [], "metric": []}
         for number, q in ((1, np.ones(s)), (2, np.array([1.0, 0.5, 0.7, 0.4]))):
             scores = prior if number == 1 else prior * (1 + known.any(axis=1))
             wave = draw_wave(
                 number=number, item_scores=scores, judged=judged, known=known, units=units, cost=np.ones(n),
                 size=size, q=q, rng=rng,
             )  # fmt: skip
+            with_metric = replace(wave, predictor=fit_predictor(judged, known, metric).values(metric, n))
             known = known | wave.drawn
             judged = np.where(known, truth, np.nan)
-            results.append(wave_result(wave, judged, contrasts))
-        estimate = combine(results, judged, pairs)
-        weighted.append(estimate.differences)
-        variances.append(estimate.difference_se**2)
+            results["means"].append(wave_result(wave, judged, contrasts))
+            results["metric"].append(wave_result(with_metric, judged, contrasts))
+        for name, waves in results.items():
+            estimate = combine(waves, judged, pairs)
+            estimates[name].append(estimate.differences)
+            variances[name].append(estimate.difference_se**2)
         plain.append(plain_estimates(judged, pairs, 2).differences)
-    weighted_arr, plain_arr = np.array(weighted), np.array(plain)
-    error = np.abs(weighted_arr.mean(axis=0) - target)
-    mc_se = weighted_arr.std(axis=0) / np.sqrt(len(weighted_arr))
-    assert (error < 4 * mc_se).all(), (error, mc_se)
-    assert np.max(np.abs(np.nanmean(plain_arr, axis=0) - target) / mc_se) > 6  # the plain mean is biased here
-    ratio = np.mean(variances, axis=0) / weighted_arr.var(axis=0)
-    assert ((ratio > 0.8) & (ratio < 1.25)).all(), ratio
+    for name in ("means", "metric"):
+        drawn = np.array(estimates[name])
+        mc_se = drawn.std(axis=0) / np.sqrt(len(drawn))
+        error = np.abs(drawn.mean(axis=0) - target)
+        assert (error < 4 * mc_se).all(), (name, error, mc_se)
+        ratio = np.mean(variances[name], axis=0) / drawn.var(axis=0)
+        assert ((ratio > 0.8) & (ratio < 1.25)).all(), (name, ratio)
+    mc_se = np.array(estimates["means"]).std(axis=0) / np.sqrt(3000)
+    assert np.max(np.abs(np.nanmean(np.array(plain), axis=0) - target) / mc_se) > 6  # the plain mean is biased here
+    assert np.array(estimates["metric"]).var(axis=0).mean() < 0.75 * np.array(estimates["means"]).var(axis=0).mean()
 
 
 def test_the_stop_rule_spends_its_level_over_the_looks_and_stops_when_every_cell_is_judged():
