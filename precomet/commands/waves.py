@@ -329,6 +329,7 @@ def _plot(report: dict, path: Path) -> None:
 def _replay(args: argparse.Namespace) -> int:
     from precomet.campaign import HUMAN
     from precomet.io.atomic import output_set
+    from precomet.metaeval.reference import full_reference
     from precomet.waves.plan import parse_wave_size
     from precomet.waves.replay import ReplaySettings, replay
 
@@ -345,6 +346,7 @@ def _replay(args: argparse.Namespace) -> int:
         top_k=args.top_k,
     )
     choosers = ["random"] if args.chooser == "random" else ["random", args.chooser]
+    reference = full_reference(pool, seed=args.seed)
     summaries = []
     with output_set(args.output) as out:
         for name in choosers:
@@ -359,13 +361,15 @@ def _replay(args: argparse.Namespace) -> int:
                 seed=args.seed,
                 campaign=pool.name,
                 metric=np.asarray(pool.score(args.metric), dtype=float) if args.metric else None,
+                reference=reference,
             )
             summaries.append(result.summary())
             s = summaries[-1]
             print(
                 f"{name:<8} cells at stop: median {s['cells_share']['median']:.1%} (p10 {s['cells_share']['p10']:.1%},"
                 f" p90 {s['cells_share']['p90']:.1%}); realised agreement mean {s['agreement_mean']:.3f},"
-                f" {s['reached_target']:.0%} of runs reach {args.target}"
+                f" {s['reached_target']:.0%} of runs reach {args.target}; SPA {s['spa_mean']:.3f}, clusters"
+                f" {s['clusters_mean']:.1f} on the items judged for every system"
             )
         if args.output:
             with out.open(args.output) as handle:

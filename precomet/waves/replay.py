@@ -8,12 +8,14 @@ of the estimated system order with the full campaign's (a pair tied on the full 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
 from precomet.errors import PrecometError
+from precomet.metaeval.evaluation import evaluate_indices
+from precomet.metaeval.reference import Reference
 from precomet.progress import progress
 from precomet.waves.choosers import Chooser
 from precomet.waves.design import DEFAULT_FLOOR
@@ -49,6 +51,8 @@ class RunOutcome:
     expected: float  # predicted at the stop
     lower_bound: float
     stopped: bool  # False: the pool ran out first
+    spa: float | None = None  # soft pairwise accuracy of the fully judged items, with a reference
+    clusters: float | None = None  # significance clusters of the fully judged items, with a reference
 
 
 @dataclass(frozen=True)
@@ -83,7 +87,14 @@ class ReplayResult:
             "reached_target": float((agreement >= self.settings.target - 1e-12).mean()),
             "expected_at_stop_mean": float(np.mean([r.expected for r in self.runs])),
             "waves_median": float(np.median([r.waves for r in self.runs])),
+            "spa_mean": _mean_of([r.spa for r in self.runs]),
+            "clusters_mean": _mean_of([r.clusters for r in self.runs]),
         }
+
+
+def _mean_of(values: list[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return float(np.mean(known)) if known else None
 
 
 def _spread(values: np.ndarray) -> dict[str, float]:
@@ -110,8 +121,11 @@ def run_once(
     cost: np.ndarray,
     rng: np.random.Generator,
     metric: np.ndarray | None = None,
+    reference: Reference | None = None,
 ) -> RunOutcome:
-    """One replay run on the fully judged ``truth`` (``N × S``); ``metric`` (``N × S``) feeds the predictor."""
+    """One replay run on the fully judged ``truth`` (``N × S``); ``metric`` (``N × S``) feeds the predictor;
+    with the campaign's meta-evaluation ``reference``, the SPA and cluster count of the items judged for every
+    system at the stop are recorded too."""
     n_items, n_systems = truth.shape
     pairs, contrasts = pair_contrasts(n_systems)
     units = sampling_units(doc, settings.level)
@@ -156,7 +170,12 @@ def run_once(
             always_bound=False,
         )
         if reading.stop or known.all():
-            return _outcome(estimates, reading, known, cost, full, stopped=reading.stop)
+            outcome = _outcome(estimates, reading, known, cost, full, stopped=reading.stop)
+            complete = np.flatnonzero(known.all(axis=1))
+            if reference is None or len(complete) < 2:
+                return outcome
+            measured = evaluate_indices(reference, complete, measures=("spa", "clusters"))
+            return replace(outcome, spa=measured["spa"], clusters=measured["clusters"])
 
 
 def _outcome(
@@ -186,9 +205,11 @@ def replay(
     seed: int = 0,
     campaign: str = "campaign",
     metric: np.ndarray | None = None,
+    reference: Reference | None = None,
 ) -> ReplayResult:
     """``runs`` replay runs (run ``r`` seeded with ``(seed, r)``, so every chooser sees the same random streams);
-    ``metric`` (an ``N × S`` metric's scores) lets the weighted estimates' predictor read it."""
+    ``metric`` (an ``N × S`` metric's scores) lets the weighted estimates' predictor read it; with ``reference``
+    (:func:`precomet.metaeval.full_reference` of the campaign) every run also records SPA and clusters at its stop."""
     truth = np.asarray(truth, dtype=float)
     if truth.ndim != 2 or np.isnan(truth).any():
         raise PrecometError(f"{campaign}: a replay needs every cell judged (items × systems without a NaN)")
@@ -203,7 +224,9 @@ def replay(
     with progress(total=runs, desc=f"replay {campaign} {chooser.label}", unit="run") as bar:
         for r in range(runs):
             rng = np.random.default_rng([seed, r])
-            outcomes.append(run_once(truth, chooser, settings, doc=doc, cost=cost, rng=rng, metric=metric))
+            outcomes.append(
+                run_once(truth, chooser, settings, doc=doc, cost=cost, rng=rng, metric=metric, reference=reference)
+            )
             bar.update(1)
     return ReplayResult(
         campaign=campaign,
