@@ -360,6 +360,8 @@ def next_wave(
         if allocation and n_systems and not np.isnan(current.estimates.differences).any()
         else np.ones(width)
     )
+    if allocation and n_systems:
+        size = size.in_cells(n_systems)
     number = len(waves) + 1
     scores_of_metric = metric_matrix(pool, metric, judgements.systems)
     predictor = fit_predictor(judged, known, scores_of_metric if n_systems else None)

@@ -12,12 +12,15 @@ from precomet.costs import parse_duration
 from precomet.errors import PrecometError
 from precomet.waves.design import DEFAULT_FLOOR, inclusion_probabilities, poisson_draw
 from precomet.waves.estimate import Estimates, Wave, fit_predictor
-from precomet.waves.stop import Verdict
+from precomet.waves.stop import Verdict, flip_probabilities
 
 LEVELS = ("item", "doc")
 """Sampling units: single items, or whole documents."""
 MIN_SYSTEM_SHARE = 0.3
-"""With system-level allocation, the smallest share of an item's cells a system keeps (its probabilities' floor)."""
+"""With system-level allocation, the share of a drawn item's cells a settled system keeps (its probabilities'
+floor)."""
+SETTLED = 1e-3
+"""A pair whose order flips with a smaller probability is settled (system-level allocation)."""
 
 
 @dataclass(frozen=True)
@@ -27,6 +30,13 @@ class WaveSize:
     kind: str  # "items" | "cells" | "seconds"
     amount: float
     text: str
+
+    def in_cells(self, n_systems: int) -> WaveSize:
+        """The same wave counted in cells (items × systems): with system-level allocation a wave spends its cells
+        where the ranking is undecided instead of judging fewer cells."""
+        if self.kind != "items":
+            return self
+        return WaveSize("cells", self.amount * n_systems, self.text)
 
     def planned_looks(self, n_items: int, n_cells: int, seconds: float) -> int:
         """Waves that exhaust a pool of this size (fixed before the first draw: the stop rule spends its error
@@ -71,17 +81,17 @@ def sampling_units(doc: np.ndarray, level: str) -> np.ndarray:
 
 
 def system_probabilities(estimates: Estimates | None, verdict: Verdict | None, *, floor: float) -> np.ndarray:
-    """``q``: every system's share of an item's cells — ``floor`` plus the rest in proportion to the share of the
-    system's pairs not yet decided (all cells while nothing is estimated)."""
-    if estimates is None or verdict is None or np.isnan(estimates.differences).any():
+    """``q``: every system's share of a drawn item's cells — all of them for a system with a pair still in play (its
+    order flips with probability ≥ :data:`SETTLED`), ``floor`` for a system whose every pair is settled (all
+    cells while nothing is estimated). Systems in play are judged together on every drawn item, so the differences
+    still undecided stay paired on the same items."""
+    if estimates is None or verdict is None or np.isnan(estimates.differences).any() or not len(estimates.means):
         return np.ones(len(estimates.means) if estimates is not None else 0)
-    n = len(estimates.means)
-    open_pairs = ~verdict.decided
-    share = np.zeros(n)
+    flips = flip_probabilities(estimates)
+    in_play = np.zeros(len(estimates.means), dtype=bool)
     for column in (0, 1):
-        np.add.at(share, estimates.pairs[:, column], open_pairs.astype(float))
-    share /= max(n - 1, 1)
-    return floor + (1 - floor) * share
+        in_play[estimates.pairs[flips >= SETTLED, column]] = True
+    return np.where(in_play, 1.0, floor)
 
 
 def unit_sizes(

@@ -130,7 +130,8 @@ def run_once(
     pairs, contrasts = pair_contrasts(n_systems)
     units = sampling_units(doc, settings.level)
     full = truth.mean(axis=0)
-    planned = settings.size.planned_looks(n_items, truth.size, float(cost.sum()))
+    size = settings.size.in_cells(n_systems) if settings.allocation else settings.size
+    planned = size.planned_looks(n_items, truth.size, float(cost.sum()))
     known = np.zeros(truth.shape, dtype=bool)
     judged = np.full(truth.shape, np.nan)
     results: list[WaveResult] = []
@@ -149,7 +150,7 @@ def run_once(
             known=known,
             units=units,
             cost=cost,
-            size=settings.size,
+            size=size,
             q=q,
             rng=rng,
             floor=settings.floor,
