@@ -79,7 +79,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default="learn",
         help="how waves are chosen (default learn: within-campaign learning from the prior)",
     )
-    parser.add_argument("--utility", help="the prior: an output-based utility, e.g. metric_var (needs --metric)")
+    prior = parser.add_mutually_exclusive_group()
+    prior.add_argument("--utility", help="the prior: an output-based utility, e.g. metric_var (needs --metric)")
+    prior.add_argument(
+        "--scores",
+        type=Path,
+        help="the prior: a utilities file (JSONL id, utility), e.g. the source-based estimator's from precomet"
+        " predict --checkpoint, which runs its language, coverage and leak checks",
+    )
     parser.add_argument(
         "--metric",
         help="metric the utility, the learning's features and the weighted estimates' predictor read (the same on"
@@ -101,7 +108,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def paths(args: argparse.Namespace) -> Paths:
     return Paths(
-        inputs=[*data_inputs(args), *args.judgements, *args.pearmut_annotations],
+        inputs=[*data_inputs(args), *args.judgements, *args.pearmut_annotations, args.scores],
         outputs=[args.batch, args.pearmut, args.report, args.plot, args.output],
     )
 
@@ -115,12 +122,18 @@ def _chooser(args: argparse.Namespace, pool):
         from precomet.utilities import compute_utility
 
         prior = compute_utility(pool, args.utility, metric=args.metric)
+    if args.scores:
+        from precomet.io.utility_files import aligned_utilities
+
+        prior, _ = aligned_utilities(
+            args.scores, pool.ids, allow_extra=True, source_of=dict(zip(map(str, pool.ids), pool.src))
+        )
     if args.metric:
         if args.metric not in pool.scores:
             raise PrecometError(f"--metric {args.metric}: the pool has no such score ({', '.join(pool.scores)})")
         features = metric_features(pool.score(args.metric))
     if args.chooser == "prior" and prior is None:
-        raise PrecometError("--chooser prior needs --utility (and --metric for a metric's utility)")
+        raise PrecometError("--chooser prior needs --utility (with --metric for a metric's utility) or --scores")
     return Chooser(args.chooser, source_length(pool.src), prior=prior, features=features)
 
 
@@ -285,6 +298,10 @@ def _print_report(report: dict, stream) -> None:
                 f"  [{row['ci_low']:.4f}, {row['ci_high']:.4f}]",
                 file=stream,
             )
+    if not report["ranking"]:
+        print("no judgements yet: the ranking and its agreement with the full test set come with them", file=stream)
+        print("still needed: unknown until the first wave's judgements are in", file=stream)
+        return
     print(
         f"agreement with the full test set: expected {report['expected_agreement']:.3f}, lower bound"
         f" {report['agreement_lower_bound']:.3f} at {report['confidence']:.0%} ({len(report['decided_pairs'])} of"
@@ -292,9 +309,7 @@ def _print_report(report: dict, stream) -> None:
         f" {report['target']:.2f} ({report['rule']}): {'STOP' if report['stop'] else 'continue'}",
         file=stream,
     )
-    if not report["stop"] and report["waves"] == 0:
-        print("still needed: unknown until the first wave's judgements are in", file=stream)
-    elif not report["stop"]:
+    if not report["stop"]:
         print(
             f"still needed (estimated): about {report['items_still_needed']:,} items,"
             f" {report['hours_still_needed']:.1f} h (stop predicted at {report['predicted_stop_share']:.0%}"

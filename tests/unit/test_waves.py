@@ -188,3 +188,17 @@ def test_judgements_of_another_campaign_and_duplicates_are_refused_and_nothing_w
     assert report["waves"] == 1 and report["judged_items"] == len(rows)
     assert sorted(r["system"] for r in report["ranking"]) == ["A", "B", "C"] and report["stop"] is False
     assert len(json.loads((tmp / "m.json").read_text())["waves"]) == 2
+
+
+def test_a_prior_from_a_utilities_file_chooses_the_wave_and_the_batch_is_a_csv_of_cells(pool_files, capsys):
+    tmp = pool_files.parent
+    utilities = tmp / "u.jsonl"
+    utilities.write_text("".join(json.dumps({"id": str(i), "utility": float(i)}) + "\n" for i in range(1, 41)))
+    argv = ["waves", "--data", str(pool_files), "--chooser", "prior", "--scores", str(utilities), "--size", "8"]
+    assert main([*argv, "--batch", str(tmp / "w.csv"), "--manifest", str(tmp / "m.json")]) == 0
+    lines = (tmp / "w.csv").read_text(encoding="utf-8").splitlines()
+    assert lines[0] == "id,doc,domain,src,system,tgt"
+    probabilities = json.loads((tmp / "m.json").read_text())["waves"][0]["unit_probability"]
+    assert probabilities[-1] > probabilities[0] > 0  # higher utility, likelier; the floor keeps the lowest drawable
+    assert main([*argv[:3], "--chooser", "prior", "--size", "8", "--batch", str(tmp / "x.csv")]) == 2
+    assert "needs --utility" in capsys.readouterr().err
