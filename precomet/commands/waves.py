@@ -31,8 +31,8 @@ HELP = (
     " probabilities) and a report (ranking, predicted agreement with the full test set, stop or continue);"
     " 'waves replay' replays the protocol on a fully judged campaign"
 )
-CELL_FORMATS = {".jsonl": "jsonl", ".csv": "csv", ".tsv": "tsv"}
-"""Suffixes of a wave's batch of cells (one row per item × system to judge)."""
+CELL_FORMATS = {".jsonl": "jsonl", ".csv": "csv", ".tsv": "tsv", ".json": "appraise"}
+"""Suffixes of a wave's batch of cells: one row per item × system to judge, or Appraise's batches of them."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -98,7 +98,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--top-k", action="store_true", help="deterministic top-k waves (no weights: the estimates are biased)"
     )
     parser.add_argument("--seed", type=seed, default=0, help="seed of the draws (default 0)")
-    parser.add_argument("--batch", type=Path, help="next wave: one row per cell (.jsonl, .csv, .tsv)")
+    parser.add_argument(
+        "--batch", type=Path, help="next wave: one row per cell (.jsonl, .csv, .tsv), or Appraise batches (.json)"
+    )
     parser.add_argument("--pearmut", type=Path, help="next wave as a Pearmut campaign file (JSON)")
     parser.add_argument("--report", type=Path, help="the report as JSON ('-' = standard output)")
     parser.add_argument("--plot", type=Path, help="figure of the ranking and the agreement (PNG, PDF, SVG)")
@@ -256,7 +258,24 @@ def run(args: argparse.Namespace) -> int:
 def _write_cells(handle, pool, drawn: np.ndarray, systems: tuple[str, ...], path: Path) -> None:
     suffix = path.suffix.lower()
     if suffix not in CELL_FORMATS:
-        raise PrecometError(f"--batch {path}: name it *.jsonl, *.csv or *.tsv (one row per cell to judge)")
+        raise PrecometError(
+            f"--batch {path}: name it *.jsonl, *.csv or *.tsv (one row per cell to judge) or *.json (Appraise)"
+        )
+    if CELL_FORMATS[suffix] == "appraise":
+        from dataclasses import replace
+
+        from precomet.io.batch import appraise_batches
+
+        if not systems or not pool.outputs:
+            raise PrecometError(f"--batch {path}: an Appraise batch shows system outputs, and this pool has none")
+        masked = {
+            name: np.where(drawn[:, systems.index(name)], pool.outputs[name], None) if name in systems else None
+            for name in pool.outputs
+        }
+        only_drawn = replace(pool, outputs={name: column for name, column in masked.items() if column is not None})
+        json.dump(appraise_batches(only_drawn, np.flatnonzero(drawn.any(axis=1))), handle, ensure_ascii=False, indent=2)
+        handle.write("\n")
+        return
     rows = []
     for i in np.flatnonzero(drawn.any(axis=1)):
         names = [systems[s] for s in np.flatnonzero(drawn[i])] if systems else [None]

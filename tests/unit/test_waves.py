@@ -47,6 +47,7 @@ def _pool(n=60, s=4, seed=1):
     return truth, spread
 
 
+@pytest.mark.slow
 def test_weighted_estimates_are_unbiased_under_an_adaptive_chooser_with_system_allocation():
     """Two waves drawn with unequal probabilities (the second from a chooser that reads the first's judgements) and
     system shares q < 1: the weighted pair differences average to the full pool's over many draws, the plain means of
@@ -202,3 +203,20 @@ def test_a_prior_from_a_utilities_file_chooses_the_wave_and_the_batch_is_a_csv_o
     assert probabilities[-1] > probabilities[0] > 0  # higher utility, likelier; the floor keeps the lowest drawable
     assert main([*argv[:3], "--chooser", "prior", "--size", "8", "--batch", str(tmp / "x.csv")]) == 2
     assert "needs --utility" in capsys.readouterr().err
+
+
+def test_an_appraise_batch_holds_exactly_the_drawn_cells(tmp_path):
+    pool = tmp_path / "pool.jsonl"
+    with open(pool, "w", encoding="utf-8") as handle:
+        for i in range(30):
+            outputs = {name: f"{name} output {i}" for name in ("A", "B", "C")}
+            handle.write(json.dumps({"id": f"s{i}", "src": f"source {i}", "tgt": outputs}) + "\n")
+    argv = ["waves", "--data", str(pool), "--size", "6", "--chooser", "random", "--manifest", str(tmp_path / "m.json")]
+    assert main([*argv, "--batch", str(tmp_path / "w.json"), "--report", str(tmp_path / "r.json")]) == 0
+    batches = json.loads((tmp_path / "w.json").read_text(encoding="utf-8"))
+    items = [item for batch in batches for item in batch["items"]]
+    drawn = json.loads((tmp_path / "m.json").read_text())["waves"][0]["drawn"]
+    assert sorted((i["_item"].split(" | ")[1], i["targetID"]) for i in items) == sorted(
+        (item, system) for item, systems in drawn.items() for system in systems
+    )
+    assert json.loads((tmp_path / "r.json").read_text())["next_wave"]["cells"] == len(items)
