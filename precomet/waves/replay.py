@@ -37,6 +37,7 @@ class ReplaySettings:
     floor: float = DEFAULT_FLOOR
     system_floor: float = MIN_SYSTEM_SHARE
     top_k: bool = False
+    anytime: bool = True  # False: the fixed-look level at every look (an ablation; not valid when stopping early)
 
 
 @dataclass(frozen=True)
@@ -169,6 +170,7 @@ def run_once(
             rule=settings.rule,
             planned=planned,
             always_bound=False,
+            anytime=settings.anytime,
         )
         if reading.stop or known.all():
             outcome = _outcome(estimates, reading, known, cost, full, stopped=reading.stop)

@@ -35,9 +35,13 @@ RULES = ("guaranteed", "expected")
 """Stop rules: the agreement's lower bound (default) or its expectation reaches the target."""
 
 
-def wave_level(confidence: float, waves: int, planned: int) -> float:
-    """``δ_t``: the error level spent on the look after ``waves`` waves when ``planned`` looks exhaust the pool."""
+def wave_level(confidence: float, waves: int, planned: int, *, anytime: bool = True) -> float:
+    """``δ_t``: the error level spent on the look after ``waves`` waves when ``planned`` looks exhaust the pool.
+    ``anytime=False`` spends the whole level on every look: valid for one look fixed in advance only — an ablation
+    that measures what the guarantee under optional stopping costs, never a stop rule to run a campaign on."""
     alpha, planned, waves = 1 - confidence, max(planned, 1), max(waves, 1)
+    if not anytime:
+        return alpha
     if waves <= planned:
         return PLANNED_SHARE * alpha / planned
     return (1 - PLANNED_SHARE) * alpha * 6 / (math.pi**2 * (waves - planned) ** 2)
@@ -121,6 +125,7 @@ def verdict(
     rule: str = "guaranteed",
     planned: int = 20,
     always_bound: bool = True,
+    anytime: bool = True,
 ) -> Verdict:
     """Stop or continue after ``estimates.waves`` waves (``planned``: looks that exhaust the pool at the wave size).
     ``always_bound=False`` skips drawing the lower bound when it cannot reach the target (then ``lower_bound`` is
@@ -131,7 +136,7 @@ def verdict(
         raise PrecometError(f"target={target!r}: expected a share of pairs in (0, 1]", param="target")
     if not 0 < confidence < 1:
         raise PrecometError(f"confidence={confidence!r}: expected a level in (0, 1)", param="confidence")
-    level = wave_level(confidence, estimates.waves, planned)
+    level = wave_level(confidence, estimates.waves, planned, anytime=anytime)
     if np.isnan(estimates.differences).any() or not len(estimates.means):
         empty = np.zeros(len(estimates.pairs), dtype=bool)
         return Verdict(0.0, 0.0, empty, level, False, rule, target, confidence)
