@@ -161,6 +161,7 @@ class Estimates:
     difference_se: np.ndarray  # (P,)
     exact: bool  # every cell judged: the means are the pool's own
     waves: int
+    df: float = np.inf  # degrees of freedom of the standard errors: judged items − 1 (Student-t tails)
 
 
 def combine(results: list[WaveResult], scores: np.ndarray, pairs: np.ndarray, *, weighted: bool = True) -> Estimates:
@@ -189,7 +190,8 @@ def combine(results: list[WaveResult], scores: np.ndarray, pairs: np.ndarray, *,
     means = totals / n_items
     se = np.sqrt(np.maximum(variances, 0.0)) / n_items
     differences = means[pairs[:, 0]] - means[pairs[:, 1]]
-    return Estimates(means, se[:n_systems], pairs, differences, se[n_systems:], False, len(results))
+    df = max(float((~np.isnan(scores)).any(axis=1).sum()) - 1, 1.0)
+    return Estimates(means, se[:n_systems], pairs, differences, se[n_systems:], False, len(results), df)
 
 
 def plain_estimates(scores: np.ndarray, pairs: np.ndarray, waves: int) -> Estimates:
@@ -208,4 +210,5 @@ def plain_estimates(scores: np.ndarray, pairs: np.ndarray, waves: int) -> Estima
         n_pair = both.sum(axis=0)
         pair_var = np.nanvar(diff, axis=0, ddof=1) if both.any() else np.full(len(pairs), np.nan)
         pair_se = np.sqrt(np.clip(1 - n_pair / n_items, 0, 1) * pair_var / np.maximum(n_pair, 1))
-    return Estimates(means, se, pairs, means[pairs[:, 0]] - means[pairs[:, 1]], pair_se, False, waves)
+    df = max(float(judged.any(axis=1).sum()) - 1, 1.0)
+    return Estimates(means, se, pairs, means[pairs[:, 0]] - means[pairs[:, 1]], pair_se, False, waves, df)

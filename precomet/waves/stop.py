@@ -1,16 +1,18 @@
 """When to stop: the predicted pairwise agreement of the current ranking with the full test set's.
 
 For each system pair the estimated difference ``D̂`` and its standard error give ``z = |D̂| / se`` and the
-probability that the full test set orders the pair the other way, ``p = Φ(−z)`` (normal approximation; ``p = 0``
-when the pair's cells are all judged).
+probability that the full test set orders the pair the other way, ``p = T_df(−z)`` (Student-t with the judged
+items − 1 degrees of freedom, so that the first small waves do not claim a normal's certainty; ``p = 0`` when the
+pair's cells are all judged).
 
 * **expected** agreement: ``mean over pairs of 1 − p`` — calibrated on average, no guarantee for one campaign;
 * **guaranteed** lower bound: the ``δ_t``-quantile of the agreement between the current order and full-test-set
-  means drawn from the estimates' joint normal distribution (the systems' covariance, so pairs that share a system
-  err together; Monte Carlo with a fixed seed, at least ``20 / δ_t`` draws). ``δ_t`` spends ``1 − confidence``
-  over the looks (a union bound): half of it evenly over the ``planned`` looks that exhaust the pool at the wave
-  size, half over any later look ``k`` as ``6 / (π² k²)``. So the guarantee holds however many waves are looked at
-  and whenever the campaign stops (optional stopping);
+  means drawn from the estimates' joint Student-t distribution (same degrees of freedom; the systems' covariance,
+  so pairs that share a system err together; Monte Carlo with a fixed seed, at least ``20 / δ_t`` draws).
+  ``δ_t`` spends ``1 − confidence`` over the looks (a union bound): :data:`PLANNED_SHARE` of it evenly over the
+  ``planned`` looks that exhaust the pool at the wave size, the rest over any later look ``k`` (a random wave size
+  can need more) as ``6 / (π² k²)`` of it. So the guarantee holds however many waves are looked at and whenever
+  the campaign stops (optional stopping);
 * **decided** pairs: those a Holm step-down test decides at level ``δ_t`` (every one ordered as in the full test set
   with probability at least ``1 − δ_t``).
 
@@ -24,9 +26,9 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.special import stdtr
 
 from precomet.errors import PrecometError
-from precomet.stats import normal_cdf
 from precomet.waves.estimate import Estimates
 
 PLANNED_SHARE = 0.9
@@ -76,6 +78,8 @@ def agreement_lower_bound(estimates: Estimates, level: float, *, seed: int = 0) 
     for start in range(0, draws, 50_000):
         m = min(50_000, draws - start)
         noise = rng.standard_normal((m, len(values)), dtype=np.float32) @ root.T.astype(np.float32)
+        if np.isfinite(estimates.df):  # multivariate t: one chi-square scale per draw
+            noise *= np.sqrt(estimates.df / rng.chisquare(estimates.df, m)).astype(np.float32)[:, None]
         truth = estimates.differences[None, :] + noise[:, pairs[:, 0]] - noise[:, pairs[:, 1]]
         chunks.append(((np.sign(truth) != order[None, :]) & (truth != 0)).sum(axis=1))
     wrong = np.concatenate(chunks)
@@ -87,7 +91,7 @@ def flip_probabilities(estimates: Estimates) -> np.ndarray:
     se = estimates.difference_se
     with np.errstate(divide="ignore", invalid="ignore"):
         z = np.where(se > 0, np.abs(estimates.differences) / se, np.inf)
-    p = normal_cdf(-z)
+    p = stdtr(estimates.df, -z)
     exact = se == 0
     return np.where(exact, 0.0, p)
 
@@ -179,6 +183,7 @@ def projected_fraction(
             estimates.difference_se * scale,
             fraction >= 1 - 1e-9,
             look,
+            estimates.df * fraction / judged_fraction,
         )
         if verdict(future, target=target, confidence=confidence, rule=rule, planned=planned).stop:
             return fraction
