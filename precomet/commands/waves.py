@@ -365,7 +365,7 @@ def _replay(args: argparse.Namespace) -> int:
     from precomet.io.atomic import output_set
     from precomet.metaeval.reference import full_reference
     from precomet.waves.plan import parse_wave_size
-    from precomet.waves.replay import ReplaySettings, replay
+    from precomet.waves.replay import ReplaySettings, fewer_than, replay
 
     pool = load_campaign(args)
     if HUMAN not in pool.scores:
@@ -399,11 +399,21 @@ def _replay(args: argparse.Namespace) -> int:
             )
             summaries.append(result.summary())
             s = summaries[-1]
+            if name == "random":
+                random_cells = result.cell_shares()
+            else:
+                s["p_fewer_cells_than_random"] = fewer_than(result.cell_shares(), random_cells)
             print(
                 f"{name:<8} cells at stop: median {s['cells_share']['median']:.1%} (p10 {s['cells_share']['p10']:.1%},"
                 f" p90 {s['cells_share']['p90']:.1%}); realised agreement mean {s['agreement_mean']:.3f},"
                 f" {s['reached_target']:.0%} of runs reach {args.target}; SPA {s['spa_mean']:.3f}, clusters"
-                f" {s['clusters_mean']:.1f} on the items judged for every system"
+                f" {s['clusters_mean']:.1f} on the items judged for every system;"
+                f" hours median {s['hours']['median']:.1f}"
+                + (
+                    f"; fewer cells than random waves: p = {s['p_fewer_cells_than_random']:.2g} (paired by run)"
+                    if "p_fewer_cells_than_random" in s
+                    else ""
+                )
             )
         if args.output:
             with out.open(args.output) as handle:

@@ -220,3 +220,35 @@ def test_an_appraise_batch_holds_exactly_the_drawn_cells(tmp_path):
         (item, system) for item, systems in drawn.items() for system in systems
     )
     assert json.loads((tmp_path / "r.json").read_text())["next_wave"]["cells"] == len(items)
+
+
+def test_the_replay_command_reports_each_chooser_beside_random_waves_with_a_paired_p_value(tmp_path, capsys):
+    rng = np.random.default_rng(5)
+    pool = tmp_path / "judged.jsonl"
+    with open(pool, "w", encoding="utf-8") as handle:
+        for i in range(80):
+            spread = 0.1 + 2.0 * (i % 2)  # odd items separate the systems, even ones barely
+            scores = {
+                name: {"human": float(effect + spread * rng.normal())}
+                for name, effect in (("A", 0.0), ("B", 0.8), ("C", 1.6))
+            }
+            handle.write(json.dumps({"id": f"s{i}", "src": "x" * (5 + 40 * (i % 2)), "scores": scores}) + "\n")
+    out = tmp_path / "replay.json"
+    argv = [
+        "--no-progress",
+        "waves",
+        "replay",
+        "--data",
+        str(pool),
+        "--chooser",
+        "length",
+        "--runs",
+        "30",
+        "-o",
+        str(out),
+    ]
+    assert main(argv) == 0
+    results = json.loads(out.read_text())["results"]
+    assert [r["chooser"] for r in results] == ["random", "length"]
+    assert results[1]["p_fewer_cells_than_random"] < 0.05  # longer sources are the spread-out items here
+    assert "fewer cells than random waves" in capsys.readouterr().out
