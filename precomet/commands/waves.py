@@ -61,6 +61,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="judgements exported by Pearmut (its annotation download or log); several annotators of a cell averaged",
     )
     parser.add_argument(
+        "--appraise-annotations",
+        type=Path,
+        nargs="+",
+        default=[],
+        metavar="CSV",
+        help="judgements exported by Appraise (its scores CSV) for batches written by --batch *.json (itemID = the"
+        " item's position in the pool); several annotators of a cell averaged, BAD and tutorial rows dropped",
+    )
+    parser.add_argument(
         "--manifest",
         type=Path,
         help="the campaign's waves manifest (JSON): read when it exists, and the new wave is added to it",
@@ -110,7 +119,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def paths(args: argparse.Namespace) -> Paths:
     return Paths(
-        inputs=[*data_inputs(args), *args.judgements, *args.pearmut_annotations, args.scores],
+        inputs=[
+            *data_inputs(args),
+            *args.judgements,
+            *args.pearmut_annotations,
+            *args.appraise_annotations,
+            args.scores,
+        ],
         outputs=[args.batch, args.pearmut, args.report, args.plot, args.output],
     )
 
@@ -164,7 +179,9 @@ def run(args: argparse.Namespace) -> int:
             f"--metric {args.metric}: the manifest's waves were weighted with the metric {manifest.metric!r}; give"
             " the same --metric on every call of one campaign"
         )
-    judgements = read_judgements(args.judgements, pool, pool_systems, pearmut=args.pearmut_annotations)
+    judgements = read_judgements(
+        args.judgements, pool, pool_systems, pearmut=args.pearmut_annotations, appraise=args.appraise_annotations
+    )
     systems = judgements.systems
     if pool_systems is not None and not systems:
         systems = pool_systems
@@ -273,7 +290,8 @@ def _write_cells(handle, pool, drawn: np.ndarray, systems: tuple[str, ...], path
             for name in pool.outputs
         }
         only_drawn = replace(pool, outputs={name: column for name, column in masked.items() if column is not None})
-        json.dump(appraise_batches(only_drawn, np.flatnonzero(drawn.any(axis=1))), handle, ensure_ascii=False, indent=2)
+        batches = appraise_batches(only_drawn, np.flatnonzero(drawn.any(axis=1)), pool_ids=True)
+        json.dump(batches, handle, ensure_ascii=False, indent=2)
         handle.write("\n")
         return
     rows = []

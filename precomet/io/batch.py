@@ -150,9 +150,13 @@ def campaign_languages(name: str) -> tuple[str, str]:
     return ISO_639_3.get(match[1], match[1]), ISO_639_3.get(match[2], match[2])
 
 
-def appraise_batches(campaign: Campaign, ordered: Sequence[int] | np.ndarray) -> list[dict[str, Any]]:
+def appraise_batches(
+    campaign: Campaign, ordered: Sequence[int] | np.ndarray, *, pool_ids: bool = False
+) -> list[dict[str, Any]]:
     """The Appraise batches of the items at ``ordered`` (see the module docstring): every system output of each
-    item, in item order, cut into batches of :data:`APPRAISE_BATCH_SIZE`."""
+    item, in item order, cut into batches of :data:`APPRAISE_BATCH_SIZE`. ``itemID`` numbers the batch's items
+    1, 2, …; with ``pool_ids`` it is the item's position in ``campaign`` + 1 instead (the same item keeps its number
+    in every batch, as WMT's segment ids do, so Appraise's exported scores map back to the items)."""
     systems = _systems(campaign)
     if not systems:
         raise PrecometError(
@@ -162,7 +166,7 @@ def appraise_batches(campaign: Campaign, ordered: Sequence[int] | np.ndarray) ->
     source, target = campaign_languages(campaign.name)
     items = [
         {
-            "itemID": 0,
+            "itemID": int(i) + 1,
             "itemType": "TGT",
             "sourceID": campaign.name,
             "sourceText": campaign.src[i],
@@ -180,7 +184,8 @@ def appraise_batches(campaign: Campaign, ordered: Sequence[int] | np.ndarray) ->
     for number, start in enumerate(range(0, len(items), APPRAISE_BATCH_SIZE), start=1):
         chunk = items[start : start + APPRAISE_BATCH_SIZE]
         for offset, item in enumerate(chunk):
-            item["itemID"] = start + offset + 1
+            if not pool_ids:
+                item["itemID"] = start + offset + 1
         task = {
             "batchNo": number,
             "batchSize": len(chunk),

@@ -37,28 +37,31 @@ class Judgements:
 
 
 def read_judgements(
-    paths: list[Path], pool: Campaign, systems: tuple[str, ...] | None, *, pearmut: list[Path] | None = None
+    paths: list[Path],
+    pool: Campaign,
+    systems: tuple[str, ...] | None,
+    *,
+    pearmut: list[Path] | None = None,
+    appraise: list[Path] | None = None,
 ) -> Judgements:
-    """The human scores of ``paths`` (any input ``rank`` reads) and of Pearmut annotation exports ``pearmut`` (an
-    item and model annotated by several annotators gets their mean) on the pool's items. Items the pool does not
+    """The human scores of ``paths`` (any input ``rank`` reads), of Pearmut annotation exports ``pearmut`` and of
+    Appraise score exports ``appraise`` (of batches numbered by pool position; BAD and tutorial rows dropped) on the
+    pool's items; a cell several annotators judged gets their mean. Items the pool does not
     hold, systems outside ``systems`` (when fixed), a source text that differs from the pool's, and a cell judged in
     two files are errors naming the file."""
     from precomet.io import load
-    from precomet.io.pearmut import read_pearmut_annotations
 
     index = {str(i): k for k, i in enumerate(pool.ids)}
     cells: dict[tuple[int, str], tuple[float, Path]] = {}
     order: list[str] = list(systems or ())
-    for export in pearmut or []:
+    exports = [(path, _pearmut_rows(path, index)) for path in pearmut or []]
+    exports += [(path, _appraise_rows(path, pool)) for path in appraise or []]
+    for export, scored in exports:
         collected: dict[tuple[int, str], list[float]] = {}
-        for judgement in read_pearmut_annotations(export):
-            if judgement.item not in index:
-                raise PrecometError(
-                    f"{export}: item {judgement.item!r} is not in the pool: annotations of another campaign?"
-                )
+        for judgement in scored:
             if systems is not None and judgement.system not in systems:
                 raise PrecometError(f"{export}: model {judgement.system!r} is not one of the pool's systems")
-            collected.setdefault((index[judgement.item], judgement.system), []).append(float(judgement.score))
+            collected.setdefault((judgement.item, judgement.system), []).append(judgement.score)
         for key, values in collected.items():
             if key in cells:
                 raise PrecometError(f"{export}: item {pool.ids[key[0]]!r}, system {key[1]!r} is judged again")
@@ -101,6 +104,47 @@ def read_judgements(
     for (row, system), (value, _) in cells.items():
         scores[row, order.index(system)] = value
     return Judgements(tuple(order), scores)
+
+
+@dataclass(frozen=True)
+class _Score:
+    item: int  # pool position
+    system: str
+    score: float
+
+
+def _pearmut_rows(path: Path, index: dict[str, int]) -> list[_Score]:
+    from precomet.io.pearmut import read_pearmut_annotations
+
+    rows = []
+    for judgement in read_pearmut_annotations(path):
+        if judgement.item not in index:
+            raise PrecometError(f"{path}: item {judgement.item!r} is not in the pool: annotations of another campaign?")
+        rows.append(_Score(index[judgement.item], judgement.system, float(judgement.score)))
+    return rows
+
+
+def _appraise_rows(path: Path, pool: Campaign) -> list[_Score]:
+    from precomet.io.esa import drop_reason, read_appraise_csv
+
+    rows = []
+    for row in read_appraise_csv(path):
+        if drop_reason(row) is not None or row.kind != "TGT":
+            continue
+        position = row.item - 1
+        if not 0 <= position < len(pool) or row.doc != f"{pool.doc[position]}#{row.system}":
+            raise PrecometError(
+                f"{path}:{row.line}: item {row.item} ({row.doc}) is not an item of the pool's batches (itemID = pool"
+                " position + 1, documentID = DOC#SYSTEM): scores of another campaign or of another batch?"
+            )
+        try:
+            score = float(row.score)
+        except ValueError:
+            raise PrecometError(f"{path}:{row.line}: score {row.score!r} is not a number") from None
+        if not math.isfinite(score):
+            raise PrecometError(f"{path}:{row.line}: score {row.score!r} is not a finite number")
+        rows.append(_Score(position, row.system, score))
+    return rows
 
 
 def _cells_to_json(mask: np.ndarray, ids: np.ndarray, systems: tuple[str, ...]) -> dict[str, list[str]]:

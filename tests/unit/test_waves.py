@@ -252,3 +252,43 @@ def test_the_replay_command_reports_each_chooser_beside_random_waves_with_a_pair
     assert [r["chooser"] for r in results] == ["random", "length"]
     assert results[1]["p_fewer_cells_than_random"] < 0.05  # longer sources are the spread-out items here
     assert "fewer cells than random waves" in capsys.readouterr().out
+
+
+def test_appraise_scores_of_a_wave_come_back_as_judgements_and_foreign_rows_are_refused(tmp_path, capsys):
+    pool = tmp_path / "pool.jsonl"
+    with open(pool, "w", encoding="utf-8") as handle:
+        for i in range(30):
+            outputs = {name: f"{name} output {i}" for name in ("A", "B")}
+            handle.write(json.dumps({"id": f"s{i}", "src": f"source {i}", "doc": f"d{i // 3}", "tgt": outputs}) + "\n")
+    argv = ["waves", "--data", str(pool), "--size", "6", "--chooser", "random", "--manifest", str(tmp_path / "m.json")]
+    assert main([*argv, "--batch", str(tmp_path / "w.json")]) == 0
+    items = [item for batch in json.loads((tmp_path / "w.json").read_text()) for item in batch["items"]]
+    assert all(item["_item"].split(" | ")[1] == f"s{item['itemID'] - 1}" for item in items)  # itemID = position + 1
+    export = tmp_path / "scores.csv"
+    rows = [
+        f"ann1,{item['targetID']},{item['itemID']},TGT,eng,deu,{10 * k},{item['documentID']},False,[],1.0,2.0"
+        for k, item in enumerate(items)
+    ]
+    tutorial = "ann1,A,1,TGT,eng,deu,99,ende-tutorial1#A,False,[],1.0,2.0"
+    export.write_text("\n".join([*rows, tutorial]) + "\n", encoding="utf-8")
+    report = tmp_path / "r.json"
+    assert (
+        main(
+            [
+                *argv,
+                "--appraise-annotations",
+                str(export),
+                "--report",
+                str(report),
+                "--batch",
+                str(tmp_path / "w2.json"),
+            ]
+        )
+        == 0
+    )
+    assert json.loads(report.read_text())["judged_cells"] == len(items)  # the tutorial row is dropped
+    foreign = tmp_path / "foreign.csv"
+    foreign.write_text("ann1,A,3,TGT,eng,deu,50,elsewhere#A,False,[],1.0,2.0\n", encoding="utf-8")
+    capsys.readouterr()
+    assert main([*argv, "--appraise-annotations", str(foreign), "--batch", str(tmp_path / "w3.json")]) == 2
+    assert "another campaign" in capsys.readouterr().err
