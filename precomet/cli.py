@@ -73,7 +73,7 @@ OPTIONS = {
 }
 """How the CLI writes a parameter a library error names (:attr:`PrecometError.params`): the option that sets it."""
 
-ENCODING = {"select", "utilities", "build-targets", "train", "predict", "benchmark", "diffuse", "demo"}
+ENCODING = {"select", "utilities", "build-targets", "train", "predict", "benchmark", "diffuse", "demo", "waves"}
 """Commands that may encode texts: they take ``--no-cache`` and end by saying what the encoder cache did."""
 NO_CACHE_HELP = (
     "neither read nor keep encoder vectors in the cache every command shares ($PRECOMET_CACHE, default"

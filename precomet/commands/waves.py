@@ -101,6 +101,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="metric the utility, the learning's features and the weighted estimates' predictor read (the same on"
         " every call of a campaign), e.g. MetricX-23-c",
     )
+    parser.add_argument(
+        "--encoder",
+        help="learn also reads the sources' vectors from this registered encoder (e.g. e5-small, minilm), reduced to"
+        " their leading principal components",
+    )
     parser.add_argument("--allocation", action="store_true", help="fewer cells for systems already decided")
     parser.add_argument("--level", choices=["item", "doc"], default="item", help="sampling unit (default item)")
     parser.add_argument(
@@ -132,7 +137,7 @@ def paths(args: argparse.Namespace) -> Paths:
 
 def _chooser(args: argparse.Namespace, pool):
     from precomet.campaign import source_length
-    from precomet.waves.choosers import Chooser, metric_features
+    from precomet.waves.choosers import Chooser, metric_features, vector_features
 
     prior = features = None
     if args.utility:
@@ -149,6 +154,11 @@ def _chooser(args: argparse.Namespace, pool):
         if args.metric not in pool.scores:
             raise PrecometError(f"--metric {args.metric}: the pool has no such score ({', '.join(pool.scores)})")
         features = metric_features(pool.score(args.metric))
+    if args.encoder:
+        from precomet.utilities.embed import embed_texts
+
+        vectors = vector_features(embed_texts(list(pool.src), encoder=args.encoder))
+        features = vectors if features is None else np.hstack([features, vectors])
     if args.chooser == "prior" and prior is None:
         raise PrecometError("--chooser prior needs --utility (with --metric for a metric's utility) or --scores")
     return Chooser(args.chooser, source_length(pool.src), prior=prior, features=features)

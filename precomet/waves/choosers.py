@@ -8,7 +8,8 @@
   items, of what makes an item worth drawing — the spread of its human scores across systems once each system's
   mean is removed (the square root of an item's contribution to the pairwise differences' variance, which is what
   an inclusion probability should be proportional to) — from item features (source length, the prior, metric mean
-  and spread when metrics exist). Until :data:`MIN_LEARNING_ITEMS` items are judged it follows the prior.
+  and spread when metrics exist, and optionally the leading principal components of the sources' frozen encoder
+  vectors, :func:`vector_features`). Until :data:`MIN_LEARNING_ITEMS` items are judged it follows the prior.
 
 The chooser never sets a probability itself: :func:`precomet.waves.design.inclusion_probabilities` mixes its scores
 with the uniform floor, so every chooser keeps the estimates unbiased.
@@ -106,3 +107,18 @@ def metric_features(scores: np.ndarray) -> np.ndarray:
         mean = np.nanmean(scores, axis=1)
         spread = np.nanstd(scores, axis=1)
     return np.nan_to_num(np.stack([mean, spread], axis=1))
+
+
+VECTOR_COMPONENTS = 16
+"""Principal components of the source vectors that ``learn`` reads (few: it fits on a few hundred judged items)."""
+
+
+def vector_features(vectors: np.ndarray, components: int = VECTOR_COMPONENTS) -> np.ndarray:
+    """The sources' frozen encoder vectors (``N × d``) reduced to their leading principal components (``N × k``)."""
+    vectors = np.asarray(vectors, dtype=float)
+    centred = vectors - vectors.mean(axis=0)
+    k = max(0, min(components, *centred.shape))
+    if k == 0:
+        return np.zeros((len(vectors), 0))
+    left, singular, _ = np.linalg.svd(centred, full_matrices=False)
+    return left[:, :k] * singular[:k]

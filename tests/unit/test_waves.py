@@ -10,7 +10,7 @@ import pytest
 
 from precomet.cli import main
 from precomet.errors import PrecometError
-from precomet.waves.choosers import Chooser
+from precomet.waves.choosers import Chooser, vector_features
 from precomet.waves.design import inclusion_probabilities
 from precomet.waves.estimate import combine, fit_predictor, pair_contrasts, plain_estimates, wave_result
 from precomet.waves.plan import WaveSize, draw_wave, parse_wave_size
@@ -292,3 +292,14 @@ def test_appraise_scores_of_a_wave_come_back_as_judgements_and_foreign_rows_are_
     capsys.readouterr()
     assert main([*argv, "--appraise-annotations", str(foreign), "--batch", str(tmp_path / "w3.json")]) == 2
     assert "another campaign" in capsys.readouterr().err
+
+
+def test_vector_features_are_the_leading_principal_components():
+    rng = np.random.default_rng(2)
+    direction = rng.normal(size=8)
+    vectors = rng.normal(size=(50, 1)) * 10 * direction + rng.normal(scale=0.1, size=(50, 8))
+    features = vector_features(vectors, components=3)
+    assert features.shape == (50, 3)
+    assert np.abs(features.mean(axis=0)).max() < 1e-9
+    assert features[:, 0].var() > 100 * features[:, 1].var()  # the first component carries the planted direction
+    assert vector_features(vectors[:2], components=16).shape == (2, 2)
