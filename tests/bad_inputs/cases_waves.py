@@ -1,0 +1,75 @@
+"""``precomet waves`` (issue 50): wave sizes, judgements of another pool or given twice, systems the pool does not
+have, batch names, priors and metrics that are missing, a manifest of another pool, and replay without scores."""
+
+from __future__ import annotations
+
+import json
+
+from tests.bad_inputs import GOOD, Case
+
+W = "waves --data items.jsonl --chooser random --batch {d}/w.jsonl"
+
+
+def judged(rows: list[tuple[str, str, str, float]]) -> str:
+    """Canonical JSONL judgements: (id, src, system, human) rows, one line per item."""
+    items: dict[str, dict] = {}
+    for item_id, src, system, value in rows:
+        items.setdefault(item_id, {"id": item_id, "src": src, "scores": {}})["scores"][system] = {"human": value}
+    return "".join(json.dumps(item) + "\n" for item in items.values())
+
+
+OTHER_MANIFEST = json.dumps(
+    {"manifest": "precomet waves", "pool_hash": "0" * 16, "level": "item", "size": "5%", "planned": 20,
+     "metric": None, "waves": []}
+)  # fmt: skip
+
+CASES = {
+    "waves-size-garbage": Case(f"{W} --size lots".split(), {"items.jsonl": GOOD}, ("wave size", "lots")),
+    "waves-judgements-of-another-pool": Case(
+        f"{W} --judgements j.jsonl".split(),
+        {"items.jsonl": GOOD, "j.jsonl": judged([("zz", "elsewhere", "A", 1.0)])},
+        ("j.jsonl", "not in the pool", "zz"),
+    ),
+    "waves-judgements-another-source-text": Case(
+        f"{W} --judgements j.jsonl".split(),
+        {"items.jsonl": GOOD, "j.jsonl": judged([("a", "not the pool's text", "A", 1.0)])},
+        ("j.jsonl", "another source text"),
+    ),
+    "waves-judgements-twice": Case(
+        f"{W} --judgements j.jsonl j2.jsonl".split(),
+        {
+            "items.jsonl": GOOD,
+            "j.jsonl": judged([("a", "one two", "A", 1.0)]),
+            "j2.jsonl": judged([("a", "one two", "A", 2.0)]),
+        },
+        ("j2.jsonl", "judged again", "j.jsonl"),
+    ),
+    "waves-judgement-of-an-unknown-system": Case(
+        f"{W} --judgements j.jsonl".split(),
+        {"items.jsonl": GOOD, "j.jsonl": judged([("a", "one two", "Z", 1.0)])},
+        ("j.jsonl", "'Z'", "not one of the pool's"),
+    ),
+    "waves-batch-suffix": Case(
+        "waves --data items.jsonl --chooser random --batch {d}/w.txt".split(),
+        {"items.jsonl": GOOD},
+        ("--batch", ".jsonl"),
+    ),
+    "waves-prior-without-a-utility": Case(
+        "waves --data items.jsonl --chooser prior --batch {d}/w.jsonl".split(),
+        {"items.jsonl": GOOD},
+        ("--chooser prior", "--utility"),
+    ),
+    "waves-metric-the-pool-lacks": Case(
+        "waves --data items.jsonl --metric zz --batch {d}/w.jsonl".split(), {"items.jsonl": GOOD}, ("--metric zz",)
+    ),
+    "waves-replay-output-on-a-live-call": Case(f"{W} -o {{d}}/x.json".split(), {"items.jsonl": GOOD}, ("-o", "replay")),
+    "waves-manifest-of-another-pool": Case(
+        f"{W} --manifest m.json".split(), {"items.jsonl": GOOD, "m.json": OTHER_MANIFEST}, ("m.json", "another pool")
+    ),
+    "waves-pearmut-without-outputs": Case(
+        "waves --data s.txt --pearmut {d}/p.json".split(), {"s.txt": "one\ntwo\nthree\n"}, ("--pearmut", "outputs")
+    ),
+    "waves-replay-without-human-scores": Case(
+        "waves replay --data s.txt --runs 2".split(), {"s.txt": "one\ntwo\nthree\n"}, ("s.txt", "no human scores")
+    ),
+}
