@@ -164,8 +164,16 @@ class Estimates:
     df: float = np.inf  # degrees of freedom of the standard errors: judged items − 1 (Student-t tails)
 
 
-def combine(results: list[WaveResult], scores: np.ndarray, pairs: np.ndarray, *, weighted: bool = True) -> Estimates:
+def combine(
+    results: list[WaveResult],
+    scores: np.ndarray,
+    pairs: np.ndarray,
+    *,
+    weighted: bool = True,
+    units: np.ndarray | None = None,
+) -> Estimates:
     """The weighted combination of the waves' results (module docstring); exact means when every cell is judged.
+    ``units`` (every item's sampling unit; default the items themselves) count the degrees of freedom.
     ``weighted=False`` (a wave was a deterministic top-k): the plain means of the judged cells, with the standard
     errors of a random sample of that size — biased, and said so wherever they are shown."""
     n_items, n_systems = scores.shape
@@ -190,8 +198,23 @@ def combine(results: list[WaveResult], scores: np.ndarray, pairs: np.ndarray, *,
     means = totals / n_items
     se = np.sqrt(np.maximum(variances, 0.0)) / n_items
     differences = means[pairs[:, 0]] - means[pairs[:, 1]]
-    df = max(float((~np.isnan(scores)).any(axis=1).sum()) - 1, 1.0)
-    return Estimates(means, se[:n_systems], pairs, differences, se[n_systems:], False, len(results), df)
+    return Estimates(
+        means,
+        se[:n_systems],
+        pairs,
+        differences,
+        se[n_systems:],
+        False,
+        len(results),
+        judged_units(scores, units) - 1.0,
+    )
+
+
+def judged_units(scores: np.ndarray, units: np.ndarray | None) -> float:
+    """Sampling units with a judged cell (at least 2, so that the degrees of freedom stay ≥ 1)."""
+    judged = (~np.isnan(scores)).any(axis=1)
+    count = len(np.unique(units[judged])) if units is not None else int(judged.sum())
+    return float(max(count, 2))
 
 
 def plain_estimates(scores: np.ndarray, pairs: np.ndarray, waves: int) -> Estimates:
@@ -210,5 +233,5 @@ def plain_estimates(scores: np.ndarray, pairs: np.ndarray, waves: int) -> Estima
         n_pair = both.sum(axis=0)
         pair_var = np.nanvar(diff, axis=0, ddof=1) if both.any() else np.full(len(pairs), np.nan)
         pair_se = np.sqrt(np.clip(1 - n_pair / n_items, 0, 1) * pair_var / np.maximum(n_pair, 1))
-    df = max(float(judged.any(axis=1).sum()) - 1, 1.0)
+    df = judged_units(scores, None) - 1.0
     return Estimates(means, se, pairs, means[pairs[:, 0]] - means[pairs[:, 1]], pair_se, False, waves, df)

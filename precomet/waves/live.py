@@ -340,7 +340,7 @@ def standing(
     pairs, contrasts = pair_contrasts(n_systems)
     weighted = all(w.weighted for w in waves)
     results = [wave_result(w, scores, contrasts) for w in waves] if n_systems else []
-    estimates = combine(results, scores, pairs, weighted=weighted)
+    estimates = combine(results, scores, pairs, weighted=weighted, units=waves[0].units if waves else None)
     reading = verdict(estimates, target=target, confidence=confidence, rule=rule, planned=planned)
     judged = ~np.isnan(scores)
     cells = max(judged.size, 1)

@@ -162,7 +162,7 @@ def run_once(
         known = known | wave.drawn
         judged = np.where(known, truth, np.nan)
         results.append(wave_result(wave, judged, contrasts))
-        estimates = combine(results, judged, pairs, weighted=not settings.top_k)
+        estimates = combine(results, judged, pairs, weighted=not settings.top_k, units=units)
         reading = verdict(
             estimates,
             target=settings.target,
