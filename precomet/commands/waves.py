@@ -31,6 +31,8 @@ HELP = (
     " probabilities) and a report (ranking, predicted agreement with the full test set, stop or continue);"
     " 'waves replay' replays the protocol on a fully judged campaign"
 )
+DEFAULT_SIZE = "5%"
+"""A wave's size when none is given: 5 % of the pool's items."""
 CELL_FORMATS = {".jsonl": "jsonl", ".csv": "csv", ".tsv": "tsv", ".json": "appraise"}
 """Suffixes of a wave's batch of cells: one row per item × system to judge, or Appraise's batches of them."""
 
@@ -76,12 +78,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--size",
-        default="5%",
-        help="wave size: items (200), a share of the pool (5%%), cells (300cells), or a duration (10h) (default 5%%)",
+        help="wave size: items (200), a share of the pool (5%%), cells (300cells), or a duration (10h) (default 5%%;"
+        " a campaign keeps the size of its first wave)",
     )
     parser.add_argument("--target", type=share, default=0.95, help="pairwise agreement to reach (default 0.95)")
     parser.add_argument("--confidence", type=open_share, default=0.9, help="confidence of the guarantee (default 0.9)")
     parser.add_argument("--rule", choices=["guaranteed", "expected"], default="guaranteed", help="stop rule")
+    parser.add_argument(
+        "--spending",
+        choices=["adaptive", "uniform"],
+        default="adaptive",
+        help="how the guaranteed bound spends 1 - confidence over the looks: adaptive (default) keeps half of it for"
+        " looks the previous one made plausible; uniform spends it evenly (fixed by the first wave)",
+    )
     parser.add_argument(
         "--chooser",
         choices=["random", "length", "prior", "learn"],
@@ -176,14 +185,26 @@ def run(args: argparse.Namespace) -> int:
     pool = load_campaign(args)
     pool_systems = tuple(s for s in pool.systems if s in pool.outputs) or None
     manifest = Manifest.read(args.manifest, pool) if args.manifest is not None and args.manifest.exists() else None
-    size = parse_wave_size(manifest.size if manifest else args.size, len(pool))
-    if manifest is not None and (manifest.level != args.level or manifest.size != args.size):
+    size = parse_wave_size(manifest.size if manifest else args.size or DEFAULT_SIZE, len(pool))
+    if manifest is not None and (manifest.level != args.level or args.size not in (None, manifest.size)):
         print(
             f"precomet waves: the manifest fixes --size {manifest.size} --level {manifest.level} (kept)",
             file=sys.stderr,
         )
     level = manifest.level if manifest else args.level
     metric = manifest.metric if manifest else args.metric
+    if manifest is not None:
+        fixed: dict[str, tuple[object, object]] = {
+            "--target": (args.target, manifest.target),
+            "--confidence": (args.confidence, manifest.confidence),
+            "--spending": (args.spending, manifest.spending),
+        }
+        for flag, (given, kept) in fixed.items():
+            if given != kept:
+                raise PrecometError(
+                    f"{flag} {given}: the manifest's campaign runs with {flag} {kept} (its stop rule spends its error"
+                    " level by it from the first wave on); give the same value"
+                )
     if manifest is not None and args.metric != manifest.metric:
         raise PrecometError(
             f"--metric {args.metric}: the manifest's waves were weighted with the metric {manifest.metric!r}; give"
@@ -213,6 +234,7 @@ def run(args: argparse.Namespace) -> int:
         rule=args.rule,
         size=size,
         planned=planned,
+        level=float(manifest.waves[-1]["look_level"]) if manifest and manifest.waves else None,
     )
     report = current.to_dict(NormalDist().inv_cdf(1 - (1 - args.confidence) / 2))
     report["systems_known"] = bool(systems)
@@ -264,10 +286,23 @@ def run(args: argparse.Namespace) -> int:
                 with out.open(args.pearmut) as handle:
                     write_pearmut(handle, pool, cells, campaign_id=campaign_id)
             if args.manifest:
-                record = (
-                    Manifest(pool.data_hash(), level, size.text, planned, metric, []) if manifest is None else manifest
+                record = manifest or Manifest(
+                    pool.data_hash(), level, size.text, planned, metric, args.target, args.confidence, args.spending, []
                 )
-                record.waves.append(wave_record(new, predictor, pool, systems, level))
+                spending = record.spending_state()
+                before = spending.spent
+                look_level = spending.level(new.number, current.verdict.expected if waves else None, args.target)
+                record.waves.append(
+                    wave_record(
+                        new,
+                        predictor,
+                        pool,
+                        systems,
+                        level,
+                        look_level=look_level,
+                        extra_level=spending.spent - before,
+                    )
+                )
                 with out.open(args.manifest) as handle:
                     json.dump(record.to_dict(), handle, indent=1)
                     handle.write("\n")
@@ -399,7 +434,8 @@ def _replay(args: argparse.Namespace) -> int:
     if HUMAN not in pool.scores:
         raise PrecometError(f"waves replay: {args.data} has no human scores to replay")
     settings = ReplaySettings(
-        size=parse_wave_size(args.size, len(pool)),
+        spending=args.spending,
+        size=parse_wave_size(args.size or DEFAULT_SIZE, len(pool)),
         target=args.target,
         confidence=args.confidence,
         rule=args.rule,

@@ -23,7 +23,7 @@ from precomet.waves.choosers import Chooser
 from precomet.waves.design import DEFAULT_FLOOR
 from precomet.waves.estimate import Estimates, Predictor, Wave, combine, fit_predictor, pair_contrasts, wave_result
 from precomet.waves.plan import MIN_SYSTEM_SHARE, WaveSize, draw_wave, sampling_units, system_probabilities
-from precomet.waves.stop import Verdict, projected_fraction, verdict
+from precomet.waves.stop import Spending, Verdict, projected_fraction, verdict
 
 MANIFEST_VERSION = 1
 
@@ -173,6 +173,9 @@ class Manifest:
     size: str
     planned: int
     metric: str | None
+    target: float
+    confidence: float
+    spending: str
     waves: list[dict[str, Any]]
 
     @classmethod
@@ -189,8 +192,21 @@ class Manifest:
                 " the waves were drawn from"
             )
         return cls(
-            data["pool_hash"], data["level"], data["size"], int(data["planned"]), data["metric"], list(data["waves"])
+            data["pool_hash"],
+            data["level"],
+            data["size"],
+            int(data["planned"]),
+            data["metric"],
+            float(data["target"]),
+            float(data["confidence"]),
+            str(data["spending"]),
+            list(data["waves"]),
         )
+
+    def spending_state(self) -> Spending:
+        """The stop rule's spending as it stands after the recorded waves."""
+        spent = sum(float(w["extra_level"]) for w in self.waves)
+        return Spending(self.confidence, self.planned, self.spending, spent=spent)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -202,6 +218,9 @@ class Manifest:
             "size": self.size,
             "planned": self.planned,
             "metric": self.metric,
+            "target": self.target,
+            "confidence": self.confidence,
+            "spending": self.spending,
             "waves": self.waves,
         }
 
@@ -333,15 +352,17 @@ def standing(
     rule: str,
     size: WaveSize,
     planned: int,
+    level: float | None = None,
 ) -> Standing:
-    """Estimates, verdict and the predicted remaining work of a live campaign."""
+    """Estimates, verdict and the predicted remaining work of a live campaign (``level``: the error level the
+    manifest decided for this look before its wave was drawn)."""
     scores = judgements.scores
     n_items, n_systems = scores.shape
     pairs, contrasts = pair_contrasts(n_systems)
     weighted = all(w.weighted for w in waves)
     results = [wave_result(w, scores, contrasts) for w in waves] if n_systems else []
     estimates = combine(results, scores, pairs, weighted=weighted, units=waves[0].units if waves else None)
-    reading = verdict(estimates, target=target, confidence=confidence, rule=rule, planned=planned)
+    reading = verdict(estimates, target=target, confidence=confidence, rule=rule, planned=planned, level=level)
     judged = ~np.isnan(scores)
     cells = max(judged.size, 1)
     share = judged.sum() / cells
@@ -428,9 +449,17 @@ def next_wave(
 
 
 def wave_record(
-    wave: Wave, predictor: Predictor, pool: Campaign, systems: tuple[str, ...], level: str
+    wave: Wave,
+    predictor: Predictor,
+    pool: Campaign,
+    systems: tuple[str, ...],
+    level: str,
+    *,
+    look_level: float,
+    extra_level: float,
 ) -> dict[str, Any]:
-    """The manifest entry of a freshly drawn wave (``systems`` empty: cells stand for every system, ``*``)."""
+    """The manifest entry of a freshly drawn wave (``systems`` empty: cells stand for every system, ``*``), with the
+    error level its look will spend (``extra_level`` of it the adaptive part)."""
     keys = _unit_keys(pool, level)
     names = systems if systems else ("*",)
     return {
@@ -442,5 +471,7 @@ def wave_record(
         "system_probability": {s: float(q) for s, q in zip(systems, wave.system_probability)},
         "known": _cells_to_json(wave.known, pool.ids, names) if systems else {},
         "drawn": _cells_to_json(wave.drawn, pool.ids, names),
+        "look_level": look_level,
+        "extra_level": extra_level,
         "predictor": {"offsets": {s: float(f) for s, f in zip(systems, predictor.offsets)}, "slope": predictor.slope},
     }

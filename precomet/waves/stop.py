@@ -49,6 +49,42 @@ def wave_level(confidence: float, waves: int, planned: int, *, anytime: bool = T
     return (1 - PLANNED_SHARE) * alpha * 6 / (math.pi**2 * (waves - planned) ** 2)
 
 
+SPENDINGS = ("adaptive", "uniform")
+"""How the stop rule spends its error level over the looks."""
+
+
+@dataclass
+class Spending:
+    """The error level of each look, decided before the look's wave is drawn (so the union bound holds whatever the
+    data do): ``uniform`` spends :func:`wave_level` at every look; ``adaptive`` spends half of that schedule at every
+    look and the other half of the level only at looks that the previous look made plausible (its expected agreement
+    at least ``trigger``), ``share`` of what is left of that half each time. Both add up to at most
+    ``1 − confidence`` over any number of looks."""
+
+    confidence: float
+    planned: int
+    mode: str = "adaptive"
+    trigger: float | None = None  # default: halfway from the target to 1
+    share: float = 0.5
+    spent: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.mode not in SPENDINGS:
+            raise PrecometError(f"unknown spending {self.mode!r}; choose one of {', '.join(SPENDINGS)}")
+
+    def level(self, look: int, previous_expected: float | None, target: float) -> float:
+        """The level of look ``look`` (1-based), given the expected agreement at the previous look (``None``: none)."""
+        uniform = wave_level(self.confidence, look, self.planned)
+        if self.mode == "uniform":
+            return uniform
+        trigger = self.trigger if self.trigger is not None else target + (1 - target) / 2
+        extra = 0.0
+        if previous_expected is not None and previous_expected >= trigger:
+            extra = ((1 - self.confidence) / 2 - self.spent) * self.share
+            self.spent += extra
+        return uniform / 2 + extra
+
+
 def system_covariance(estimates: Estimates) -> np.ndarray:
     """The ``S × S`` covariance of the system means, from their variances and the pairs' (clipped to be PSD)."""
     v = estimates.mean_se**2
@@ -130,6 +166,7 @@ def verdict(
     planned: int = 20,
     always_bound: bool = True,
     anytime: bool = True,
+    level: float | None = None,
 ) -> Verdict:
     """Stop or continue after ``estimates.waves`` waves (``planned``: looks that exhaust the pool at the wave size).
     ``always_bound=False`` skips drawing the lower bound when it cannot reach the target (then ``lower_bound`` is
@@ -140,7 +177,8 @@ def verdict(
         raise PrecometError(f"target={target!r}: expected a share of pairs in (0, 1]", param="target")
     if not 0 < confidence < 1:
         raise PrecometError(f"confidence={confidence!r}: expected a level in (0, 1)", param="confidence")
-    level = wave_level(confidence, estimates.waves, planned, anytime=anytime)
+    if level is None:
+        level = wave_level(confidence, estimates.waves, planned, anytime=anytime)
     if np.isnan(estimates.differences).any() or not len(estimates.means):
         empty = np.zeros(len(estimates.pairs), dtype=bool)
         return Verdict(0.0, 0.0, empty, level, False, rule, target, confidence)

@@ -3,8 +3,12 @@ have, batch names, priors and metrics that are missing, a manifest of another po
 
 from __future__ import annotations
 
+import io
 import json
+from contextlib import redirect_stdout
+from pathlib import Path
 
+from precomet.cli import main
 from tests.bad_inputs import GOOD, Case
 
 W = "waves --data items.jsonl --chooser random --batch {d}/w.jsonl"
@@ -18,12 +22,25 @@ def judged(rows: list[tuple[str, str, str, float]]) -> str:
     return "".join(json.dumps(item) + "\n" for item in items.values())
 
 
+def first_wave(folder: Path) -> None:
+    """The manifest of a first wave drawn on ``items.jsonl`` (target 0.95)."""
+    argv = ["waves", "--data", str(folder / "items.jsonl"), "--chooser", "random", "--manifest", str(folder / "m.json")]
+    with redirect_stdout(io.StringIO()):
+        assert main([*argv, "--size", "2"]) == 0
+
+
 OTHER_MANIFEST = json.dumps(
     {"manifest": "precomet waves", "pool_hash": "0" * 16, "level": "item", "size": "5%", "planned": 20,
      "metric": None, "waves": []}
 )  # fmt: skip
 
 CASES = {
+    "waves-target-changed-mid-campaign": Case(
+        f"{W} --manifest m.json --target 0.9".split(),
+        {"items.jsonl": GOOD},
+        ("--target 0.9", "0.95", "manifest"),
+        prepare=first_wave,
+    ),
     "waves-size-garbage": Case(f"{W} --size lots".split(), {"items.jsonl": GOOD}, ("wave size", "lots")),
     "waves-judgements-of-another-pool": Case(
         f"{W} --judgements j.jsonl".split(),

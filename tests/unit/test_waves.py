@@ -15,7 +15,7 @@ from precomet.waves.design import inclusion_probabilities
 from precomet.waves.estimate import combine, fit_predictor, pair_contrasts, plain_estimates, wave_result
 from precomet.waves.plan import WaveSize, draw_wave, parse_wave_size
 from precomet.waves.replay import ReplaySettings, realised_agreement, replay
-from precomet.waves.stop import holm_decided, verdict, wave_level
+from precomet.waves.stop import Spending, holm_decided, verdict, wave_level
 
 
 def test_inclusion_probabilities_meet_the_budget_and_keep_the_floor():
@@ -303,3 +303,18 @@ def test_vector_features_are_the_leading_principal_components():
     assert np.abs(features.mean(axis=0)).max() < 1e-9
     assert features[:, 0].var() > 100 * features[:, 1].var()  # the first component carries the planted direction
     assert vector_features(vectors[:2], components=16).shape == (2, 2)
+
+
+@pytest.mark.parametrize("mode", ["adaptive", "uniform"])
+def test_spending_never_exceeds_the_error_level_and_adapts_only_after_a_plausible_look(mode):
+    rng = np.random.default_rng(0)
+    spending = Spending(0.9, 20, mode)
+    levels, previous = [], None
+    for look in range(1, 400):
+        levels.append(spending.level(look, previous, 0.95))
+        previous = float(rng.uniform(0.9, 1.0))
+    assert sum(levels) <= 0.1 + 1e-12
+    adaptive = Spending(0.9, 20, "adaptive")
+    quiet = adaptive.level(1, None, 0.95), adaptive.level(2, 0.96, 0.95)  # 0.96 < the trigger 0.975
+    assert quiet[0] == quiet[1] == pytest.approx(0.9 * 0.1 / 20 / 2, abs=1e-15) and adaptive.spent == 0
+    assert adaptive.level(3, 0.99, 0.95) == pytest.approx(0.9 * 0.1 / 40 + 0.05 / 2, abs=1e-15)
