@@ -355,8 +355,19 @@ def standing(
     level: float | None = None,
 ) -> Standing:
     """Estimates, verdict and the predicted remaining work of a live campaign (``level``: the error level the
-    manifest decided for this look before its wave was drawn)."""
+    manifest decided for this look before its wave was drawn). A judgement the manifest saw when it drew a wave
+    and that is missing now is an error: every wave's weights count on it."""
     scores = judgements.scores
+    for wave in waves:
+        lost = wave.known & np.isnan(scores)
+        if lost.any():
+            item, system = np.argwhere(lost)[0]
+            raise PrecometError(
+                f"item {pool.ids[item]!r}, system {judgements.systems[system]!r} was judged when wave {wave.number} was"
+                f" drawn, and no judgement file given now holds it ({int(lost.sum())} such cell(s)): give every"
+                " judgement file of the campaign",
+                param="judgements",
+            )
     n_items, n_systems = scores.shape
     pairs, contrasts = pair_contrasts(n_systems)
     weighted = all(w.weighted for w in waves)

@@ -189,6 +189,9 @@ def test_judgements_of_another_campaign_and_duplicates_are_refused_and_nothing_w
     assert report["waves"] == 1 and report["judged_items"] == len(rows)
     assert sorted(r["system"] for r in report["ranking"]) == ["A", "B", "C"] and report["stop"] is False
     assert len(json.loads((tmp / "m.json").read_text())["waves"]) == 2
+    capsys.readouterr()
+    assert main([*base, "--batch", str(tmp / "w3.jsonl")]) == 2  # the first wave's judgements left out
+    assert "was judged when wave 2 was drawn" in capsys.readouterr().err
 
 
 def test_a_prior_from_a_utilities_file_chooses_the_wave_and_the_batch_is_a_csv_of_cells(pool_files, capsys):
