@@ -214,6 +214,12 @@ def run(args: argparse.Namespace) -> int:
         args.judgements, pool, pool_systems, pearmut=args.pearmut_annotations, appraise=args.appraise_annotations
     )
     systems = judgements.systems
+    missing = sorted(manifest.systems() - set(systems)) if manifest is not None else []
+    if missing:
+        raise PrecometError(
+            f"the manifest's waves count on judgements of {', '.join(map(repr, missing))}, and no judgement file given"
+            " now holds one: give every judgement file of the campaign"
+        )
     if pool_systems is not None and not systems:
         systems = pool_systems
         judgements = type(judgements)(systems, np.full((len(pool), len(systems)), np.nan))

@@ -203,6 +203,15 @@ class Manifest:
             list(data["waves"]),
         )
 
+    def systems(self) -> set[str]:
+        """The systems the recorded waves name (in their judged cells and system shares)."""
+        named = set()
+        for record in self.waves:
+            named.update(record["system_probability"])
+            for names in record["known"].values():
+                named.update(names)
+        return named - {"*"}
+
     def spending_state(self) -> Spending:
         """The stop rule's spending as it stands after the recorded waves."""
         spent = sum(float(w["extra_level"]) for w in self.waves)

@@ -191,7 +191,7 @@ def test_judgements_of_another_campaign_and_duplicates_are_refused_and_nothing_w
     assert len(json.loads((tmp / "m.json").read_text())["waves"]) == 2
     capsys.readouterr()
     assert main([*base, "--batch", str(tmp / "w3.jsonl")]) == 2  # the first wave's judgements left out
-    assert "was judged when wave 2 was drawn" in capsys.readouterr().err
+    assert "give every judgement file" in capsys.readouterr().err
 
 
 def test_a_prior_from_a_utilities_file_chooses_the_wave_and_the_batch_is_a_csv_of_cells(pool_files, capsys):
@@ -321,3 +321,28 @@ def test_spending_never_exceeds_the_error_level_and_adapts_only_after_a_plausibl
     quiet = adaptive.level(1, None, 0.95), adaptive.level(2, 0.96, 0.95)  # 0.96 < the trigger 0.975
     assert quiet[0] == quiet[1] == pytest.approx(0.9 * 0.1 / 20 / 2, abs=1e-15) and adaptive.spent == 0
     assert adaptive.level(3, 0.99, 0.95) == pytest.approx(0.9 * 0.1 / 40 + 0.05 / 2, abs=1e-15)
+
+
+def test_a_judgement_the_manifest_counted_on_cannot_go_missing(tmp_path, capsys):
+    pool = tmp_path / "pool.jsonl"
+    with open(pool, "w", encoding="utf-8") as handle:
+        for i in range(30):
+            outputs = {name: f"{name} output {i}" for name in ("A", "B")}
+            handle.write(json.dumps({"id": f"s{i}", "src": f"source {i}", "tgt": outputs}) + "\n")
+    argv = ["waves", "--data", str(pool), "--size", "6", "--chooser", "random", "--manifest", str(tmp_path / "m.json")]
+    assert main([*argv, "--batch", str(tmp_path / "w1.jsonl")]) == 0
+    cells = [json.loads(line) for line in (tmp_path / "w1.jsonl").read_text().splitlines()]
+    first, rest = tmp_path / "j1.jsonl", tmp_path / "j2.jsonl"
+    for path, part in ((first, cells[:1]), (rest, cells[1:])):
+        path.write_text(
+            "".join(
+                json.dumps({"id": c["id"], "src": c["src"], "scores": {c["system"]: {"human": 1.0}}}) + "\n"
+                for c in part
+            )
+        )
+    assert main([*argv, "--judgements", str(first), str(rest), "--batch", str(tmp_path / "w2.jsonl")]) == 0
+    capsys.readouterr()
+    assert main([*argv, "--judgements", str(rest), "--batch", str(tmp_path / "w3.jsonl")]) == 2
+    error = capsys.readouterr().err
+    assert f"item '{cells[0]['id']}', system '{cells[0]['system']}' was judged when wave 2 was drawn" in error
+    assert not (tmp_path / "w3.jsonl").exists()
