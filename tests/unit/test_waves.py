@@ -334,12 +334,12 @@ def test_a_judgement_the_manifest_counted_on_cannot_go_missing(tmp_path, capsys)
     cells = [json.loads(line) for line in (tmp_path / "w1.jsonl").read_text().splitlines()]
     first, rest = tmp_path / "j1.jsonl", tmp_path / "j2.jsonl"
     for path, part in ((first, cells[:1]), (rest, cells[1:])):
-        path.write_text(
-            "".join(
-                json.dumps({"id": c["id"], "src": c["src"], "scores": {c["system"]: {"human": 1.0}}}) + "\n"
-                for c in part
-            )
-        )
+        items: dict[str, dict] = {}
+        for c in part:
+            items.setdefault(c["id"], {"id": c["id"], "src": c["src"], "scores": {}})["scores"][c["system"]] = {
+                "human": float(len(items))
+            }
+        path.write_text("".join(json.dumps(item) + "\n" for item in items.values()))
     assert main([*argv, "--judgements", str(first), str(rest), "--batch", str(tmp_path / "w2.jsonl")]) == 0
     capsys.readouterr()
     assert main([*argv, "--judgements", str(rest), "--batch", str(tmp_path / "w3.jsonl")]) == 2
