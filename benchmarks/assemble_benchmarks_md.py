@@ -61,6 +61,7 @@ SECTIONS = (  # (file under benchmarks/results/, what it measures) in reading or
     ("diffuse-speed.md", "Pairwise: DiffUse selection speed (issue 7)"),
     ("diffuse-protocol.md", "Pairwise: DiffUse success rate (issue 7)"),
     ("pairwise-findings.md", "Pairwise: DiffUse, annotate-until-decided, ratings: readings (issue 7)"),
+    ("waves-replay.md", "Annotating in waves until the ranking is settled: replay on 9 judged campaigns"),
     ("loading.md", "Loading real campaigns (issue 2)"),
     ("first_hour.md", "A new user's first hour: the demo and the fast test loop (issue 21)"),
     ("interrupts.md", "Output safety under interrupts at random moments (issue 33)"),

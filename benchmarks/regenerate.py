@@ -243,6 +243,12 @@ REGISTRY = (
         peer=True,
     ),
     Benchmark("diffuse-protocol", (("benchmarks/bench_diffuse.py", "protocol"),), ("diffuse-protocol.md",), 3.2),
+    Benchmark(  # the shipped estimator's predictions are kept in benchmarks/out/waves-estimator (first run: +5 min)
+        "waves-replay",
+        (("benchmarks/bench_waves.py", "--runs", "100"),),
+        ("waves-replay.json", "waves-replay.md"),
+        8,
+    ),
     Benchmark("loading", (("benchmarks/bench_load.py", "--repeat", "5"),), ("loading.md",), 0.1),
     Benchmark("first-hour", (("benchmarks/bench_first_hour.py", "--repeats", "3"),), ("first_hour.md",), 6, data=False),
     Benchmark(
