@@ -336,6 +336,16 @@ def _write_cells(handle, pool, drawn: np.ndarray, systems: tuple[str, ...], path
 
         if not systems or not pool.outputs:
             raise PrecometError(f"--batch {path}: an Appraise batch shows system outputs, and this pool has none")
+        for name in systems:
+            if name not in pool.outputs:
+                continue
+            gaps = drawn[:, systems.index(name)] & np.array([o is None for o in pool.outputs[name]], dtype=bool)
+            if gaps.any():
+                item = pool.ids[np.flatnonzero(gaps)[0]]
+                raise PrecometError(
+                    f"--batch {path}: item {item!r} has no output of system {name!r}, whose cell the wave drew: an"
+                    " Appraise batch would leave it out"
+                )
         masked = {
             name: np.where(drawn[:, systems.index(name)], pool.outputs[name], None) if name in systems else None
             for name in pool.outputs

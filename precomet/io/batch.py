@@ -163,6 +163,13 @@ def appraise_batches(
             "an Appraise batch pairs each source with a system's output, and this input has no outputs; write the"
             " batch as .jsonl, .csv or .tsv, or select on the campaign with its outputs"
         )
+    empty = [campaign.ids[i] for i in ordered if all(campaign.outputs[system][i] is None for system in systems)]
+    if empty:
+        raise PrecometError(
+            f"{len(empty)} chosen item(s) have no system output, e.g. {empty[0]!r}: an Appraise batch pairs each source"
+            " with an output and would leave them out; write the batch as .jsonl, .csv or .tsv, or drop them from"
+            " the input"
+        )
     source, target = campaign_languages(campaign.name)
     items = [
         {
