@@ -110,7 +110,15 @@ def _weights(campaign: Campaign, metric: str, scores: np.ndarray, how: Any) -> n
     if counts is None:
         return np.ones_like(scores)
     counts = np.asarray(counts, dtype=float)
-    return np.where(np.isnan(counts), np.where(np.isnan(scores), 0.0, 1.0), np.clip(counts, 0.0, None))
+    bad = ~np.isnan(counts) & ((counts < 0) | (counts != np.round(counts)))
+    if bad.any():
+        item, system = np.argwhere(bad)[0]
+        raise PrecometError(
+            f"item_effect: {metric}_n counts the judgements behind each cell and must be a whole number >= 0; item"
+            f" {campaign.ids[item]!r}, system {campaign.systems[system]!r} has {float(counts[item, system]):g}"
+            f" ({int(bad.sum())} such cell(s))"
+        )
+    return np.where(np.isnan(counts), np.where(np.isnan(scores), 0.0, 1.0), counts)
 
 
 def _check_shrinkage(value: Any) -> float:

@@ -12,10 +12,35 @@ NO_OUTPUT = "".join(
     for i in range(10)
 )
 
+NEGATIVE_COUNT = "".join(
+    json.dumps(
+        {
+            "id": f"x{i}",
+            "src": f"source {i}",
+            "scores": {
+                s: {"human": float((i * 7 + k * 3) % 11), "human_n": -2 if (i, s) == (2, "A") else 1}
+                for k, s in enumerate("ABC")
+            },
+        }
+    )
+    + "\n"
+    for i in range(12)
+)
+
 CASES = {
     "select-appraise-batch-of-an-item-without-outputs": Case(
         "select --data nout.jsonl --method length --budget 8 -o {d}/s.jsonl --batch {d}/b.json".split(),
         {"nout.jsonl": NO_OUTPUT},
         ("'x3'", "no system output", ".jsonl"),
+    ),
+    "build-targets-item-effect-negative-judgement-count": Case(
+        "build-targets --data neg.jsonl --method item_effect --normalise none -o {d}/t.jsonl".split(),
+        {"neg.jsonl": NEGATIVE_COUNT},
+        ("human_n", "'x2'", "'A'", "-2", "whole number"),
+    ),
+    "build-targets-item-effect-fractional-judgement-count": Case(
+        "build-targets --data neg.jsonl --method item_effect --normalise none -o {d}/t.jsonl".split(),
+        {"neg.jsonl": NEGATIVE_COUNT.replace('"human_n": -2', '"human_n": 1.5')},
+        ("human_n", "'x2'", "1.5"),
     ),
 }
