@@ -465,12 +465,14 @@ def _check_crowd_options(args: argparse.Namespace) -> None:
             ("--workers", args.workers is not None),
             ("--balance", args.balance),
             ("--level doc", args.level != "item"),
+            ("--null-orderings", args.null_orderings is not None),
         )
         if used
     ]
     if unsupported:
         raise PrecometError(
-            f"--crowd evaluates item-count top-k subsets of computed utilities; drop {', '.join(unsupported)}"
+            f"--crowd evaluates item-count top-k subsets of computed utilities against random subsets (it has no null"
+            f" of random orderings yet); drop {', '.join(unsupported)}"
         )
 
 

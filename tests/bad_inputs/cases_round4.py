@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from tests.bad_inputs import Case
+from tests.bad_inputs import GOOD, Case
 
 NO_OUTPUT = "".join(
     json.dumps({"id": f"x{i}", "src": f"source {i} " + "y" * i, **({} if i == 3 else {"tgt": {"A": f"a{i}"}})}) + "\n"
@@ -28,6 +28,12 @@ NEGATIVE_COUNT = "".join(
 )
 
 CASES = {
+    "benchmark-crowd-with-null-orderings": Case(
+        "benchmark --data items.jsonl --methods metric_var --metric m --props 0.5 --crowd 2 --crowd-runs 3"
+        " --null-orderings 50 -o {d}/b.json".split(),
+        {"items.jsonl": GOOD},
+        ("--crowd", "--null-orderings"),
+    ),
     "select-appraise-batch-of-an-item-without-outputs": Case(
         "select --data nout.jsonl --method length --budget 8 -o {d}/s.jsonl --batch {d}/b.json".split(),
         {"nout.jsonl": NO_OUTPUT},
