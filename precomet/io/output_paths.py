@@ -194,6 +194,13 @@ def check_outputs(*targets: str | Path | None) -> list[Path]:
     command calls before its work, so that :func:`~precomet.io.atomic.output_set` cannot refuse after it."""
     given = [check_output(t) for t in targets if t is not None]
     resolved = [STDOUT if is_stdout(t) else _target(t) for t in given]
+    if resolved.count(STDOUT) > 1:
+        names = " and ".join(str(t) for t, r in zip(given, resolved) if r == STDOUT)
+        how_many = "both" if resolved.count(STDOUT) == 2 else "all"
+        raise OutputError(
+            f"{names} are {how_many} standard output: two outputs of one command would run together there; give each"
+            " its own path (at most one '-')"
+        )
     twice = [str(t) for t, r in zip(given, resolved) if r != STDOUT and resolved.count(r) > 1]
     if twice:
         raise OutputError(f"{twice[0]} is given for two outputs of one command; give each its own path")

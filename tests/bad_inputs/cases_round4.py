@@ -28,6 +28,11 @@ NEGATIVE_COUNT = "".join(
 )
 
 CASES = {
+    "select-two-outputs-on-standard-output": Case(
+        "select --data nout.jsonl --method length --budget 2 -o - --batch /dev/stdout".split(),
+        {"nout.jsonl": NO_OUTPUT},
+        ("- and /dev/stdout", "both standard output"),
+    ),
     "benchmark-crowd-with-null-orderings": Case(
         "benchmark --data items.jsonl --methods metric_var --metric m --props 0.5 --crowd 2 --crowd-runs 3"
         " --null-orderings 50 -o {d}/b.json".split(),
