@@ -17,6 +17,7 @@ from contextlib import contextmanager, nullcontext, redirect_stdout, suppress
 
 from precomet import __version__, signals
 from precomet.encoders.disk import CacheUse, counting_cache_use, no_disk_cache
+from precomet.environment import unknown_variables
 from precomet.errors import Interrupted, PrecometError
 from precomet.io.atomic import command_outputs
 from precomet.io.output_paths import STDOUT, check_not_inputs, is_stdout
@@ -205,6 +206,9 @@ def _main(argv: list[str]) -> int:
             raise PrecometError(
                 "standard output is closed; give it somewhere to go (> FILE, or > /dev/null to discard it)"
             )
+        if not secondary_process():  # once per run, not per process of a launched run
+            for line in unknown_variables(os.environ):
+                print(f"{prefix}: warning: {line}", file=sys.stderr)
         inputs, outputs = module.paths(args)
         to_stdout = any(o is not None and is_stdout(o) for o in outputs)
         with (
