@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextvars
 import hashlib
 import logging
+import math
 import os
 import re
 import zipfile
@@ -174,6 +175,8 @@ def _load(path: Path, *, encoder_key: str, dim: int, wanted: set[str]) -> tuple[
     with stored:
         if set(stored.files) != {"check", "keys", "vectors"}:
             return f"arrays {sorted(stored.files)}, expected ['check', 'keys', 'vectors']", {}
+        if problem := _declared_sizes_problem(stored):
+            return problem, {}
         keys = stored["keys"]
         if keys.ndim != 1 or keys.dtype.kind != "U" or not all(len(k) == 40 for k in keys.tolist()):
             return f"keys of shape {keys.shape} and dtype {keys.dtype}, expected text hashes", {}
@@ -190,6 +193,29 @@ def _load(path: Path, *, encoder_key: str, dim: int, wanted: set[str]) -> tuple[
     if not np.array_equal(check, _checksum(encoder_key, keys, vectors)):
         return "its checksum does not match its keys and vectors (edited, reordered or another encoder's)", {}
     return "", {k: v for k, v in zip(keys.tolist(), vectors.astype(np.float32)) if k in wanted}
+
+
+def _declared_sizes_problem(stored: NpzFile) -> str:
+    """What is wrong with the arrays' headers (an object dtype, or a shape the stored bytes do not fill), read before
+    any array is: a damaged header must not make numpy allocate what it declares."""
+    archive = stored.zip
+    if archive is None:
+        return "a closed archive"
+    for name in stored.files:
+        info = archive.getinfo(f"{name}.npy")
+        with archive.open(info) as member:
+            version = np.lib.format.read_magic(member)
+            read_header = (
+                np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+            )
+            shape, _, dtype = read_header(member)
+            if dtype.hasobject:
+                return f"array {name!r} of Python objects"
+            declared = math.prod(shape) * dtype.itemsize
+            held = info.file_size - member.tell()
+        if declared != held:
+            return f"array {name!r} declares shape {shape} ({declared:,} bytes) but holds {held:,} bytes"
+    return ""
 
 
 def read_vectors(folder: Path, *, encoder_key: str, dim: int, wanted: set[str]) -> dict[str, np.ndarray]:

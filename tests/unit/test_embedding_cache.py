@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import io
 import logging
+import zipfile
 
 import numpy as np
 import pytest
@@ -200,7 +201,30 @@ def _damages(good: bytes) -> dict[str, bytes]:
             good, lambda a: a.update(check=disk._checksum("other-0123456789abcdef", a["keys"], a["vectors"]))
         ),
         "unsigned-by-precomet-0.7": _from_good(good, lambda a: a.pop("check")),
+        # issue 51: a 2 kB segment whose header declares 2^36 x 384 vectors (numpy would try to allocate them)
+        "header-declares-a-huge-array": _huge_header(good),
     }
+
+
+def _huge_header(good: bytes) -> bytes:
+    """``good`` with its vectors' header declaring ``(2**36, 384)`` float32 over the few bytes it holds."""
+    try:
+        with np.load(io.BytesIO(good)) as stored:
+            arrays = {name: stored[name] for name in stored.files}
+    except Exception:  # noqa: BLE001 -- the placeholder used to list the damages
+        return b""
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as archive:
+        for name, array in arrays.items():
+            member = io.BytesIO()
+            if name == "vectors":
+                header = {"descr": "<f4", "fortran_order": False, "shape": (2**36, 384)}
+                np.lib.format.write_array_header_1_0(member, header)
+                member.write(array.tobytes())
+            else:
+                np.save(member, array)
+            archive.writestr(f"{name}.npy", member.getvalue())
+    return out.getvalue()
 
 
 @pytest.fixture
