@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import pickle
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -75,17 +76,41 @@ def _pooled_dim(model_dir: Path) -> int | None:
     return None
 
 
+PICKLED_SUFFIXES = (".bin", ".pt", ".pth", ".pkl", ".pickle", ".ckpt")
+"""Weight files that only unpickling reads (torch.save): a model folder is loaded from safetensors or not at all."""
+
+
+def refuse_pickled_weights(folder: Path, *, what: str) -> None:
+    """Refuse a model folder whose weights are pickled only (no ``*.safetensors`` beside them): loading them could
+    run any code the file holds."""
+    files = [p for p in folder.rglob("*") if p.is_file()]
+    pickled = [p for p in files if p.suffix.lower() in PICKLED_SUFFIXES]
+    if pickled and not any(p.suffix == ".safetensors" for p in files):
+        raise PrecometError(
+            f"{what}: {pickled[0].relative_to(folder)} holds pickled weights and there is no *.safetensors file;"
+            " precomet never unpickles model weights (convert them to safetensors)"
+        )
+
+
 def _encode(texts: list[str], *, model: str, batch_size: int, device: str) -> np.ndarray:
     import torch
     from sentence_transformers import SentenceTransformer
 
     threads = torch.get_num_threads()
-    if (model.startswith((".", "~", "/")) or model.count("/") > 1) and not Path(model).expanduser().is_dir():
+    folder = Path(model).expanduser()
+    if (model.startswith((".", "~", "/")) or model.count("/") > 1) and not folder.is_dir():
         raise PrecometError(f"sentence encoder {model!r}: no such folder (give a local model folder or a model name)")
+    if folder.is_dir():
+        refuse_pickled_weights(folder, what=f"sentence encoder {model!r}")
     try:
         with quiet_third_party():
             loaded = SentenceTransformer(model, device=device)
-    except (OSError, ValueError) as err:
+    except (OSError, ValueError, pickle.UnpicklingError) as err:
+        if isinstance(err, pickle.UnpicklingError):  # never pass on torch's advice to unpickle untrusted weights
+            raise PrecometError(
+                f"cannot load sentence encoder {model!r}: its weights are pickled, and precomet never unpickles"
+                " (convert them to safetensors)"
+            ) from None
         raise PrecometError(f"cannot load sentence encoder {model!r}: {err}") from None
     try:
         vectors = loaded.encode(

@@ -111,3 +111,17 @@ def test_hf_directory_encoder_on_a_tiny_offline_model(tmp_path):
     vectors = encoder.encode(["hello world", "good morning"])
     assert vectors.shape == (2, 32) and np.isfinite(vectors).all()
     assert encoder.identity()["name"] == "hf:tiny" and len(encoder.identity()["weights_sha256"]) == 64
+
+
+def test_a_sentence_encoder_folder_of_pickled_weights_is_refused_by_name_before_loading(tmp_path):
+    """Issue 51: ``st:DIR`` with ``pytorch_model.bin`` only ended in an internal UnpicklingError quoting torch's
+    advice to set ``weights_only=False``; it is refused by name, and the advice is never given."""
+    from precomet.encoders.sentence_transformer import SentenceTransformerEncoder
+
+    folder = tmp_path / "st-model"
+    folder.mkdir()
+    (folder / "modules.json").write_text("[]", encoding="utf-8")
+    (folder / "pytorch_model.bin").write_bytes(b"\x80\x04not really a pickle")
+    with pytest.raises(PrecometError, match="pytorch_model.bin holds pickled weights") as refused:
+        SentenceTransformerEncoder(str(folder)).encode(["a text"])
+    assert "weights_only" not in str(refused.value)
