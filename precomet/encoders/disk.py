@@ -3,8 +3,8 @@
 Where: ``$PRECOMET_CACHE`` when set, else ``$XDG_CACHE_HOME/precomet`` (``~/.cache/precomet``); ``precomet
 --no-cache`` (or :func:`no_disk_cache` in Python) skips it; an explicit ``cache_dir`` (a utility's option, the
 training config's ``data.cache_dir``) replaces it. Layout: ``ROOT/<encoder key>/<segment>.npz``, where the encoder
-key is the encoder's name and a hash of its :meth:`~precomet.encoders.SentenceEncoder.identity` (weights,
-version), so two encoders never share vectors.
+key is the encoder's name and a hash of its :meth:`~precomet.encoders.SentenceEncoder.identity` (a model folder's
+files, names and contents; a package's version), so two encoders never share vectors.
 
 Each save adds one segment (text hashes, vectors and a sha256 over the encoder key, the hashes and the vectors),
 written to a temporary and renamed into place: concurrent runs never write the same file twice over, and a reader

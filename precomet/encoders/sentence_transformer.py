@@ -3,7 +3,6 @@ sentence-transformers itself, on the device it is given; vectors L2-normalised a
 
 from __future__ import annotations
 
-import hashlib
 import json
 import pickle
 from collections.abc import Sequence
@@ -13,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from precomet.encoders.base import SentenceEncoder
+from precomet.encoders.transformer import folder_digest
 from precomet.errors import PrecometError
 from precomet.progress import heartbeat, progress_enabled
 from precomet.quiet import quiet_third_party
@@ -27,16 +27,18 @@ class SentenceTransformerEncoder(SentenceEncoder):
     def __init__(self, model: str, *, batch_size: int = 64, device: str = "cpu") -> None:
         self.model, self.batch_size_st, self.device = model, batch_size, device
         self._dim: int | None = None
+        self._digest: str | None = None
 
     def identity(self) -> dict[str, Any]:
-        """The model's name or path, and for a local folder the names, sizes and times of its files: vectors
-        kept on disk are never those of weights that changed under the same path."""
+        """The model's name or path, and for a local folder the digest of all its files' names and contents
+        (:func:`~precomet.encoders.transformer.folder_digest`): vectors kept on disk are never those of files that
+        changed under the same path, whatever their sizes and times."""
         folder = Path(self.model).expanduser()
         if not folder.is_dir():
             return {"name": self.name, "model": self.model}
-        files = sorted(p for p in folder.rglob("*") if p.is_file())
-        stamp = [(p.relative_to(folder).as_posix(), p.stat().st_size, p.stat().st_mtime_ns) for p in files]
-        return {"name": self.name, "model": self.model, "files": hashlib.sha256(repr(stamp).encode()).hexdigest()}
+        if self._digest is None:  # hashed once per instance: every encode_cached call asks for it
+            self._digest = folder_digest(folder)
+        return {"name": self.name, "model": self.model, "files_sha256": self._digest}
 
     @property
     def dim(self) -> int:

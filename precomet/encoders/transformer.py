@@ -24,6 +24,19 @@ def weights_digest(path: Path) -> str:
     return digest.hexdigest()
 
 
+def folder_digest(path: Path) -> str:
+    """sha256 over every file of a model folder, names and contents (sorted by relative name): what keys the cache of
+    its vectors, so that a changed config, tokenizer or weight file — whatever its size and time — is a new key."""
+    digest = hashlib.sha256()
+    for file in sorted(p for p in path.rglob("*") if p.is_file()):
+        digest.update(file.relative_to(path).as_posix().encode() + b"\0")
+        with open(file, "rb") as handle:
+            for block in iter(lambda: handle.read(1 << 22), b""):
+                digest.update(block)
+        digest.update(b"\0")
+    return digest.hexdigest()
+
+
 class TransformerEncoder(SentenceEncoder):
     name = "hf"
     languages = "those of the model's vocabulary"
@@ -57,9 +70,10 @@ class TransformerEncoder(SentenceEncoder):
         return int(self._load()[0].config.hidden_size)
 
     def identity(self) -> dict[str, Any]:
+        """The folder's name and the digest of all its files (:func:`folder_digest`: weights, config, tokenizer)."""
         if self._digest is None:  # hashed once per instance: every encode_cached call asks for it
-            self._digest = weights_digest(self.location)
-        return {"name": f"{self.name}:{self.location.name}", "weights_sha256": self._digest}
+            self._digest = folder_digest(self.location)
+        return {"name": f"{self.name}:{self.location.name}", "files_sha256": self._digest}
 
     def _encode_batch(self, texts: list[str]) -> np.ndarray:
         import torch

@@ -110,7 +110,30 @@ def test_hf_directory_encoder_on_a_tiny_offline_model(tmp_path):
     encoder = get_encoder(f"hf:{path}")
     vectors = encoder.encode(["hello world", "good morning"])
     assert vectors.shape == (2, 32) and np.isfinite(vectors).all()
-    assert encoder.identity()["name"] == "hf:tiny" and len(encoder.identity()["weights_sha256"]) == 64
+    assert encoder.identity()["name"] == "hf:tiny" and len(encoder.identity()["files_sha256"]) == 64
+
+
+def test_a_model_folder_whose_config_or_tokenizer_changes_is_a_new_cache_key(tmp_path):
+    """Issue 51: the key covered the top-level weights only, so a changed ``config.json`` (``hidden_act``) or
+    tokenizer kept being served the old vectors; every file's name and content is in the key now, and a file changed
+    to the same size and time changes it too."""
+    import os
+
+    from precomet.encoders.sentence_transformer import SentenceTransformerEncoder
+    from precomet.estimator.tiny import build_tiny_encoder
+
+    path = build_tiny_encoder(tmp_path / "tiny", texts=["hello world", "good morning"] * 20)
+    before = get_encoder(f"hf:{path}").identity()
+    st_before = SentenceTransformerEncoder(str(path)).identity()
+    config = path / "config.json"
+    stat = config.stat()
+    text = config.read_text(encoding="utf-8")
+    changed = text.replace('"gelu"', '"relu"') if '"gelu"' in text else text.replace("}", " }", 1)
+    assert len(changed) == len(text) or '"gelu"' not in text
+    config.write_text(changed, encoding="utf-8")
+    os.utime(config, ns=(stat.st_atime_ns, stat.st_mtime_ns))  # same time; same size when the act was renamed
+    assert get_encoder(f"hf:{path}").identity() != before
+    assert SentenceTransformerEncoder(str(path)).identity() != st_before
 
 
 def test_a_sentence_encoder_folder_of_pickled_weights_is_refused_by_name_before_loading(tmp_path):
