@@ -14,6 +14,7 @@ from statistics import NormalDist
 
 import numpy as np
 
+from precomet.campaign import require_documents
 from precomet.commands.common import (
     Paths,
     add_data_arguments,
@@ -84,13 +85,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--target", type=share, default=0.95, help="pairwise agreement to reach (default 0.95)")
     parser.add_argument("--confidence", type=open_share, default=0.9, help="confidence of the guarantee (default 0.9)")
     parser.add_argument("--rule", choices=["guaranteed", "expected"], default="guaranteed", help="stop rule")
-    parser.add_argument(
-        "--spending",
-        choices=["adaptive", "uniform"],
-        default="adaptive",
-        help="how the guaranteed bound spends 1 - confidence over the looks: adaptive (default) keeps half of it for"
-        " looks the previous one made plausible; uniform spends it evenly (fixed by the first wave)",
-    )
     parser.add_argument(
         "--chooser",
         choices=["random", "length", "prior", "learn"],
@@ -179,11 +173,21 @@ def run(args: argparse.Namespace) -> int:
     from precomet.io.atomic import output_set
     from precomet.waves.live import Manifest, next_wave, read_judgements, standing, wave_record
     from precomet.waves.plan import parse_wave_size
+    from precomet.waves.stop import wave_level
 
     if args.output is not None:
         raise PrecometError("-o is replay's output; a live campaign writes --batch, --pearmut, --report, --plot")
-    pool = load_campaign(args)
+    # the pool is every item to draw from: human scores in it are not judgements (give those with --judgements), so
+    # items without them are kept
+    pool = load_campaign(argparse.Namespace(**{**vars(args), "keep_incomplete": True}))
     pool_systems = tuple(s for s in pool.systems if s in pool.outputs) or None
+    for system in pool_systems or ():
+        missing = [i for i, output in zip(pool.ids, pool.outputs[system]) if output is None]
+        if missing:
+            raise PrecometError(
+                f"{args.data}: item {missing[0]!r} has no output of system {system!r} ({len(missing)} such item(s)):"
+                " a campaign in waves judges every system on every item it draws; drop those items or that system"
+            )
     manifest = Manifest.read(args.manifest, pool) if args.manifest is not None and args.manifest.exists() else None
     size = parse_wave_size(manifest.size if manifest else args.size or DEFAULT_SIZE, len(pool))
     if manifest is not None and (manifest.level != args.level or args.size not in (None, manifest.size)):
@@ -192,12 +196,13 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     level = manifest.level if manifest else args.level
+    if level == "doc":
+        require_documents(pool)
     metric = manifest.metric if manifest else args.metric
     if manifest is not None:
         fixed: dict[str, tuple[object, object]] = {
             "--target": (args.target, manifest.target),
             "--confidence": (args.confidence, manifest.confidence),
-            "--spending": (args.spending, manifest.spending),
         }
         for flag, (given, kept) in fixed.items():
             if given != kept:
@@ -245,7 +250,10 @@ def run(args: argparse.Namespace) -> int:
     report = current.to_dict(NormalDist().inv_cdf(1 - (1 - args.confidence) / 2))
     report["systems_known"] = bool(systems)
     new = None
-    if not current.verdict.stop:
+    awaiting = bool(waves) and not (waves[-1].drawn & ~np.isnan(judgements.scores)).any()
+    if awaiting:
+        report["awaiting_wave"] = waves[-1].number
+    if not current.verdict.stop and not awaiting:
         new, predictor = next_wave(
             pool,
             judgements,
@@ -293,26 +301,20 @@ def run(args: argparse.Namespace) -> int:
                     write_pearmut(handle, pool, cells, campaign_id=campaign_id)
             if args.manifest:
                 record = manifest or Manifest(
-                    pool.data_hash(), level, size.text, planned, metric, args.target, args.confidence, args.spending, []
+                    pool.data_hash(), level, size.text, planned, metric, args.target, args.confidence, []
                 )
-                spending = record.spending_state()
-                before = spending.spent
-                look_level = spending.level(new.number, current.verdict.expected if waves else None, args.target)
-                record.waves.append(
-                    wave_record(
-                        new,
-                        predictor,
-                        pool,
-                        systems,
-                        level,
-                        look_level=look_level,
-                        extra_level=spending.spent - before,
-                    )
-                )
+                look_level = wave_level(record.confidence, new.number, record.planned)
+                record.waves.append(wave_record(new, predictor, pool, systems, level, look_level=look_level))
                 with out.open(args.manifest) as handle:
                     json.dump(record.to_dict(), handle, indent=1)
                     handle.write("\n")
-    if new is None:
+    if awaiting:
+        print(
+            f"precomet waves: wave {waves[-1].number} has no judgement yet: no new wave drawn (give its judgements"
+            " with --judgements, --pearmut-annotations or --appraise-annotations)",
+            file=sys.stderr,
+        )
+    elif new is None:
         print("precomet waves: stop — the ranking is settled at the target; no wave drawn", file=sys.stderr)
     elif args.manifest is None:
         print(
@@ -447,10 +449,11 @@ def _replay(args: argparse.Namespace) -> int:
     from precomet.waves.replay import ReplaySettings, fewer_than, replay
 
     pool = load_campaign(args)
+    if args.level == "doc":
+        require_documents(pool)
     if HUMAN not in pool.scores:
         raise PrecometError(f"waves replay: {args.data} has no human scores to replay")
     settings = ReplaySettings(
-        spending=args.spending,
         size=parse_wave_size(args.size or DEFAULT_SIZE, len(pool)),
         target=args.target,
         confidence=args.confidence,

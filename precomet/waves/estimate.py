@@ -105,7 +105,7 @@ class WaveResult:
 
     totals: np.ndarray  # (S,)
     variances: np.ndarray  # (K,) for the contrasts' rows
-    weight: float  # λ_t (inf when the wave drew every open cell with certainty)
+    weight: float  # λ_t (inf when the wave drew every open cell with certainty; 0: left out, a system unanswered)
 
 
 def wave_result(wave: Wave, scores: np.ndarray, contrasts: np.ndarray) -> WaveResult:
@@ -135,6 +135,9 @@ def wave_result(wave: Wave, scores: np.ndarray, contrasts: np.ndarray) -> WaveRe
     projected = per_unit @ contrasts.T
     single = (unit_pi[:, None] * per_unit**2 * (1 - qr)[None, :]) @ (contrasts**2).T
     variances = ((1 - unit_pi)[:, None] * projected**2).sum(axis=0) + single.sum(axis=0)
+    if ((drawn_per_system > 0) & (answered.sum(axis=0) == 0)).any():
+        # a system none of whose drawn cells came back: the wave knows nothing of it, so it is left out (weight 0)
+        return WaveResult(totals=totals, variances=variances, weight=0.0)
     design = wave.design_variance()
     return WaveResult(totals=totals, variances=variances, weight=np.inf if design == 0 else 1.0 / design)
 
@@ -187,9 +190,11 @@ def combine(
         return Estimates(
             means, np.zeros(n_systems), pairs, means[pairs[:, 0]] - means[pairs[:, 1]], zeros, True, len(results)
         )
+    looks = len(results)
+    results = [r for r in results if r.weight > 0]  # waves without an answer of some drawn system are left out
     if not results:
         nan = np.full(n_systems, np.nan)
-        return Estimates(nan, nan, pairs, np.full(len(pairs), np.nan), np.full(len(pairs), np.nan), False, 0)
+        return Estimates(nan, nan, pairs, np.full(len(pairs), np.nan), np.full(len(pairs), np.nan), False, looks)
     weights = np.array([r.weight for r in results])
     weights = np.isinf(weights).astype(float) if np.isinf(weights).any() else weights
     weights = weights / weights.sum()
@@ -205,7 +210,7 @@ def combine(
         differences,
         se[n_systems:],
         False,
-        len(results),
+        looks,
         judged_units(scores, units) - 1.0,
     )
 

@@ -23,7 +23,7 @@ from precomet.waves.choosers import Chooser
 from precomet.waves.design import DEFAULT_FLOOR
 from precomet.waves.estimate import Estimates, Predictor, Wave, combine, fit_predictor, pair_contrasts, wave_result
 from precomet.waves.plan import MIN_SYSTEM_SHARE, WaveSize, draw_wave, sampling_units, system_probabilities
-from precomet.waves.stop import Spending, Verdict, projected_fraction, verdict
+from precomet.waves.stop import Verdict, projected_fraction, verdict
 
 MANIFEST_VERSION = 1
 
@@ -175,7 +175,6 @@ class Manifest:
     metric: str | None
     target: float
     confidence: float
-    spending: str
     waves: list[dict[str, Any]]
 
     @classmethod
@@ -199,7 +198,6 @@ class Manifest:
             data["metric"],
             float(data["target"]),
             float(data["confidence"]),
-            str(data["spending"]),
             list(data["waves"]),
         )
 
@@ -211,11 +209,6 @@ class Manifest:
             for names in record["known"].values():
                 named.update(names)
         return named - {"*"}
-
-    def spending_state(self) -> Spending:
-        """The stop rule's spending as it stands after the recorded waves."""
-        spent = sum(float(w["extra_level"]) for w in self.waves)
-        return Spending(self.confidence, self.planned, self.spending, spent=spent)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -229,7 +222,6 @@ class Manifest:
             "metric": self.metric,
             "target": self.target,
             "confidence": self.confidence,
-            "spending": self.spending,
             "waves": self.waves,
         }
 
@@ -476,10 +468,9 @@ def wave_record(
     level: str,
     *,
     look_level: float,
-    extra_level: float,
 ) -> dict[str, Any]:
     """The manifest entry of a freshly drawn wave (``systems`` empty: cells stand for every system, ``*``), with the
-    error level its look will spend (``extra_level`` of it the adaptive part)."""
+    error level its look will spend (decided before the draw)."""
     keys = _unit_keys(pool, level)
     names = systems if systems else ("*",)
     return {
@@ -492,6 +483,5 @@ def wave_record(
         "known": _cells_to_json(wave.known, pool.ids, names) if systems else {},
         "drawn": _cells_to_json(wave.drawn, pool.ids, names),
         "look_level": look_level,
-        "extra_level": extra_level,
         "predictor": {"offsets": {s: float(f) for s, f in zip(systems, predictor.offsets)}, "slope": predictor.slope},
     }

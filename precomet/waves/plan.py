@@ -126,9 +126,9 @@ def draw_wave(
     predictor: np.ndarray | None = None,
 ) -> Wave:
     """Draw wave ``number`` over the open cells of the pool (``known`` = judged cells): units get inclusion
-    probabilities from the chooser's ``item_scores`` summed per unit, each drawn unit draws each open system cell
-    with probability ``q``. ``top_k`` takes the highest-scoring units instead (deterministic; no valid weights).
-    ``predictor``: the wave's ``f`` (``N × S``, fitted on ``known`` only); default the judged cells' system means."""
+    probabilities from the chooser's ``item_scores`` summed per unit, each drawn unit draws each system with
+    probability ``q`` (for all its open cells of that system). ``top_k`` takes the highest-scoring units instead
+    (deterministic; no valid weights). ``predictor``: the wave's ``f`` (``N × S``, fitted on ``known`` only); default the judged cells' system means."""
     open_cells = ~known
     open_units, sizes = unit_sizes(units, open_cells, q, cost, size.kind)
     if not len(open_units):
@@ -146,7 +146,9 @@ def draw_wave(
         probability = inclusion_probabilities(scores, sizes, size.amount, floor=floor)
         picked = open_units[poisson_draw(probability, rng)]
     chosen_items = np.isin(units, picked)
-    systems_drawn = rng.random(known.shape) < q[None, :]
+    # systems are drawn once per unit (every item of a drawn document shows the same systems), as the variance
+    # estimate of precomet.waves.estimate assumes
+    systems_drawn = (rng.random((int(units.max()) + 1, known.shape[1])) < q[None, :])[units]
     drawn = open_cells & chosen_items[:, None] & systems_drawn
     return Wave(
         number=number,

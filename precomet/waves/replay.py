@@ -21,7 +21,7 @@ from precomet.waves.choosers import Chooser
 from precomet.waves.design import DEFAULT_FLOOR
 from precomet.waves.estimate import Estimates, WaveResult, combine, fit_predictor, pair_contrasts, wave_result
 from precomet.waves.plan import MIN_SYSTEM_SHARE, WaveSize, draw_wave, sampling_units, system_probabilities
-from precomet.waves.stop import Spending, Verdict, verdict
+from precomet.waves.stop import Verdict, verdict
 
 
 @dataclass(frozen=True)
@@ -38,9 +38,6 @@ class ReplaySettings:
     system_floor: float = MIN_SYSTEM_SHARE
     top_k: bool = False
     anytime: bool = True  # False: the fixed-look level at every look (an ablation; not valid when stopping early)
-    spending: str = "adaptive"  # how the guaranteed rule spends its level over the looks (stop.Spending)
-    trigger: float | None = None
-    share: float = 0.5
 
 
 @dataclass(frozen=True)
@@ -136,16 +133,12 @@ def run_once(
     full = truth.mean(axis=0)
     size = settings.size.in_cells(n_systems) if settings.allocation else settings.size
     planned = size.planned_looks(n_items, truth.size, float(cost.sum()))
-    spending = Spending(settings.confidence, planned, settings.spending, settings.trigger, settings.share)
     known = np.zeros(truth.shape, dtype=bool)
     judged = np.full(truth.shape, np.nan)
     results: list[WaveResult] = []
     estimates: Estimates | None = None
     reading: Verdict | None = None
     while True:
-        level = spending.level(
-            len(results) + 1, reading.expected if reading is not None else None, settings.target
-        )  # decided before the wave is drawn
         q = (
             system_probabilities(estimates, reading, floor=settings.system_floor)
             if settings.allocation and estimates is not None
@@ -178,7 +171,6 @@ def run_once(
             planned=planned,
             always_bound=False,
             anytime=settings.anytime,
-            level=level if settings.anytime else None,
         )
         if reading.stop or known.all():
             outcome = _outcome(estimates, reading, known, cost, full, stopped=reading.stop)

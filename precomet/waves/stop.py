@@ -49,42 +49,6 @@ def wave_level(confidence: float, waves: int, planned: int, *, anytime: bool = T
     return (1 - PLANNED_SHARE) * alpha * 6 / (math.pi**2 * (waves - planned) ** 2)
 
 
-SPENDINGS = ("adaptive", "uniform")
-"""How the stop rule spends its error level over the looks."""
-
-
-@dataclass
-class Spending:
-    """The error level of each look, decided before the look's wave is drawn (so the union bound holds whatever the
-    data do): ``uniform`` spends :func:`wave_level` at every look; ``adaptive`` spends half of that schedule at every
-    look and the other half of the level only at looks that the previous look made plausible (its expected agreement
-    at least ``trigger``), ``share`` of what is left of that half each time. Both add up to at most
-    ``1 − confidence`` over any number of looks."""
-
-    confidence: float
-    planned: int
-    mode: str = "adaptive"
-    trigger: float | None = None  # default: halfway from the target to 1
-    share: float = 0.5
-    spent: float = 0.0
-
-    def __post_init__(self) -> None:
-        if self.mode not in SPENDINGS:
-            raise PrecometError(f"unknown spending {self.mode!r}; choose one of {', '.join(SPENDINGS)}")
-
-    def level(self, look: int, previous_expected: float | None, target: float) -> float:
-        """The level of look ``look`` (1-based), given the expected agreement at the previous look (``None``: none)."""
-        uniform = wave_level(self.confidence, look, self.planned)
-        if self.mode == "uniform":
-            return uniform
-        trigger = self.trigger if self.trigger is not None else target + (1 - target) / 2
-        extra = 0.0
-        if previous_expected is not None and previous_expected >= trigger:
-            extra = ((1 - self.confidence) / 2 - self.spent) * self.share
-            self.spent += extra
-        return uniform / 2 + extra
-
-
 def system_covariance(estimates: Estimates) -> np.ndarray:
     """The ``S × S`` covariance of the system means, from their variances and the pairs' (clipped to be PSD)."""
     v = estimates.mean_se**2
@@ -128,8 +92,11 @@ def flip_probabilities(estimates: Estimates) -> np.ndarray:
     with np.errstate(divide="ignore", invalid="ignore"):
         z = np.where(se > 0, np.abs(estimates.differences) / se, np.inf)
     p = stdtr(estimates.df, -z)
-    exact = se == 0
-    return np.where(exact, 0.0, p)
+    if estimates.exact:
+        return np.zeros(len(p))
+    # a standard error of 0 before every cell is judged (identical residuals): certain of an order it estimates, no
+    # wiser about one it estimates as a tie
+    return np.where(se == 0, np.where(estimates.differences == 0, 0.5, 0.0), p)
 
 
 def holm_decided(p: np.ndarray, level: float) -> np.ndarray:

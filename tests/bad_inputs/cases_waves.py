@@ -34,7 +34,20 @@ OTHER_MANIFEST = json.dumps(
      "metric": None, "waves": []}
 )  # fmt: skip
 
+NO_OUTPUT_OF_B = "".join(
+    json.dumps({"id": f"x{i}", "src": f"source {i}", "tgt": {"A": "a", **({} if i == 2 else {"B": "b"})}}) + "\n"
+    for i in range(6)
+)
+
 CASES = {
+    "waves-pool-with-a-missing-output": Case(
+        "waves --data pool.jsonl --batch {d}/w.jsonl".split(),
+        {"pool.jsonl": NO_OUTPUT_OF_B},
+        ("'x2'", "'B'", "no output"),
+    ),
+    "waves-doc-level-without-documents": Case(
+        f"{W} --level doc".split(), {"items.jsonl": GOOD}, ("--level doc", "no documents")
+    ),
     "waves-target-changed-mid-campaign": Case(
         f"{W} --manifest m.json --target 0.9".split(),
         {"items.jsonl": GOOD},

@@ -15,7 +15,7 @@ from precomet.waves.design import inclusion_probabilities
 from precomet.waves.estimate import combine, fit_predictor, pair_contrasts, plain_estimates, wave_result
 from precomet.waves.plan import WaveSize, draw_wave, parse_wave_size
 from precomet.waves.replay import ReplaySettings, realised_agreement, replay
-from precomet.waves.stop import Spending, holm_decided, verdict, wave_level
+from precomet.waves.stop import holm_decided, verdict, wave_level
 
 
 def test_inclusion_probabilities_meet_the_budget_and_keep_the_floor():
@@ -308,21 +308,6 @@ def test_vector_features_are_the_leading_principal_components():
     assert vector_features(vectors[:2], components=16).shape == (2, 2)
 
 
-@pytest.mark.parametrize("mode", ["adaptive", "uniform"])
-def test_spending_never_exceeds_the_error_level_and_adapts_only_after_a_plausible_look(mode):
-    rng = np.random.default_rng(0)
-    spending = Spending(0.9, 20, mode)
-    levels, previous = [], None
-    for look in range(1, 400):
-        levels.append(spending.level(look, previous, 0.95))
-        previous = float(rng.uniform(0.9, 1.0))
-    assert sum(levels) <= 0.1 + 1e-12
-    adaptive = Spending(0.9, 20, "adaptive")
-    quiet = adaptive.level(1, None, 0.95), adaptive.level(2, 0.96, 0.95)  # 0.96 < the trigger 0.975
-    assert quiet[0] == quiet[1] == pytest.approx(0.9 * 0.1 / 20 / 2, abs=1e-15) and adaptive.spent == 0
-    assert adaptive.level(3, 0.99, 0.95) == pytest.approx(0.9 * 0.1 / 40 + 0.05 / 2, abs=1e-15)
-
-
 def test_a_judgement_the_manifest_counted_on_cannot_go_missing(tmp_path, capsys):
     pool = tmp_path / "pool.jsonl"
     with open(pool, "w", encoding="utf-8") as handle:
@@ -333,16 +318,86 @@ def test_a_judgement_the_manifest_counted_on_cannot_go_missing(tmp_path, capsys)
     assert main([*argv, "--batch", str(tmp_path / "w1.jsonl")]) == 0
     cells = [json.loads(line) for line in (tmp_path / "w1.jsonl").read_text().splitlines()]
     first, rest = tmp_path / "j1.jsonl", tmp_path / "j2.jsonl"
-    for path, part in ((first, cells[:1]), (rest, cells[1:])):
+    noise = np.random.default_rng(3).normal(size=len(cells))  # the systems alike: the ranking stays undecided
+    for path, part in ((first, range(1)), (rest, range(1, len(cells)))):
         items: dict[str, dict] = {}
-        for c in part:
-            items.setdefault(c["id"], {"id": c["id"], "src": c["src"], "scores": {}})["scores"][c["system"]] = {
-                "human": float(len(items))
-            }
+        for k in part:
+            c = cells[k]
+            item = items.setdefault(c["id"], {"id": c["id"], "src": c["src"], "scores": {}})
+            item["scores"][c["system"]] = {"human": float(noise[k])}
         path.write_text("".join(json.dumps(item) + "\n" for item in items.values()))
-    assert main([*argv, "--judgements", str(first), str(rest), "--batch", str(tmp_path / "w2.jsonl")]) == 0
+    report = tmp_path / "r.json"
+    argv2 = [
+        *argv,
+        "--judgements",
+        str(first),
+        str(rest),
+        "--batch",
+        str(tmp_path / "w2.jsonl"),
+        "--report",
+        str(report),
+    ]
+    assert main(argv2) == 0
+    assert json.loads(report.read_text())["stop"] is False and (tmp_path / "w2.jsonl").exists()
     capsys.readouterr()
     assert main([*argv, "--judgements", str(rest), "--batch", str(tmp_path / "w3.jsonl")]) == 2
     error = capsys.readouterr().err
     assert f"item '{cells[0]['id']}', system '{cells[0]['system']}' was judged when wave 2 was drawn" in error
     assert not (tmp_path / "w3.jsonl").exists()
+
+
+def test_an_unanswered_wave_is_left_out_and_no_new_wave_is_drawn_on_top_of_it(tmp_path, capsys):
+    """A wave none of whose cells came back, or one with a system none of whose drawn cells came back, knows nothing
+    of them: it must not narrow the intervals (it used to, with the whole weight of its design), and a call before
+    its judgements arrive draws no further wave."""
+    truth, spread = _pool(n=40)
+    n, s = truth.shape
+    pairs, contrasts = pair_contrasts(s)
+    known = np.zeros((n, s), dtype=bool)
+    judged = np.full((n, s), np.nan)
+    results = []
+    for number in (1, 2):
+        wave = draw_wave(
+            number=number, item_scores=spread, judged=judged, known=known, units=np.arange(n), cost=np.ones(n),
+            size=WaveSize("items", 10.0, "10"), q=np.ones(s), rng=np.random.default_rng(number),
+        )  # fmt: skip
+        if number == 1:
+            known = known | wave.drawn
+            judged = np.where(known, truth, np.nan)
+        results.append(wave_result(wave, judged, contrasts))
+    assert results[1].weight == 0.0  # nothing of wave 2 came back
+    assert (
+        combine(results, judged, pairs).difference_se.tolist()
+        == combine(results[:1], judged, pairs).difference_se.tolist()
+    )
+    partial = np.where(wave.drawn & (np.arange(s) != 2)[None, :], truth, judged)  # wave 2 back, but not system 2
+    assert wave_result(wave, partial, contrasts).weight == 0.0
+
+    pool = tmp_path / "pool.jsonl"
+    with open(pool, "w", encoding="utf-8") as handle:
+        for i in range(30):
+            handle.write(json.dumps({"id": f"s{i}", "src": f"source {i}", "tgt": {"A": "a", "B": "b"}}) + "\n")
+    argv = ["waves", "--data", str(pool), "--size", "6", "--chooser", "random", "--manifest", str(tmp_path / "m.json")]
+    assert main([*argv, "--batch", str(tmp_path / "w1.jsonl")]) == 0
+    capsys.readouterr()
+    assert main([*argv, "--batch", str(tmp_path / "w2.jsonl")]) == 0  # wave 1's judgements not given
+    assert "wave 1 has no judgement yet: no new wave drawn" in capsys.readouterr().err
+    assert not (tmp_path / "w2.jsonl").exists() and len(json.loads((tmp_path / "m.json").read_text())["waves"]) == 1
+
+
+def test_a_pool_with_pilot_human_scores_keeps_every_item(tmp_path):
+    """The pool's own human scores are not judgements: items without them are the ones still to draw, and loading
+    the pool as a scored campaign used to drop them (the report then spoke of the pilot items only)."""
+    pool = tmp_path / "pool.jsonl"
+    with open(pool, "w", encoding="utf-8") as handle:
+        for i in range(40):
+            scores = {"scores": {"A": {"human": 1.0}, "B": {"human": 2.0}}} if i < 10 else {}
+            handle.write(
+                json.dumps({"id": f"s{i}", "src": f"source {i}", "tgt": {"A": "a", "B": "b"}, **scores}) + "\n"
+            )
+    report = tmp_path / "r.json"
+    assert (
+        main(["waves", "--data", str(pool), "--size", "5", "--report", str(report), "--batch", str(tmp_path / "w.csv")])
+        == 0
+    )
+    assert json.loads(report.read_text())["pool_items"] == 40
