@@ -128,7 +128,8 @@ def draw_wave(
     """Draw wave ``number`` over the open cells of the pool (``known`` = judged cells): units get inclusion
     probabilities from the chooser's ``item_scores`` summed per unit, each drawn unit draws each system with
     probability ``q`` (for all its open cells of that system). ``top_k`` takes the highest-scoring units instead
-    (deterministic; no valid weights). ``predictor``: the wave's ``f`` (``N × S``, fitted on ``known`` only); default the judged cells' system means."""
+    (deterministic; no valid weights). ``predictor``: the wave's ``f`` (``N × S``, fitted on ``known`` only);
+    default the judged cells' system means."""
     open_cells = ~known
     open_units, sizes = unit_sizes(units, open_cells, q, cost, size.kind)
     if not len(open_units):
