@@ -84,7 +84,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--target", type=share, default=0.95, help="pairwise agreement to reach (default 0.95)")
     parser.add_argument("--confidence", type=open_share, default=0.9, help="confidence of the guarantee (default 0.9)")
-    parser.add_argument("--rule", choices=["guaranteed", "expected"], default="guaranteed", help="stop rule")
+    parser.add_argument(
+        "--rule",
+        choices=["guaranteed", "expected"],
+        default="guaranteed",
+        help="stop when the agreement's lower bound at --confidence reaches --target (guaranteed, default; valid"
+        " whenever the campaign stops) or when its expectation does (expected: no guarantee)",
+    )
     parser.add_argument(
         "--chooser",
         choices=["random", "length", "prior", "learn"],
