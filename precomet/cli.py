@@ -49,6 +49,7 @@ OPTIONS = {
     "budget": "--budget ",
     "campaign": "--campaign ",
     "complete": "--keep-incomplete",
+    "confidence": "--confidence ",
     "device": "--device ",
     "dev": "--dev ",
     "dev_fraction": "--data.dev_fraction ",
@@ -69,6 +70,7 @@ OPTIONS = {
     "seeds": "--seeds ",
     "strategy": "--strategy ",
     "table": "--table ",
+    "target": "--target ",
     "text": "--text",
     "time_limit": "--time-limit ",
 }

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import json
 import re
 import sys
 from functools import partial
@@ -26,6 +25,7 @@ from precomet.commands.common import (
     share,
 )
 from precomet.errors import PrecometError
+from precomet.io import jsonsafe
 
 HELP = (
     "annotate in waves until the ranking is settled: the next wave (cells to judge, with their inclusion"
@@ -47,31 +47,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="next (default): report and draw the next wave of a live campaign; replay: replay on a judged campaign",
     )
     add_data_arguments(parser)
-    parser.add_argument(
-        "--judgements",
-        type=Path,
-        nargs="+",
-        default=[],
-        metavar="FILE",
-        help="judgements so far (any input rank reads, e.g. canonical JSONL with the judged cells' human scores)",
-    )
-    parser.add_argument(
-        "--pearmut-annotations",
-        type=Path,
-        nargs="+",
-        default=[],
-        metavar="FILE",
-        help="judgements exported by Pearmut (its annotation download or log); several annotators of a cell averaged",
-    )
-    parser.add_argument(
-        "--appraise-annotations",
-        type=Path,
-        nargs="+",
-        default=[],
-        metavar="CSV",
-        help="judgements exported by Appraise (its scores CSV) for batches written by --batch *.json (itemID = the"
-        " item's position in the pool); several annotators of a cell averaged, BAD and tutorial rows dropped",
-    )
+    for flag, metavar, help in (
+        ("--judgements", "FILE", "judgements so far (any input rank reads, e.g. canonical JSONL with the judged cells'"
+         " human scores)"),
+        ("--pearmut-annotations", "FILE", "judgements exported by Pearmut (its annotation download or log); several"
+         " annotators of a cell averaged"),
+        ("--appraise-annotations", "CSV", "judgements exported by Appraise (its scores CSV) for batches written by"
+         " --batch *.json (itemID = the item's position in the pool); several annotators of a cell averaged, BAD and"
+         " tutorial rows dropped"),
+    ):  # fmt: skip
+        parser.add_argument(flag, type=Path, nargs="+", default=[], metavar=metavar, help=help)
     parser.add_argument(
         "--manifest",
         type=Path,
@@ -140,7 +125,7 @@ def paths(args: argparse.Namespace) -> Paths:
             *args.appraise_annotations,
             args.scores,
         ],
-        outputs=[args.batch, args.pearmut, args.report, args.plot, args.output],
+        outputs=[args.batch, args.pearmut, args.report, args.plot, args.output, args.manifest],
     )
 
 
@@ -177,23 +162,19 @@ def run(args: argparse.Namespace) -> int:
     if args.action == "replay":
         return _replay(args)
     from precomet.io.atomic import output_set
-    from precomet.waves.live import Manifest, next_wave, read_judgements, standing, wave_record
+    from precomet.io.output_paths import is_stdout
+    from precomet.waves.live import Manifest, next_wave, pool_output_systems, read_judgements, standing, wave_record
     from precomet.waves.plan import parse_wave_size
     from precomet.waves.stop import wave_level
 
     if args.output is not None:
         raise PrecometError("-o is replay's output; a live campaign writes --batch, --pearmut, --report, --plot")
+    if args.manifest is not None and is_stdout(args.manifest):
+        raise PrecometError(f"--manifest {args.manifest}: the manifest is read back by the next call; give a file")
     # the pool is every item to draw from: human scores in it are not judgements (give those with --judgements), so
     # items without them are kept
     pool = load_campaign(argparse.Namespace(**{**vars(args), "keep_incomplete": True}))
-    pool_systems = tuple(s for s in pool.systems if s in pool.outputs) or None
-    for system in pool_systems or ():
-        missing = [i for i, output in zip(pool.ids, pool.outputs[system]) if output is None]
-        if missing:
-            raise PrecometError(
-                f"{args.data}: item {missing[0]!r} has no output of system {system!r} ({len(missing)} such item(s)):"
-                " a campaign in waves judges every system on every item it draws; drop those items or that system"
-            )
+    pool_systems = pool_output_systems(pool)
     manifest = Manifest.read(args.manifest, pool) if args.manifest is not None and args.manifest.exists() else None
     size = parse_wave_size(manifest.size if manifest else args.size or DEFAULT_SIZE, len(pool))
     if manifest is not None and (manifest.level != args.level or args.size not in (None, manifest.size)):
@@ -204,23 +185,9 @@ def run(args: argparse.Namespace) -> int:
     level = manifest.level if manifest else args.level
     if level == "doc":
         require_documents(pool)
-    metric = manifest.metric if manifest else args.metric
+    metric = args.metric
     if manifest is not None:
-        fixed: dict[str, tuple[object, object]] = {
-            "--target": (args.target, manifest.target),
-            "--confidence": (args.confidence, manifest.confidence),
-        }
-        for flag, (given, kept) in fixed.items():
-            if given != kept:
-                raise PrecometError(
-                    f"{flag} {given}: the manifest's campaign runs with {flag} {kept} (its stop rule spends its error"
-                    " level by it from the first wave on); give the same value"
-                )
-    if manifest is not None and args.metric != manifest.metric:
-        raise PrecometError(
-            f"--metric {args.metric}: the manifest's waves were weighted with the metric {manifest.metric!r}; give"
-            " the same --metric on every call of one campaign"
-        )
+        manifest.check_settings(target=args.target, confidence=args.confidence, metric=metric)
     judgements = read_judgements(
         args.judgements, pool, pool_systems, pearmut=args.pearmut_annotations, appraise=args.appraise_annotations
     )
@@ -285,7 +252,7 @@ def run(args: argparse.Namespace) -> int:
     with output_set(*targets) as out:
         if args.report:
             with out.open(args.report) as handle:
-                json.dump(report, handle, indent=1, ensure_ascii=False)
+                jsonsafe.dump(report, handle, indent=1, ensure_ascii=False)
                 handle.write("\n")
         if args.plot:
             _plot(report, out.path(args.plot))
@@ -312,7 +279,7 @@ def run(args: argparse.Namespace) -> int:
                 look_level = wave_level(record.confidence, new.number, record.planned)
                 record.waves.append(wave_record(new, predictor, pool, systems, level, look_level=look_level))
                 with out.open(args.manifest) as handle:
-                    json.dump(record.to_dict(), handle, indent=1)
+                    jsonsafe.dump(record.to_dict(), handle, indent=1)
                     handle.write("\n")
     if awaiting:
         print(
@@ -344,23 +311,11 @@ def _write_cells(handle, pool, drawn: np.ndarray, systems: tuple[str, ...], path
 
         if not systems or not pool.outputs:
             raise PrecometError(f"--batch {path}: an Appraise batch shows system outputs, and this pool has none")
-        for name in systems:
-            if name not in pool.outputs:
-                continue
-            gaps = drawn[:, systems.index(name)] & np.array([o is None for o in pool.outputs[name]], dtype=bool)
-            if gaps.any():
-                item = pool.ids[np.flatnonzero(gaps)[0]]
-                raise PrecometError(
-                    f"--batch {path}: item {item!r} has no output of system {name!r}, whose cell the wave drew: an"
-                    " Appraise batch would leave it out"
-                )
-        masked = {
-            name: np.where(drawn[:, systems.index(name)], pool.outputs[name], None) if name in systems else None
-            for name in pool.outputs
-        }
-        only_drawn = replace(pool, outputs={name: column for name, column in masked.items() if column is not None})
+        only_drawn = replace(  # pools with a missing output are refused on loading: every system has its column
+            pool, outputs={name: np.where(drawn[:, k], pool.outputs[name], None) for k, name in enumerate(systems)}
+        )
         batches = appraise_batches(only_drawn, np.flatnonzero(drawn.any(axis=1)), pool_ids=True)
-        json.dump(batches, handle, ensure_ascii=False, indent=2)
+        jsonsafe.dump(batches, handle, ensure_ascii=False, indent=2)
         handle.write("\n")
         return
     rows = []
@@ -379,8 +334,6 @@ def _write_cells(handle, pool, drawn: np.ndarray, systems: tuple[str, ...], path
                 }
             )
     if CELL_FORMATS[suffix] == "jsonl":
-        from precomet.io import jsonsafe
-
         jsonsafe.dump_lines(iter(rows), handle)
         return
     writer = csv.writer(handle, delimiter="\t" if suffix == ".tsv" else ",", lineterminator="\r\n")
@@ -506,6 +459,8 @@ def _replay(args: argparse.Namespace) -> int:
             )
         if args.output:
             with out.open(args.output) as handle:
-                json.dump({"settings": vars(settings) | {"size": args.size}, "results": summaries}, handle, indent=1)
+                jsonsafe.dump(
+                    {"settings": vars(settings) | {"size": settings.size.text}, "results": summaries}, handle, indent=1
+                )
                 handle.write("\n")
     return 0

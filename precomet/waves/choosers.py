@@ -17,6 +17,7 @@ with the uniform floor, so every chooser keeps the estimates unbiased.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -102,8 +103,8 @@ class Chooser:
 
 def metric_features(scores: np.ndarray) -> np.ndarray:
     """Per-item mean and standard deviation of a metric's ``N × S`` scores (NaN-aware; 0 where none)."""
-    with np.errstate(invalid="ignore"), np.testing.suppress_warnings() as quiet:
-        quiet.filter(RuntimeWarning)
+    with warnings.catch_warnings():  # an item without any score: NaN, then 0 (numpy warns of the empty slice)
+        warnings.simplefilter("ignore", RuntimeWarning)
         mean = np.nanmean(scores, axis=1)
         spread = np.nanstd(scores, axis=1)
     return np.nan_to_num(np.stack([mean, spread], axis=1))

@@ -46,11 +46,15 @@ class Wave:
     chooser: str = "random"
     weighted: bool = True  # False: a deterministic top-k wave (no valid probabilities; estimates biased)
 
-    def design_variance(self) -> float:
-        """``Σ_open cells (1 − π_u q_s) / (π_u q_s)``: the wave's weight ``λ_t`` is its inverse."""
+    def unit_probabilities(self) -> np.ndarray:
+        """``π`` of every unit number (0 for a unit that had no open cell)."""
         pi = np.zeros(int(self.units.max()) + 1 if len(self.units) else 0)
         pi[self.open_units] = self.unit_probability
-        cell = pi[self.units][:, None] * self.system_probability[None, :]
+        return pi
+
+    def design_variance(self) -> float:
+        """``Σ_open cells (1 − π_u q_s) / (π_u q_s)``: the wave's weight ``λ_t`` is its inverse."""
+        cell = self.unit_probabilities()[self.units][:, None] * self.system_probability[None, :]
         open_cells = ~self.known
         with np.errstate(divide="ignore"):
             return float(((1 - cell[open_cells]) / cell[open_cells]).sum())
@@ -120,8 +124,7 @@ def wave_result(wave: Wave, scores: np.ndarray, contrasts: np.ndarray) -> WaveRe
     known_total = np.where(wave.known, scores, 0.0).sum(axis=0)
     open_cells = ~wave.known
     baseline = np.where(open_cells, wave.predictor, 0.0).sum(axis=0)
-    pi = np.zeros(int(wave.units.max()) + 1)
-    pi[wave.open_units] = wave.unit_probability
+    pi = wave.unit_probabilities()
     qr = wave.system_probability * response
     rows = np.flatnonzero(answered.any(axis=1))
     residual = np.where(answered[rows], scores[rows] - wave.predictor[rows], 0.0)

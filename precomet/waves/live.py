@@ -147,6 +147,20 @@ def _appraise_rows(path: Path, pool: Campaign) -> list[_Score]:
     return rows
 
 
+def pool_output_systems(pool: Campaign) -> tuple[str, ...] | None:
+    """The systems whose outputs the pool holds (``None``: a pool of sources); a system missing an output on some
+    item is refused, since a campaign in waves judges every system on every item it draws."""
+    systems = tuple(s for s in pool.systems if s in pool.outputs)
+    for system in systems:
+        missing = [i for i, output in zip(pool.ids, pool.outputs[system]) if output is None]
+        if missing:
+            raise PrecometError(
+                f"{pool.name}: item {missing[0]!r} has no output of system {system!r} ({len(missing)} such item(s)):"
+                " a campaign in waves judges every system on every item it draws; drop those items or that system"
+            )
+    return systems or None
+
+
 def _cells_to_json(mask: np.ndarray, ids: np.ndarray, systems: tuple[str, ...]) -> dict[str, list[str]]:
     return {str(ids[i]): [systems[s] for s in np.flatnonzero(mask[i])] for i in np.flatnonzero(mask.any(axis=1))}
 
@@ -200,6 +214,23 @@ class Manifest:
             float(data["confidence"]),
             list(data["waves"]),
         )
+
+    def check_settings(self, *, target: float, confidence: float, metric: str | None) -> None:
+        """Refuse settings other than the campaign's: its stop rule spends its error level by the target and the
+        confidence from the first wave on, and its waves were weighted with the metric's predictor."""
+        for name, given, kept in (("target", target, self.target), ("confidence", confidence, self.confidence)):
+            if given != kept:
+                raise PrecometError(
+                    f"{{{name}}}{given}: the manifest's campaign runs with {{{name}}}{kept} (its stop rule spends its"
+                    " error level by it from the first wave on); give the same value",
+                    param=name,
+                )
+        if metric != self.metric:
+            raise PrecometError(
+                f"{{metric}}{metric}: the manifest's waves were weighted with the metric {self.metric!r}; give the same"
+                " metric on every call of one campaign",
+                param="metric",
+            )
 
     def systems(self) -> set[str]:
         """The systems the recorded waves name (in their judged cells and system shares)."""

@@ -190,6 +190,7 @@ def projected_fraction(
             look,
             estimates.df * fraction / judged_fraction,
         )
-        if verdict(future, target=target, confidence=confidence, rule=rule, planned=planned).stop:
+        # looks the bound cannot pass skip its Monte Carlo draws (always_bound=False): they cost a second each
+        if verdict(future, target=target, confidence=confidence, rule=rule, planned=planned, always_bound=False).stop:
             return fraction
     return 1.0
