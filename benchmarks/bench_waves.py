@@ -8,7 +8,8 @@ Per campaign (every cell judged; truth = the human score), each row replays ``--
 agreement 0.95, confidence 0.9, rule ``guaranteed`` unless said otherwise:
 
 * ``random``, ``length`` (longer source first), ``prior`` (MetricVar of the campaign's metric), ``learn`` (prior =
-  MetricVar, features = the metric's per-item mean/spread; without a metric: no prior, length only);
+  MetricVar, features = the metric's per-item mean/spread; without a metric: no prior, length only),
+  ``learn/length-only`` (learn from source length alone: the length-only model control);
 * ``random+ppi``, ``learn+ppi``: the same with the weighted estimates' predictor reading the metric (``replay(...,
   metric=)``: prediction-powered AIPW); metric campaigns only. ``learn+ppi`` is what ``precomet waves`` does by
   default with ``--utility metric_var --metric M`` (chooser ``learn``, rule guaranteed, the metric's predictor);
@@ -113,6 +114,7 @@ class Row:
     needs_metric: bool = False
     also: str | None = None
     ablation: bool = False
+    metric_features: bool = True  # False: learn reads source length only (the length-only model control)
 
 
 ROWS = {
@@ -120,6 +122,7 @@ ROWS = {
     "length": Row("length", "random"),
     "prior": Row("prior", "random", prior="metric_var", needs_metric=True),
     "learn": Row("learn", "random", prior="metric_var"),
+    "learn/length-only": Row("learn", "random", metric_features=False),
     "random+ppi": Row("random", "random", ppi=True, needs_metric=True),
     "learn+ppi": Row("learn", "random", prior="metric_var", ppi=True, needs_metric=True, also="random+ppi"),
     "estimator": Row("prior", "random", prior="estimator"),
@@ -245,7 +248,7 @@ def run_campaign(key: str, rows: list[str], runs: int, out: dict | None = None) 
             out["rows"][row] = {"skipped": f"estimator unavailable: {p['estimator_info']['error']}"}
             continue
         prior = p["estimator"] if spec.prior == "estimator" else p["metric_var"] if spec.prior else None
-        features = p["features"] if spec.chooser == "learn" else None
+        features = p["features"] if spec.chooser == "learn" and spec.metric_features else None
         settings = ReplaySettings(
             size=p["size"],
             target=TARGET,
@@ -422,7 +425,8 @@ def describe() -> list[str]:
         "",
         "Rows (rule guaranteed unless named): random; length = longer source first; prior = MetricVar of the"
         " campaign's metric; learn = within-campaign learning from the MetricVar prior and the metric's per-item"
-        " mean/spread (no metric: from source length only); +ppi = the weighted estimates' predictor reads the"
+        " mean/spread (no metric: from source length only); learn/length-only = learn from source length alone (the"
+        " length-only model control); +ppi = the weighted estimates' predictor reads the"
         " metric (prediction-powered AIPW); estimator = the shipped source-based estimator checkpoints/metric-avg-e5"
         " as the prior (chooser prior); learn+estimator = learn from that prior (plus the metric's features where"
         " there is a metric; plain predictor); /expected = rule expected; +alloc = system-level allocation;"
