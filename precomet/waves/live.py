@@ -19,6 +19,7 @@ import numpy as np
 from precomet import __version__
 from precomet.campaign import HUMAN, Campaign
 from precomet.errors import PrecometError
+from precomet.metaeval.cluster_rules import split_clusters_wmt
 from precomet.waves.choosers import Chooser
 from precomet.waves.design import DEFAULT_FLOOR
 from precomet.waves.estimate import Estimates, Predictor, Wave, combine, fit_predictor, pair_contrasts, wave_result
@@ -320,17 +321,17 @@ class Standing:
     weighted: bool
 
     def clusters(self) -> list[int]:
-        """Cluster number of every system (1 = best): a system opens a new cluster when a member of the current
-        one is decided better than it."""
+        """Cluster number of every system (1 = best), by the WMT rule (:func:`split_clusters_wmt`): a system opens a
+        new cluster when a member of the current one is decided better than it (its pair decided at this look)."""
         order = np.argsort(-self.estimates.means, kind="stable")
-        decided = {tuple(p) for p, d in zip(self.estimates.pairs.tolist(), self.verdict.decided) if d}
-        cluster, members, out = 1, [int(order[0])] if len(order) else [], {int(order[0]): 1} if len(order) else {}
-        for s in order[1:]:
-            if any(tuple(sorted((m, int(s)))) in decided for m in members):
-                cluster, members = cluster + 1, []
-            members.append(int(s))
-            out[int(s)] = cluster
-        return [out[s] for s in range(len(self.systems))]
+        decided = np.zeros((len(order), len(order)), dtype=bool)
+        decided[tuple(self.estimates.pairs[self.verdict.decided].T)] = True
+        decided |= decided.T
+        pvalues = np.where(decided[np.ix_(order, order)], 0.0, 1.0)  # decided: "significant" at any level
+        number = np.empty(len(order), dtype=int)
+        for cluster, members in enumerate(split_clusters_wmt(order, pvalues, alpha=0.5), start=1):
+            number[members] = cluster
+        return number.tolist()
 
     def to_dict(self, z: float) -> dict[str, Any]:
         est, ver = self.estimates, self.verdict
