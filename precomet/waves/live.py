@@ -200,21 +200,24 @@ class Manifest:
             raise PrecometError(f"{path}: not a waves manifest (invalid JSON: {err})") from None
         if not isinstance(data, dict) or data.get("manifest") != "precomet waves":
             raise PrecometError(f"{path}: not a precomet waves manifest")
-        if data["pool_hash"] != pool.data_hash():
+        if data.get("pool_hash") != pool.data_hash():
             raise PrecometError(
                 f"{path}: this manifest belongs to another pool (its data hash differs from --data's): give the pool"
                 " the waves were drawn from"
             )
-        return cls(
-            data["pool_hash"],
-            data["level"],
-            data["size"],
-            int(data["planned"]),
-            data["metric"],
-            float(data["target"]),
-            float(data["confidence"]),
-            list(data["waves"]),
-        )
+        try:
+            return cls(
+                data["pool_hash"],
+                data["level"],
+                data["size"],
+                int(data["planned"]),
+                data["metric"],
+                float(data["target"]),
+                float(data["confidence"]),
+                list(data["waves"]),
+            )
+        except (KeyError, TypeError, ValueError) as err:
+            raise PrecometError(f"{path}: a damaged waves manifest ({type(err).__name__}: {err})") from None
 
     def check_settings(self, *, target: float, confidence: float, metric: str | None) -> None:
         """Refuse settings other than the campaign's: its stop rule spends its error level by the target and the
@@ -265,28 +268,39 @@ class Manifest:
         units = sampling_units(pool.doc, self.level)
         keys = _unit_keys(pool, self.level)
         position = {key: u for u, key in enumerate(keys)}
-        waves = []
-        for record in self.waves:
-            q = np.array([float(record["system_probability"].get(s, 1.0)) for s in systems])
-            open_units = np.array([position[str(key)] for key in record["open_units"]], dtype=int)
-            waves.append(
-                Wave(
-                    number=int(record["number"]),
-                    units=units,
-                    open_units=open_units,
-                    unit_probability=np.asarray(record["unit_probability"], dtype=float),
-                    system_probability=q,
-                    known=_cells_from_json(record["known"], index, systems),
-                    drawn=_cells_from_json(record["drawn"], index, systems),
-                    predictor=Predictor(
-                        np.array([float(record["predictor"]["offsets"].get(s, 0.0)) for s in systems]),
-                        float(record["predictor"]["slope"]),
-                    ).values(metric, len(pool)),
-                    chooser=str(record["chooser"]),
-                    weighted=bool(record["weighted"]),
-                )
-            )
-        return waves
+        try:
+            return [self._wave(record, pool, systems, metric, index, units, position) for record in self.waves]
+        except (KeyError, TypeError, ValueError, AttributeError) as err:
+            raise PrecometError(
+                f"a damaged waves manifest: a wave record is unreadable ({type(err).__name__}: {err})"
+            ) from None
+
+    def _wave(
+        self,
+        record: dict[str, Any],
+        pool: Campaign,
+        systems: tuple[str, ...],
+        metric: np.ndarray | None,
+        index: dict[str, int],
+        units: np.ndarray,
+        position: dict[str, int],
+    ) -> Wave:
+        """One recorded wave as a :class:`Wave` (see :meth:`rebuild`)."""
+        return Wave(
+            number=int(record["number"]),
+            units=units,
+            open_units=np.array([position[str(key)] for key in record["open_units"]], dtype=int),
+            unit_probability=np.asarray(record["unit_probability"], dtype=float),
+            system_probability=np.array([float(record["system_probability"].get(s, 1.0)) for s in systems]),
+            known=_cells_from_json(record["known"], index, systems),
+            drawn=_cells_from_json(record["drawn"], index, systems),
+            predictor=Predictor(
+                np.array([float(record["predictor"]["offsets"].get(s, 0.0)) for s in systems]),
+                float(record["predictor"]["slope"]),
+            ).values(metric, len(pool)),
+            chooser=str(record["chooser"]),
+            weighted=bool(record["weighted"]),
+        )
 
 
 def metric_matrix(pool: Campaign, metric: str | None, systems: tuple[str, ...]) -> np.ndarray | None:

@@ -39,7 +39,28 @@ NO_OUTPUT_OF_B = "".join(
     for i in range(6)
 )
 
+
+def damaged_manifest(folder: Path, field: str | None = "unit_probability") -> None:
+    """The first wave's manifest with a field of its wave record removed (``None``: its ``target`` instead)."""
+    first_wave(folder)
+    manifest = json.loads((folder / "m.json").read_text())
+    (manifest["waves"][0] if field is not None else manifest).pop(field or "target")
+    (folder / "m.json").write_text(json.dumps(manifest))
+
+
 CASES = {
+    "waves-damaged-manifest": Case(
+        f"{W} --manifest m.json".split(),
+        {"items.jsonl": GOOD},
+        ("damaged waves manifest", "unit_probability"),
+        prepare=damaged_manifest,
+    ),
+    "waves-manifest-missing-a-field": Case(
+        f"{W} --manifest m.json".split(),
+        {"items.jsonl": GOOD},
+        ("m.json", "damaged waves manifest", "target"),
+        prepare=lambda folder: damaged_manifest(folder, field=None),
+    ),
     "waves-pool-with-a-missing-output": Case(
         "waves --data pool.jsonl --batch {d}/w.jsonl".split(),
         {"pool.jsonl": NO_OUTPUT_OF_B},
