@@ -47,6 +47,20 @@ def bootstrap_means(matrix: np.ndarray, *, rounds: int = 1000, seed: int = 0) ->
     return out
 
 
+def percentile_interval(boot: np.ndarray, estimate: np.ndarray, confidence: float) -> tuple[np.ndarray, np.ndarray]:
+    """The ``confidence`` percentile interval of the ``(rounds, S)`` bootstrap ``boot``, rounded to 10 decimals as
+    the reported means are, and widened where needed so that it always holds ``estimate`` (at the edges of float
+    precision, e.g. subnormal scores, the rounded mean could otherwise fall outside its own interval)."""
+    with np.errstate(invalid="ignore"):
+        low, high = np.nanquantile(boot, [(1 - confidence) / 2, (1 + confidence) / 2], axis=0)
+    low, high = np.round(low, 10), np.round(high, 10)
+    estimate = np.asarray(estimate, dtype=float)
+    known = ~np.isnan(estimate)
+    low = np.where(known & ~(low <= estimate), estimate, low)
+    high = np.where(known & ~(high >= estimate), estimate, high)
+    return low, high
+
+
 def win_probabilities(boot: np.ndarray) -> np.ndarray:
     """``(S, S)``: share of rounds with mean[a] > mean[b], ties half; rounds where either is NaN are skipped."""
     s = boot.shape[1]

@@ -13,7 +13,7 @@ from precomet.campaign import HUMAN, Campaign
 from precomet.errors import PrecometError
 from precomet.metaeval import CLUSTER_ALPHA, check_cluster_rule
 from precomet.rank.agreement import FullAgreement, full_data_agreement
-from precomet.rank.bootstrap import bootstrap_means, win_probabilities
+from precomet.rank.bootstrap import bootstrap_means, percentile_interval, win_probabilities
 from precomet.rank.clusters import _cluster_tests
 from precomet.rank.composition import Composition, compare_composition
 from precomet.rank.reweight import STRATIFIERS, Reweighted, reweighted_means
@@ -179,8 +179,7 @@ def rank_systems(
     groups, adjacent, decisive = _cluster_tests(matrix, order, rule=cluster_rule, alpha=alpha, complete=complete)
 
     boot = bootstrap_means(matrix, rounds=rounds, seed=seed)[:, order]
-    with np.errstate(invalid="ignore"):
-        low, high = np.nanquantile(boot, [(1 - confidence) / 2, (1 + confidence) / 2], axis=0)
+    low, high = percentile_interval(boot, means[order], confidence)
     names = tuple(campaign.systems[i] for i in order)
     composition = reweighted = agreement = None
     more: dict[str, Any] = {}

@@ -9,7 +9,7 @@ import numpy as np
 
 from precomet.campaign import HUMAN, Campaign, source_length
 from precomet.errors import PrecometError
-from precomet.rank.bootstrap import bootstrap_means
+from precomet.rank.bootstrap import bootstrap_means, percentile_interval
 from precomet.rank.composition import _length_bins, _length_edges, _share_text
 
 
@@ -128,8 +128,7 @@ def reweighted_means(
         [bootstrap_means(matrix[labels == strata[k]], rounds=rounds, seed=_stratum_seed(seed, k)) for k in present]
     )
     combined = _combine(boot, weights)
-    with np.errstate(invalid="ignore"):
-        low, high = np.nanquantile(combined, [(1 - confidence) / 2, (1 + confidence) / 2], axis=0)
+    low, high = percentile_interval(combined, means, confidence)
     return Reweighted(
         by=by,
         strata=strata,

@@ -225,3 +225,14 @@ def test_read_manifest_records_hash(tmp_path):
     path.write_text(json.dumps({"method": "random", "seed": 4}), encoding="utf-8")
     record = read_manifest(path)
     assert record["method"] == "random" and record["seed"] == 4 and len(record["sha256"]) == 16
+
+
+@pytest.mark.parametrize(
+    "column", [[5e-324, 5e-324], [5e-324, 1e-323, 5e-324], [5e-324, -0.0, 1e-323], [0.1 + 1e-12, 0.1 + 3e-12]]
+)
+def test_every_reported_mean_lies_in_its_own_interval_at_the_edge_of_float_precision(column):
+    """Subnormal or near-equal scores: the mean (rounded to 10 decimals) fell outside [ci_low, ci_high]."""
+    other = [0.5 + 0.01 * i for i in range(len(column))]
+    ranking = rank_systems(_campaign(np.array([column, other]).T, systems=["A", "B"]), rounds=200)
+    for mean, low, high in zip(ranking.means, ranking.ci_low, ranking.ci_high):
+        assert low <= mean <= high
