@@ -10,7 +10,6 @@ that reads a Lightning ``.ckpt``, with ``torch.load(weights_only=True)``.
 
 from __future__ import annotations
 
-import json
 import logging
 from pathlib import Path
 from typing import Any
@@ -28,6 +27,7 @@ from precomet.estimator.model import UtilityEstimator, load_encoder, resolve_mod
 from precomet.io import jsonsafe
 from precomet.io.atomic import output_set
 from precomet.io.output_paths import check_output
+from precomet.io.text import read_json
 
 logger = logging.getLogger(__name__)
 
@@ -93,14 +93,7 @@ def read_meta(checkpoint_dir: str | Path) -> dict[str, Any]:
     )
     if odd:  # a device or FIFO in place of a weights file would hang the loader
         raise PrecometError(f"{odd[0]}: not a regular file; the checkpoint is damaged")
-    try:
-        meta = json.loads((path / META).read_text(encoding="utf-8-sig"))
-    except json.JSONDecodeError as err:
-        raise PrecometError(f"{path / META}: invalid JSON ({err.msg}); precomet.json is not a JSON object") from None
-    except UnicodeDecodeError:
-        raise PrecometError(f"{path / META}: not UTF-8 text; precomet.json is not a JSON object") from None
-    except OSError as err:
-        raise PrecometError(f"{path / META}: cannot read ({err.strerror or err})") from None
+    meta = read_json(path / META)  # errors name the file: invalid JSON, not UTF-8, nested too deeply, unreadable
     if not isinstance(meta, dict):
         raise PrecometError(
             f"{path / META}: precomet.json is not a JSON object (got a JSON {_JSON_KINDS.get(type(meta), 'value')})"

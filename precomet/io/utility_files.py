@@ -34,6 +34,7 @@ from precomet.errors import DataError, PrecometError
 from precomet.io import jsonsafe
 from precomet.io.atomic import atomic_write
 from precomet.io.jsonl import read_jsonl
+from precomet.io.text import read_json
 from precomet.provenance import check_scores_belong
 from precomet.signature import Signature, signature
 from precomet.values import finite_number
@@ -143,10 +144,7 @@ def _manifest(folder: Path) -> dict[str, Any]:
     path = folder / MANIFEST
     if not path.is_file():
         raise PrecometError(f"{folder}: no {MANIFEST}; not a shard directory, or its run has not finished")
-    try:
-        manifest = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise PrecometError(f"{path}: cannot read ({err})") from None
+    manifest = read_json(path)
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
         raise PrecometError(f"{path}: not a {FORMAT!r} manifest")
     world_size, n_items = manifest.get("world_size"), manifest.get("n_items")

@@ -18,7 +18,6 @@ inside :func:`_pyro_scope` and restored afterwards.
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import random
 from collections.abc import Iterator, Mapping
@@ -33,6 +32,7 @@ from precomet.campaign import Campaign
 from precomet.errors import PrecometError
 from precomet.io import jsonsafe
 from precomet.io.atomic import atomic_write
+from precomet.io.text import read_json
 from precomet.progress import heartbeat
 from precomet.signature import signature
 from precomet.stats import rankdata
@@ -117,10 +117,11 @@ class IrtParams:
 
     @classmethod
     def from_json(cls, path: str | Path) -> IrtParams:
+        data = read_json(path)  # errors name the file
         try:
-            return cls.from_dict(json.loads(Path(path).read_text(encoding="utf-8")))
-        except (OSError, json.JSONDecodeError) as err:
-            raise PrecometError(f"{path}: cannot read IRT parameters ({err})") from None
+            return cls.from_dict(data)
+        except PrecometError as err:
+            raise PrecometError(f"{path}: {err}") from None
 
 
 def irt_utilities(params: IrtParams, kind: str) -> np.ndarray:

@@ -133,10 +133,8 @@ CASES = {
     "predict-meta-is-a-list": Case(P.split(), SRC, ("precomet.json", "not a JSON object"), _meta_bytes(b"[1, 2]")),
     "predict-meta-is-a-number": Case(P.split(), SRC, ("precomet.json", "not a JSON object"), _meta_bytes(b"3")),
     "predict-meta-is-a-string": Case(P.split(), SRC, ("precomet.json", "not a JSON object"), _meta_bytes(b'"x"')),
-    "predict-meta-invalid-json": Case(P.split(), SRC, ("precomet.json", "not a JSON object"), _meta_bytes(b"{")),
-    "predict-meta-binary": Case(
-        P.split(), SRC, ("precomet.json", "not a JSON object"), _meta_bytes(b"\x00\xff\xfe\x13binary")
-    ),
+    "predict-meta-invalid-json": Case(P.split(), SRC, ("precomet.json", "invalid JSON"), _meta_bytes(b"{")),
+    "predict-meta-binary": Case(P.split(), SRC, ("precomet.json", "UTF-8"), _meta_bytes(b"\x00\xff\xfe\x13binary")),
     "predict-meta-max-length-text": Case(P.split(), SRC, ("precomet.json", "max_length"), _meta(max_length="long")),
     "predict-meta-max-length-negative": Case(P.split(), SRC, ("precomet.json", "max_length"), _meta(max_length=-1)),
     "predict-meta-max-length-beyond-encoder": Case(

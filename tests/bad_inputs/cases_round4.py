@@ -4,8 +4,9 @@ failing without its fix."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
-from tests.bad_inputs import GOOD, Case
+from tests.bad_inputs import GOOD, Case, P, shipped_checkpoint
 
 NO_OUTPUT = "".join(
     json.dumps({"id": f"x{i}", "src": f"source {i} " + "y" * i, **({} if i == 3 else {"tgt": {"A": f"a{i}"}})}) + "\n"
@@ -27,7 +28,15 @@ NEGATIVE_COUNT = "".join(
     for i in range(12)
 )
 
+
+def _deep_meta(folder: Path) -> None:
+    (shipped_checkpoint(folder) / "precomet.json").write_text("[" * 200_000 + "]" * 200_000)
+
+
 CASES = {
+    "predict-checkpoint-meta-nested-200k-deep": Case(
+        P.split(), {"src.txt": "one source\n"}, ("ckpt/precomet.json", "nested too deeply"), _deep_meta
+    ),
     "select-two-outputs-on-standard-output": Case(
         "select --data nout.jsonl --method length --budget 2 -o - --batch /dev/stdout".split(),
         {"nout.jsonl": NO_OUTPUT},
