@@ -10,8 +10,10 @@ the output of every system (when the input has outputs). The format follows the 
   simple CSV input, so ``precomet info --data batch.csv`` reads it back), then one row per item; a missing
   reference or output is an empty cell. Quoting is RFC 4180 for both: a cell holding the delimiter, a double
   quote, a carriage return or a line break is enclosed in double quotes, a double quote inside it is doubled,
-  rows end in ``\\r\\n``; text is UTF-8 without a byte-order mark. Any CSV reader (Python's ``csv``,
-  ``pandas.read_csv(sep="\\t")`` for TSV, spreadsheets) gets every text back exactly;
+  rows end in ``\\r\\n``; text is UTF-8 without a byte-order mark. Spreadsheet-safe: a text starting with
+  ``= + - @``, a tab, a carriage return or ``'`` gets a leading ``'`` (:func:`precomet.io.text.spreadsheet_cell`),
+  so a spreadsheet shows it as text instead of running it as a formula; precomet reads the ``.csv`` back exactly,
+  other CSV readers see the ``'``. The ``.jsonl`` batch is the exact copy for other tools;
 * ``.json`` (or ``--batch-format appraise``) — the batches file Appraise's ``StartNewCampaign --batches-json``
   imports (:func:`appraise_batches`): a JSON list of batches of at most :data:`APPRAISE_BATCH_SIZE` items, each
   ``{"items": [...], "task": {"batchNo", "batchSize", "randomSeed", "requiredAnnotations", "sourceLanguage",
@@ -36,6 +38,7 @@ import numpy as np
 
 from precomet.errors import PrecometError
 from precomet.io import jsonsafe
+from precomet.io.text import spreadsheet_cell
 
 if TYPE_CHECKING:
     from precomet.campaign import Campaign
@@ -137,7 +140,7 @@ def write_batch(
     for record in records:
         outputs = record.get("tgt", {})
         row = [record[key] for key in header] + [outputs[system] for system in systems]
-        writer.writerow(["" if cell is None else str(cell) for cell in row])
+        writer.writerow(["" if cell is None else spreadsheet_cell(str(cell)) for cell in row])
     return len(ordered)
 
 

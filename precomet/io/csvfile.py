@@ -61,7 +61,7 @@ def _columns(
 def load_csv(path: str | Path, *, name: str | None = None) -> Campaign:
     """Load the simple CSV format (see the module docstring)."""
     path = Path(path)
-    rows = read_csv_rows(path)
+    rows = read_csv_rows(path, unescape=True)
     if not rows:
         raise DataError(path, "empty file; expected a header row")
     header = rows[0][1]

@@ -178,9 +178,34 @@ def _field_limit(size: int) -> Iterator[None]:
         csv.field_size_limit(previous)
 
 
-def csv_rows(path: str | Path, text: str, *, delimiter: str = ",", quotes: bool = True) -> list[tuple[int, list[str]]]:
+SPREADSHEET_TRIGGERS = ("=", "+", "-", "@", "\t", "\r", "'")  # a leading one makes a spreadsheet read a formula
+
+
+def spreadsheet_cell(cell: str) -> str:
+    """``cell`` safe to open in a spreadsheet: text that starts with ``= + - @``, a tab or a carriage return
+    (a formula to Excel, LibreOffice and Google Sheets) gets a leading ``'``, as OWASP's CSV-injection advice
+    says; so does text starting with ``'`` itself, so that :func:`csv_rows` with ``unescape=True`` gets every
+    text back exactly. A plain number (``-0.5``, ``+3``) is left as it is."""
+    if not cell.startswith(SPREADSHEET_TRIGGERS):
+        return cell
+    try:
+        float(cell)
+    except ValueError:
+        return "'" + cell
+    return cell
+
+
+def _unescape(cell: str) -> str:
+    """The text :func:`spreadsheet_cell` escaped."""
+    return cell[1:] if len(cell) > 1 and cell[0] == "'" and cell[1] in SPREADSHEET_TRIGGERS else cell
+
+
+def csv_rows(
+    path: str | Path, text: str, *, delimiter: str = ",", quotes: bool = True, unescape: bool = False
+) -> list[tuple[int, list[str]]]:
     """``(line, fields)`` of every row of CSV/TSV ``text`` read from ``path`` (``line`` = the row's last line,
-    1-based); ``quotes=False`` reads ``"`` as an ordinary character. Quoting is strict: a quote left open at
+    1-based); ``quotes=False`` reads ``"`` as an ordinary character; ``unescape=True`` undoes
+    :func:`spreadsheet_cell` (for precomet's own CSV formats). Quoting is strict: a quote left open at
     the end of the file (it would swallow every later row into one cell) or text after a closing quote is an
     error. Cells may be as long as the file; a malformed file raises :class:`DataError` with the line."""
     handle = io.StringIO(text, newline="")
@@ -192,7 +217,7 @@ def csv_rows(path: str | Path, text: str, *, delimiter: str = ",", quotes: bool 
     with _field_limit(len(text)):
         try:
             for row in reader:
-                rows.append((reader.line_num, row))
+                rows.append((reader.line_num, [_unescape(cell) for cell in row] if unescape else row))
         except csv.Error as err:
             raise DataError(
                 path, f"malformed {'TSV' if delimiter == chr(9) else 'CSV'} ({err})", line=reader.line_num
@@ -200,9 +225,11 @@ def csv_rows(path: str | Path, text: str, *, delimiter: str = ",", quotes: bool 
     return rows
 
 
-def read_csv_rows(path: str | Path, *, delimiter: str = ",", quotes: bool = True) -> list[tuple[int, list[str]]]:
+def read_csv_rows(
+    path: str | Path, *, delimiter: str = ",", quotes: bool = True, unescape: bool = False
+) -> list[tuple[int, list[str]]]:
     """:func:`csv_rows` of a UTF-8 file (see :func:`read_text`)."""
-    return csv_rows(path, read_text(path), delimiter=delimiter, quotes=quotes)
+    return csv_rows(path, read_text(path), delimiter=delimiter, quotes=quotes, unescape=unescape)
 
 
 # ------------------------------------------------------------------------------------------------ names

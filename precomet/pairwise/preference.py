@@ -25,7 +25,7 @@ from precomet.campaign import HUMAN, Campaign
 from precomet.errors import DataError, PrecometError
 from precomet.io import jsonsafe
 from precomet.io.atomic import atomic_write
-from precomet.io.text import parse_json, read_csv_rows, read_json, read_lines
+from precomet.io.text import parse_json, read_csv_rows, read_json, read_lines, spreadsheet_cell
 from precomet.pairwise.diffuse import LABELS
 
 log = logging.getLogger(__name__)
@@ -241,7 +241,7 @@ def _from_rows(rows: Iterable[tuple[int, dict]], path: Path, likert_ties: bool) 
 def _csv_records(path: Path) -> list[tuple[int, dict[str, str]]]:
     """``(line, {column: cell})`` of a CSV file with a header row; blank rows are skipped, a row with another
     number of cells than the header raises."""
-    rows = read_csv_rows(path)
+    rows = read_csv_rows(path, unescape=True)
     if not rows:
         raise DataError(path, "empty file; expected a header row item,model_a,model_b,label (or likert)", line=1)
     header = rows[0][1]
@@ -292,6 +292,6 @@ def save_preferences(prefs: Preferences, path: str | Path) -> None:
         if suffix == ".csv":
             writer = csv.DictWriter(handle, fieldnames=["item", "model_a", "model_b", "label"], lineterminator="\n")
             writer.writeheader()
-            writer.writerows(rows)
+            writer.writerows({key: spreadsheet_cell(str(value)) for key, value in row.items()} for row in rows)
         else:
             jsonsafe.dump_lines(rows, handle)

@@ -9,6 +9,7 @@ import io
 from pathlib import Path
 
 from precomet.errors import PrecometError
+from precomet.io.text import spreadsheet_cell
 from precomet.rank.ranking import Ranking
 
 TABLE_SUFFIXES = (".csv", ".tex")
@@ -43,7 +44,8 @@ def ranking_as_table(ranking: Ranking, path: str | Path) -> str:
 
 
 def ranking_csv(ranking: Ranking) -> str:
-    """One row per system: rank range, cluster, system, mean, interval, items rated (and the reweighted ones)."""
+    """One row per system: rank range, cluster, system (spreadsheet-safe: :func:`~precomet.io.text.spreadsheet_cell`),
+    mean, interval, items rated (and the reweighted ones)."""
     reweighted = ranking.reweighted
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
@@ -53,7 +55,7 @@ def ranking_csv(ranking: Ranking) -> str:
     writer.writerow(header)
     clusters = ranking.cluster_of()
     for i, (system, rank) in enumerate(zip(ranking.systems, ranking.rank_ranges())):
-        row = [rank, int(clusters[i]), system, _number(ranking.means[i]), _number(ranking.ci_low[i])]
+        row = [rank, int(clusters[i]), spreadsheet_cell(system), _number(ranking.means[i]), _number(ranking.ci_low[i])]
         row += [_number(ranking.ci_high[i]), int(ranking.n_rated[i])]
         if reweighted is not None:
             row += [_number(reweighted.means[i]), _number(reweighted.ci_low[i]), _number(reweighted.ci_high[i])]

@@ -130,6 +130,14 @@ def test_agreement_accuracy_and_kappa():
         agreement(judge, prefs([("9", "x", "y", "a")]))
 
 
+def test_csv_preferences_are_spreadsheet_safe_and_read_back_exactly(tmp_path):
+    p = prefs([("=1+1", "@x", "-y", "a"), ("'2", "-y", "+z", "tie")])
+    save_preferences(p, tmp_path / "p.csv")
+    assert "'=1+1,'@x,'-y,a" in (tmp_path / "p.csv").read_text(encoding="utf-8")
+    back = load_preferences(tmp_path / "p.csv")
+    assert back.item.tolist() == ["=1+1", "'2"] and back.models == ("+z", "-y", "@x")
+
+
 def test_csv_jsonl_round_trip_and_bad_files(tmp_path):
     p = prefs([("1", "x", "y", "a"), ("2", "y", "z", "tie")])
     for suffix in (".csv", ".jsonl"):

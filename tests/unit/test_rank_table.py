@@ -68,3 +68,12 @@ def test_the_figure_title_says_what_the_subset_is_a_subset_of(ranking):
     assert figure_title(result).endswith(": 60 items, 3 significance clusters")
     subset = rank_systems(campaign.take(np.arange(30)), rounds=20, test_set=campaign)
     assert ": a subset of 30 of 60 items," in figure_title(subset)
+
+
+def test_csv_names_that_a_spreadsheet_would_run_as_formulas_are_escaped():
+    human = np.array([[3.0, 1.0], [3.1, 1.2], [2.9, 0.8]])
+    campaign = Campaign.build(
+        ids=["a", "b", "c"], src=["x", "y", "z"], systems=['=HYPERLINK("http://x")', "@cmd"], scores={"human": human}
+    )
+    rows = list(csv.DictReader(io.StringIO(ranking_csv(rank_systems(campaign, rounds=20)))))
+    assert [row["system"] for row in rows] == ['\'=HYPERLINK("http://x")', "'@cmd"]

@@ -12,6 +12,7 @@ import pytest
 
 from precomet.cli import main
 from precomet.io import load
+from precomet.io.text import csv_rows, spreadsheet_cell
 from tests.bad_inputs import shipped_checkpoint
 
 TRICKY = [
@@ -61,12 +62,21 @@ def test_csv_and_tsv_batches_round_trip_tricky_texts(tmp_path, name, delimiter):
     assert {r["id"] for r in subset} == {row[0] for row in rows}
     for i, row in enumerate(rows):
         record = dict(zip(header, row))
-        assert record["src"] == TRICKY[i]
+        assert record["src"] == ("'" + TRICKY[i] if TRICKY[i].startswith("=") else TRICKY[i])  # spreadsheet-safe
         assert record["ref"] == ("" if i == 5 else f"ref {TRICKY[i]}")
         assert record["doc"] == f"d{i % 2}" and record["domain"] == ("news" if i < 3 else "chat")
         for s in SYSTEMS:
             assert record[f"tgt:{s}"] == ("" if (i == 1 and s == "C") else f"{s}: {TRICKY[i]}")
     assert batch.read_bytes().count(b"\r\n") >= len(rows) + 1  # RFC 4180 row ends
+
+
+def test_spreadsheet_cell_escapes_formulas_and_unescapes_exactly():
+    texts = ["=1+1", "+cmd", "-x", "@SUM(A1)", "\tTab", "\rCR", "'quoted", "''", "'=", "'", "-0.5", "+3", "1e5", "a=b"]
+    escaped = [spreadsheet_cell(text) for text in texts]
+    assert escaped[:8] == ["'" + text for text in texts[:8]] and escaped[-4:] == texts[-4:]
+    buffer = io.StringIO(newline="")
+    csv.writer(buffer, lineterminator="\r\n").writerow(escaped)
+    assert [row for _, row in csv_rows("t.csv", buffer.getvalue(), unescape=True)] == [texts]
 
 
 def test_csv_batch_is_read_back_by_precomet(tmp_path):
