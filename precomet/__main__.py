@@ -5,11 +5,12 @@ written), and one swallowed meanwhile (printed as "Exception ignored" by a final
 import os
 import sys
 
-from precomet.signals import interruptible
+from precomet.signals import end_on_interrupt, interruptible
 
 
 def run() -> None:
-    """Import the command line under :func:`~precomet.signals.interruptible`, then run it; exits."""
+    """Import the command line under :func:`~precomet.signals.interruptible`, then run it; exits. An interrupt
+    after the command (a second Ctrl-C, or one while the process ends) exits 130, never by SIGINT (-2)."""
     status = None
     try:
         with interruptible():
@@ -17,10 +18,12 @@ def run() -> None:
 
             status = main()
     except KeyboardInterrupt:  # before main() could handle it (nothing had started), or after it returned
+        end_on_interrupt(status)
         said = "while starting; no output was written" if status is None else f"after the command ended ({status})"
         sys.stderr.write(f"precomet: interrupted {said}\n")
         sys.stderr.flush()
         os._exit(130)  # not sys.exit: CPython would re-raise the interrupt it noted during the import (exit -2)
+    end_on_interrupt(status)
     sys.exit(status)
 
 

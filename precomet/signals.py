@@ -82,6 +82,22 @@ def forget_unhandled_interrupt() -> None:
     flag.value = 0
 
 
+def end_on_interrupt(status: int | None) -> None:
+    """From now on until the process ends, an :data:`INTERRUPTS` signal ends it at once with 130, saying that the
+    command had ended with ``status`` (``None``: it was interrupted, nothing more is written). For the last steps of
+    ``precomet`` (the closing message, ``sys.exit``, the interpreter's shutdown), where an interrupt used to escape
+    every handler and kill the process by SIGINT (exit -2) although the command had finished."""
+    said = "; no more output is written" if status is None else f" after the command ended (status {status})"
+
+    def finish(signum, frame):
+        os.write(2, f"precomet: interrupted{said}\n".encode())
+        os._exit(130)
+
+    if threading.current_thread() is threading.main_thread():
+        for number in INTERRUPTS:
+            signal.signal(number, finish)
+
+
 INTERRUPTS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
 """The signals that interrupt a command (:func:`interruptible`) and that a commit holds back (:func:`deferred`)."""
 _HELD = INTERRUPTS
