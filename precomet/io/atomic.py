@@ -17,8 +17,10 @@ no target is touched.
   between machines that write into it at the same time.
 * Only the outputs asked for are placed: anything else a writer leaves in the staging folder is removed with it.
 * **Not a regular file.** ``-`` (standard output), ``/dev/null``, a FIFO or ``/dev/stdout`` is staged in the
-  temporary folder and written *through* at commit, never replaced. A symbolic link keeps pointing where it did:
-  the file it points to is replaced.
+  temporary folder and written *through* at commit, never replaced. They are written before the files are moved
+  into place: written data cannot be taken back, moves can, so a device that fails (``/dev/full``) leaves no file
+  placed; only a move failing after them (then undone) leaves what was written through. A symbolic link keeps
+  pointing where it did: the file it points to is replaced.
 * **A folder onto a folder** replaces only the entries it writes (a previous run's ``lightning/`` stays).
 * Files and folders get mode ``0o666`` / ``0o777`` minus the umask, like any ``open()``.
 
@@ -146,6 +148,7 @@ class OutputSet:
             if not os.path.lexists(staged):
                 raise output_error(target, FileNotFoundError(errno.ENOENT, "its written file vanished"))
         _usual_permissions([staged for _, staged in self._outputs])
+        self._write_through()  # first: a device that refuses the data (/dev/full) leaves no file placed
         folders = sorted({target.parent for target, _ in self._outputs})
         roots = [self._staging[folder] for folder in folders]
         names = {root: [staged.name for _, staged in self._outputs if staged.parent.parent == root] for root in roots}
@@ -157,7 +160,6 @@ class OutputSet:
                     continue  # a run died deciding in between: finish it first (a decision left for a person stays)
                 self._place_all(names)
                 break
-        self._write_through()
         committed = _COMMITTED.get()
         if committed is not None:
             committed += [target for target, _ in self._outputs] + [target for target, _ in self._streams]

@@ -647,3 +647,16 @@ def test_a_staging_folder_with_this_process_id_but_not_of_this_process_is_dead(t
     (stale / "out").mkdir(parents=True)
     clean_leftovers(tmp_path)
     assert not stale.exists()
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="no /dev/full on this system")
+@pytest.mark.parametrize("full", ["-o", "--batch"])
+def test_a_device_output_that_fails_leaves_no_other_output_placed(tmp_path, capsys, full):
+    """Issue 51: ``select -o s.jsonl --batch /dev/full`` placed s.jsonl and its manifest before the device failed;
+    devices are now written first, so all or nothing holds for every output."""
+    outputs = {"-o": str(tmp_path / "s.jsonl"), "--batch": str(tmp_path / "b.csv")}
+    outputs[full] = "/dev/full"
+    argv = ["select", "--data", TINY, "--method", "length", "--budget", "1"]
+    assert main([*argv, "-o", outputs["-o"], "--batch", outputs["--batch"]]) == 2
+    assert "/dev/full" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
