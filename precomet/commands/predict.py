@@ -165,15 +165,14 @@ def _resume_folder(args: argparse.Namespace, folder: Path) -> Iterator[None]:
     # that name the user made (empty, or holding other files) stays
     ours = args.resume_dir is None and (bool(made) or bool(kept_chunks(folder)))
     what = f"--resume-dir {folder}" if args.resume_dir is not None else f"-o {args.output} (its resume folder {folder})"
+    remedy = (
+        "another --resume-dir"
+        if args.resume_dir is not None
+        else "another -o, or keep chunks elsewhere with --resume-dir DIR"
+    )
     try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError as err:
-        raise PrecometError(
-            f"{what}: cannot make the folder ({err.strerror or err}); keep chunks elsewhere with --resume-dir DIR"
-        ) from None
-    remedy = "another --resume-dir" if args.resume_dir is not None else "another -o"
-    try:
-        with folder_lock(folder, what=what, remedy=remedy):
+        with folder_lock(folder, what=what, remedy=remedy) as remade:
+            made = made or ([folder] if remade else [])  # an identical run that just ended removed it: ours again
             yield
     finally:
         for path in made if made else [folder] if ours else []:

@@ -16,40 +16,61 @@ from pathlib import Path
 from precomet.errors import PrecometError
 
 LOCK_NAME = ".precomet.lock"
+_ATTEMPTS = 100  # tries to lock a folder that other runs keep removing
 
 
 @contextmanager
-def folder_lock(folder: Path, *, what: str, remedy: str) -> Iterator[Path]:
-    """Hold the lock of ``folder`` (which must exist) for the block; yields the lock file's path. Another process
-    holding it raises :class:`PrecometError` naming ``what`` (the user's option and path), that process and the
-    ``remedy``; the lock file is removed when the block ends."""
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover -- not on Linux/macOS
-        yield folder / LOCK_NAME
-        return
+def folder_lock(folder: Path, *, what: str, remedy: str) -> Iterator[bool]:
+    """Hold the lock of ``folder`` for the block, making the folder (and its parents) when missing; yields whether
+    this call made it. Another process holding the lock raises :class:`PrecometError` naming ``what`` (the user's
+    option and path), that process and the ``remedy``; the lock file is removed when the block ends. A folder that
+    the run before us removes as it ends (an empty resume folder) while we wait for it is made again."""
     path = folder / LOCK_NAME
-    while True:
-        handle = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    made = False
+    for _ in range(_ATTEMPTS):
         try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            owner = os.pread(handle, 32, 0).decode(errors="replace").strip() or "unknown"
-            os.close(handle)
-            raise PrecometError(
-                f"{what} is in use by another precomet run (process {owner}); wait for it to finish, or give {remedy}"
-            ) from None
-        # the holder before us may have removed the file after we opened it: then lock the new one
-        if _same_file(handle, path):
-            break
+            folder.mkdir(parents=True)
+            made = True
+        except FileExistsError:
+            pass
+        except OSError as err:
+            raise PrecometError(f"{what}: cannot make the folder ({err.strerror or err}); give {remedy}") from None
+        try:
+            handle = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+        except FileNotFoundError:  # removed between our mkdir and open: make it again
+            continue
+        except OSError as err:
+            raise PrecometError(f"{what}: cannot lock the folder ({err.strerror or err})") from None
+        if _lock(handle, what=what, remedy=remedy) and _same_file(handle, path):
+            break  # the holder before us may have removed the file after we opened it: then lock the new one
         os.close(handle)
+    else:
+        raise PrecometError(f"{what}: the folder keeps being removed while this run locks it; {remedy}")
     try:
         os.ftruncate(handle, 0)
         os.pwrite(handle, str(os.getpid()).encode(), 0)
-        yield path
+        yield made
     finally:
         path.unlink(missing_ok=True)
         os.close(handle)  # releases the lock
+
+
+def _lock(handle: int, *, what: str, remedy: str) -> bool:
+    """Take the exclusive lock on the open ``handle`` (``True``), or raise naming its holder; without ``fcntl``
+    (Windows) runs are not serialised."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover -- not on Linux/macOS
+        return True
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        owner = os.pread(handle, 32, 0).decode(errors="replace").strip() or "unknown"
+        os.close(handle)
+        raise PrecometError(
+            f"{what} is in use by another precomet run (process {owner}); wait for it to finish, or give {remedy}"
+        ) from None
+    return True
 
 
 def _same_file(handle: int, path: Path) -> bool:

@@ -401,6 +401,26 @@ def test_a_second_run_on_a_locked_resume_folder_is_refused_and_changes_nothing(c
         assert list(folder.iterdir()) == []  # the lock file goes with the lock
 
 
+def test_a_resume_folder_removed_by_the_run_before_is_made_again_and_locked(tmp_path, monkeypatch):
+    """Issue 51: two identical ``predict -o`` at once; the first to end removed the shared default resume folder
+    while the second was locking it, which then failed naming its hidden lock file."""
+    from precomet.io import lock
+
+    folder, real_open, removed = tmp_path / "s.jsonl.chunks", os.open, []
+
+    def open_after_the_other_run_ended(path, *args, **kwargs):
+        if not removed:  # the other run ends between our mkdir and open: its empty folder goes
+            removed.append(path)
+            folder.rmdir()
+        return real_open(path, *args, **kwargs)
+
+    folder.mkdir()
+    monkeypatch.setattr(lock.os, "open", open_after_the_other_run_ended)
+    with lock.folder_lock(folder, what="-o s.jsonl", remedy="another -o") as made:
+        assert made and (folder / lock.LOCK_NAME).is_file() and removed
+    assert list(folder.iterdir()) == []
+
+
 def test_an_interrupt_before_the_first_chunk_leaves_no_folder(checkpoint, tmp_path, monkeypatch):
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
