@@ -211,6 +211,8 @@ def _main(argv: list[str]) -> int:
         if not secondary_process():  # once per run, not per process of a launched run
             for line in unknown_variables(os.environ):
                 print(f"{prefix}: warning: {line}", file=sys.stderr)
+        if _working_folder_gone():
+            raise PrecometError(_GONE)
         inputs, outputs = module.paths(args)
         to_stdout = any(o is not None and is_stdout(o) for o in outputs)
         with (
@@ -236,6 +238,8 @@ def _main(argv: list[str]) -> int:
         return 141  # as a shell reports a command ended by SIGPIPE
     if isinstance(failure, PrecometError):  # the library names parameters; the user typed options
         message, status = f"error: {failure.spelled(OPTIONS)}", 2
+    elif isinstance(failure, OSError) and failure.filename is None and _working_folder_gone():
+        message, status = f"error: {_GONE} while precomet ran", 2
     elif isinstance(failure, OSError):  # a file that cannot be read or written: bad input, not a bug
         where = f"{failure.filename}: " if failure.filename else ""
         message, status = f"error: {where}{failure.strerror or failure}", 2
@@ -256,6 +260,17 @@ def _main(argv: list[str]) -> int:
         traceback.print_exception(failure)
     print(f"{prefix}: {' '.join(message.splitlines())}", file=sys.stderr)  # one line, whatever a library said
     return status
+
+
+_GONE = "the working folder was removed (paths relative to it mean nothing now); cd into a folder that exists"
+
+
+def _working_folder_gone() -> bool:
+    try:
+        os.getcwd()
+    except FileNotFoundError:
+        return True
+    return False
 
 
 def _resume_note(interrupt: KeyboardInterrupt, cache_use: CacheUse | None, argv: list[str]) -> str:

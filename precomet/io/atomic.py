@@ -62,6 +62,22 @@ _OUT, _THROUGH, _OLD, _DECIDED = "out", "through", "old", "commit"
 _MINE: set[Path] = set()  # this process's staging folders (a PID alone may be an earlier container's)
 _STDOUT_STREAM: ContextVar[TextIO | None] = ContextVar("precomet_stdout", default=None)
 _COMMITTED: ContextVar[list[Path | str] | None] = ContextVar("precomet_committed", default=None)
+_OPEN_SETS: ContextVar[tuple[OutputSet, ...]] = ContextVar("precomet_open_sets", default=())
+
+
+def _error(path: str | Path, err: OSError) -> OutputError:
+    """:func:`output_error` naming what the user gave: a file staged by an open output set (a writer that writes
+    its own output atomically into a staged path) is named by that set's output, standard output by where it is
+    buffered; never a hidden temporary."""
+    name: str | Path = path
+    for open_set in reversed(_OPEN_SETS.get()):  # innermost first: a staged path of a staged path
+        name = open_set.target_of(str(name)) or name
+    if is_stdout(name):
+        name = _BUFFERED_STDOUT.format(folder=tempfile.gettempdir())
+    return output_error(name, err)
+
+
+_BUFFERED_STDOUT = "standard output (-), buffered first in the temporary folder {folder} (TMPDIR)"
 
 
 class OutputSet:
@@ -87,7 +103,7 @@ class OutputSet:
                 for part in (_OUT, _THROUGH, _OLD):
                     os.mkdir(root / part, 0o700)
             except OSError as err:
-                raise output_error(given, err) from None
+                raise _error(given, err) from None
         return self._staging[folder]
 
     def _add(self, given: Path) -> Path:
@@ -114,7 +130,7 @@ class OutputSet:
         try:
             os.close(os.open(staged, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))  # umask applies
         except OSError as err:
-            raise output_error(given, err) from None
+            raise _error(given, err) from None
         return staged
 
     @contextmanager
@@ -126,7 +142,7 @@ class OutputSet:
                 yield handle
         except OSError as err:
             if err.filename is None:  # a write or close: name the output, not nothing
-                raise output_error(target, err) from None
+                raise _error(target, err) from None
             raise
 
     def directory(self, target: str | Path) -> Path:
@@ -137,7 +153,7 @@ class OutputSet:
         try:
             os.mkdir(staged, 0o777)
         except OSError as err:
-            raise output_error(given, err) from None
+            raise _error(given, err) from None
         return staged
 
     def commit(self) -> None:
@@ -146,7 +162,7 @@ class OutputSet:
             raise KeyboardInterrupt
         for target, staged in self._outputs:  # a writer removed what it was given: nothing is placed
             if not os.path.lexists(staged):
-                raise output_error(target, FileNotFoundError(errno.ENOENT, "its written file vanished"))
+                raise _error(target, FileNotFoundError(errno.ENOENT, "its written file vanished"))
         _usual_permissions([staged for _, staged in self._outputs])
         self._write_through()  # first: a device that refuses the data (/dev/full) leaves no file placed
         folders = sorted({target.parent for target, _ in self._outputs})
@@ -189,10 +205,10 @@ class OutputSet:
                 for root in roots:
                     del self._staging[root.parent]
                     _MINE.discard(root)
-                raise output_error(target, err) from None
+                raise _error(target, err) from None
             for root in roots:  # the decision (the first) first
                 (root / _DECIDED).unlink(missing_ok=True)
-            raise output_error(target, err) from None
+            raise _error(target, err) from None
         _done(roots)
         for root in roots:
             del self._staging[root.parent]
@@ -216,7 +232,7 @@ class OutputSet:
                     with open(staged, "rb") as source, open(target, "wb") as sink:
                         shutil.copyfileobj(source, sink)
             except OSError as err:
-                raise output_error(target, err) from None
+                raise _error(target, err) from None
 
     def target_of(self, name: str | bytes | None) -> str | Path | None:
         """The output that ``name`` (a file name from an ``OSError``) stands for: ``None`` unless it is staged by
@@ -229,7 +245,7 @@ class OutputSet:
                 return target / path.relative_to(staged)
         for stream, staged in self._streams:
             if path == staged:
-                return "standard output (-), buffered in the temporary folder" if stream == STDOUT else stream
+                return _BUFFERED_STDOUT.format(folder=tempfile.gettempdir()) if stream == STDOUT else stream
         return None
 
     def abort(self) -> None:
@@ -285,7 +301,7 @@ def _decide(names: dict[Path, list[str]], first: Path) -> None:
     except OSError as err:
         for root in roots:
             (root / _DECIDED).unlink(missing_ok=True)
-        raise output_error(first, err) from None
+        raise _error(first, err) from None
 
 
 def clean_leftovers(folder: Path) -> None:
@@ -448,6 +464,7 @@ def output_set(*targets: str | Path | None) -> Iterator[OutputSet]:
     :meth:`~OutputSet.directory`. Nothing appears unless the block completes."""
     check_outputs(*targets)
     out = OutputSet()
+    opened = _OPEN_SETS.set((*_OPEN_SETS.get(), out))
     try:
         yield out
         out.commit()
@@ -455,13 +472,15 @@ def output_set(*targets: str | Path | None) -> Iterator[OutputSet]:
         inside = out.target_of(err.filename)
         out.abort()
         if inside is not None:  # a file written inside a staged output (a checkpoint's): name the output's
-            raise output_error(inside, err) from None
+            raise _error(inside, err) from None
         if err.filename is None and targets:  # a write without a name (ENOSPC in savefig): name the outputs
-            raise output_error(", ".join(str(t) for t in targets if t is not None), err) from None
+            raise _error(", ".join(str(t) for t in targets if t is not None), err) from None
         raise
     except BaseException:
         out.abort()
         raise
+    finally:
+        _OPEN_SETS.reset(opened)
 
 
 @contextmanager

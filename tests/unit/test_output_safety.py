@@ -13,6 +13,7 @@ import signal
 import stat
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -660,3 +661,32 @@ def test_a_device_output_that_fails_leaves_no_other_output_placed(tmp_path, caps
     assert main([*argv, "-o", outputs["-o"], "--batch", outputs["--batch"]]) == 2
     assert "/dev/full" in capsys.readouterr().err
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_full_disk_under_a_writer_that_writes_atomically_itself_names_the_users_output(tmp_path):
+    """Issue 51: ``utilities -o -`` handed its staged path to a writer that opened its own atomic write, so a full
+    disk named the hidden temporary; every error now names the enclosing set's output."""
+    target = tmp_path / "u.jsonl"
+    with pytest.raises(OutputError) as caught, output_set(target) as out:
+        with atomic_write(out.path(target)):
+            raise OSError(errno.ENOSPC, "No space left on device")
+    assert str(caught.value) == f"cannot write {target}: no space left on device"
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_standard_output_that_cannot_be_buffered_says_where_it_is_buffered(tmp_path, monkeypatch):
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    with pytest.raises(OutputError) as caught, output_set("-") as out:
+        with atomic_write(out.path("-")):
+            raise OSError(errno.ENOSPC, "No space left on device")
+    assert f"standard output (-), buffered first in the temporary folder {tmp_path} (TMPDIR)" in str(caught.value)
+    assert "precomet-" not in str(caught.value) and list(tmp_path.iterdir()) == []
+
+
+def test_a_removed_working_folder_is_said_not_no_such_file(tmp_path, monkeypatch, capsys):
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    monkeypatch.chdir(gone)
+    gone.rmdir()
+    assert main(["select", "--data", TINY, "--method", "length", "--budget", "1", "-o", "out.jsonl"]) == 2
+    assert "the working folder was removed" in capsys.readouterr().err
