@@ -126,6 +126,7 @@ REGISTRY = (
         ("predict-resume.md",),
         6,
     ),
+    Benchmark("chunk-precision", (("benchmarks/bench_chunk_precision.py",),), ("chunk-precision.md",), 0.5),
     Benchmark(  # the table from the recorded GPU run (measuring needs a GPU machine: the script's docstring)
         "predict-gpu",
         (("benchmarks/bench_predict_gpu.py", "report", "--measured", "benchmarks/results/predict_gpu.json"),),

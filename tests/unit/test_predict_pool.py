@@ -142,6 +142,8 @@ def test_chunked_predictions_match_one_call_and_tokenise_at_most_a_chunk(checkpo
     assert ids == [str(i) for i in range(1, 61)] and (run.predicted, run.reused) == (7, 0)
     assert max(tokenised) == 9 and sum(tokenised) == 60
     np.testing.assert_allclose(values, reference, rtol=0, atol=1e-6)  # other batches: the last digits may differ
+    _, singles, _ = _predict(estimator, iter_source_chunks(path, chunk_size=1), batch_size=4)
+    np.testing.assert_allclose(singles, reference, rtol=0, atol=1e-6)  # docs/estimator.md: "every chunk size"
     _, whole, _ = _predict(estimator, iter_source_chunks(path, chunk_size=100), batch_size=4)
     np.testing.assert_array_equal(whole, reference)  # one chunk: the unchunked numbers exactly
 
