@@ -126,6 +126,12 @@ REGISTRY = (
         ("predict-resume.md",),
         6,
     ),
+    Benchmark(
+        "warm-cache",
+        (("benchmarks/bench_warm_cache.py", "--encoder", "minilm", "--encoder", "e5-small"),),
+        ("warm-cache.md",),
+        4,
+    ),
     Benchmark("chunk-precision", (("benchmarks/bench_chunk_precision.py",),), ("chunk-precision.md",), 0.5),
     Benchmark(  # the table from the recorded GPU run (measuring needs a GPU machine: the script's docstring)
         "predict-gpu",

@@ -13,7 +13,18 @@ from typing import Any, ClassVar
 import numpy as np
 
 from precomet.encoders.disk import ENV as DISK_ENV
-from precomet.encoders.disk import read_vectors, record_use, shared_cache_dir, usable_folder, write_segment
+from precomet.encoders.disk import (
+    CacheMeta,
+    cached_dim,
+    discard,
+    holds_vectors,
+    read_vectors,
+    record_use,
+    shared_cache_dir,
+    usable_folder,
+    write_meta,
+    write_segment,
+)
 from precomet.encoders.memory import MEMORY, limit_bytes
 from precomet.errors import PrecometError
 from precomet.progress import announce
@@ -41,7 +52,14 @@ class SentenceEncoder(ABC):
     @property
     @abstractmethod
     def dim(self) -> int:
-        """Length of every vector."""
+        """Length of every vector (may load the model)."""
+
+    def known_dim(self) -> int | None:
+        """The length of every vector when it is known without loading a model (a constant, the model's config
+        file); ``None`` when only the loaded model can tell. :func:`encode_cached` asks this, and :attr:`dim` only
+        when it must encode a text or the cache cannot tell either, so that a run whose texts are all cached loads
+        no model."""
+        return None
 
     @abstractmethod
     def _encode_batch(self, texts: list[str]) -> np.ndarray:
@@ -92,6 +110,22 @@ ANNOUNCE_FROM = 1000
 """Encoding at least this many texts is announced on stderr before it starts (it takes tens of seconds)."""
 
 
+def _from_disk(
+    encoder: SentenceEncoder, folder: Path, *, encoder_key: str, dim: int | None, wanted: set[str]
+) -> tuple[dict[str, np.ndarray], int | None]:
+    """The vectors of the ``wanted`` text keys that ``folder`` holds, and the vectors' length: ``dim`` (the
+    encoder's own, when it knows it without its model), else the folder's metadata; a folder without metadata (of an
+    earlier precomet) is checked against :attr:`SentenceEncoder.dim` (a model loaded once) and gets its metadata."""
+    recorded = cached_dim(folder, encoder_key=encoder_key, dim=dim)
+    if dim is None:
+        dim = recorded if recorded is not None else (encoder.dim or None) if holds_vectors(folder) else None
+    stored = read_vectors(folder, encoder_key=encoder_key, dim=dim or 0, wanted=wanted)
+    lengths = {len(vector) for vector in stored.values()}
+    if recorded is None and len(lengths) == 1:  # checked against dim, or checksummed as this encoder's alone
+        write_meta(folder, CacheMeta(encoder_key, encoder.identity(), dim or lengths.pop()))
+    return stored, dim
+
+
 def encode_cached(
     encoder: SentenceEncoder,
     texts: Sequence[str],
@@ -103,7 +137,9 @@ def encode_cached(
     in-process cache (:mod:`precomet.encoders.memory`), then on disk (:mod:`precomet.encoders.disk`: ``cache_dir``
     when given, else the cache every command shares, unless :func:`~precomet.encoders.disk.no_disk_cache`); only
     texts found in neither are encoded, and saved every :data:`CHUNK` texts (the encoder's ``batch_size`` when
-    larger), so an interrupted run resumes. Returns a new array on every call."""
+    larger), so an interrupted run resumes. The model is loaded only when a text must be encoded: the vectors'
+    length comes from :meth:`SentenceEncoder.known_dim`, else from the caches' metadata. Returns a new array on
+    every call."""
     texts = [str(t) for t in texts]
     unique = list(dict.fromkeys(texts))
     keys = [_text_key(t) for t in unique]
@@ -117,10 +153,17 @@ def encode_cached(
     limit = limit_bytes()
     known = MEMORY.get(encoder_key, keys) if limit else {}
     missing = {k for k in keys if k not in known}
-    stored = (
-        read_vectors(folder, encoder_key=encoder_key, dim=encoder.dim, wanted=missing) if folder and missing else {}
-    )
+    dim = encoder.known_dim()  # None: only the model knows, unless a cache does
+    stored: dict[str, np.ndarray] = {}
+    if folder is not None and missing:
+        stored, dim = _from_disk(encoder, folder, encoder_key=encoder_key, dim=dim, wanted=missing)
     todo = [i for i, k in enumerate(keys) if k not in known and k not in stored]
+    if todo and dim is not None and encoder.dim and encoder.dim != dim:  # the model is needed now anyway
+        if folder is not None:
+            discard(folder, f"its vectors are {dim} long, {encoder.name}'s are {encoder.dim}")
+        MEMORY.forget(encoder_key)
+        known, stored, dim = {}, {}, encoder.dim
+        todo = list(range(len(keys)))
     record_use(encoder=encoder.name, folder=root, looked_up=keys, encoded=[keys[i] for i in todo])
     if len(todo) >= ANNOUNCE_FROM:
         announce(f"encoding {len(todo):,} texts with {encoder.name} ({len(unique) - len(todo):,} from the cache)")
@@ -129,14 +172,25 @@ def encode_cached(
         part = todo[start : start + step]
         fresh = dict(zip((keys[i] for i in part), encoder.encode([unique[i] for i in part], progress=progress)))
         stored.update(fresh)
-        if folder is not None and not write_segment(folder, fresh, encoder_key=encoder_key, explicit=explicit):
+        if folder is not None and not write_segment(
+            folder, fresh, encoder_key=encoder_key, explicit=explicit, identity=encoder.identity()
+        ):
             folder = None  # the default folder cannot take them: the rest is encoded without saving
     log.info("encoded %d distinct texts with %s (%d from cache)", len(unique), encoder.name, len(unique) - len(todo))
     if not texts:
-        return np.empty((0, encoder.dim), dtype=np.float32)
+        empty_dim = dim or MEMORY.dim(encoder_key)
+        if empty_dim is None and folder is not None:
+            empty_dim = cached_dim(folder, encoder_key=encoder_key, dim=None)
+        return np.empty((0, empty_dim or encoder.dim), dtype=np.float32)
     new = {k: stored[k] for k in keys if k not in known}
+    vectors = [known[k] if k in known else new[k] for k in keys]
+    if len({len(v) for v in vectors}) > 1:
+        raise PrecometError(
+            f"encoder {encoder.name!r} returned vectors of another length than those its caches hold under the same"
+            f" identity; remove {folder or 'the cache folder'} (or run with --no-cache)"
+        )
     if limit:
         MEMORY.put(encoder_key, new, limit=limit)
     position = {text: i for i, text in enumerate(unique)}
-    table = np.stack([known[k] if k in known else new[k] for k in keys]).astype(np.float32)
+    table = np.stack(vectors).astype(np.float32)
     return table[[position[t] for t in texts]]

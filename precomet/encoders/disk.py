@@ -13,12 +13,22 @@ length (truncated, edited, another encoder's, anything that would need unpicklin
 texts encoded again; anything else in the folder is left alone. The single file per encoder that precomet 0.8
 kept (``ROOT/<encoder key>.npz``, checksummed the same way) is read as one more segment. Nothing is ever evicted:
 remove the folder to reclaim its space.
+
+Each folder also holds its metadata, :data:`META` (JSON: the encoder key, the encoder's identity, the vectors' length
+and dtype), written with its first segment. It tells a run how long the vectors are without loading the model, so a
+run whose texts are all cached loads none (:func:`~precomet.encoders.encode_cached`). Metadata that names another
+encoder, another dtype, or another length than the encoder's own, is reported and removed with the folder's
+segments: they are not served, their texts are encoded again. Damaged metadata is reported and removed alone (the
+segments are checked on their own). A folder of an earlier precomet has no metadata: its segments are read as
+before, their length checked against the encoder's (an encoder that cannot tell its length without its model loads
+it once), and the metadata is written then. Earlier versions ignore the file (it is not a segment).
 """
 
 from __future__ import annotations
 
 import contextvars
 import hashlib
+import json
 import logging
 import math
 import os
@@ -29,6 +39,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from numpy.lib.npyio import NpzFile
@@ -40,6 +51,11 @@ log = logging.getLogger(__name__)
 
 ENV = "PRECOMET_CACHE"
 SUFFIX = ".npz"
+META = "precomet-cache.json"
+"""The metadata file of an encoder's folder (:class:`CacheMeta`)."""
+META_FORMAT = 1
+DTYPE = "float32"
+"""The dtype of every vector kept (segments are written as float32)."""
 _SEGMENT = re.compile(r"[0-9a-f]{32}")
 _ENABLED: contextvars.ContextVar[bool] = contextvars.ContextVar("precomet_disk_cache", default=True)
 
@@ -144,6 +160,113 @@ def segments(folder: Path) -> list[Path]:
     return sorted(p for p in folder.glob("*" + SUFFIX) if _SEGMENT.fullmatch(p.stem))
 
 
+def _legacy_file(folder: Path) -> Path:
+    return folder.with_name(folder.name + SUFFIX)  # precomet 0.8 kept one file per encoder, checksummed alike
+
+
+def holds_vectors(folder: Path) -> bool:
+    """Whether ``folder`` (or the single file of precomet 0.8 beside it) holds any segment."""
+    return bool(segments(folder)) or _legacy_file(folder).is_file()
+
+
+@dataclass(frozen=True)
+class CacheMeta:
+    """What an encoder's cache folder holds (:data:`META`): whose vectors (the encoder key, and the identity it
+    hashes, for whoever reads the folder), how long, which dtype."""
+
+    encoder_key: str
+    identity: dict[str, Any]
+    dim: int
+    dtype: str = DTYPE
+
+    def same_vectors(self, other: CacheMeta) -> bool:
+        """Whether both describe the same vectors: encoder key (which hashes the identity), length and dtype."""
+        return (self.encoder_key, self.dim, self.dtype) == (other.encoder_key, other.dim, other.dtype)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "format": META_FORMAT,
+            "encoder_key": self.encoder_key,
+            "identity": self.identity,
+            "dim": self.dim,
+            "dtype": self.dtype,
+        }
+
+
+def _parse_meta(text: str) -> CacheMeta | str:
+    """The metadata in ``text``, or what is wrong with it."""
+    try:
+        data = json.loads(text)
+    except ValueError as err:
+        return f"not JSON ({err})"
+    if not isinstance(data, dict) or data.get("format") != META_FORMAT:
+        return f"not precomet cache metadata of format {META_FORMAT}"
+    key, identity, dim, dtype = (data.get(name) for name in ("encoder_key", "identity", "dim", "dtype"))
+    if not isinstance(key, str) or not isinstance(identity, dict) or not isinstance(dtype, str):
+        return "encoder_key, identity or dtype missing or of the wrong type"
+    if not isinstance(dim, int) or isinstance(dim, bool) or dim <= 0:
+        return f"dim {dim!r}, expected a positive integer"
+    return CacheMeta(key, identity, dim, dtype)
+
+
+def _read_meta(folder: Path) -> CacheMeta | str | None:
+    """``folder``'s metadata, what is wrong with it, or ``None`` when it has none."""
+    try:
+        text = (folder / META).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as err:
+        return f"unreadable: {err}"
+    return _parse_meta(text)
+
+
+def cached_dim(folder: Path, *, encoder_key: str, dim: int | None) -> int | None:
+    """The length of the vectors ``folder`` holds, from its metadata; ``None`` when it has none (a new folder, or
+    one of an earlier precomet). ``dim`` is the encoder's own length where it knows it without loading its model.
+    Metadata naming another encoder, another dtype than :data:`DTYPE` or another length than ``dim`` is reported and
+    removed with the folder's segments (:func:`discard`): they are not served. Damaged metadata is reported and
+    removed alone: the segments are checked on their own."""
+    meta = _read_meta(folder)
+    if isinstance(meta, str):
+        log.warning("%s: damaged encoder cache metadata (%s); removed", folder / META, meta)
+        (folder / META).unlink(missing_ok=True)
+        return None
+    if meta is None:
+        return None
+    if meta.encoder_key != encoder_key:
+        discard(folder, f"its metadata names encoder {meta.encoder_key!r}, not {encoder_key!r}")
+        return None
+    if meta.dtype != DTYPE:
+        discard(folder, f"its metadata says its vectors are {meta.dtype}, precomet keeps {DTYPE}")
+        return None
+    if dim is not None and meta.dim != dim:
+        discard(folder, f"its metadata says its vectors are {meta.dim} long, the encoder's are {dim}")
+        return None
+    return meta.dim
+
+
+def write_meta(folder: Path, meta: CacheMeta) -> bool:
+    """Write ``folder``'s metadata (renamed into place when complete); ``False`` when the folder cannot take it
+    (the cache still works: the next run reads the segments as a folder without metadata)."""
+    try:
+        with kept_file(folder / META) as handle:
+            handle.write(json.dumps(meta.to_dict(), sort_keys=True, default=str).encode("utf-8"))
+    except OSError as err:
+        log.debug("cannot write the encoder cache metadata in %s (%s)", folder, err)
+        return False
+    return True
+
+
+def discard(folder: Path, reason: str) -> None:
+    """Report that ``folder``'s vectors are not the encoder's (``reason``) and remove its segments and metadata (and
+    the single file of precomet 0.8 beside it): their texts are encoded again."""
+    log.warning("%s: encoder cache not served: %s; its segments are removed, their texts encoded again", folder, reason)
+    for path in [*segments(folder), _legacy_file(folder), folder / META]:
+        if path.is_file():
+            path.unlink(missing_ok=True)
+        _KNOWN.pop(path, None)
+
+
 _KNOWN: dict[Path, tuple[tuple[int, int, int], np.ndarray]] = {}
 """Per segment read in this process: its stat stamp and the sorted 64-bit prefixes of its text keys, so that a
 later call (the next chunk of a pool) skips the segments holding none of its texts without opening them."""
@@ -222,7 +345,7 @@ def read_vectors(folder: Path, *, encoder_key: str, dim: int, wanted: set[str]) 
     """The cached vectors of the ``wanted`` text keys found in ``folder``'s segments. A damaged segment is
     reported, removed (its texts are then encoded again) and skipped."""
     found: dict[str, np.ndarray] = {}
-    legacy = folder.with_name(folder.name + SUFFIX)  # precomet 0.8 kept one file per encoder, checksummed alike
+    legacy = _legacy_file(folder)
     paths = [legacy] if legacy.is_file() else []
     if folder.exists() or folder.is_symlink():
         if not folder.is_dir():
@@ -249,14 +372,29 @@ def read_vectors(folder: Path, *, encoder_key: str, dim: int, wanted: set[str]) 
     return found
 
 
-def write_segment(folder: Path, vectors: dict[str, np.ndarray], *, encoder_key: str, explicit: bool = True) -> bool:
-    """Add ``vectors`` (text key -> vector) to ``folder`` as one segment, renamed into place when complete. A
-    folder that cannot take it raises naming the remedies; for the default folder (not ``explicit``) that is a
-    warning instead and ``False`` (the command goes on without keeping vectors)."""
+def write_segment(
+    folder: Path,
+    vectors: dict[str, np.ndarray],
+    *,
+    encoder_key: str,
+    explicit: bool = True,
+    identity: dict[str, Any] | None = None,
+) -> bool:
+    """Add ``vectors`` (text key -> vector) to ``folder`` as one segment, renamed into place when complete. With the
+    encoder's ``identity``, the folder's metadata (:data:`META`) is written when it has none, and a folder whose
+    metadata names other vectors (another encoder, length or dtype) is emptied first (:func:`discard`): a folder
+    holds one encoder's vectors of one length. A folder that cannot take the segment raises naming the remedies; for
+    the default folder (not ``explicit``) that is a warning instead and ``False`` (the command goes on without keeping
+    vectors)."""
     if not vectors:
         return True
     keys = np.array(list(vectors), dtype=str)
     stacked = np.stack(list(vectors.values())).astype(np.float32)
+    meta = CacheMeta(encoder_key, identity or {}, int(stacked.shape[1]))
+    recorded = _read_meta(folder) if identity is not None else None
+    if isinstance(recorded, CacheMeta) and not recorded.same_vectors(meta):
+        discard(folder, f"its metadata says {recorded.dim}-long vectors of {recorded.encoder_key!r}, now {meta.dim}")
+        recorded = None
     name = hashlib.sha256("\n".join(keys.tolist()).encode()).hexdigest()[:32]
     path = folder / f"{name}{SUFFIX}"
     try:
@@ -273,6 +411,8 @@ def write_segment(folder: Path, vectors: dict[str, np.ndarray], *, encoder_key: 
             f"{problem}; free space there, move the cache with {ENV}=DIR, or run with --no-cache"
         ) from None
     _KNOWN[path] = (_stamp(path), _prefixes(keys.tolist()))
+    if identity is not None and not isinstance(recorded, CacheMeta):
+        write_meta(folder, meta)
     if (use := _USE.get()) is not None:
         use.saved += len(keys)
     return True

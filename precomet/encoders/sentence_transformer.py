@@ -48,6 +48,10 @@ class SentenceTransformerEncoder(SentenceEncoder):
             self._dim = _pooled_dim(Path(self.model).expanduser())
         return self._dim or 0
 
+    def known_dim(self) -> int | None:
+        """:attr:`dim` when known (never loads the model), else ``None``."""
+        return self.dim or None
+
     def encode(self, texts: Sequence[str], *, progress: bool | None = None) -> np.ndarray:
         with heartbeat(f"encode {len(texts)} texts ({Path(self.model).name})", progress=progress):
             vectors = np.asarray(

@@ -64,6 +64,9 @@ class Surface(SentenceEncoder):
     def dim(self) -> int:
         return len(FEATURES)
 
+    def known_dim(self) -> int:
+        return len(FEATURES)
+
     def _encode_batch(self, texts: list[str]) -> np.ndarray:
         return np.array([surface_features(t) for t in texts], dtype=np.float32).reshape(len(texts), self.dim)
 
@@ -76,6 +79,9 @@ class Length(SentenceEncoder):
 
     @property
     def dim(self) -> int:
+        return 1
+
+    def known_dim(self) -> int:
         return 1
 
     def _encode_batch(self, texts: list[str]) -> np.ndarray:

@@ -4,6 +4,7 @@ any model directory saved with ``save_pretrained`` (``hf:/path/to/xlm-roberta-la
 from __future__ import annotations
 
 import hashlib
+import json
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +55,7 @@ class TransformerEncoder(SentenceEncoder):
             )
         self._loaded: tuple[Any, Any] | None = None
         self._digest: str | None = None
+        self._config_dim: int | None = None
 
     def _load(self) -> tuple[Any, Any]:
         if self._loaded is None:
@@ -65,9 +67,22 @@ class TransformerEncoder(SentenceEncoder):
             self._loaded = (model.eval(), tokenizer)
         return self._loaded
 
+    def known_dim(self) -> int | None:
+        """``hidden_size`` of the folder's ``config.json`` (the mean-pooled vectors' length), read without loading
+        the model; ``None`` when the config does not name it so (the loaded model then tells)."""
+        if self._config_dim is None:
+            try:
+                value = json.loads((self.location / "config.json").read_text(encoding="utf-8")).get("hidden_size")
+            except (OSError, ValueError, AttributeError):
+                value = None
+            if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+                self._config_dim = value
+        return self._config_dim
+
     @property
     def dim(self) -> int:
-        return int(self._load()[0].config.hidden_size)
+        """:meth:`known_dim`, else the loaded model's ``hidden_size`` (loads it)."""
+        return self.known_dim() or int(self._load()[0].config.hidden_size)
 
     def identity(self) -> dict[str, Any]:
         """The folder's name and the digest of all its files (:func:`folder_digest`: weights, config, tokenizer)."""

@@ -254,8 +254,9 @@ def test_damaged_cache_is_reported_once_recomputed_and_rewritten(damage, tmp_pat
     warnings = [r for r in caplog.records if r.levelno >= logging.WARNING]
     assert len(warnings) == 1 and str(path) in warnings[0].getMessage(), [r.getMessage() for r in warnings]
     assert sorted(encoder.seen) == ["aa", "b"]
-    (segment,) = path.parent.iterdir()  # the damaged segment removed, one good one written, no temporary left
-    assert disk.segments(path.parent) == [segment]
+    # the damaged segment removed, one good one written with the folder's metadata, no temporary left
+    (segment,) = (p for p in path.parent.iterdir() if p.name != disk.META)
+    assert disk.segments(path.parent) == [segment] and (path.parent / disk.META).is_file()
     caplog.clear()
     again = Counting()
     with caplog.at_level(logging.WARNING):
