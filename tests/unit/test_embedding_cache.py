@@ -353,3 +353,27 @@ def test_cli_cache_folder_that_is_a_file_exits_2(tmp_path, monkeypatch, capsys, 
     err = capsys.readouterr().err
     assert "cache folder cache is a file" in err and "internal error" not in err
     assert not (tmp_path / "u.jsonl").exists()
+
+
+class Bounded(Counting):
+    max_chars = 10
+
+
+def test_a_text_longer_than_the_encoders_bound_is_cut_with_a_warning_and_keyed_as_cut(tmp_path, caplog):
+    """Issue 51: a 2 MB single-line source made e5-small read ~800 windows (killed at 400 s); an encoder with
+    ``max_chars`` now reads the first ``max_chars`` characters, says so, and caches under the cut text's key."""
+    clear_embedding_cache()
+    encoder = Bounded()
+    with caplog.at_level(logging.WARNING):
+        first = encode_cached(encoder, ["a" * 2_000_000, "short"], cache_dir=tmp_path)
+    assert encoder.seen == ["a" * 10, "short"] and first[0].tolist() == [10.0, 10.0]
+    assert "1 text(s) longer than 10 characters: counting reads the first 10 of each" in caplog.text
+    clear_embedding_cache()
+    again = Bounded()
+    assert encode_cached(again, ["a" * 10], cache_dir=tmp_path).tolist() == [[10.0, 10.0]] and again.seen == []
+
+
+def test_e5_small_reads_a_bounded_number_of_windows():
+    from precomet.encoders.e5 import E5Small
+
+    assert E5Small.max_chars is not None and E5Small.max_chars <= 40 * 510  # ≤ 40 windows of one character each
