@@ -173,7 +173,7 @@ def encode_cached(
         root = usable_folder(Path(cache_dir), explicit=True)
     elif encoder.shared_cache and (shared := shared_cache_dir()) is not None:
         root = usable_folder(shared, explicit=explicit)
-    folder = None if root is None else root / encoder_key
+    folder = None if root is None else usable_folder(root / encoder_key, explicit=explicit)
     limit = limit_bytes()
     known = MEMORY.get(encoder_key, keys) if limit else {}
     missing = {k for k in keys if k not in known}

@@ -133,14 +133,23 @@ def record_use(*, encoder: str, folder: Path | None, looked_up: list[str], encod
 
 
 def usable_folder(cache_dir: Path, *, explicit: bool) -> Path | None:
-    """``cache_dir`` when it is (or can become) a folder. A folder given by the user that is a file, or lies under
-    one, is refused before any work; the default one is skipped with a warning (the command still runs)."""
+    """``cache_dir`` when it is (or can become) a folder. A folder given by the user that is a file or a symbolic
+    link leading nowhere, or lies under one, is refused before any work; the default one is skipped with a warning
+    (the command still runs)."""
     folder = cache_dir.absolute()
+    broken = next((p for p in (folder, *folder.parents) if os.path.islink(p) and not p.exists()), None)
     while not folder.exists():
         folder = folder.parent
-    if folder.is_dir():
+    if folder.is_dir() and broken is None:
         return cache_dir
-    which = "is a file" if folder == cache_dir.absolute() else f"lies under {folder}, a file"
+    if broken is not None:  # a link to itself, to a loop or to nothing: "a file" would mislead
+        which = (
+            "is a symbolic link that leads nowhere (to itself, a loop or a missing place)"
+            if broken == cache_dir.absolute()
+            else f"lies under {broken}, a symbolic link that leads nowhere (to itself, a loop or a missing place)"
+        )
+    else:
+        which = "is a file" if folder == cache_dir.absolute() else f"lies under {folder}, a file"
     if explicit:
         raise PrecometError(f"cache folder {cache_dir} {which}, not a folder")
     log.warning("the encoder cache folder %s %s; running without it (set %s to move it)", cache_dir, which, ENV)

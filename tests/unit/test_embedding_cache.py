@@ -377,3 +377,21 @@ def test_e5_small_reads_a_bounded_number_of_windows():
     from precomet.encoders.e5 import E5Small
 
     assert E5Small.max_chars is not None and E5Small.max_chars <= 40 * 510  # ≤ 40 windows of one character each
+
+
+def test_a_cache_folder_that_links_to_itself_is_named_as_such(tmp_path, monkeypatch, caplog):
+    """Issue 51: an encoder's cache folder linking to itself was called "a file" (or failed naming its metadata);
+    given explicitly it is refused naming the link, the default cache is skipped with a warning."""
+    clear_embedding_cache()
+    encoder = Counting()
+    folder = tmp_path / f"{encoder.name}-{encoder.cache_key()}"
+    folder.symlink_to(folder)
+    with pytest.raises(PrecometError, match="is a symbolic link that leads nowhere"):
+        encode_cached(encoder, ["aa"], cache_dir=tmp_path)
+    monkeypatch.delenv(disk.ENV, raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    (tmp_path / "xdg").mkdir()
+    (tmp_path / "xdg" / "precomet").symlink_to(tmp_path / "xdg" / "precomet")
+    with caplog.at_level(logging.WARNING):
+        assert encode_cached(encoder, ["aa"]).tolist() == [[2.0, 2.0]]
+    assert "leads nowhere" in caplog.text and "running without it" in caplog.text
