@@ -132,6 +132,13 @@ REGISTRY = (
         ("warm-cache.md",),
         4,
     ),
+    Benchmark(
+        "waves-matrix",
+        (("benchmarks/waves_matrix.py", "--write", "--before", "benchmarks/results/waves-matrix-before.json"),),
+        ("waves-matrix.md",),
+        8,
+        data=False,
+    ),
     Benchmark("chunk-precision", (("benchmarks/bench_chunk_precision.py",),), ("chunk-precision.md",), 0.5),
     Benchmark(  # the table from the recorded GPU run (measuring needs a GPU machine: the script's docstring)
         "predict-gpu",

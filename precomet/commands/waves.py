@@ -26,6 +26,7 @@ from precomet.commands.common import (
 )
 from precomet.errors import PrecometError
 from precomet.io import jsonsafe
+from precomet.io.text import spreadsheet_cell
 
 HELP = (
     "annotate in waves until the ranking is settled: the next wave (cells to judge, with their inclusion"
@@ -34,6 +35,23 @@ HELP = (
 )
 DEFAULT_SIZE = "5%"
 """A wave's size when none is given: 5 % of the pool's items."""
+DEFAULT_RUNS = 100
+"""Replay runs when none are given."""
+PLOT_SUFFIXES = (".png", ".pdf", ".svg")
+"""Figure formats of --plot."""
+LIVE_ONLY = {
+    "judgements": "--judgements",
+    "pearmut_annotations": "--pearmut-annotations",
+    "appraise_annotations": "--appraise-annotations",
+    "manifest": "--manifest",
+    "batch": "--batch",
+    "pearmut": "--pearmut",
+    "report": "--report",
+    "plot": "--plot",
+}
+"""Options of a live call (the next wave and the report) that a replay does not read."""
+REPLAY_ONLY = {"runs": "--runs", "output": "-o"}
+"""Options of a replay that a live call does not read."""
 CELL_FORMATS = {".jsonl": "jsonl", ".csv": "csv", ".tsv": "tsv", ".json": "appraise"}
 """Suffixes of a wave's batch of cells: one row per item × system to judge, or Appraise's batches of them."""
 
@@ -112,7 +130,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--pearmut", type=Path, help="next wave as a Pearmut campaign file (JSON)")
     parser.add_argument("--report", type=Path, help="the report as JSON ('-' = standard output)")
     parser.add_argument("--plot", type=Path, help="figure of the ranking and the agreement (PNG, PDF, SVG)")
-    parser.add_argument("--runs", type=repeats, default=100, help="replay: runs (default 100)")
+    parser.add_argument("--runs", type=repeats, help=f"replay: runs (default {DEFAULT_RUNS})")
     parser.add_argument("-o", "--output", type=Path, help="replay: its summary as JSON")
 
 
@@ -158,24 +176,60 @@ def _chooser(args: argparse.Namespace, pool):
     return Chooser(args.chooser, source_length(pool.src), prior=prior, features=features)
 
 
+def _check_options(args: argparse.Namespace) -> None:
+    """Refuse an option this call would not read: a live call's on a replay and the reverse, and a prior or
+    vectors that the chooser does not use (they would be computed, or fail, and then be ignored)."""
+    replay = args.action == "replay"
+    for name, flag in (LIVE_ONLY if replay else REPLAY_ONLY).items():
+        if getattr(args, name) not in (None, []):
+            if replay:
+                raise PrecometError(
+                    f"{flag}: a live campaign's option; 'waves replay' replays a fully judged campaign and writes only"
+                    " -o (drop it, or run 'precomet waves' without 'replay')"
+                )
+            raise PrecometError(
+                f"{flag} is replay's option; a live campaign writes --batch, --pearmut, --report, --plot (add"
+                " 'replay' to replay the protocol)"
+            )
+    if args.encoder and args.chooser != "learn":
+        raise PrecometError(f"--encoder {args.encoder}: only --chooser learn reads the sources' vectors")
+    for flag, given in (("--utility", args.utility), ("--scores", args.scores)):
+        if given is not None and args.chooser not in ("prior", "learn"):
+            raise PrecometError(f"{flag} {given}: a prior is read by --chooser prior or learn, not {args.chooser}")
+    if args.plot is not None and args.plot.suffix.lower() not in PLOT_SUFFIXES:
+        raise PrecometError(f"--plot {args.plot}: name the figure *.png, *.pdf or *.svg")
+
+
 def run(args: argparse.Namespace) -> int:
+    _check_options(args)
     if args.action == "replay":
         return _replay(args)
+    from precomet.waves.live import campaign_lock
+
+    if args.manifest is None:
+        return _live(args)
+    with campaign_lock(args.data):
+        return _live(args)
+
+
+def _live(args: argparse.Namespace) -> int:
     from precomet.io.atomic import output_set
     from precomet.io.output_paths import is_stdout
     from precomet.waves.live import Manifest, next_wave, pool_output_systems, read_judgements, standing, wave_record
     from precomet.waves.plan import parse_wave_size
     from precomet.waves.stop import wave_level
 
-    if args.output is not None:
-        raise PrecometError("-o is replay's output; a live campaign writes --batch, --pearmut, --report, --plot")
     if args.manifest is not None and is_stdout(args.manifest):
         raise PrecometError(f"--manifest {args.manifest}: the manifest is read back by the next call; give a file")
     # the pool is every item to draw from: human scores in it are not judgements (give those with --judgements), so
     # items without them are kept
     pool = load_campaign(argparse.Namespace(**{**vars(args), "keep_incomplete": True}))
-    pool_systems = pool_output_systems(pool)
-    manifest = Manifest.read(args.manifest, pool) if args.manifest is not None and args.manifest.exists() else None
+    pool_systems = pool_output_systems(pool, args.data)
+    manifest = (
+        Manifest.read(args.manifest, pool, pool_systems)
+        if args.manifest is not None and args.manifest.exists()
+        else None
+    )
     size = parse_wave_size(manifest.size if manifest else args.size or DEFAULT_SIZE, len(pool))
     if manifest is not None and (manifest.level != args.level or args.size not in (None, manifest.size)):
         print(
@@ -207,8 +261,12 @@ def run(args: argparse.Namespace) -> int:
         else size.planned_looks(len(pool), len(pool) * max(len(systems), 1), float(pool.cost.sum()))
     )
     waves = manifest.rebuild(pool, systems) if manifest else []
-    if waves and args.judgements == [] and manifest is not None:
-        print("precomet waves: no --judgements given: the waves drawn so far count as unanswered", file=sys.stderr)
+    if waves and not (args.judgements or args.pearmut_annotations or args.appraise_annotations):
+        print(
+            "precomet waves: no judgements given (--judgements, --pearmut-annotations, --appraise-annotations): the"
+            " waves drawn so far count as unanswered",
+            file=sys.stderr,
+        )
     current = standing(
         pool,
         judgements,
@@ -223,7 +281,9 @@ def run(args: argparse.Namespace) -> int:
     report = current.to_dict(NormalDist().inv_cdf(1 - (1 - args.confidence) / 2))
     report["systems_known"] = bool(systems)
     new = None
-    awaiting = bool(waves) and not (waves[-1].drawn & ~np.isnan(judgements.scores)).any()
+    # the last wave awaits its judgements while none of its cells has one; a wave that drew no cell (a small wave's
+    # independent draws can come out empty) awaits nothing, and the next one is drawn on top of it
+    awaiting = bool(waves) and waves[-1].drawn.any() and not (waves[-1].drawn & ~np.isnan(judgements.scores)).any()
     if awaiting:
         report["awaiting_wave"] = waves[-1].number
     if not current.verdict.stop and not awaiting:
@@ -261,11 +321,11 @@ def run(args: argparse.Namespace) -> int:
             if args.batch:
                 with out.open(args.batch) as handle:
                     _write_cells(handle, pool, drawn, systems, args.batch)
-            if args.pearmut:
+            if args.pearmut and not systems:
+                raise PrecometError("--pearmut: a Pearmut campaign shows system outputs, and this pool has none")
+            if args.pearmut and drawn.any():  # no campaign of nothing: the notice below says so
                 from precomet.io.pearmut import write_pearmut
 
-                if not systems:
-                    raise PrecometError("--pearmut: a Pearmut campaign shows system outputs, and this pool has none")
                 cells = np.zeros((len(pool), len(pool.systems)), dtype=bool)
                 for k, system in enumerate(systems):
                     cells[:, pool.systems.index(system)] = drawn[:, k]
@@ -289,6 +349,14 @@ def run(args: argparse.Namespace) -> int:
         )
     elif new is None:
         print("precomet waves: stop — the ranking is settled at the target; no wave drawn", file=sys.stderr)
+    elif not new.drawn.any():
+        print(
+            f"precomet waves: wave {new.number} drew no cell (its units are drawn independently, and a wave this small"
+            " can come out empty): nothing to judge"
+            + (", no --pearmut campaign written" if args.pearmut else "")
+            + "; run again to draw the next wave",
+            file=sys.stderr,
+        )
     elif args.manifest is None:
         print(
             "precomet waves: without --manifest the wave's probabilities are not kept and its judgements cannot be"
@@ -340,7 +408,7 @@ def _write_cells(handle, pool, drawn: np.ndarray, systems: tuple[str, ...], path
     header = ["id", "doc", "domain", "src", "system", "tgt"]
     writer.writerow(header)
     for row in rows:
-        writer.writerow(["" if row[k] is None else str(row[k]) for k in header])
+        writer.writerow(["" if row[k] is None else spreadsheet_cell(str(row[k])) for k in header])
 
 
 def _print_report(report: dict, stream) -> None:
@@ -357,6 +425,12 @@ def _print_report(report: dict, stream) -> None:
                 f"  [{row['ci_low']:.4f}, {row['ci_high']:.4f}]",
                 file=stream,
             )
+    if not report["ranking"] and report["judged_cells"]:
+        print(
+            "no ranking yet: some systems have no judgement of the waves drawn (give every system's judgements)",
+            file=stream,
+        )
+        return
     if not report["ranking"]:
         print("no judgements yet: the ranking and its agreement with the full test set come with them", file=stream)
         print("still needed: unknown until the first wave's judgements are in", file=stream)
@@ -412,6 +486,12 @@ def _replay(args: argparse.Namespace) -> int:
         require_documents(pool)
     if HUMAN not in pool.scores:
         raise PrecometError(f"waves replay: {args.data} has no human scores to replay")
+    if args.metric and args.metric not in pool.scores:
+        raise PrecometError(f"--metric {args.metric}: {args.data} has no such score ({', '.join(pool.scores)})")
+    if len(pool.systems) < 2:
+        raise PrecometError(
+            f"waves replay: {args.data} has {len(pool.systems)} system with human scores; a ranking needs at least two"
+        )
     settings = ReplaySettings(
         size=parse_wave_size(args.size or DEFAULT_SIZE, len(pool)),
         target=args.target,
@@ -433,7 +513,7 @@ def _replay(args: argparse.Namespace) -> int:
                 settings,
                 doc=pool.doc,
                 cost=pool.cost,
-                runs=args.runs,
+                runs=DEFAULT_RUNS if args.runs is None else args.runs,
                 seed=args.seed,
                 campaign=pool.name,
                 metric=np.asarray(pool.score(args.metric), dtype=float) if args.metric else None,

@@ -138,8 +138,10 @@ def wave_result(wave: Wave, scores: np.ndarray, contrasts: np.ndarray) -> WaveRe
     projected = per_unit @ contrasts.T
     single = (unit_pi[:, None] * per_unit**2 * (1 - qr)[None, :]) @ (contrasts**2).T
     variances = ((1 - unit_pi)[:, None] * projected**2).sum(axis=0) + single.sum(axis=0)
-    if ((drawn_per_system > 0) & (answered.sum(axis=0) == 0)).any():
-        # a system none of whose drawn cells came back: the wave knows nothing of it, so it is left out (weight 0)
+    if ((drawn_per_system > 0) & (answered.sum(axis=0) == 0)).any() or not wave.drawn.any():
+        # a system none of whose drawn cells came back, or a wave that drew no cell at all (a small wave's independent
+        # draws can come out empty; its variance estimate is then 0, and the stop rule read it as an exact ranking):
+        # the wave knows nothing of it, so it is left out (weight 0)
         return WaveResult(totals=totals, variances=variances, weight=0.0)
     design = wave.design_variance()
     return WaveResult(totals=totals, variances=variances, weight=np.inf if design == 0 else 1.0 / design)

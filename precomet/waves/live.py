@@ -8,8 +8,11 @@ were already judged, the predictor's per-system values, and the cells drawn. Tha
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
+import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,6 +30,38 @@ from precomet.waves.plan import MIN_SYSTEM_SHARE, WaveSize, draw_wave, sampling_
 from precomet.waves.stop import Verdict, projected_fraction, verdict
 
 MANIFEST_VERSION = 1
+ALL_SYSTEMS = "*"
+"""The manifest's name for every system (cells drawn from a pool of sources, before its systems are known)."""
+MAX_SCORE = 1e12
+"""The largest human score (in absolute value) a judgement may hold: far beyond every rating scale, and small
+enough that the estimates' sums of squares stay finite."""
+
+
+@contextlib.contextmanager
+def campaign_lock(pool_file: Path) -> Iterator[None]:
+    """Hold an exclusive ``flock`` on the pool's file for one live call — reading the manifest, drawing the next wave
+    and writing it: two calls on one campaign at once then run one after the other, and the second reads the wave
+    the first added, instead of both drawing a wave of the same number and the manifest keeping one of them (the
+    other's batch then judged for a wave it does not know). Only a regular file is locked (a folder may be where the
+    outputs are committed, under their own lock); without ``fcntl`` nothing is."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover -- not on Linux/macOS
+        yield
+        return
+    try:
+        handle = os.open(pool_file, os.O_RDONLY) if Path(pool_file).is_file() else None
+    except OSError:  # unreadable: loading the pool says why
+        handle = None
+    if handle is None:
+        yield
+        return
+    try:
+        with contextlib.suppress(OSError):  # a file system without locks: unserialised, as the commits
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(handle)  # releases the lock
 
 
 @dataclass(frozen=True)
@@ -62,7 +97,13 @@ def read_judgements(
         for judgement in scored:
             if systems is not None and judgement.system not in systems:
                 raise PrecometError(f"{export}: model {judgement.system!r} is not one of the pool's systems")
+            _check_score(export, pool.ids[judgement.item], judgement.system, judgement.score)
             collected.setdefault((judgement.item, judgement.system), []).append(judgement.score)
+        if not collected:
+            raise PrecometError(
+                f"{export}: not a single judgement of the pool's cells in it (every row dropped or unscored): the"
+                " wrong export? give the one of this campaign's waves, or leave the file out"
+            )
         for key, values in collected.items():
             if key in cells:
                 raise PrecometError(f"{export}: item {pool.ids[key[0]]!r}, system {key[1]!r} is judged again")
@@ -86,6 +127,10 @@ def read_judgements(
                 f"{path}: item {differs[0]!r} has another source text than the pool's: judgements of another campaign?"
             )
         matrix = judged.score(HUMAN)
+        if np.isnan(matrix).all():
+            raise PrecometError(
+                f"{path}: not a single human score in it (every one empty): give the judgements of the waves' cells"
+            )
         for column, system in enumerate(judged.systems):
             if systems is not None and system not in systems:
                 raise PrecometError(
@@ -94,6 +139,7 @@ def read_judgements(
             if system not in order:
                 order.append(system)
             for k in np.flatnonzero(~np.isnan(matrix[:, column])):
+                _check_score(path, judged.ids[k], system, matrix[k, column])
                 key = (int(rows[k]), system)
                 if key in cells:
                     raise PrecometError(
@@ -105,6 +151,19 @@ def read_judgements(
     for (row, system), (value, _) in cells.items():
         scores[row, order.index(system)] = value
     return Judgements(tuple(order), scores)
+
+
+def _check_score(path: Path, item: Any, system: str, score: float) -> None:
+    """A judgement's system and score as a campaign in waves can use them, or an error naming the file."""
+    if system == ALL_SYSTEMS:
+        raise PrecometError(
+            f"{path}: a system named {ALL_SYSTEMS!r}, which the waves manifest reads as every system: rename it"
+        )
+    if not abs(score) <= MAX_SCORE:
+        raise PrecometError(
+            f"{path}: item {item!r}, system {system!r}: human score {score!r} is out of range (|score| <="
+            f" {MAX_SCORE:g} expected; the estimates would overflow)"
+        )
 
 
 @dataclass(frozen=True)
@@ -148,15 +207,25 @@ def _appraise_rows(path: Path, pool: Campaign) -> list[_Score]:
     return rows
 
 
-def pool_output_systems(pool: Campaign) -> tuple[str, ...] | None:
+def pool_output_systems(pool: Campaign, source: Any = None) -> tuple[str, ...] | None:
     """The systems whose outputs the pool holds (``None``: a pool of sources); a system missing an output on some
-    item is refused, since a campaign in waves judges every system on every item it draws."""
+    item is refused, since a campaign in waves judges every system on every item it draws, and so are a single
+    system and one named ``*`` (errors name ``source``, default the pool's name)."""
+    where = source if source is not None else pool.name
     systems = tuple(s for s in pool.systems if s in pool.outputs)
+    if ALL_SYSTEMS in systems:
+        raise PrecometError(
+            f"{where}: a system named {ALL_SYSTEMS!r}, which the waves manifest reads as every system: rename it"
+        )
+    if len(systems) == 1:
+        raise PrecometError(
+            f"{where}: outputs of one system only ({systems[0]!r}): a campaign in waves ranks two systems or more"
+        )
     for system in systems:
         missing = [i for i, output in zip(pool.ids, pool.outputs[system]) if output is None]
         if missing:
             raise PrecometError(
-                f"{pool.name}: item {missing[0]!r} has no output of system {system!r} ({len(missing)} such item(s)):"
+                f"{where}: item {missing[0]!r} has no output of system {system!r} ({len(missing)} such item(s)):"
                 " a campaign in waves judges every system on every item it draws; drop those items or that system"
             )
     return systems or None
@@ -167,16 +236,107 @@ def _cells_to_json(mask: np.ndarray, ids: np.ndarray, systems: tuple[str, ...]) 
 
 
 def _cells_from_json(record: dict[str, list[str]], index: dict[str, int], systems: tuple[str, ...]) -> np.ndarray:
+    """The cells of a record that :meth:`Manifest.read` checked (items of the pool, systems of the pool or ``*``); a
+    system the judgements do not name yet has no column, and :meth:`Manifest.systems` makes the command ask for
+    its judgements."""
     mask = np.zeros((len(index), len(systems)), dtype=bool)
     for item, names in record.items():
-        if item not in index:
-            raise PrecometError(f"the waves manifest names item {item!r}, which the pool does not hold")
         for name in names:
-            if name == "*":
+            if name == ALL_SYSTEMS:
                 mask[index[item], :] = True
             elif name in systems:
                 mask[index[item], systems.index(name)] = True
     return mask
+
+
+class _Damaged(Exception):
+    """A manifest field that is not what precomet wrote: ``(field, problem)``."""
+
+
+def _number(value: Any, field: str, *, low: float, high: float, low_open: bool = False, high_open: bool = False):
+    """``value`` as a float in the range (``low``/``high`` open when asked), or :class:`_Damaged`."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise _Damaged(field, f"is {value!r}, not a number")
+    number = float(value)
+    if (
+        not math.isfinite(number)
+        or number < low
+        or number > high
+        or (low_open and number == low)
+        or (high_open and number == high)
+    ):
+        bounds = f"{'(' if low_open else '['}{low:g}, {high:g}{')' if high_open else ']'}"
+        raise _Damaged(field, f"is {value!r}, not a number in {bounds}")
+    return number
+
+
+def _check_cells(value: Any, field: str, index: dict[str, int], systems: tuple[str, ...] | None) -> None:
+    """A record of cells: ``{item id: [system, ...]}`` over the pool's items and systems (or ``*``)."""
+    if not isinstance(value, dict):
+        raise _Damaged(field, f"is {type(value).__name__}, not an object of item id -> systems")
+    for item, names in value.items():
+        if item not in index:
+            raise _Damaged(field, f"names item {item!r}, which the pool does not hold")
+        if not isinstance(names, list) or not all(isinstance(name, str) for name in names):
+            raise _Damaged(f"{field}[{item!r}]", "is not a list of system names")
+        unknown = [name for name in names if name != ALL_SYSTEMS and systems is not None and name not in systems]
+        if unknown:
+            raise _Damaged(f"{field}[{item!r}]", f"names system {unknown[0]!r}, which the pool does not have")
+
+
+def _check_wave(
+    k: int,
+    record: Any,
+    index: dict[str, int],
+    keys: dict[str, int],
+    units: np.ndarray,
+    systems: tuple[str, ...] | None,
+) -> None:
+    """Wave record ``k`` (0-based) as :func:`wave_record` writes it, or :class:`_Damaged` naming its field."""
+    where = f"waves[{k}]"
+    if not isinstance(record, dict):
+        raise _Damaged(where, f"is {type(record).__name__}, not a wave record (an object)")
+    fields = ("number", "chooser", "weighted", "open_units", "unit_probability", "system_probability", "known",
+              "drawn", "look_level", "predictor")  # fmt: skip
+    missing = [name for name in fields if name not in record]
+    if missing:
+        raise _Damaged(f"{where}.{missing[0]}", "is missing")
+    if record["number"] != k + 1 or isinstance(record["number"], bool):
+        raise _Damaged(f"{where}.number", f"is {record['number']!r}; the waves are numbered 1, 2, ... in order")
+    if not isinstance(record["chooser"], str) or not isinstance(record["weighted"], bool):
+        raise _Damaged(f"{where}.chooser/weighted", "must be a name and true/false")
+    opened = record["open_units"]
+    if not isinstance(opened, list) or not all(isinstance(u, str) and u in keys for u in opened):
+        bad = next((u for u in opened if not (isinstance(u, str) and u in keys)), opened) if isinstance(
+            opened, list) else opened  # fmt: skip
+        raise _Damaged(f"{where}.open_units", f"names {bad!r}, not a sampling unit of the pool")
+    probability = record["unit_probability"]
+    if not isinstance(probability, list) or len(probability) != len(opened):
+        raise _Damaged(f"{where}.unit_probability", f"must be a list of {len(opened)} numbers, one per open unit")
+    values = [_number(p, f"{where}.unit_probability", low=0.0, high=1.0) for p in probability]
+    shares = record["system_probability"]
+    if not isinstance(shares, dict):
+        raise _Damaged(f"{where}.system_probability", "is not an object of system -> share")
+    for name, q in shares.items():
+        if systems is not None and name not in systems:
+            raise _Damaged(f"{where}.system_probability", f"names system {name!r}, which the pool does not have")
+        _number(q, f"{where}.system_probability[{name!r}]", low=0.0, high=1.0, low_open=True)
+    _check_cells(record["known"], f"{where}.known", index, systems)
+    _check_cells(record["drawn"], f"{where}.drawn", index, systems)
+    if record["weighted"]:
+        chance = dict(zip((keys[u] for u in opened), values))
+        for item in record["drawn"]:
+            if chance.get(int(units[index[item]]), 0.0) <= 0.0:
+                raise _Damaged(
+                    f"{where}.unit_probability", f"gives item {item!r}, which the wave drew, no chance of being drawn"
+                )
+    _number(record["look_level"], f"{where}.look_level", low=0.0, high=1.0, low_open=True, high_open=True)
+    predictor = record["predictor"]
+    if not isinstance(predictor, dict) or not isinstance(predictor.get("offsets"), dict):
+        raise _Damaged(f"{where}.predictor", "is not an object with 'offsets' and 'slope'")
+    for name, offset in predictor["offsets"].items():
+        _number(offset, f"{where}.predictor.offsets[{name!r}]", low=-math.inf, high=math.inf)
+    _number(predictor.get("slope"), f"{where}.predictor.slope", low=-math.inf, high=math.inf)
 
 
 @dataclass
@@ -191,13 +351,16 @@ class Manifest:
     target: float
     confidence: float
     waves: list[dict[str, Any]]
+    path: Path | None = None  # the file it was read from (named by the errors of :meth:`rebuild`)
 
     @classmethod
-    def read(cls, path: Path, pool: Campaign) -> Manifest:
+    def read(cls, path: Path, pool: Campaign, systems: tuple[str, ...] | None = None) -> Manifest:
+        """The manifest at ``path``, every field checked as precomet writes it (``systems``: the pool's systems,
+        when it has outputs): a hand-edited or damaged field is an error naming the file and the field."""
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as err:
-            raise PrecometError(f"{path}: not a waves manifest (invalid JSON: {err})") from None
+        except (json.JSONDecodeError, UnicodeDecodeError) as err:
+            raise PrecometError(f"{path}: not a waves manifest (not JSON text: {err})") from None
         if not isinstance(data, dict) or data.get("manifest") != "precomet waves":
             raise PrecometError(f"{path}: not a precomet waves manifest")
         if data.get("pool_hash") != pool.data_hash():
@@ -205,19 +368,54 @@ class Manifest:
                 f"{path}: this manifest belongs to another pool (its data hash differs from --data's): give the pool"
                 " the waves were drawn from"
             )
-        try:
-            return cls(
-                data["pool_hash"],
-                data["level"],
-                data["size"],
-                int(data["planned"]),
-                data["metric"],
-                float(data["target"]),
-                float(data["confidence"]),
-                list(data["waves"]),
+        version = data.get("version", MANIFEST_VERSION)
+        if version != MANIFEST_VERSION:
+            raise PrecometError(
+                f"{path}: a waves manifest of version {version!r}, and this precomet ({__version__}) reads version"
+                f" {MANIFEST_VERSION}: continue the campaign with the precomet that wrote it"
             )
-        except (KeyError, TypeError, ValueError) as err:
-            raise PrecometError(f"{path}: a damaged waves manifest ({type(err).__name__}: {err})") from None
+        try:
+            return cls._checked(data, path, pool, systems)
+        except _Damaged as err:
+            field, problem = err.args
+            raise PrecometError(
+                f"{path}: a damaged waves manifest: '{field}' {problem} (edited by hand? restore the file precomet"
+                " wrote)"
+            ) from None
+
+    @classmethod
+    def _checked(cls, data: dict[str, Any], path: Path, pool: Campaign, systems: tuple[str, ...] | None) -> Manifest:
+        from precomet.waves.plan import LEVELS, parse_wave_size
+
+        missing = [k for k in ("level", "size", "planned", "metric", "target", "confidence", "waves") if k not in data]
+        if missing:
+            raise _Damaged(missing[0], "is missing")
+        if data["level"] not in LEVELS:
+            raise _Damaged("level", f"is {data['level']!r}, not one of {', '.join(LEVELS)}")
+        if not isinstance(data["size"], str):
+            raise _Damaged("size", f"is {data['size']!r}, not a wave size")
+        try:
+            parse_wave_size(data["size"], len(pool))
+        except PrecometError:
+            raise _Damaged("size", f"is {data['size']!r}, not a wave size") from None
+        planned = data["planned"]
+        if isinstance(planned, bool) or not isinstance(planned, int) or planned < 1:
+            raise _Damaged("planned", f"is {planned!r}, not a number of looks >= 1")
+        if data["metric"] is not None and not isinstance(data["metric"], str):
+            raise _Damaged("metric", f"is {data['metric']!r}, not a metric name")
+        target = _number(data["target"], "target", low=0.0, high=1.0, low_open=True)
+        confidence = _number(data["confidence"], "confidence", low=0.0, high=1.0, low_open=True, high_open=True)
+        if not isinstance(data["waves"], list):
+            raise _Damaged("waves", f"is {type(data['waves']).__name__}, not a list of wave records")
+        index = {str(i): k for k, i in enumerate(pool.ids)}
+        units = sampling_units(pool.doc, data["level"])
+        keys = {key: u for u, key in enumerate(_unit_keys(pool, data["level"]))}
+        for k, record in enumerate(data["waves"]):
+            _check_wave(k, record, index, keys, units, systems)
+        return cls(
+            data["pool_hash"], data["level"], data["size"], planned, data["metric"], target, confidence,
+            list(data["waves"]), path,
+        )  # fmt: skip
 
     def check_settings(self, *, target: float, confidence: float, metric: str | None) -> None:
         """Refuse settings other than the campaign's: its stop rule spends its error level by the target and the
@@ -243,7 +441,7 @@ class Manifest:
             named.update(record["system_probability"])
             for names in record["known"].values():
                 named.update(names)
-        return named - {"*"}
+        return named - {ALL_SYSTEMS}
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -272,7 +470,8 @@ class Manifest:
             return [self._wave(record, pool, systems, metric, index, units, position) for record in self.waves]
         except (KeyError, TypeError, ValueError, AttributeError) as err:
             raise PrecometError(
-                f"a damaged waves manifest: a wave record is unreadable ({type(err).__name__}: {err})"
+                f"{self.path or 'the waves manifest'}: a damaged waves manifest: a wave record is unreadable"
+                f" ({type(err).__name__}: {err})"
             ) from None
 
     def _wave(
@@ -518,7 +717,7 @@ def wave_record(
     """The manifest entry of a freshly drawn wave (``systems`` empty: cells stand for every system, ``*``), with the
     error level its look will spend (decided before the draw)."""
     keys = _unit_keys(pool, level)
-    names = systems if systems else ("*",)
+    names = systems if systems else (ALL_SYSTEMS,)
     return {
         "number": wave.number,
         "chooser": wave.chooser,

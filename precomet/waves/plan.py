@@ -50,7 +50,7 @@ def parse_wave_size(text: str, n_items: int | None = None) -> WaveSize:
     spelled = text.strip().lower()
     if re.fullmatch(r"[0-9]+", spelled):
         amount, kind = float(spelled), "items"
-    elif re.fullmatch(r"[0-9]+(\.[0-9]*)?%", spelled):
+    elif re.fullmatch(r"[0-9]+(\.[0-9]*)?\s*%", spelled):
         if n_items is None:
             raise PrecometError(f"wave size {text!r}: a share needs the pool's size", param="size")
         amount, kind = float(spelled[:-1]) / 100 * n_items, "items"

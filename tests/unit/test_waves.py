@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import json
 from dataclasses import replace
 
@@ -401,3 +402,130 @@ def test_a_pool_with_pilot_human_scores_keeps_every_item(tmp_path):
         == 0
     )
     assert json.loads(report.read_text())["pool_items"] == 40
+
+
+# --- the fault matrix (issue 51, benchmarks/waves_matrix.py): results that were wrong, refused or misreported
+
+
+def _outputs_pool(path, n, systems=("A", "B", "C")):
+    with open(path, "w", encoding="utf-8") as handle:
+        for i in range(n):
+            outputs = {name: f"{name} output {i}" for name in systems}
+            handle.write(json.dumps({"id": f"s{i}", "src": f"source {i}", "tgt": outputs}) + "\n")
+    return path
+
+
+def test_a_share_of_the_pool_may_be_spelled_with_a_space_as_cells_may():
+    assert parse_wave_size(" 10 %", 30).amount == pytest.approx(3.0, abs=1e-12)
+    assert parse_wave_size("10 cells").amount == 10
+
+
+def test_a_wave_that_drew_no_cell_knows_nothing_and_the_campaign_goes_on(tmp_path, capsys):
+    """Four items, waves of two: seed 0's first wave draws none. It used to be awaited for ever (no new wave on top
+    of it) and, read as a census, its zero variance made the stop rule stop on an all-zero ranking."""
+    pool = _outputs_pool(tmp_path / "pool.jsonl", 4)
+    argv = ["waves", "--data", str(pool), "--size", "2", "--chooser", "random", "--manifest", str(tmp_path / "m.json")]
+    assert main([*argv, "--batch", str(tmp_path / "w1.jsonl"), "--pearmut", str(tmp_path / "p1.json")]) == 0
+    assert json.loads((tmp_path / "m.json").read_text())["waves"][0]["drawn"] == {}  # the premise
+    assert "wave 1 drew no cell" in capsys.readouterr().err and not (tmp_path / "p1.json").exists()
+    report = tmp_path / "r.json"
+    assert main([*argv, "--batch", str(tmp_path / "w2.jsonl"), "--report", str(report)]) == 0
+    assert json.loads(report.read_text())["stop"] is False
+    assert json.loads(report.read_text())["ranking"] == []
+    assert len(json.loads((tmp_path / "m.json").read_text())["waves"]) == 2
+
+
+def test_annotations_exported_by_pearmut_are_not_reported_missing(tmp_path, capsys):
+    pool = _outputs_pool(tmp_path / "pool.jsonl", 30)
+    argv = ["waves", "--data", str(pool), "--size", "6", "--chooser", "random", "--manifest", str(tmp_path / "m.json")]
+    assert main([*argv, "--batch", str(tmp_path / "w1.jsonl")]) == 0
+    cells = [json.loads(line) for line in (tmp_path / "w1.jsonl").read_text().splitlines()]
+    items: dict[str, dict] = {}
+    for k, cell in enumerate(cells):
+        items.setdefault(cell["id"], {})[cell["system"]] = {"score": float(k % 5)}
+    records = [
+        {"user_id": "u", "item_i": k, "item": [{"item_id": item}], "annotation": [annotation]}
+        for k, (item, annotation) in enumerate(items.items())
+    ]
+    export = tmp_path / "p.json"
+    export.write_text(json.dumps({"camp": records}))
+    capsys.readouterr()
+    report = tmp_path / "r.json"
+    assert (
+        main(
+            [
+                *argv,
+                "--pearmut-annotations",
+                str(export),
+                "--report",
+                str(report),
+                "--batch",
+                str(tmp_path / "w2.jsonl"),
+            ]
+        )
+        == 0
+    )
+    assert "count as unanswered" not in capsys.readouterr().err
+    assert json.loads(report.read_text())["judged_cells"] == len(cells)
+
+
+def test_judgements_of_some_systems_only_are_not_reported_as_no_judgements(tmp_path, capsys):
+    pool = _outputs_pool(tmp_path / "pool.jsonl", 30)
+    argv = ["waves", "--data", str(pool), "--size", "6", "--chooser", "random", "--manifest", str(tmp_path / "m.json")]
+    assert main([*argv, "--batch", str(tmp_path / "w1.jsonl")]) == 0
+    cells = [json.loads(line) for line in (tmp_path / "w1.jsonl").read_text().splitlines()]
+    judged = tmp_path / "j.jsonl"
+    judged.write_text(
+        "".join(
+            json.dumps({"id": c["id"], "src": c["src"], "scores": {"A": {"human": 1.0}}}) + "\n"
+            for c in cells
+            if c["system"] == "A"
+        )
+    )
+    capsys.readouterr()
+    assert main([*argv, "--judgements", str(judged), "--batch", str(tmp_path / "w2.jsonl")]) == 0
+    out = capsys.readouterr().out
+    assert "no judgements yet" not in out and "some systems have no judgement" in out
+
+
+def test_two_calls_on_one_campaign_at_once_run_one_after_the_other(tmp_path):
+    """A call holds the campaign's lock (on the pool file) while it reads the manifest, draws and writes: a second
+    call waits, then reads the first's wave (unanswered: it draws none), instead of drawing another wave 1 whose batch
+    the manifest would not know."""
+    import fcntl
+    import os
+    import shutil
+    import threading
+
+    first = tmp_path / "first"
+    first.mkdir()
+    _outputs_pool(first / "pool.jsonl", 30)  # the same pool: the first call's wave, made beforehand
+    assert main(["waves", "--data", str(first / "pool.jsonl"), "--size", "6", "--chooser", "random", "--seed", "1",
+                 "--manifest", str(first / "m.json"), "--batch", str(first / "a.jsonl")]) == 0  # fmt: skip
+    pool = _outputs_pool(tmp_path / "pool.jsonl", 30)
+    handle = os.open(pool, os.O_RDONLY)
+    fcntl.flock(handle, fcntl.LOCK_EX)  # the first call, still running
+    statuses = []
+    argv = ["waves", "--data", str(pool), "--size", "6", "--chooser", "random", "--seed", "2",
+            "--manifest", str(tmp_path / "m.json"), "--batch", str(tmp_path / "b.jsonl")]  # fmt: skip
+    second = threading.Thread(target=lambda: statuses.append(main(argv)))
+    second.start()
+    try:
+        second.join(timeout=1.5)
+        assert second.is_alive() and not (tmp_path / "m.json").exists()  # waiting for the first call
+        shutil.copy(first / "m.json", tmp_path / "m.json")  # the first call commits its wave 1 ...
+    finally:
+        os.close(handle)  # ... and ends
+    second.join(timeout=60)
+    assert statuses == [0]
+    assert (tmp_path / "m.json").read_bytes() == (first / "m.json").read_bytes()  # wave 1 kept, no other drawn
+    assert not (tmp_path / "b.jsonl").exists()
+
+
+def test_a_csv_batch_of_cells_is_spreadsheet_safe(tmp_path):
+    sources = tmp_path / "sources.txt"
+    sources.write_text("".join(f'=HYPERLINK("x") {i}\n' for i in range(40)), encoding="utf-8")
+    assert main(["waves", "--data", str(sources), "--size", "40", "--batch", str(tmp_path / "w.csv")]) == 0
+    with open(tmp_path / "w.csv", encoding="utf-8", newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    assert rows and all(row["src"].startswith("'=HYPERLINK") for row in rows)
