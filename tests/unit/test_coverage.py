@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from precomet.encoders import SentenceEncoder
 from precomet.errors import PrecometError
 from precomet.estimator.checkpoint import HEAD
 from precomet.estimator.coverage import (
@@ -81,14 +82,18 @@ def test_the_coverage_lives_in_the_head_file_beside_the_weights_and_the_old_file
     assert back is not None and np.array_equal(back["radius"], coverage["radius"])
 
 
-class _Encoder:
-    name, dim, shared_cache, batch_size = "toy", 8, True, 64  # the SentenceEncoder attributes encode_cached reads
+class _Encoder(SentenceEncoder):
+    name, languages = "toy", "any"
+
+    @property
+    def dim(self) -> int:
+        return 8
 
     def cache_key(self) -> str:
         return "toy-1"
 
-    def identity(self) -> dict:
-        return {"name": self.name}
+    def _encode_batch(self, texts: list[str]) -> np.ndarray:
+        return self.encode(texts)
 
     def encode(self, texts, *, progress=None) -> np.ndarray:
         shifts = [3.0 if text.startswith("far") else 0.0 for text in texts]
