@@ -45,8 +45,6 @@ import itertools
 import json
 import sys
 import time
-import warnings
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -54,7 +52,8 @@ from scipy.stats import pearsonr
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_source_suite import CACHE, CONFIG, evaluate  # noqa: E402
-from paths import RAW, RESULTS, SCRATCH  # noqa: E402
+from history_targets import history, raw_target, target_rows  # noqa: E402
+from paths import RESULTS, SCRATCH  # noqa: E402
 from report import invocation, p_text  # noqa: E402  (benchmarks/report.py)
 
 from precomet.benchmark import pool_results, run_benchmark, shared_item_groups  # noqa: E402
@@ -62,85 +61,18 @@ from precomet.campaign import HUMAN, Campaign, source_length  # noqa: E402
 from precomet.encoders import encode_cached, get_encoder  # noqa: E402
 from precomet.estimator import predict_sources, train  # noqa: E402
 from precomet.estimator.leakage import drop_sources  # noqa: E402
-from precomet.estimator.targets import merge_by_source, normalise_targets  # noqa: E402
-from precomet.io import load  # noqa: E402
-from precomet.io.wmt_release import list_release_campaigns, load_wmt_release  # noqa: E402
+from precomet.estimator.targets import merge_by_source  # noqa: E402
 from precomet.utilities import compute_utility  # noqa: E402
-from precomet.utilities.additive import fit_additive  # noqa: E402
 from precomet.utilities.irt import UTILITY_KINDS, fit_irt, irt_utilities  # noqa: E402
-from precomet.utilities.metric import spearman_rows  # noqa: E402
 
-DA_ROOT = RAW / "wmt-news-systems-toen"
-MQM = {"mqm wmt22/zh-en": (RAW / "mt-metrics-eval-v2", "wmt22/zh-en", "mqm")}
 CORE = 6
 """Systems kept to evaluate a held-out crowd-DA campaign (fewer when it has fewer)."""
-MIN_SCORED = 3
-"""The naive ``metric_avg`` target keeps items with at least this many scored systems (issue 31's first try)."""
 BACKBONE = "e5-small"
 OUT = SCRATCH / "loco"
 JSON = RESULTS / "estimator_loco.json"
 HEADROOM = RESULTS / "estimator_loco_headroom.json"
 CONTROLS = ("longer first", "length model", "k-means")
 TARGETS = ("item_effect", "metric_avg", "metric_cons")
-
-
-def history() -> dict[str, Campaign]:
-    """Every human-scored history campaign with all its items (unscored cells NaN), by name."""
-    out = {f"da {name}": load_wmt_release(DA_ROOT, name) for name in list_release_campaigns(DA_ROOT)}
-    for name, (path, campaign, human) in MQM.items():
-        out[name] = load(path, campaign=campaign, human=human, complete=False)
-    return {name: replace(c, name=name) for name, c in out.items() if HUMAN in c.scores}
-
-
-def raw_target(campaign: Campaign, target: str) -> np.ndarray:
-    """One campaign's raw target per item (NaN: no target for that item)."""
-    scores = campaign.score(HUMAN)
-    if target == "metric_avg":
-        scored = (~np.isnan(scores)).sum(axis=1)
-        with warnings.catch_warnings():  # an item without any score: NaN, dropped below
-            warnings.simplefilter("ignore", RuntimeWarning)
-            values = -np.nanmean(scores, axis=1)
-        return np.where(scored >= min(MIN_SCORED, len(campaign.systems)), values, np.nan)
-    if target == "metric_cons":
-        return sparse_consistency(campaign)
-    return compute_utility(campaign, target, metric=HUMAN)
-
-
-def sparse_consistency(campaign: Campaign) -> np.ndarray:
-    """MetricCons on sparse cells: the Spearman correlation of an item's scores with the system effects of the
-    additive model (:func:`precomet.utilities.additive.fit_additive`), over the systems that scored it (NaN below
-    ``MIN_SCORED`` systems; 0 for an item whose scores are all equal, as ``metric_cons``)."""
-    scores = np.asarray(campaign.score(HUMAN), dtype=float)
-    counts = campaign.scores.get(f"{HUMAN}_n")
-    weights = np.ones_like(scores) if counts is None else np.where(np.isnan(counts), 1.0, counts)
-    _, systems = fit_additive(scores, weights)
-    out = np.full(len(campaign), np.nan)
-    for i, row in enumerate(scores):
-        scored = ~np.isnan(row) & ~np.isnan(systems)
-        if scored.sum() >= min(MIN_SCORED, len(campaign.systems)):
-            out[i] = spearman_rows(row[scored][None, :], systems[scored])[0]
-    return out
-
-
-def target_rows(campaigns: dict[str, Campaign], target: str) -> list[dict]:
-    """Rows ``{src, target, campaign, doc, id}``, z-scored per campaign (not yet merged by source)."""
-    rows = []
-    for name, campaign in campaigns.items():
-        raw = raw_target(campaign, target)
-        keep = np.flatnonzero(np.isfinite(raw))
-        values = normalise_targets(raw[keep], "zscore")
-        rows += [
-            {
-                "src": campaign.src[i],
-                "target": float(v),
-                "campaign": name,
-                "doc": campaign.doc[i],
-                "domain": campaign.domain[i],
-                "id": campaign.ids[i],
-            }
-            for i, v in zip(keep, values)
-        ]
-    return rows
 
 
 def split_half_reliability(campaign: Campaign, target: str, *, draws: int = 20) -> float:

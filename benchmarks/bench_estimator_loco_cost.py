@@ -25,7 +25,8 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_estimator_loco import BACKBONE, CACHE, OUT, core, fit, history, target_rows  # noqa: E402
+from bench_estimator_loco import BACKBONE, CACHE, OUT, core, fit  # noqa: E402
+from history_targets import history, target_rows  # noqa: E402
 from paths import RESULTS  # noqa: E402
 
 from precomet.benchmark import pool_results, run_benchmark, shared_item_groups  # noqa: E402

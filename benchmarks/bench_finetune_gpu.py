@@ -71,8 +71,9 @@ RUNS = RESULTS / "finetune_gpu_runs.json"
 
 def pack(folder: Path) -> None:
     from bench_e5_gpu import write_pruned_weights
-    from bench_estimator_loco import core, history, target_rows
+    from bench_estimator_loco import core
     from bench_source_suite import SUITE, load_human
+    from history_targets import history, target_rows
 
     from precomet.benchmark import shared_item_groups
     from precomet.encoders.e5 import E5Small
@@ -294,7 +295,8 @@ def merge_runs(paths: list[Path]) -> dict:
 
 def report(paths: list[Path]) -> None:
     from bench_estimator_loco import JSON as LOCO
-    from bench_estimator_loco import core, history, paired, pooled, raw_target
+    from bench_estimator_loco import core, paired, pooled
+    from history_targets import history, raw_target
     from report import invocation, p_text
     from scipy.stats import pearsonr
 

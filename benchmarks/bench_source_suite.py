@@ -279,7 +279,7 @@ def run_test(args: argparse.Namespace) -> dict:
     if args.history in ("human", "both"):
         rows += build_targets(list(human.values()), method=args.target, metric="human", seed=0, progress=False)
     if args.history == "da":  # the 15 human-scored campaigns of the leave-one-campaign-out dev protocol
-        from bench_estimator_loco import history, target_rows
+        from history_targets import history, target_rows
 
         rows = target_rows(history(), args.target)
     suite = load_human(SUITE)
