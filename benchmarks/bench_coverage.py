@@ -58,7 +58,7 @@ def main() -> int:
 
     from precomet.estimator.checkpoint import load_estimator
     from precomet.estimator.coverage import coverage_warning, report_coverage
-    from precomet.estimator.languages import SourceSample, _identifier, describe
+    from precomet.estimator.languages import SourceSample, describe, language_identifier
     from precomet.io.atomic import atomic_write
 
     estimator = load_estimator(CHECKPOINT, device="cpu")
@@ -79,7 +79,7 @@ def main() -> int:
         codes = [py3langid.classify(text)[0] for text in sources]
         varieties.append((name, len(sources), codes.count("wuu"), codes.count("yue")))
 
-    _identifier()  # the model is loaded once per process; timed apart from the identification
+    language_identifier()  # the model is loaded once per process; timed apart from the identification
     sample = SourceSample()
     sample.add(every_source)
     times = []

@@ -86,7 +86,7 @@ def identifier_version() -> str:
 
 
 @functools.cache
-def _identifier() -> Any:
+def language_identifier() -> Any:
     """py3langid's identifier with probabilities (its own instance: py3langid's module-level one is left as is)."""
     from py3langid.langid import MODEL_FILE, LanguageIdentifier
 
@@ -99,7 +99,7 @@ def language_of(text: str) -> str:
     if sum(ch.isalpha() for ch in text) < MIN_LETTERS:
         return UNDETERMINED
     grouped: dict[str, float] = {}
-    for code, probability in _identifier().rank(text):  # every language it knows, with its probability
+    for code, probability in language_identifier().rank(text):  # every language it knows, with its probability
         name = MACROLANGUAGES.get(str(code), str(code))
         grouped[name] = grouped.get(name, 0.0) + float(probability)
     code = max(grouped, key=lambda name: grouped[name])
