@@ -18,13 +18,12 @@ import numpy as np
 from bench_pool import CHECKPOINT  # benchmarks/ is on sys.path
 from paths import RAW, RESULTS
 
-from precomet.estimator.checkpoint import load_estimator
-from precomet.estimator.pool import predict_pool
-
 SOURCES = RAW / "mt-metrics-eval-v2" / "wmt23" / "sources" / "en-de.txt"
 
 
 def utilities(estimator, sources: list[str], chunk_size: int) -> np.ndarray:
+    from precomet.estimator.pool import predict_pool
+
     ids = [str(i) for i in range(len(sources))]
     chunks = [(ids[i : i + chunk_size], sources[i : i + chunk_size]) for i in range(0, len(sources), chunk_size)]
     values: list[float] = []
@@ -45,6 +44,8 @@ def main() -> None:
     if not SOURCES.is_file():
         sys.exit(f"skipped: {SOURCES} is absent (see ../shared/data/raw/SOURCES.md)")
     sources = SOURCES.read_text(encoding="utf-8").splitlines()[: args.n]
+    from precomet.estimator.checkpoint import load_estimator  # torch: after --help
+
     estimator = load_estimator(CHECKPOINT)
     whole = utilities(estimator, sources, len(sources))
     scale = float(np.abs(whole).max())
