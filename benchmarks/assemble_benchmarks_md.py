@@ -40,6 +40,7 @@ SECTIONS = (  # (file under benchmarks/results/, what it measures) in reading or
     ("predict-resume.md", "A resumed `precomet predict`: time against the chunks still missing (issue 35)"),
     ("warm-cache.md", "A warm encoder cache loads no model: cold and warm runs of the encoders (issue 53)"),
     ("waves-matrix.md", "`precomet waves` under bad input, faults and races: 215 cases classified (issue 51)"),
+    ("spa-kernel.md", "The SPA sign-flip kernel against a single-core GEMM ceiling, by part (issue 53)"),
     ("chunk-precision.md", "`predict --chunk-size`: how far chunked utilities are from one chunk (issue 51)"),
     ("select-findings.md", "Subset building: readings (issue 4)"),
     (

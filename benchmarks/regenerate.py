@@ -139,6 +139,7 @@ REGISTRY = (
         8,
         data=False,
     ),
+    Benchmark("spa-kernel", (("benchmarks/bench_spa_kernel.py",),), ("spa-kernel.md",), 1, data=False),
     Benchmark("chunk-precision", (("benchmarks/bench_chunk_precision.py",),), ("chunk-precision.md",), 0.5),
     Benchmark(  # the table from the recorded GPU run (measuring needs a GPU machine: the script's docstring)
         "predict-gpu",
