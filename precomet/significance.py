@@ -17,6 +17,7 @@ from precomet.errors import CampaignError
 from precomet.stats import normal_cdf
 
 _CHUNK = 8192
+_COUNT_ROWS = 8  # orderings per pass of batch_pvalues: its buffers stay in L2 (12 systems, 1,000 flips: 0.7 MB)
 _CONTROLLER = None  # threadpoolctl.ThreadpoolController, created on first use (its library scan is slow)
 
 
@@ -157,12 +158,13 @@ def _signed_rank_cdf(n: int) -> np.ndarray:
 
 def exact_float32(matrix: np.ndarray) -> np.ndarray | None:
     """``matrix × q`` as float32 for the smallest ``q`` in 1, 2, 4, 5, 10, 20, 100, 1000 that makes every score
-    a whole number while every sign-flip sum stays below 2**24 (e.g. q = 10 for MQM, 1 for ESA); ``None`` if
-    there is none. On such a grid float32 sums and comparisons are exact (and twice as fast as float64)."""
-    bound = float(np.abs(matrix).sum(axis=0).max(initial=0.0))
+    a whole number while the difference of any two systems' sign-flip sums stays below 2**24 (e.g. q = 10 for MQM,
+    1 for ESA); ``None`` if there is none. On such a grid float32 sums, differences and comparisons are exact (and
+    twice as fast as float64)."""
+    bound = float(np.abs(matrix).sum(axis=0).max(initial=0.0))  # of any sign-flip sum; a difference of two: 2 × it
     for q in (1, 2, 4, 5, 10, 20, 100, 1000):
         scaled = matrix * q
-        if bound * q < 2**24 and np.all(np.abs(scaled - np.rint(scaled)) <= 1e-9 * np.maximum(1.0, np.abs(scaled))):
+        if 2 * bound * q < 2**24 and np.all(np.abs(scaled - np.rint(scaled)) <= 1e-9 * np.maximum(1.0, np.abs(scaled))):
             return np.rint(scaled).astype(np.float32)
     return None
 
@@ -170,17 +172,21 @@ def exact_float32(matrix: np.ndarray) -> np.ndarray | None:
 def batch_pvalues(partial: np.ndarray, threshold: np.ndarray) -> np.ndarray:
     """:func:`pvalues_from_sums` for a batch: ``partial`` (B, S, P) sign-flip sums, ``threshold`` (B, pairs) observed
     differences (minus the tolerance in float64; exact in float32 on the :func:`exact_float32` grid). System by
-    system and 32 orderings at a time, so the (orderings, pairs, P) null differences never exist at once (4×
-    faster than one fancy-indexed array: cache)."""
+    system and 8 orderings at a time into two reused buffers, so the (orderings, pairs, P) null differences never
+    exist at once and no pass allocates (numpy's floor for these passes: benchmarks/results/spa-kernel.md)."""
     n_orders, n_systems, permutations = partial.shape
     counts = np.empty(threshold.shape)
     total = np.uint16 if permutations < 2**16 else np.int64  # counting bytes into uint16 was 3× faster
-    for start in range(0, n_orders, 32):
-        rows, col = slice(start, start + 32), 0
+    null = np.empty((min(n_orders, _COUNT_ROWS), max(n_systems - 1, 0), permutations), partial.dtype)
+    reached = np.empty(null.shape, bool)
+    for start in range(0, n_orders, _COUNT_ROWS):
+        rows, col = slice(start, start + _COUNT_ROWS), 0
+        height = min(_COUNT_ROWS, n_orders - start)
         for a in range(n_systems - 1):
             width = n_systems - a - 1
-            null = partial[rows, a, None, :] - partial[rows, a + 1 :, :]  # pairs (a, a+1..S-1), as pair_indices
-            reached = null >= threshold[rows, col : col + width, None]
-            counts[rows, col : col + width] = reached.view(np.uint8).sum(axis=2, dtype=total)
+            differences, above = null[:height, :width], reached[:height, :width]
+            np.subtract(partial[rows, a, None, :], partial[rows, a + 1 :, :], out=differences)  # pairs (a, a+1..)
+            np.greater_equal(differences, threshold[rows, col : col + width, None], out=above)
+            counts[rows, col : col + width] = above.view(np.uint8).sum(axis=2, dtype=total)
             col += width
     return counts / permutations

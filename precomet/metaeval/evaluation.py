@@ -6,7 +6,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -132,15 +132,29 @@ def _evaluate_batch(ref: Reference, heads: np.ndarray, sizes: list[int], measure
 
 
 def _spa_prefixes(ref: Reference, heads: np.ndarray, sizes: list[int]) -> np.ndarray:
-    """SPA of every prefix: block sums of ``scores.T @ signs`` accumulated along each ordering. Scores on a
-    whole-number grid are summed and compared exactly in float32; others in float64 with the 1e-9 tolerance."""
+    """SPA of every prefix: the :func:`prefix_sums` compared with the full set's p-values, a few sizes per call."""
+    out = np.empty((len(heads), len(sizes)))
+    per_call, pending = max(1, _SPA_ROWS // len(heads)), []  # sizes whose sums are compared in one call
+    for q, sums in enumerate(prefix_sums(ref, heads, sizes)):
+        pending.append((q, *sums))
+        if len(pending) == per_call or q == len(sizes) - 1:
+            done, *stacked = zip(*pending)
+            out[:, list(done)] = spa_from_sums(ref, *map(np.concatenate, stacked)).reshape(len(done), len(heads)).T
+            pending = []
+    return out
+
+
+def prefix_sums(
+    ref: Reference, heads: np.ndarray, sizes: list[int]
+) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """For each size ``k``, the sums of every ordering's ``heads[:, :k]``: sign-flipped (B, S, P), plain (B, S) and
+    absolute (B,); block sums of ``scores.T @ signs`` accumulated along each ordering. Scores on a whole-number grid
+    are summed and compared exactly in float32; others in float64 with the 1e-9 tolerance."""
     values = ref.matrix if ref.exact is None else ref.exact
     n_orders, n_systems = len(heads), values.shape[1]
     partial = np.zeros((n_orders, n_systems, ref.permutations), dtype=values.dtype)
-    observed, abs_total = np.zeros((n_orders, n_systems), dtype=values.dtype), np.zeros(n_orders)
-    out, start = np.empty((n_orders, len(sizes))), 0
-    per_call, pending = max(1, _SPA_ROWS // n_orders), []  # sizes whose sums are compared in one call
-    for q, k in enumerate(sizes):
+    observed, abs_total, start = np.zeros((n_orders, n_systems), dtype=values.dtype), np.zeros(n_orders), 0
+    for k in sizes:
         block = heads[:, start:k]
         scores = values[block]  # (B, block, S)
         partial += np.matmul(scores.transpose(0, 2, 1), ref.signs[block].astype(values.dtype))
@@ -148,12 +162,7 @@ def _spa_prefixes(ref: Reference, heads: np.ndarray, sizes: list[int]) -> np.nda
         start = k
         if ref.exact is None:
             abs_total += np.abs(scores).sum(axis=(1, 2))
-        pending.append((q, partial.copy(), observed.copy(), abs_total.copy()))
-        if len(pending) == per_call or q == len(sizes) - 1:
-            done, *sums = zip(*pending)
-            out[:, list(done)] = spa_from_sums(ref, *map(np.concatenate, sums)).reshape(len(done), n_orders).T
-            pending = []
-    return out
+        yield partial.copy(), observed.copy(), abs_total.copy()
 
 
 def spa_from_sums(ref: Reference, partial: np.ndarray, observed: np.ndarray, abs_total: np.ndarray) -> np.ndarray:

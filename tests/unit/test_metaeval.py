@@ -46,6 +46,30 @@ def test_pvalues_match_brute_force_loop():
         assert p[k] == pytest.approx(brute)
 
 
+def test_whole_number_scores_whose_sum_differences_pass_2_to_the_24_are_not_summed_in_float32():
+    # column sums below 2**24, but x − y reaches 2**24 + 5: in float32 the flip of the second item (2**24 + 3) and
+    # the observed difference round to the same 2**24 + 4, so the batched path counted it and the full set's own
+    # SPA came out 0.72
+    campaign = _campaign([[2.0**23 + 4, -(2.0**23)], [1.0, 0.0]])
+    ref = me.full_reference(campaign, permutations=64)
+    assert me.evaluate_orderings(ref, [[0, 1]], [2], measures=("spa",))[0, 0, 0] == 1.0
+    assert significance.exact_float32(np.array([[2.0**22 - 1], [0.0]])) is not None  # 2 × 2**22 − 2 < 2**24
+    assert significance.exact_float32(np.array([[2.0**23], [0.0]])) is None
+
+
+@pytest.mark.parametrize("orders,systems,dtype", [(1, 2, np.float64), (8, 5, np.float32), (17, 12, np.float64)])
+def test_batch_pvalues_equal_the_single_subset_counts(orders, systems, dtype):
+    # buffers reused across rows and systems: a row count that is not a multiple of the pass height, two systems
+    rng = np.random.default_rng(orders)
+    partial = np.round(rng.normal(size=(orders, systems, 300)) * 4).astype(dtype)  # whole numbers: exact ties
+    observed = np.round(rng.normal(size=(orders, systems)) * 4).astype(dtype)
+    i, j = significance.pair_indices(systems)
+    got = significance.batch_pvalues(partial, observed[:, i] - observed[:, j])
+    for b in range(orders):
+        expected = significance.pvalues_from_sums(partial[b].astype(float), observed[b].astype(float), 0.0, 300)
+        assert np.array_equal(got[b], expected), b  # whole numbers: its 1e-9 tolerance changes no count
+
+
 def test_spa_full_set_is_one_and_subset_order_irrelevant():
     rng = np.random.default_rng(2)
     campaign = _campaign(rng.normal(size=(60, 6)) + np.linspace(0, 0.6, 6))
