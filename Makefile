@@ -24,7 +24,7 @@ test-docs: $(STAMP)  # every code block of README.md and docs/ on the real data 
 	$(BIN)/python -m pytest -q -m docs
 
 test-fast: $(STAMP)  # the tests not marked slow on both cores (pytest-xdist); under CI=true it fails over 90 s in all
-	PRECOMET_TEST_BUDGET_S=90 $(BIN)/python -m pytest -q -n 2 -m "not slow"  # or on an unmarked test over 5 s
+	SLOW_GUARD_BUDGET_S=90 $(BIN)/python -m pytest -q -n 2 -m "not slow"  # or on an unmarked test over 5 s
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -1,7 +1,7 @@
 """A pytest plugin (loaded by tests/conftest.py) that keeps ``make test-fast`` fast. Under CI (``CI=true``) the run
 fails when a test that is not marked ``slow`` (or ``docs``) spends more than :data:`LIMIT_S` seconds in its setup and
-call together (a slow fixture counts against the first test that builds it; ``PRECOMET_TEST_LIMIT_S`` changes the
-5), or when the whole run takes longer than ``PRECOMET_TEST_BUDGET_S`` seconds (``make test-fast`` sets 90). Both
+call together (a slow fixture counts against the first test that builds it; ``SLOW_GUARD_LIMIT_S`` changes the
+5), or when the whole run takes longer than ``SLOW_GUARD_BUDGET_S`` seconds (``make test-fast`` sets 90). Both
 are reported at the end of the run, under CI or not."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-LIMIT_S = float(os.environ.get("PRECOMET_TEST_LIMIT_S", "5"))
+LIMIT_S = float(os.environ.get("SLOW_GUARD_LIMIT_S", "5"))
 EXEMPT = ("slow", "docs")
 _spent: dict[str, float] = {}  # setup + call seconds of the tests not exempt
 _too_slow: list[tuple[str, float]] = []
@@ -35,8 +35,8 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
 
 
 def budget_s() -> float | None:
-    """``PRECOMET_TEST_BUDGET_S`` as a number of seconds, or ``None`` when unset."""
-    value = os.environ.get("PRECOMET_TEST_BUDGET_S", "").strip()
+    """``SLOW_GUARD_BUDGET_S`` as a number of seconds, or ``None`` when unset."""
+    value = os.environ.get("SLOW_GUARD_BUDGET_S", "").strip()
     return float(value) if value else None
 
 
@@ -57,7 +57,7 @@ def pytest_terminal_summary(terminalreporter) -> None:  # noqa: ANN001 -- pytest
     if elapsed is not None:
         terminalreporter.section("over the test budget")
         terminalreporter.write_line(
-            f"the run took {elapsed:.0f} s, over its budget of {budget_s():g} s (PRECOMET_TEST_BUDGET_S)"
+            f"the run took {elapsed:.0f} s, over its budget of {budget_s():g} s (SLOW_GUARD_BUDGET_S)"
             + ("; CI=true: mark the slowest tests @pytest.mark.slow or make them faster" if ci else "")
         )
 
