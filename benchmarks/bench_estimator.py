@@ -95,8 +95,8 @@ def main() -> None:
             )
         estimator = load_estimator(args.checkpoint or result.checkpoint_dir)
     print(
-        f"predict with {args.checkpoint or 'the checkpoint trained above'} ({estimator.meta['pooling']} pooling), "
-        f"batch {args.batch_size}, max_length {estimator.meta['max_length']}"
+        f"predict with {args.checkpoint or 'the checkpoint trained above'} ({estimator.meta.pooling} pooling), "
+        f"batch {args.batch_size}, max_length {estimator.meta.max_length}"
     )
     print(
         "| sources | mean chars | precision | sources/s wall | cores used | sources per CPU-s | Pearson int8 vs fp32 |"

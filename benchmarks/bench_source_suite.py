@@ -208,7 +208,7 @@ def run_stage(
         shutil.copytree(checkpoints["estimator"][0], ship, ignore=shutil.ignore_patterns("lightning"))
         print(f"shipped {checkpoints['estimator'][0]} -> {ship}", flush=True)
     if shipped is not None:  # the shipped artifact itself, read beside the estimators trained here
-        seen = SourceFingerprint.from_json(read_meta(shipped)["training_sources"], where=str(shipped))
+        seen = SourceFingerprint.from_json(read_meta(shipped).training_sources, where=str(shipped))
         leaks = {name: int(seen.contains(list(c.src)).sum()) for name, c in held_out.items()}
         assert not any(leaks.values()), f"{shipped} was trained on suite sources: {leaks}"
     for name, campaign in campaigns.items():
@@ -300,7 +300,10 @@ def run_test(args: argparse.Namespace) -> dict:
         shipped=args.shipped,
     )
     if args.shipped is not None:
-        out["shipped"] = {"checkpoint": str(args.shipped), "ensemble": read_meta(args.shipped).get("ensemble")}
+        out["shipped"] = {
+            "checkpoint": str(args.shipped),
+            "ensemble": read_meta(args.shipped).as_dict().get("ensemble"),
+        }
     return out
 
 

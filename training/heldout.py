@@ -110,8 +110,8 @@ def write_scores(path: Path, checkpoint: Path, campaign, predicted: np.ndarray, 
         campaign=campaign,
         seed=seed,
         checkpoint=str(checkpoint),
-        target=meta["target"],
-        training_sources=meta.get("training_sources"),
+        target=meta.as_dict()["target"],
+        training_sources=meta.training_sources,
     )
     write_utilities(path, campaign.ids, np.asarray(predicted, dtype=float), signed)
 

@@ -48,10 +48,10 @@ def record(checkpoint: Path, targets: Path, *, cache_dir: Path | None = None) ->
         )
     meta["training_languages"] = training_profile(sources)
     meta["training_domains"] = training_domains(rows)
-    check_meta(meta, where=meta_path)
+    typed = check_meta(meta, where=meta_path)
     coverage = None
-    if meta.get("backbone"):  # the training sources' vectors, as training computes them (seed: the checkpoint's)
-        encoder = backbone_encoder(meta, where=meta_path)
+    if typed.backbone:  # the training sources' vectors, as training computes them (seed: the checkpoint's)
+        encoder = backbone_encoder(typed.backbone, where=meta_path)
         vectors = encode_cached(encoder, sources, cache_dir=cache_dir)
         coverage = fit_coverage(vectors, seed=int(meta.get("seed", 0)))
     head = checkpoint / HEAD

@@ -222,7 +222,7 @@ def run(args: argparse.Namespace) -> int:
             held.enter_context(_resume_folder(args, folder))
         chunk_size = args.chunk_size or chunk_size_for(args)
         chunks = partial(iter_source_chunks, args.data, chunk_size=chunk_size, text=args.text, campaign=args.campaign)
-        scan, languages, sample = _scan(args, chunks(), read_meta(args.checkpoint))
+        scan, languages, sample = _scan(args, chunks(), read_meta(args.checkpoint).as_dict())
         device = "cpu" if args.devices is not None else args.device
         estimator = load_estimator(args.checkpoint, device=device)
         coverage = _coverage(args, estimator, sample)
@@ -248,7 +248,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"removed the chunks of this pool that an earlier run with another chunk size kept in {folder}")
     seconds = time.monotonic() - started
     print(
-        f"wrote {scan.n_items} utilities ({estimator.meta['target']['method']}) to {args.output} in {seconds:.1f} s"
+        f"wrote {scan.n_items} utilities ({estimator.meta.target.method}) to {args.output} in {seconds:.1f} s"
         f" ({scan.n_items / max(seconds, 1e-9):,.0f} sources/s)"
     )
     if pool.reused:
@@ -275,14 +275,14 @@ def _signature(
         sources_hash=scan.data_hash,
         items_hash=scan.items_hash,
         checkpoint=str(args.checkpoint),
-        target=estimator.meta["target"],
+        target=estimator.meta.as_dict()["target"],
         data=str(args.data),
         n_items=scan.n_items,
         precision=args.precision,
         seen_in_training=scan.seen_in_training,
         source_languages=languages,
         source_coverage=coverage,
-        training_sources=estimator.meta.get("training_sources"),
+        training_sources=estimator.meta.training_sources,
     )
 
 
@@ -294,7 +294,7 @@ def _run_shards(args: argparse.Namespace) -> int:
         raise PrecometError("--shard-dir predicts in fp32 (--precision int8 runs on the single-device path)")
     ids, sources = read_sources(args.data, text=args.text, campaign=args.campaign)
     estimator = load_estimator(args.checkpoint, device="cpu" if args.devices is not None else args.device)
-    scan, languages, sample = _scan(args, [(ids, sources)], estimator.meta)
+    scan, languages, sample = _scan(args, [(ids, sources)], estimator.meta.as_dict())
     coverage = _coverage(args, estimator, sample)
     rank = predict_shards(
         estimator,

@@ -323,12 +323,16 @@ def _utilities(args: argparse.Namespace, campaign: Campaign) -> tuple[np.ndarray
         estimator = load_estimator(args.checkpoint)
         what = f"checkpoint {args.checkpoint}"
         seen = check_seen(
-            estimator.meta, campaign.src, strict=args.strict, what=what, where=f"{args.checkpoint}/precomet.json"
+            estimator.meta,
+            campaign.src,
+            strict=args.strict,
+            what=what,
+            where=f"{args.checkpoint}/precomet.json",
         )
         sample = SourceSample()  # one sample of the sources: their languages and their distance to training
         sample.add(campaign.src)
         languages = sample.profile()
-        report_languages(estimator.meta, languages, what=what)
+        report_languages(estimator.meta.as_dict(), languages, what=what)
         coverage = report_coverage(estimator, sample.sources, what=what)  # its vectors are then cached for predict
         utility = predict_in_chunks(estimator, list(campaign.src))
         parameters = {

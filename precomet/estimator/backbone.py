@@ -11,12 +11,12 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
 import torch
 from torch import nn
 
 from precomet.encoders import SentenceEncoder, encode_cached, get_encoder
 from precomet.errors import PrecometError
+from precomet.estimator.metadata import Backbone
 from precomet.estimator.model import mlp_head
 
 logger = logging.getLogger(__name__)
@@ -72,50 +72,24 @@ class EnsembleHead(nn.Module):
         return ((outputs - mean) / std).mean(dim=0) * std.mean() + mean.mean()
 
 
-def backbone_encoder(meta: dict[str, Any], *, where: Any) -> SentenceEncoder:
+def backbone_encoder(recorded: Backbone, *, where: Any) -> SentenceEncoder:
     """The registered encoder a checkpoint names, refused when its identity (version, weights) differs."""
-    recorded = meta.get("backbone")
-    if not isinstance(recorded, dict) or not isinstance(recorded.get("name"), str):
-        raise PrecometError(f"{where}: 'backbone' must be an object with the encoder's name, got {recorded!r}")
-    name = recorded["name"]
+    name = recorded.name
     try:
-        encoder = get_encoder(str(recorded.get("spec") or name))
+        encoder = get_encoder(str(getattr(recorded, "spec", None) or name))
     except PrecometError as err:
         raise PrecometError(f"{where}: field 'backbone' names encoder {name!r}, which cannot be used: {err}") from None
-    if encoder.identity() != {k: v for k, v in recorded.items() if k not in ("spec", "engines")}:
+    if encoder.identity() != recorded.identity():
         raise PrecometError(
             f"{where}: the installed encoder {name!r} is {encoder.identity()}, but this estimator was trained on"
-            f" {recorded}; install that version or retrain"
+            f" {recorded.model_dump(exclude_unset=True)}; install that version or retrain"
         )
-    accepted = recorded.get("engines")  # absent: any engine of these weights (checkpoints before 0.13)
+    accepted = recorded.engines  # absent: any engine of these weights (checkpoints before 0.13)
     if accepted is not None and encoder.engine not in accepted:
         raise PrecometError(
             f"{where}: this estimator reads {name!r} with the engines {accepted}, not {encoder.engine!r}"
         )
     return encoder
-
-
-def ensemble_members(meta: dict[str, Any], *, where: Any) -> int:
-    """The number of heads of an ensemble checkpoint (0: one plain head), its ``ensemble`` field checked."""
-    ensemble = meta.get("ensemble")
-    if ensemble is None:
-        return 0
-    problem = f"{where}: 'ensemble' must say how many heads (>= 2) and give each a [mean, std > 0] scaling, got"
-    if not isinstance(ensemble, dict):
-        raise PrecometError(f"{problem} {str(ensemble)[:200]}")
-    members, scaling = ensemble.get("members"), ensemble.get("scaling")
-    if not isinstance(members, int) or isinstance(members, bool) or members < 2 or not isinstance(scaling, list):
-        raise PrecometError(f"{problem} {str(ensemble)[:200]}")
-    if len(scaling) != members or not all(_is_scaling(row) for row in scaling):
-        raise PrecometError(f"{problem} {str(ensemble)[:200]}")
-    return members
-
-
-def _is_scaling(row: Any) -> bool:
-    """``[mean, std]`` with finite numbers and ``std > 0``."""
-    numbers = isinstance(row, list) and len(row) == 2
-    numbers = numbers and all(isinstance(x, (int, float)) and not isinstance(x, bool) and np.isfinite(x) for x in row)
-    return bool(numbers and row[1] > 0)
 
 
 def encode_split(

@@ -20,9 +20,9 @@ from precomet import __version__
 from precomet.encoders.registry import ENCODERS, fine_tunable_folder
 from precomet.encoders.transformer import weights_digest
 from precomet.errors import PrecometError
-from precomet.estimator.backbone import EnsembleHead, FeatureHead, backbone_encoder, ensemble_members
+from precomet.estimator.backbone import EnsembleHead, FeatureHead, backbone_encoder
 from precomet.estimator.estimator import Estimator, TokenReader, VectorReader, check_device
-from precomet.estimator.metadata import FORMAT_VERSION, check_meta, portable
+from precomet.estimator.metadata import FORMAT_VERSION, Backbone, CheckpointMeta, check_meta, portable
 from precomet.estimator.model import UtilityEstimator, load_encoder, resolve_model
 from precomet.io import jsonsafe
 from precomet.io.atomic import output_set
@@ -50,7 +50,7 @@ def packaged_encoder(name: str, *, frozen: bool) -> dict[str, str] | None:
 
 def save_checkpoint(out_dir: str | Path, *, model: UtilityEstimator, tokenizer: Any, meta: dict[str, Any]) -> Path:
     """Write the directory format, all files or none; ``meta`` gets ``format_version`` and ``precomet_version``
-    added. With ``meta["encoder_package"]`` the encoder is not copied (see the module doc)."""
+    added. With an ``encoder_package`` in ``meta`` the encoder is not copied (see the module doc)."""
     with output_set() as out:
         write_checkpoint_files(out.directory(out_dir), model=model, tokenizer=tokenizer, meta=meta)
     return Path(out_dir)
@@ -79,7 +79,7 @@ def write_meta(path: Path, meta: dict[str, Any]) -> None:
         handle.write("\n")
 
 
-def read_meta(checkpoint_dir: str | Path) -> dict[str, Any]:
+def read_meta(checkpoint_dir: str | Path) -> CheckpointMeta:
     """``precomet.json`` after checking that every file of the format is present, the version is known and
     every field the estimator uses has its type (:func:`~precomet.estimator.metadata.check_meta`)."""
     path = Path(checkpoint_dir)
@@ -107,8 +107,7 @@ def read_meta(checkpoint_dir: str | Path) -> dict[str, Any]:
     version = meta.get("format_version")
     if version != FORMAT_VERSION or isinstance(version, bool):
         raise PrecometError(f"{path / META}: unknown format_version {version!r}; this precomet reads {FORMAT_VERSION}")
-    check_meta(meta, where=path / META)
-    return meta
+    return check_meta(meta, where=path / META)
 
 
 _JSON_KINDS = {list: "array", str: "string", int: "number", float: "number", bool: "boolean", type(None): "null"}
@@ -118,11 +117,11 @@ def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def check_max_length(meta: dict[str, Any], limit: int | None, *, where: Any, encoder: str) -> None:
+def check_max_length(meta: CheckpointMeta, limit: int | None, *, where: Any, encoder: str) -> None:
     """Refuse a ``max_length`` beyond what the encoder can read (``limit`` tokens; ``None``: no limit)."""
-    if limit is not None and meta["max_length"] > limit:
+    if limit is not None and meta.max_length > limit:
         raise PrecometError(
-            f"{where}: field 'max_length' is {meta['max_length']}, beyond the {limit} tokens encoder {encoder} reads"
+            f"{where}: field 'max_length' is {meta.max_length}, beyond the {limit} tokens encoder {encoder} reads"
             " (its position embeddings)"
         )
 
@@ -143,18 +142,15 @@ def encoder_token_limit(encoder: Any, tokenizer: Any) -> int | None:
     return min(limits) if limits else None
 
 
-def build_model(encoder: torch.nn.Module, meta: dict[str, Any], *, where: Any = META) -> UtilityEstimator:
+def build_model(encoder: torch.nn.Module, meta: CheckpointMeta, *, where: Any = META) -> UtilityEstimator:
     try:
         return UtilityEstimator(
-            encoder,
-            pooling=meta["pooling"],
-            hidden_sizes=tuple(meta["hidden_sizes"]),
-            dropout=float(meta.get("dropout", 0.1)),
+            encoder, pooling=meta.pooling, hidden_sizes=tuple(meta.hidden_sizes), dropout=meta.dropout
         )
     except (TypeError, ValueError, RuntimeError, PrecometError) as err:
         raise PrecometError(
-            f"{where}: pooling {meta.get('pooling')!r}, hidden_sizes {meta.get('hidden_sizes')!r}, dropout"
-            f" {meta.get('dropout')!r} do not describe a head ({err})"
+            f"{where}: pooling {meta.pooling!r}, hidden_sizes {meta.hidden_sizes!r}, dropout"
+            f" {meta.dropout!r} do not describe a head ({err})"
         ) from None
 
 
@@ -189,12 +185,15 @@ def load_estimator(checkpoint_dir: str | Path, *, device: str = "cpu") -> Estima
             f"{path / HEAD}: the head holds non-finite weights (NaN or inf in {', '.join(sorted(bad)[:3])}); the"
             " checkpoint is damaged"
         )
-    reader = _vector_reader(path, meta, head, device) if meta.get("backbone") else _token_reader(path, meta, head)
+    if meta.backbone:
+        reader: TokenReader | VectorReader = _vector_reader(path, meta, meta.backbone, head, device)
+    else:
+        reader = _token_reader(path, meta, head)
     reader.network.to(device).eval()
     return Estimator(reader=reader, meta=meta, path=path)
 
 
-def _token_reader(path: Path, meta: dict[str, Any], head: dict[str, torch.Tensor]) -> TokenReader:
+def _token_reader(path: Path, meta: CheckpointMeta, head: dict[str, torch.Tensor]) -> TokenReader:
     """The Hugging Face encoder (copied into the checkpoint or from its package) with the head's weights."""
     encoder, tokenizer = load_encoder(_encoder_location(path, meta))
     check_max_length(meta, encoder_token_limit(encoder, tokenizer), where=path / META, encoder=str(path / ENCODER))
@@ -205,26 +204,25 @@ def _token_reader(path: Path, meta: dict[str, Any], head: dict[str, torch.Tensor
         raise PrecometError(
             f"{path / HEAD}: head does not match precomet.json (missing {missing}, unexpected {result.unexpected_keys})"
         )
-    return TokenReader(network=model, tokenizer=tokenizer, max_length=int(meta["max_length"]))
+    return TokenReader(network=model, tokenizer=tokenizer, max_length=meta.max_length)
 
 
-def _vector_reader(path: Path, meta: dict[str, Any], head: dict[str, torch.Tensor], device: str) -> VectorReader:
+def _vector_reader(
+    path: Path, meta: CheckpointMeta, backbone: Backbone, head: dict[str, torch.Tensor], device: str
+) -> VectorReader:
     """The registered encoder the checkpoint names (its identity checked; on ``device`` where it can run there)
     with the head, or the ensemble of heads."""
-    encoder = backbone_encoder(meta, where=path / META).to(device)
+    encoder = backbone_encoder(backbone, where=path / META).to(device)
     check_max_length(meta, encoder.max_tokens, where=path / META, encoder=repr(encoder.name))
-    members = ensemble_members(meta, where=path / META)
+    members = meta.ensemble.members if meta.ensemble else 1
     try:
-        heads = [
-            FeatureHead(encoder.dim, hidden_sizes=meta["hidden_sizes"], dropout=float(meta.get("dropout", 0.1)))
-            for _ in range(members or 1)
-        ]
+        heads = [FeatureHead(encoder.dim, hidden_sizes=meta.hidden_sizes, dropout=meta.dropout) for _ in range(members)]
     except (TypeError, ValueError, RuntimeError) as err:
         raise PrecometError(
-            f"{path / META}: hidden_sizes {meta.get('hidden_sizes')!r}, dropout {meta.get('dropout')!r} do"
-            f" not describe a head ({err})"
+            f"{path / META}: hidden_sizes {meta.hidden_sizes!r}, dropout {meta.dropout!r} do not describe a head"
+            f" ({err})"
         ) from None
-    model: FeatureHead | EnsembleHead = EnsembleHead(heads, meta["ensemble"]["scaling"]) if members else heads[0]
+    model: FeatureHead | EnsembleHead = EnsembleHead(heads, meta.ensemble.scaling) if meta.ensemble else heads[0]
     try:
         model.load_state_dict(head, strict=True)
     except RuntimeError as err:
@@ -239,20 +237,20 @@ def _vector_reader(path: Path, meta: dict[str, Any], head: dict[str, torch.Tenso
     return VectorReader(encoder=encoder, network=model)
 
 
-def _encoder_location(path: Path, meta: dict[str, Any]) -> str:
+def _encoder_location(path: Path, meta: CheckpointMeta) -> str:
     """``DIR/encoder``, or the installed package's encoder after checking its weights are the trained-on ones."""
-    package = meta.get("encoder_package")
-    if not package:
+    package = meta.encoder_package
+    if package is None:
         return str(path / ENCODER)
     packaged = sorted(name for name in ENCODERS if fine_tunable_folder(name) is not None)
-    if not isinstance(package, dict) or package.get("name") not in packaged:
+    if package.name not in packaged:
         raise PrecometError(
-            f"{path / META}: encoder_package {package!r} is not an installed encoder; known: {packaged}"
+            f"{path / META}: encoder_package {package.model_dump()!r} is not an installed encoder; known: {packaged}"
         )
-    location = resolve_model(package["name"])
-    if weights_digest(location) != package.get("weights_sha256"):
+    location = resolve_model(package.name)
+    if weights_digest(location) != package.weights_sha256:
         raise PrecometError(
-            f"{path}: the installed encoder {package['name']!r} ({location}) has other weights than the one this"
+            f"{path}: the installed encoder {package.name!r} ({location}) has other weights than the one this"
             " estimator was trained on; install the package version named in precomet.json or retrain"
         )
     return str(location)
@@ -281,18 +279,17 @@ def read_lightning_checkpoint(
     meta = ckpt.get("precomet") if isinstance(ckpt, dict) else None
     if not isinstance(meta, dict) or not isinstance(ckpt.get("state_dict"), dict):
         raise PrecometError(f"{ckpt_path}: not written by precomet train (no 'precomet' metadata)")
-    if meta.get("backbone"):
+    typed = check_meta(meta, where=f"{ckpt_path} (precomet metadata)")
+    if typed.backbone:
         raise PrecometError(
             f"{ckpt_path}: an estimator on a sentence-encoder backbone; its checkpoint directory is written by"
             " precomet train itself (export applies to Hugging Face encoder estimators)"
         )
-    check_meta(meta, where=f"{ckpt_path} (precomet metadata)")
-    package = meta.get("encoder_package")
-    location = package["name"] if package else meta.get("encoder_path")
-    if not isinstance(location, str):
+    location = typed.encoder_package.name if typed.encoder_package else typed.encoder_path
+    if location is None:
         raise PrecometError(f"{ckpt_path}: precomet metadata names no encoder (encoder_path or encoder_package)")
     encoder, tokenizer = load_encoder(location)
-    model = build_model(encoder, meta, where=ckpt_path)
+    model = build_model(encoder, typed, where=ckpt_path)
     state = {
         k[len("model.") :]: v
         for k, v in ckpt["state_dict"].items()

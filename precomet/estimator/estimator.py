@@ -27,6 +27,7 @@ from torch.ao.quantization import per_channel_dynamic_qconfig, quantize_dynamic
 from precomet.encoders import SentenceEncoder, encode_cached
 from precomet.errors import PrecometError
 from precomet.estimator.data import check_batch_size, run_batches, tokenize, warn_truncated
+from precomet.estimator.metadata import CheckpointMeta
 from precomet.values import is_blank
 
 PRECISIONS = ("fp32", "int8")
@@ -115,7 +116,7 @@ class Estimator:
     """A loaded checkpoint: its reader (network in eval mode) and its ``precomet.json`` metadata."""
 
     reader: Reader
-    meta: dict[str, Any]
+    meta: CheckpointMeta
     path: Path | None = None
 
     @property
@@ -160,11 +161,10 @@ class Estimator:
         return self.utilities(values, sources)
 
 
-def to_utility(meta: dict[str, Any], standardised: torch.Tensor) -> torch.Tensor:
+def to_utility(meta: CheckpointMeta, standardised: torch.Tensor) -> torch.Tensor:
     """Undo the training standardisation recorded in ``meta`` and orient so that higher = annotate first."""
-    stats = meta["standardisation"]
-    value = standardised * float(stats["std"]) + float(stats["mean"])
-    return value if meta["direction"] == "higher_first" else -value
+    value = standardised * meta.standardisation.std + meta.standardisation.mean
+    return value if meta.direction == "higher_first" else -value
 
 
 def check_precision(precision: str, device: str) -> str:

@@ -20,13 +20,14 @@ import hashlib
 import logging
 import re
 import unicodedata
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from precomet.errors import PrecometError
+from precomet.estimator.metadata import CheckpointMeta
 
 logger = logging.getLogger(__name__)
 
@@ -94,14 +95,24 @@ class SourceFingerprint:
         return cls(hashes)
 
 
-def fingerprint_in(mapping: Any, *, where: str) -> SourceFingerprint | None:
+def fingerprint_in(mapping: CheckpointMeta | Mapping[str, Any], *, where: str) -> SourceFingerprint | None:
     """The fingerprint under ``training_sources`` of a checkpoint's metadata or a utility file's signature
     (``None`` when there is none)."""
-    data = mapping.get("training_sources") if isinstance(mapping, dict) else None
+    if isinstance(mapping, CheckpointMeta):
+        data = mapping.training_sources
+    else:  # a signature that is not an object has no fingerprint
+        data = mapping.get("training_sources") if isinstance(mapping, Mapping) else None
     return None if data is None else SourceFingerprint.from_json(data, where=where)
 
 
-def check_seen(mapping: Any, sources: Sequence[str] | np.ndarray, *, strict: bool, what: str, where: str) -> int | None:
+def check_seen(
+    mapping: CheckpointMeta | Mapping[str, Any],
+    sources: Sequence[str] | np.ndarray,
+    *,
+    strict: bool,
+    what: str,
+    where: str,
+) -> int | None:
     """How many ``sources`` the estimator behind ``mapping`` (a checkpoint's metadata or a utility file's
     signature, read at ``where``) was trained on; ``None`` when ``mapping`` has no fingerprint. Any seen
     source is a warning, or with ``strict`` a :class:`PrecometError`."""

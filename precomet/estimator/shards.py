@@ -22,6 +22,7 @@ from torch.utils.data import DataLoader
 from precomet.errors import PrecometError
 from precomet.estimator.data import check_batch_size, length_sorted_batches
 from precomet.estimator.estimator import Estimator, check_predictions, to_utility
+from precomet.estimator.metadata import CheckpointMeta
 from precomet.estimator.multidevice import STEP_BATCHES, predict_trainer
 from precomet.io.utility_files import MANIFEST, shard_positions, write_manifest, write_shard
 from precomet.quiet import quiet_third_party
@@ -56,7 +57,7 @@ class ShardWriter(BasePredictionWriter):
     """Writes this rank's shard at the end of its epoch; after a barrier rank 0 writes the manifest."""
 
     def __init__(
-        self, out_dir: Path, item_ids: Sequence[str], signature: Mapping[str, Any], meta: dict[str, Any]
+        self, out_dir: Path, item_ids: Sequence[str], signature: Mapping[str, Any], meta: CheckpointMeta
     ) -> None:
         super().__init__(write_interval="epoch")
         self.out_dir, self.item_ids, self.signature, self.meta = out_dir, list(item_ids), dict(signature), meta

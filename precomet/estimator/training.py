@@ -293,7 +293,7 @@ def combine_members(work: Path, member_dirs: Sequence[Path], inputs: Sequence[to
     heads = [load_file(str(d / HEAD)) for d in member_dirs]
     members, scaling = [], []
     for meta, state in zip(metas, heads):
-        member = FeatureHead(len(state["feature_mean"]), hidden_sizes=meta["hidden_sizes"], dropout=meta["dropout"])
+        member = FeatureHead(len(state["feature_mean"]), hidden_sizes=meta.hidden_sizes, dropout=meta.dropout)
         member.load_state_dict(state, strict=True)
         with torch.inference_mode():
             train_out = member.eval().score_features(inputs[0].float())
@@ -310,17 +310,16 @@ def combine_members(work: Path, member_dirs: Sequence[Path], inputs: Sequence[to
             "val_kendall": float(kendalltau(predicted, target)[0]),
         }
     save_file({f"members.{i}.{k}": v for i, state in enumerate(heads) for k, v in state.items()}, str(work / HEAD))
-    meta = {k: v for k, v in metas[0].items() if k not in ("dev_metrics", "history")}
-    meta["config"] = {**meta["config"], "seed_everything": metas[0]["config"]["seed_everything"]}
-    meta["ensemble"] = {
+    recorded = [m.as_dict() for m in metas]
+    combined = {
         "members": len(member_dirs),
-        "seeds": [m["config"]["seed_everything"] for m in metas],
+        "seeds": [m["config"]["seed_everything"] for m in recorded],
         "combination": "mean of member outputs standardised by their predictions on the training sources",
         "scaling": scaling,
-        "member_dev_metrics": [m.get("dev_metrics", {}) for m in metas],
+        "member_dev_metrics": [m.get("dev_metrics", {}) for m in recorded],
     }
-    meta["dev_metrics"] = dev_metrics
-    write_meta(work / META, meta)
+    first = {k: v for k, v in recorded[0].items() if k not in ("dev_metrics", "history")}  # its config: seed 0's
+    write_meta(work / META, {**first, "ensemble": combined, "dev_metrics": dev_metrics})
     shutil.move(str(member_dirs[0] / "lightning"), str(work / "lightning"))
     for folder in member_dirs:
         shutil.rmtree(folder)

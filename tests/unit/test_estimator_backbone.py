@@ -211,7 +211,9 @@ def test_a_damaged_ensemble_field_is_refused_by_name(ensemble_checkpoint, tmp_pa
         meta = json.loads((copy / "precomet.json").read_text())
         meta["ensemble"] = broken
         (copy / "precomet.json").write_text(json.dumps(meta))
-        with pytest.raises(PrecometError, match="'ensemble' must say how many heads"):
+        with pytest.raises(
+            PrecometError, match=r"field 'ensemble(\.scaling)?' must be an object \{\"members\": N >= 2"
+        ):
             load_estimator(copy)
 
 

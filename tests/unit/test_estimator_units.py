@@ -18,6 +18,7 @@ from precomet.estimator import targets as targets_module
 from precomet.estimator.config import load_config
 from precomet.estimator.data import BucketBatchSampler, group_split
 from precomet.estimator.leakage import normalise_source
+from precomet.estimator.metadata import CheckpointMeta
 from precomet.estimator.targets import (
     build_targets,
     leave_one_campaign_out,
@@ -444,12 +445,16 @@ def test_estimator_predict_is_predict_sources(encoder_dir):
     from precomet.estimator.predict import predict_sources
 
     model, tokenizer = _model(encoder_dir)
-    meta = {
-        "target": {"method": "neg_avg"},
-        "direction": "lower_first",
-        "standardisation": {"mean": 2.0, "std": 3.0},
-        "max_length": 32,
-    }
+    meta = CheckpointMeta.model_validate(
+        {
+            "target": {"method": "neg_avg"},
+            "direction": "lower_first",
+            "standardisation": {"mean": 2.0, "std": 3.0},
+            "pooling": "mean",
+            "hidden_sizes": [8],
+            "max_length": 32,
+        }
+    )
     estimator = Estimator(TokenReader(network=model.eval(), tokenizer=tokenizer, max_length=32), meta=meta)
     sources = TEXTS[:3]
     values = estimator.predict(sources, batch_size=2)

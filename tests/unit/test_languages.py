@@ -135,7 +135,7 @@ def test_report_without_record_names_the_campaigns_and_the_input_languages(caplo
 
 
 def test_a_checkpoint_without_the_field_is_reported_with_its_campaigns():
-    meta = read_meta(REPO / "checkpoints" / "metric-avg-e5")
+    meta = read_meta(REPO / "checkpoints" / "metric-avg-e5").as_dict()
     del meta["training_languages"], meta["training_domains"]
     message = no_record_warning(meta, language_profile(HINDI), what="checkpoint metric-avg-e5")
     assert "does not record its training languages; it was trained on wmt22/zh-en" in message
@@ -144,7 +144,7 @@ def test_a_checkpoint_without_the_field_is_reported_with_its_campaigns():
 
 def test_the_shipped_checkpoint_says_it_was_trained_on_chinese():
     # recorded by training/record_training_profile.py from its targets, checked against its training-source fingerprint
-    meta = read_meta(REPO / "checkpoints" / "metric-avg-e5")
+    meta = read_meta(REPO / "checkpoints" / "metric-avg-e5").as_dict()
     check_meta(meta, where="meta")
     assert meta["training_languages"]["sources"] == meta["training_sources"]["count"] == 1866
     assert max(meta["training_languages"]["shares"], key=meta["training_languages"]["shares"].get) == "zh"
@@ -198,7 +198,7 @@ def test_record_languages_writes_only_for_the_sources_it_was_trained_on(chinese_
     ],
 )
 def test_recorded_fields_are_validated_when_present(field, value, named):
-    meta = read_meta(REPO / "checkpoints" / "metric-avg-e5")
+    meta = read_meta(REPO / "checkpoints" / "metric-avg-e5").as_dict()
     check_meta({**meta, "training_languages": _profile({"zh": 3}), "training_domains": None}, where="m")  # valid
     with pytest.raises(PrecometError, match=f"field '{named}'"):
         check_meta({**meta, field: value}, where="ck/precomet.json")
@@ -271,7 +271,7 @@ def german_file(tmp_path) -> Path:
 
 @pytest.mark.slow
 def test_checkpoint_records_training_languages_and_domains(chinese_checkpoint):
-    meta = read_meta(chinese_checkpoint)
+    meta = read_meta(chinese_checkpoint).as_dict()
     profile = meta["training_languages"]
     assert profile["counts"] == {"zh": 48} and profile["shares"] == {"zh": 1.0}
     assert profile["sources"] == profile["sample"] == 48  # training and dev sources, all identified

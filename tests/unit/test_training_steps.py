@@ -267,7 +267,8 @@ def test_steps_fit_and_export_a_loadable_checkpoint(cfg, tmp_path):
     best = export_best(trainer, tmp_path, dev_metrics=dev_metrics, history=history)
     assert best.is_file() and best.parent == tmp_path / "lightning"
     estimator = load_estimator(tmp_path)
-    assert estimator.meta["history"] == history and estimator.meta["dev_metrics"] == dev_metrics
+    recorded = estimator.meta.as_dict()
+    assert recorded["history"] == history and recorded["dev_metrics"] == dev_metrics
     assert np.isfinite(predict_sources(estimator, [r["src"] for r in split.dev])).all()
 
 
