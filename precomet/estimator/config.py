@@ -133,16 +133,10 @@ class TrainConfig(_Section):
 DEFAULTS: dict[str, Any] = TrainConfig().model_dump()
 """The built-in defaults as a plain dict (the first layer of :func:`load_config`)."""
 
-SHIPPED: dict[str, Any] = {
-    "seed_everything": 0,
-    "model": {"backbone": "e5-small", "hidden_sizes": [256, 64], "dropout": 0.1, "head_lr": 1.0e-3},
-    "data": {"batch_size": 128, "effective_batch_size": 128, "dev_fraction": 0.1, "cache_dir": ""},
-    "early_stopping": {"monitor": "val_pearson", "mode": "max", "patience": 4},
-    "trainer": {"max_epochs": 40, "accelerator": "cpu"},
-}
-"""The shipped estimator's configuration (``configs/precomet-e5.yaml``, a test keeps the two equal): a frozen
-multilingual-e5-small (about 100 languages, offline, CPU) and a small MLP head. ``precomet train`` without
-``--config`` trains it."""
+PACKAGED_CONFIG = Path(__file__).with_name("precomet-e5.yaml")
+"""The shipped estimator's configuration (also at ``configs/precomet-e5.yaml``): a frozen multilingual-e5-small
+(about 100 languages, offline, CPU) and a small MLP head. ``precomet train`` without ``--config`` trains it."""
+
 
 BACKBONE_ONLY = {"model.backbone", "model.ensemble", "data.cache_dir"}
 """Keys that only a registered sentence encoder (``model.backbone``) reads."""
@@ -187,11 +181,11 @@ def override_keys() -> list[str]:
 
 
 def shipped_overrides(overrides: dict[str, Any]) -> dict[str, Any]:
-    """``overrides`` on top of :data:`SHIPPED`, as ``{"section.key": value}``; an override of ``model.encoder``
-    alone (a Hugging Face encoder to fine-tune) drops the shipped backbone."""
+    """``overrides`` on top of :data:`PACKAGED_CONFIG`, as ``{"section.key": value}``; an override of
+    ``model.encoder`` alone (a Hugging Face encoder to fine-tune) drops the shipped backbone."""
     base = {
         f"{section}.{key}" if isinstance(values, dict) else section: value
-        for section, values in SHIPPED.items()
+        for section, values in _read_yaml(PACKAGED_CONFIG).items()
         for key, value in (values.items() if isinstance(values, dict) else [("", values)])
     }
     if "model.encoder" in overrides and "model.backbone" not in overrides:
@@ -308,13 +302,13 @@ def _first_error(err: ValidationError, *, given: Any = None) -> str:
     if kind == "value_error":
         expected = str(context.get("error", error["msg"])).removeprefix("must be ")
     else:
-        expected = EXPECTED.get(kind.removesuffix("_type").removesuffix("_parsing"), error["msg"].lower())
+        expected = _TYPE_WORDS.get(kind.removesuffix("_type").removesuffix("_parsing"), error["msg"].lower())
     if dotted == "model.hidden_sizes":
         expected = "a list of positive integers (layer widths)"
     return f"{dotted} must be {expected}, got {error['input']!r}"[:400]
 
 
-EXPECTED = {
+_TYPE_WORDS = {
     "int": "an integer",
     "float": "a number",
     "bool": "true or false",
