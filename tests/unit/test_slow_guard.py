@@ -1,5 +1,5 @@
-"""The slow-test guard (tests/slow_guard.py) in a pytest of its own: a slow fixture counts, marked tests are exempt,
-the whole run's budget fails CI, and nothing fails outside CI."""
+"""Issues 33 and 52: the slow-test guard (tests/slow_guard.py) in a pytest of its own: a slow fixture counts, marked
+tests are exempt, the whole run's budget fails CI, and nothing fails outside CI."""
 
 from __future__ import annotations
 
