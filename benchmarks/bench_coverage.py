@@ -59,7 +59,7 @@ def main() -> int:
     from precomet.estimator.checkpoint import load_estimator
     from precomet.estimator.coverage import coverage_warning, report_coverage
     from precomet.estimator.languages import SourceSample, describe, language_identifier
-    from precomet.io.atomic import atomic_write
+    from precomet.outputs.atomic import atomic_write
 
     estimator = load_estimator(CHECKPOINT, device="cpu")
     rows, every_source = [], []

@@ -19,8 +19,8 @@ from precomet import __version__, signals
 from precomet.encoders.disk import CacheUse, counting_cache_use, no_disk_cache
 from precomet.environment import unknown_variables
 from precomet.errors import Interrupted, PrecometError
-from precomet.io.atomic import command_outputs
-from precomet.io.output_paths import STDOUT, check_not_inputs, is_stdout
+from precomet.outputs.atomic import command_outputs
+from precomet.outputs.paths import STDOUT, check_not_inputs, is_stdout
 from precomet.progress import progress_setting, third_party_bars
 from precomet.quiet import secondary_process
 

@@ -3,7 +3,7 @@ raises :class:`KeyboardInterrupt` *and* is remembered, so every one of them remo
 
 Raising alone is not enough: an interrupt that lands inside a finaliser or a callback is printed as "Exception
 ignored in ..." and swallowed, and the command would go on to finish with exit 0. The remembered flag closes
-that gap: :meth:`precomet.io.atomic.OutputSet.commit` refuses to commit once it is set, and
+that gap: :meth:`precomet.outputs.atomic.OutputSet.commit` refuses to commit once it is set, and
 :func:`precomet.cli.main` exits 130 when a command returns after an interrupt.
 """
 

@@ -31,7 +31,7 @@ from precomet.estimator.languages import training_profile
 from precomet.estimator.leakage import SourceFingerprint
 from precomet.estimator.metadata import check_meta
 from precomet.estimator.targets import read_targets
-from precomet.io.atomic import output_set
+from precomet.outputs.atomic import output_set
 
 
 def record(checkpoint: Path, targets: Path, *, cache_dir: Path | None = None) -> dict:

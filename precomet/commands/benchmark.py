@@ -30,8 +30,8 @@ from precomet.commands.common import (
 from precomet.costs import format_duration, parse_duration
 from precomet.errors import PrecometError
 from precomet.io import jsonsafe
-from precomet.io.atomic import atomic_write, output_set
-from precomet.io.output_paths import FIGURE_SUFFIXES, check_output, check_outputs
+from precomet.outputs.atomic import atomic_write, output_set
+from precomet.outputs.paths import FIGURE_SUFFIXES, check_output, check_outputs
 from precomet.provenance import check_subset_sources
 from precomet.selection.objective import DEFAULT_COST_OBJECTIVE
 from precomet.selection.strata import DEFAULT_ENCODER, SELECTORS, strata_selector

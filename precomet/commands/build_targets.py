@@ -7,8 +7,8 @@ from collections import Counter
 
 from precomet.commands.common import Paths, check_jsonl_output, parse_options, seed
 from precomet.errors import PrecometError
-from precomet.io.output_paths import check_output
 from precomet.io.specs import load_specs, split_spec
+from precomet.outputs.paths import check_output
 
 HELP = "compute a utility per item of each input campaign (normalised per campaign) as estimator training targets"
 

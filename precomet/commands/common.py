@@ -16,7 +16,7 @@ from precomet.errors import DataError, PrecometError
 class Paths(NamedTuple):
     """What a command reads and writes, as the user gave them (``None`` entries are skipped): every command
     module's ``paths(args)`` returns one, and :func:`precomet.cli.main` refuses an output that would overwrite an
-    input before any work (:func:`precomet.io.atomic.check_not_inputs`)."""
+    input before any work (:func:`precomet.outputs.atomic.check_not_inputs`)."""
 
     inputs: list[Any]
     outputs: list[Any]

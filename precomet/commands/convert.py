@@ -8,7 +8,7 @@ from pathlib import Path
 from precomet.commands.common import Paths, add_data_arguments, data_inputs, load_campaign
 from precomet.errors import OutputError
 from precomet.io import PARQUET_SUFFIX, write_jsonl, write_parquet
-from precomet.io.output_paths import check_output, written_through
+from precomet.outputs.paths import check_output, written_through
 
 HELP = "convert any supported input to canonical JSONL (or Parquet) items and print a summary"
 

@@ -43,8 +43,8 @@ def paths(args: argparse.Namespace) -> Paths:
 
 def run(args: argparse.Namespace) -> int:
     """Every output is written into a temporary folder beside ``--out`` and moved there only when all seven
-    steps succeeded: a failed or interrupted demo leaves nothing (see :func:`precomet.io.atomic.output_set`)."""
-    from precomet.io.atomic import output_set
+    steps succeeded: a failed or interrupted demo leaves nothing (see :func:`precomet.outputs.atomic.output_set`)."""
+    from precomet.outputs.atomic import output_set
 
     with output_set() as outputs:
         work = outputs.directory(args.output)

@@ -147,7 +147,7 @@ def run(args: argparse.Namespace) -> int:
     from precomet.pairwise import diffuse
 
     if getattr(args, "output", None):
-        from precomet.io.output_paths import check_output
+        from precomet.outputs.paths import check_output
 
         check_output(args.output)
     campaign = load_campaign(args)
@@ -233,7 +233,7 @@ def _iterate(args: argparse.Namespace, campaign, diffuse) -> int:
 
 def _write_json(path: str, payload: dict) -> None:
     from precomet.io import jsonsafe
-    from precomet.io.atomic import atomic_write
+    from precomet.outputs.atomic import atomic_write
 
     with atomic_write(path) as handle:
         jsonsafe.dump(payload, handle, indent=1, default=float)

@@ -84,8 +84,8 @@ def _refuse_unused(args: argparse.Namespace) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from precomet.io import jsonsafe
-    from precomet.io.atomic import output_set
-    from precomet.io.output_paths import FIGURE_SUFFIXES, check_output, check_outputs
+    from precomet.outputs.atomic import output_set
+    from precomet.outputs.paths import FIGURE_SUFFIXES, check_output, check_outputs
     from precomet.pairwise import preference, ratings
 
     if bool(args.prefs) == bool(args.data):

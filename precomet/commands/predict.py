@@ -112,7 +112,7 @@ def resume_dir(args: argparse.Namespace) -> Path | None:
     """``--resume-dir``, or by default ``OUTPUT.chunks`` beside a file output (none for standard output); a name
     too long for the file system is shortened, with a hash of the output's name to keep it its own."""
 
-    from precomet.io.output_paths import name_max, written_through
+    from precomet.outputs.paths import name_max, written_through
 
     if args.resume_dir is not None:
         return Path(args.resume_dir)
@@ -157,7 +157,7 @@ def _resume_folder(args: argparse.Namespace, folder: Path) -> Iterator[None]:
     refused); afterwards removed when it is empty and was made for this run (an interrupt before the first chunk)
     or is the default folder of ``-o`` that an earlier run left chunks in."""
     from precomet.estimator.pool import kept_chunks
-    from precomet.io.lock import folder_lock
+    from precomet.outputs.lock import folder_lock
 
     made = [folder, *(parent for parent in folder.parents if not parent.exists())]
     made = [path for path in made if not path.exists()]  # the folder and the parents made for it, innermost first
@@ -184,10 +184,10 @@ def run(args: argparse.Namespace) -> int:
     from precomet.estimator.checkpoint import load_estimator, read_meta
     from precomet.estimator.estimator import check_device
     from precomet.estimator.pool import check_resume_dir, discard_kept, discard_stale, predict_pool
-    from precomet.io.atomic import output_set
     from precomet.io.chunks import iter_source_chunks
-    from precomet.io.output_paths import check_output
     from precomet.io.utility_files import write_signature_line, write_utility_lines
+    from precomet.outputs.atomic import output_set
+    from precomet.outputs.paths import check_output
 
     started = time.monotonic()
     check_output(args.shard_dir or args.output, directory=args.shard_dir is not None)

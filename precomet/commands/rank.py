@@ -93,8 +93,8 @@ def paths(args: argparse.Namespace) -> Paths:
 
 def run(args: argparse.Namespace) -> int:
     from precomet.io import jsonsafe, load
-    from precomet.io.atomic import output_set
-    from precomet.io.output_paths import FIGURE_SUFFIXES, STDOUT, check_output, check_outputs
+    from precomet.outputs.atomic import output_set
+    from precomet.outputs.paths import FIGURE_SUFFIXES, STDOUT, check_output, check_outputs
     from precomet.provenance import check_manifest_belongs, check_subset_sources
     from precomet.rank import check_manifest, plot_ranking, rank_systems, ranking_table, read_manifest
     from precomet.rank.table_export import check_table_path, ranking_as_table

@@ -28,8 +28,8 @@ from precomet.commands.common import (
 from precomet.costs import GIVEN, cost_source, format_duration
 from precomet.errors import PrecometError
 from precomet.io.batch import BATCH_ORDERS, batch_format
-from precomet.io.output_paths import check_outputs
 from precomet.io.plaintext import is_sources_only
+from precomet.outputs.paths import check_outputs
 from precomet.provenance import sources_hash
 from precomet.selection import select_subset, subset_manifest_path, write_subset
 from precomet.selection.knapsack import check_solver

@@ -72,9 +72,9 @@ def paths(args: argparse.Namespace) -> Paths:
 
 
 def run(args: argparse.Namespace) -> int:
-    from precomet.io.atomic import output_set
-    from precomet.io.output_paths import check_outputs
     from precomet.io.utility_files import utility_signature, write_utilities
+    from precomet.outputs.atomic import output_set
+    from precomet.outputs.paths import check_outputs
     from precomet.utilities import UTILITY_METHODS, compute_utility, get_spec, require_scores, resolve_options
 
     check_outputs(args.output, args.save_irt)

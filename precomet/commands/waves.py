@@ -213,8 +213,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _live(args: argparse.Namespace) -> int:
-    from precomet.io.atomic import output_set
-    from precomet.io.output_paths import is_stdout
+    from precomet.outputs.atomic import output_set
+    from precomet.outputs.paths import is_stdout
     from precomet.waves.live import Manifest, next_wave, pool_output_systems, read_judgements, standing, wave_record
     from precomet.waves.plan import parse_wave_size
     from precomet.waves.stop import wave_level
@@ -476,8 +476,8 @@ def _plot(report: dict, path: Path) -> None:
 
 def _replay(args: argparse.Namespace) -> int:
     from precomet.campaign import HUMAN
-    from precomet.io.atomic import output_set
     from precomet.metaeval.reference import full_reference
+    from precomet.outputs.atomic import output_set
     from precomet.waves.plan import parse_wave_size
     from precomet.waves.replay import ReplaySettings, fewer_than, replay
 

@@ -45,7 +45,7 @@ import numpy as np
 from numpy.lib.npyio import NpzFile
 
 from precomet.errors import PrecometError
-from precomet.io.atomic import clean_leftovers, kept_file
+from precomet.outputs.atomic import clean_leftovers, kept_file
 
 log = logging.getLogger(__name__)
 

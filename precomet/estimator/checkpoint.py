@@ -25,9 +25,9 @@ from precomet.estimator.estimator import Estimator, TokenReader, VectorReader, c
 from precomet.estimator.metadata import FORMAT_VERSION, Backbone, CheckpointMeta, check_meta, portable
 from precomet.estimator.model import UtilityEstimator, load_encoder, resolve_model
 from precomet.io import jsonsafe
-from precomet.io.atomic import output_set
-from precomet.io.output_paths import check_output
 from precomet.io.text import read_json
+from precomet.outputs.atomic import output_set
+from precomet.outputs.paths import check_output
 
 logger = logging.getLogger(__name__)
 

@@ -36,7 +36,7 @@ from precomet.estimator.data import truncation_tally
 from precomet.estimator.estimator import Estimator
 from precomet.estimator.leakage import fingerprint_in, report_seen
 from precomet.estimator.predict import predict_sources
-from precomet.io.atomic import clean_leftovers, kept_file
+from precomet.outputs.atomic import clean_leftovers, kept_file
 from precomet.progress import progress as progress_bar
 from precomet.progress import progress_mode
 from precomet.provenance import item_digest, items_hash_of
@@ -322,7 +322,7 @@ def _checksum(key: str, values: np.ndarray) -> np.ndarray:
 
 
 def _keep(path: Path, values: np.ndarray, *, key: str, pool: str | None) -> None:
-    """Write a chunk file (utilities, checksum, pool) through :func:`~precomet.io.atomic.kept_file`: a run stopped
+    """Write a chunk file (utilities, checksum, pool) through :func:`~precomet.outputs.atomic.kept_file`: a run stopped
     mid-write leaves no half file under the final name. A failure names the resume folder and the chunk."""
     try:
         with kept_file(path) as handle:

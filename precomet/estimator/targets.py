@@ -28,8 +28,8 @@ from precomet.campaign import HUMAN, Campaign
 from precomet.errors import PrecometError
 from precomet.estimator.leakage import NEAR, NearDuplicates, drop_sources, normalise_source
 from precomet.io import jsonsafe
-from precomet.io.atomic import atomic_write
 from precomet.io.jsonl import read_jsonl
+from precomet.outputs.atomic import atomic_write
 from precomet.progress import progress as progress_bar
 from precomet.stats import mean_std, rankdata, standardise
 from precomet.utilities import UTILITY_METHODS, compute_utility

@@ -47,8 +47,8 @@ from precomet.estimator.fitting import (
 )
 from precomet.estimator.inputs import Network, Split, build_datamodule, encode_rows, split_rows
 from precomet.estimator.targets import build_targets
-from precomet.io.atomic import output_set
-from precomet.io.output_paths import check_output
+from precomet.outputs.atomic import output_set
+from precomet.outputs.paths import check_output
 
 
 @dataclass(frozen=True)

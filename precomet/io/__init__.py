@@ -1,7 +1,7 @@
 """Loaders: every supported input format -> :class:`~precomet.campaign.Campaign`.
 
 :func:`load` detects the format from the path; the format-specific loaders are importable too. A new format is
-one module and one :func:`register_format` call.
+one module and one :func:`register_format` call. How outputs are written safely lives in :mod:`precomet.outputs`.
 """
 
 from __future__ import annotations

@@ -21,9 +21,9 @@ from typing import Any
 
 from precomet.campaign import Campaign
 from precomet.errors import DataError, PrecometError
-from precomet.io.atomic import atomic_write
 from precomet.io.jsonl import campaign_from_items
 from precomet.io.text import read_bytes, read_json, safe_name
+from precomet.outputs.atomic import atomic_write
 
 PARQUET_SUFFIX = ".parquet"
 

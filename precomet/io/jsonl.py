@@ -27,8 +27,8 @@ from typing import Any
 from precomet.campaign import Campaign
 from precomet.errors import CampaignError, DataError
 from precomet.io import jsonsafe
-from precomet.io.atomic import atomic_write
 from precomet.io.text import parse_json, read_lines
+from precomet.outputs.atomic import atomic_write
 from precomet.values import finite_number, is_blank
 
 logger = logging.getLogger(__name__)

@@ -32,9 +32,9 @@ import numpy as np
 from precomet.campaign import Campaign
 from precomet.errors import DataError, PrecometError
 from precomet.io import jsonsafe
-from precomet.io.atomic import atomic_write
 from precomet.io.jsonl import read_jsonl
 from precomet.io.text import read_json
+from precomet.outputs.atomic import atomic_write
 from precomet.provenance import check_scores_belong
 from precomet.signature import Signature, signature
 from precomet.values import finite_number
@@ -63,7 +63,7 @@ def write_shard(
     values: np.ndarray,
     signature: Mapping[str, Any],
 ) -> Path:
-    """Write shard ``rank`` all-or-nothing. Not through :func:`precomet.io.atomic.atomic_write`: that removes
+    """Write shard ``rank`` all-or-nothing. Not through :func:`precomet.outputs.atomic.atomic_write`: that removes
     temporaries of processes it cannot see running, and on a folder shared by several nodes those are the other
     nodes' live writers; here the temporary is named by host and process and only this process removes it."""
     path = Path(out_dir) / shard_name(rank, world_size)

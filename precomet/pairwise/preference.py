@@ -24,8 +24,8 @@ import numpy as np
 from precomet.campaign import HUMAN, Campaign
 from precomet.errors import DataError, PrecometError
 from precomet.io import jsonsafe
-from precomet.io.atomic import atomic_write
 from precomet.io.text import parse_json, read_csv_rows, read_json, read_lines, spreadsheet_cell
+from precomet.outputs.atomic import atomic_write
 from precomet.pairwise.diffuse import LABELS
 
 log = logging.getLogger(__name__)

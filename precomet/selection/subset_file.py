@@ -15,10 +15,10 @@ import numpy as np
 
 from precomet.errors import DataError, PrecometError
 from precomet.io import jsonsafe
-from precomet.io.atomic import output_set
 from precomet.io.batch import BATCH_ORDERS, batch_format, write_batch
 from precomet.io.jsonl import read_jsonl
-from precomet.io.output_paths import name_max, written_through
+from precomet.outputs.atomic import output_set
+from precomet.outputs.paths import name_max, written_through
 from precomet.provenance import match_by_source, sources_hash
 
 log = logging.getLogger(__name__)

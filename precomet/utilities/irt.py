@@ -31,8 +31,8 @@ import numpy as np
 from precomet.campaign import Campaign
 from precomet.errors import PrecometError
 from precomet.io import jsonsafe
-from precomet.io.atomic import atomic_write
 from precomet.io.text import read_json
+from precomet.outputs.atomic import atomic_write
 from precomet.progress import heartbeat
 from precomet.signature import signature
 from precomet.stats import rankdata

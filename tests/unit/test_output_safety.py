@@ -25,7 +25,7 @@ import pytest
 from precomet import signals
 from precomet.cli import main
 from precomet.errors import OutputError
-from precomet.io.atomic import atomic_write, clean_leftovers, output_set
+from precomet.outputs.atomic import atomic_write, clean_leftovers, output_set
 from tests.bad_inputs import GOOD
 
 REPO = Path(__file__).resolve().parent.parent.parent
@@ -160,7 +160,7 @@ def test_names_up_to_the_file_system_limit_work(tmp_path, monkeypatch):
 _KILL_BETWEEN_RENAMES = """
 import os, signal, sys
 from pathlib import Path
-import precomet.io.atomic as atomic
+import precomet.outputs.atomic as atomic
 
 folders = [Path(folder) for folder in sys.argv[1:]]
 real = atomic._place
@@ -207,7 +207,7 @@ def test_a_commit_killed_between_its_renames_is_finished_by_the_next_run(tmp_pat
 def test_a_commit_killed_before_its_decision_leaves_the_old_outputs(tmp_path):
     """Killed while deciding (the first folder's ``commit`` file not yet written): nothing was placed, so the next
     run removes the staging folders and the old outputs stay."""
-    import precomet.io.atomic as atomic
+    import precomet.outputs.atomic as atomic
 
     folders = [tmp_path / "x", tmp_path / "y"]
     for folder in folders:
@@ -538,7 +538,7 @@ def test_an_interrupt_that_a_library_wrapped_in_another_error_still_exits_130(tm
 def test_an_interrupt_just_after_a_temporary_is_made_leaves_nothing(tmp_path, monkeypatch, kind):
     """Found by benchmarks/stress_interrupts.py (1 run in 800 left a temporary): a staging folder is registered before
     it is created, so an interrupt between the two still removes it, and whatever was made inside it."""
-    import precomet.io.atomic as atomic
+    import precomet.outputs.atomic as atomic
 
     real_open, real_mkdir = os.open, os.mkdir
 
@@ -564,7 +564,7 @@ def test_an_interrupt_just_after_a_temporary_is_made_leaves_nothing(tmp_path, mo
 def test_a_kept_file_appears_whole_or_not_at_all(tmp_path):
     """The encoder cache and predict's resume chunks (``kept_file``): an error or interrupt inside the block leaves
     the previous file and no staging folder; success replaces it."""
-    from precomet.io.atomic import kept_file
+    from precomet.outputs.atomic import kept_file
 
     path = tmp_path / "chunk.npz"
     path.write_bytes(b"old")
@@ -616,7 +616,7 @@ def test_a_commit_finishes_an_older_dead_decision_before_placing_its_own(tmp_pat
 def test_a_commit_that_can_neither_finish_nor_go_back_is_completed_by_the_next_run(tmp_path, monkeypatch):
     """Placing the second output fails and so does putting the first back: the decision stays, so the next run
     completes the new set instead of leaving one old and one missing file."""
-    import precomet.io.atomic as atomic
+    import precomet.outputs.atomic as atomic
 
     (tmp_path / "a.txt").write_text("old a")
     (tmp_path / "b.txt").write_text("old b")

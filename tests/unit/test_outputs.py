@@ -18,8 +18,8 @@ import pytest
 from precomet.cli import main
 from precomet.errors import OutputError
 from precomet.io import jsonsafe
-from precomet.io.atomic import atomic_write, output_set
-from precomet.io.output_paths import check_output
+from precomet.outputs.atomic import atomic_write, output_set
+from precomet.outputs.paths import check_output
 
 REPO = Path(__file__).resolve().parent.parent.parent
 
@@ -208,7 +208,7 @@ def test_one_path_for_two_outputs_is_refused(tmp_path):
 
 def test_failed_set_puts_back_a_file_the_user_had(tmp_path, monkeypatch):
     """A set that fails while placing its second output restores the first target's previous content."""
-    import precomet.io.atomic as atomic
+    import precomet.outputs.atomic as atomic
     from precomet.errors import PrecometError
 
     first, second = tmp_path / "a.json", tmp_path / "b.png"
@@ -234,7 +234,7 @@ def test_failed_set_puts_back_a_file_the_user_had(tmp_path, monkeypatch):
 def test_an_output_whose_staged_file_vanished_fails_the_set(tmp_path):
     """A writer that removed what it was given: the set fails before placing anything."""
     from precomet.errors import OutputError
-    from precomet.io.atomic import output_set
+    from precomet.outputs.atomic import output_set
 
     first, second = tmp_path / "a.json", tmp_path / "b.png"
     first.write_text("OLD")

@@ -388,7 +388,7 @@ def test_an_array_saved_under_a_chunk_name_is_predicted_again(checkpoint, tmp_pa
 
 
 def test_a_second_run_on_a_locked_resume_folder_is_refused_and_changes_nothing(checkpoint, tmp_path, capsys):
-    from precomet.io.lock import folder_lock
+    from precomet.outputs.lock import folder_lock
 
     path = _inputs(tmp_path)["text"]
     for extra, folder in (([], tmp_path / "s.jsonl.chunks"), (["--resume-dir", str(tmp_path / "rd")], tmp_path / "rd")):
@@ -406,7 +406,7 @@ def test_a_second_run_on_a_locked_resume_folder_is_refused_and_changes_nothing(c
 def test_a_resume_folder_removed_by_the_run_before_is_made_again_and_locked(tmp_path, monkeypatch):
     """Issue 51: two identical ``predict -o`` at once; the first to end removed the shared default resume folder
     while the second was locking it, which then failed naming its hidden lock file."""
-    from precomet.io import lock
+    from precomet.outputs import lock
 
     folder, real_open, removed = tmp_path / "s.jsonl.chunks", os.open, []
 

@@ -24,7 +24,7 @@ no target is touched.
 * **A folder onto a folder** replaces only the entries it writes (a previous run's ``lightning/`` stays).
 * Files and folders get mode ``0o666`` / ``0o777`` minus the umask, like any ``open()``.
 
-Path checks before the work live in :mod:`precomet.io.output_paths`.
+Path checks before the work live in :mod:`precomet.outputs.paths`.
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ from typing import IO, TextIO
 
 from precomet import signals
 from precomet.errors import OutputError
-from precomet.io.output_paths import (
+from precomet.outputs.paths import (
     STDOUT,
     _target,
     check_output,

@@ -1,7 +1,7 @@
 """Output paths before anything is written: :func:`check_output` and :func:`check_outputs` (can this path be
 written, is it given twice), :func:`check_not_inputs` (would it destroy an input), which paths are written
 through rather than replaced (:func:`written_through`, :func:`is_stdout`), and :func:`output_error`, the
-one-line :class:`~precomet.errors.OutputError` for a failed write. Used by :mod:`precomet.io.atomic`."""
+one-line :class:`~precomet.errors.OutputError` for a failed write. Used by :mod:`precomet.outputs.atomic`."""
 
 from __future__ import annotations
 
@@ -191,7 +191,7 @@ def _regular(path: Path) -> bool:
 
 def check_outputs(*targets: str | Path | None) -> list[Path]:
     """:func:`check_output` on every target (``None`` skipped), and no path given for two of them: what a
-    command calls before its work, so that :func:`~precomet.io.atomic.output_set` cannot refuse after it."""
+    command calls before its work, so that :func:`~precomet.outputs.atomic.output_set` cannot refuse after it."""
     given = [check_output(t) for t in targets if t is not None]
     resolved = [STDOUT if is_stdout(t) else _target(t) for t in given]
     if resolved.count(STDOUT) > 1:
