@@ -22,16 +22,11 @@ external utilities, control rows, the circularity check), :mod:`~precomet.benchm
 """
 
 from precomet.benchmark.budgets import (
-    BALANCE,
     BENCH_MEASURES,
     DEFAULT_PROPS,
-    LEVELS,
-    Select,
     budget_value,
     evaluate_props,
-    make_selector,
     parse_props,
-    top_k,
     validate_props,
 )
 from precomet.benchmark.null import (
@@ -55,6 +50,7 @@ from precomet.benchmark.report import budgets_by_cost, plot_benchmark, recommend
 from precomet.benchmark.result import BenchmarkResult
 from precomet.benchmark.run import evaluate_method, run_benchmark
 from precomet.benchmark.stats import ci90, random_baseline, random_runs, summarise_random
+from precomet.selection.selector import BALANCE, LEVELS, Select, make_selector, top_k
 
 __all__ = [
     "BALANCE",

@@ -1,29 +1,23 @@
-"""Budgets and selection: the budget proportions, the selector a benchmark picks subsets with, and the
-meta-evaluation of one utility's subsets at every budget."""
+"""Budgets: the budget proportions and the meta-evaluation of one utility's subsets at every budget (with the
+selector of :mod:`precomet.selection.selector`)."""
 
 from __future__ import annotations
 
 import logging
-import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
-from precomet.campaign import Campaign, source_length
-from precomet.errors import PrecometError, SolverGapWarning
+from precomet.campaign import Campaign
+from precomet.errors import PrecometError
 from precomet.metaeval import Reference, evaluate_indices, evaluate_prefixes
-from precomet.selection import select_subset
-from precomet.selection.objective import DEFAULT_COST_OBJECTIVE
+from precomet.selection.selector import Select, top_k
 from precomet.selection.units import budget_items, check_budget_unit
 
 log = logging.getLogger(__name__)
 
 DEFAULT_PROPS = (0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5)
 BENCH_MEASURES = ("spa", "clusters", "kendall")
-LEVELS = ("item", "doc")
-BALANCE = (None, "domain")
-
-Select = Callable[[np.ndarray, float], np.ndarray]
 
 
 def parse_props(text: str) -> list[float]:
@@ -53,63 +47,6 @@ def validate_props(props: Sequence[float]) -> list[float]:
     if twice:
         raise PrecometError(f"budget proportions ({{props}}...) give {twice} twice", param="props")
     return props
-
-
-def top_k(utility: np.ndarray, k: int) -> np.ndarray:
-    """Positions of the ``k`` highest utilities (stable: earlier items win ties)."""
-    return np.argsort(-np.asarray(utility, dtype=float), kind="stable")[:k]
-
-
-def make_selector(
-    campaign: Campaign,
-    *,
-    budget_unit: str = "items",
-    balance: str | None = None,
-    level: str = "item",
-    time_limit: float = 10.0,
-    cost_objective: str = DEFAULT_COST_OBJECTIVE,
-) -> Select | None:
-    """``select(utility, prop) -> positions`` through the subset builder (:func:`precomet.selection.select_subset`)
-    with the cost budget ``prop · total cost`` when ``budget_unit`` is ``"cost"`` (knapsack over
-    ``cost_objective``), domain quotas and/or document units; ``None`` when no option is set: plain top-k, whose
-    nested subsets :func:`evaluate_props` meta-evaluates in one pass.
-
-    A benchmark makes hundreds of selections, so a knapsack the solver has not certified optimal within
-    ``time_limit`` seconds is used as found (its gap is logged at debug level)."""
-    if level not in LEVELS:
-        raise PrecometError(f"unknown level {level!r}; valid: {list(LEVELS)}")
-    if balance not in BALANCE:
-        raise PrecometError(f"unknown balance {balance!r}; valid: {[b for b in BALANCE if b]}")
-    by_cost = check_budget_unit(budget_unit)
-    n = len(campaign)
-    if not by_cost and balance is None and level == "item":
-        return None
-
-    total = float(campaign.cost.sum())
-    length = source_length(campaign.src)
-
-    def select(utility: np.ndarray, prop: float) -> np.ndarray:
-        with warnings.catch_warnings():  # the gap is logged below; hundreds of selections need no warning each
-            warnings.simplefilter("ignore", SolverGapWarning)
-            chosen = select_subset(
-                utility,
-                cost=campaign.cost if by_cost else None,
-                domain=campaign.domain if balance else None,
-                doc=campaign.doc if level == "doc" else None,
-                budget=None if by_cost else budget_items(prop, n),
-                budget_cost=prop * total if by_cost else None,
-                balance=balance,
-                level=level,
-                time_limit=time_limit,
-                allow_gap=True,
-                cost_objective=cost_objective,
-                length=length,
-            )
-        if chosen.status != "optimal":
-            log.debug("budget %.3f: knapsack gap %.2g accepted after %.0f s", prop, chosen.gap, time_limit)
-        return np.asarray(chosen.indices, dtype=int)
-
-    return select
 
 
 def evaluate_props(

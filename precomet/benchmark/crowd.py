@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from precomet.benchmark.budgets import BENCH_MEASURES, top_k, validate_props
+from precomet.benchmark.budgets import BENCH_MEASURES, validate_props
 from precomet.benchmark.plan import LENGTH_CONTROL, plan_controls
 from precomet.benchmark.stats import ci90
 from precomet.campaign import HUMAN, Campaign
@@ -38,6 +38,7 @@ from precomet.errors import PrecometError
 from precomet.metaeval import evaluate_orderings, reference_from_matrix
 from precomet.progress import progress as progress_bar
 from precomet.record import Record, as_json
+from precomet.selection.selector import top_k
 from precomet.selection.units import budget_items
 from precomet.signature import Signature, signature
 from precomet.significance import item_signs

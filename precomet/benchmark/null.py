@@ -22,11 +22,12 @@ from typing import Any
 
 import numpy as np
 
-from precomet.benchmark.budgets import Select, evaluate_props, spa_at_position, top_k
+from precomet.benchmark.budgets import evaluate_props, spa_at_position
 from precomet.benchmark.parity import coarse_grid, parity_search, parity_searches, parity_shares
 from precomet.campaign import Campaign
 from precomet.metaeval import Reference, evaluate_orderings, evaluate_prefixes
 from precomet.parallel import map_forked
+from precomet.selection.selector import Select, top_k
 from precomet.selection.units import budget_items
 
 NULL_ORDERINGS = 200

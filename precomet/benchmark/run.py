@@ -14,10 +14,8 @@ import numpy as np
 from precomet.benchmark.budgets import (
     BENCH_MEASURES,
     DEFAULT_PROPS,
-    Select,
     budget_value,
     evaluate_props,
-    make_selector,
     spa_at_position,
     validate_props,
 )
@@ -36,6 +34,7 @@ from precomet.parallel import check_workers, map_forked
 from precomet.progress import progress as progress_bar
 from precomet.selection.objective import DEFAULT_COST_OBJECTIVE
 from precomet.selection.random_fill import make_random_selector
+from precomet.selection.selector import Select, make_selector
 from precomet.selection.units import budget_items
 from precomet.signature import signature
 from precomet.utilities import compute_utility, knapsack_utility

@@ -8,10 +8,11 @@ from typing import Any
 
 import numpy as np
 
-from precomet.benchmark.budgets import BENCH_MEASURES, Select, evaluate_props, top_k
+from precomet.benchmark.budgets import BENCH_MEASURES, evaluate_props
 from precomet.errors import PrecometError
 from precomet.metaeval import Reference, evaluate_orderings
 from precomet.parallel import map_forked
+from precomet.selection.selector import Select, top_k
 from precomet.selection.units import budget_items
 from precomet.stats import t_quantile
 

@@ -1,7 +1,8 @@
 """DiffUse (Ashury-Tahan et al., ACL 2024), pairwise side: :func:`iterate_tree` is Algorithm 1 (§6.2) with the
 hypergeometric stopping rule of App. A.3; :func:`iterate_order` is the same "annotate until decided" loop for
-any fixed item order. The representation, the Ward tree and its representatives (the DiffUse *utility*) live
-one layer down in :mod:`precomet.utilities.diffuse` and are re-exported here.
+any fixed item order. The representation, the Ward tree and the DiffUse *utility* live one layer down in
+:mod:`precomet.utilities.diffuse`, the selection of representatives in :mod:`precomet.selection.representatives`;
+both are re-exported here.
 """
 
 from __future__ import annotations
@@ -16,11 +17,11 @@ from typing import Any, Literal, overload
 import numpy as np
 
 from precomet.errors import PrecometError
+from precomet.selection.representatives import diffuse_select  # noqa: F401 -- re-exported, as the tree below
 from precomet.utilities.diffuse import (  # noqa: F401 -- re-exported: DiffUse in one place for its users
     DiffuseTree,
     campaign_tree,
     difference_vectors,
-    diffuse_select,
     diffuse_tree,
     diffuse_utility,
 )

@@ -4,8 +4,10 @@ with cost, domain balance and documents) and :func:`write_subset` writes its fil
 The modules, by concern: :mod:`~precomet.selection.subset` (:func:`select_subset`, :class:`Selection`),
 :mod:`~precomet.selection.units` (items or documents, budgets), :mod:`~precomet.selection.objective` (the cost-aware
 objective), :mod:`~precomet.selection.knapsack` (the ILP), :mod:`~precomet.selection.strata` (source-embedding
-strata), :mod:`~precomet.selection.random_fill` and :mod:`~precomet.selection.subset_file` (the subset JSONL,
-its manifest and the annotation batch).
+strata), :mod:`~precomet.selection.selector` (top-k or the subset builder at a budget proportion, for benchmarks
+and waves), :mod:`~precomet.selection.representatives` (weighted k-means and DiffUse representatives),
+:mod:`~precomet.selection.random_fill` and :mod:`~precomet.selection.subset_file` (the subset JSONL, its manifest
+and the annotation batch).
 """
 
 from precomet.selection.subset import Selection, select_subset

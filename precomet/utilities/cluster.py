@@ -105,23 +105,6 @@ def kmeans_representatives(
     return np.asarray(chosen, dtype=int), np.asarray(weights, dtype=float), centres
 
 
-def weighted_kmeans(
-    campaign: Campaign, *, budget: int, on: str = "src", seed: int = 0, options: Mapping[str, Any] | None = None
-) -> tuple[np.ndarray, np.ndarray]:
-    """Weighted k-means selection (seed 002 App. A): ``budget`` representatives and their weights (cluster sizes,
-    summing to N), on source (``on="src"``) or output (``on="tgt"``) embeddings. The weights belong to the
-    evaluation (each representative's scores count as many times as its cluster has items; see
-    :func:`precomet.metaeval.evaluate_weighted`), so this is a selector, not a utility."""
-    opts = {**KMEANS_OPTIONS, **dict(options or {})}
-    if on not in ("src", "tgt"):
-        raise PrecometError(f"weighted k-means: on must be 'src' or 'tgt', got {on!r}")
-    if not 1 <= int(budget) <= len(campaign):
-        raise PrecometError(f"weighted k-means: budget must be in 1..{len(campaign)}, got {budget}")
-    vectors = item_vectors(campaign, on, opts)
-    chosen, weights, _ = kmeans_representatives(vectors, budget=int(budget), seed=seed, n_init=int(opts["n_init"]))
-    return chosen, weights
-
-
 def _nearest_distance(vectors: np.ndarray, centres: np.ndarray) -> np.ndarray:
     out = np.empty(len(vectors))
     step = max(1, 5_000_000 // len(centres))

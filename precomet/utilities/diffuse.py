@@ -193,22 +193,6 @@ def campaign_tree(
     return diffuse_tree(difference_vectors(embeddings))
 
 
-def diffuse_select(
-    campaign: Campaign,
-    *,
-    budget: int,
-    systems: Sequence[str] | None = None,
-    encoder: Encoder = None,
-    cache_dir: str | Path | None = None,
-    embeddings: np.ndarray | None = None,
-) -> np.ndarray:
-    """Indices of the ``budget`` DiffUse representatives (largest cluster first) for ``systems`` (default all)."""
-    if not 1 <= budget <= len(campaign):
-        raise PrecometError(f"budget must be between 1 and the item count {len(campaign)}, got {budget}")
-    tree = campaign_tree(campaign, systems=systems, encoder=encoder, cache_dir=cache_dir, embeddings=embeddings)
-    return tree.select(budget)
-
-
 def diffuse_utility(
     campaign: Campaign,
     *,

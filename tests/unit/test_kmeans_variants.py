@@ -9,10 +9,11 @@ from precomet.campaign import HUMAN, Campaign
 from precomet.encoders import ENCODERS, SentenceEncoder
 from precomet.errors import CampaignError, PrecometError
 from precomet.metaeval import clusters, evaluate_indices, evaluate_weighted, full_reference, kendall_tau_b
+from precomet.selection.representatives import weighted_kmeans
 from precomet.significance import pvalues_from_sums
 from precomet.simulate import simulate_campaign
 from precomet.utilities import UTILITY_METHODS, compute_utility
-from precomet.utilities.cluster import kmeans_representatives, weighted_kmeans
+from precomet.utilities.cluster import kmeans_representatives
 
 
 class FakeEncoder(SentenceEncoder):

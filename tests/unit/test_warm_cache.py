@@ -147,7 +147,7 @@ def test_a_run_with_one_missing_text_loads_the_model_once(kind, make, tmp_path, 
 
 def test_a_warm_diffuse_selection_loads_no_model(make, tiny, tmp_path, monkeypatch):
     """The issue's case: DiffUse on outputs that are all in the cache (hf:DIR, the same path as minilm)."""
-    from precomet.utilities.diffuse import diffuse_select
+    from precomet.selection.representatives import diffuse_select
 
     outputs = {f"s{j}": [f"{t} {j}" if (i + j) % 2 else t for i, t in enumerate(TEXTS)] for j in range(3)}
     campaign = Campaign.build(
