@@ -15,7 +15,7 @@ from precomet.commands.common import Paths, check_jsonl_output, positive_int
 from precomet.errors import PrecometError
 
 if TYPE_CHECKING:
-    from precomet.estimator.pool import PoolScan
+    from precomet.estimator.screening import Screening
     from precomet.signature import Signature
 
 HELP = "predict source-based utilities (higher = annotate first) with a trained estimator checkpoint"
@@ -127,28 +127,12 @@ def resume_dir(args: argparse.Namespace) -> Path | None:
     return output.with_name(name)
 
 
-def _scan(args: argparse.Namespace, chunks: Any, meta: dict[str, Any]) -> tuple[PoolScan, dict[str, Any], list[str]]:
-    """The pool scan (count, hash, sources seen in training), the language profile of a sample of its sources and
-    the sample, taken in the same pass; sources in languages the checkpoint was not trained on are a warning."""
-    from precomet.estimator.languages import SourceSample, report_languages
-    from precomet.estimator.pool import scan_pool
+def _screen(args: argparse.Namespace, chunks: Any, meta: Any) -> Screening:
+    """The checks of every prediction (:func:`precomet.estimator.screening.screen_sources`) over ``chunks``."""
+    from precomet.estimator.screening import screen_sources
 
-    sample = SourceSample()
-    what = f"checkpoint {args.checkpoint}"
-    scan = scan_pool(
-        sample.follow(chunks), meta=meta, strict=args.strict, what=what, where=f"{args.checkpoint}/precomet.json"
-    )
-    languages = sample.profile()
-    report_languages(meta, languages, what=what)
-    return scan, languages, sample.sources
-
-
-def _coverage(args: argparse.Namespace, estimator: Any, sample: list[str]) -> dict[str, Any] | None:
-    """How many of the sampled sources lie far from the training sources (a warning from 5 %; encoded here, so the
-    prediction then finds them in the in-process cache)."""
-    from precomet.estimator.coverage import report_coverage
-
-    return report_coverage(estimator, sample, what=f"checkpoint {args.checkpoint}")
+    what, where = f"checkpoint {args.checkpoint}", f"{args.checkpoint}/precomet.json"
+    return screen_sources(chunks, meta=meta, strict=args.strict, what=what, where=where)
 
 
 @contextmanager
@@ -184,6 +168,7 @@ def run(args: argparse.Namespace) -> int:
     from precomet.estimator.checkpoint import load_estimator, read_meta
     from precomet.estimator.estimator import check_device
     from precomet.estimator.pool import check_resume_dir, discard_kept, discard_stale, predict_pool
+    from precomet.estimator.screening import with_coverage
     from precomet.io.chunks import iter_source_chunks
     from precomet.io.utility_files import write_signature_line, write_utility_lines
     from precomet.outputs.atomic import output_set
@@ -222,12 +207,13 @@ def run(args: argparse.Namespace) -> int:
             held.enter_context(_resume_folder(args, folder))
         chunk_size = args.chunk_size or chunk_size_for(args)
         chunks = partial(iter_source_chunks, args.data, chunk_size=chunk_size, text=args.text, campaign=args.campaign)
-        scan, languages, sample = _scan(args, chunks(), read_meta(args.checkpoint).as_dict())
+        screening = _screen(args, chunks(), read_meta(args.checkpoint))  # before the model is loaded
         device = "cpu" if args.devices is not None else args.device
         estimator = load_estimator(args.checkpoint, device=device)
-        coverage = _coverage(args, estimator, sample)
+        screening = with_coverage(screening, estimator, what=f"checkpoint {args.checkpoint}")
+        scan = screening.scan
         with output_set(args.output) as out, out.open(args.output) as handle:
-            write_signature_line(handle, _signature(args, estimator, scan, languages, coverage))
+            write_signature_line(handle, _signature(args, estimator, screening))
             pool = predict_pool(
                 estimator,
                 chunks(),
@@ -258,50 +244,43 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _signature(
-    args: argparse.Namespace,
-    estimator: Any,
-    scan: PoolScan,
-    languages: dict[str, Any],
-    coverage: dict[str, Any] | None,
-) -> Signature:
+def _signature(args: argparse.Namespace, estimator: Any, screening: Screening) -> Signature:
     from precomet.signature import signature
 
     return signature(
         "precomet predict",
         method="estimator",
         campaign=args.campaign,
-        data_hash=scan.data_hash,
-        sources_hash=scan.data_hash,
-        items_hash=scan.items_hash,
+        data_hash=screening.scan.data_hash,
+        sources_hash=screening.scan.data_hash,
+        items_hash=screening.scan.items_hash,
         checkpoint=str(args.checkpoint),
         target=estimator.meta.as_dict()["target"],
         data=str(args.data),
-        n_items=scan.n_items,
+        n_items=screening.scan.n_items,
         precision=args.precision,
-        seen_in_training=scan.seen_in_training,
-        source_languages=languages,
-        source_coverage=coverage,
+        **screening.report(),
         training_sources=estimator.meta.training_sources,
     )
 
 
 def _run_shards(args: argparse.Namespace) -> int:
     from precomet.estimator.checkpoint import load_estimator
+    from precomet.estimator.screening import with_coverage
     from precomet.estimator.shards import predict_shards
 
     if args.precision != "fp32":
         raise PrecometError("--shard-dir predicts in fp32 (--precision int8 runs on the single-device path)")
     ids, sources = read_sources(args.data, text=args.text, campaign=args.campaign)
     estimator = load_estimator(args.checkpoint, device="cpu" if args.devices is not None else args.device)
-    scan, languages, sample = _scan(args, [(ids, sources)], estimator.meta.as_dict())
-    coverage = _coverage(args, estimator, sample)
+    screening = _screen(args, [(ids, sources)], estimator.meta)
+    screening = with_coverage(screening, estimator, what=f"checkpoint {args.checkpoint}")
     rank = predict_shards(
         estimator,
         ids,
         sources,
         args.shard_dir,
-        signature=_signature(args, estimator, scan, languages, coverage),
+        signature=_signature(args, estimator, screening),
         batch_size=args.batch_size,
         devices=args.devices or 1,
         num_nodes=args.num_nodes,

@@ -316,32 +316,17 @@ def _utilities(args: argparse.Namespace, campaign: Campaign) -> tuple[np.ndarray
         return utility, "scores", {"scores": args.scores, "seen_in_training": seen}
     if args.checkpoint:
         from precomet.estimator import load_estimator
-        from precomet.estimator.coverage import report_coverage
-        from precomet.estimator.languages import SourceSample, report_languages
-        from precomet.estimator.pool import predict_in_chunks
+        from precomet.estimator.screening import predict_utilities
 
-        estimator = load_estimator(args.checkpoint)
-        what = f"checkpoint {args.checkpoint}"
-        seen = check_seen(
-            estimator.meta,
+        utility, screening = predict_utilities(
+            load_estimator(args.checkpoint),
+            campaign.ids,
             campaign.src,
             strict=args.strict,
-            what=what,
+            what=f"checkpoint {args.checkpoint}",
             where=f"{args.checkpoint}/precomet.json",
         )
-        sample = SourceSample()  # one sample of the sources: their languages and their distance to training
-        sample.add(campaign.src)
-        languages = sample.profile()
-        report_languages(estimator.meta.as_dict(), languages, what=what)
-        coverage = report_coverage(estimator, sample.sources, what=what)  # its vectors are then cached for predict
-        utility = predict_in_chunks(estimator, list(campaign.src))
-        parameters = {
-            "checkpoint": args.checkpoint,
-            "seen_in_training": seen,
-            "source_languages": languages,
-            "source_coverage": coverage,
-        }
-        return utility, "checkpoint", parameters
+        return utility, "checkpoint", {"checkpoint": args.checkpoint, **screening.report()}
     if args.strict:
         raise PrecometError("--strict applies to utilities from an estimator (--checkpoint or --scores), not --method")
     from precomet.utilities import compute_utility

@@ -35,6 +35,7 @@ from precomet.errors import Interrupted, PrecometError
 from precomet.estimator.data import truncation_tally
 from precomet.estimator.estimator import Estimator
 from precomet.estimator.leakage import fingerprint_in, report_seen
+from precomet.estimator.metadata import CheckpointMeta
 from precomet.estimator.predict import predict_sources
 from precomet.outputs.atomic import clean_leftovers, kept_file
 from precomet.progress import progress as progress_bar
@@ -64,7 +65,9 @@ class PoolScan:
     """Sources the estimator was trained on (``None``: the checkpoint has no training-source fingerprint)."""
 
 
-def scan_pool(chunks: Iterable[Chunk], *, meta: dict[str, Any], strict: bool, what: str, where: str) -> PoolScan:
+def scan_pool(
+    chunks: Iterable[Chunk], *, meta: CheckpointMeta | dict[str, Any], strict: bool, what: str, where: str
+) -> PoolScan:
     """Count, hash and check every source of ``chunks`` against the training-source fingerprint in ``meta`` (read
     at ``where``): a seen source is a warning, or with ``strict`` a :class:`PrecometError`, before any work."""
     fingerprint = fingerprint_in(meta, where=where)
