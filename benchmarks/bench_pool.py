@@ -14,11 +14,11 @@ Stages, each a fresh process of the command a user runs (wall time and peak RSS 
 1. ``read``: the chunked reader (``precomet.io.chunks.iter_source_chunks``) over the whole pool, nothing else;
 2. ``predict``: ``precomet predict --checkpoint checkpoints/metric-avg-e5 --data pool.jsonl --chunk-size N -o``:
    read, tokenise, embed and score chunk by chunk, and write the utilities (streamed into the output set);
-3. ``select``: ``precomet select --data pool.jsonl --scores utilities.jsonl --proportion 0.2 --cost-aware
+3. ``select``: ``precomet select --data pool.jsonl --utility-file utilities.jsonl --proportion 0.2 --cost-aware
    --balance domain -o subset.jsonl``: the certified knapsack over 20 % of the estimated annotation cost with
    equal counts from the 5 domains, the subset and its manifest written;
 4. ``select --checkpoint`` (apart from the sum): the same selection with the utilities predicted in the same
-   process (``--checkpoint`` instead of ``--scores``), from an empty encoder cache of its own.
+   process (``--checkpoint`` instead of ``--utility-file``), from an empty encoder cache of its own.
 
 A pool sampled with replacement repeats texts, and the embedding cache encodes each distinct text once per
 process, so ``predict`` costs grow with the distinct texts, not the pool: the table gives both, the encoder's rate
@@ -123,7 +123,7 @@ def run_size(size: int, args: argparse.Namespace, universe: list[str], shares: d
                 cache=cache,
             ),
             "select": measured(
-                [*precomet, "select", "--data", str(pool), "--scores", str(utilities), "--proportion", "0.2"]
+                [*precomet, "select", "--data", str(pool), "--utility-file", str(utilities), "--proportion", "0.2"]
                 + ["--cost-aware", "--balance", "domain", "-o", str(subset)],
                 cache=cache,
             ),

@@ -55,7 +55,7 @@ OPTIONS = {
     "dev_fraction": "--data.dev_fraction ",
     "devices": "--devices ",
     "exclude": "--exclude ",
-    "external": "--scores NAME=FILE",
+    "external": "--utility-file NAME=FILE",
     "human": "--human ",
     "doc_level": "--level doc",
     "methods": "--methods ",
@@ -113,6 +113,29 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
             command.add_argument("--no-cache", action="store_true", default=argparse.SUPPRESS, help=NO_CACHE_HELP)
         command.set_defaults(_run=module.run)
     return parser
+
+
+RENAMED = {
+    ("select", "--scores"): "--utility-file",
+    ("benchmark", "--scores"): "--utility-file",
+    ("waves", "--scores"): "--utility-file",
+    ("benchmark", "--target"): "--score",
+}
+"""Options renamed in 0.18.0 so that a name means one thing (docs/names.md): ``(command, old) -> new``. The old
+spellings still work, with a warning, until 0.19.0."""
+
+
+def renamed_options(argv: list[str]) -> tuple[list[str], list[str]]:
+    """``argv`` with the old spellings of :data:`RENAMED` options replaced, and one warning per spelling replaced."""
+    command, out, notes = _command_in(argv), [], []
+    for position, token in enumerate(argv):
+        option, equals, value = token.partition("=")
+        new = RENAMED.get((command or "", option)) if "--" not in argv[:position] else None
+        out.append(new + equals + value if new else token)
+        note = f"{option} is renamed {new}; the old spelling works until precomet 0.19.0"
+        if new and note not in notes:
+            notes.append(note)
+    return out, notes
 
 
 def _command_in(argv: list[str]) -> str | None:
@@ -192,6 +215,7 @@ def _printable_names() -> Iterator[None]:
 
 
 def _main(argv: list[str]) -> int:
+    argv, renamed = renamed_options(argv)
     parser = build_parser(only=_command_in(argv))
     args, unrecognized = parser.parse_known_args(argv)
     module = importlib.import_module(COMMANDS[args.command])
@@ -209,7 +233,7 @@ def _main(argv: list[str]) -> int:
                 "standard output is closed; give it somewhere to go (> FILE, or > /dev/null to discard it)"
             )
         if not secondary_process():  # once per run, not per process of a launched run
-            for line in unknown_variables(os.environ):
+            for line in [*renamed, *unknown_variables(os.environ)]:
                 print(f"{prefix}: warning: {line}", file=sys.stderr)
         if _working_folder_gone():
             raise PrecometError(_GONE)

@@ -5,7 +5,7 @@ built from every OTHER campaign (per-campaign z-score of the human-score utility
 trained with configs/precomet-minilm.yaml (FROZEN encoder, cached features: a CPU-budget choice, not the
 paper's fine-tuned XLM-R), the test campaign's sources are scored, and we report Pearson / Kendall
 between predicted and true utilities and write utility files (signature line, then ``{"id", "utility"}``) for
-``precomet benchmark --scores``.
+``precomet benchmark --utility-file``.
 
     .venv/bin/python training/heldout.py --out benchmarks/out/estimator [--methods diversity metric_var ...]
         [--train-seeds 0 1 2]   # one estimator per training seed (single-seed parities vary by ±15 points)
@@ -98,7 +98,7 @@ def run_one(
 
 def write_scores(path: Path, checkpoint: Path, campaign, predicted: np.ndarray, *, seed: int) -> None:
     """A utility file with its signature line (as ``precomet predict`` writes), so that ``precomet benchmark
-    --scores`` checks the training-source fingerprint against the test campaign."""
+    --utility-file`` checks the training-source fingerprint against the test campaign."""
     from precomet.estimator.checkpoint import read_meta
     from precomet.io.utility_files import write_utilities
     from precomet.signature import signature
@@ -194,7 +194,9 @@ def main() -> None:
                 (args.out / "heldout.json").write_text(json.dumps(results, indent=2) + "\n")
     for test in args.tests:
         specs = " ".join(
-            f"--scores {e['method']}_src{stem(args, e['seed'])}={e['scores']}" for e in results if e["test"] == test
+            f"--utility-file {e['method']}_src{stem(args, e['seed'])}={e['scores']}"
+            for e in results
+            if e["test"] == test
         )
         print(
             f"precomet benchmark {BENCH_DATA[test].format(raw=RAW)} {specs} --seeds 100 "

@@ -75,7 +75,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--metric", help="score the utilities use, e.g. MetricX-23-c (required by score-based methods)")
     parser.add_argument(
-        "--scores",
+        "--utility-file",
         action="append",
         default=[],
         metavar="NAME=FILE",
@@ -91,14 +91,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--selector",
         choices=SELECTORS,
         default="top",
-        help="how each --scores ranking selects: 'top' (highest first, default) or 'strata' (the best of each k-means"
-        " stratum of the source embeddings, k = budget; precomet.selection.strata)",
+        help="how each --utility-file ranking selects: 'top' (highest first, default) or 'strata' (the best of each"
+        " k-means stratum of the source embeddings, k = budget; precomet.selection.strata)",
     )
     parser.add_argument(
         "--strata-encoder", default=DEFAULT_ENCODER, help=f"encoder for --selector strata (default {DEFAULT_ENCODER})"
     )
     parser.add_argument(
-        "--target", default="human", help="score the subsets are meta-evaluated on (default human), e.g. coherence"
+        "--score", default="human", help="score the subsets are meta-evaluated on (default human), e.g. coherence"
     )
     parser.add_argument(
         "--props",
@@ -154,9 +154,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--strict",
         action="store_true",
-        help="--scores from an estimator: refuse a campaign with sources it was trained on (default: warn)",
+        help="--utility-file from an estimator: refuse a campaign with sources it was trained on (default: warn)",
     )
-    add_force_argument(parser, what="a --scores file")
+    add_force_argument(parser, what="a --utility-file file")
     parser.add_argument(
         "--no-oracle",
         dest="oracle",
@@ -186,7 +186,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--allow-circular",
         action="store_true",
-        help="run score-based methods on --metric equal to --target (utilities from the very human scores the"
+        help="run score-based methods on --metric equal to --score (utilities from the very human scores the"
         " subsets are evaluated on: an upper bound, not a usable selector; refused without this flag)",
     )
     add_output_argument(parser, "write the results here as JSON (default: print the table only)", required=False)
@@ -210,7 +210,7 @@ def read_external_scores(
 
     name, sep, file = spec.partition("=")
     if not sep or not name or not file:
-        raise PrecometError(f"--scores: expected NAME=FILE, got {spec!r}")
+        raise PrecometError(f"--utility-file: expected NAME=FILE, got {spec!r}")
     values, signature = aligned_utilities(file, campaign.ids, allow_extra=True, source_of=source_of, force=force)
     return (
         name,
@@ -220,7 +220,7 @@ def read_external_scores(
 
 
 def paths(args: argparse.Namespace) -> Paths:
-    files = [spec.partition("=")[2] or None for spec in args.scores]
+    files = [spec.partition("=")[2] or None for spec in args.utility_file]
     inputs = [*data_inputs(args), args.cost_from_times, args.subset, *files]
     return Paths(inputs=inputs, outputs=[args.output, args.plot])
 
@@ -250,15 +250,15 @@ def run(args: argparse.Namespace) -> int:
         raise PrecometError("--cost-from-times and --cost-objective apply to cost budgets: add --budget-unit cost")
     if args.crowd is not None:
         _check_crowd_options(args)
-    if args.selector == "strata" and (not args.scores or args.crowd is not None):
-        raise PrecometError("--selector strata applies to --scores rankings (and not to --crowd)")
+    if args.selector == "strata" and (not args.utility_file or args.crowd is not None):
+        raise PrecometError("--selector strata applies to --utility-file rankings (and not to --crowd)")
     campaign = load_campaign(args)
     require_outputs(
         campaign, args, what="benchmark", needs="systems with human scores", instead="benchmark a scored campaign"
     )
     campaign = apply_cost_from_times(args, campaign)
-    if args.keep_incomplete and args.target in campaign.scores and np.isnan(campaign.score(args.target)).any():
-        unrated = int(np.isnan(campaign.score(args.target)).any(axis=1).sum())
+    if args.keep_incomplete and args.score in campaign.scores and np.isnan(campaign.score(args.score)).any():
+        unrated = int(np.isnan(campaign.score(args.score)).any(axis=1).sum())
         raise PrecometError(
             f"--keep-incomplete: a benchmark compares subsets on items rated by every system, and {unrated} of the"
             f" {len(campaign)} items of --data are not; drop --keep-incomplete"
@@ -278,11 +278,11 @@ def run(args: argparse.Namespace) -> int:
     _check_circular(args, methods)
     if args.crowd is not None:
         return _run_crowd(args, campaign, props, methods)
-    _check_score_names(args.scores, methods)
-    source_of = source_texts(args, campaign) if args.scores else None
+    _check_score_names(args.utility_file, methods)
+    source_of = source_texts(args, campaign) if args.utility_file else None
     read = [
         read_external_scores(spec, campaign, strict=args.strict, source_of=source_of, force=args.force)
-        for spec in args.scores
+        for spec in args.utility_file
     ]
     external: dict = {name: values for name, values, _ in read}
     if args.selector == "strata":
@@ -296,7 +296,7 @@ def run(args: argparse.Namespace) -> int:
         methods=methods,
         external=external,
         metric=args.metric,
-        score=args.target,
+        score=args.score,
         props=props,
         seeds=args.seeds,
         budget_unit=args.budget_unit,
@@ -318,7 +318,7 @@ def run(args: argparse.Namespace) -> int:
     result = result.with_signature(
         data=str(args.data),
         cost_from_times=args.cost_from_times,
-        scores_files=list(args.scores),
+        scores_files=list(args.utility_file),
         selector={"name": args.selector, "encoder": args.strata_encoder if args.selector == "strata" else None},
         seen_in_training={name: seen for name, _, seen in read},
         budget_time=args.budget_time,
@@ -338,21 +338,21 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _check_circular(args: argparse.Namespace, methods: list[str]) -> None:
-    """Refuse utilities computed on the evaluation's own scores (``--metric`` = ``--target``) without
+    """Refuse utilities computed on the evaluation's own scores (``--metric`` = ``--score``) without
     ``--allow-circular``; with ``--crowd`` too (the crowd's human scores are annotations of the same items)."""
     from precomet.benchmark import circular_reason
 
-    reason = circular_reason(methods, args.metric, args.target)
+    reason = circular_reason(methods, args.metric, args.score)
     if reason and not args.allow_circular:
         raise PrecometError(
-            f"{reason}; choose a metric (--metric) other than --target {args.target}, or add --allow-circular to"
+            f"{reason}; choose a metric (--metric) other than --score {args.score}, or add --allow-circular to"
             " run it anyway as an upper bound"
         )
 
 
 def _check_score_names(specs: list[str], methods: list[str]) -> None:
-    """Each ``--scores NAME=FILE`` names one row of its own: a repeated name would keep only the last file, and the
-    names of random, the oracle, the length control or a ``--methods`` row would be mixed with those rows."""
+    """Each ``--utility-file NAME=FILE`` names one row of its own: a repeated name would keep only the last file, and
+    the names of random, the oracle, the length control or a ``--methods`` row would be mixed with those rows."""
     from precomet.benchmark.plan import LENGTH_CONTROL
 
     taken = {"random": "the random baseline", "oracle": "the oracle row", LENGTH_CONTROL: "the length control"}
@@ -361,9 +361,9 @@ def _check_score_names(specs: list[str], methods: list[str]) -> None:
     for spec in specs:
         name = spec.partition("=")[0]
         if name in seen:
-            raise PrecometError(f"--scores: the name {name!r} is given twice; give each ranking its own NAME")
+            raise PrecometError(f"--utility-file: the name {name!r} is given twice; give each ranking its own NAME")
         if name in taken:
-            raise PrecometError(f"--scores {spec}: the name {name!r} is {taken[name]}'s; choose another NAME")
+            raise PrecometError(f"--utility-file {spec}: the name {name!r} is {taken[name]}'s; choose another NAME")
         seen.add(name)
 
 
@@ -373,7 +373,7 @@ def _run_fixed_subset(args: argparse.Namespace, campaign: Campaign) -> int:
     from precomet.benchmark import NULL_ORDERINGS
     from precomet.benchmark.fixed import fixed_table, judge_subset, judgement_result, plot_fixed
 
-    given = [flag for flag, used in (("--scores", args.scores), ("--crowd", args.crowd is not None),
+    given = [flag for flag, used in (("--utility-file", args.utility_file), ("--crowd", args.crowd is not None),
              ("--props", args.props is not None), ("--budget-time", args.budget_time is not None),
              ("--methods", args.methods), ("--balance", args.balance), ("--level doc", args.level != "item"),
              ("--cost-objective", args.cost_objective != DEFAULT_COST_OBJECTIVE)) if used]  # fmt: skip
@@ -397,7 +397,7 @@ def _run_fixed_subset(args: argparse.Namespace, campaign: Campaign) -> int:
     judgement = judge_subset(
         campaign,
         campaign.index_of(ids.rated),
-        score=args.target,
+        score=args.score,
         match=args.budget_unit,
         n_random=n_random,
         permutations=args.permutations,
@@ -412,7 +412,7 @@ def _run_fixed_subset(args: argparse.Namespace, campaign: Campaign) -> int:
         seed=args.seed,
         data=str(args.data),
         subset=str(args.subset),
-        target=args.target,
+        target=args.score,
         permutations=args.permutations,
         cluster_rule=args.cluster_rule,
     )
@@ -458,7 +458,7 @@ def _check_crowd_options(args: argparse.Namespace) -> None:
     unsupported = [
         flag
         for flag, used in (
-            ("--scores", args.scores),
+            ("--utility-file", args.utility_file),
             ("--plot", args.plot),
             ("--budget-time", args.budget_time is not None),
             ("--budget-unit cost", args.budget_unit == "cost" and args.budget_time is None),
@@ -485,7 +485,7 @@ def _run_crowd(args: argparse.Namespace, campaign: Campaign, props: list[float],
         crowd=args.crowd,
         runs=args.crowd_runs,
         metric=args.metric,
-        score=args.target,
+        score=args.score,
         props=props,
         seeds=args.seeds,
         permutations=args.permutations,

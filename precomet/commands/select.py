@@ -50,7 +50,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"utility method computed on the fly: {', '.join(UTILITY_METHODS)} (length = longer sources first; under a"
         " cost budget the knapsack with a constant utility, i.e. source length alone)",
     )
-    source.add_argument("--scores", help='JSONL of {"id", "utility"} (an optional first signature line is skipped)')
+    source.add_argument(
+        "--utility-file", help='JSONL of {"id", "utility"} (an optional first signature line is skipped)'
+    )
     source.add_argument("--checkpoint", help="estimator checkpoint directory: utilities predicted from the sources")
     parser.add_argument("--metric", help="score name used by --method (e.g. MetricX-23-c)")
     parser.add_argument(
@@ -103,15 +105,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--exclude-missing",
         action="store_true",
-        help="never select items without a utility: lacking --metric for some system (--method) or null in --scores"
-        " (default: an error)",
+        help="never select items without a utility: lacking --metric for some system (--method) or null in"
+        " --utility-file (default: an error)",
     )
     parser.add_argument(
         "--strict",
         action="store_true",
-        help="--checkpoint / --scores from an estimator: refuse sources it was trained on (default: warn)",
+        help="--checkpoint / --utility-file from an estimator: refuse sources it was trained on (default: warn)",
     )
-    add_force_argument(parser, what="a --scores file")
+    add_force_argument(parser, what="a --utility-file file")
     parser.add_argument(
         "-o",
         "--output",
@@ -142,7 +144,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def paths(args: argparse.Namespace) -> Paths:
     return Paths(
-        inputs=[*data_inputs(args), args.scores, args.checkpoint, args.cost_from_times],
+        inputs=[*data_inputs(args), args.utility_file, args.checkpoint, args.cost_from_times],
         outputs=[
             args.output,
             subset_manifest_path(args.output or args.batch) if args.output or args.batch else None,
@@ -166,9 +168,9 @@ def run(args: argparse.Namespace) -> int:
         raise PrecometError(f"{option} applies to --batch (the annotation batch); give --batch PATH")
     check_solver(args.solver)
     if args.selector and args.method:
-        raise PrecometError("--selector applies to --checkpoint or --scores, not --method")
+        raise PrecometError("--selector applies to --checkpoint or --utility-file, not --method")
     if args.metric is not None and not args.method:
-        raise PrecometError("--metric names the score --method reads; --checkpoint and --scores read none")
+        raise PrecometError("--metric names the score --method reads; --checkpoint and --utility-file read none")
     campaign = apply_cost_from_times(args, load_campaign(args))
     if args.level == "doc":
         if is_sources_only(campaign) and not args.docs:
@@ -182,7 +184,7 @@ def run(args: argparse.Namespace) -> int:
         rated, utility = _without_missing(campaign, utility)
         parameters["excluded_missing"] = len(campaign) - len(rated)
         campaign = rated
-    selector = args.selector or (DEFAULT_SELECTOR if method == "checkpoint" else "top")  # --scores: any utility
+    selector = args.selector or (DEFAULT_SELECTOR if method == "checkpoint" else "top")  # --utility-file: any utility
     if args.strata_encoder is not None and selector != "strata":
         raise PrecometError(f"--strata-encoder applies to --selector strata (the selector here is {selector})")
     if selector == "strata":
@@ -297,13 +299,15 @@ def _utilities(args: argparse.Namespace, campaign: Campaign) -> tuple[np.ndarray
     from precomet.estimator.leakage import check_seen
 
     if args.exclude_missing and args.checkpoint:
-        raise PrecometError("--exclude-missing applies to --method and --scores; a checkpoint predicts every item")
-    if args.scores:
+        raise PrecometError(
+            "--exclude-missing applies to --method and --utility-file; a checkpoint predicts every item"
+        )
+    if args.utility_file:
         from precomet.io.utility_files import aligned_utilities
 
         source_of = source_texts(args, campaign)  # every item: a file may cover the unrated ones too
         utility, signature = aligned_utilities(
-            args.scores,
+            args.utility_file,
             campaign.ids,
             allow_extra=source_of.keys(),
             source_of=source_of,
@@ -311,9 +315,13 @@ def _utilities(args: argparse.Namespace, campaign: Campaign) -> tuple[np.ndarray
             allow_null=args.exclude_missing,
         )
         seen = check_seen(
-            signature, campaign.src, strict=args.strict, what=f"the estimator behind {args.scores}", where=args.scores
+            signature,
+            campaign.src,
+            strict=args.strict,
+            what=f"the estimator behind {args.utility_file}",
+            where=args.utility_file,
         )
-        return utility, "scores", {"scores": args.scores, "seen_in_training": seen}
+        return utility, "scores", {"scores": args.utility_file, "seen_in_training": seen}
     if args.checkpoint:
         from precomet.estimator import load_estimator
         from precomet.estimator.screening import predict_utilities
@@ -328,7 +336,9 @@ def _utilities(args: argparse.Namespace, campaign: Campaign) -> tuple[np.ndarray
         )
         return utility, "checkpoint", {"checkpoint": args.checkpoint, **screening.report()}
     if args.strict:
-        raise PrecometError("--strict applies to utilities from an estimator (--checkpoint or --scores), not --method")
+        raise PrecometError(
+            "--strict applies to utilities from an estimator (--checkpoint or --utility-file), not --method"
+        )
     from precomet.utilities import compute_utility
 
     require_method_data(

@@ -103,7 +103,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     prior = parser.add_mutually_exclusive_group()
     prior.add_argument("--utility", help="the prior: an output-based utility, e.g. metric_var (needs --metric)")
     prior.add_argument(
-        "--scores",
+        "--utility-file",
         type=Path,
         help="the prior: a utilities file (JSONL id, utility), e.g. the source-based estimator's from precomet"
         " predict --checkpoint, which runs its language, coverage and leak checks",
@@ -141,7 +141,7 @@ def paths(args: argparse.Namespace) -> Paths:
             *args.judgements,
             *args.pearmut_annotations,
             *args.appraise_annotations,
-            args.scores,
+            args.utility_file,
         ],
         outputs=[args.batch, args.pearmut, args.report, args.plot, args.output, args.manifest],
     )
@@ -156,11 +156,11 @@ def _chooser(args: argparse.Namespace, pool):
         from precomet.utilities import compute_utility
 
         prior = compute_utility(pool, args.utility, metric=args.metric)
-    if args.scores:
+    if args.utility_file:
         from precomet.io.utility_files import aligned_utilities
 
         prior, _ = aligned_utilities(
-            args.scores, pool.ids, allow_extra=True, source_of=dict(zip(map(str, pool.ids), pool.src))
+            args.utility_file, pool.ids, allow_extra=True, source_of=dict(zip(map(str, pool.ids), pool.src))
         )
     if args.metric:
         if args.metric not in pool.scores:
@@ -172,7 +172,7 @@ def _chooser(args: argparse.Namespace, pool):
         vectors = vector_features(embed_texts(list(pool.src), encoder=args.encoder))
         features = vectors if features is None else np.hstack([features, vectors])
     if args.chooser == "prior" and prior is None:
-        raise PrecometError("--chooser prior needs --utility (with --metric for a metric's utility) or --scores")
+        raise PrecometError("--chooser prior needs --utility (with --metric for a metric's utility) or --utility-file")
     return Chooser(args.chooser, source_length(pool.src), prior=prior, features=features)
 
 
@@ -193,7 +193,7 @@ def _check_options(args: argparse.Namespace) -> None:
             )
     if args.encoder and args.chooser != "learn":
         raise PrecometError(f"--encoder {args.encoder}: only --chooser learn reads the sources' vectors")
-    for flag, given in (("--utility", args.utility), ("--scores", args.scores)):
+    for flag, given in (("--utility", args.utility), ("--utility-file", args.utility_file)):
         if given is not None and args.chooser not in ("prior", "learn"):
             raise PrecometError(f"{flag} {given}: a prior is read by --chooser prior or learn, not {args.chooser}")
     if args.plot is not None and args.plot.suffix.lower() not in PLOT_SUFFIXES:

@@ -79,12 +79,12 @@ CASES = {
         ["info", "--data", "esa", "--campaign", "en-cs"], {}, ("wave1.csv:", "system 'A'", "field 'score'"), esa_inf
     ),
     "scores-file-infinity-select": Case(
-        S.replace("--method metric_var --metric m --budget 2", "--scores u.jsonl --budget 2").split(),
+        S.replace("--method metric_var --metric m --budget 2", "--utility-file u.jsonl --budget 2").split(),
         {"items.jsonl": GOOD, "u.jsonl": UTILITIES.replace("0.3", "Infinity")},
         ("u.jsonl:3", "item 'c'", "field 'utility'"),
     ),
     "scores-file-nan-benchmark": Case(
-        (B + " --scores ext=u.jsonl").split(),
+        (B + " --utility-file ext=u.jsonl").split(),
         {"items.jsonl": GOOD, "u.jsonl": UTILITIES.replace("0.2", "NaN")},
         ("u.jsonl:2", "item 'b'", "field 'utility'"),
     ),

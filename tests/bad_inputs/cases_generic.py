@@ -32,12 +32,12 @@ TEMPLATES = {  # {X} = the broken path
     "info": "info --data {X}",
     "convert": "convert --data {X} -o {d}/o.jsonl",
     "select-data": "select --data {X} --method metric_var --metric m --budget 2 -o {d}/s.jsonl",
-    "select-scores": "select --data items.jsonl --scores {X} --budget 2 -o {d}/s.jsonl",
+    "select-scores": "select --data items.jsonl --utility-file {X} --budget 2 -o {d}/s.jsonl",
     "select-cost-from-times": "select --data wmt.jsonl --method metric_var --metric m --proportion 0.5"
     " --cost-from-times {X} -o {d}/s.jsonl",
     "utilities": "utilities --data {X} --method metric_avg --metric m -o {d}/u.jsonl",
     "benchmark-scores": "benchmark --data items.jsonl --methods metric_var --metric m --props 0.5 --seeds 2"
-    " --permutations 10 --scores e={X} -o {d}/b.json",
+    " --permutations 10 --utility-file e={X} -o {d}/b.json",
     "rank-subset": "rank --data items.jsonl --subset {X} --rounds 10",
     "rank-manifest": "rank --data items.jsonl --manifest {X} --rounds 10",
     "elo-prefs": "elo --prefs {X} --rounds 10",

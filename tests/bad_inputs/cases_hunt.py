@@ -58,7 +58,7 @@ CASES = {
         ("x.jsonl:1", "field 'cost'"),
     ),
     "hunt-utility-written-as-text": _case(
-        S.replace("--method metric_var --metric m", "--scores u.jsonl"),
+        S.replace("--method metric_var --metric m", "--utility-file u.jsonl"),
         {"items.jsonl": GOOD, "u.jsonl": UTILITIES.replace('"utility": 0.1', '"utility": "0.1"')},
         ("u.jsonl:1", "field 'utility'"),
     ),

@@ -74,7 +74,9 @@ CASES = {
         ("s.manifest.json", "is the input"),
     ),
     "select-output-is-the-scores-file": _clobber(
-        S.replace("--method metric_var --metric m", "--scores u.jsonl").replace("{d}/subset.jsonl", "{d}/u.jsonl"),
+        S.replace("--method metric_var --metric m", "--utility-file u.jsonl").replace(
+            "{d}/subset.jsonl", "{d}/u.jsonl"
+        ),
         {"items.jsonl": GOOD, "u.jsonl": UTILITIES},
         ("u.jsonl", "is the input"),
     ),
@@ -113,7 +115,7 @@ CASES = {
         BT + " --holdout h.jsonl -o {d}/h.jsonl", {"items.jsonl": GOOD, "h.jsonl": GOOD}, ("h.jsonl", "is the input")
     ),
     "benchmark-json-is-the-scores-file": _clobber(
-        B.replace("{d}/b.json", "{d}/u.jsonl") + " --scores ext=u.jsonl",
+        B.replace("{d}/b.json", "{d}/u.jsonl") + " --utility-file ext=u.jsonl",
         {"items.jsonl": GOOD, "u.jsonl": UTILITIES},
         ("u.jsonl", "is the input"),
     ),

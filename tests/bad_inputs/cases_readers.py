@@ -175,7 +175,7 @@ CASES = {
         ("human.csv", "UTF-16"),
     ),
     "readers-scores-file-latin1-select": Case(
-        S.replace("--method metric_var --metric m --budget 2", "--scores u.jsonl --budget 2").split(),
+        S.replace("--method metric_var --metric m --budget 2", "--utility-file u.jsonl --budget 2").split(),
         {"items.jsonl": GOOD, "u.jsonl": UTILITIES.replace('"b"', '"\xe9"').encode("latin-1")},
         ("u.jsonl:2", "UTF-8", "0xE9"),
     ),
@@ -244,7 +244,7 @@ CASES = {
         ("items.jsonl:1", "item 'a'", "field 'cost'", "finite"),
     ),
     "readers-utilities-400-digit": Case(
-        S.replace("--method metric_var --metric m --budget 2", "--scores u.jsonl --budget 2").split(),
+        S.replace("--method metric_var --metric m --budget 2", "--utility-file u.jsonl --budget 2").split(),
         {"items.jsonl": GOOD, "u.jsonl": UTILITIES.replace("0.2", BIG)},
         ("u.jsonl:2", "item 'b'", "field 'utility'", "finite"),
     ),
@@ -338,7 +338,7 @@ CASES = {
         T.split(), {"targets.jsonl": TARGETS.replace('"id": "2"', '"id": [2]')}, ("targets.jsonl:3", "'id'", "list")
     ),
     "readers-scores-file-id-is-a-list": Case(
-        S.replace("--method metric_var --metric m", "--scores u.jsonl").split(),
+        S.replace("--method metric_var --metric m", "--utility-file u.jsonl").split(),
         {"items.jsonl": GOOD, "u.jsonl": UTILITIES.replace('"id": "b"', '"id": ["b"]')},
         ("u.jsonl:2", "'id'", "list"),
     ),

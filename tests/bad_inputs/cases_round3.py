@@ -87,54 +87,54 @@ CASES = {
     ),
     # ---- results that belong to other data
     "r3-select-scores-predicted-on-other-text": _case(
-        "select --data s.txt --scores p.jsonl --budget 1 -o {d}/sub.jsonl",
+        "select --data s.txt --utility-file p.jsonl --budget 1 -o {d}/sub.jsonl",
         {"s.txt": SRC, "p.jsonl": PREDICTED_ELSEWHERE},
         ("p.jsonl", "other sources than --data", "--force"),
     ),
     "r3-select-scores-signed-for-other-text": _case(
-        "select --data s.txt --scores u.jsonl --budget 1 -o {d}/sub.jsonl",
+        "select --data s.txt --utility-file u.jsonl --budget 1 -o {d}/sub.jsonl",
         {"s.txt": SRC, "u.jsonl": SIGNED_ELSEWHERE},
         ("u.jsonl", "other sources than --data", "--force"),
     ),
     "r3-benchmark-scores-of-other-data": _case(
-        "benchmark --data items.jsonl --scores est=u.jsonl --metric m --props 0.5 --seeds 2 --permutations 10"
+        "benchmark --data items.jsonl --utility-file est=u.jsonl --metric m --props 0.5 --seeds 2 --permutations 10"
         " -o {d}/b.json",
         {"items.jsonl": GOOD, "u.jsonl": ITEM_SCORES},
         ("u.jsonl", "other sources than --data", "--force"),
     ),
     "r3-select-scores-of-relabelled-ids": _case(
-        "select --data items.jsonl --scores u.jsonl --budget 1 -o {d}/sub.jsonl",
+        "select --data items.jsonl --utility-file u.jsonl --budget 1 -o {d}/sub.jsonl",
         {"items.jsonl": GOOD, "u.jsonl": RELABELLED},
         ("u.jsonl", "items hash", "relabelled", "--force"),
     ),
     "r3-select-scores-signature-not-an-object": _case(
-        "select --data s.txt --scores u.jsonl --budget 1 -o {d}/sub.jsonl",
+        "select --data s.txt --utility-file u.jsonl --budget 1 -o {d}/sub.jsonl",
         {"s.txt": SRC, "u.jsonl": '{"signature": "x"}\n{"id": "1", "utility": 1.0}\n'},
         ("u.jsonl:1", "'signature' must be an object"),
     ),
     "r3-benchmark-scores-sources-hash-not-a-hash": _case(
-        "benchmark --data items.jsonl --scores est=u.jsonl --metric m --props 0.5 --seeds 2 --permutations 10"
+        "benchmark --data items.jsonl --utility-file est=u.jsonl --metric m --props 0.5 --seeds 2 --permutations 10"
         " -o {d}/b.json",
         {"items.jsonl": GOOD, "u.jsonl": _scores({"sources_hash": 12}, ids="abcd")},
         ("u.jsonl", "'sources_hash' must be 16 hex digits", "12"),
     ),
     "r3-benchmark-scores-with-ids-data-lacks": _case(
-        "benchmark --data items.jsonl --scores est=u.jsonl --metric m --props 0.5 --seeds 2 --permutations 10"
+        "benchmark --data items.jsonl --utility-file est=u.jsonl --metric m --props 0.5 --seeds 2 --permutations 10"
         " -o {d}/b.json",
         {"items.jsonl": GOOD, "u.jsonl": _scores({"sources_hash": sources_hash(["x"] * 5)}, ids="abcdz")},
         ("u.jsonl", "other data than --data", "1 of its 5 ids", "'z'", "--force"),
     ),
     "r3-benchmark-scores-name-twice": _case(
-        "benchmark --data items.jsonl --scores x=u.jsonl --scores x=u.jsonl --metric m --props 0.5 --seeds 2"
-        " --permutations 10 -o {d}/b.json",
+        "benchmark --data items.jsonl --utility-file x=u.jsonl --utility-file x=u.jsonl --metric m --props 0.5"
+        " --seeds 2 --permutations 10 -o {d}/b.json",
         {"items.jsonl": GOOD, "u.jsonl": _scores({}, ids="abcd")},
-        ("--scores", "'x' is given twice"),
+        ("--utility-file", "'x' is given twice"),
     ),
     "r3-benchmark-scores-named-random": _case(
-        "benchmark --data items.jsonl --scores random=u.jsonl --metric m --props 0.5 --seeds 2 --permutations 10"
+        "benchmark --data items.jsonl --utility-file random=u.jsonl --metric m --props 0.5 --seeds 2 --permutations 10"
         " -o {d}/b.json",
         {"items.jsonl": GOOD, "u.jsonl": _scores({}, ids="abcd")},
-        ("--scores random=u.jsonl", "random baseline", "another NAME"),
+        ("--utility-file random=u.jsonl", "random baseline", "another NAME"),
     ),
     "r3-rank-subset-of-another-campaign-same-ids": _case(
         "rank --data items.jsonl --subset sub.jsonl --rounds 20",

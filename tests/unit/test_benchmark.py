@@ -224,7 +224,7 @@ def test_cli_end_to_end(tmp_path, campaign):
             "benchmark",
             "--data",
             str(data),
-            "--scores",
+            "--utility-file",
             f"pred={scores}",
             "--props",
             "0.2,0.5",
@@ -251,11 +251,11 @@ def test_cli_bad_input(tmp_path, campaign, capsys):
     partial = tmp_path / "partial.jsonl"
     _write_scores(partial, campaign.ids[:100], np.zeros(100))
     base = ["benchmark", "--data", str(data), "-o", str(tmp_path / "o.json"), "--seeds", "2"]
-    assert main(base + ["--scores", f"p={partial}"]) == 2
+    assert main(base + ["--utility-file", f"p={partial}"]) == 2
     assert "20 of 120 campaign id(s) have no utility" in capsys.readouterr().err
-    assert main(base + ["--scores", f"p={partial}", "--props", "0.2:1.4:0.4"]) == 2
+    assert main(base + ["--utility-file", f"p={partial}", "--props", "0.2:1.4:0.4"]) == 2
     assert "(0, 1]" in capsys.readouterr().err
-    assert main(base + ["--scores", "nofile"]) == 2
+    assert main(base + ["--utility-file", "nofile"]) == 2
     assert "NAME=FILE" in capsys.readouterr().err
 
 
@@ -317,7 +317,7 @@ def test_cli_cost_options_need_a_cost_budget(tmp_path, campaign, capsys):
         "benchmark",
         "--data",
         str(data),
-        "--scores",
+        "--utility-file",
         f"u={scores}",
         "-o",
         str(tmp_path / "o.json"),
@@ -343,7 +343,7 @@ def test_cli_budget_time_gives_the_budgets_as_shares_of_the_annotation_time(tmp_
     scores = tmp_path / "u.jsonl"
     _write_scores(scores, campaign.ids, np.arange(len(campaign), dtype=float))
     total = float(campaign.cost.sum())
-    base = ["benchmark", "--data", str(data), "--scores", f"u={scores}", "--seeds", "2", "--permutations", "50"]
+    base = ["benchmark", "--data", str(data), "--utility-file", f"u={scores}", "--seeds", "2", "--permutations", "50"]
     quarter = f"{total / 4:.6f}s"
     assert main([*base, "--budget-time", f"{quarter},{total / 120:.6f}m", "-o", str(tmp_path / "t.json")]) == 0
     timed = json.loads((tmp_path / "t.json").read_text())

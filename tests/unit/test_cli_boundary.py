@@ -85,7 +85,7 @@ def test_a_library_error_names_its_parameter(simulated):
         (
             PrecometError("(or {external})", param="external"),
             "(or external={NAME: utilities})",
-            "(or --scores NAME=FILE)",
+            "(or --utility-file NAME=FILE)",
         ),
         (
             PrecometError("raise {time_limit}... or pass {allow_gap}", param=("time_limit", "allow_gap")),

@@ -344,7 +344,7 @@ def test_select_and_benchmark_report_seen_sources(trained, tmp_path, caplog, cap
         "benchmark",
         "--data",
         str(data),
-        "--scores",
+        "--utility-file",
         f"est={scores}",
         "--seeds",
         "2",

@@ -213,7 +213,7 @@ def test_select_on_a_shard_directory_is_select_on_the_single_process_file(run, t
     subsets = []
     for scores in (single, run["shards"]):
         out = tmp_path / f"subset-{scores.name}.jsonl"
-        argv = ["select", "--data", str(run["work"] / "src.txt"), "--scores", str(scores), "--budget", "9"]
+        argv = ["select", "--data", str(run["work"] / "src.txt"), "--utility-file", str(scores), "--budget", "9"]
         assert main([*argv, "-o", str(out)]) == 0
         subsets.append([json.loads(line)["id"] for line in out.read_text().splitlines()])
     assert subsets[0] == subsets[1] and len(subsets[0]) == 9

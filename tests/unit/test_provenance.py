@@ -108,7 +108,7 @@ def test_cli_predicted_text_selects_and_ranks_round_trip(tmp_path, capsys):
         "".join(json.dumps(r) + "\n" for r in rows + [{"id": i, "utility": 1.0 * n} for n, i in enumerate("abcd")])
     )
     subset = tmp_path / "sub.jsonl"
-    assert main(["select", "--data", str(data), "--scores", str(scores), "--budget", "2", "-o", str(subset)]) == 0
+    assert main(["select", "--data", str(data), "--utility-file", str(scores), "--budget", "2", "-o", str(subset)]) == 0
     chosen = _lines(subset)
     assert [(r["id"], r["src"]) for r in chosen] == [("d", src[3]), ("c", src[2])]
     manifest = json.loads(subset.with_name("sub.manifest.json").read_text())
@@ -234,7 +234,7 @@ def test_the_same_texts_composed_otherwise_belong_to_the_same_data(tmp_path, cap
         assert main(["rank", "--data", other, "--subset", out, "--rounds", "20"]) == 0
         scores = str(tmp_path / "u.jsonl")
         assert main(["utilities", "--data", picked, "--method", "metric_avg", "--metric", "m", "-o", scores]) == 0
-        assert main(["select", "--data", other, "--scores", scores, "--budget", "1", "-o", out]) == 0
+        assert main(["select", "--data", other, "--utility-file", scores, "--budget", "1", "-o", out]) == 0
     capsys.readouterr()
 
 
@@ -247,5 +247,6 @@ def test_scores_of_unrated_items_too_select_on_the_rated_ones(tmp_path, capsys):
     data, scores = str(tmp_path / "d.jsonl"), str(tmp_path / "u.jsonl")
     util = ["utilities", "--data", data, "--keep-incomplete", "--method", "metric_avg", "--metric", "m", "-o", scores]
     assert main(util) == 0
-    assert main(["select", "--data", data, "--scores", scores, "--budget", "1", "-o", str(tmp_path / "s.jsonl")]) == 0
+    subset = str(tmp_path / "s.jsonl")
+    assert main(["select", "--data", data, "--utility-file", scores, "--budget", "1", "-o", subset]) == 0
     capsys.readouterr()

@@ -437,7 +437,7 @@ def test_cli_writes_subset_and_manifest(tmp_path, capsys):
             "--data",
             str(data),
             "--keep-incomplete",
-            "--scores",
+            "--utility-file",
             str(scores),
             "--proportion",
             "0.3",
@@ -462,7 +462,7 @@ def test_cli_writes_subset_and_manifest(tmp_path, capsys):
             "--data",
             str(data),
             "--keep-incomplete",
-            "--scores",
+            "--utility-file",
             str(scores),
             "--budget",
             "5",
@@ -617,7 +617,7 @@ def test_the_manifest_of_a_count_budget_gives_the_subsets_annotation_seconds(tmp
 
 @pytest.mark.parametrize("human", [False, True])
 def test_select_with_scores_reads_a_pool_of_sources_once(tmp_path, monkeypatch, human):
-    """A pool of sources (no human scores) cannot lose items to completeness, so ``select --scores`` reads it once
+    """A pool of sources (no human scores) cannot lose items to completeness, so ``select --utility-file`` reads it once
     (a 1M-source pool took twice as long when read twice); with human scores it is read again in full, so that a
     scores file covering the unrated items still matches."""
     import precomet.io
@@ -634,7 +634,39 @@ def test_select_with_scores_reads_a_pool_of_sources_once(tmp_path, monkeypatch, 
     original = precomet.io.load
     monkeypatch.setattr(precomet.io, "load", lambda *a, **k: reads.append(k) or original(*a, **k))
     out = tmp_path / "subset.jsonl"
-    argv = ["--no-progress", "select", "--data", str(data), "--scores", str(scores), "--budget", "4"]
+    argv = ["--no-progress", "select", "--data", str(data), "--utility-file", str(scores), "--budget", "4"]
     assert main([*argv, "-o", str(out)]) == 0
     assert len(reads) == (2 if human else 1)
     assert [json.loads(line)["id"] for line in out.read_text().splitlines()] == ["p11", "p10", "p9", "p8"]
+
+
+def test_the_old_spelling_scores_still_selects_with_a_warning(tmp_path, capsys):
+    """0.18.0 renamed ``select --scores`` (a file of utilities, not scores) ``--utility-file``; the old spelling works,
+    with one warning, until 0.19.0 (cli.RENAMED)."""
+    items = [{"id": f"p{i}", "src": f"source number {i}"} for i in range(6)]
+    data, utilities = tmp_path / "pool.jsonl", tmp_path / "u.jsonl"
+    data.write_text("".join(json.dumps(item) + "\n" for item in items))
+    utilities.write_text("".join(json.dumps({"id": item["id"], "utility": i}) + "\n" for i, item in enumerate(items)))
+    chosen = {}
+    for option in ("--utility-file", "--scores"):
+        out = tmp_path / f"{option.strip('-')}.jsonl"
+        argv = ["--no-progress", "select", "--data", str(data), option, str(utilities), "--budget", "2", "-o", str(out)]
+        assert main(argv) == 0
+        chosen[option] = out.read_text()
+        warned = "--scores is renamed --utility-file; the old spelling works until precomet 0.19.0"
+        assert (warned in capsys.readouterr().err) == (option == "--scores")
+    assert chosen["--scores"] == chosen["--utility-file"]
+
+
+def test_renamed_options_are_rewritten_for_their_command_only():
+    from precomet.cli import renamed_options
+
+    assert renamed_options(["benchmark", "--target=coherence", "--scores", "a=b"]) == (
+        ["benchmark", "--score=coherence", "--utility-file", "a=b"],
+        [
+            "--target is renamed --score; the old spelling works until precomet 0.19.0",
+            "--scores is renamed --utility-file; the old spelling works until precomet 0.19.0",
+        ],
+    )
+    assert renamed_options(["waves", "--target", "0.9"]) == (["waves", "--target", "0.9"], [])  # waves' own
+    assert renamed_options(["select", "--", "--scores"]) == (["select", "--", "--scores"], [])

@@ -213,7 +213,7 @@ def test_a_budget_that_covers_every_item_says_so(tmp_path, monkeypatch, capsys):
 
 
 def test_exclude_missing_never_selects_items_without_a_utility(tmp_path, monkeypatch, capsys):
-    """Items lacking the metric for some system (or null in a --scores file) are an error that names
+    """Items lacking the metric for some system (or null in a --utility-file file) are an error that names
     --exclude-missing, and with it they are left out of the selection, counted in a note and in the manifest."""
     monkeypatch.chdir(tmp_path)
     scores = {"a": (0.9, None), "b": (0.1, "absent"), "c": (None, 0.6), "d": (0.2, 1.0), "e": (0.3, 0.1)}
@@ -236,12 +236,12 @@ def test_exclude_missing_never_selects_items_without_a_utility(tmp_path, monkeyp
         )
         == 0
     )
-    assert main([*argv, "--scores", "u.jsonl"]) == 2
-    assert main([*argv, "--scores", "u.jsonl", "--exclude-missing"]) == 0
+    assert main([*argv, "--utility-file", "u.jsonl"]) == 2
+    assert main([*argv, "--utility-file", "u.jsonl", "--exclude-missing"]) == 0
     assert [json.loads(line)["id"] for line in Path("s.jsonl").read_text().splitlines()] == ["e"]
     shipped = ["select", "--data", "items.jsonl", "--checkpoint", "ckpt", "--exclude-missing", "--budget", "1"]
     assert main([*shipped, "-o", "t.jsonl"]) == 2
-    assert "--exclude-missing applies to --method and --scores" in capsys.readouterr().err
+    assert "--exclude-missing applies to --method and --utility-file" in capsys.readouterr().err
 
 
 @pytest.mark.slow  # loads the sentence encoder

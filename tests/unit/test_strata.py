@@ -88,7 +88,7 @@ def test_select_with_the_strata_selector(tmp_path):
     from precomet.cli import main
 
     campaign, data, scores = _files(tmp_path)
-    common = ["select", "--data", str(data), "--keep-incomplete", "--scores", str(scores), "--budget", "5"]
+    common = ["select", "--data", str(data), "--keep-incomplete", "--utility-file", str(scores), "--budget", "5"]
     assert main([*common, "-o", str(tmp_path / "top.jsonl")]) == 0
     args = [*common, "--selector", "strata", "--strata-encoder", "surface", "-o", str(tmp_path / "strata.jsonl")]
     assert main(args) == 0
@@ -105,7 +105,7 @@ def test_select_refuses_options_it_would_ignore(tmp_path, capsys):
     from precomet.cli import main
 
     _, data, scores = _files(tmp_path)
-    common = ["select", "--data", str(data), "--keep-incomplete", "--scores", str(scores), "--budget", "5"]
+    common = ["select", "--data", str(data), "--keep-incomplete", "--utility-file", str(scores), "--budget", "5"]
     assert main([*common, "--strata-encoder", "surface", "-o", str(tmp_path / "a.jsonl")]) == 2
     assert "--strata-encoder applies to --selector strata (the selector here is top)" in capsys.readouterr().err
     assert main([*common, "--metric", "chrF", "-o", str(tmp_path / "b.jsonl")]) == 2
@@ -128,7 +128,7 @@ def test_benchmark_with_the_strata_selector(tmp_path):
 
     _, data, scores = _files(tmp_path)
     out = tmp_path / "bench.json"
-    args = ["benchmark", "--data", str(data), "--keep-incomplete", "--scores", f"u={scores}", "--seeds", "5"]
+    args = ["benchmark", "--data", str(data), "--keep-incomplete", "--utility-file", f"u={scores}", "--seeds", "5"]
     args += ["--selector", "strata", "--strata-encoder", "surface", "--no-oracle", "-o", str(out)]
     assert main(args) == 0
     result = json.loads(out.read_text())
@@ -142,4 +142,5 @@ def test_benchmark_strata_needs_scores(tmp_path, capsys):
     _, data, _ = _files(tmp_path)
     args = ["benchmark", "--data", str(data), "--keep-incomplete", "--methods", "random", "--selector", "strata"]
     assert main([*args, "-o", str(tmp_path / "b.json")]) == 2
-    assert "--selector strata applies to --scores" in capsys.readouterr().err and not (tmp_path / "b.json").exists()
+    assert "--selector strata applies to --utility-file" in capsys.readouterr().err
+    assert not (tmp_path / "b.json").exists()

@@ -199,7 +199,7 @@ def test_a_prior_from_a_utilities_file_chooses_the_wave_and_the_batch_is_a_csv_o
     tmp = pool_files.parent
     utilities = tmp / "u.jsonl"
     utilities.write_text("".join(json.dumps({"id": str(i), "utility": float(i)}) + "\n" for i in range(1, 41)))
-    argv = ["waves", "--data", str(pool_files), "--chooser", "prior", "--scores", str(utilities), "--size", "8"]
+    argv = ["waves", "--data", str(pool_files), "--chooser", "prior", "--utility-file", str(utilities), "--size", "8"]
     assert main([*argv, "--batch", str(tmp / "w.csv"), "--manifest", str(tmp / "m.json")]) == 0
     lines = (tmp / "w.csv").read_text(encoding="utf-8").splitlines()
     assert lines[0] == "id,doc,domain,src,system,tgt"
