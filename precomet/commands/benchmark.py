@@ -34,7 +34,8 @@ from precomet.outputs.atomic import atomic_write, output_set
 from precomet.outputs.paths import FIGURE_SUFFIXES, check_output, check_outputs
 from precomet.provenance import check_subset_sources
 from precomet.selection.objective import DEFAULT_COST_OBJECTIVE
-from precomet.selection.strata import DEFAULT_ENCODER, SELECTORS, strata_selector
+from precomet.selection.source_selectors import SELECTORS, get_selector
+from precomet.selection.strata import DEFAULT_ENCODER
 from precomet.selection.subset_file import read_subset_rows, subset_ids_in
 from precomet.selection.units import BUDGET_UNITS
 from precomet.signature import signature
@@ -89,7 +90,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--selector",
-        choices=SELECTORS,
+        choices=sorted(SELECTORS),
         default="top",
         help="how each --utility-file ranking selects: 'top' (highest first, default) or 'strata' (the best of each"
         " k-means stratum of the source embeddings, k = budget; precomet.selection.strata)",
@@ -250,8 +251,8 @@ def run(args: argparse.Namespace) -> int:
         raise PrecometError("--cost-from-times and --cost-objective apply to cost budgets: add --budget-unit cost")
     if args.crowd is not None:
         _check_crowd_options(args)
-    if args.selector == "strata" and (not args.utility_file or args.crowd is not None):
-        raise PrecometError("--selector strata applies to --utility-file rankings (and not to --crowd)")
+    if args.selector != "top" and (not args.utility_file or args.crowd is not None):
+        raise PrecometError(f"--selector {args.selector} applies to --utility-file rankings (and not to --crowd)")
     campaign = load_campaign(args)
     require_outputs(
         campaign, args, what="benchmark", needs="systems with human scores", instead="benchmark a scored campaign"
@@ -285,12 +286,10 @@ def run(args: argparse.Namespace) -> int:
         for spec in args.utility_file
     ]
     external: dict = {name: values for name, values, _ in read}
-    if args.selector == "strata":
-        sources = list(campaign.src)
-        external = {
-            name: strata_selector(values, sources, encoder=args.strata_encoder, seed=args.seed)
-            for name, values in external.items()
-        }
+    if args.selector != "top":
+        sources, select = list(campaign.src), get_selector(args.selector)
+        options = {"encoder": args.strata_encoder} if args.selector == "strata" else {}
+        external = {name: select(values, sources, seed=args.seed, options=options) for name, values in external.items()}
     result = run_benchmark(
         campaign,
         methods=methods,

@@ -34,7 +34,8 @@ from precomet.provenance import sources_hash
 from precomet.selection import select_subset, subset_manifest_path, write_subset
 from precomet.selection.knapsack import check_solver
 from precomet.selection.objective import DEFAULT_COST_OBJECTIVE
-from precomet.selection.strata import DEFAULT_ENCODER, DEFAULT_SELECTOR, SELECTORS, strata_selector
+from precomet.selection.source_selectors import DEFAULT_SELECTOR, SELECTORS, get_selector
+from precomet.selection.strata import DEFAULT_ENCODER
 from precomet.selection.units import item_budget
 
 HELP = "select the subset to annotate (top-k or cost-aware knapsack; domain balance; documents)"
@@ -57,7 +58,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--metric", help="score name used by --method (e.g. MetricX-23-c)")
     parser.add_argument(
         "--selector",
-        choices=SELECTORS,
+        choices=sorted(SELECTORS),
         help="how predicted utilities select: 'strata' takes the best predicted item of each k-means stratum of the"
         " source embeddings (robust when the prediction is weak), 'top' the highest predicted (default: top; chosen"
         " on dev, BENCHMARKS.md)",
@@ -187,12 +188,13 @@ def run(args: argparse.Namespace) -> int:
     selector = args.selector or (DEFAULT_SELECTOR if method == "checkpoint" else "top")  # --utility-file: any utility
     if args.strata_encoder is not None and selector != "strata":
         raise PrecometError(f"--strata-encoder applies to --selector strata (the selector here is {selector})")
-    if selector == "strata":
-        encoder = args.strata_encoder or DEFAULT_ENCODER
-        utility = strata_selector(utility, list(campaign.src), encoder=encoder, seed=args.seed)(
-            _item_budget(args, campaign)
+    if selector != "top":
+        encoder = (args.strata_encoder or DEFAULT_ENCODER) if selector == "strata" else None
+        chosen_by = get_selector(selector)(
+            utility, list(campaign.src), seed=args.seed, options={"encoder": encoder} if encoder else {}
         )
-        parameters.update(selector="strata", strata_encoder=encoder)
+        utility = chosen_by(_item_budget(args, campaign))
+        parameters.update(selector=selector, **({"strata_encoder": encoder} if encoder else {}))
     quotas = _quotas(args.quotas)
     if args.cost_aware and args.proportion is None:
         raise PrecometError("--cost-aware only applies to --proportion (--budget-cost is always cost-aware)")

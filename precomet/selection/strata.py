@@ -60,15 +60,6 @@ def stratified_utility(
     return r + chosen
 
 
-SELECTORS = ("top", "strata")
-"""How source-based utilities become a subset: ``top`` (highest predicted first) or ``strata``
-(:func:`stratified_utility` over source embeddings)."""
-
-DEFAULT_SELECTOR = "top"
-"""Chosen on the dev campaign (WMT22 zh-en MQM, two halves by document; BENCHMARKS.md, "Source-based selection"):
-for the shipped MetricAvg^src estimator top-k needs 35 % of random's budget, the strata 59 % (for MetricVar^src
-the strata won, 49 % vs 56 %)."""
-
 DEFAULT_ENCODER = "e5-small"
 """Source embeddings for the strata: multilingual, offline (:mod:`precomet.encoders`)."""
 

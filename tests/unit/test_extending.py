@@ -10,6 +10,7 @@ import precomet.io as pio
 from precomet.benchmark import crowd as cr
 from precomet.encoders.registry import ENCODERS, register_encoder
 from precomet.errors import DataError, PrecometError
+from precomet.selection.source_selectors import SELECTORS, get_selector, register_selector
 from precomet.simulate import simulate_campaign
 from precomet.utilities import UTILITY_METHODS, UtilitySpec, compute_utility, register_utility
 from tests.conftest import REPO
@@ -21,7 +22,7 @@ PAGE = REPO / "docs" / "extending.md"
 @pytest.fixture(autouse=True)
 def registries():
     """Every registry as it was before the test."""
-    tables = [UTILITY_METHODS, pio.LOADERS, pio.DETECTORS, ENCODERS]
+    tables = [UTILITY_METHODS, pio.LOADERS, pio.DETECTORS, ENCODERS, SELECTORS]
     saved = [dict(table) for table in tables]
     yield
     for table, before in zip(tables, saved):
@@ -29,9 +30,9 @@ def registries():
         table.update(before)
 
 
-def test_the_three_examples_of_the_page_run(tmp_path, monkeypatch):
+def test_the_four_examples_of_the_page_run(tmp_path, monkeypatch):
     blocks = [block for block in extract_blocks(PAGE) if block.lang == "python"]
-    assert len(blocks) == 3 and not any(block.skip for block in blocks)
+    assert len(blocks) == 4 and not any(block.skip for block in blocks)
     monkeypatch.chdir(tmp_path)
     namespace: dict = {"__name__": "__main__"}
     for block in blocks:
@@ -39,6 +40,7 @@ def test_the_three_examples_of_the_page_run(tmp_path, monkeypatch):
     assert UTILITY_METHODS["score_range"].label == "Range"
     assert pio.detect_format(tmp_path / "tiny.long.tsv") == "long-tsv"
     assert "word-shape" in ENCODERS
+    assert "one-per-text" in SELECTORS
     (tmp_path / "bad.long.tsv").write_text("1\tA\tsrc\tout\t0\nonly\ttwo\n", encoding="utf-8")
     with pytest.raises(DataError, match=r"bad.long.tsv:2: expected 5"):
         pio.load(tmp_path / "bad.long.tsv")
@@ -168,3 +170,17 @@ def test_one_registered_encoder_serves_every_place_that_embeds_text(tmp_path):
         compute_utility(campaign, "diversity", options={"encoder": "shape", "device": "cuda"})
     with pytest.raises(PrecometError, match="unknown encoder 'nope'.*st:NAME"):
         compute_utility(campaign, "diversity", options={"encoder": "nope"})
+
+
+def test_register_selector_checks_the_name_and_refuses_a_duplicate():
+    def keep(utility, sources, *, seed, options):
+        return lambda budget: np.asarray(utility, dtype=float)
+
+    register_selector("keep", keep)
+    assert get_selector("keep")([1.0, 2.0], ["a", "b"], seed=0, options={})(1).tolist() == [1.0, 2.0]
+    with pytest.raises(PrecometError, match="selector 'top' is already registered; pass replace=True"):
+        register_selector("top", keep)
+    with pytest.raises(PrecometError, match="invalid selector name 'Keep'"):
+        register_selector("Keep", keep)
+    with pytest.raises(PrecometError, match="unknown selector 'nope'; registered: keep, strata, top"):
+        get_selector("nope")
