@@ -209,7 +209,10 @@ def doc_sessions(tmp_path_factory):
 @pytest.mark.realdata
 @pytest.mark.docs
 @pytest.mark.timeout(TIMEOUT + 60)
-@pytest.mark.parametrize("block", BLOCKS, ids=[block.id for block in BLOCKS])
+@pytest.mark.parametrize(
+    "block",  # a page's blocks share one session (folder, interpreter): on one xdist worker, in order (loadgroup)
+    [pytest.param(block, id=block.id, marks=pytest.mark.xdist_group(block.doc.stem)) for block in BLOCKS],
+)
 def test_doc_block(block: Block, doc_sessions):
     if block.skip:
         pytest.skip(block.skip)
