@@ -47,14 +47,14 @@ SAVED_EVERY = 250
 
 def fit_coverage(vectors: np.ndarray, *, clusters: int = CLUSTERS, seed: int = 0) -> dict[str, np.ndarray]:
     """``{"centroids", "radius"}`` of the training vectors (rows; any scale: they are L2-normalised first)."""
-    from sklearn.cluster import KMeans
+    from precomet.utilities.cluster import fit_kmeans
 
     unit = _unit(np.asarray(vectors, dtype=np.float64))
     distinct = np.unique(unit, axis=0)
     if len(distinct) == 0:
         raise PrecometError("coverage: no training vectors")
     k = min(clusters, len(distinct))
-    centres = KMeans(n_clusters=k, n_init=1, random_state=seed).fit(distinct).cluster_centers_
+    _, centres = fit_kmeans(distinct, k=k, seed=seed, n_init=1)
     centroids = _unit(centres)
     radius = float(np.quantile(nearest_distance(unit, centroids), QUANTILE))
     return {"centroids": centroids.astype(np.float32), "radius": np.array([radius], dtype=np.float32)}

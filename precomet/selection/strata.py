@@ -42,12 +42,10 @@ def stratified_utility(
         raise PrecometError(f"strata: budget must be in 1..{n}, got {budget}")
     if int(per_stratum) < 1:
         raise PrecometError(f"strata: per_stratum must be >= 1, got {per_stratum}")
-    from sklearn.cluster import KMeans
-    from threadpoolctl import threadpool_limits
+    from precomet.utilities.cluster import fit_kmeans
 
     k = min(n, math.ceil(int(budget) / int(per_stratum)))
-    with threadpool_limits(limits=1):  # as utilities.cluster: BLAS threads slow small k-means down on 2 cores
-        labels = KMeans(n_clusters=k, random_state=seed, n_init=n_init).fit(vectors).labels_
+    labels, _ = fit_kmeans(vectors, k=k, seed=seed, n_init=n_init)
     r = (rankdata(predicted) - 1) / n
     chosen = np.zeros(n, dtype=bool)
     for c in range(k):

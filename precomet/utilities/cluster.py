@@ -77,6 +77,16 @@ def kmeans_utility(vectors: np.ndarray, *, budget: int, seed: int, n_init: int =
     return 0.5 / (1.0 + _nearest_distance(vectors, centres)) + taken.astype(float)
 
 
+def fit_kmeans(vectors: np.ndarray, *, k: int, seed: int, n_init: int = 3) -> tuple[np.ndarray, np.ndarray]:
+    """The one k-means fit of precomet (scikit-learn, ``random_state=seed``, one thread): ``(labels, centres)``."""
+    from sklearn.cluster import KMeans
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=1):  # OpenMP/BLAS threads made small k-means 40-80x slower on a busy machine
+        fitted = KMeans(n_clusters=k, random_state=seed, n_init=n_init).fit(vectors)
+    return fitted.labels_, fitted.cluster_centers_
+
+
 def kmeans_representatives(
     vectors: np.ndarray, *, budget: int, seed: int, n_init: int = 3
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -86,13 +96,8 @@ def kmeans_representatives(
     :data:`TIE_TOLERANCE`, the first in campaign order). The sizes are the weights of *weighted k-means* (seed 002
     App. A): each representative stands for its cluster.
     """
-    from sklearn.cluster import KMeans
-    from threadpoolctl import threadpool_limits
-
-    with threadpool_limits(limits=1):  # OpenMP/BLAS threads made small k-means 40-80x slower on a busy machine
-        fitted = KMeans(n_clusters=budget, random_state=seed, n_init=n_init).fit(vectors)
-    centres = fitted.cluster_centers_
-    sizes = np.bincount(fitted.labels_, minlength=budget)
+    labels, centres = fit_kmeans(vectors, k=budget, seed=seed, n_init=n_init)
+    sizes = np.bincount(labels, minlength=budget)
     taken = np.zeros(len(vectors), dtype=bool)
     chosen, weights = [], []
     for c in np.argsort(-sizes, kind="stable"):
