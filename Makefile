@@ -21,7 +21,7 @@ test: lint  # on both cores (pytest-xdist)
 	$(BIN)/python -m pytest -q -n 2 -m "not docs"
 
 test-docs: $(STAMP)  # every code block of README.md and docs/ on the real data, on both cores (CI runs it)
-	$(BIN)/python -m pytest -q -n 2 --dist loadgroup -m docs
+	$(BIN)/python -m pytest -q -n 2 --dist loadscope -m docs  # a page's blocks on one worker, in order
 
 test-fast: $(STAMP)  # the tests not marked slow on both cores (pytest-xdist); under CI=true it fails over 90 s in all
 	SLOW_GUARD_BUDGET_S=90 $(BIN)/python -m pytest -q -n 2 -m "not slow"  # or on an unmarked test over 5 s

@@ -205,15 +205,7 @@ def doc_sessions(tmp_path_factory):
         session.close()
 
 
-@pytest.mark.slow
-@pytest.mark.realdata
-@pytest.mark.docs
-@pytest.mark.timeout(TIMEOUT + 60)
-@pytest.mark.parametrize(
-    "block",  # a page's blocks share one session (folder, interpreter): on one xdist worker, in order (loadgroup)
-    [pytest.param(block, id=block.id, marks=pytest.mark.xdist_group(block.doc.stem)) for block in BLOCKS],
-)
-def test_doc_block(block: Block, doc_sessions):
+def run_block(block: Block, doc_sessions) -> None:  # noqa: ANN001 -- the fixture's getter
     if block.skip:
         pytest.skip(block.skip)
     session = doc_sessions(block.doc)
@@ -222,3 +214,25 @@ def test_doc_block(block: Block, doc_sessions):
     seconds = time.perf_counter() - started
     print(f"{block.id}: {seconds:.1f} s")
     assert ok, f"{block.id} failed after {seconds:.1f} s in {session.work}:\n{output[-6000:]}"
+
+
+def _page_tests(doc: Path) -> type:
+    """One class per page: a page's blocks share one session (folder, interpreter), so under ``--dist loadscope`` they
+    run on one xdist worker, in order, while pages run side by side."""
+    blocks = [block for block in BLOCKS if block.doc == doc]
+
+    @pytest.mark.slow
+    @pytest.mark.realdata
+    @pytest.mark.docs
+    @pytest.mark.timeout(TIMEOUT + 60)
+    @pytest.mark.parametrize("block", blocks, ids=[block.id for block in blocks])
+    def test_doc_block(self, block: Block, doc_sessions) -> None:  # noqa: ANN001
+        run_block(block, doc_sessions)
+
+    name = "TestDocs" + "".join(part.capitalize() for part in re.split(r"[^A-Za-z0-9]+", doc.stem) if part)
+    return type(name, (), {"test_doc_block": test_doc_block})
+
+
+for _doc in DOCS:
+    _page = _page_tests(_doc)
+    globals()[_page.__name__] = _page
