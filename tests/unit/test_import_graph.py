@@ -24,7 +24,9 @@ def _modules() -> dict[str, Path]:
 
 
 def _imports(modules: dict[str, Path]) -> dict[str, set[str]]:
-    """Module -> the modules it imports (anywhere in its body); a script's bare import of a sibling is that script."""
+    """Module -> the modules it imports (anywhere in its body); a script's bare import of a sibling is that script.
+    ``from P import m`` of a submodule ``m`` is an arrow to ``m``, as ``from P.m import x`` is: both run ``P``'s
+    ``__init__`` first, which is no circle of the code's own."""
 
     def resolve(name: str) -> str | None:
         while name and name not in modules:
@@ -36,8 +38,11 @@ def _imports(modules: dict[str, Path]) -> dict[str, set[str]]:
         folder = name.partition("/")[0] if "/" in name else None
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             targets: list[str] = []
-            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                targets = [f"{node.module}.{alias.name}" for alias in node.names] + [node.module]
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:  # a submodule, or the module
+                targets = [
+                    f"{node.module}.{alias.name}" if f"{node.module}.{alias.name}" in modules else node.module
+                    for alias in node.names
+                ]
             elif isinstance(node, ast.Import):
                 targets = [alias.name for alias in node.names]
             for target in targets:
