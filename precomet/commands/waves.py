@@ -7,13 +7,14 @@ import argparse
 import csv
 import re
 import sys
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 from statistics import NormalDist
 
 import numpy as np
 
-from precomet.campaign import require_documents
+from precomet.campaign import HUMAN, require_documents, source_length
 from precomet.commands.common import (
     Paths,
     add_data_arguments,
@@ -27,6 +28,8 @@ from precomet.commands.common import (
 from precomet.errors import PrecometError
 from precomet.io import jsonsafe
 from precomet.io.text import spreadsheet_cell
+from precomet.outputs.atomic import output_set
+from precomet.outputs.paths import is_stdout
 
 HELP = (
     "annotate in waves until the ranking is settled: the next wave (cells to judge, with their inclusion"
@@ -148,7 +151,6 @@ def paths(args: argparse.Namespace) -> Paths:
 
 
 def _chooser(args: argparse.Namespace, pool):
-    from precomet.campaign import source_length
     from precomet.waves.choosers import Chooser, metric_features, vector_features
 
     prior = features = None
@@ -213,8 +215,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _live(args: argparse.Namespace) -> int:
-    from precomet.outputs.atomic import output_set
-    from precomet.outputs.paths import is_stdout
     from precomet.waves.live import Manifest, next_wave, pool_output_systems, read_judgements, standing, wave_record
     from precomet.waves.plan import parse_wave_size
     from precomet.waves.stop import wave_level
@@ -373,8 +373,6 @@ def _write_cells(handle, pool, drawn: np.ndarray, systems: tuple[str, ...], path
             f"--batch {path}: name it *.jsonl, *.csv or *.tsv (one row per cell to judge) or *.json (Appraise)"
         )
     if CELL_FORMATS[suffix] == "appraise":
-        from dataclasses import replace
-
         from precomet.io.batch import appraise_batches
 
         if not systems or not pool.outputs:
@@ -475,9 +473,7 @@ def _plot(report: dict, path: Path) -> None:
 
 
 def _replay(args: argparse.Namespace) -> int:
-    from precomet.campaign import HUMAN
     from precomet.metaeval.reference import full_reference
-    from precomet.outputs.atomic import output_set
     from precomet.waves.plan import parse_wave_size
     from precomet.waves.replay import ReplaySettings, fewer_than, replay
 

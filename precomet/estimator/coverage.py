@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import torch
 
 from precomet.encoders import SentenceEncoder, encode_cached
 from precomet.errors import PrecometError
@@ -67,7 +68,6 @@ def nearest_distance(vectors: np.ndarray, centroids: np.ndarray) -> np.ndarray:
 
 def write_coverage(directory: Path, coverage: dict[str, np.ndarray]) -> None:
     """Add ``coverage`` to ``directory``'s ``head.safetensors`` (made if there is none) under ``coverage.``."""
-    import torch
     from safetensors.torch import load_file, save_file
 
     path = directory / HEAD

@@ -22,11 +22,21 @@ import numpy as np
 from precomet import __version__
 from precomet.campaign import HUMAN, Campaign
 from precomet.errors import PrecometError
+from precomet.io import load
+from precomet.io.esa import drop_reason, read_appraise_csv
 from precomet.metaeval.cluster_rules import split_clusters_wmt
 from precomet.waves.choosers import Chooser
 from precomet.waves.design import DEFAULT_FLOOR
 from precomet.waves.estimate import Estimates, Predictor, Wave, combine, fit_predictor, pair_contrasts, wave_result
-from precomet.waves.plan import MIN_SYSTEM_SHARE, WaveSize, draw_wave, sampling_units, system_probabilities
+from precomet.waves.plan import (
+    LEVELS,
+    MIN_SYSTEM_SHARE,
+    WaveSize,
+    draw_wave,
+    parse_wave_size,
+    sampling_units,
+    system_probabilities,
+)
 from precomet.waves.stop import Verdict, projected_fraction, verdict
 
 MANIFEST_VERSION = 1
@@ -85,8 +95,6 @@ def read_judgements(
     pool's items; a cell several annotators judged gets their mean. Items the pool does not
     hold, systems outside ``systems`` (when fixed), a source text that differs from the pool's, and a cell judged in
     two files are errors naming the file."""
-    from precomet.io import load
-
     index = {str(i): k for k, i in enumerate(pool.ids)}
     cells: dict[tuple[int, str], tuple[float, Path]] = {}
     order: list[str] = list(systems or ())
@@ -185,8 +193,6 @@ def _pearmut_rows(path: Path, index: dict[str, int]) -> list[_Score]:
 
 
 def _appraise_rows(path: Path, pool: Campaign) -> list[_Score]:
-    from precomet.io.esa import drop_reason, read_appraise_csv
-
     rows = []
     for row in read_appraise_csv(path):
         if drop_reason(row) is not None or row.kind != "TGT":
@@ -385,8 +391,6 @@ class Manifest:
 
     @classmethod
     def _checked(cls, data: dict[str, Any], path: Path, pool: Campaign, systems: tuple[str, ...] | None) -> Manifest:
-        from precomet.waves.plan import LEVELS, parse_wave_size
-
         missing = [k for k in ("level", "size", "planned", "metric", "target", "confidence", "waves") if k not in data]
         if missing:
             raise _Damaged(missing[0], "is missing")
