@@ -17,6 +17,11 @@ $(STAMP): pyproject.toml constraints.txt
 
 install: $(STAMP)
 
+# Two pytest workers on two cores: one BLAS/OpenMP thread each, unless the caller says otherwise
+test test-fast test-docs: export OMP_NUM_THREADS ?= 1
+test test-fast test-docs: export MKL_NUM_THREADS ?= 1
+test test-fast test-docs: export OPENBLAS_NUM_THREADS ?= 1
+
 test: lint  # on both cores (pytest-xdist)
 	$(BIN)/python -m pytest -q -n 2 -m "not docs"
 
