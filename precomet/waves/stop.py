@@ -73,7 +73,9 @@ def agreement_lower_bound(estimates: Estimates, level: float, *, seed: int = 0) 
     draws = int(min(max(math.ceil(20 / level), 2000), 400_000))
     rng = np.random.default_rng(seed)
     order = np.sign(estimates.differences)
-    wrong = np.zeros(0)
+    # a pair estimated as an exact tie with no spread (identical residuals before every cell is judged): no draw moves
+    # it, yet the full test set may order it either way, a coin flip, as in flip_probabilities
+    unsure = int(((estimates.difference_se == 0) & (estimates.differences == 0)).sum())
     chunks = []
     for start in range(0, draws, 50_000):
         m = min(50_000, draws - start)
@@ -81,7 +83,8 @@ def agreement_lower_bound(estimates: Estimates, level: float, *, seed: int = 0) 
         if np.isfinite(estimates.df):  # multivariate t: one chi-square scale per draw
             noise *= np.sqrt(estimates.df / rng.chisquare(estimates.df, m)).astype(np.float32)[:, None]
         truth = estimates.differences[None, :] + noise[:, pairs[:, 0]] - noise[:, pairs[:, 1]]
-        chunks.append(((np.sign(truth) != order[None, :]) & (truth != 0)).sum(axis=1))
+        wrong = ((np.sign(truth) != order[None, :]) & (truth != 0)).sum(axis=1)
+        chunks.append(wrong + (rng.random((m, unsure)) < 0.5).sum(axis=1) if unsure else wrong)
     wrong = np.concatenate(chunks)
     return float(1 - np.quantile(wrong, 1 - level, method="higher") / len(pairs))
 

@@ -529,3 +529,24 @@ def test_a_csv_batch_of_cells_is_spreadsheet_safe(tmp_path):
     with open(tmp_path / "w.csv", encoding="utf-8", newline="") as handle:
         rows = list(csv.DictReader(handle))
     assert rows and all(row["src"].startswith("'=HYPERLINK") for row in rows)
+
+
+def test_a_tie_estimated_with_no_spread_is_a_coin_flip_in_the_guaranteed_bound_too():
+    """Degenerate judgements (every B − A exactly 10, C = A): the pair (A, C) is an estimated tie with standard error
+    0. The expected agreement counts it as a coin flip; the guaranteed bound counted it as agreeing and came out 1.000,
+    above the expected agreement it bounds (the waves matrix of issue 51 found it)."""
+    from precomet.waves.estimate import Estimates
+
+    pairs = np.array([[0, 1], [0, 2], [1, 2]])
+    estimates = Estimates(
+        means=np.array([0.0, 10.0, 0.0]),
+        mean_se=np.zeros(3),
+        pairs=pairs,
+        differences=np.array([-10.0, 0.0, 10.0]),
+        difference_se=np.zeros(3),
+        exact=False,
+        waves=1,
+    )
+    reading = verdict(estimates, target=0.95, confidence=0.9)
+    assert reading.expected == pytest.approx(1 - 0.5 / 3)
+    assert reading.lower_bound <= reading.expected and not reading.stop
