@@ -63,15 +63,19 @@ def counting_floor(elements: int, dtype, permutations: int, repeats: int) -> flo
 
 def gathering_floor(ref, heads: np.ndarray, dtype, block: int, repeats: int) -> float:
     """Seconds to copy every ordering's int8 sign-flip rows and convert them to the sums' dtype, ``block`` items of
-    15 orderings at a time into reused buffers (in cache): what the batched products must be fed, and nothing else."""
-    rows_per = 15 * block
+    one batch of orderings at a time into reused buffers (in cache): what the batched products must be fed, and
+    nothing else."""
+    from precomet.metaeval.evaluation import orderings_per_batch
+
+    step = orderings_per_batch(ref)
+    rows_per = step * block
     raw = np.empty((rows_per, ref.permutations), np.int8)
     converted = np.empty(raw.shape, dtype)
 
     def run() -> None:
-        for start in range(0, len(heads), 15):
+        for start in range(0, len(heads), step):
             for first in range(0, heads.shape[1], block):
-                rows = heads[start : start + 15, first : first + block].ravel()
+                rows = heads[start : start + step, first : first + block].ravel()
                 np.take(ref.signs, rows, axis=0, out=raw[: len(rows)])
                 np.copyto(converted[: len(rows)], raw[: len(rows)])
 
@@ -79,11 +83,13 @@ def gathering_floor(ref, heads: np.ndarray, dtype, block: int, repeats: int) -> 
 
 
 def measure(ref, heads: np.ndarray, sizes: list[int], repeats: int) -> dict[str, float]:
-    from precomet.metaeval.evaluation import evaluate_orderings, prefix_sums
+    from precomet.metaeval.evaluation import evaluate_orderings, orderings_per_batch, prefix_sums
+
+    step = orderings_per_batch(ref)
 
     def sums() -> None:
-        for start in range(0, len(heads), 15):  # evaluate_orderings' batch of orderings at 12 systems, 1,000 flips
-            for _ in prefix_sums(ref, heads[start : start + 15], sizes):
+        for start in range(0, len(heads), step):  # as evaluate_orderings batches them
+            for _ in prefix_sums(ref, heads[start : start + step], sizes):
                 pass
 
     pairs = ref.matrix.shape[1] * (ref.matrix.shape[1] - 1) // 2

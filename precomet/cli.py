@@ -127,10 +127,11 @@ spellings still work, with a warning, until 0.19.0."""
 
 def renamed_options(argv: list[str]) -> tuple[list[str], list[str]]:
     """``argv`` with the old spellings of :data:`RENAMED` options replaced, and one warning per spelling replaced."""
-    command, out, notes = _command_in(argv), [], []
-    for position, token in enumerate(argv):
+    command, out, notes, operands = _command_in(argv), [], [], False
+    for token in argv:
         option, equals, value = token.partition("=")
-        new = RENAMED.get((command or "", option)) if "--" not in argv[:position] else None
+        new = None if operands else RENAMED.get((command or "", option))
+        operands = operands or token == "--"  # after "--", every token is an operand
         out.append(new + equals + value if new else token)
         note = f"{option} is renamed {new}; the old spelling works until precomet 0.19.0"
         if new and note not in notes:

@@ -110,7 +110,7 @@ def write_scores(path: Path, checkpoint: Path, campaign, predicted: np.ndarray, 
         campaign=campaign,
         seed=seed,
         checkpoint=str(checkpoint),
-        target=meta.as_dict()["target"],
+        target=meta.target.model_dump(mode="json", exclude_unset=True),
         training_sources=meta.training_sources,
     )
     write_utilities(path, campaign.ids, np.asarray(predicted, dtype=float), signed)

@@ -255,7 +255,7 @@ def _signature(args: argparse.Namespace, estimator: Any, screening: Screening) -
         sources_hash=screening.scan.data_hash,
         items_hash=screening.scan.items_hash,
         checkpoint=str(args.checkpoint),
-        target=estimator.meta.as_dict()["target"],
+        target=estimator.meta.target.model_dump(mode="json", exclude_unset=True),
         data=str(args.data),
         n_items=screening.scan.n_items,
         precision=args.precision,

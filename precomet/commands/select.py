@@ -188,13 +188,12 @@ def run(args: argparse.Namespace) -> int:
     selector = args.selector or (DEFAULT_SELECTOR if method == "checkpoint" else "top")  # --utility-file: any utility
     if args.strata_encoder is not None and selector != "strata":
         raise PrecometError(f"--strata-encoder applies to --selector strata (the selector here is {selector})")
-    if selector != "top":
-        encoder = (args.strata_encoder or DEFAULT_ENCODER) if selector == "strata" else None
-        chosen_by = get_selector(selector)(
-            utility, list(campaign.src), seed=args.seed, options={"encoder": encoder} if encoder else {}
+    if selector != "top":  # top keeps the utility as it is, and the signature as before selectors
+        settings = {"encoder": args.strata_encoder or DEFAULT_ENCODER} if selector == "strata" else {}
+        utility = get_selector(selector)(utility, list(campaign.src), seed=args.seed, options=settings)(
+            _item_budget(args, campaign)
         )
-        utility = chosen_by(_item_budget(args, campaign))
-        parameters.update(selector=selector, **({"strata_encoder": encoder} if encoder else {}))
+        parameters.update(selector=selector, **{f"strata_{key}": value for key, value in settings.items()})
     quotas = _quotas(args.quotas)
     if args.cost_aware and args.proportion is None:
         raise PrecometError("--cost-aware only applies to --proportion (--budget-cost is always cost-aware)")

@@ -76,7 +76,7 @@ def backbone_encoder(recorded: Backbone, *, where: Any) -> SentenceEncoder:
     """The registered encoder a checkpoint names, refused when its identity (version, weights) differs."""
     name = recorded.name
     try:
-        encoder = get_encoder(str(getattr(recorded, "spec", None) or name))
+        encoder = get_encoder(recorded.spec or name)
     except PrecometError as err:
         raise PrecometError(f"{where}: field 'backbone' names encoder {name!r}, which cannot be used: {err}") from None
     if encoder.identity() != recorded.identity():

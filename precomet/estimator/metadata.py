@@ -62,6 +62,7 @@ class Backbone(_Strict):
     """The registered encoder a head reads: its identity (name, version, weights), as the encoder reports it."""
 
     name: str = _field("a name")
+    spec: str | None = _field("null or the encoder name training was given (e.g. hf:/path)", None)
     engines: list[str] | None = _field("null or a list of engine names", None)
 
     def identity(self) -> dict[str, Any]:

@@ -6,7 +6,7 @@ metadata alone over chunks of a pool; :func:`predict_utilities` does all three a
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -51,8 +51,7 @@ def screen_sources(chunks: Iterable[Chunk], *, meta: CheckpointMeta, strict: boo
 def with_coverage(screening: Screening, estimator: Estimator, *, what: str) -> Screening:
     """``screening`` with the coverage of its sample by ``estimator`` (a warning from 5 % far; the sample's vectors
     are then in the in-process cache for the prediction)."""
-    coverage = report_coverage(estimator, screening.sample, what=what)
-    return Screening(screening.scan, screening.languages, screening.sample, coverage)
+    return replace(screening, coverage=report_coverage(estimator, screening.sample, what=what))
 
 
 def predict_utilities(

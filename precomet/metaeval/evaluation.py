@@ -107,11 +107,16 @@ def evaluate_orderings(
     if (ordered[:, 1:] == ordered[:, :-1]).any() or ordered.min() < 0 or ordered.max() >= len(ref):
         raise CampaignError(f"an ordering must list distinct campaign positions in 0..{len(ref) - 1}")
     out = np.empty((len(heads), len(sizes), len(measures)))
-    step = max(1, _BATCH // (len(ref.pvalues) * ref.permutations))  # bounds the (orderings, pairs, P) null array
+    step = orderings_per_batch(ref)
     with one_blas_thread():
         for start in range(0, len(heads), step):
             out[start : start + step] = _evaluate_batch(ref, heads[start : start + step], sizes, measures)
     return out
+
+
+def orderings_per_batch(ref: Reference) -> int:
+    """How many orderings :func:`evaluate_orderings` evaluates at a time: it bounds the (orderings, pairs, P) nulls."""
+    return max(1, _BATCH // (len(ref.pvalues) * ref.permutations))
 
 
 def _evaluate_batch(ref: Reference, heads: np.ndarray, sizes: list[int], measures: Sequence[str]) -> np.ndarray:

@@ -105,18 +105,9 @@ def test_report_warns_with_the_share_and_is_silent_without_coverage(tmp_path: Pa
 
     from precomet.estimator.estimator import Estimator, VectorReader
     from precomet.estimator.metadata import CheckpointMeta
+    from tests.bad_inputs.cases_models import GOOD_META
 
-    meta = CheckpointMeta.model_validate(
-        {
-            "target": {"method": "x"},
-            "direction": "higher_first",
-            "standardisation": {"mean": 0, "std": 1},
-            "pooling": "sentence-encoder",
-            "hidden_sizes": [1],
-            "max_length": 0,
-            "backbone": {"name": "toy"},
-        }
-    )
+    meta = CheckpointMeta.model_validate({**GOOD_META, "max_length": 0, "backbone": {"name": "toy"}})
     estimator = Estimator(VectorReader(encoder=_Encoder(), network=torch.nn.Identity()), meta=meta, path=tmp_path)
     near = [f"near {i}" for i in range(95)]
     assert report_coverage(estimator, near, what="ck") is None  # no coverage: nothing to say

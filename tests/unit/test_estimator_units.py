@@ -24,6 +24,7 @@ from precomet.estimator.targets import (
     leave_one_campaign_out,
     read_targets,
 )
+from tests.bad_inputs.cases_models import GOOD_META
 from tests.conftest import assert_unchanged
 
 TEXTS = ["the cat sat on a mat", "notwithstanding idiosyncratic jurisprudence", "people walk home after work"] * 10
@@ -445,16 +446,8 @@ def test_estimator_predict_is_predict_sources(encoder_dir):
     from precomet.estimator.predict import predict_sources
 
     model, tokenizer = _model(encoder_dir)
-    meta = CheckpointMeta.model_validate(
-        {
-            "target": {"method": "neg_avg"},
-            "direction": "lower_first",
-            "standardisation": {"mean": 2.0, "std": 3.0},
-            "pooling": "mean",
-            "hidden_sizes": [8],
-            "max_length": 32,
-        }
-    )
+    recorded = {"target": {"method": "neg_avg"}, "direction": "lower_first", "max_length": 32}
+    meta = CheckpointMeta.model_validate({**GOOD_META, **recorded, "standardisation": {"mean": 2.0, "std": 3.0}})
     estimator = Estimator(TokenReader(network=model.eval(), tokenizer=tokenizer, max_length=32), meta=meta)
     sources = TEXTS[:3]
     values = estimator.predict(sources, batch_size=2)
