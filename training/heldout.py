@@ -64,7 +64,7 @@ def stem(args: argparse.Namespace, seed: int) -> str:
 
 
 def run_one(
-    args: argparse.Namespace, *, test: str, method: str, seed: int, rows: list, campaign, true: np.ndarray, cache: dict
+    args: argparse.Namespace, *, test: str, method: str, seed: int, rows: list, campaign, true: np.ndarray
 ) -> dict:
     """Train on ``rows``, predict the held-out ``campaign``, write its scores file; the result entry."""
     from precomet.estimator import predict_campaign, train
@@ -77,7 +77,6 @@ def run_one(
         config=REPO / "configs" / "precomet-minilm.yaml",
         overrides={"trainer.accelerator": "cpu", "seed_everything": seed},
         progress=False,
-        feature_cache=cache,
     )
     train_s = time.perf_counter() - t0
     predicted = predict_campaign(args.out / name, campaign, progress=False)
@@ -156,7 +155,6 @@ def main() -> None:
 
     args.out.mkdir(parents=True, exist_ok=True)
     campaigns = load_all(args.campaigns)
-    cache: dict = {}
     results = []
     for method in args.methods:  # method-major, so that partial runs report whole methods
         utilities = {}
@@ -187,7 +185,6 @@ def main() -> None:
                         rows=rows,
                         campaign=campaigns[test],
                         true=np.array([r["target"] for r in utilities[test]]),
-                        cache=cache,
                     )
                 )
                 print(json.dumps(results[-1]), flush=True)

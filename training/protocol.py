@@ -216,7 +216,6 @@ def main() -> None:
     results_path = args.out / "protocol.json"
     results = json.loads(results_path.read_text()) if results_path.exists() else {"runs": [], "benchmarks": {}}
     history = {method: history_rows(method, 0) for method in args.methods}
-    feature_caches: dict = {}
 
     def record(run: dict) -> None:
         key = ("setting", "test", "method", "config", "seed")
@@ -242,13 +241,6 @@ def main() -> None:
                 file, overrides = CONFIGS[config]
                 if config == "ft" and args.ft_epochs:
                     overrides = {**overrides, "trainer.max_epochs": args.ft_epochs}
-                cache = (
-                    None
-                    if config == "ft"
-                    else feature_caches.setdefault(
-                        (overrides.get("model.pooling"), overrides.get("data.max_length")), {}
-                    )
-                )
                 for seed in args.seeds:
                     tag = f"{setting_name}.{method}.{config}.seed{seed}"
                     started = time.perf_counter()
@@ -258,7 +250,6 @@ def main() -> None:
                         config=REPO / "configs" / file,
                         progress=False,
                         overrides={**overrides, "trainer.accelerator": "cpu", "seed_everything": seed},
-                        feature_cache=cache,
                     )
                     train_s = time.perf_counter() - started
                     for name, (_, scored) in tests.items():

@@ -84,6 +84,20 @@ class SentenceEncoder(ABC):
         Returns the encoder."""
         return self
 
+    def batched(self, batch_size: int) -> SentenceEncoder:
+        """This encoder with ``batch_size`` texts per batch where a caller sizes them (a Hugging Face model on a GPU);
+        an encoder that sizes its own batches (e5-small's windows) keeps them. Returns the encoder."""
+        return self
+
+    def int8(self) -> SentenceEncoder:
+        """A copy that runs in dynamic int8 on the CPU where the encoder allows it; otherwise the encoder itself."""
+        return self
+
+    def count_truncated(self, texts: Sequence[str]) -> int:
+        """How many of ``texts`` the encoder reads only in part (more than :attr:`max_tokens` tokens); 0 for an
+        encoder that reads every token."""
+        return 0
+
     def bounded(self, texts: Sequence[str]) -> list[str]:
         """``texts`` cut to :attr:`max_chars`, with one warning counting the texts that were cut."""
         texts = [str(t) for t in texts]

@@ -3,6 +3,7 @@ model (name or path)."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -65,3 +66,32 @@ def fine_tunable_folder(name: str) -> Path | None:
         if isinstance(encoder, TransformerEncoder):
             return encoder.location
     return None
+
+
+def model_folder(name: str) -> Path:
+    """A local Hugging Face model folder for ``name``: a fine-tunable encoder of the registry (``minilm``, ``hf:DIR``:
+    :func:`fine_tunable_folder`), an existing folder, or a hub id (from the local cache when offline, downloaded with
+    ``snapshot_download`` when online)."""
+    folder = fine_tunable_folder(name)
+    if folder is not None:
+        return folder
+    path = Path(name).expanduser()
+    if path.is_dir():
+        return path
+    if name in ENCODERS:
+        raise PrecometError(
+            f"encoder {name!r} is frozen by design (no Hugging Face weights to fine-tune): use it as model.backbone,"
+            " or name a Hugging Face model as model.encoder (minilm, hf:DIR, a hub id)"
+        )
+    offline = any(os.environ.get(v, "") not in ("", "0") for v in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"))
+    try:
+        from huggingface_hub import snapshot_download
+
+        return Path(snapshot_download(name, local_files_only=offline))
+    except Exception as err:  # noqa: BLE001 -- huggingface_hub raises many types (offline, not found, invalid id)
+        raise PrecometError(
+            f"encoder {name!r} not found {'offline ' if offline else ''}({type(err).__name__}: {err}); provide a local "
+            f"directory saved with save_pretrained (model.encoder: hf:/path/to/dir), run "
+            f"`huggingface-cli download {name}` on a machine with network access, or use "
+            f"model.encoder: minilm (the packaged all-MiniLM-L6-v2)"
+        ) from None

@@ -12,64 +12,15 @@ from collections.abc import Sequence
 from typing import Any
 
 import torch
-from torch import nn
 
 from precomet.encoders import SentenceEncoder, encode_cached, get_encoder
 from precomet.errors import PrecometError
 from precomet.estimator.metadata import Backbone
-from precomet.estimator.model import mlp_head
 
 logger = logging.getLogger(__name__)
 
 POOLING = "sentence-encoder"
 """``pooling`` of a backbone checkpoint: the encoder returns one vector per source."""
-
-
-class FeatureHead(nn.Module):
-    """Standardise the encoder's vector with the training statistics, then an MLP (tanh, dropout) to one
-    value. ``encoder`` is an empty stand-in: the encoder lives outside, frozen (the Lightning module treats
-    every parameter here as head)."""
-
-    feature_mean: torch.Tensor
-    feature_std: torch.Tensor
-
-    def __init__(self, dim: int, *, hidden_sizes: Sequence[int], dropout: float) -> None:
-        super().__init__()
-        self.encoder = nn.Identity()
-        self.register_buffer("feature_mean", torch.zeros(dim))
-        self.register_buffer("feature_std", torch.ones(dim))
-        self.head = mlp_head(dim, hidden_sizes, dropout)
-
-    def fit_scaling(self, features: torch.Tensor) -> None:
-        """Set the input standardisation from the training features (constant features get std 1)."""
-        std = features.std(dim=0)
-        self.feature_mean.copy_(features.mean(dim=0))
-        self.feature_std.copy_(torch.where(std > 1e-8, std, torch.ones_like(std)))
-
-    def score_features(self, features: torch.Tensor) -> torch.Tensor:
-        return self.head((features - self.feature_mean) / self.feature_std).squeeze(-1)
-
-    def head_state(self) -> dict[str, torch.Tensor]:
-        return {k: v.detach().cpu().contiguous() for k, v in self.state_dict().items()}
-
-
-class EnsembleHead(nn.Module):
-    """K :class:`FeatureHead` members trained with different seeds, predicting together: each member's output is
-    standardised by the mean and standard deviation of its predictions on the training sources (``scaling``, K × 2,
-    recorded in ``precomet.json``), the mean is taken and put back on the members' average scale. So no single
-    seed decides the ranking."""
-
-    scaling: torch.Tensor
-
-    def __init__(self, members: Sequence[FeatureHead], scaling: Sequence[Sequence[float]]) -> None:
-        super().__init__()
-        self.members = nn.ModuleList(members)
-        self.register_buffer("scaling", torch.tensor(scaling, dtype=torch.float32), persistent=False)
-
-    def score_features(self, features: torch.Tensor) -> torch.Tensor:
-        outputs = torch.stack([member.score_features(features) for member in self.members])  # type: ignore[operator]
-        mean, std = self.scaling[:, :1], self.scaling[:, 1:]
-        return ((outputs - mean) / std).mean(dim=0) * std.mean() + mean.mean()
 
 
 def backbone_encoder(recorded: Backbone, *, where: Any) -> SentenceEncoder:

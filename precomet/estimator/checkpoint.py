@@ -1,11 +1,11 @@
-"""The checkpoint directory (see checkpoints/README.md) and ``.ckpt`` export.
+"""The checkpoint directory (see checkpoints/README.md): one way to write it (:func:`export_lightning`, from the
+Lightning ``.ckpt`` of the best epoch) and one way to read it (:func:`load_estimator`).
 
-``DIR/precomet.json`` (metadata), ``DIR/encoder/`` (``save_pretrained`` weights in safetensors plus the
-tokenizer), ``DIR/head.safetensors`` (MLP head and scalar-mix weights). A checkpoint whose encoder was
-frozen and comes from an installed package (``minilm``) names the package instead of copying the encoder
-(``encoder_package`` in the metadata, with the sha256 of its weights, checked on load): a few MB instead
-of ~90. Loading never touches the network and never unpickles; :func:`export_checkpoint` is the only place
-that reads a Lightning ``.ckpt``, with ``torch.load(weights_only=True)``.
+``DIR/precomet.json`` (metadata), ``DIR/head.safetensors`` (the network but its encoder: MLP head, scalar mix,
+standardisation) and, for a Hugging Face encoder, ``DIR/encoder/`` (``save_pretrained`` weights in safetensors plus
+the tokenizer). A registered encoder (``backbone``) is never copied, nor an encoder frozen from an installed package
+(``encoder_package``, with the sha256 of its weights, checked on load). Loading never touches the network and never
+unpickles; a Lightning ``.ckpt`` is read with ``torch.load(weights_only=True)``.
 """
 
 from __future__ import annotations
@@ -17,13 +17,14 @@ from typing import Any
 import torch
 
 from precomet import __version__
-from precomet.encoders.registry import ENCODERS, fine_tunable_folder
-from precomet.encoders.transformer import weights_digest
+from precomet.encoders import SentenceEncoder
+from precomet.encoders.registry import ENCODERS, fine_tunable_folder, model_folder
+from precomet.encoders.transformer import TransformerEncoder, load_transformer, weights_digest
 from precomet.errors import PrecometError
-from precomet.estimator.backbone import EnsembleHead, FeatureHead, backbone_encoder
-from precomet.estimator.estimator import Estimator, TokenReader, VectorReader, check_device
-from precomet.estimator.metadata import FORMAT_VERSION, Backbone, CheckpointMeta, check_meta, portable
-from precomet.estimator.model import UtilityEstimator, load_encoder, resolve_model
+from precomet.estimator.backbone import backbone_encoder
+from precomet.estimator.estimator import Estimator, Reader, check_device
+from precomet.estimator.metadata import FORMAT_VERSION, CheckpointMeta, check_meta, portable
+from precomet.estimator.model import EnsembleHead, EstimatorNetwork
 from precomet.io import jsonsafe
 from precomet.io.text import read_json
 from precomet.outputs.atomic import output_set
@@ -45,27 +46,32 @@ def packaged_encoder(name: str, *, frozen: bool) -> dict[str, str] | None:
     else ``None``."""
     if not frozen or name not in ENCODERS or fine_tunable_folder(name) is None:
         return None
-    return {"name": name, "weights_sha256": weights_digest(resolve_model(name))}
+    return {"name": name, "weights_sha256": weights_digest(model_folder(name))}
 
 
-def save_checkpoint(out_dir: str | Path, *, model: UtilityEstimator, tokenizer: Any, meta: dict[str, Any]) -> Path:
+def save_checkpoint(
+    out_dir: str | Path, *, network: EstimatorNetwork, meta: dict[str, Any], encoder: tuple[Any, Any] | None = None
+) -> Path:
     """Write the directory format, all files or none; ``meta`` gets ``format_version`` and ``precomet_version``
-    added. With an ``encoder_package`` in ``meta`` the encoder is not copied (see the module doc)."""
+    added; ``encoder`` (a Hugging Face ``(model, tokenizer)``) is saved as ``encoder/`` (see the module doc)."""
     with output_set() as out:
-        write_checkpoint_files(out.directory(out_dir), model=model, tokenizer=tokenizer, meta=meta)
+        write_checkpoint_files(out.directory(out_dir), network=network, meta=meta, encoder=encoder)
     return Path(out_dir)
 
 
-def write_checkpoint_files(out_dir: Path, *, model: UtilityEstimator, tokenizer: Any, meta: dict[str, Any]) -> None:
+def write_checkpoint_files(
+    out_dir: Path, *, network: EstimatorNetwork, meta: dict[str, Any], encoder: tuple[Any, Any] | None = None
+) -> None:
     """The files of :func:`save_checkpoint` written straight into ``out_dir`` (a temporary directory of an
     output set)."""
     from safetensors.torch import save_file
 
     out_dir = Path(out_dir)
-    if not meta.get("encoder_package"):
-        model.encoder.save_pretrained(out_dir / ENCODER, safe_serialization=True)
+    if encoder is not None:
+        model, tokenizer = encoder
+        model.save_pretrained(out_dir / ENCODER, safe_serialization=True)
         tokenizer.save_pretrained(out_dir / ENCODER)
-    save_file(model.head_state(), str(out_dir / HEAD))
+    save_file(network.head_state(), str(out_dir / HEAD))
     write_meta(out_dir / META, meta)
 
 
@@ -113,10 +119,6 @@ def read_meta(checkpoint_dir: str | Path) -> CheckpointMeta:
 _JSON_KINDS = {list: "array", str: "string", int: "number", float: "number", bool: "boolean", type(None): "null"}
 
 
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
 def check_max_length(meta: CheckpointMeta, limit: int | None, *, where: Any, encoder: str) -> None:
     """Refuse a ``max_length`` beyond what the encoder can read (``limit`` tokens; ``None``: no limit)."""
     if limit is not None and meta.max_length > limit:
@@ -126,47 +128,36 @@ def check_max_length(meta: CheckpointMeta, limit: int | None, *, where: Any, enc
         )
 
 
-def encoder_token_limit(encoder: Any, tokenizer: Any) -> int | None:
-    """Tokens per text a Hugging Face encoder reads: its position embeddings (less RoBERTa's padding offset)
-    and the tokenizer's own limit; ``None`` when neither is known."""
-    limits: list[int] = []
-    config: Any = getattr(encoder, "config", None)
-    positions: Any = getattr(config, "max_position_embeddings", None)
-    if _is_int(positions):
-        roberta = "roberta" in str(getattr(config, "model_type", ""))
-        offset = int(getattr(config, "pad_token_id", 0) or 0) + 1 if roberta else 0
-        limits.append(positions - offset)
-    own: Any = getattr(tokenizer, "model_max_length", None)
-    if _is_int(own) and own < 100_000:  # tokenizers without a limit report a huge number
-        limits.append(own)
-    return min(limits) if limits else None
-
-
-def build_model(encoder: torch.nn.Module, meta: CheckpointMeta, *, where: Any = META) -> UtilityEstimator:
+def build_network(meta: CheckpointMeta, encoder: SentenceEncoder, *, where: Any = META) -> EstimatorNetwork:
+    """A freshly initialised network of the shape ``meta`` describes, over ``encoder``'s vectors."""
+    mix_layers = encoder.hidden_states() if isinstance(encoder, TransformerEncoder) and meta.pooling == "mix" else None
+    if meta.backbone is None and meta.pooling not in POOLINGS:
+        raise PrecometError(f"{where}: pooling {meta.pooling!r} is not one of {list(POOLINGS)}")
     try:
-        return UtilityEstimator(
-            encoder, pooling=meta.pooling, hidden_sizes=tuple(meta.hidden_sizes), dropout=meta.dropout
+        return EstimatorNetwork(
+            encoder.dim // (mix_layers or 1),
+            hidden_sizes=meta.hidden_sizes,
+            dropout=meta.dropout,
+            mix_layers=mix_layers,
         )
-    except (TypeError, ValueError, RuntimeError, PrecometError) as err:
+    except (TypeError, ValueError, RuntimeError) as err:
         raise PrecometError(
-            f"{where}: pooling {meta.pooling!r}, hidden_sizes {meta.hidden_sizes!r}, dropout"
-            f" {meta.dropout!r} do not describe a head ({err})"
+            f"{where}: pooling {meta.pooling!r}, hidden_sizes {meta.hidden_sizes!r}, dropout {meta.dropout!r} do not"
+            f" describe a head ({err})"
         ) from None
 
 
-def _load_weights(model: UtilityEstimator, state: dict[str, Any], *, where: Any, strict: bool) -> Any:
-    """``model.load_state_dict`` with a one-line error naming the file when names or shapes do not match."""
-    try:
-        return model.load_state_dict(state, strict=strict)
-    except RuntimeError as err:
-        detail = " ".join(str(err).split())
-        raise PrecometError(f"{where}: weights do not match the head described in {META} ({detail[:300]})") from None
+POOLINGS = ("mean", "mix")
+"""``pooling`` of a Hugging Face encoder: the mean of its last layer's token vectors, or a trained layer-wise mix
+of every layer's means."""
+
+_STANDARDISATION = ("feature_mean", "feature_std")
 
 
 def load_estimator(checkpoint_dir: str | Path, *, device: str = "cpu") -> Estimator:
-    """Load a checkpoint directory offline (safetensors only), its network on ``device`` in eval mode: a
-    :class:`~precomet.estimator.estimator.TokenReader` for a Hugging Face encoder checkpoint, a
-    :class:`~precomet.estimator.estimator.VectorReader` for a ``backbone`` (registered sentence encoder) one."""
+    """Load a checkpoint directory offline (safetensors only): its :class:`~precomet.estimator.estimator.Reader`
+    (the encoder it names, checked, and its network on ``device`` in eval mode) and its metadata. The encoder's
+    model is loaded only when a source must be encoded."""
     from safetensors.torch import load_file
 
     path = Path(checkpoint_dir)
@@ -185,90 +176,95 @@ def load_estimator(checkpoint_dir: str | Path, *, device: str = "cpu") -> Estima
             f"{path / HEAD}: the head holds non-finite weights (NaN or inf in {', '.join(sorted(bad)[:3])}); the"
             " checkpoint is damaged"
         )
-    if meta.backbone:
-        reader: TokenReader | VectorReader = _vector_reader(path, meta, meta.backbone, head, device)
-    else:
-        reader = _token_reader(path, meta, head)
+    encoder = checkpoint_encoder(path, meta).to(device)
+    reader = Reader(encoder=encoder, network=_network(path, meta, encoder, head))
     reader.network.to(device).eval()
     return Estimator(reader=reader, meta=meta, path=path)
 
 
-def _token_reader(path: Path, meta: CheckpointMeta, head: dict[str, torch.Tensor]) -> TokenReader:
-    """The Hugging Face encoder (copied into the checkpoint or from its package) with the head's weights."""
-    encoder, tokenizer = load_encoder(_encoder_location(path, meta))
-    check_max_length(meta, encoder_token_limit(encoder, tokenizer), where=path / META, encoder=str(path / ENCODER))
-    model = build_model(encoder, meta, where=path / META)
-    result = _load_weights(model, head, where=path / HEAD, strict=False)
-    missing = [k for k in result.missing_keys if not k.startswith("encoder.")]
-    if missing or result.unexpected_keys:
+def checkpoint_encoder(path: Path, meta: CheckpointMeta) -> SentenceEncoder:
+    """The encoder whose vectors the checkpoint's network reads: the registered one it names (``backbone``, its
+    identity checked), or its Hugging Face encoder (``encoder/``, or the installed package it was frozen from) as a
+    :class:`~precomet.encoders.transformer.TransformerEncoder` pooled as it was trained."""
+    if meta.backbone:
+        encoder = backbone_encoder(meta.backbone, where=path / META)
+        check_max_length(meta, encoder.max_tokens, where=path / META, encoder=repr(encoder.name))
+        return encoder
+    location = _encoder_location(path, meta)
+    layers = "all" if meta.pooling == "mix" else "last"
+    encoder = TransformerEncoder(location, layers=layers, normalise=False, max_length=meta.max_length)
+    shown = str(path / ENCODER) if meta.encoder_package is None else repr(meta.encoder_package.name)
+    check_max_length(meta, encoder.token_limit(), where=path / META, encoder=shown)
+    return encoder
+
+
+def _network(
+    path: Path, meta: CheckpointMeta, encoder: SentenceEncoder, head: dict[str, torch.Tensor]
+) -> EstimatorNetwork | EnsembleHead:
+    """The network (or the ensemble of networks) with the head file's weights. A Hugging Face encoder's head written
+    before 0.19 has no standardisation: it reads the vectors as they are (mean 0, std 1)."""
+    members = [
+        build_network(meta, encoder, where=path / META) for _ in range(meta.ensemble.members if meta.ensemble else 1)
+    ]
+    model: EstimatorNetwork | EnsembleHead = (
+        EnsembleHead(members, meta.ensemble.scaling) if meta.ensemble else members[0]
+    )
+    if meta.backbone is None and not any(name in head for name in _STANDARDISATION):
+        head = {**head, **{name: getattr(members[0], name) for name in _STANDARDISATION}}
+    first = next((t for k, t in head.items() if k.endswith("head.0.weight") and t.ndim == 2), None)
+    if first is not None and first.shape[1] != len(members[0].feature_mean):
+        source = f"encoder {meta.backbone.name!r}" if meta.backbone else str(path / ENCODER)
         raise PrecometError(
-            f"{path / HEAD}: head does not match precomet.json (missing {missing}, unexpected {result.unexpected_keys})"
+            f"{source} gives vectors of {len(members[0].feature_mean)} values, but the head in {path / HEAD} reads"
+            f" {first.shape[1]}: the encoder is not the one the head was trained on, or the checkpoint is damaged"
         )
-    return TokenReader(network=model, tokenizer=tokenizer, max_length=meta.max_length)
-
-
-def _vector_reader(
-    path: Path, meta: CheckpointMeta, backbone: Backbone, head: dict[str, torch.Tensor], device: str
-) -> VectorReader:
-    """The registered encoder the checkpoint names (its identity checked; on ``device`` where it can run there)
-    with the head, or the ensemble of heads."""
-    encoder = backbone_encoder(backbone, where=path / META).to(device)
-    check_max_length(meta, encoder.max_tokens, where=path / META, encoder=repr(encoder.name))
-    members = meta.ensemble.members if meta.ensemble else 1
-    try:
-        heads = [FeatureHead(encoder.dim, hidden_sizes=meta.hidden_sizes, dropout=meta.dropout) for _ in range(members)]
-    except (TypeError, ValueError, RuntimeError) as err:
-        raise PrecometError(
-            f"{path / META}: hidden_sizes {meta.hidden_sizes!r}, dropout {meta.dropout!r} do not describe a head"
-            f" ({err})"
-        ) from None
-    model: FeatureHead | EnsembleHead = EnsembleHead(heads, meta.ensemble.scaling) if meta.ensemble else heads[0]
     try:
         model.load_state_dict(head, strict=True)
     except RuntimeError as err:
         detail = " ".join(str(err).split())[:300]
         raise PrecometError(f"{path / HEAD}: weights do not match the head in precomet.json ({detail})") from None
-    bad_std = sum(int((member.feature_std <= 0).sum()) for member in heads)
+    bad_std = sum(int((member.feature_std <= 0).sum()) for member in members)
     if bad_std:  # training stores standard deviations, floored at 1e-8 and set to 1 below it: never <= 0
         raise PrecometError(
             f"{path / HEAD}: feature_std holds {bad_std} value(s) <= 0, which no training writes (a"
             " standard deviation is positive); the checkpoint is damaged"
         )
-    return VectorReader(encoder=encoder, network=model)
+    return model
 
 
-def _encoder_location(path: Path, meta: CheckpointMeta) -> str:
+def _encoder_location(path: Path, meta: CheckpointMeta) -> Path:
     """``DIR/encoder``, or the installed package's encoder after checking its weights are the trained-on ones."""
     package = meta.encoder_package
     if package is None:
-        return str(path / ENCODER)
+        return path / ENCODER
     packaged = sorted(name for name in ENCODERS if fine_tunable_folder(name) is not None)
     if package.name not in packaged:
         raise PrecometError(
             f"{path / META}: encoder_package {package.model_dump()!r} is not an installed encoder; known: {packaged}"
         )
-    location = resolve_model(package.name)
+    location = model_folder(package.name)
     if weights_digest(location) != package.weights_sha256:
         raise PrecometError(
             f"{path}: the installed encoder {package.name!r} ({location}) has other weights than the one this"
             " estimator was trained on; install the package version named in precomet.json or retrain"
         )
-    return str(location)
+    return location
 
 
 def export_checkpoint(ckpt_path: str | Path, out_dir: str | Path, *, extra_meta: dict[str, Any] | None = None) -> Path:
     """Turn a Lightning ``.ckpt`` written by ``precomet train`` into the directory format (all files or none);
     ``extra_meta`` (e.g. the training history) is added to ``precomet.json``."""
     check_output(out_dir, directory=True)
-    model, tokenizer, meta = read_lightning_checkpoint(ckpt_path, extra_meta=extra_meta)
+    with output_set() as out:
+        export_lightning(ckpt_path, out.directory(out_dir), extra_meta=extra_meta)
     logger.info("exported %s to %s", ckpt_path, out_dir)
-    return save_checkpoint(out_dir, model=model, tokenizer=tokenizer, meta=meta)
+    return Path(out_dir)
 
 
-def read_lightning_checkpoint(
-    ckpt_path: str | Path, *, extra_meta: dict[str, Any] | None = None
-) -> tuple[UtilityEstimator, Any, dict[str, Any]]:
-    """``(model in eval mode, tokenizer, metadata)`` of a Lightning ``.ckpt`` written by ``precomet train``."""
+def export_lightning(ckpt_path: str | Path, out_dir: Path, *, extra_meta: dict[str, Any] | None = None) -> None:
+    """The one export: the checkpoint directory's files of a Lightning ``.ckpt`` written by ``precomet train``,
+    written into ``out_dir`` (a temporary directory of an output set): the head, the metadata with ``extra_meta``
+    and, for a Hugging Face encoder not frozen from an installed package, the encoder (fine-tuned, or as it was)."""
     ckpt_path = Path(ckpt_path)
     if not ckpt_path.is_file():
         raise PrecometError(f"{ckpt_path}: checkpoint file not found")
@@ -280,23 +276,42 @@ def read_lightning_checkpoint(
     if not isinstance(meta, dict) or not isinstance(ckpt.get("state_dict"), dict):
         raise PrecometError(f"{ckpt_path}: not written by precomet train (no 'precomet' metadata)")
     typed = check_meta(meta, where=f"{ckpt_path} (precomet metadata)")
-    if typed.backbone:
-        raise PrecometError(
-            f"{ckpt_path}: an estimator on a sentence-encoder backbone; its checkpoint directory is written by"
-            " precomet train itself (export applies to Hugging Face encoder estimators)"
-        )
-    location = typed.encoder_package.name if typed.encoder_package else typed.encoder_path
-    if location is None:
-        raise PrecometError(f"{ckpt_path}: precomet metadata names no encoder (encoder_path or encoder_package)")
-    encoder, tokenizer = load_encoder(location)
-    model = build_model(encoder, typed, where=ckpt_path)
     state = {
         k[len("model.") :]: v
         for k, v in ckpt["state_dict"].items()
         if isinstance(k, str) and k.startswith("model.") and isinstance(v, torch.Tensor)
     }
-    bad = [k for k, v in state.items() if not k.startswith("encoder.") and not torch.isfinite(v.float()).all()]
+    head = {k: v for k, v in state.items() if not k.startswith("encoder.")}
+    bad = [k for k, v in head.items() if not torch.isfinite(v.float()).all()]
     if bad:
         raise PrecometError(f"{ckpt_path}: non-finite weights (NaN or inf in {', '.join(sorted(bad)[:3])})")
-    _load_weights(model, state, where=ckpt_path, strict=True)
-    return model.eval(), tokenizer, {**meta, **(extra_meta or {})}
+    encoder = None
+    if typed.backbone is None and typed.encoder_package is None:
+        if typed.encoder_path is None:
+            raise PrecometError(f"{ckpt_path}: precomet metadata names no encoder (encoder_path or encoder_package)")
+        location = Path(typed.encoder_path)
+        encoder = load_transformer(location, name=str(location))
+        tuned = {k.removeprefix("encoder.model."): v for k, v in state.items() if k.startswith("encoder.model.")}
+        if tuned:
+            try:
+                encoder[0].load_state_dict(tuned, strict=True)
+            except RuntimeError as err:
+                detail = " ".join(str(err).split())[:300]
+                raise PrecometError(f"{ckpt_path}: encoder weights do not match {location} ({detail})") from None
+    network = _checked_head(head, typed, where=ckpt_path)
+    write_checkpoint_files(out_dir, network=network, meta={**meta, **(extra_meta or {})}, encoder=encoder)
+
+
+def _checked_head(head: dict[str, torch.Tensor], meta: CheckpointMeta, *, where: Any) -> EstimatorNetwork:
+    """A network holding ``head``, refused when the weights' names or shapes are not the head ``meta`` describes."""
+    dim = len(head["feature_mean"]) if "feature_mean" in head else 0
+    mix = head.get("mix.weights")
+    try:
+        network = EstimatorNetwork(
+            dim, hidden_sizes=meta.hidden_sizes, dropout=meta.dropout, mix_layers=None if mix is None else len(mix)
+        )
+        network.load_state_dict(head, strict=True)
+    except (RuntimeError, TypeError, ValueError) as err:
+        detail = " ".join(str(err).split())[:300]
+        raise PrecometError(f"{where}: weights do not match the head described in {META} ({detail})") from None
+    return network

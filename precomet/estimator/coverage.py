@@ -24,7 +24,7 @@ import torch
 from precomet.encoders import SentenceEncoder, encode_cached
 from precomet.errors import PrecometError
 from precomet.estimator.checkpoint import COVERAGE_PREFIX, HEAD
-from precomet.estimator.estimator import Estimator, VectorReader
+from precomet.estimator.estimator import Estimator
 from precomet.progress import progress
 
 logger = logging.getLogger(__name__)
@@ -132,9 +132,10 @@ def coverage_warning(share: float, scored: int, *, what: str = "the estimator") 
 
 def report_coverage(estimator: Estimator, sources: list[str], *, what: str) -> dict[str, Any] | None:
     """Measure and, where it applies, warn (see the module docstring) for ``sources`` (a sample of the scored
-    ones); ``None`` for an estimator without a coverage or without a registered sentence encoder."""
+    ones); ``None`` for an estimator without a coverage (one trained before coverages, or whose encoder was
+    fine-tuned)."""
     coverage = read_coverage(estimator.path)
-    if coverage is None or not isinstance(estimator.reader, VectorReader) or not sources:
+    if coverage is None or not sources:
         return None
     vectors = encode_sample(estimator.reader.encoder, sources)
     if vectors.shape[1] != coverage["centroids"].shape[1]:

@@ -12,7 +12,6 @@ from typing import Any
 import numpy as np
 import pytorch_lightning as pl
 import torch
-from tokenizers import Tokenizer
 from torch.utils.data import DataLoader, Dataset, Sampler
 
 from precomet.errors import PrecometError
@@ -58,21 +57,6 @@ def group_split(
         count += int(sizes[g])
     is_dev = np.isin(labels, list(dev_groups))
     return np.flatnonzero(~is_dev), np.flatnonzero(is_dev)
-
-
-def tokenize(tokenizer: Any, texts: Sequence[str], *, max_length: int) -> tuple[list[list[int]], int]:
-    """Token ids per text, truncated to ``max_length`` (special tokens included); returns the ids and the
-    number of texts that were truncated. Uses a private copy of the fast tokenizer's backend."""
-    backend = getattr(tokenizer, "backend_tokenizer", None)
-    if backend is None:
-        raise PrecometError(
-            f"tokenizer {type(tokenizer).__name__} is not a fast tokenizer; save one with tokenizer.json"
-        )
-    local = Tokenizer.from_str(backend.to_str())
-    local.no_padding()
-    local.enable_truncation(max_length=max_length)
-    encodings = local.encode_batch(list(texts))
-    return [e.ids for e in encodings], sum(1 for e in encodings if e.overflowing)
 
 
 _TALLY: ContextVar[list[int] | None] = ContextVar("precomet_truncated", default=None)

@@ -1,15 +1,12 @@
-"""The loaded estimator: one class whatever reads the sources.
+"""The loaded estimator: one reader whatever the encoder.
 
-An :class:`Estimator` is a *reader* (what turns sources into the network's standardised scores) plus the
-``precomet.json`` metadata that turns those scores into utilities. Two readers exist:
-
-- :class:`TokenReader`: a Hugging Face encoder, fine-tuned or frozen, with its pooling and head: one network over
-  token ids, run on any torch device;
-- :class:`VectorReader`: a registered sentence encoder (:mod:`precomet.encoders`, e.g. the shipped e5-small run by
-  its own engine, vectors cached on disk) whose vectors a head reads; the head runs on any torch device.
-
-Everything downstream — one device, int8, Lightning devices, shards across machines, pools in chunks — uses only
-the :class:`Reader` protocol, so it works with every backbone.
+An :class:`Estimator` is a :class:`Reader` (a frozen sentence encoder and the network that reads its vectors) plus
+the ``precomet.json`` metadata that turns the network's standardised scores into utilities. The encoder is a
+registered one (:mod:`precomet.encoders`: e5-small run by its own engine, MiniLM, ``hf:DIR``, …) or the checkpoint's
+own Hugging Face encoder (fine-tuned, or read with a layer-wise mix), run as a registered
+:class:`~precomet.encoders.transformer.TransformerEncoder`; either way its vectors are cached by the encoder's
+identity. Everything downstream — one device, int8, Lightning devices, shards across machines, pools in chunks —
+uses only the :class:`Reader`.
 """
 
 from __future__ import annotations
@@ -18,7 +15,7 @@ import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 import torch
@@ -26,89 +23,62 @@ from torch.ao.quantization import per_channel_dynamic_qconfig, quantize_dynamic
 
 from precomet.encoders import SentenceEncoder, encode_cached
 from precomet.errors import PrecometError
-from precomet.estimator.data import check_batch_size, run_batches, tokenize, warn_truncated
+from precomet.estimator.data import check_batch_size, warn_truncated
 from precomet.estimator.metadata import CheckpointMeta
 from precomet.values import is_blank
 
 PRECISIONS = ("fp32", "int8")
-"""``int8``: dynamic int8 quantisation (per-channel weights) of every ``nn.Linear`` of the network (CPU only): faster
-for a Hugging Face encoder, predictions close to but not identical with fp32. A sentence encoder keeps its own engine;
-only its head is quantised, which saves nothing measurable."""
-
-
-class Reader(Protocol):
-    """Turns sources into standardised scores (higher or lower first as ``direction`` says)."""
-
-    @property
-    def network(self) -> torch.nn.Module:
-        """The torch part (placed on a device, quantised, moved by Lightning)."""
-        ...
-
-    def lengths(self, sources: Sequence[str]) -> list[int]:
-        """One length per source to sort batches by; warns once about sources that will be truncated."""
-        ...
-
-    def standardised(
-        self, sources: Sequence[str], *, batch_size: int, device: str, progress: bool | None = None, warn: bool = True
-    ) -> torch.Tensor:
-        """Float32 scores on the CPU, in input order; ``warn=False`` leaves truncation warnings to :meth:`lengths`."""
-        ...
-
-    def with_network(self, network: torch.nn.Module) -> Reader:
-        """The same reader around another network (e.g. its int8 copy)."""
-        ...
+"""``int8``: dynamic int8 quantisation (per-channel weights) of every ``nn.Linear`` of the network and of a Hugging
+Face encoder (CPU only): faster for a Hugging Face encoder, predictions close to but not identical with fp32. An
+encoder run by its own engine (e5-small) keeps it; only the head is quantised there, which saves nothing
+measurable."""
 
 
 @dataclass(frozen=True)
-class TokenReader:
-    """A Hugging Face encoder with its pooling and head, one network over token ids."""
-
-    network: torch.nn.Module
-    tokenizer: Any
-    max_length: int
-
-    def lengths(self, sources: Sequence[str]) -> list[int]:
-        ids, n_truncated = tokenize(self.tokenizer, sources, max_length=self.max_length)
-        warn_truncated(n_truncated, len(sources), self.max_length)
-        return [len(x) for x in ids]
-
-    def standardised(
-        self, sources: Sequence[str], *, batch_size: int, device: str, progress: bool | None = None, warn: bool = True
-    ) -> torch.Tensor:
-        ids, n_truncated = tokenize(self.tokenizer, sources, max_length=self.max_length)
-        if warn:
-            warn_truncated(n_truncated, len(sources), self.max_length)
-        network = self.network.to(device).eval()
-        pad_id = self.tokenizer.pad_token_id or 0
-        return run_batches(network, ids, pad_id=pad_id, batch_size=batch_size, device=device, progress=progress)
-
-    def with_network(self, network: torch.nn.Module) -> TokenReader:
-        return replace(self, network=network)
-
-
-@dataclass(frozen=True)
-class VectorReader:
-    """A registered sentence encoder, frozen and run by its own engine, and a head over its vectors
-    (:class:`~precomet.estimator.backbone.FeatureHead` or an ensemble of them)."""
+class Reader:
+    """A frozen sentence encoder and the network (an
+    :class:`~precomet.estimator.model.EstimatorNetwork` or an :class:`~precomet.estimator.model.EnsembleHead`)
+    that reads its vectors."""
 
     encoder: SentenceEncoder
     network: torch.nn.Module
 
     def lengths(self, sources: Sequence[str]) -> list[int]:
+        """One length per source to sort batches by (characters); warns once about sources that will be
+        truncated."""
+        self.warn_truncated(sources)
         return [len(s) for s in sources]
+
+    def warn_truncated(self, sources: Sequence[str]) -> None:
+        """Count the sources longer than the encoder reads in one warning (encoders that truncate tokens)."""
+        limit = self.encoder.max_tokens
+        if limit is not None:
+            warn_truncated(self.encoder.count_truncated(sources), len(sources), limit)
 
     def standardised(
         self, sources: Sequence[str], *, batch_size: int, device: str, progress: bool | None = None, warn: bool = True
     ) -> torch.Tensor:
-        check_batch_size(batch_size)  # the head reads every vector at once: one row per source, small
-        encoder = self.encoder.to(device)  # e5-small's torch engine encodes where the head runs (Lightning's rank)
+        """Float32 scores on the CPU, in input order; ``warn=False`` leaves truncation warnings to :meth:`lengths`.
+        ``batch_size`` sizes the encoder's batches where a caller may (a Hugging Face model)."""
+        check_batch_size(batch_size)
+        if warn:
+            self.warn_truncated(sources)
+        encoder = self.encoder.batched(batch_size).to(device)  # the encoder runs where the head runs
         features = torch.from_numpy(encode_cached(encoder, list(sources), progress=progress)).float()
         head: Any = self.network.to(device).eval()
         with torch.inference_mode():
             return head.score_features(features.to(device)).float().cpu()
 
-    def with_network(self, network: torch.nn.Module) -> VectorReader:
-        return replace(self, network=network)
+    def int8(self) -> Reader:
+        """A copy whose network's linear layers, and the encoder's where it allows, run in dynamic int8 on the CPU
+        (see :data:`PRECISIONS`)."""
+        with warnings.catch_warnings():  # torch.ao's migration notice; the eager API still works in torch 2.x
+            warnings.simplefilter("ignore")
+            # per-output-channel weight scales: correlation with fp32 ~0.98 instead of ~0.955 per tensor
+            network = quantize_dynamic(
+                self.network.cpu().eval(), {torch.nn.Linear: per_channel_dynamic_qconfig}, dtype=torch.qint8
+            )
+        return Reader(encoder=self.encoder.int8(), network=network)
 
 
 @dataclass(frozen=True)
@@ -133,15 +103,8 @@ class Estimator:
         return check_predictions(values, sources, checkpoint=self.path or "(in memory)")
 
     def int8(self) -> Estimator:
-        """A copy whose network's linear layers run in dynamic int8 on the CPU (see :data:`PRECISIONS`)."""
-        with warnings.catch_warnings():  # torch.ao's migration notice; the eager API still works in torch 2.x
-            warnings.simplefilter("ignore")
-
-            # per-output-channel weight scales: correlation with fp32 ~0.98 instead of ~0.955 per tensor
-            network = quantize_dynamic(
-                self.model.cpu().eval(), {torch.nn.Linear: per_channel_dynamic_qconfig}, dtype=torch.qint8
-            )
-        return replace(self, reader=self.reader.with_network(network))
+        """A copy whose reader runs in dynamic int8 on the CPU (see :data:`PRECISIONS`)."""
+        return replace(self, reader=self.reader.int8())
 
     def predict(
         self,

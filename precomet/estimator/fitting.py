@@ -1,7 +1,7 @@
-"""The Lightning side of :func:`~precomet.estimator.training.train`: the network (:func:`build_network`), the
-checkpoint metadata and the ``EstimatorModule`` (:func:`checkpoint_meta`, :func:`build_module`), the Trainer
-(:func:`build_trainer`, :func:`check_trainer_settings`), :func:`fit`, and the export of the best epoch
-(:func:`best_metrics`, :func:`export_best`, :func:`export_best_head`)."""
+"""The Lightning side of :func:`~precomet.estimator.training.train`: the checkpoint metadata and the
+``EstimatorModule`` (:func:`checkpoint_meta`, :func:`build_module`), the Trainer (:func:`build_trainer`,
+:func:`check_trainer_settings`), :func:`fit`, and the export of the best epoch (:func:`best_metrics`,
+:func:`export_best`)."""
 
 from __future__ import annotations
 
@@ -16,25 +16,17 @@ from typing import Any, cast
 import pytorch_lightning as pl
 import torch
 from pytorch_lightning.utilities.exceptions import MisconfigurationException
-from safetensors.torch import save_file
 
+from precomet.encoders.registry import model_folder
 from precomet.errors import PrecometError
 from precomet.estimator.backbone import POOLING
-from precomet.estimator.checkpoint import (
-    HEAD,
-    META,
-    encoder_token_limit,
-    packaged_encoder,
-    read_lightning_checkpoint,
-    write_checkpoint_files,
-    write_meta,
-)
+from precomet.estimator.checkpoint import export_lightning, packaged_encoder
 from precomet.estimator.config import recorded_config
 from precomet.estimator.data import TargetDataModule
-from precomet.estimator.inputs import Network, Split
+from precomet.estimator.inputs import Split, TrainingInputs
 from precomet.estimator.languages import training_profile
 from precomet.estimator.leakage import SourceFingerprint
-from precomet.estimator.model import UtilityEstimator, load_encoder, resolve_model
+from precomet.estimator.model import EstimatorNetwork
 from precomet.estimator.module import EstimatorModule
 from precomet.estimator.targets import rows_hash
 from precomet.progress import progress_enabled
@@ -67,37 +59,22 @@ def _history_callback(history: list[dict[str, float]]):
     return History()
 
 
-# ---------------------------------------------------------------------------------------------- module: network
-def build_network(model: dict[str, Any], *, max_length: int) -> Network:
-    """Load ``model["encoder"]`` (offline) and put a freshly initialised head on it (seed first, for a
-    reproducible head); ``max_length`` is capped by the tokenizer's own limit."""
-    encoder, tokenizer = load_encoder(model["encoder"])
-    network = UtilityEstimator(
-        encoder, pooling=model["pooling"], hidden_sizes=tuple(model["hidden_sizes"]), dropout=float(model["dropout"])
-    )
-    limit = encoder_token_limit(encoder, tokenizer)  # the tokenizer's limit and the position embeddings
-    if limit is not None and max_length > limit:
-        logger.warning("data.max_length %d is beyond what the encoder reads: capped at %d tokens", max_length, limit)
-        max_length = limit
-    return Network(model=network, tokenizer=tokenizer, max_length=int(max_length), pad_id=tokenizer.pad_token_id or 0)
-
-
 # ---------------------------------------------------------------------------------------------- module
-def checkpoint_meta(
-    cfg: dict[str, Any], split: Split, network: Network, *, backbone: dict[str, Any] | None = None
-) -> dict[str, Any]:
+def checkpoint_meta(cfg: dict[str, Any], split: Split, inputs: TrainingInputs) -> dict[str, Any]:
     """The checkpoint metadata known before training (``precomet.json`` without ``dev_metrics`` and
-    ``history``, which :func:`export_best` adds); stored in every Lightning ``.ckpt``. With ``backbone`` (the
-    registered encoder's identity) no Hugging Face encoder is involved."""
+    ``history``, which :func:`export_best` adds); stored in every Lightning ``.ckpt``. A registered encoder is
+    recorded as ``backbone`` (its identity); a Hugging Face encoder named by ``model.encoder`` as ``encoder``, with
+    the installed package it was frozen from or the folder the export copies it from."""
     model = cfg["model"]
-    package = None if backbone else packaged_encoder(model["encoder"], frozen=bool(model["freeze_encoder"]))
+    backbone = inputs.backbone
+    package = None if backbone else packaged_encoder(model["encoder"], frozen=not inputs.fine_tune)
     encoder = (
         {"backbone": backbone}
         if backbone
         else {
             "encoder": model["encoder"],
             "encoder_package": package,
-            "encoder_path": None if package else str(resolve_model(model["encoder"]).resolve()),
+            "encoder_path": None if package else str(model_folder(model["encoder"]).resolve()),
         }
     )
     return {
@@ -107,7 +84,7 @@ def checkpoint_meta(
         "pooling": POOLING if backbone else model["pooling"],
         "hidden_sizes": list(model["hidden_sizes"]),
         "dropout": float(model["dropout"]),
-        "max_length": network.max_length,
+        "max_length": inputs.max_length,
         **encoder,
         "training_sources": SourceFingerprint.of(r["src"] for part in (split.train, split.dev) for r in part).to_json(),
         "training_languages": training_profile(r["src"] for part in (split.train, split.dev) for r in part),
@@ -124,16 +101,19 @@ def checkpoint_meta(
     }
 
 
-def build_module(network: Network, model: dict[str, Any], *, meta: dict[str, Any]) -> EstimatorModule:
-    """The ``EstimatorModule`` (loss, optimiser groups, freezing) around ``network.model``."""
+def build_module(
+    network: EstimatorNetwork, model: dict[str, Any], *, fine_tune: bool, meta: dict[str, Any]
+) -> EstimatorModule:
+    """The ``EstimatorModule`` (loss, optimiser groups, freezing) around ``network``; the encoder learning-rate
+    settings apply only when ``fine_tune``."""
     return EstimatorModule(
-        network.model,
+        network,
         encoder_lr=float(model["encoder_lr"]),
         head_lr=float(model["head_lr"]),
         layerwise_decay=float(model["layerwise_decay"]),
         weight_decay=float(model["weight_decay"]),
-        freeze_fraction=float(model["freeze_fraction"]),
-        freeze_encoder=bool(model["freeze_encoder"]),
+        freeze_fraction=float(model["freeze_fraction"]) if fine_tune else 0.0,
+        freeze_encoder=not fine_tune,
         meta=meta,
     )
 
@@ -243,33 +223,14 @@ def best_checkpoint(trainer: pl.Trainer) -> str:
     return best
 
 
-def export_best(
-    trainer: pl.Trainer,
-    out_dir: Path,
-    *,
-    dev_metrics: dict[str, float],
-    history: list[dict[str, float]],
-) -> Path:
+def export_best(trainer: pl.Trainer, out_dir: Path, *, extra_meta: dict[str, Any]) -> Path:
     """Write the checkpoint directory files of the best ``.ckpt`` into ``out_dir`` (the temporary directory of
-    an output set: ``precomet.json`` is written once, complete with ``dev_metrics`` and ``history``, and moved
-    into place with the rest). Only the global-zero process writes. Returns the ``.ckpt`` path."""
+    an output set: ``precomet.json`` is written once, complete with ``extra_meta`` — ``dev_metrics`` and
+    ``history`` —, and moved into place with the rest) through the one export,
+    :func:`~precomet.estimator.checkpoint.export_lightning`. Only the global-zero process writes. Returns the
+    ``.ckpt`` path."""
     best = best_checkpoint(trainer)
     if trainer.is_global_zero:
         with quiet_third_party():
-            model, tokenizer, meta = read_lightning_checkpoint(
-                best, extra_meta={"dev_metrics": dev_metrics, "history": history}
-            )
-            write_checkpoint_files(out_dir, model=model, tokenizer=tokenizer, meta=meta)
-    return Path(best)
-
-
-def export_best_head(trainer: pl.Trainer, out_dir: Path, *, meta: dict[str, Any]) -> Path:
-    """:func:`export_best` for a backbone estimator: the best ``.ckpt``'s head (read with
-    ``weights_only=True``) as ``head.safetensors`` and ``meta`` as ``precomet.json``."""
-    best = best_checkpoint(trainer)
-    if trainer.is_global_zero:
-        state = torch.load(best, map_location="cpu", weights_only=True)["state_dict"]
-        head = {k.removeprefix("model."): v.contiguous() for k, v in state.items() if k.startswith("model.")}
-        save_file(head, str(out_dir / HEAD))
-        write_meta(out_dir / META, meta)
+            export_lightning(best, out_dir, extra_meta=extra_meta)
     return Path(best)

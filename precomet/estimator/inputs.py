@@ -1,6 +1,7 @@
 """The data side of :func:`~precomet.estimator.training.train`: target rows -> train/dev :class:`Split`
-(:func:`split_rows`) -> encoder inputs (:func:`encode_rows`: token ids, or cached features for a frozen
-encoder) -> the Lightning data module (:func:`build_datamodule`)."""
+(:func:`split_rows`) -> what the network reads (:class:`TrainingInputs`: the encoder's vectors, computed once and
+cached, when it is frozen; token ids when it is fine-tuned with the head) -> the Lightning data module
+(:func:`build_datamodule`)."""
 
 from __future__ import annotations
 
@@ -11,27 +12,20 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import torch
 
+from precomet.encoders import SentenceEncoder, get_encoder
+from precomet.encoders.registry import model_folder
+from precomet.encoders.tokens import token_ids
+from precomet.encoders.transformer import TransformerEncoder
 from precomet.errors import PrecometError
-from precomet.estimator.data import TargetDataModule, group_split, tokenize, warn_truncated
+from precomet.estimator.backbone import encode_split
+from precomet.estimator.data import TargetDataModule, group_split, warn_truncated
 from precomet.estimator.leakage import drop_sources
-from precomet.estimator.model import UtilityEstimator
-from precomet.estimator.predict import compute_features
+from precomet.estimator.model import EstimatorNetwork
 from precomet.estimator.targets import read_targets, validate_rows
 from precomet.stats import mean_std, standardise
 
 logger = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class Network:
-    """The network to train (encoder + head), its tokenizer, the token limit per source and the padding id."""
-
-    model: UtilityEstimator
-    tokenizer: Any
-    max_length: int
-    pad_id: int
 
 
 def _rows(value: str | Path | Sequence[dict[str, Any]], where: str) -> list[dict[str, Any]]:
@@ -147,52 +141,106 @@ def _learnable(y: np.ndarray) -> tuple[float, float]:
 
 
 # ---------------------------------------------------------------------------------------------- data: inputs
-def encode_rows(
-    network: Network,
-    split: Split,
-    *,
-    freeze_encoder: bool,
-    accelerator: str = "cpu",
-    feature_cache: dict[str, Any] | None = None,
-    progress: bool | None = None,
-) -> tuple[Any, Any]:
-    """``(train inputs, dev inputs)``: token ids per row (truncated sources counted in a warning); with a
-    frozen encoder, pooled features per row instead (a tensor), each distinct source not in ``feature_cache``
-    encoded once and added to it. Features are computed on the GPU when ``accelerator`` allows one."""
-    parts = (split.train, split.dev)
-    inputs = []
-    for part in parts:
-        ids, n_truncated = (
-            ([], 0)
-            if not part
-            else tokenize(network.tokenizer, [r["src"] for r in part], max_length=network.max_length)
+class TrainingInputs:
+    """The encoder a configuration trains on, and what the network reads from it: ``model.backbone`` (a registered
+    encoder, frozen) or ``model.encoder`` (a Hugging Face model run as a
+    :class:`~precomet.encoders.transformer.TransformerEncoder`, pooled by ``model.pooling``: frozen with
+    ``model.freeze_encoder``, else fine-tuned with the head). A frozen encoder's vectors are computed once for every
+    member and cached by the encoder's identity (:func:`~precomet.encoders.encode_cached`); a fine-tuned encoder
+    reads token ids. An unknown encoder is refused when this is built, before any row is read."""
+
+    def __init__(self, cfg: dict[str, Any]) -> None:
+        model = cfg["model"]
+        self.spec: str = model["backbone"]
+        self.fine_tune = not self.spec and not model["freeze_encoder"]
+        self.encoder: SentenceEncoder = self._encoder(cfg)
+        self.mix_layers = (
+            self.encoder.hidden_states()
+            if isinstance(self.encoder, TransformerEncoder) and not self.spec and model["pooling"] == "mix"
+            else None
         )
-        warn_truncated(n_truncated, len(part), network.max_length)
-        inputs.append(ids)
-    if not freeze_encoder:
-        return inputs[0], inputs[1]
-    use_gpu = accelerator in ("auto", "gpu", "cuda") and torch.cuda.is_available()
-    device = "cuda" if use_gpu else "cpu"
-    network.model.to(device)
-    cache = {} if feature_cache is None else feature_cache
-    for part, ids in zip(parts, inputs):
-        first: dict[str, int] = {}  # each distinct uncached source is encoded once
-        for i, r in enumerate(part):
-            if r["src"] not in cache:
-                first.setdefault(r["src"], i)
-        if first:
-            fresh = compute_features(
-                network.model,
-                [ids[i] for i in first.values()],
-                pad_id=network.pad_id,
-                batch_size=64,
-                device=device,
-                progress=progress,
+        self.cache_dir = cfg["data"]["cache_dir"] or None
+
+    def _encoder(self, cfg: dict[str, Any]) -> SentenceEncoder:
+        model = cfg["model"]
+        if self.spec:
+            try:
+                return get_encoder(self.spec)
+            except PrecometError as err:
+                raise PrecometError(f"model.backbone {self.spec!r}: {err}") from None
+        folder = model_folder(model["encoder"])
+        layers = "all" if model["pooling"] == "mix" else "last"
+        max_length = int(cfg["data"]["max_length"])
+        limit = TransformerEncoder(folder).token_limit()  # the tokenizer's limit and the position embeddings
+        if limit is not None and max_length > limit:
+            logger.warning(
+                "data.max_length %d is beyond what the encoder reads: capped at %d tokens", max_length, limit
             )
-            cache.update(zip(first, fresh))
-    network.model.to("cpu")
-    features = [torch.stack([cache[r["src"]] for r in part]) if part else torch.empty(0) for part in parts]
-    return features[0], features[1]
+            max_length = limit
+        return TransformerEncoder(folder, layers=layers, normalise=False, max_length=max_length)
+
+    @property
+    def backbone(self) -> dict[str, Any] | None:
+        """The registered encoder's identity, recorded as ``backbone`` in ``precomet.json``; ``None`` for a Hugging
+        Face encoder named by ``model.encoder`` (recorded as ``encoder``)."""
+        if not self.spec:
+            return None
+        engines = {"engines": list(self.encoder.engines)} if self.encoder.engines else {}
+        return {"spec": self.spec, **self.encoder.identity(), **engines}
+
+    @property
+    def pad_id(self) -> int:
+        """The padding token of a fine-tuned encoder's batches (0 for vectors)."""
+        return int(self.encoder.tokenizer.pad_token_id or 0) if self.fine_tune else 0  # type: ignore[attr-defined]
+
+    @property
+    def max_length(self) -> int:
+        """Tokens per source the encoder reads (0 for an encoder without a token limit)."""
+        return int(self.encoder.max_tokens or 0)
+
+    def encode(self, split: Split, *, progress: bool | None) -> tuple[Any, Any]:
+        """``(train inputs, dev inputs)``: vectors (a tensor per part) of a frozen encoder, token ids per row of a
+        fine-tuned one (truncated sources counted in a warning)."""
+        parts = (split.train, split.dev)
+        if not self.fine_tune:
+            train, dev = encode_split(self.encoder, parts, cache_dir=self.cache_dir, progress=progress)
+            return train, dev
+        inputs = []
+        for part in parts:
+            texts = [r["src"] for r in part]
+            tokenizer = self.encoder.tokenizer  # type: ignore[attr-defined]
+            ids, n_truncated = token_ids(tokenizer, texts, max_length=self.max_length) if part else ([], 0)
+            warn_truncated(n_truncated, len(part), self.max_length)
+            inputs.append(ids)
+        return inputs[0], inputs[1]
+
+    def network(self, cfg: dict[str, Any], inputs: tuple[Any, Any]) -> EstimatorNetwork:
+        """A freshly initialised network for one member (inside its seed): over the fine-tuned encoder's module, or
+        over the frozen encoder's vectors, standardised by the training vectors' statistics (not under a mix, whose
+        layers are weighed during training)."""
+        model = cfg["model"]
+        module = self.encoder.module().train() if self.fine_tune else None  # type: ignore[attr-defined]
+        network = EstimatorNetwork(
+            self.encoder.dim // (self.mix_layers or 1),
+            hidden_sizes=model["hidden_sizes"],
+            dropout=float(model["dropout"]),
+            mix_layers=self.mix_layers,
+            encoder=module,
+        )
+        if not self.fine_tune and self.mix_layers is None:
+            network.fit_scaling(inputs[0])
+        return network
+
+    def carried_encoder(self, meta: dict[str, Any]) -> bool:
+        """Whether the checkpoint copies the encoder (a Hugging Face encoder not frozen from an installed package)."""
+        return not self.spec and not meta.get("encoder_package")
+
+    def vectors(self, inputs: tuple[Any, Any]) -> np.ndarray | None:
+        """The training and dev vectors of a frozen encoder (for the coverage the checkpoint keeps); ``None`` when
+        the encoder is fine-tuned (its vectors moved during training)."""
+        if self.fine_tune:
+            return None
+        return np.concatenate([part.numpy() for part in inputs if part.ndim == 2])
 
 
 # ---------------------------------------------------------------------------------------------- data: module
@@ -204,7 +252,7 @@ def build_datamodule(
     data: dict[str, Any],
     seed: int,
 ) -> TargetDataModule:
-    """The ``TargetDataModule`` over :func:`encode_rows`' inputs and the standardised targets."""
+    """The ``TargetDataModule`` over :meth:`TrainingInputs.encode`'s inputs and the standardised targets."""
     return TargetDataModule(
         train_inputs=inputs[0],
         train_targets=split.standardised(split.train),

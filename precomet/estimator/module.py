@@ -13,7 +13,7 @@ import pytorch_lightning as pl
 import torch
 from scipy.stats import kendalltau, pearsonr, spearmanr
 
-from precomet.estimator.model import UtilityEstimator
+from precomet.estimator.model import EstimatorNetwork
 
 _LAYER = re.compile(r"\.layers?\.(\d+)\.")
 
@@ -38,12 +38,12 @@ def correlations(pred: np.ndarray, gold: np.ndarray) -> dict[str, float]:
 
 
 class EstimatorModule(pl.LightningModule):
-    """Wraps a :class:`UtilityEstimator`; ``meta`` (plain JSON types) is stored in every ``.ckpt`` so that
+    """Wraps a :class:`EstimatorNetwork`; ``meta`` (plain JSON types) is stored in every ``.ckpt`` so that
     ``precomet export`` can rebuild the network without unpickling anything else."""
 
     def __init__(
         self,
-        model: UtilityEstimator,
+        model: EstimatorNetwork,
         *,
         encoder_lr: float,
         head_lr: float,
@@ -78,9 +78,10 @@ class EstimatorModule(pl.LightningModule):
         head = [p for n, p in self.model.named_parameters() if not n.startswith("encoder.")]
         groups: list[dict[str, Any]] = [{"params": head, "lr": self.head_lr}]
         if not self.freeze_encoder:
-            n_layers = self.model.encoder.config.num_hidden_layers
+            encoder: Any = self.model.encoder  # a TokenVectors module when the encoder is fine-tuned
+            n_layers = int(encoder.config.num_hidden_layers)
             by_depth: dict[int, list[torch.nn.Parameter]] = {}
-            for name, param in self.model.encoder.named_parameters():
+            for name, param in encoder.named_parameters():
                 by_depth.setdefault(encoder_depth(name, n_layers), []).append(param)
             for depth, params in sorted(by_depth.items()):
                 groups.append({"params": params, "lr": self.encoder_lr * self.decay ** (n_layers + 1 - depth)})

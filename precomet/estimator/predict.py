@@ -8,14 +8,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import torch
 
 from precomet.campaign import Campaign
 from precomet.errors import PrecometError
 from precomet.estimator.checkpoint import load_estimator
-from precomet.estimator.data import check_batch_size, run_batches
+from precomet.estimator.data import check_batch_size
 from precomet.estimator.estimator import Estimator, check_precision, check_sources
-from precomet.estimator.model import UtilityEstimator
 from precomet.estimator.multidevice import predict_lightning
 from precomet.progress import progress_enabled
 
@@ -108,23 +106,3 @@ def predict_campaign(
         strategy=strategy,
         accelerator=accelerator,
     )
-
-
-def compute_features(
-    model: UtilityEstimator,
-    ids: Sequence[Sequence[int]],
-    *,
-    pad_id: int,
-    batch_size: int,
-    device: str = "cpu",
-    progress: bool | None = None,
-) -> torch.Tensor:
-    """Pooled features of a (frozen, eval-mode) estimator for caching: (N, H) or (N, L, H)."""
-    was_training = model.training
-    model.eval()
-    try:
-        return run_batches(
-            model.features, ids, pad_id=pad_id, batch_size=batch_size, device=device, progress=progress, desc="encode"
-        )
-    finally:
-        model.train(was_training)

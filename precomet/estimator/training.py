@@ -2,11 +2,11 @@
 
 One pipeline for every encoder. :func:`train` is a short sequence of steps, each a function that can be read and
 tested alone (the lightning-hydra-template ``train(cfg)`` layout): :func:`split_rows` (rows -> train/dev
-:class:`Split`), the config's :class:`HeadInputs` (:class:`VectorInputs`: a registered encoder's vectors;
-:class:`TokenInputs`: a Hugging Face encoder's tokens, or its pooled features when frozen) encoding the rows once,
-then per ensemble member :func:`build_datamodule`, :func:`checkpoint_meta` and :func:`build_module`,
-:func:`build_trainer` (callbacks, Trainer, gradient accumulation), :func:`fit`, :func:`best_metrics` and the
-export (``precomet.json`` written once), and :func:`combine_members` for several members. The data steps live in
+:class:`Split`), the config's :class:`~precomet.estimator.inputs.TrainingInputs` (the encoder's vectors once when
+it is frozen, token ids when it is fine-tuned), then per ensemble member :func:`build_datamodule`,
+:func:`checkpoint_meta` and :func:`build_module`, :func:`build_trainer` (callbacks, Trainer, gradient
+accumulation), :func:`fit`, :func:`best_metrics` and the export (``precomet.json`` written once), and
+:func:`combine_members` for several members. The data steps live in
 :mod:`precomet.estimator.inputs`, the Lightning ones in :mod:`precomet.estimator.fitting`."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 import pytorch_lightning as pl
@@ -28,24 +28,20 @@ from safetensors.torch import load_file, save_file
 from scipy.stats import kendalltau, pearsonr
 
 from precomet.campaign import HUMAN, Campaign
-from precomet.encoders import SentenceEncoder, get_encoder
-from precomet.errors import PrecometError
-from precomet.estimator.backbone import EnsembleHead, FeatureHead, encode_split
 from precomet.estimator.checkpoint import HEAD, META, read_meta, write_meta
 from precomet.estimator.config import load_config
 from precomet.estimator.coverage import fit_coverage, write_coverage
 from precomet.estimator.fitting import (
     best_metrics,
     build_module,
-    build_network,
     build_trainer,
     check_trainer_settings,
     checkpoint_meta,
     export_best,
-    export_best_head,
     fit,
 )
-from precomet.estimator.inputs import Network, Split, build_datamodule, encode_rows, split_rows
+from precomet.estimator.inputs import Split, TrainingInputs, build_datamodule, split_rows
+from precomet.estimator.model import EnsembleHead, EstimatorNetwork
 from precomet.estimator.targets import build_targets
 from precomet.outputs.atomic import output_set
 from precomet.outputs.paths import check_output
@@ -104,17 +100,14 @@ def train(
     config: str | Path | None = None,
     overrides: dict[str, Any] | None = None,
     progress: bool | None = None,
-    feature_cache: dict[str, Any] | None = None,
 ) -> TrainResult:
     """Train an estimator on target rows (``precomet build-targets`` output) and write ``out_dir`` in the
     checkpoint directory format. Without ``dev_rows`` a dev split is taken by document or campaign.
     ``config`` and ``overrides``: docs/estimator.md, "Configuration".
 
-    ``feature_cache`` ({source text: pooled features}) is read and filled when a Hugging Face encoder is frozen,
-    so several runs with the same encoder, pooling and max length encode each source once.
-
-    One pipeline whatever the encoder: the :class:`HeadInputs` of the config (:func:`head_inputs`: a registered
-    encoder's vectors, or a Hugging Face encoder's tokens) encode the rows once, then each of the
+    One pipeline whatever the encoder: the config's :class:`~precomet.estimator.inputs.TrainingInputs` encode the
+    rows once (a frozen encoder's vectors are cached by its identity, so runs on the same encoder encode each
+    source once), then each of the
     ``model.ensemble`` members (seed ``seed_everything`` + member, :func:`seeded`: the caller's random generators
     are restored afterwards) builds its network, data module, module and trainer, fits and exports; several
     members are combined into one checkpoint (:func:`combine_members`)."""
@@ -122,7 +115,7 @@ def train(
     check_output(out_dir, directory=True)
     cfg = load_config(config, overrides)
     check_trainer_settings(cfg, out_dir=Path(out_dir))
-    kind = head_inputs(cfg, feature_cache=feature_cache)  # an unknown encoder is refused before any row is read
+    kind = TrainingInputs(cfg)  # an unknown encoder is refused before any row is read
     seed, members = int(cfg["seed_everything"]), int(cfg["model"]["ensemble"])
     split = split_rows(train_rows, dev_rows, data=cfg["data"], seed=seed)
     final_dir = Path(out_dir)
@@ -134,15 +127,16 @@ def train(
             member_dir.mkdir(exist_ok=True)
             with seeded(seed + member):
                 if inputs is None:
-                    inputs = kind.encode(cfg, split, progress=progress)
+                    inputs = kind.encode(split, progress=progress)
                 member_cfg = {**cfg, "seed_everything": seed + member}
                 runs.append(_fit_member(member_cfg, kind, split, inputs, member_dir, progress=progress))
         assert inputs is not None  # model.ensemble >= 1 (TrainConfig)
         dev_metrics, history, best, global_zero = runs[0]
         if members > 1 and global_zero:
             dev_metrics = combine_members(work, [work / f"member-{m}" for m in range(members)], inputs, split)
-        if global_zero:
-            kind.finish(work, inputs, seed=seed)
+        vectors = kind.vectors(inputs)  # where the training sources lie, for predict's far-from-training warning
+        if global_zero and vectors is not None:
+            write_coverage(work, fit_coverage(vectors, seed=seed))
     return TrainResult(
         checkpoint_dir=final_dir,
         best_ckpt=final_dir / "lightning" / best.name,  # where it was moved
@@ -154,134 +148,19 @@ def train(
 
 
 def _fit_member(
-    cfg: dict[str, Any], kind: HeadInputs, split: Split, inputs: Any, work: Path, *, progress: bool | None
+    cfg: dict[str, Any], kind: TrainingInputs, split: Split, inputs: Any, work: Path, *, progress: bool | None
 ) -> tuple[dict[str, float], list[dict[str, float]], Path, bool]:
     """Train one network on ``inputs`` (train, dev) into ``work``: ``(dev metrics, history, best Lightning
     checkpoint, whether this is the main process)``."""
     network = kind.network(cfg, inputs)
-    data = build_datamodule(split, inputs, pad_id=network.pad_id, data=cfg["data"], seed=int(cfg["seed_everything"]))
-    meta = checkpoint_meta(cfg, split, network, backbone=kind.identity)
-    module = build_module(network, kind.module_settings(cfg["model"]), meta=meta)
+    data = build_datamodule(split, inputs, pad_id=kind.pad_id, data=cfg["data"], seed=int(cfg["seed_everything"]))
+    meta = checkpoint_meta(cfg, split, kind)
+    module = build_module(network, cfg["model"], fine_tune=kind.fine_tune, meta=meta)
     trainer, history = build_trainer(cfg, out_dir=work, has_dev=bool(split.dev), progress=progress)
     fit(trainer, module, data)
     dev_metrics = best_metrics(history, cfg["early_stopping"], has_dev=bool(split.dev))
-    best = kind.export(trainer, work, meta=meta, dev_metrics=dev_metrics, history=history)
+    best = export_best(trainer, work, extra_meta={"dev_metrics": dev_metrics, "history": history})
     return dev_metrics, history, best, trainer.is_global_zero
-
-
-class HeadInputs(Protocol):
-    """What the trained network reads, and how its checkpoint is written: :class:`VectorInputs` (a registered
-    sentence encoder, ``model.backbone``) or :class:`TokenInputs` (a Hugging Face encoder, ``model.encoder``)."""
-
-    identity: dict[str, Any] | None
-    """The registered encoder's identity recorded as ``backbone`` in ``precomet.json``; ``None`` for tokens."""
-
-    def encode(self, cfg: dict[str, Any], split: Split, *, progress: bool | None) -> tuple[Any, Any]:
-        """``(train inputs, dev inputs)``, computed once for every member (inside the first member's seed)."""
-        ...
-
-    def network(self, cfg: dict[str, Any], inputs: tuple[Any, Any]) -> Network:
-        """A freshly initialised network for one member (inside its seed)."""
-        ...
-
-    def module_settings(self, model: dict[str, Any]) -> dict[str, Any]:
-        """``model`` config as the Lightning module reads it."""
-        ...
-
-    def export(
-        self, trainer: Any, work: Path, *, meta: dict[str, Any], dev_metrics: dict[str, float], history: list
-    ) -> Path:
-        """Write the member's checkpoint files into ``work``; the best Lightning checkpoint's path."""
-        ...
-
-    def finish(self, work: Path, inputs: tuple[Any, Any], *, seed: int) -> None:
-        """Anything the checkpoint keeps beside the network (written once, by the main process)."""
-        ...
-
-
-def head_inputs(cfg: dict[str, Any], *, feature_cache: dict[str, Any] | None = None) -> HeadInputs:
-    """The :class:`HeadInputs` of a configuration: vectors with ``model.backbone``, tokens otherwise."""
-    spec = cfg["model"]["backbone"]
-    if not spec:
-        return TokenInputs(feature_cache=feature_cache)
-    try:
-        return VectorInputs(get_encoder(spec), spec=spec)
-    except PrecometError as err:
-        raise PrecometError(f"model.backbone {spec!r}: {err}") from None
-
-
-class VectorInputs:
-    """A frozen registered sentence encoder: its vectors once (cached on disk), then a :class:`FeatureHead` per
-    member; the checkpoint holds the head and where the training sources lie (``coverage.*`` in the head file)."""
-
-    def __init__(self, encoder: SentenceEncoder, *, spec: str) -> None:
-        self.encoder = encoder
-        engines = {"engines": list(encoder.engines)} if encoder.engines else {}
-        self.identity: dict[str, Any] | None = {"spec": spec, **encoder.identity(), **engines}
-
-    def encode(self, cfg: dict[str, Any], split: Split, *, progress: bool | None) -> tuple[Any, Any]:
-        cache_dir = cfg["data"]["cache_dir"] or None
-        train, dev = encode_split(self.encoder, (split.train, split.dev), cache_dir=cache_dir, progress=progress)
-        return train, dev
-
-    def network(self, cfg: dict[str, Any], inputs: tuple[Any, Any]) -> Network:
-        model = cfg["model"]
-        head = FeatureHead(self.encoder.dim, hidden_sizes=model["hidden_sizes"], dropout=float(model["dropout"]))
-        head.fit_scaling(inputs[0])
-        return Network(model=head, tokenizer=None, max_length=0, pad_id=0)  # type: ignore[arg-type]
-
-    def module_settings(self, model: dict[str, Any]) -> dict[str, Any]:
-        return {**model, "freeze_encoder": True, "freeze_fraction": 0.0}
-
-    def export(
-        self, trainer: Any, work: Path, *, meta: dict[str, Any], dev_metrics: dict[str, float], history: list
-    ) -> Path:
-        return export_best_head(trainer, work, meta={**meta, "dev_metrics": dev_metrics, "history": history})
-
-    def finish(self, work: Path, inputs: tuple[Any, Any], *, seed: int) -> None:
-        """Where the training sources lie, for predict's far-from-training warning."""
-        vectors = np.concatenate([part.numpy() for part in inputs if part.ndim == 2])
-        write_coverage(work, fit_coverage(vectors, seed=seed))
-
-
-class TokenInputs:
-    """A Hugging Face encoder (``model.encoder``) under the head: token ids, fine-tuned with the head; or, with
-    ``model.freeze_encoder``, its pooled features computed once (and kept in ``feature_cache``). The checkpoint
-    holds the encoder (or names its package) and the head. One member: the network is built with the inputs."""
-
-    identity: dict[str, Any] | None = None
-
-    def __init__(self, *, feature_cache: dict[str, Any] | None) -> None:
-        self.feature_cache = feature_cache
-        self._network: Network | None = None
-
-    def encode(self, cfg: dict[str, Any], split: Split, *, progress: bool | None) -> tuple[Any, Any]:
-        model = cfg["model"]
-        self._network = build_network(model, max_length=int(cfg["data"]["max_length"]))
-        return encode_rows(
-            self._network,
-            split,
-            freeze_encoder=bool(model["freeze_encoder"]),
-            accelerator=cfg["trainer"]["accelerator"],
-            feature_cache=self.feature_cache,
-            progress=progress,
-        )
-
-    def network(self, cfg: dict[str, Any], inputs: tuple[Any, Any]) -> Network:
-        if self._network is None:
-            raise PrecometError("TokenInputs.network: encode() builds the network first")
-        return self._network
-
-    def module_settings(self, model: dict[str, Any]) -> dict[str, Any]:
-        return model
-
-    def export(
-        self, trainer: Any, work: Path, *, meta: dict[str, Any], dev_metrics: dict[str, float], history: list
-    ) -> Path:
-        return export_best(trainer, work, dev_metrics=dev_metrics, history=history)
-
-    def finish(self, work: Path, inputs: tuple[Any, Any], *, seed: int) -> None:
-        """Nothing beyond the encoder and the head."""
 
 
 def combine_members(work: Path, member_dirs: Sequence[Path], inputs: Sequence[torch.Tensor], split: Any) -> dict:
@@ -293,7 +172,7 @@ def combine_members(work: Path, member_dirs: Sequence[Path], inputs: Sequence[to
     heads = [load_file(str(d / HEAD)) for d in member_dirs]
     members, scaling = [], []
     for meta, state in zip(metas, heads):
-        member = FeatureHead(len(state["feature_mean"]), hidden_sizes=meta.hidden_sizes, dropout=meta.dropout)
+        member = EstimatorNetwork(len(state["feature_mean"]), hidden_sizes=meta.hidden_sizes, dropout=meta.dropout)
         member.load_state_dict(state, strict=True)
         with torch.inference_mode():
             train_out = member.eval().score_features(inputs[0].float())

@@ -72,14 +72,15 @@ def _no_head(folder: Path) -> None:
 def tiny_hf_checkpoint(folder: Path, **change) -> Path:
     """A Hugging Face encoder checkpoint (tiny random XLM-R, 128 tokens, untrained head) in ``folder/ckpt``,
     written by :func:`save_checkpoint` without a Trainer; ``change`` is applied to its precomet.json."""
+    from precomet.encoders.transformer import load_transformer
     from precomet.estimator.checkpoint import save_checkpoint
-    from precomet.estimator.model import UtilityEstimator, load_encoder
+    from precomet.estimator.model import EstimatorNetwork
     from precomet.estimator.tiny import build_tiny_encoder
 
     encoder_dir = build_tiny_encoder(folder / "_encoder", texts=["hello world", "another source"] * 5, seed=0)
-    encoder, tokenizer = load_encoder(str(encoder_dir))
+    encoder = load_transformer(encoder_dir, name=str(encoder_dir))
     torch.manual_seed(0)
-    model = UtilityEstimator(encoder, hidden_sizes=(8,))
+    network = EstimatorNetwork(32, hidden_sizes=(8,), dropout=0.1)
     meta = {
         "target": {"method": "metric_avg", "normalisation": ["zscore"]},
         "direction": "higher_first",
@@ -90,7 +91,7 @@ def tiny_hf_checkpoint(folder: Path, **change) -> Path:
         "max_length": 64,
         "encoder": str(encoder_dir),
     }
-    save_checkpoint(folder / "ckpt", model=model, tokenizer=tokenizer, meta=meta)
+    save_checkpoint(folder / "ckpt", network=network, meta=meta, encoder=encoder)
     shutil.rmtree(encoder_dir)
     if change:
         path = folder / "ckpt" / "precomet.json"

@@ -103,12 +103,12 @@ class _Encoder(SentenceEncoder):
 def test_report_warns_with_the_share_and_is_silent_without_coverage(tmp_path: Path, caplog):
     import torch
 
-    from precomet.estimator.estimator import Estimator, VectorReader
+    from precomet.estimator.estimator import Estimator, Reader
     from precomet.estimator.metadata import CheckpointMeta
     from tests.bad_inputs.cases_models import GOOD_META
 
     meta = CheckpointMeta.model_validate({**GOOD_META, "max_length": 0, "backbone": {"name": "toy"}})
-    estimator = Estimator(VectorReader(encoder=_Encoder(), network=torch.nn.Identity()), meta=meta, path=tmp_path)
+    estimator = Estimator(Reader(encoder=_Encoder(), network=torch.nn.Identity()), meta=meta, path=tmp_path)
     near = [f"near {i}" for i in range(95)]
     assert report_coverage(estimator, near, what="ck") is None  # no coverage: nothing to say
     write_coverage(tmp_path, fit_coverage(_clusters(2000), clusters=8))

@@ -14,7 +14,7 @@ from scipy.stats import pearsonr
 from precomet.errors import PrecometError
 from precomet.estimator import load_estimator, predict_sources, train
 from precomet.estimator.checkpoint import COVERAGE_PREFIX
-from precomet.estimator.estimator import VectorReader
+from precomet.estimator.estimator import Reader
 
 QUICK = {
     "model.backbone": "surface",
@@ -54,7 +54,7 @@ def checkpoint(tmp_path_factory):
 
 def test_learns_the_target_and_predicts_new_sources(checkpoint):
     estimator = load_estimator(checkpoint)
-    assert isinstance(estimator.reader, VectorReader)
+    assert isinstance(estimator.reader, Reader)
     test = _rows(100, 1)
     predicted = predict_sources(estimator, [r["src"] for r in test])
     assert pearsonr(predicted, [r["target"] for r in test])[0] > 0.8
@@ -167,7 +167,7 @@ def test_an_ensemble_checkpoint_holds_every_member_and_predicts_their_standardis
 
     from safetensors.torch import load_file
 
-    from precomet.estimator.backbone import EnsembleHead
+    from precomet.estimator.model import EnsembleHead
 
     out, result = ensemble_checkpoint
     assert sorted(p.name for p in out.iterdir() if not p.name.startswith(".")) == [
@@ -247,3 +247,14 @@ def test_train_on_two_ddp_processes_from_the_command_line(tmp_path):
     assert len(meta["history"]) == 2 and "val_pearson" in meta["dev_metrics"]
     assert sorted(p.name for p in out.iterdir()) == ["head.safetensors", "lightning", "precomet.json"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ckpt", "t.jsonl"]  # no staging folder left behind
+
+
+def test_precomet_export_writes_a_backbone_checkpoint_through_the_one_export(checkpoint, tmp_path):
+    """One export: the best Lightning ``.ckpt`` of a backbone estimator becomes the directory ``train`` wrote."""
+    from precomet.estimator import export_checkpoint
+
+    best = next((checkpoint / "lightning").glob("*.ckpt"))
+    exported = export_checkpoint(best, tmp_path / "exported")
+    assert not (exported / "encoder").exists()  # a registered encoder is never copied
+    sources = [r["src"] for r in _rows(40, 2)]
+    np.testing.assert_array_equal(predict_sources(exported, sources), predict_sources(checkpoint, sources))

