@@ -80,8 +80,9 @@ def model_folder(name: str) -> Path:
         return path
     if name in ENCODERS:
         raise PrecometError(
-            f"encoder {name!r} is frozen by design (no Hugging Face weights to fine-tune): use it as model.backbone,"
-            " or name a Hugging Face model as model.encoder (minilm, hf:DIR, a hub id)"
+            f"encoder {name!r} is frozen by design (no Hugging Face weights to fine-tune or pool by tokens): use it"
+            " with model.fine_tune false and model.pooling encoder, or name a Hugging Face model as model.backbone"
+            " (minilm, hf:DIR, a folder, a hub id)"
         )
     offline = any(os.environ.get(v, "") not in ("", "0") for v in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"))
     try:
@@ -91,7 +92,7 @@ def model_folder(name: str) -> Path:
     except Exception as err:  # noqa: BLE001 -- huggingface_hub raises many types (offline, not found, invalid id)
         raise PrecometError(
             f"encoder {name!r} not found {'offline ' if offline else ''}({type(err).__name__}: {err}); provide a local "
-            f"directory saved with save_pretrained (model.encoder: hf:/path/to/dir), run "
+            f"directory saved with save_pretrained (model.backbone: hf:/path/to/dir), run "
             f"`huggingface-cli download {name}` on a machine with network access, or use "
-            f"model.encoder: minilm (the packaged all-MiniLM-L6-v2)"
+            f"model.backbone: minilm (the packaged all-MiniLM-L6-v2)"
         ) from None

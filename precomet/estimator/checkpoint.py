@@ -21,7 +21,7 @@ from precomet.encoders import SentenceEncoder
 from precomet.encoders.registry import ENCODERS, fine_tunable_folder, model_folder
 from precomet.encoders.transformer import TransformerEncoder, load_transformer, weights_digest
 from precomet.errors import PrecometError
-from precomet.estimator.backbone import backbone_encoder
+from precomet.estimator.backbone import POOLING, backbone_encoder
 from precomet.estimator.estimator import Estimator, Reader, check_device
 from precomet.estimator.metadata import FORMAT_VERSION, CheckpointMeta, check_meta, portable
 from precomet.estimator.model import EnsembleHead, EstimatorNetwork
@@ -147,9 +147,9 @@ def build_network(meta: CheckpointMeta, encoder: SentenceEncoder, *, where: Any 
         ) from None
 
 
-POOLINGS = ("mean", "mix")
-"""``pooling`` of a Hugging Face encoder: the mean of its last layer's token vectors, or a trained layer-wise mix
-of every layer's means."""
+POOLINGS = ("mean", "mix", POOLING)
+"""``pooling`` of a Hugging Face encoder: the mean of its last layer's token vectors, a trained layer-wise mix of
+every layer's means, or its vectors as registered (``sentence-encoder``: the last layer's mean, L2-normalised)."""
 
 _STANDARDISATION = ("feature_mean", "feature_std")
 
@@ -192,7 +192,8 @@ def checkpoint_encoder(path: Path, meta: CheckpointMeta) -> SentenceEncoder:
         return encoder
     location = _encoder_location(path, meta)
     layers = "all" if meta.pooling == "mix" else "last"
-    encoder = TransformerEncoder(location, layers=layers, normalise=False, max_length=meta.max_length)
+    normalise = meta.pooling == POOLING
+    encoder = TransformerEncoder(location, layers=layers, normalise=normalise, max_length=meta.max_length)
     shown = str(path / ENCODER) if meta.encoder_package is None else repr(meta.encoder_package.name)
     check_max_length(meta, encoder.token_limit(), where=path / META, encoder=shown)
     return encoder

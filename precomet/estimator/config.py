@@ -12,6 +12,7 @@ command line keeps its own ``--section.key`` options. It imports neither torch n
 from __future__ import annotations
 
 import copy
+import logging
 import math
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -20,6 +21,8 @@ import yaml
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
 from precomet.errors import PrecometError
+
+logger = logging.getLogger(__name__)
 
 
 def _at_least(low: float) -> AfterValidator:
@@ -74,9 +77,11 @@ class _Section(BaseModel):
 
 
 class ModelConfig(_Section):
-    backbone: str = ""  # registered sentence encoder (e5-small, minilm, surface, length, hf:DIR), frozen; "" = none
-    encoder: str = "xlm-roberta-large"  # fine-tunable registry name (minilm, hf:DIR), local dir or hub id
-    pooling: Literal["mean", "mix"] = "mean"  # mix: layer-wise scalar mix, then mean pooling
+    # the encoder: a registered name (e5-small, minilm, surface, length, hf:DIR, st:NAME), a model folder or hub id
+    backbone: str = "e5-small"
+    fine_tune: bool = False  # train the encoder with the head (a Hugging Face model); false: frozen, vectors cached
+    # encoder: the encoder's own vectors; mean, mix: a Hugging Face model's token means (last layer; layers mixed)
+    pooling: Literal["encoder", "mean", "mix"] = "encoder"
     hidden_sizes: list[Count] = Field(default_factory=lambda: [2048, 1024])
     dropout: Fraction = 0.1
     encoder_lr: Rate = 1.0e-6
@@ -84,8 +89,7 @@ class ModelConfig(_Section):
     layerwise_decay: Annotated[Number, _within(0.0, 1.0, "(0, 1]")] = 0.95
     weight_decay: Rate = 0.0
     freeze_fraction: Annotated[Number, _within(0.0, 1.0, "[0, 1]")] = 0.3  # of the first epoch
-    freeze_encoder: bool = False  # frozen for the whole run: pooled features are computed once and cached
-    ensemble: Count = 1  # with a backbone: heads trained with seeds seed_everything, +1, …; they predict together
+    ensemble: Count = 1  # frozen encoder: heads trained with seeds seed_everything, +1, …; they predict together
 
 
 class DataConfig(_Section):
@@ -138,27 +142,28 @@ PACKAGED_CONFIG = Path(__file__).with_name("precomet-e5.yaml")
 (about 100 languages, offline, CPU) and a small MLP head. ``precomet train`` without ``--config`` trains it."""
 
 
-BACKBONE_ONLY = {"model.backbone", "model.ensemble", "data.cache_dir"}
-"""Keys that only a registered sentence encoder (``model.backbone``) reads."""
-HF_ONLY = {"model.encoder", "model.pooling", "model.freeze_encoder", "data.max_length"}
-"""Keys that only a Hugging Face encoder (no ``model.backbone``) reads."""
 FINE_TUNING_ONLY = {"model.encoder_lr", "model.layerwise_decay", "model.freeze_fraction"}
-"""Keys that only a Hugging Face encoder being fine-tuned (``model.freeze_encoder: false``) reads."""
+"""Keys that only an encoder being fine-tuned (``model.fine_tune: true``) reads."""
+FROZEN_ONLY = {"model.ensemble", "data.cache_dir"}
+"""Keys that only a frozen encoder (``model.fine_tune: false``) reads: its vectors are computed once."""
+TOKENS_ONLY = {"data.max_length"}
+"""Keys that only a Hugging Face encoder read by tokens (fine-tuned, or pooled ``mean`` or ``mix``) reads; an encoder
+read as registered (``model.pooling: encoder``, frozen) keeps its own limits."""
 MACHINE_LOCAL = {"data.cache_dir"}
 """Where this machine keeps things: never recorded in a checkpoint."""
-
-
-def other_kind_keys(config: dict[str, Any]) -> set[str]:
-    """The keys of the other kind of encoder: a Hugging Face encoder's with a ``model.backbone``, the backbone's
-    without one."""
-    return (HF_ONLY | FINE_TUNING_ONLY) if config["model"]["backbone"] else BACKBONE_ONLY
+RENAMED_KEYS = {"model.encoder": "model.backbone", "model.freeze_encoder": "model.fine_tune"}
+"""Keys of 0.18 and earlier, read until 0.20.0 with a warning: ``model.encoder: X`` is ``model.backbone: X`` with
+``model.pooling: mean`` (its default then) and ``model.fine_tune: true`` (likewise); ``model.freeze_encoder: B`` is
+``model.fine_tune: not B``."""
 
 
 def inapplicable_keys(config: dict[str, Any]) -> set[str]:
-    """The ``section.key`` names that ``config`` holds but its encoder never reads: the other kind's, and the
-    fine-tuning keys of a frozen Hugging Face encoder."""
-    frozen = not config["model"]["backbone"] and config["model"]["freeze_encoder"]
-    return other_kind_keys(config) | (FINE_TUNING_ONLY if frozen else set())
+    """The ``section.key`` names that ``config`` holds but its encoder never reads: the fine-tuning keys of a frozen
+    encoder, the frozen encoder's keys when it is fine-tuned, the token limit of an encoder read as registered."""
+    model = config["model"]
+    if model["fine_tune"]:
+        return set(FROZEN_ONLY)
+    return FINE_TUNING_ONLY | (TOKENS_ONLY if model["pooling"] == "encoder" else set())
 
 
 def recorded_config(config: dict[str, Any]) -> dict[str, Any]:
@@ -181,37 +186,67 @@ def override_keys() -> list[str]:
 
 
 def shipped_overrides(overrides: dict[str, Any]) -> dict[str, Any]:
-    """``overrides`` on top of :data:`PACKAGED_CONFIG`, as ``{"section.key": value}``; an override of
-    ``model.encoder`` alone (a Hugging Face encoder to fine-tune) drops the shipped backbone."""
+    """``overrides`` on top of :data:`PACKAGED_CONFIG`, as ``{"section.key": value}``."""
     base = {
         f"{section}.{key}" if isinstance(values, dict) else section: value
         for section, values in _read_yaml(PACKAGED_CONFIG).items()
         for key, value in (values.items() if isinstance(values, dict) else [("", values)])
     }
-    if "model.encoder" in overrides and "model.backbone" not in overrides:
-        base["model.backbone"] = ""
     return {**base, **overrides}
 
 
 def load_config(path: str | Path | None = None, overrides: dict[str, Any] | None = None) -> dict[str, Any]:
     """Defaults, updated by the YAML file at ``path`` then by ``{"section.key": value}`` overrides, validated by
     :class:`TrainConfig`. Override values given as strings are parsed as YAML scalars (``"3"`` -> 3, ``"[0, 1]"``
-    -> list). A key of the other kind of encoder (``model.encoder`` beside a ``model.backbone``, …) set to something
-    other than its default is refused."""
+    -> list). A key the chosen setting never reads (``model.ensemble`` when fine-tuning, ``model.encoder_lr`` when
+    frozen, …) set to something other than its default is refused, unless ``model.fine_tune`` itself is given:
+    switching a config between frozen and fine-tuned leaves the other setting's keys unread (and unrecorded). The keys
+    of :data:`RENAMED_KEYS` are read with a warning."""
     given: dict[str, Any] = {}
     if path is not None:
-        _merge(given, _read_yaml(Path(path)), where=str(path))
+        _merge(given, _renamed(_read_yaml(Path(path)), where=str(path), whole=True), where=str(path))
+    overridden: dict[str, Any] = {}
     for dotted, value in (overrides or {}).items():
         if isinstance(value, str):
             value = yaml.safe_load(value) if value.strip() else value
         section, _, key = dotted.partition(".")
-        _merge(given, {section: {key: value}} if key else {section: value}, where="override")
+        update = _renamed({section: {key: value}} if key else {section: value}, where="override", whole=False)
+        _merge(given, update, where="override")
+        _merge(overridden, update, where="override")
     try:
         config = TrainConfig.model_validate(given).model_dump()
     except ValidationError as err:
         raise PrecometError(_first_error(err)) from None
-    _refuse_inapplicable(given, config)
+    _refuse_inapplicable(given, overridden, config)
     return config
+
+
+def _renamed(update: dict[str, Any], *, where: str, whole: bool) -> dict[str, Any]:
+    """``update`` with the keys of :data:`RENAMED_KEYS` translated (one warning each). In a ``whole`` file written
+    for 0.18, ``model.encoder`` also brings that version's defaults (``pooling: mean``, fine-tuned) where the file
+    leaves them out; an override renames the key alone, on top of what the file says."""
+    model = update.get("model")
+    if not isinstance(model, dict) or not ({"encoder", "freeze_encoder"} & set(model)):
+        return update
+    model = dict(model)
+    for old in ("encoder", "freeze_encoder"):
+        if old in model:
+            logger.warning(
+                '%s: model.%s is renamed %s (docs/estimator.md, "Configuration"); the old key is read until'
+                " precomet 0.20.0",
+                where,
+                old,
+                RENAMED_KEYS[f"model.{old}"],
+            )
+    if "encoder" in model:
+        model.setdefault("backbone", model.pop("encoder"))
+        if whole:
+            model.setdefault("pooling", "mean")
+            model.setdefault("fine_tune", True)
+    if "freeze_encoder" in model:
+        frozen = model.pop("freeze_encoder")
+        model["fine_tune"] = (not frozen) if isinstance(frozen, bool) else frozen
+    return {**update, "model": model}
 
 
 def _read_yaml(path: Path) -> dict[str, Any]:
@@ -321,22 +356,27 @@ _TYPE_WORDS = {
 """pydantic's error types as the words of the message."""
 
 
-def _refuse_inapplicable(given: dict[str, Any], config: dict[str, Any]) -> None:
-    """A key of the other kind of encoder given a non-default value would be silently ignored: refused. (The
-    fine-tuning keys of a frozen Hugging Face encoder are not: ``--model.freeze_encoder true`` on a fine-tuning
-    config is a common switch; the checkpoint does not record them.)"""
+def _refuse_inapplicable(given: dict[str, Any], overridden: dict[str, Any], config: dict[str, Any]) -> None:
+    """A key the chosen setting never reads, given a non-default value, would be silently ignored: refused. When
+    ``model.fine_tune`` is an override (a common switch of one config file between frozen and fine-tuned), only the
+    other overrides are checked: the file's keys for the other setting go unread (and unrecorded)."""
+    switched = "fine_tune" in overridden.get("model", {})
+    checked = overridden if switched else given
     ignored = sorted(
         f"{section}.{key}"
-        for section, values in given.items()
+        for section, values in checked.items()
         if isinstance(values, dict)
         for key in values
-        if f"{section}.{key}" in other_kind_keys(config) and config[section][key] != DEFAULTS[section][key]
+        if f"{section}.{key}" in inapplicable_keys(config) and config[section][key] != DEFAULTS[section][key]
     )
     if ignored:
-        backbone = config["model"]["backbone"]
-        encoder = f"the frozen backbone {backbone!r}" if backbone else "a Hugging Face encoder (no model.backbone)"
-        switch = "model.backbone '' to train model.encoder" if backbone else "model.backbone (e5-small, minilm, …)"
+        model = config["model"]
+        setting = "a fine-tuned encoder" if model["fine_tune"] else f"the frozen {model['backbone']!r}"
+        switch = "model.fine_tune false" if model["fine_tune"] else "model.fine_tune true"
+        if not model["fine_tune"] and model["pooling"] == "encoder" and set(ignored) <= TOKENS_ONLY:
+            setting += " read as registered"
+            switch = "model.pooling mean or mix (a Hugging Face model read by tokens)"
         raise PrecometError(
-            f"{', '.join(ignored)} {'does' if len(ignored) == 1 else 'do'} not apply to {encoder}; remove"
+            f"{', '.join(ignored)} {'does' if len(ignored) == 1 else 'do'} not apply to {setting}; remove"
             f' {"it" if len(ignored) == 1 else "them"} or set {switch} (docs/estimator.md, "Configuration")'
         )

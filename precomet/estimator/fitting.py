@@ -67,21 +67,21 @@ def checkpoint_meta(cfg: dict[str, Any], split: Split, inputs: TrainingInputs) -
     the installed package it was frozen from or the folder the export copies it from."""
     model = cfg["model"]
     backbone = inputs.backbone
-    package = None if backbone else packaged_encoder(model["encoder"], frozen=not inputs.fine_tune)
+    package = None if backbone else packaged_encoder(inputs.spec, frozen=not inputs.fine_tune)
     encoder = (
         {"backbone": backbone}
         if backbone
         else {
-            "encoder": model["encoder"],
+            "encoder": inputs.spec,
             "encoder_package": package,
-            "encoder_path": None if package else str(model_folder(model["encoder"]).resolve()),
+            "encoder_path": None if package else str(model_folder(inputs.spec).resolve()),
         }
     )
     return {
         "target": {"method": split.method, "normalisation": split.normalisations},
         "direction": "higher_first",
         "standardisation": {"mean": split.mean, "std": split.std},
-        "pooling": POOLING if backbone else model["pooling"],
+        "pooling": POOLING if inputs.pooling == "encoder" else inputs.pooling,
         "hidden_sizes": list(model["hidden_sizes"]),
         "dropout": float(model["dropout"]),
         "max_length": inputs.max_length,
@@ -113,7 +113,7 @@ def build_module(
         layerwise_decay=float(model["layerwise_decay"]),
         weight_decay=float(model["weight_decay"]),
         freeze_fraction=float(model["freeze_fraction"]) if fine_tune else 0.0,
-        freeze_encoder=not fine_tune,
+        fine_tune=fine_tune,
         meta=meta,
     )
 

@@ -142,34 +142,47 @@ def _learnable(y: np.ndarray) -> tuple[float, float]:
 
 # ---------------------------------------------------------------------------------------------- data: inputs
 class TrainingInputs:
-    """The encoder a configuration trains on, and what the network reads from it: ``model.backbone`` (a registered
-    encoder, frozen) or ``model.encoder`` (a Hugging Face model run as a
-    :class:`~precomet.encoders.transformer.TransformerEncoder`, pooled by ``model.pooling``: frozen with
-    ``model.freeze_encoder``, else fine-tuned with the head). A frozen encoder's vectors are computed once for every
-    member and cached by the encoder's identity (:func:`~precomet.encoders.encode_cached`); a fine-tuned encoder
-    reads token ids. An unknown encoder is refused when this is built, before any row is read."""
+    """The encoder a configuration trains on (``model.backbone``), and what the network reads from it.
+
+    Frozen (``model.fine_tune: false``) with ``model.pooling: encoder``, the encoder is the registered one (or a
+    Hugging Face model folder or hub id, run as registered) and its own vectors are read; with ``mean`` or ``mix``,
+    or fine-tuned, it must be a Hugging Face model, run as a
+    :class:`~precomet.encoders.transformer.TransformerEncoder` pooled that way. A frozen encoder's vectors are
+    computed once for every member and cached by the encoder's identity (:func:`~precomet.encoders.encode_cached`); a
+    fine-tuned encoder reads token ids. An unknown encoder is refused when this is built, before any row is read."""
 
     def __init__(self, cfg: dict[str, Any]) -> None:
         model = cfg["model"]
         self.spec: str = model["backbone"]
-        self.fine_tune = not self.spec and not model["freeze_encoder"]
-        self.encoder: SentenceEncoder = self._encoder(cfg)
-        self.mix_layers = (
-            self.encoder.hidden_states()
-            if isinstance(self.encoder, TransformerEncoder) and not self.spec and model["pooling"] == "mix"
-            else None
-        )
+        self.fine_tune: bool = model["fine_tune"]
+        self.pooling: str = model["pooling"]
+        self.registered = not self.fine_tune and self.pooling == "encoder"
+        """Whether the checkpoint names a registered encoder (``backbone``) rather than carrying a Hugging Face one."""
+        self.encoder: SentenceEncoder = self._registered() if self.registered else self._hugging_face(cfg)
+        self.mix_layers = self.encoder.hidden_states() if self.pooling == "mix" else None  # type: ignore[attr-defined]
         self.cache_dir = cfg["data"]["cache_dir"] or None
 
-    def _encoder(self, cfg: dict[str, Any]) -> SentenceEncoder:
-        model = cfg["model"]
-        if self.spec:
+    def _registered(self) -> SentenceEncoder:
+        """The registered encoder ``model.backbone`` names, or a Hugging Face model folder or hub id run as
+        registered (recorded as ``hf:FOLDER``)."""
+        try:
+            return get_encoder(self.spec)
+        except PrecometError as err:
             try:
-                return get_encoder(self.spec)
-            except PrecometError as err:
+                folder = model_folder(self.spec)
+            except PrecometError:
                 raise PrecometError(f"model.backbone {self.spec!r}: {err}") from None
-        folder = model_folder(model["encoder"])
-        layers = "all" if model["pooling"] == "mix" else "last"
+        self.spec = f"hf:{folder}"
+        return TransformerEncoder(folder)
+
+    def _hugging_face(self, cfg: dict[str, Any]) -> TransformerEncoder:
+        """``model.backbone`` as a Hugging Face model pooled by ``model.pooling`` (``encoder``: as registered), its
+        token limit ``data.max_length`` capped at what the model reads."""
+        why = "fine-tuned" if self.fine_tune else f"pooled by model.pooling {self.pooling}"
+        try:
+            folder = model_folder(self.spec)
+        except PrecometError as err:
+            raise PrecometError(f"model.backbone {self.spec!r} cannot be {why}: {err}") from None
         max_length = int(cfg["data"]["max_length"])
         limit = TransformerEncoder(folder).token_limit()  # the tokenizer's limit and the position embeddings
         if limit is not None and max_length > limit:
@@ -177,13 +190,14 @@ class TrainingInputs:
                 "data.max_length %d is beyond what the encoder reads: capped at %d tokens", max_length, limit
             )
             max_length = limit
-        return TransformerEncoder(folder, layers=layers, normalise=False, max_length=max_length)
+        layers = "all" if self.pooling == "mix" else "last"
+        return TransformerEncoder(folder, layers=layers, normalise=self.pooling == "encoder", max_length=max_length)
 
     @property
     def backbone(self) -> dict[str, Any] | None:
         """The registered encoder's identity, recorded as ``backbone`` in ``precomet.json``; ``None`` for a Hugging
-        Face encoder named by ``model.encoder`` (recorded as ``encoder``)."""
-        if not self.spec:
+        Face encoder the checkpoint carries or names (recorded as ``encoder``)."""
+        if not self.registered:
             return None
         engines = {"engines": list(self.encoder.engines)} if self.encoder.engines else {}
         return {"spec": self.spec, **self.encoder.identity(), **engines}
@@ -195,8 +209,8 @@ class TrainingInputs:
 
     @property
     def max_length(self) -> int:
-        """Tokens per source the encoder reads (0 for an encoder without a token limit)."""
-        return int(self.encoder.max_tokens or 0)
+        """Tokens per source a Hugging Face encoder reads (0 for a registered one, which keeps its own)."""
+        return 0 if self.registered else int(self.encoder.max_tokens or 0)
 
     def encode(self, split: Split, *, progress: bool | None) -> tuple[Any, Any]:
         """``(train inputs, dev inputs)``: vectors (a tensor per part) of a frozen encoder, token ids per row of a
@@ -230,10 +244,6 @@ class TrainingInputs:
         if not self.fine_tune and self.mix_layers is None:
             network.fit_scaling(inputs[0])
         return network
-
-    def carried_encoder(self, meta: dict[str, Any]) -> bool:
-        """Whether the checkpoint copies the encoder (a Hugging Face encoder not frozen from an installed package)."""
-        return not self.spec and not meta.get("encoder_package")
 
     def vectors(self, inputs: tuple[Any, Any]) -> np.ndarray | None:
         """The training and dev vectors of a frozen encoder (for the coverage the checkpoint keeps); ``None`` when

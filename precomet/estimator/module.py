@@ -50,7 +50,7 @@ class EstimatorModule(pl.LightningModule):
         layerwise_decay: float = 0.95,
         weight_decay: float = 0.0,
         freeze_fraction: float = 0.0,
-        freeze_encoder: bool = False,
+        fine_tune: bool = True,
         meta: dict[str, Any] | None = None,
     ) -> None:
         super().__init__()
@@ -61,11 +61,11 @@ class EstimatorModule(pl.LightningModule):
             layerwise_decay,
             weight_decay,
         )
-        self.freeze_fraction, self.freeze_encoder = freeze_fraction, freeze_encoder
+        self.freeze_fraction, self.fine_tune = freeze_fraction, fine_tune
         self.meta = dict(meta or {})
         self._unfreeze_at: int | None = None
         self._val: list[tuple[torch.Tensor, torch.Tensor]] = []
-        if freeze_encoder:
+        if not fine_tune:
             self.model.encoder.requires_grad_(False)
 
     def forward(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
@@ -77,7 +77,7 @@ class EstimatorModule(pl.LightningModule):
     def configure_optimizers(self) -> torch.optim.Optimizer:
         head = [p for n, p in self.model.named_parameters() if not n.startswith("encoder.")]
         groups: list[dict[str, Any]] = [{"params": head, "lr": self.head_lr}]
-        if not self.freeze_encoder:
+        if self.fine_tune:
             encoder: Any = self.model.encoder  # a TokenVectors module when the encoder is fine-tuned
             n_layers = int(encoder.config.num_hidden_layers)
             by_depth: dict[int, list[torch.nn.Parameter]] = {}
@@ -88,7 +88,7 @@ class EstimatorModule(pl.LightningModule):
         return torch.optim.AdamW(groups, weight_decay=self.weight_decay)
 
     def on_train_epoch_start(self) -> None:
-        if self.freeze_encoder or self.current_epoch > 0 or self.freeze_fraction <= 0:
+        if not self.fine_tune or self.current_epoch > 0 or self.freeze_fraction <= 0:
             return
         self._unfreeze_at = math.ceil(self.freeze_fraction * self.trainer.num_training_batches)
         self.model.encoder.requires_grad_(False)

@@ -21,7 +21,7 @@ logger = logging.getLogger(__name__)
 
 
 def predict_sources(
-    checkpoint_dir: str | Path | Estimator,
+    estimator: Estimator | str | Path,
     sources: Sequence[str],
     *,
     batch_size: int = 64,
@@ -32,7 +32,9 @@ def predict_sources(
     strategy: str | None = None,
     accelerator: str | None = None,
 ) -> np.ndarray:
-    """Utility (higher = annotate first) of each source, in input order, whatever the estimator's backbone.
+    """Utility (higher = annotate first) of each source, in input order, whatever the estimator's backbone;
+    ``estimator`` is a loaded :class:`~precomet.estimator.estimator.Estimator` or its checkpoint directory (loaded
+    on the device it runs on).
     Sources longer than the checkpoint's ``max_length`` tokens are truncated and counted in a warning.
     ``precision="int8"`` quantises a copy of the network (CPU only, see :data:`~precomet.estimator.estimator.
     PRECISIONS`). With ``devices`` (Lightning's ``Trainer(devices=, strategy=, accelerator=)``, e.g. ``devices=4,
@@ -46,10 +48,8 @@ def predict_sources(
         raise PrecometError("precision int8 runs on the single-device path only (without devices)")
     sources = check_sources(sources)
     device = "cpu" if devices is not None else device
-    if isinstance(checkpoint_dir, Estimator):
-        estimator = checkpoint_dir
-    else:
-        estimator = load_estimator(checkpoint_dir, device=device)
+    if not isinstance(estimator, Estimator):
+        estimator = load_estimator(estimator, device=device)
     if devices is None:
         return estimator.predict(sources, batch_size=batch_size, device=device, progress=progress, precision=precision)
     values = predict_lightning(
@@ -83,7 +83,7 @@ def _check_devices(devices: Any) -> None:
 
 
 def predict_campaign(
-    checkpoint_dir: str | Path | Estimator,
+    estimator: Estimator | str | Path,
     campaign: Campaign,
     *,
     batch_size: int = 64,
@@ -96,7 +96,7 @@ def predict_campaign(
 ) -> np.ndarray:
     """:func:`predict_sources` on ``campaign.src`` (aligned with ``campaign.ids``)."""
     return predict_sources(
-        checkpoint_dir,
+        estimator,
         list(campaign.src),
         batch_size=batch_size,
         device=device,

@@ -221,8 +221,9 @@ def train_on_campaigns(
     rows = build_targets(campaigns, method=method, metric=metric, normalisation="zscore", seed=seed)
     overrides = {
         "seed_everything": seed,
-        "model.encoder": encoder,
-        "model.freeze_encoder": True,
+        "model.backbone": encoder,
+        "model.pooling": "mean",
+        "model.fine_tune": False,
         "model.head_lr": 1e-3,
         "model.dropout": 0.1,
         "data.batch_size": 64,

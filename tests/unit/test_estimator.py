@@ -44,7 +44,7 @@ def trained(tmp_path_factory, tiny_encoder) -> dict:
             "train",
             "--config",
             str(REPO / "configs" / "tiny.yaml"),
-            "--model.encoder",
+            "--model.backbone",
             str(tiny_encoder),
             "--train",
             str(work / "targets.jsonl"),
@@ -372,7 +372,7 @@ def test_explicit_dev_rows_take_their_sources_out_of_training(tmp_path, tiny_enc
             dev_rows=dev_rows,
             out_dir=tmp_path / "ckpt",
             config=REPO / "configs" / "tiny.yaml",
-            overrides={"model.encoder": str(tiny_encoder), "trainer.max_epochs": 1},
+            overrides={"model.backbone": str(tiny_encoder), "trainer.max_epochs": 1},
             progress=False,
         )
     meta = json.loads((tmp_path / "ckpt" / "precomet.json").read_text())
@@ -422,7 +422,7 @@ def test_interrupted_train_keeps_nothing_and_says_so(tiny_encoder, tmp_path, mon
             "train",
             "--config",
             str(REPO / "configs" / "tiny.yaml"),
-            "--model.encoder",
+            "--model.backbone",
             str(tiny_encoder),
             "--train",
             str(tmp_path / "targets.jsonl"),
@@ -446,7 +446,7 @@ def test_train_into_a_relative_folder(tiny_encoder, tmp_path, monkeypatch):
         _rows(),
         out_dir="out/ckpt",
         config=REPO / "configs" / "tiny.yaml",
-        overrides={"model.encoder": str(tiny_encoder), "trainer.max_epochs": 1},
+        overrides={"model.backbone": str(tiny_encoder), "trainer.max_epochs": 1},
     )
     assert result.checkpoint_dir == Path("out/ckpt") and (tmp_path / "out" / "ckpt" / "precomet.json").is_file()
     assert result.best_ckpt.is_file() and result.best_ckpt.parent == Path("out/ckpt/lightning")

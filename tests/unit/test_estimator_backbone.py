@@ -217,9 +217,11 @@ def test_a_damaged_ensemble_field_is_refused_by_name(ensemble_checkpoint, tmp_pa
             load_estimator(copy)
 
 
-def test_an_ensemble_without_a_backbone_is_refused(tmp_path):
-    with pytest.raises(PrecometError, match=r"model.ensemble does not apply to .*set model.backbone \(e5-small"):
-        train(_rows(20, 0), out_dir=tmp_path / "o", overrides={"model.ensemble": 2}, progress=False)
+def test_an_ensemble_of_fine_tuned_encoders_is_refused(tmp_path):
+    overrides = {"model.backbone": "minilm", "model.fine_tune": True, "model.ensemble": 2}
+    with pytest.raises(PrecometError, match=r"model.ensemble does not apply to a fine-tuned encoder.*fine_tune false"):
+        train(_rows(20, 0), out_dir=tmp_path / "o", overrides=overrides, progress=False)
+    assert not (tmp_path / "o").exists()
 
 
 @pytest.mark.slow  # two CPU processes started by Lightning's ddp launcher: ~30 s

@@ -27,6 +27,7 @@ from precomet.estimator.targets import (
 from tests.bad_inputs.cases_models import GOOD_META
 from tests.conftest import assert_unchanged
 
+TINY_CONFIG = Path(__file__).resolve().parents[2] / "configs" / "tiny.yaml"
 TEXTS = ["the cat sat on a mat", "notwithstanding idiosyncratic jurisprudence", "people walk home after work"] * 10
 
 
@@ -364,7 +365,7 @@ def test_layerwise_lr_decay_groups(encoder_dir):
     assert [g["lr"] for g in groups[1:]] == [1e-3 * 0.5**3, 1e-3 * 0.5**2, 1e-3 * 0.5]
     n_params = sum(len(g["params"]) for g in groups)
     assert n_params == len(list(model.parameters()))
-    frozen = EstimatorModule(model, encoder_lr=1e-3, head_lr=1e-2, freeze_encoder=True).configure_optimizers()
+    frozen = EstimatorModule(model, encoder_lr=1e-3, head_lr=1e-2, fine_tune=False).configure_optimizers()
     assert len(frozen.param_groups) == 1 and not any(p.requires_grad for p in model.encoder.parameters())
 
 
@@ -429,7 +430,7 @@ def test_train_rejects_mixed_methods(tmp_path, encoder_dir):
     ]
     before = copy.deepcopy(rows)
     with pytest.raises(PrecometError, match="mix several utility methods"):
-        train(rows, out_dir=tmp_path / "o", overrides={"model.encoder": str(encoder_dir)})
+        train(rows, out_dir=tmp_path / "o", overrides={"model.backbone": str(encoder_dir)})
     assert not (tmp_path / "o").exists()
     assert_unchanged(before, rows, "the caller's rows")
 
@@ -563,8 +564,8 @@ def test_the_shipped_config_file_and_the_built_in_shipped_config_agree():
     path = Path(__file__).resolve().parents[2] / "configs" / "precomet-e5.yaml"
     assert load_config(None, shipped_overrides({})) == load_config(path) != load_config(None)
     assert load_config(None, shipped_overrides({"trainer.max_epochs": "3"}))["trainer"]["max_epochs"] == 3
-    fine_tuned = load_config(None, shipped_overrides({"model.encoder": "some/dir"}))["model"]
-    assert fine_tuned["backbone"] == "" and fine_tuned["encoder"] == "some/dir"
+    fine_tuned = load_config(None, shipped_overrides({"model.backbone": "some/dir", "model.fine_tune": "true"}))
+    assert fine_tuned["model"]["backbone"] == "some/dir" and fine_tuned["model"]["fine_tune"]
 
 
 def test_train_without_config_trains_the_shipped_configuration(tmp_path, capsys, monkeypatch):
@@ -602,23 +603,47 @@ def test_train_reports_from_the_main_process_only(tmp_path, monkeypatch, capsys)
         assert wrote == ([f"wrote {tmp_path / 'o'} in 0.0 s; best dev: val_pearson 0.5000"] if main_process else [])
 
 
-def test_a_key_of_the_other_kind_of_encoder_is_refused_by_name():
-    """Issue 33: ``model.encoder_lr`` beside a frozen backbone, or ``model.ensemble`` without one, would be ignored."""
-    with pytest.raises(PrecometError, match=r"model.encoder_lr does not apply to the frozen backbone 'e5-small'"):
+def test_a_key_the_chosen_setting_never_reads_is_refused_by_name():
+    """Issue 33: ``model.encoder_lr`` with a frozen encoder, or ``model.ensemble`` when fine-tuning, would be ignored;
+    given ``model.fine_tune`` itself, a config switches between the two and the other setting's keys go unread."""
+    with pytest.raises(
+        PrecometError, match=r"model.encoder_lr does not apply to the frozen 'e5-small'.*fine_tune true"
+    ):
         load_config(None, {"model.backbone": "e5-small", "model.encoder_lr": "1e-4"})
-    with pytest.raises(PrecometError, match=r"model.ensemble does not apply to a Hugging Face encoder"):
-        load_config(None, {"model.encoder": "minilm", "model.ensemble": 3})
-    # the defaults of the other kind, and the fine-tuning keys of a frozen Hugging Face encoder, are accepted
-    assert load_config(None, {"model.backbone": "e5-small", "model.encoder_lr": 1e-6})["model"]["backbone"]
-    assert load_config(None, {"model.freeze_encoder": True, "model.encoder_lr": 1e-3})["model"]["freeze_encoder"]
+    with pytest.raises(PrecometError, match=r"model.ensemble does not apply to a fine-tuned encoder.*fine_tune false"):
+        load_config(TINY_CONFIG, {"model.ensemble": 3})
+    assert load_config(None, {"model.backbone": "e5-small", "model.encoder_lr": 1e-6})["model"]["backbone"]  # default
+    switched = load_config(TINY_CONFIG, {"model.fine_tune": "false"})  # tiny.yaml sets fine-tuning keys
+    assert not switched["model"]["fine_tune"] and switched["model"]["encoder_lr"] == 1e-4
+
+
+def test_the_keys_of_0_18_are_read_with_a_warning_until_0_20(tmp_path, caplog):
+    """``model.encoder`` is ``model.backbone`` and ``model.freeze_encoder`` the negation of ``model.fine_tune``; a
+    whole 0.18 file keeps that version's meaning (mean pooling, fine-tuned unless frozen)."""
+    old = tmp_path / "old.yaml"
+    old.write_text("model:\n  encoder: minilm\n  hidden_sizes: [8]\n")
+    with caplog.at_level("WARNING", logger="precomet.estimator.config"):
+        model = load_config(old)["model"]
+        assert (model["backbone"], model["pooling"], model["fine_tune"]) == ("minilm", "mean", True)
+        frozen = load_config(old, {"model.freeze_encoder": "true"})["model"]
+        assert (frozen["backbone"], frozen["pooling"], frozen["fine_tune"]) == ("minilm", "mean", False)
+        over = load_config(TINY_CONFIG, {"model.encoder": "minilm"})["model"]  # an override renames the key alone
+        assert (over["backbone"], over["pooling"], over["fine_tune"]) == ("minilm", "mean", True)
+    said = [r.getMessage() for r in caplog.records]
+    assert any("model.encoder is renamed model.backbone" in m and "0.20.0" in m for m in said)
+    assert any("model.freeze_encoder is renamed model.fine_tune" in m for m in said)
 
 
 @pytest.mark.parametrize(
     "overrides, left_out, kept",
     [
-        ({"model.backbone": "e5-small", "data.cache_dir": "/abs/cache"}, {"encoder", "pooling", "encoder_lr"}, set()),
-        ({"model.encoder": "minilm"}, {"backbone", "ensemble"}, {"encoder_lr", "freeze_fraction", "layerwise_decay"}),
-        ({"model.encoder": "minilm", "model.freeze_encoder": True}, {"encoder_lr", "freeze_fraction"}, {"pooling"}),
+        ({"model.backbone": "e5-small", "data.cache_dir": "/abs/cache"}, {"encoder_lr", "freeze_fraction"}, set()),
+        (
+            {"model.backbone": "minilm", "model.fine_tune": True},
+            {"ensemble"},
+            {"encoder_lr", "freeze_fraction", "layerwise_decay", "pooling"},
+        ),
+        ({"model.backbone": "minilm", "model.pooling": "mix"}, {"encoder_lr", "freeze_fraction"}, {"pooling"}),
     ],
 )
 def test_a_checkpoint_records_only_the_keys_its_encoder_reads_and_no_machine_path(overrides, left_out, kept):
@@ -627,7 +652,6 @@ def test_a_checkpoint_records_only_the_keys_its_encoder_reads_and_no_machine_pat
     recorded = recorded_config(load_config(None, overrides))
     assert not left_out & set(recorded["model"]) and kept <= set(recorded["model"])
     assert "cache_dir" not in recorded["data"]
-    assert ("max_length" in recorded["data"]) == (not overrides.get("model.backbone"))
 
 
 def test_the_shipped_checkpoint_records_no_key_its_encoder_ignores_and_no_absolute_path():
@@ -642,9 +666,14 @@ def test_the_shipped_checkpoint_records_no_key_its_encoder_ignores_and_no_absolu
     config = meta["config"]
     given = {f"{s}.{k}": v for s, keys in config.items() if isinstance(keys, dict) for k, v in keys.items()}
     full = load_config(None, {**given, "seed_everything": config["seed_everything"]})
-    assert meta["config"] == recorded_config(full) and not inapplicable_keys(full) & {
-        f"model.{k}" for k in meta["config"]["model"]
-    }
+    current = recorded_config(full)
+    for section, values in config.items():  # every recorded value is the current record's
+        assert (
+            values == current[section] if not isinstance(values, dict) else values.items() <= current[section].items()
+        )
+    unrecorded = {f"{s}.{k}" for s, keys in current.items() if isinstance(keys, dict) for k in keys} - set(given)
+    assert unrecorded == {"model.fine_tune", "model.pooling"}  # keys of 0.19, after it was trained
+    assert not inapplicable_keys(full) & set(given)
     assert "/work/" not in text and '"/' not in text and "encoder_path" not in meta
 
 
@@ -715,7 +744,9 @@ def test_a_hugging_face_checkpoint_written_before_0_19_predicts_what_its_network
     expected = []
     with torch.no_grad():
         for text in TEXTS[:6]:
-            out = model(**tokenizer(text, truncation=True, max_length=32, return_tensors="pt"), output_hidden_states=True)
+            out = model(
+                **tokenizer(text, truncation=True, max_length=32, return_tensors="pt"), output_hidden_states=True
+            )
             if pooling == "mix":
                 layers = torch.stack(out.hidden_states, dim=1).mean(dim=2)[0]  # (L, H): one mean per layer
                 pooled = gamma * (torch.softmax(weights, dim=0)[:, None] * layers).sum(dim=0)

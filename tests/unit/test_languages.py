@@ -256,7 +256,7 @@ def chinese_checkpoint(tmp_path_factory) -> Path:
         rows,
         out_dir=work / "ckpt",
         config=REPO / "configs" / "tiny.yaml",
-        overrides={"model.encoder": str(encoder), "trainer.max_epochs": 1},
+        overrides={"model.backbone": str(encoder), "trainer.max_epochs": 1},
         progress=False,
     )
     return work / "ckpt"

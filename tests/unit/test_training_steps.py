@@ -46,7 +46,7 @@ def encoder(tmp_path_factory) -> Path:
 
 @pytest.fixture
 def cfg(encoder) -> dict:
-    return load_config(TINY, {"model.encoder": str(encoder), "trainer.max_epochs": 1})
+    return load_config(TINY, {"model.backbone": str(encoder), "trainer.max_epochs": 1})
 
 
 def _split(cfg: dict) -> Split:
@@ -153,7 +153,7 @@ def test_training_inputs_are_token_ids_when_fine_tuned_and_cached_vectors_when_f
     monkeypatch.setattr(
         TransformerEncoder, "_encode_batch", lambda self, texts: encoded.append(len(texts)) or real(self, texts)
     )
-    frozen = {**short, "model": {**short["model"], "freeze_encoder": True}}
+    frozen = {**short, "model": {**short["model"], "fine_tune": False}}
     kind = TrainingInputs(frozen)
     train_x, dev_x = kind.encode(split, progress=False)
     assert train_x.shape == (len(split.train), 32) and dev_x.shape == (len(split.dev), 32)
@@ -199,7 +199,7 @@ def test_checkpoint_meta_and_module(cfg, encoder):
     assert meta["target"] == {"method": "neg_avg", "normalisation": ["zscore"]} and meta["seed"] == 0
     assert meta["training_data"]["rows"] == len(split.train) and meta["training_data"]["dev_rows"] == len(split.dev)
     assert meta["encoder_package"] is None and meta["encoder_path"] == str(encoder.resolve())  # the .ckpt only
-    assert "cache_dir" not in meta["config"]["data"] and "backbone" not in meta["config"]["model"]
+    assert "cache_dir" not in meta["config"]["data"] and "ensemble" not in meta["config"]["model"]  # fine-tuned
     assert meta["training_sources"]["count"] == len({normalise_source(r["src"]) for r in split.train + split.dev})
     json.dumps(meta)  # plain JSON types: stored in every .ckpt
     module = build_module(network, cfg["model"], fine_tune=True, meta=meta)
@@ -282,7 +282,7 @@ def test_steps_fit_and_export_a_loadable_checkpoint(cfg, tmp_path):
 def test_train_twice_with_one_seed_gives_identical_checkpoints(encoder, tmp_path):
     from safetensors.torch import load_file
 
-    overrides = {"model.encoder": str(encoder), "trainer.max_epochs": 2, "seed_everything": 7}
+    overrides = {"model.backbone": str(encoder), "trainer.max_epochs": 2, "seed_everything": 7}
     results = [
         train(_rows(), out_dir=tmp_path / name, config=TINY, overrides=overrides, progress=False) for name in ("a", "b")
     ]
@@ -314,7 +314,7 @@ def test_precomet_json_written_once_into_the_temporary_directory(encoder, tmp_pa
     monkeypatch.setattr("builtins.open", recording_open)
     monkeypatch.setattr(io, "open", recording_open)
     out = tmp_path / "ckpt"
-    overrides = {"model.encoder": str(encoder), "trainer.max_epochs": 1}
+    overrides = {"model.backbone": str(encoder), "trainer.max_epochs": 1}
     for run in (1, 2):  # the second run replaces an existing checkpoint
         result = train(_rows(), out_dir=out, config=TINY, overrides=overrides, progress=False)
         assert len(writes) == run
@@ -342,7 +342,7 @@ def test_train_leaves_the_callers_random_generators_alone(encoder, tmp_path):
         torch.get_rng_state().clone(),
         os.environ.get("PL_GLOBAL_SEED"),
     )
-    overrides = {"model.encoder": str(encoder), "trainer.max_epochs": 1, "seed_everything": 7}
+    overrides = {"model.backbone": str(encoder), "trainer.max_epochs": 1, "seed_everything": 7}
     train(_rows(), out_dir=tmp_path / "run", config=TINY, overrides=overrides, progress=False)
     build_tiny_encoder(tmp_path / "enc", texts=["one two", "three four"], seed=5)
     after = (random.getstate(), np.random.get_state()[1], torch.get_rng_state(), os.environ.get("PL_GLOBAL_SEED"))
