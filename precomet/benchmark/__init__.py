@@ -15,9 +15,10 @@ utility), evaluated like a method, with its own parity against random.
 
 The package, by concern: :mod:`~precomet.benchmark.budgets` (budget proportions, the selector, meta-evaluating a
 utility's subsets), :mod:`~precomet.benchmark.stats` (:func:`ci90`, the random baseline),
-:mod:`~precomet.benchmark.parity` (the parity search and its interval), :mod:`~precomet.benchmark.plan` (the options,
-:class:`BenchmarkPlan`; methods, external utilities, control rows, the circularity check), :mod:`~precomet.benchmark.run` (the loop,
-:func:`evaluate_method`), :mod:`~precomet.benchmark.result` (:class:`BenchmarkResult`) and
+:mod:`~precomet.benchmark.parity` (the parity search and its interval), :mod:`~precomet.benchmark.plan` (the
+options, :class:`BenchmarkPlan`; methods, external utilities, control rows, the circularity check),
+:mod:`~precomet.benchmark.run` (the loop, :func:`evaluate_method`), :mod:`~precomet.benchmark.result`
+(:class:`BenchmarkResult`) and
 :mod:`~precomet.benchmark.report` (recommendation, table, figure).
 """
 

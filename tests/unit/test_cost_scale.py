@@ -147,12 +147,14 @@ def test_cost_signature(times_dir):
 
 
 def test_benchmark_signature_records_the_cost_sources(times_dir):
-    from precomet.benchmark import run_benchmark
+    from precomet.benchmark import BenchmarkPlan, run_benchmark
 
     human = np.array([[1.0, 2.0, 3.0], [2.0, 1.0, 3.0], [3.0, 2.0, 1.0], [1.0, 3.0, 2.0]])
     campaign = annotation_cost(_campaign(systems=("A", "B", "C"), scores={"human": human}), times_dir)
     result = run_benchmark(
-        campaign, external={"x": np.arange(4.0)}, props=[0.5], seeds=2, permutations=10, budget_unit="cost"
+        campaign,
+        BenchmarkPlan(props=[0.5], seeds=2, permutations=10, budget_unit="cost"),
+        external={"x": np.arange(4.0)},
     )
     assert result.signature["cost"] == cost_signature(campaign)
     assert result.signature["cost"]["per_item"] == {MEASURED: 3, CALIBRATED: 1}

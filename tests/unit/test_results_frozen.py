@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from precomet.benchmark import run_benchmark
+from precomet.benchmark import BenchmarkPlan, run_benchmark
 from precomet.errors import CampaignError
 from precomet.metaeval import evaluate_indices, full_reference
 from precomet.rank import rank_systems
@@ -56,8 +56,19 @@ def test_the_cached_reference_cannot_be_changed_so_later_subsets_are_measured_ri
 
 
 def test_a_benchmark_result_cannot_be_changed(campaign):
-    result = run_benchmark(campaign, methods=["metric_avg"], metric="MetricSim", props=[0.2, 0.4], seeds=3,
-                           permutations=50, null_orderings=5, oracle=False, controls=False)  # fmt: skip
+    result = run_benchmark(
+        campaign,
+        BenchmarkPlan(
+            methods=["metric_avg"],
+            metric="MetricSim",
+            props=[0.2, 0.4],
+            seeds=3,
+            permutations=50,
+            null_orderings=5,
+            oracle=False,
+            controls=False,
+        ),
+    )
     row = result.methods["metric_avg"]
     with pytest.raises(TypeError):
         row["parity"] = 0.01  # type: ignore[index]

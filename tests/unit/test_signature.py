@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from precomet import __version__
-from precomet.benchmark import run_benchmark
+from precomet.benchmark import BenchmarkPlan, run_benchmark
 from precomet.io.utility_files import utility_signature
 from precomet.provenance import items_hash, sources_hash
 from precomet.rank import rank_systems
@@ -60,13 +60,10 @@ def test_every_result_uses_the_same_fields(tiny_campaign):
         "rank": rank_systems(tiny_campaign, rounds=20).signature,
         "benchmark": run_benchmark(
             tiny_campaign,
-            methods=["metric_var"],
-            metric="metric",
-            props=(0.5,),
-            seeds=2,
-            permutations=20,
+            BenchmarkPlan(
+                methods=["metric_var"], metric="metric", props=(0.5,), seeds=2, permutations=20, oracle=False
+            ),
             progress=False,
-            oracle=False,
         ).signature,
     }
     for name, sig in results.items():

@@ -1,0 +1,97 @@
+"""Issue 52: the options of ``run_benchmark`` and ``select_subset`` are frozen records (``BenchmarkPlan``,
+``SubsetPlan``); the old keyword arguments give the same result, with one DeprecationWarning naming the new form,
+until 0.20.0."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import warnings
+
+import numpy as np
+import pytest
+
+from precomet import benchmark as bm
+from precomet.deprecated import REMOVED_IN
+from precomet.errors import PrecometError
+from precomet.simulate import simulate_campaign
+
+
+@pytest.fixture(scope="module")
+def campaign():
+    return simulate_campaign(n_items=60, n_systems=4, seed=7)
+
+
+def _untimed(result) -> str:
+    def strip(value):
+        if isinstance(value, dict):
+            return {k: strip(v) for k, v in value.items() if not k.endswith("seconds")}
+        return [strip(v) for v in value] if isinstance(value, list) else value
+
+    return json.dumps(strip(result.to_dict()), sort_keys=True)
+
+
+def _one_warning(call):
+    """``call()``'s value and the one warning it gave (it must give exactly one)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        value = call()
+    assert len(caught) == 1, [str(w.message) for w in caught]
+    return value, caught[0]
+
+
+OLD_BENCHMARK = dict(
+    methods=["metric_var"],
+    metric="MetricSim",
+    props=[0.2, 0.4],
+    seeds=4,
+    permutations=50,
+    oracle_candidates=5,
+    null_orderings=10,
+    method_options={"metric_var": {}},
+)
+
+
+def test_run_benchmark_old_keywords_warn_once_and_give_the_plans_result(campaign):
+    external = {"given": np.arange(60.0)[::-1]}
+    old, warning = _one_warning(
+        lambda: bm.run_benchmark(campaign, external=external, progress=False, workers=1, **OLD_BENCHMARK)
+    )
+    assert warning.category is DeprecationWarning and warning.filename == __file__  # points at the caller
+    message = str(warning.message)
+    assert "BenchmarkPlan(methods=..., metric=..., props=..." in message and REMOVED_IN in message
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the new form warns about nothing
+        new = bm.run_benchmark(
+            campaign, bm.BenchmarkPlan(**OLD_BENCHMARK), external=external, progress=False, workers=1
+        )
+    assert _untimed(old) == _untimed(new)
+    assert new.signature["method_options"] == {"metric_var": {}} and new.signature["null_orderings"] == 10
+
+
+def test_run_benchmark_old_keywords_keep_their_errors(campaign):
+    with pytest.warns(DeprecationWarning), pytest.raises(PrecometError, match="whole number ≥ 0") as err:
+        bm.run_benchmark(campaign, external={"x": np.zeros(60)}, null_orderings=-1)
+    assert err.value.params == ("null_orderings",)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'nope'"):
+        bm.run_benchmark(campaign, nope=1)
+    with pytest.raises(TypeError, match="both a BenchmarkPlan and the keyword argument"):
+        bm.run_benchmark(campaign, bm.BenchmarkPlan(seeds=3), seeds=4)
+
+
+def test_benchmark_plan_is_frozen_checked_and_owns_its_options():
+    options = {"kmeans": {"n_init": 1}}
+    plan = bm.BenchmarkPlan(methods=["kmeans"], props=[0.5, 0.25], method_options=options)
+    assert plan.props == (0.5, 0.25) and plan.methods == ("kmeans",)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        plan.seed = 3  # type: ignore[misc]
+    options["random"] = {}
+    assert plan.method_options == {"kmeans": {"n_init": 1}}
+    assert dataclasses.replace(plan, seed=3).seed == 3 and plan.seed == 0
+    assert bm.BenchmarkPlan() == bm.BenchmarkPlan(props=bm.DEFAULT_PROPS)
+    for bad, param in (({"props": [0.0]}, "props"), ({"props": [0.2, 0.2]}, "props"), ({"null_orderings": 1.5}, None)):
+        with pytest.raises(PrecometError) as err:
+            bm.BenchmarkPlan(**bad)
+        assert err.value.param == (param or "null_orderings")
+    field_names = [f.name for f in dataclasses.fields(bm.BenchmarkPlan)]
+    assert "external" not in field_names and "progress" not in field_names and "workers" not in field_names
