@@ -60,7 +60,7 @@ def _run(args: argparse.Namespace, work: Path) -> int:
     from precomet.io import jsonsafe, write_jsonl
     from precomet.pairwise.demo import demo_pairwise
     from precomet.provenance import sources_hash
-    from precomet.selection import select_subset, write_subset
+    from precomet.selection import SubsetPlan, select_subset, write_subset
     from precomet.simulate import METRIC, simulate_campaign, simulate_history
     from precomet.utilities import compute_utility
 
@@ -106,12 +106,10 @@ def _run(args: argparse.Namespace, work: Path) -> int:
     _step(f"5. cost-aware, domain-balanced subset: {args.proportion:.0%} of the blind set's annotation cost")
     selection = select_subset(
         predicted,
+        SubsetPlan(proportion=args.proportion, balance="domain", seed=args.seed),
         cost=blind.cost,
         domain=blind.domain,
         ids=blind.ids,
-        proportion=args.proportion,
-        balance="domain",
-        seed=args.seed,
         length=source_length(blind.src),
     )
     manifest = selection.manifest(

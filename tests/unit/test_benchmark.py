@@ -278,7 +278,7 @@ def test_cost_objective_changes_the_subsets_and_is_signed(campaign):
     """Under a cost budget each objective is its own knapsack: the subsets differ from the paper's and equal a
     direct select_subset call; the signature names the objective."""
     from precomet.campaign import source_length
-    from precomet.selection import select_subset
+    from precomet.selection import SubsetPlan, select_subset
 
     utility = campaign.score("MetricSim").mean(axis=1)
     chosen = {}
@@ -287,11 +287,10 @@ def test_cost_objective_changes_the_subsets_and_is_signed(campaign):
         chosen[objective] = sorted(select(utility, 0.2).tolist())
         direct = select_subset(
             utility,
+            SubsetPlan(
+                budget_cost=0.2 * campaign.cost.sum(), allow_gap=True, time_limit=10.0, cost_objective=objective
+            ),
             cost=campaign.cost,
-            budget_cost=0.2 * campaign.cost.sum(),
-            allow_gap=True,
-            time_limit=10.0,
-            cost_objective=objective,
             length=source_length(campaign.src),
         )
         assert chosen[objective] == sorted(direct.indices.tolist())

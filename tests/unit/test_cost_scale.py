@@ -178,7 +178,7 @@ def test_real_wmt23_en_de_times_on_one_scale(raw_data):
     """WMT23 en-de MQM with the ESA seconds: 156 timed, 304 calibrated; on one scale, a 10 % cost knapsack of
     constant utility (rank-length) no longer fills its budget with timed items."""
     from precomet.io import load
-    from precomet.selection import select_subset
+    from precomet.selection import SubsetPlan, select_subset
 
     campaign = load(raw_data / "mt-metrics-eval-v2", campaign="wmt23/en-de", human="mqm")
     priced = annotation_cost(campaign, raw_data / "wmt23-esa-campaign")
@@ -191,7 +191,7 @@ def test_real_wmt23_en_de_times_on_one_scale(raw_data):
     uncalibrated = np.where(timed, priced.cost, estimate_cost(priced.src))
 
     def timed_share(cost):
-        chosen = select_subset(np.ones(len(priced)), cost=cost, proportion=0.1, length=length).indices
+        chosen = select_subset(np.ones(len(priced)), SubsetPlan(proportion=0.1), cost=cost, length=length).indices
         return timed[chosen].mean()
 
     assert timed_share(uncalibrated) > 0.9 and timed_share(priced.cost) < 0.9

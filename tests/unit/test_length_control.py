@@ -14,7 +14,7 @@ from precomet.campaign import Campaign, source_length
 from precomet.cli import main
 from precomet.io import write_jsonl
 from precomet.metaeval import evaluate_indices, full_reference
-from precomet.selection import select_subset
+from precomet.selection import SubsetPlan, select_subset
 from precomet.utilities import compute_utility, knapsack_utility
 
 N, SYSTEMS = 40, 4
@@ -72,11 +72,8 @@ def test_cost_control_is_the_knapsack_with_a_constant_utility(campaign, objectiv
     def subset(utility, cost_objective, prop):
         chosen = select_subset(
             utility,
+            SubsetPlan(budget_cost=prop * total, allow_gap=True, time_limit=10.0, cost_objective=cost_objective),
             cost=campaign.cost,
-            budget_cost=prop * total,
-            allow_gap=True,
-            time_limit=10.0,
-            cost_objective=cost_objective,
             length=source_length(campaign.src),
         )
         return sorted(chosen.indices.tolist())
@@ -205,7 +202,10 @@ def test_cli_select_method_length(data, campaign, tmp_path):
         main(["select", "--data", str(data), "--method", "length", "--budget-cost", str(budget), "-o", str(out)]) == 0
     )
     expected = select_subset(
-        np.ones(N), cost=campaign.cost, budget_cost=budget, length=source_length(campaign.src), time_limit=60.0
+        np.ones(N),
+        SubsetPlan(budget_cost=budget, time_limit=60.0),
+        cost=campaign.cost,
+        length=source_length(campaign.src),
     )
     assert sorted(_subset_ids(out)) == sorted(f"i{i}" for i in expected.indices)
     assert {json.loads(line)["utility"] for line in out.read_text().splitlines()} == {1.0}  # what the knapsack got
