@@ -56,7 +56,7 @@ from history_targets import history, raw_target, target_rows  # noqa: E402
 from paths import RESULTS, SCRATCH  # noqa: E402
 from report import invocation, p_text  # noqa: E402  (benchmarks/report.py)
 
-from precomet.benchmark import pool_results, run_benchmark, shared_item_groups  # noqa: E402
+from precomet.benchmark import BenchmarkPlan, pool_results, run_benchmark, shared_item_groups  # noqa: E402
 from precomet.campaign import HUMAN, Campaign, source_length  # noqa: E402
 from precomet.encoders import encode_cached, get_encoder  # noqa: E402
 from precomet.estimator import predict_sources, train  # noqa: E402
@@ -177,7 +177,7 @@ def headroom() -> dict:
             **other_true_utilities(held),
             "longer first": source_length(held.src),
         }
-        result = run_benchmark(held, external=truths, seeds=100, oracle=False, progress=False)
+        result = run_benchmark(held, BenchmarkPlan(seeds=100, oracle=False), external=truths, progress=False)
         assert result.null is not None  # the default null of random orderings
         out["campaigns"][name] = {
             "rows": {

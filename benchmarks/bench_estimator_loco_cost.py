@@ -29,7 +29,7 @@ from bench_estimator_loco import BACKBONE, CACHE, OUT, core, fit  # noqa: E402
 from history_targets import history, target_rows  # noqa: E402
 from paths import RESULTS  # noqa: E402
 
-from precomet.benchmark import pool_results, run_benchmark, shared_item_groups  # noqa: E402
+from precomet.benchmark import BenchmarkPlan, pool_results, run_benchmark, shared_item_groups  # noqa: E402
 from precomet.campaign import Campaign, source_length  # noqa: E402
 from precomet.encoders import encode_cached, get_encoder  # noqa: E402
 from precomet.estimator import predict_sources  # noqa: E402
@@ -79,9 +79,13 @@ def evaluate_cost(held: Campaign, checkpoints: dict) -> dict:
     out = {}
     for objective in COST_OBJECTIVES:
         result = run_benchmark(
-            held, external=selectors, seeds=SEEDS_RANDOM, null_orderings=NULL, oracle=False, progress=False,
-            budget_unit="cost", cost_objective=objective,
-        )  # fmt: skip
+            held,
+            BenchmarkPlan(
+                seeds=SEEDS_RANDOM, null_orderings=NULL, oracle=False, budget_unit="cost", cost_objective=objective
+            ),
+            external=selectors,
+            progress=False,
+        )
         assert result.null is not None
         out[objective] = {
             "rows": {

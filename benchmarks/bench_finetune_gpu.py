@@ -300,7 +300,7 @@ def report(paths: list[Path]) -> None:
     from report import invocation, p_text
     from scipy.stats import pearsonr
 
-    from precomet.benchmark import run_benchmark
+    from precomet.benchmark import BenchmarkPlan, run_benchmark
     from precomet.campaign import source_length
 
     measured = merge_runs(paths)
@@ -319,7 +319,7 @@ def report(paths: list[Path]) -> None:
         preds = {f"fine-tuned s{s}": np.asarray(measured["predictions"][s][name]) for s in seeds}
         preds["fine-tuned"] = _ensemble(list(preds.values()))
         external = {"longer first": source_length(held.src), **preds}
-        result = run_benchmark(held, external=external, seeds=100, oracle=False, progress=False)
+        result = run_benchmark(held, BenchmarkPlan(seeds=100, oracle=False), external=external, progress=False)
         stored = frozen["campaigns"][name]
         drift = abs(result.methods["longer first"]["spa_gain"] - stored["rows"]["longer first"]["spa_gain"])
         assert drift < 1e-9, f"{name}: longer first differs from the frozen run by {drift}: not the same benchmark"

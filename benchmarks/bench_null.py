@@ -30,7 +30,7 @@ import numpy as np
 from paths import RAW, RESULTS  # benchmarks/paths.py (the script's folder is on sys.path)
 from report import results_file  # benchmarks/report.py
 
-from precomet.benchmark import run_benchmark
+from precomet.benchmark import BenchmarkPlan, run_benchmark
 from precomet.io import load
 from precomet.simulate import simulate_campaign
 
@@ -60,9 +60,19 @@ def separation(value: float, null: np.ndarray, *, higher_is_better: bool) -> tup
 def campaign_rows(name: str, campaign, *, budget_unit: str, orderings: int, seeds: int) -> dict:
     """One campaign: the null of both statistics, the true utilities' separation, and the calibration run."""
     judged = run_benchmark(
-        campaign, methods=list(TRUE), metric="human", allow_circular=True, budget_unit=budget_unit, seeds=seeds,
-        null_orderings=orderings, oracle=False, controls=False, progress=False,
-    )  # fmt: skip
+        campaign,
+        BenchmarkPlan(
+            methods=list(TRUE),
+            metric="human",
+            allow_circular=True,
+            budget_unit=budget_unit,
+            seeds=seeds,
+            null_orderings=orderings,
+            oracle=False,
+            controls=False,
+        ),
+        progress=False,
+    )
     assert judged.null is not None  # null_orderings > 0
     null = {key: np.asarray(judged.null[key]) for key in ("parity", "spa_gain")}
     out: dict = {"null": null, "true": {}}
@@ -76,9 +86,11 @@ def campaign_rows(name: str, campaign, *, budget_unit: str, orderings: int, seed
         }
     utilities = {f"u{r}": np.random.default_rng([r, 4242]).random(len(campaign)) for r in range(orderings)}
     randoms = run_benchmark(
-        campaign, external=utilities, budget_unit=budget_unit, seeds=seeds, null_orderings=orderings,
-        oracle=False, controls=False, progress=False,
-    )  # fmt: skip
+        campaign,
+        BenchmarkPlan(budget_unit=budget_unit, seeds=seeds, null_orderings=orderings, oracle=False, controls=False),
+        external=utilities,
+        progress=False,
+    )
     rows = list(randoms.methods.values())
     out["calibration"] = {
         "significant": float(np.mean([r["p_value"] < 0.05 for r in rows])),
@@ -95,9 +107,17 @@ def cost_of_the_null(orderings: int, seeds: int, *, oracle: bool) -> tuple[float
     for null_orderings in (0, orderings):
         started = time.perf_counter()
         run_benchmark(
-            campaign, methods=["metric_avg", "metric_var"], metric="MetricSim", seeds=seeds,
-            null_orderings=null_orderings, oracle=oracle, progress=False, workers=2,
-        )  # fmt: skip
+            campaign,
+            BenchmarkPlan(
+                methods=["metric_avg", "metric_var"],
+                metric="MetricSim",
+                seeds=seeds,
+                null_orderings=null_orderings,
+                oracle=oracle,
+            ),
+            progress=False,
+            workers=2,
+        )
         times.append(time.perf_counter() - started)
     return times[0], times[1]
 

@@ -14,7 +14,7 @@ import sys
 from paths import RAW, REPO  # benchmarks/paths.py (the script's folder is on sys.path)
 from report import null_line, verdict_cell  # benchmarks/report.py
 
-from precomet.benchmark import run_benchmark
+from precomet.benchmark import BenchmarkPlan, run_benchmark
 from precomet.io import load
 
 METHODS = {"metric_avg": "MetricAvg", "metric_var": "MetricVar", "metric_cons": "MetricCons"}
@@ -31,19 +31,19 @@ def main() -> None:
         campaign = load(RAW / "mt-metrics-eval-v2", campaign=f"wmt23/{lp}", human="mqm")
         res[lp] = run_benchmark(
             campaign,
-            methods=list(METHODS),
-            metric="MetricX-23-c",
-            seeds=args.seeds,
-            oracle_candidates=args.candidates,
-            oracle_step=args.step,
+            BenchmarkPlan(
+                methods=list(METHODS),
+                metric="MetricX-23-c",
+                seeds=args.seeds,
+                oracle_candidates=args.candidates,
+                oracle_step=args.step,
+            ),
             progress=False,
         ).to_dict()
         small[lp] = run_benchmark(
             campaign,
+            BenchmarkPlan(seeds=args.seeds, oracle_candidates=10, oracle_step=args.step),
             external={"none": campaign.cost * 0},
-            seeds=args.seeds,
-            oracle_candidates=10,
-            oracle_step=args.step,
             progress=False,
         ).to_dict()["oracle"]
         print(lp, res[lp]["oracle"]["spa"], small[lp]["spa"], flush=True)

@@ -35,7 +35,7 @@ from paths import REPO, RESULTS  # benchmarks/paths.py (the script's folder is o
 from report import results_file  # benchmarks/report.py
 
 from precomet.campaign import source_length
-from precomet.selection import select_subset
+from precomet.selection import SubsetPlan, select_subset
 from precomet.selection.units import normalise
 from precomet.simulate import simulate_campaign
 
@@ -124,7 +124,9 @@ def measure(args: argparse.Namespace) -> None:
     budgets = [float(p * cost.sum()) for p in PROPS]
     ours = []
     for budget in budgets:
-        sel = select_subset(utility, cost=cost, budget_cost=budget, cost_objective="paper")  # the peer's objective
+        sel = select_subset(
+            utility, SubsetPlan(budget_cost=budget, cost_objective="paper"), cost=cost
+        )  # the peer's objective
         ours.append(sel)
     peer = peer_costaware(utility, cost, budgets)
     print(f"== {args.n} items, cost budget 5%..50% (cost = 0.15*len+33.7, utility ~ N(0,1)) ==")
@@ -144,7 +146,10 @@ def measure(args: argparse.Namespace) -> None:
     print(
         f"max ours {ours_s.max():.3f} s, max peer {peer_s.max():.3f} s; total ratio {peer_s.sum() / ours_s.sum():.1f}x"
     )
-    default = [select_subset(utility, cost=cost, budget_cost=b, length=source_length(campaign.src)) for b in budgets]
+    default = [
+        select_subset(utility, SubsetPlan(budget_cost=b), cost=cost, length=source_length(campaign.src))
+        for b in budgets
+    ]
     print(
         f"default objective rank-length, same budgets: max {max(s.seconds for s in default):.3f} s, "
         f"statuses {sorted({s.status for s in default})}, max gap {max(s.gap for s in default):.1e}"
@@ -157,13 +162,13 @@ def measure(args: argparse.Namespace) -> None:
     print(f"\n== {args.large} items, budget 20% of cost ==")
     length = source_length(big.src)
     cases = [
-        (f"{objective}, {label}", {**extra, "cost_objective": objective, "length": length})
+        (f"{objective}, {label}", SubsetPlan(proportion=0.2, cost_objective=objective, balance=balance), by_domain)
         for objective in ("paper", "rank-length")
-        for label, extra in (("budget only", {}), ("+ 5 domains", {"domain": domain, "balance": "domain"}))
+        for label, balance, by_domain in (("budget only", None, None), ("+ 5 domains", "domain", domain))
     ]
     found = {}
-    for label, extra in cases:
-        sel = found[label] = select_subset(big_u, cost=big.cost, proportion=0.2, **extra)
+    for label, plan, by_domain in cases:
+        sel = found[label] = select_subset(big_u, plan, cost=big.cost, domain=by_domain, length=length)
         print(
             f"{label:28} {sel.seconds:7.2f} s  {sel.status}  gap {sel.gap:.1e}  core {sel.details['core_size']}"
             f"  calls {sel.details['solver_calls']}  items {len(sel)}  domains {dict(sel.domains) or '-'}"
@@ -195,9 +200,11 @@ def pool_case(case: str, n: int) -> dict:
     start = time.perf_counter()
     if case == "knapsack":
         cost = 0.15 * length + 33.7
-        sel = select_subset(utility, cost=cost, proportion=0.2, domain=domain, balance="domain", length=length)
+        sel = select_subset(
+            utility, SubsetPlan(proportion=0.2, balance="domain"), cost=cost, domain=domain, length=length
+        )
     else:
-        sel = select_subset(utility, budget=n // 5)
+        sel = select_subset(utility, SubsetPlan(budget=n // 5))
     seconds = time.perf_counter() - start
     return {
         "seconds": seconds,
@@ -247,7 +254,7 @@ def real_campaigns() -> None:
         for method in ("metric_avg", "metric_var", "metric_cons"):
             utility = compute_utility(campaign, method, metric=metric)
             sels = [
-                select_subset(utility, cost=campaign.cost, proportion=p, length=source_length(campaign.src))
+                select_subset(utility, SubsetPlan(proportion=p), cost=campaign.cost, length=source_length(campaign.src))
                 for p in np.arange(1, 11) / 20
             ]
             print(

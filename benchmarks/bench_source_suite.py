@@ -46,7 +46,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from paths import RAW, REPO, RESULTS, SCRATCH  # noqa: E402
 from report import parity_band  # noqa: E402  (benchmarks/report.py)
 
-from precomet.benchmark import null_summary, pool_results, run_benchmark, shared_item_groups  # noqa: E402
+from precomet.benchmark import BenchmarkPlan, null_summary, pool_results, run_benchmark, shared_item_groups  # noqa: E402
 from precomet.campaign import HUMAN, Campaign, source_length  # noqa: E402
 from precomet.encoders import encode_cached, get_encoder  # noqa: E402
 from precomet.estimator import build_targets, predict_sources, train  # noqa: E402
@@ -133,7 +133,7 @@ def evaluate(campaign: Campaign, predictions: dict[str, np.ndarray], vectors: np
             external[f"{name} + length"] = rankdata(pred) + rankdata(length)  # equal weights, fixed before any run
             external[f"strata {name}"] = lambda k, pred=pred: stratified_utility(pred, vectors, budget=k, seed=0)
     result = run_benchmark(
-        campaign, external=external, seeds=100, oracle=False, progress=False, budget_unit=budget_unit
+        campaign, BenchmarkPlan(seeds=100, oracle=False, budget_unit=budget_unit), external=external, progress=False
     )
     rows = {
         name: {

@@ -28,7 +28,7 @@ from paths import REPO  # benchmarks/paths.py (the script's folder is on sys.pat
 from report import null_line, verdict_cell  # benchmarks/report.py
 from threadpoolctl import threadpool_limits
 
-from precomet.benchmark import DEFAULT_PROPS, plot_benchmark, run_benchmark
+from precomet.benchmark import DEFAULT_PROPS, BenchmarkPlan, plot_benchmark, run_benchmark
 from precomet.io import load
 from precomet.utilities import UTILITY_METHODS, compute_utility
 
@@ -259,10 +259,8 @@ def run_cases(args: argparse.Namespace, todo: list[dict]) -> None:
             continue
         start = time.perf_counter()
         external = peer_like_utilities(campaign) if case["group"] == "wmt23" else {}
-        benchmark = run_benchmark(
-            campaign,
+        plan = BenchmarkPlan(
             methods=case["methods"],
-            external=external,
             metric=case["metric"],
             score=case.get("target", "human"),
             props=case["props"],
@@ -270,6 +268,7 @@ def run_cases(args: argparse.Namespace, todo: list[dict]) -> None:
             method_options={m: options[m] for m in case["methods"] if m in options},
             **(VARIANTS[case["variant"]] if "variant" in case else {}),
         )
+        benchmark = run_benchmark(campaign, plan, external=external)
         result = {**benchmark.to_dict(), "wall_seconds": time.perf_counter() - start}
         print(f"{case['key']}: {result['wall_seconds']:.0f} s", file=sys.stderr, flush=True)
         (OUT / "metaeval" / f"{case['key']}.json").write_text(json.dumps(result, indent=1))

@@ -208,7 +208,7 @@ def main() -> None:
     import torch
 
     torch.set_num_threads(args.threads)
-    from precomet.benchmark import run_benchmark
+    from precomet.benchmark import BenchmarkPlan, run_benchmark
     from precomet.estimator import predict_campaign, train
 
     register_kmeans_prior()
@@ -302,15 +302,17 @@ def main() -> None:
             prior = predictions[name][f"{args.methods[0]}.{args.configs[0]}.ensemble"]
             bench = run_benchmark(
                 scored,
-                methods=["kmeans", "kmeans_prior"],
+                BenchmarkPlan(
+                    methods=["kmeans", "kmeans_prior"],
+                    seeds=args.random_seeds,
+                    seed=0,
+                    method_options={
+                        "kmeans": {"cache_dir": cache_dir},
+                        "kmeans_prior": {"cache_dir": cache_dir, "prior": prior},
+                    },
+                ),
                 external=external,
-                seeds=args.random_seeds,
-                seed=0,
                 progress=False,
-                method_options={
-                    "kmeans": {"cache_dir": cache_dir},
-                    "kmeans_prior": {"cache_dir": cache_dir, "prior": prior},
-                },
             )
             print(f"benchmark {name}: {time.perf_counter() - started:.0f} s", flush=True)
             results["benchmarks"][f"{name}|{','.join(args.methods)}|{','.join(args.configs)}"] = {

@@ -15,9 +15,10 @@ utility), evaluated like a method, with its own parity against random.
 
 The package, by concern: :mod:`~precomet.benchmark.budgets` (budget proportions, the selector, meta-evaluating a
 utility's subsets), :mod:`~precomet.benchmark.stats` (:func:`ci90`, the random baseline),
-:mod:`~precomet.benchmark.parity` (the parity search and its interval), :mod:`~precomet.benchmark.plan` (methods,
-external utilities, control rows, the circularity check), :mod:`~precomet.benchmark.run` (the loop,
-:func:`evaluate_method`), :mod:`~precomet.benchmark.result` (:class:`BenchmarkResult`) and
+:mod:`~precomet.benchmark.parity` (the parity search and its interval), :mod:`~precomet.benchmark.plan` (the
+options, :class:`BenchmarkPlan`; methods, external utilities, control rows, the circularity check),
+:mod:`~precomet.benchmark.run` (the loop, :func:`evaluate_method`), :mod:`~precomet.benchmark.result`
+(:class:`BenchmarkResult`) and
 :mod:`~precomet.benchmark.report` (recommendation, table, figure).
 """
 
@@ -44,7 +45,7 @@ from precomet.benchmark.null import (
     verdict,
 )
 from precomet.benchmark.parity import PARITY_MEANING, coarse_grid, parity_search, parity_searches, parity_shares
-from precomet.benchmark.plan import LENGTH_CONTROL, circular_reason, plan_controls
+from precomet.benchmark.plan import LENGTH_CONTROL, BenchmarkPlan, circular_reason, plan_controls
 from precomet.benchmark.pooled import MIN_SHARED, pool_results, pooled_table, shared_item_groups
 from precomet.benchmark.report import budgets_by_cost, plot_benchmark, recommendation, summary_table
 from precomet.benchmark.result import BenchmarkResult
@@ -55,6 +56,7 @@ from precomet.selection.selector import BALANCE, LEVELS, Select, make_selector, 
 __all__ = [
     "BALANCE",
     "BENCH_MEASURES",
+    "BenchmarkPlan",
     "BenchmarkResult",
     "DEFAULT_PROPS",
     "LENGTH_CONTROL",

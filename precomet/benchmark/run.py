@@ -17,198 +17,98 @@ from precomet.benchmark.budgets import (
     budget_value,
     evaluate_props,
     spa_at_position,
-    validate_props,
 )
-from precomet.benchmark.null import NULL_ORDERINGS, PRIMARY, score_null, spa_gain, verdict
+from precomet.benchmark.null import PRIMARY, score_null, spa_gain, verdict
 from precomet.benchmark.oracle import ORACLE_DESCRIPTION, greedy_oracle_order, oracle_utility
 from precomet.benchmark.parity import parity_search, parity_searches, parity_shares
-from precomet.benchmark.plan import LENGTH_CONTROL, check_external, circular_reason, method_specs, plan_controls
+from precomet.benchmark.plan import (
+    LENGTH_CONTROL,
+    BenchmarkPlan,
+    check_external,
+    circular_reason,
+    method_specs,
+    plan_controls,
+)
 from precomet.benchmark.report import recommendation
 from precomet.benchmark.result import BenchmarkResult
 from precomet.benchmark.stats import random_runs, summarise_random
-from precomet.campaign import HUMAN, Campaign
+from precomet.campaign import Campaign
 from precomet.costs import cost_signature, cost_source
+from precomet.deprecated import plan_from_keywords
 from precomet.errors import PrecometError
 from precomet.metaeval import Reference, full_reference
 from precomet.parallel import check_workers, map_forked
 from precomet.progress import progress as progress_bar
-from precomet.selection.objective import DEFAULT_COST_OBJECTIVE
 from precomet.selection.random_fill import make_random_selector
 from precomet.selection.selector import Select, make_selector
 from precomet.selection.units import budget_items
-from precomet.signature import signature
+from precomet.signature import Signature, signature
 from precomet.utilities import compute_utility, knapsack_utility
 
 log = logging.getLogger(__name__)
 
 
+DEFAULT_PLAN = BenchmarkPlan()
+"""The plan of a :func:`run_benchmark` call that gives none: every option at its default (no methods)."""
+
+
 def run_benchmark(
     campaign: Campaign,
+    plan: BenchmarkPlan = DEFAULT_PLAN,
     *,
-    methods: Sequence[str] = (),
     external: Mapping[str, np.ndarray | Callable[[int], np.ndarray]] | None = None,
-    metric: str | None = None,
-    score: str = HUMAN,
-    props: Sequence[float] = DEFAULT_PROPS,
-    seeds: int = 100,
-    budget_unit: str = "items",
-    cost_objective: str = DEFAULT_COST_OBJECTIVE,
-    balance: str | None = None,
-    level: str = "item",
-    permutations: int = 1000,
-    cluster_rule: str = "paper",
-    seed: int = 0,
-    parity_grid: int = 32,
-    method_options: Mapping[str, Mapping[str, Any]] | None = None,
-    time_limit: float = 10.0,
     progress: bool | None = None,
-    oracle: bool = True,
-    oracle_candidates: int = 100,
-    oracle_step: int = 10,
-    allow_circular: bool = False,
-    controls: bool = True,
-    null_orderings: int = NULL_ORDERINGS,
     workers: int | None = None,
+    **deprecated: Any,
 ) -> BenchmarkResult:
-    """Benchmark utility ``methods`` (names in ``UTILITY_METHODS``, computed on ``metric``) and ``external``
-    utilities (``{name: array aligned with the campaign}``, or ``{name: budget -> array}`` for a budget-dependent
-    selector such as :func:`precomet.selection.strata.stratified_utility`) against random selection, judged on the
-    ``score`` the systems are ranked by (the human scores by default). Budgets ``props`` are shares of the items, or
-    of the total annotation cost with ``budget_unit="cost"``. Returns a :class:`BenchmarkResult` (``to_dict()`` for
-    JSON); with ``oracle`` it has the headroom row: greedy on the ``score`` itself, :mod:`.oracle`, flagged
-    ``"usable": false``. A score-based method computed on ``metric == score`` is refused
-    (:func:`circular_reason`) unless ``allow_circular``. Cluster counts follow ``cluster_rule``
-    (:data:`precomet.metaeval.CLUSTER_RULES`). With ``controls`` the result has the length control row under
+    """Benchmark the utility methods of ``plan`` (:class:`BenchmarkPlan`: names in ``UTILITY_METHODS``, computed on
+    ``plan.metric``) and ``external`` utilities (``{name: array aligned with the campaign}``, or ``{name: budget ->
+    array}`` for a budget-dependent selector such as :func:`precomet.selection.strata.stratified_utility`) against
+    random selection, judged on the ``plan.score`` the systems are ranked by (the human scores by default). Budgets
+    ``plan.props`` are shares of the items, or of the total annotation cost with ``budget_unit="cost"``. Returns a
+    :class:`BenchmarkResult` (``to_dict()`` for JSON); with ``plan.oracle`` it has the headroom row: greedy on the
+    score itself, :mod:`.oracle`, flagged ``"usable": false``. A score-based method computed on ``metric == score``
+    is refused (:func:`circular_reason`) unless ``plan.allow_circular``. Cluster counts follow ``plan.cluster_rule``
+    (:data:`precomet.metaeval.CLUSTER_RULES`). With ``plan.controls`` the result has the length control row under
     ``controls`` (or the reason it is left out under ``controls_skipped``: ``length`` is among the methods).
-    Every row is judged against ``null_orderings`` random orderings (random subsets of the same budget under cost
-    budgets, quotas or documents) scored exactly like it (:mod:`precomet.benchmark.null`): its ``p_value`` on the
-    SPA gain, ``parity_ci90`` and the null's band (``null``); 0 switches the null off (those keys are ``None``).
-    Random's seeds, the null and the rows run on ``workers`` processes (default: every CPU this process may use,
-    :mod:`precomet.parallel`); the result is the same for any count."""
-    props = validate_props(props)
+    Every row is judged against ``plan.null_orderings`` random orderings (random subsets of the same budget under
+    cost budgets, quotas or documents) scored exactly like it (:mod:`precomet.benchmark.null`): its ``p_value`` on
+    the SPA gain, ``parity_ci90`` and the null's band (``null``); 0 switches the null off (those keys are ``None``).
+
+    The plan holds the options, the keywords what is not an option: ``external`` is data (arrays aligned with this
+    campaign, or selectors: the signature records their names only), and ``progress`` and ``workers`` say how to
+    run, not what: the result is the same with or without a bar, and for any count of ``workers`` processes
+    (default: every CPU this process may use, :mod:`precomet.parallel`) that run random's seeds, the null and the
+    rows. The options as keyword arguments (``run_benchmark(campaign, methods=[...], seed=1)``, the form before
+    0.19.0) still work, with a :class:`DeprecationWarning`, until precomet 0.20.0."""
+    plan = plan_from_keywords("run_benchmark", BenchmarkPlan, plan, deprecated, default=DEFAULT_PLAN)
     workers = check_workers(workers)
-    if isinstance(null_orderings, bool) or not isinstance(null_orderings, int) or null_orderings < 0:
-        raise PrecometError(
-            f"{{null_orderings}}{null_orderings!r}: expected a whole number ≥ 0 of random orderings (0: no null)",
-            param="null_orderings",
-        )
     external = {name: check_external(campaign, name, values) for name, values in (external or {}).items()}
-    specs = method_specs(methods, external)
-    if len(campaign.systems) < 2:
-        raise PrecometError(
-            f"campaign {campaign.name!r}: benchmarking needs at least 2 systems, got {len(campaign.systems)}"
-        )
-    if len(campaign) < 2:
-        raise PrecometError(f"campaign {campaign.name!r}: benchmarking needs at least 2 items, got {len(campaign)}")
-    small = [p for p in props if budget_items(p, len(campaign)) < 2]
-    if small:
-        raise PrecometError(
-            f"budget proportion(s) {small} give fewer than 2 of {len(campaign)} items;"
-            " use larger proportions ({props}...)",
-            param="props",
-        )
-    if any(spec.needs_score for spec in specs.values()) and metric is None:
-        available = sorted(set(campaign.scores) - {score})
-        raise PrecometError(
-            f"choose the metric the utilities use ({{metric}}NAME); available: {available}", param="metric"
-        )
-    if metric is not None:
-        campaign.score(metric)  # fails early, listing the valid names
-    unused = sorted(set(method_options or {}) - set(specs))
-    if unused:
-        raise PrecometError(
-            f"options for {unused} ({{method_options}}...), which are not among the methods benchmarked"
-            f" ({', '.join(specs) or 'none'})",
-            param="method_options",
-        )
-    circular = circular_reason(list(specs), metric, score)
-    if circular and not allow_circular:
-        raise PrecometError(f"{circular}; pass allow_circular=True to run it anyway")
-    ref = full_reference(campaign, score=score, permutations=permutations, seed=seed, cluster_rule=cluster_rule)
+    specs, circular = _check_plan(campaign, plan, external)
+    props, seed = list(plan.props), plan.seed
+    ref = full_reference(
+        campaign, score=plan.score, permutations=plan.permutations, seed=seed, cluster_rule=plan.cluster_rule
+    )
     select = make_selector(
         campaign,
-        budget_unit=budget_unit,
-        balance=balance,
-        level=level,
-        time_limit=time_limit,
-        cost_objective=cost_objective,
+        budget_unit=plan.budget_unit,
+        balance=plan.balance,
+        level=plan.level,
+        time_limit=plan.time_limit,
+        cost_objective=plan.cost_objective,
     )
-    control_names, skipped = plan_controls(specs, controls)
-    steps = (seeds + len(specs) + len(external) + len(control_names) + int(oracle)) * len(props) + null_orderings
-    bar = progress_bar(total=steps, desc=f"benchmark {campaign.name}", enabled=progress)
-    tick = bar.update
-    started = time.perf_counter()
-    # random under a cost budget, quotas or documents: a random subset that fits (not a knapsack over noise)
-    random_select = (
-        None
-        if select is None
-        else make_random_selector(campaign, budget_unit=budget_unit, balance=balance, level=level)
+    control_names, skipped = plan_controls(specs, plan.controls)
+    rows_per_budget = plan.seeds + len(specs) + len(external) + len(control_names) + int(plan.oracle)
+    bar = progress_bar(
+        total=rows_per_budget * len(props) + plan.null_orderings, desc=f"benchmark {campaign.name}", enabled=progress
     )
-    runs = random_runs(ref, random_select, props, seeds=seeds, seed=seed, tick=tick, workers=workers)
-    random = summarise_random(runs, len(props))
-    random["seconds"] = time.perf_counter() - started
+    runs, random, null = _random_and_null(campaign, plan, ref, select is not None, workers=workers, tick=bar.update)
     evaluation: dict[str, Any] = dict(
-        random_spa_runs=runs[:, :, 0], props=props, select=select, budget_unit=budget_unit, grid=parity_grid
+        random_spa_runs=runs[:, :, 0], props=props, select=select, budget_unit=plan.budget_unit, grid=plan.parity_grid
     )
-    started = time.perf_counter()
-    null = score_null(
-        ref,
-        campaign,
-        random_spa_runs=runs[:, :, 0],
-        props=props,
-        select=random_select,
-        budget_unit=budget_unit,
-        grid=parity_grid,
-        orderings=null_orderings,
-        seed=seed,
-        workers=workers,
-        tick=tick,
-    )
-    null_seconds = time.perf_counter() - started
-
-    def row(utility_at: Callable[[int], np.ndarray], needs_budget: bool, tick: Callable[[], None]) -> dict[str, Any]:
-        started = time.perf_counter()
-        found = evaluate_method(ref, campaign, utility_at, needs_budget=needs_budget, tick=tick, **evaluation)
-        return {**found, "seconds": time.perf_counter() - started}
-
-    at: dict[tuple[str, str], tuple[Callable[[int], np.ndarray], bool]] = {}
-    for name in [*specs, *external]:
-        needs_budget = (name in specs and specs[name].needs_budget) or callable(external.get(name))
-        if name in external:
-            at["methods", name] = (_external_at(campaign, name, external[name]), needs_budget)
-        else:
-            options = (method_options or {}).get(name)
-            utility = _utility_at(campaign, name, needs_budget, metric, seed, options, budget_unit=budget_unit)
-            at["methods", name] = (utility, needs_budget)
-    for name in control_names:
-        at["controls", name] = (_utility_at(campaign, name, False, None, seed, None, budget_unit=budget_unit), False)
-    rows: dict[tuple[str, str], dict[str, Any]] = {}
-    for key, (utility_at, needs_budget) in at.items():  # budget-dependent utilities (k-means, …) here, in order
-        if needs_budget:
-            rows[key] = row(utility_at, True, tick)
-        else:
-            utility_at(0)  # computed here (torch, sklearn, py-irt): the workers only meta-evaluate
-    tasks: list[tuple[tuple[str, str], Callable[[], dict[str, Any]]]] = [
-        (key, functools.partial(row, utility_at, False, lambda: None))
-        for key, (utility_at, needs_budget) in at.items()
-        if not needs_budget
-    ]
-    if oracle:
-        oracle_row = functools.partial(
-            _evaluate_oracle, ref, campaign, candidates=oracle_candidates, step=oracle_step, seed=seed, **evaluation
-        )
-        tasks.append((("oracle", "oracle"), oracle_row))
-
-    def ticks(found: dict[str, Any]) -> None:
-        for _ in props:
-            tick()
-
-    done = map_forked(lambda task: task[1](), tasks, workers=workers, done=ticks)  # the rows on every core
-    rows.update((key, found) for (key, _), found in zip(tasks, done))
-    rows = {key: verdict(found, null if null_orderings else None) for key, found in rows.items()}
-    results = {name: rows["methods", name] for name in [*specs, *external]}
-    control_rows = {name: rows["controls", name] for name in control_names}
-    headroom = rows.get(("oracle", "oracle"))
+    at = _utilities(campaign, plan, specs, external, control_names)
+    rows = _rows(campaign, plan, ref, at, evaluation, workers=workers, tick=bar.update)
+    rows = {key: verdict(found, null if plan.null_orderings else None) for key, found in rows.items()}
     bar.close()
 
     result = BenchmarkResult(
@@ -216,46 +116,208 @@ def run_benchmark(
         n_items=len(campaign),
         systems=list(campaign.systems),
         props=props,
-        budgets=[budget_value(campaign, p, budget_unit=budget_unit) for p in props],
+        budgets=[budget_value(campaign, p, budget_unit=plan.budget_unit) for p in props],
         random=random,
-        methods=results,
-        controls=control_rows,
+        methods={name: rows["methods", name] for name in [*specs, *external]},
+        controls={name: rows["controls", name] for name in control_names},
         controls_skipped=skipped,
-        oracle=headroom,
-        null_orderings=null_orderings,
-        null={"seed": seed, "seconds": null_seconds, **{key: values.tolist() for key, values in null.items()}}
-        if null_orderings
-        else None,
+        oracle=rows.get(("oracle", "oracle")),
+        null_orderings=plan.null_orderings,
+        null=null,
         cost={"total_seconds": float(campaign.cost.sum()), "source": cost_source(campaign)},
-        signature=signature(
-            "precomet benchmark",
-            campaign=campaign,
-            seed=seed,
-            methods=[*specs, *external],
-            metric=metric,
-            score=score,
-            props=props,
-            seeds=seeds,
-            budget_unit=budget_unit,
-            cost=cost_signature(campaign),
-            cost_objective=cost_objective if budget_unit == "cost" else None,
-            balance=balance,
-            level=level,
-            permutations=permutations,
-            cluster_rule=cluster_rule,
-            parity_grid=parity_grid,
-            method_options=method_options,
-            time_limit=time_limit,
-            oracle=oracle,
-            oracle_candidates=oracle_candidates if oracle else None,
-            oracle_step=oracle_step if oracle else None,
-            allow_circular=allow_circular,
-            circular=circular is not None,
-            controls=[LENGTH_CONTROL] if controls else [],
-            null_orderings=null_orderings,
-        ),
+        signature=_signature(campaign, plan, [*specs, *external], circular),
     )
     return result.replaced(recommendation=recommendation(result))
+
+
+def _check_plan(
+    campaign: Campaign, plan: BenchmarkPlan, external: Mapping[str, Any]
+) -> tuple[dict[str, Any], str | None]:
+    """The registry entries of the plan's methods and the circularity reason (:func:`circular_reason`), after the
+    checks that need the campaign: 2 systems and 2 items at least, every budget at least 2 items, the metric (given
+    where a method needs one, and known), options only for methods benchmarked, no circular evaluation unless
+    allowed."""
+    specs = method_specs(plan.methods, external)
+    if len(campaign.systems) < 2:
+        raise PrecometError(
+            f"campaign {campaign.name!r}: benchmarking needs at least 2 systems, got {len(campaign.systems)}"
+        )
+    if len(campaign) < 2:
+        raise PrecometError(f"campaign {campaign.name!r}: benchmarking needs at least 2 items, got {len(campaign)}")
+    small = [p for p in plan.props if budget_items(p, len(campaign)) < 2]
+    if small:
+        raise PrecometError(
+            f"budget proportion(s) {small} give fewer than 2 of {len(campaign)} items;"
+            " use larger proportions ({props}...)",
+            param="props",
+        )
+    if any(spec.needs_score for spec in specs.values()) and plan.metric is None:
+        available = sorted(set(campaign.scores) - {plan.score})
+        raise PrecometError(
+            f"choose the metric the utilities use ({{metric}}NAME); available: {available}", param="metric"
+        )
+    if plan.metric is not None:
+        campaign.score(plan.metric)  # fails early, listing the valid names
+    unused = sorted(set(plan.method_options or {}) - set(specs))
+    if unused:
+        raise PrecometError(
+            f"options for {unused} ({{method_options}}...), which are not among the methods benchmarked"
+            f" ({', '.join(specs) or 'none'})",
+            param="method_options",
+        )
+    circular = circular_reason(list(specs), plan.metric, plan.score)
+    if circular and not plan.allow_circular:
+        raise PrecometError(f"{circular}; pass allow_circular=True to run it anyway")
+    return specs, circular
+
+
+def _random_and_null(
+    campaign: Campaign, plan: BenchmarkPlan, ref: Reference, subsets: bool, *, workers: int, tick: Callable[[], None]
+) -> tuple[np.ndarray, dict[str, Any], dict[str, Any] | None]:
+    """Random selection's runs (seeds × budgets × measures) and summary, and the null's record for the result
+    (``None`` without null orderings). With ``subsets`` (a cost budget, quotas or documents) random draws a random
+    subset that fits, not a knapsack over noise."""
+    props, seed = list(plan.props), plan.seed
+    started = time.perf_counter()
+    random_select = (
+        make_random_selector(campaign, budget_unit=plan.budget_unit, balance=plan.balance, level=plan.level)
+        if subsets
+        else None
+    )
+    runs = random_runs(ref, random_select, props, seeds=plan.seeds, seed=seed, tick=tick, workers=workers)
+    random = summarise_random(runs, len(props))
+    random["seconds"] = time.perf_counter() - started
+    started = time.perf_counter()
+    null = score_null(
+        ref,
+        campaign,
+        random_spa_runs=runs[:, :, 0],
+        props=props,
+        select=random_select,
+        budget_unit=plan.budget_unit,
+        grid=plan.parity_grid,
+        orderings=plan.null_orderings,
+        seed=seed,
+        workers=workers,
+        tick=tick,
+    )
+    seconds = time.perf_counter() - started
+    if not plan.null_orderings:
+        return runs, random, None
+    return runs, random, {"seed": seed, "seconds": seconds, **{key: values.tolist() for key, values in null.items()}}
+
+
+UtilityAt = tuple[Callable[[int], np.ndarray], bool]
+"""A row's utilities for a budget of ``k`` items, and whether they depend on the budget."""
+
+
+def _utilities(
+    campaign: Campaign,
+    plan: BenchmarkPlan,
+    specs: Mapping[str, Any],
+    external: Mapping[str, Any],
+    control_names: Sequence[str],
+) -> dict[tuple[str, str], UtilityAt]:
+    """Every row's utilities, keyed ``("methods", name)`` (the plan's methods, then the external utilities) and
+    ``("controls", name)``; computed on first use."""
+    at: dict[tuple[str, str], UtilityAt] = {}
+    for name in [*specs, *external]:
+        needs_budget = (name in specs and specs[name].needs_budget) or callable(external.get(name))
+        if name in external:
+            at["methods", name] = (_external_at(campaign, name, external[name]), needs_budget)
+        else:
+            options = (plan.method_options or {}).get(name)
+            utility = _utility_at(
+                campaign, name, needs_budget, plan.metric, plan.seed, options, budget_unit=plan.budget_unit
+            )
+            at["methods", name] = (utility, needs_budget)
+    for name in control_names:
+        utility = _utility_at(campaign, name, False, None, plan.seed, None, budget_unit=plan.budget_unit)
+        at["controls", name] = (utility, False)
+    return at
+
+
+def _rows(
+    campaign: Campaign,
+    plan: BenchmarkPlan,
+    ref: Reference,
+    at: Mapping[tuple[str, str], UtilityAt],
+    evaluation: dict[str, Any],
+    *,
+    workers: int,
+    tick: Callable[[], None],
+) -> dict[tuple[str, str], dict[str, Any]]:
+    """Every row evaluated (:func:`evaluate_method`; ``evaluation``: its options), keyed like ``at``, and the oracle's
+    under ``("oracle", "oracle")`` with ``plan.oracle``. Budget-dependent utilities (k-means, …) are evaluated here,
+    in order; the others are computed here (torch, sklearn, py-irt) and meta-evaluated on ``workers`` processes."""
+
+    def row(utility_at: Callable[[int], np.ndarray], needs_budget: bool, tick: Callable[[], None]) -> dict[str, Any]:
+        started = time.perf_counter()
+        found = evaluate_method(ref, campaign, utility_at, needs_budget=needs_budget, tick=tick, **evaluation)
+        return {**found, "seconds": time.perf_counter() - started}
+
+    rows: dict[tuple[str, str], dict[str, Any]] = {}
+    for key, (utility_at, needs_budget) in at.items():
+        if needs_budget:
+            rows[key] = row(utility_at, True, tick)
+        else:
+            utility_at(0)
+    tasks: list[tuple[tuple[str, str], Callable[[], dict[str, Any]]]] = [
+        (key, functools.partial(row, utility_at, False, lambda: None))
+        for key, (utility_at, needs_budget) in at.items()
+        if not needs_budget
+    ]
+    if plan.oracle:
+        oracle_row = functools.partial(
+            _evaluate_oracle,
+            ref,
+            campaign,
+            candidates=plan.oracle_candidates,
+            step=plan.oracle_step,
+            seed=plan.seed,
+            **evaluation,
+        )
+        tasks.append((("oracle", "oracle"), oracle_row))
+
+    def ticks(found: dict[str, Any]) -> None:
+        for _ in plan.props:
+            tick()
+
+    done = map_forked(lambda task: task[1](), tasks, workers=workers, done=ticks)  # the rows on every core
+    rows.update((key, found) for (key, _), found in zip(tasks, done))
+    return rows
+
+
+def _signature(campaign: Campaign, plan: BenchmarkPlan, methods: list[str], circular: str | None) -> Signature:
+    """The result's signature: every option of the plan (those that apply), the rows' names and the campaign's."""
+    oracle = plan.oracle
+    return signature(
+        "precomet benchmark",
+        campaign=campaign,
+        seed=plan.seed,
+        methods=methods,
+        metric=plan.metric,
+        score=plan.score,
+        props=list(plan.props),
+        seeds=plan.seeds,
+        budget_unit=plan.budget_unit,
+        cost=cost_signature(campaign),
+        cost_objective=plan.cost_objective if plan.budget_unit == "cost" else None,
+        balance=plan.balance,
+        level=plan.level,
+        permutations=plan.permutations,
+        cluster_rule=plan.cluster_rule,
+        parity_grid=plan.parity_grid,
+        method_options=plan.method_options,
+        time_limit=plan.time_limit,
+        oracle=oracle,
+        oracle_candidates=plan.oracle_candidates if oracle else None,
+        oracle_step=plan.oracle_step if oracle else None,
+        allow_circular=plan.allow_circular,
+        circular=circular is not None,
+        controls=[LENGTH_CONTROL] if plan.controls else [],
+        null_orderings=plan.null_orderings,
+    )
 
 
 def _evaluate_oracle(

@@ -230,6 +230,7 @@ def run(args: argparse.Namespace) -> int:
     from precomet.benchmark import (
         DEFAULT_PROPS,
         NULL_ORDERINGS,
+        BenchmarkPlan,
         parse_props,
         plot_benchmark,
         run_benchmark,
@@ -290,10 +291,8 @@ def run(args: argparse.Namespace) -> int:
         sources, select = list(campaign.src), get_selector(args.selector)
         options = {"encoder": args.strata_encoder} if args.selector == "strata" else {}
         external = {name: select(values, sources, seed=args.seed, options=options) for name, values in external.items()}
-    result = run_benchmark(
-        campaign,
+    plan = BenchmarkPlan(
         methods=methods,
-        external=external,
         metric=args.metric,
         score=args.score,
         props=props,
@@ -312,8 +311,8 @@ def run(args: argparse.Namespace) -> int:
         allow_circular=args.allow_circular,
         controls=args.controls,
         null_orderings=NULL_ORDERINGS if args.null_orderings is None else args.null_orderings,
-        workers=args.workers,
     )
+    result = run_benchmark(campaign, plan, external=external, workers=args.workers)
     result = result.with_signature(
         data=str(args.data),
         cost_from_times=args.cost_from_times,

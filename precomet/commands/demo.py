@@ -54,13 +54,13 @@ def run(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace, work: Path) -> int:
     from scipy.stats import kendalltau, pearsonr
 
-    from precomet.benchmark import NULL_ORDERINGS, plot_benchmark, run_benchmark, summary_table
+    from precomet.benchmark import NULL_ORDERINGS, BenchmarkPlan, plot_benchmark, run_benchmark, summary_table
     from precomet.estimator import predict_campaign
     from precomet.estimator.training import train_on_campaigns
     from precomet.io import jsonsafe, write_jsonl
     from precomet.pairwise.demo import demo_pairwise
     from precomet.provenance import sources_hash
-    from precomet.selection import select_subset, write_subset
+    from precomet.selection import SubsetPlan, select_subset, write_subset
     from precomet.simulate import METRIC, simulate_campaign, simulate_history
     from precomet.utilities import compute_utility
 
@@ -106,12 +106,10 @@ def _run(args: argparse.Namespace, work: Path) -> int:
     _step(f"5. cost-aware, domain-balanced subset: {args.proportion:.0%} of the blind set's annotation cost")
     selection = select_subset(
         predicted,
+        SubsetPlan(proportion=args.proportion, balance="domain", seed=args.seed),
         cost=blind.cost,
         domain=blind.domain,
         ids=blind.ids,
-        proportion=args.proportion,
-        balance="domain",
-        seed=args.seed,
         length=source_length(blind.src),
     )
     manifest = selection.manifest(
@@ -136,17 +134,15 @@ def _run(args: argparse.Namespace, work: Path) -> int:
         "6. meta-evaluation on sim/blind: does the subset rank systems like the full set? (vs 20 random subsets;"
         f" p-values against {NULL_ORDERINGS} random orderings scored the same way)"
     )
-    bench = run_benchmark(
-        blind,
+    plan = BenchmarkPlan(
         methods=["metric_var", "diversity"],
         metric=METRIC,
-        external={"estimator (sources only)": predicted},
         props=[0.1, 0.2, 0.3, 0.4, 0.5],
         seeds=20,
         seed=args.seed,
         method_options={"diversity": {"similarity": "chrf"}},
-        progress=False,
     )
+    bench = run_benchmark(blind, plan, external={"estimator (sources only)": predicted}, progress=False)
     print(summary_table(bench))
     (work / "benchmark.json").write_text(jsonsafe.dumps(bench, indent=2, default=str) + "\n", encoding="utf-8")
     plot_benchmark(bench, work / "benchmark.png")

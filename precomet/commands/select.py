@@ -31,7 +31,7 @@ from precomet.io.batch import BATCH_ORDERS, batch_format
 from precomet.io.plaintext import is_sources_only
 from precomet.outputs.paths import check_outputs
 from precomet.provenance import sources_hash
-from precomet.selection import select_subset, subset_manifest_path, write_subset
+from precomet.selection import SubsetPlan, select_subset, subset_manifest_path, write_subset
 from precomet.selection.knapsack import check_solver
 from precomet.selection.objective import DEFAULT_COST_OBJECTIVE
 from precomet.selection.source_selectors import DEFAULT_SELECTOR, SELECTORS, get_selector
@@ -215,7 +215,7 @@ def run(args: argparse.Namespace) -> int:
             f"--balance domain: campaign {campaign.name!r} has one domain ({campaign.domain[0]!r}); there is nothing"
             " to balance (give domains in the input, or --domains FILE for plain text)"
         )
-    options = dict(  # passed to select_subset and recorded in the manifest as given
+    options = dict(  # the plan of select_subset, recorded in the manifest as given
         budget=args.budget,
         proportion=args.proportion,
         budget_cost=args.budget_cost,
@@ -239,14 +239,8 @@ def run(args: argparse.Namespace) -> int:
             f" ({format_duration(float(campaign.cost.sum()))}): the subset is the whole campaign",
             file=sys.stderr,
         )
-    selection = select_subset(
-        utility,
-        campaign=campaign,
-        cost=campaign.cost if cost_aware else None,
-        seed=args.seed,
-        cost_objective=args.cost_objective,
-        **options,
-    )
+    plan = SubsetPlan(**options, seed=args.seed, cost_objective=args.cost_objective)
+    selection = select_subset(utility, plan, campaign=campaign, cost=campaign.cost if cost_aware else None)
     parameters.update(
         options,
         budget_given_as="duration" if args.budget_time is not None else None,

@@ -12,7 +12,7 @@ import numpy as np
 from precomet.campaign import Campaign, source_length
 from precomet.errors import PrecometError, SolverGapWarning
 from precomet.selection.objective import DEFAULT_COST_OBJECTIVE
-from precomet.selection.subset import select_subset
+from precomet.selection.subset import SubsetPlan, select_subset
 from precomet.selection.units import budget_items, check_budget_unit
 
 log = logging.getLogger(__name__)
@@ -60,11 +60,7 @@ def make_selector(
     def select(utility: np.ndarray, prop: float) -> np.ndarray:
         with warnings.catch_warnings():  # the gap is logged below; hundreds of selections need no warning each
             warnings.simplefilter("ignore", SolverGapWarning)
-            chosen = select_subset(
-                utility,
-                cost=campaign.cost if by_cost else None,
-                domain=campaign.domain if balance else None,
-                doc=campaign.doc if level == "doc" else None,
+            plan = SubsetPlan(
                 budget=None if by_cost else budget_items(prop, n),
                 budget_cost=prop * total if by_cost else None,
                 balance=balance,
@@ -72,6 +68,13 @@ def make_selector(
                 time_limit=time_limit,
                 allow_gap=True,
                 cost_objective=cost_objective,
+            )
+            chosen = select_subset(
+                utility,
+                plan,
+                cost=campaign.cost if by_cost else None,
+                domain=campaign.domain if balance else None,
+                doc=campaign.doc if level == "doc" else None,
                 length=length,
             )
         if chosen.status != "optimal":

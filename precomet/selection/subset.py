@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from precomet.campaign import require_documents, source_length
+from precomet.deprecated import plan_from_keywords
 from precomet.errors import PrecometError, SolverGapWarning
 from precomet.record import freeze_fields
 from precomet.selection.knapsack import Problem, fitting_count, solve
@@ -39,9 +40,54 @@ from precomet.signature import jsonable, signature
 if TYPE_CHECKING:
     from precomet.campaign import Campaign
 
-__all__ = ["Selection", "select_subset"]
+__all__ = ["Selection", "SubsetPlan", "select_subset"]
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class SubsetPlan:
+    """How :func:`select_subset` chooses: the budget (exactly one of ``budget``, ``proportion``, ``budget_cost``), the
+    constraints, the solver's limits, the seed and the cost objective. Checked when made (one budget, its value, the
+    cost objective, ``balance``); what needs the items (a proportion of less than one item, the quotas' domains, the
+    level's documents) is checked by :func:`select_subset`. ``dataclasses.replace(plan, proportion=0.2)`` is the same
+    plan with another budget (give ``None`` for the one it had)."""
+
+    budget: int | None = None
+    """The budget as a count of items (units are then counted in items, whatever their cost)."""
+    proportion: float | None = None
+    """The budget as a share in (0, 1] of the items, or of the total cost when costs are given."""
+    budget_cost: float | None = None
+    """The budget in cost units (seconds for a campaign's costs)."""
+    balance: str | None = None
+    """``"domain"``: every domain gets the same number of units."""
+    quotas: Mapping[str, float] | None = None
+    """``{domain: count}`` exact counts or ``{domain: share}`` budget shares (not with ``balance``)."""
+    level: str = "item"
+    """``"doc"``: units are documents (a document's items are chosen together)."""
+    solver: str = "cbc"
+    """The knapsack's solver (:mod:`precomet.selection.knapsack`)."""
+    time_limit: float = 60.0
+    """Seconds the solver may spend."""
+    allow_gap: bool = False
+    """Use a knapsack the solver did not certify within ``gap_tolerance`` (with a :class:`SolverGapWarning`) instead of
+    refusing it."""
+    gap_tolerance: float = 1e-4
+    """The relative gap below which the knapsack counts as optimal."""
+    seed: int = 0
+    """The solver's seed."""
+    cost_objective: str = DEFAULT_COST_OBJECTIVE
+    """What the knapsack maximises under a cost budget (:mod:`precomet.selection.objective`)."""
+
+    def __post_init__(self) -> None:
+        check_cost_objective(self.cost_objective)
+        _check_budget(self.budget, self.proportion, self.budget_cost)
+        if self.balance not in (None, "domain"):
+            raise PrecometError(f"unknown balance {self.balance!r}; choose 'domain' or leave it unset")
+        if self.balance and self.quotas:
+            raise PrecometError("give either {balance} or {quotas}, not both", param=("balance", "quotas"))
+        if isinstance(self.quotas, Mapping):  # a copy: the plan does not change when the caller's does
+            object.__setattr__(self, "quotas", dict(self.quotas))
 
 
 @dataclass(frozen=True, eq=False)
@@ -132,43 +178,40 @@ class Selection:
 
 def select_subset(
     utility: Sequence[float] | np.ndarray,
+    plan: SubsetPlan | None = None,
     *,
     cost: Sequence[float] | np.ndarray | None = None,
     domain: Sequence[Any] | np.ndarray | None = None,
     doc: Sequence[Any] | np.ndarray | None = None,
     ids: Sequence[Any] | np.ndarray | None = None,
-    budget: int | None = None,
-    proportion: float | None = None,
-    budget_cost: float | None = None,
-    balance: str | None = None,
-    quotas: Mapping[str, float] | None = None,
-    level: str = "item",
-    solver: str = "cbc",
-    time_limit: float = 60.0,
-    allow_gap: bool = False,
-    gap_tolerance: float = 1e-4,
-    seed: int = 0,
-    cost_objective: str = DEFAULT_COST_OBJECTIVE,
     length: Sequence[float] | np.ndarray | None = None,
     campaign: Campaign | None = None,
+    **deprecated: Any,
 ) -> Selection:
-    """Choose the items to annotate. Higher ``utility`` = annotate first.
+    """Choose the items to annotate as ``plan`` says (:class:`SubsetPlan`). Higher ``utility`` = annotate first.
 
-    Exactly one budget: ``budget`` (items), ``proportion`` in (0, 1] (of the items, or of the total cost
-    when ``cost`` is given) or ``budget_cost`` (cost units). ``balance="domain"``: every domain gets the same
-    number of units; ``quotas``: ``{domain: count}`` exact counts or ``{domain: share}`` budget shares.
-    ``level="doc"``: units are documents. ``ids`` only name items in error messages. Under a cost budget the
-    knapsack maximises ``cost_objective`` (see :mod:`precomet.selection.objective`; the default
-    ``"rank-length"`` needs ``length``, e.g. the characters of each source; ``"paper"`` is Eq. 2 with
-    utilities shifted onto [0.1, 0.6]).
+    The plan holds exactly one budget: ``budget`` (items), ``proportion`` in (0, 1] (of the items, or of the total
+    cost when ``cost`` is given) or ``budget_cost`` (cost units); ``balance="domain"``: every domain gets the same
+    number of units; ``quotas``: ``{domain: count}`` exact counts or ``{domain: share}`` budget shares;
+    ``level="doc"``: units are documents. Under a cost budget the knapsack maximises ``plan.cost_objective`` (see
+    :mod:`precomet.selection.objective`; the default ``"rank-length"`` needs ``length``, e.g. the characters of each
+    source; ``"paper"`` is Eq. 2 with utilities shifted onto [0.1, 0.6]).
 
-    ``campaign`` (aligned with ``utility``) fills what is not given: ``domain``, ``doc``, ``ids``, ``length``
-    (characters of each source) and, under ``budget_cost``, ``cost``; as on the command line, ``proportion`` is then
-    a share of the items unless ``cost=campaign.cost`` is passed, and ``level="doc"`` needs its documents. Its costs
-    also give the chosen items' ``total_cost`` under a count budget.
+    The keywords are the data, one value per item, aligned with ``utility``: ``cost``, ``domain``, ``doc``,
+    ``length``, and ``ids``, which only name items in error messages. ``campaign`` (aligned with ``utility``) fills
+    what is not given: ``domain``, ``doc``, ``ids``, ``length`` (characters of each source) and, under
+    ``budget_cost``, ``cost``; as on the command line, ``proportion`` is then a share of the items unless
+    ``cost=campaign.cost`` is passed, and ``level="doc"`` needs its documents. Its costs also give the chosen items'
+    ``total_cost`` under a count budget.
+
+    The options as keyword arguments (``select_subset(utility, budget=10, balance="domain")``, the form before
+    0.19.0) still work, with a :class:`DeprecationWarning`, until precomet 0.20.0.
     """
     start = time.perf_counter()
-    check_cost_objective(cost_objective)
+    plan = plan_from_keywords("select_subset", SubsetPlan, plan, deprecated)
+    if plan is None:
+        plan = SubsetPlan()  # refused: no budget
+    level = plan.level
     try:
         u = np.array(utility, dtype=float)
     except (TypeError, ValueError) as err:
@@ -177,7 +220,7 @@ def select_subset(
     if campaign is not None:
         if len(campaign) != n:
             raise PrecometError(f"campaign {campaign.name!r} has {len(campaign)} items, utility has {n} values")
-        cost = campaign.cost if cost is None and budget_cost is not None else cost
+        cost = campaign.cost if cost is None and plan.budget_cost is not None else cost
         domain = campaign.domain if domain is None else domain
         if doc is None and level == "doc":
             require_documents(campaign)
@@ -188,7 +231,7 @@ def select_subset(
     if u.ndim != 1 or n == 0:
         raise PrecometError(f"utility must be a non-empty 1-D array, got shape {u.shape}")
     _check_finite(u, names, "utility")
-    weight, capacity, budget_info = _budget(n, cost, names, budget, proportion, budget_cost)
+    weight, capacity, budget_info = _budget(n, cost, names, plan.budget, plan.proportion, plan.budget_cost)
     cost_aware = budget_info["unit"] == "cost"
     lengths = _item_numbers(length, names, "length", positive=False) if cost_aware and length is not None else None
     domain_arr = _column(domain, n, "domain")
@@ -204,25 +247,20 @@ def select_subset(
         )
     value = normalise(units.utility)
     if cost_aware:
-        value = unit_values(cost_objective, units.utility, units.weight, units.length)
-        budget_info["objective"] = cost_objective
+        value = unit_values(plan.cost_objective, units.utility, units.weight, units.length)
+        budget_info["objective"] = plan.cost_objective
+    knapsack = dict(solver=plan.solver, time_limit=plan.time_limit, gap_tolerance=plan.gap_tolerance, seed=plan.seed)
     chosen, outcome = _optimise(
-        units,
-        value,
-        capacity,
-        balance=balance,
-        quotas=quotas,
-        cost_aware=cost_aware,
-        knapsack=dict(solver=solver, time_limit=time_limit, gap_tolerance=gap_tolerance, seed=seed),
+        units, value, capacity, balance=plan.balance, quotas=plan.quotas, cost_aware=cost_aware, knapsack=knapsack
     )
     if not chosen.any():
         raise PrecometError("the constraints leave no unit to select; raise the budget or relax the domain constraints")
     if outcome["status"] != "optimal":
         message = (
-            f"solver {solver!r} stopped at relative gap {outcome['gap']:.3g} > tolerance {gap_tolerance:g} "
-            f"(objective {outcome['objective']:.6g}, bound {outcome['bound']:.6g}, time limit {time_limit:g} s)"
+            f"solver {plan.solver!r} stopped at relative gap {outcome['gap']:.3g} > tolerance {plan.gap_tolerance:g} "
+            f"(objective {outcome['objective']:.6g}, bound {outcome['bound']:.6g}, time limit {plan.time_limit:g} s)"
         )
-        if not allow_gap:
+        if not plan.allow_gap:
             raise PrecometError(
                 message + "; raise {time_limit}... or pass {allow_gap}", param=("time_limit", "allow_gap")
             )
@@ -250,7 +288,7 @@ def select_subset(
         budget=budget_info,
         domains=domains,
         details=outcome["details"],
-        seed=seed,
+        seed=plan.seed,
     )
 
 
@@ -302,23 +340,34 @@ def _check_finite(values: np.ndarray, names: _Names, what: str) -> None:
         )
 
 
-def _budget(n, cost, names, budget, proportion, budget_cost) -> tuple[np.ndarray, float, dict[str, Any]]:
-    """Unit weights, capacity and a manifest record; cost-aware only when the budget is in cost units."""
+def _check_budget(budget, proportion, budget_cost) -> str:
+    """The name of the one budget given, refused unless exactly one is given, with a valid value."""
     given = [
         k for k, v in (("budget", budget), ("proportion", proportion), ("budget_cost", budget_cost)) if v is not None
     ]
     if len(given) != 1:
         raise PrecometError(f"give exactly one of budget, proportion, budget_cost (got {given or 'none'})")
+    if budget is not None:
+        if isinstance(budget, bool) or int(budget) != budget or budget < 1:
+            raise PrecometError(f"budget must be a positive whole number of items, got {budget!r}")
+    elif proportion is not None:
+        if not 0 < proportion <= 1:
+            raise PrecometError(f"proportion must lie in (0, 1], got {proportion!r}")
+    elif not budget_cost > 0:
+        raise PrecometError(f"budget_cost must be positive, got {budget_cost!r}")
+    return given[0]
+
+
+def _budget(n, cost, names, budget, proportion, budget_cost) -> tuple[np.ndarray, float, dict[str, Any]]:
+    """Unit weights, capacity and a manifest record (a budget :func:`_check_budget` accepted); cost-aware only when the
+    budget is in cost units."""
+    kind = _check_budget(budget, proportion, budget_cost)
     cost_arr = None if cost is None else _item_numbers(cost, names, "cost", positive=True)
     cost_aware = cost_arr is not None and budget is None
     weight = cost_arr.copy() if cost_aware and cost_arr is not None else np.ones(n)  # cost_aware implies a cost
     if budget is not None:
-        if isinstance(budget, bool) or int(budget) != budget or budget < 1:
-            raise PrecometError(f"budget must be a positive whole number of items, got {budget!r}")
         capacity = float(budget)
     elif proportion is not None:
-        if not 0 < proportion <= 1:
-            raise PrecometError(f"proportion must lie in (0, 1], got {proportion!r}")
         capacity = proportion * float(weight.sum()) if cost_aware else float(budget_items(proportion, n))
         if not cost_aware and capacity < 1:
             raise PrecometError(
@@ -327,21 +376,15 @@ def _budget(n, cost, names, budget, proportion, budget_cost) -> tuple[np.ndarray
                 param="proportion",
             )
     else:
-        if not budget_cost > 0:
-            raise PrecometError(f"budget_cost must be positive, got {budget_cost!r}")
         capacity = float(budget_cost)
-    requested = {"budget": budget, "proportion": proportion, "budget_cost": budget_cost}[given[0]]
+    requested = {"budget": budget, "proportion": proportion, "budget_cost": budget_cost}[kind]
     unit = {"unit": "cost", "cost_unit": "seconds"} if cost_aware else {"unit": "items"}
-    return weight, capacity, {given[0]: requested, **unit, "capacity": capacity}
+    return weight, capacity, {kind: requested, **unit, "capacity": capacity}
 
 
 def _optimise(units, value, capacity, *, balance, quotas, cost_aware, knapsack) -> tuple[np.ndarray, dict[str, Any]]:
     """The chosen units and the optimiser's report (status, objective, bound, gap, solver, details). Under a cost
     budget, share quotas are shares of the cost even when every unit costs the same."""
-    if balance not in (None, "domain"):
-        raise PrecometError(f"unknown balance {balance!r}; choose 'domain' or leave it unset")
-    if balance and quotas:
-        raise PrecometError("give either {balance} or {quotas}, not both", param=("balance", "quotas"))
     weight = units.weight
     constant = bool(np.all(weight == weight[0]))
     slots = fitting_count(capacity, float(weight[0])) if constant else None

@@ -124,10 +124,8 @@ def test_run_benchmark_schema_and_parity(campaign):
     oracle = np.abs(human - human.mean(axis=1, keepdims=True)).sum(axis=1)  # any fixed ranking will do
     result = bm.run_benchmark(
         campaign,
+        bm.BenchmarkPlan(props=[0.1, 0.3, 0.5], seeds=10, permutations=200),
         external={"oracle": oracle, "flat": np.zeros(len(campaign))},
-        props=[0.1, 0.3, 0.5],
-        seeds=10,
-        permutations=200,
     )
     assert result.props == (0.1, 0.3, 0.5) and result.budgets == (12.0, 36.0, 60.0)  # frozen: tuples
     for key in (
@@ -171,7 +169,9 @@ def test_evaluate_method_is_run_benchmarks_row(campaign):
     utility = np.random.default_rng(7).random(len(campaign))
     props = [0.1, 0.3, 0.5]
     result = bm.run_benchmark(
-        campaign, external={"u": utility}, props=props, seeds=6, permutations=100, oracle=False, controls=False
+        campaign,
+        bm.BenchmarkPlan(props=props, seeds=6, permutations=100, oracle=False, controls=False),
+        external={"u": utility},
     )
     ref = full_reference(campaign, permutations=100)
     runs = bm.random_runs(ref, None, props, seeds=6)
@@ -188,15 +188,17 @@ def test_evaluate_method_is_run_benchmarks_row(campaign):
 
 def test_run_benchmark_bad_input(campaign):
     with pytest.raises(PrecometError, match=r"\(0, 1\]"):
-        bm.run_benchmark(campaign, external={"x": np.zeros(len(campaign))}, props=[0.0, 0.5])
+        bm.run_benchmark(campaign, bm.BenchmarkPlan(props=[0.0, 0.5]), external={"x": np.zeros(len(campaign))})
     with pytest.raises(PrecometError, match="fewer than 2"):
-        bm.run_benchmark(campaign, external={"x": np.zeros(len(campaign))}, props=[0.01])
+        bm.run_benchmark(campaign, bm.BenchmarkPlan(props=[0.01]), external={"x": np.zeros(len(campaign))})
     with pytest.raises(PrecometError, match="at least 2 systems"):
         bm.run_benchmark(campaign.restrict_systems(campaign.systems[:1]), external={"x": np.zeros(len(campaign))})
     with pytest.raises(PrecometError, match="at least 2 items, got 1"):  # not "use larger proportions"
-        bm.run_benchmark(campaign.take([0]), external={"x": np.zeros(1)}, props=[1.0])
+        bm.run_benchmark(campaign.take([0]), bm.BenchmarkPlan(props=[1.0]), external={"x": np.zeros(1)})
     with pytest.raises(PrecometError, match=r"proportion 0.02 holds [01] item"):  # 2 items: one document at most
-        bm.run_benchmark(campaign, external={"x": np.zeros(len(campaign))}, props=[0.02, 0.5], level="doc")
+        bm.run_benchmark(
+            campaign, bm.BenchmarkPlan(props=[0.02, 0.5], level="doc"), external={"x": np.zeros(len(campaign))}
+        )
     with pytest.raises(PrecometError, match="expected 120 utilities"):
         bm.run_benchmark(campaign, external={"x": np.zeros(5)})
     with pytest.raises(PrecometError, match="not finite"):
@@ -204,7 +206,7 @@ def test_run_benchmark_bad_input(campaign):
     with pytest.raises(PrecometError, match="nothing to benchmark"):
         bm.run_benchmark(campaign)
     with pytest.raises(PrecometError, match="unknown method"):
-        bm.run_benchmark(campaign, methods=["no_such_method"], metric="MetricSim")
+        bm.run_benchmark(campaign, bm.BenchmarkPlan(methods=["no_such_method"], metric="MetricSim"))
     with pytest.raises(PrecometError, match="unknown level"):
         bm.make_selector(campaign, level="paragraph")
 
@@ -276,7 +278,7 @@ def test_cost_objective_changes_the_subsets_and_is_signed(campaign):
     """Under a cost budget each objective is its own knapsack: the subsets differ from the paper's and equal a
     direct select_subset call; the signature names the objective."""
     from precomet.campaign import source_length
-    from precomet.selection import select_subset
+    from precomet.selection import SubsetPlan, select_subset
 
     utility = campaign.score("MetricSim").mean(axis=1)
     chosen = {}
@@ -285,26 +287,21 @@ def test_cost_objective_changes_the_subsets_and_is_signed(campaign):
         chosen[objective] = sorted(select(utility, 0.2).tolist())
         direct = select_subset(
             utility,
+            SubsetPlan(
+                budget_cost=0.2 * campaign.cost.sum(), allow_gap=True, time_limit=10.0, cost_objective=objective
+            ),
             cost=campaign.cost,
-            budget_cost=0.2 * campaign.cost.sum(),
-            allow_gap=True,
-            time_limit=10.0,
-            cost_objective=objective,
             length=source_length(campaign.src),
         )
         assert chosen[objective] == sorted(direct.indices.tolist())
     assert chosen["rank-length"] != chosen["paper"]
     result = bm.run_benchmark(
         campaign,
+        bm.BenchmarkPlan(props=[0.2], seeds=2, permutations=50, budget_unit="cost", cost_objective="rank-cost"),
         external={"u": utility},
-        props=[0.2],
-        seeds=2,
-        permutations=50,
-        budget_unit="cost",
-        cost_objective="rank-cost",
     )
     assert result.signature["cost_objective"] == "rank-cost"
-    plain = bm.run_benchmark(campaign, external={"u": utility}, props=[0.2], seeds=2, permutations=50)
+    plain = bm.run_benchmark(campaign, bm.BenchmarkPlan(props=[0.2], seeds=2, permutations=50), external={"u": utility})
     assert plain.signature["cost_objective"] is None  # a count budget uses no cost objective
 
 
@@ -375,24 +372,28 @@ def test_budget_dependent_external_is_asked_at_each_budget(campaign):
         asked.append(k)
         return fixed
 
-    kwargs = {"props": [0.1, 0.3], "seeds": 10, "permutations": 200, "oracle": False}
-    dynamic = bm.run_benchmark(campaign, external={"m": at}, **kwargs).methods["m"]
-    static = bm.run_benchmark(campaign, external={"m": fixed}, **kwargs).methods["m"]
+    plan = bm.BenchmarkPlan(props=[0.1, 0.3], seeds=10, permutations=200, oracle=False)
+    dynamic = bm.run_benchmark(campaign, plan, external={"m": at}).methods["m"]
+    static = bm.run_benchmark(campaign, plan, external={"m": fixed}).methods["m"]
     assert {12, 36} <= set(asked) and len(set(asked)) > 2  # both budgets and the parity search's budgets
     assert dynamic["spa_by_prop"] == static["spa_by_prop"] and dynamic["parity"] == pytest.approx(static["parity"])
     with pytest.raises(PrecometError, match="expected 120 utilities"):
-        bm.run_benchmark(campaign, external={"bad": lambda k: np.zeros(3)}, **kwargs)
+        bm.run_benchmark(campaign, plan, external={"bad": lambda k: np.zeros(3)})
 
 
 def test_budget_unit_is_checked(campaign):
     with pytest.raises(PrecometError, match=r"unknown budget unit 'seconds'; valid: \['items', 'cost'\]") as err:
-        bm.run_benchmark(campaign, external={"u": np.arange(len(campaign), dtype=float)}, budget_unit="seconds")
+        bm.run_benchmark(
+            campaign, bm.BenchmarkPlan(budget_unit="seconds"), external={"u": np.arange(len(campaign), dtype=float)}
+        )
     assert err.value.param == "budget_unit"
 
 
 def test_the_result_is_typed_immutable_and_writes_the_json_of_0_4(campaign):
     utility = np.arange(len(campaign), dtype=float)
-    result = bm.run_benchmark(campaign, external={"u": utility}, props=[0.2], seeds=2, permutations=20, oracle=False)
+    result = bm.run_benchmark(
+        campaign, bm.BenchmarkPlan(props=[0.2], seeds=2, permutations=20, oracle=False), external={"u": utility}
+    )
     assert isinstance(result, bm.BenchmarkResult) and result.n_items == len(campaign) and result.oracle is None
     as_json = json.loads(json.dumps(result.to_dict()))
     assert list(as_json) == [
@@ -405,5 +406,7 @@ def test_the_result_is_typed_immutable_and_writes_the_json_of_0_4(campaign):
     assert tagged.signature["data"] == "campaign.jsonl" and "data" not in result.signature
     with pytest.raises(AttributeError):
         result.props = [0.5]  # type: ignore[misc]
-    with_oracle = bm.run_benchmark(campaign, external={"u": utility}, props=[0.2], seeds=2, permutations=20)
+    with_oracle = bm.run_benchmark(
+        campaign, bm.BenchmarkPlan(props=[0.2], seeds=2, permutations=20), external={"u": utility}
+    )
     assert list(with_oracle.to_dict())[9] == "oracle" and with_oracle.oracle["usable"] is False

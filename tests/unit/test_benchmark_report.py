@@ -4,6 +4,7 @@ interval, cost lines, circular guard, optional -o."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -35,12 +36,12 @@ def _informative(campaign):
     return np.r_[np.zeros(N_FLAT), np.ones(N_INFORMATIVE)]
 
 
-KW = {"props": [0.1, 0.2, 0.3, 0.4, 0.5], "seeds": 20, "permutations": 200, "oracle": False, "progress": False}
+PLAN = bm.BenchmarkPlan(props=[0.1, 0.2, 0.3, 0.4, 0.5], seeds=20, permutations=200, oracle=False)
 
 
 def test_recommendation_names_the_method_that_beats_random(campaign):
     good = _informative(campaign)
-    result = bm.run_benchmark(campaign, external={"good": good, "bad": 1 - good}, **KW)
+    result = bm.run_benchmark(campaign, PLAN, external={"good": good, "bad": 1 - good}, progress=False)
     rec = result.recommendation
     assert rec["method"] == "good" and rec["unit"] == "items"
     assert result.methods["good"]["parity"] < 1 < result.methods["bad"]["parity"]
@@ -56,7 +57,7 @@ def test_recommendation_names_the_method_that_beats_random(campaign):
 
 def test_recommendation_when_no_method_beats_random_orderings(campaign):
     bad = 1 - _informative(campaign)
-    result = bm.run_benchmark(campaign, external={"bad": bad}, **KW)
+    result = bm.run_benchmark(campaign, PLAN, external={"bad": bad}, progress=False)
     rec = result.recommendation
     assert rec["method"] is None and rec["parity"] > 1 and rec["p_value"] > 0.5
     assert rec["text"].startswith("indistinguishable from random orderings (p = ")
@@ -65,7 +66,7 @@ def test_recommendation_when_no_method_beats_random_orderings(campaign):
     band = f"random orderings alone reach {100 * null['parity_p05']:.0f} %–{100 * null['parity_p95']:.0f} %)"
     assert rec["text"].endswith(band)
     # the "random" utility method is a random sample, never the advice
-    result = bm.run_benchmark(campaign, methods=["random"], **KW)
+    result = bm.run_benchmark(campaign, replace(PLAN, methods=["random"]), progress=False)
     assert result.recommendation["method"] is None
 
 
@@ -75,7 +76,7 @@ def test_a_lucky_random_ordering_below_100_percent_is_not_called_a_saving(campai
     lucky = None
     for seed in range(40):
         utility = np.random.default_rng([seed, 5]).random(len(campaign))
-        result = bm.run_benchmark(campaign, external={"noise": utility}, **KW)
+        result = bm.run_benchmark(campaign, PLAN, external={"noise": utility}, progress=False)
         row = result.methods["noise"]
         if row["parity"] < 1 and row["p_value"] >= bm.SIGNIFICANCE:
             lucky = result
@@ -88,7 +89,7 @@ def test_a_lucky_random_ordering_below_100_percent_is_not_called_a_saving(campai
 
 def test_recommendation_without_a_null_claims_no_saving(campaign):
     good = _informative(campaign)
-    result = bm.run_benchmark(campaign, external={"good": good}, null_orderings=0, **KW)
+    result = bm.run_benchmark(campaign, replace(PLAN, null_orderings=0), external={"good": good}, progress=False)
     row = result.methods["good"]
     assert row["p_value"] is None and row["parity_ci90"] is None and row["null"] is None
     assert result.null_orderings == 0 and "null" not in result.to_dict()
@@ -97,14 +98,16 @@ def test_recommendation_without_a_null_claims_no_saving(campaign):
     table = bm.summary_table(result)
     assert "no null of random orderings" in table
     with pytest.raises(PrecometError, match="whole number ≥ 0") as err:
-        bm.run_benchmark(campaign, external={"good": good}, null_orderings=-1, **KW)
+        bm.run_benchmark(campaign, replace(PLAN, null_orderings=-1), external={"good": good}, progress=False)
     assert err.value.params == ("null_orderings",)
 
 
 @pytest.mark.slow  # over 2 s (make test-fast leaves it to make test)
 def test_recommendation_under_a_cost_budget_speaks_of_time(campaign):
     good = _informative(campaign)
-    result = bm.run_benchmark(campaign, external={"good": good}, budget_unit="cost", time_limit=5, **KW)
+    result = bm.run_benchmark(
+        campaign, replace(PLAN, budget_unit="cost", time_limit=5), external={"good": good}, progress=False
+    )
     rec = result.recommendation
     assert rec["method"] == "good" and rec["unit"] == "annotation time"
     assert "of the annotation time" in rec["text"] and "min per hour of random annotation" in rec["text"]
@@ -118,7 +121,9 @@ def test_recommendation_under_a_cost_budget_speaks_of_time(campaign):
 
 def test_parity_interval_is_the_parity_with_the_null_luck_taken_out(campaign):
     good = _informative(campaign)
-    result = bm.run_benchmark(campaign, external={"good": good, "bad": 1 - good, "flat": np.zeros(80)}, **KW)
+    result = bm.run_benchmark(
+        campaign, PLAN, external={"good": good, "bad": 1 - good, "flat": np.zeros(80)}, progress=False
+    )
     null = np.asarray(result.null["parity"])
     p05, p95 = np.percentile(null, [5, 95])
     for name, row in result.methods.items():
@@ -127,16 +132,18 @@ def test_parity_interval_is_the_parity_with_the_null_luck_taken_out(campaign):
         assert high == pytest.approx(row["parity"] - (p05 - 1)), name
         assert row["null"]["parity_p05"] == pytest.approx(p05) and row["null"]["parity_p95"] == pytest.approx(p95)
     # the same run reproduces the null; another seed draws other orderings
-    again = bm.run_benchmark(campaign, external={"good": good}, **KW)
+    again = bm.run_benchmark(campaign, PLAN, external={"good": good}, progress=False)
     assert again.null["parity"] == result.null["parity"]
-    other = bm.run_benchmark(campaign, external={"good": good}, **{**KW, "seed": 1})
+    other = bm.run_benchmark(campaign, replace(PLAN, seed=1), external={"good": good}, progress=False)
     assert other.null["parity"] != result.null["parity"]
 
 
 def test_circular_guard(campaign):
     with pytest.raises(PrecometError, match="circular evaluation.*allow_circular=True"):
-        bm.run_benchmark(campaign, methods=["metric_var"], metric="human", **KW)
-    allowed = bm.run_benchmark(campaign, methods=["metric_var"], metric="human", allow_circular=True, **KW)
+        bm.run_benchmark(campaign, replace(PLAN, methods=["metric_var"], metric="human"), progress=False)
+    allowed = bm.run_benchmark(
+        campaign, replace(PLAN, methods=["metric_var"], metric="human", allow_circular=True), progress=False
+    )
     assert allowed.signature["allow_circular"] is True and allowed.signature["circular"] is True
     # a utility that reads no score is not circular, whatever --metric says; another metric is fine
     assert bm.circular_reason(["kmeans", "random"], "human", "human") is None

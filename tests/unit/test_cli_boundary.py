@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from precomet import cli
-from precomet.benchmark import parse_props, run_benchmark
+from precomet.benchmark import BenchmarkPlan, parse_props, run_benchmark
 from precomet.errors import DataError, PrecometError
 from precomet.io import load, write_jsonl
 from precomet.progress import progress_enabled
@@ -35,14 +35,24 @@ def library_calls(campaign):
         (lambda: load(FIXTURES / "esa_tiny"), "campaign=NAME"),
         (lambda: load(FIXTURES / "wmt_release_tiny", campaign="wmt21/en-de", human="mqm"), "human='mqm'"),
         (lambda: parse_props("1:x"), "props='1:x'"),
-        (lambda: run_benchmark(campaign, methods=["metric_var"], seeds=2, oracle=False), "metric=NAME"),
-        (lambda: run_benchmark(campaign, methods=[], seeds=2, oracle=False), "methods=..."),
-        (lambda: run_benchmark(campaign, methods=["nope"], seeds=2, oracle=False), "external={NAME: utilities}"),
+        (lambda: run_benchmark(campaign, BenchmarkPlan(methods=["metric_var"], seeds=2, oracle=False)), "metric=NAME"),
+        (lambda: run_benchmark(campaign, BenchmarkPlan(methods=[], seeds=2, oracle=False)), "methods=..."),
         (
-            lambda: run_benchmark(campaign, methods=["metric_var"], metric="MetricSim", props=[0.01], oracle=False),
+            lambda: run_benchmark(campaign, BenchmarkPlan(methods=["nope"], seeds=2, oracle=False)),
+            "external={NAME: utilities}",
+        ),
+        (
+            lambda: run_benchmark(
+                campaign, BenchmarkPlan(methods=["metric_var"], metric="MetricSim", props=[0.01], oracle=False)
+            ),
             "props=...",
         ),
-        (lambda: run_benchmark(campaign, methods=["metric_var"], metric="MetricSim", seeds=0, oracle=False), "seeds=0"),
+        (
+            lambda: run_benchmark(
+                campaign, BenchmarkPlan(methods=["metric_var"], metric="MetricSim", seeds=0, oracle=False)
+            ),
+            "seeds=0",
+        ),
     ]
 
 
@@ -67,7 +77,7 @@ def test_a_missing_score_error_names_the_option_not_the_cli_flag():
 def test_a_library_error_names_its_parameter(simulated):
     campaign, _ = simulated
     with pytest.raises(PrecometError) as error:
-        run_benchmark(campaign, methods=["metric_var"], seeds=2, oracle=False)
+        run_benchmark(campaign, BenchmarkPlan(methods=["metric_var"], seeds=2, oracle=False))
     assert error.value.param == "metric" and error.value.params == ("metric",)
     assert "(metric=NAME)" in str(error.value)
     assert "(--metric NAME)" in error.value.spelled(cli.OPTIONS)

@@ -5,6 +5,7 @@ ratings), through the CLI options, and on the real WMT campaigns."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -228,15 +229,15 @@ def test_cli_rank_cluster_rule(tmp_path):
 
 
 def test_run_benchmark_records_and_uses_the_rule():
-    from precomet.benchmark import run_benchmark
+    from precomet.benchmark import BenchmarkPlan, run_benchmark
 
     rng = np.random.default_rng(5)
     matrix = np.round(rng.normal(size=(60, 5)) + np.linspace(0, 1.0, 5), 1)
     campaign = _campaign(matrix)
     first = {"first": -np.arange(60.0)}  # top-k = the first k items
-    kwargs = dict(external=first, props=[0.5], seeds=3, permutations=20, oracle=False, progress=False)
-    paper = run_benchmark(campaign, **kwargs)
-    wmt = run_benchmark(campaign, cluster_rule="wmt", **kwargs)
+    plan = BenchmarkPlan(props=[0.5], seeds=3, permutations=20, oracle=False)
+    paper = run_benchmark(campaign, plan, external=first, progress=False)
+    wmt = run_benchmark(campaign, replace(plan, cluster_rule="wmt"), external=first, progress=False)
     assert paper.signature["cluster_rule"] == "paper" and wmt.signature["cluster_rule"] == "wmt"
     assert paper.methods["first"]["clusters"] == len(me.clusters(matrix[:30])) == 1
     assert wmt.methods["first"]["clusters"] == len(me.clusters(matrix[:30], rule="wmt")) == 3

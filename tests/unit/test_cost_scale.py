@@ -147,12 +147,14 @@ def test_cost_signature(times_dir):
 
 
 def test_benchmark_signature_records_the_cost_sources(times_dir):
-    from precomet.benchmark import run_benchmark
+    from precomet.benchmark import BenchmarkPlan, run_benchmark
 
     human = np.array([[1.0, 2.0, 3.0], [2.0, 1.0, 3.0], [3.0, 2.0, 1.0], [1.0, 3.0, 2.0]])
     campaign = annotation_cost(_campaign(systems=("A", "B", "C"), scores={"human": human}), times_dir)
     result = run_benchmark(
-        campaign, external={"x": np.arange(4.0)}, props=[0.5], seeds=2, permutations=10, budget_unit="cost"
+        campaign,
+        BenchmarkPlan(props=[0.5], seeds=2, permutations=10, budget_unit="cost"),
+        external={"x": np.arange(4.0)},
     )
     assert result.signature["cost"] == cost_signature(campaign)
     assert result.signature["cost"]["per_item"] == {MEASURED: 3, CALIBRATED: 1}
@@ -176,7 +178,7 @@ def test_real_wmt23_en_de_times_on_one_scale(raw_data):
     """WMT23 en-de MQM with the ESA seconds: 156 timed, 304 calibrated; on one scale, a 10 % cost knapsack of
     constant utility (rank-length) no longer fills its budget with timed items."""
     from precomet.io import load
-    from precomet.selection import select_subset
+    from precomet.selection import SubsetPlan, select_subset
 
     campaign = load(raw_data / "mt-metrics-eval-v2", campaign="wmt23/en-de", human="mqm")
     priced = annotation_cost(campaign, raw_data / "wmt23-esa-campaign")
@@ -189,7 +191,7 @@ def test_real_wmt23_en_de_times_on_one_scale(raw_data):
     uncalibrated = np.where(timed, priced.cost, estimate_cost(priced.src))
 
     def timed_share(cost):
-        chosen = select_subset(np.ones(len(priced)), cost=cost, proportion=0.1, length=length).indices
+        chosen = select_subset(np.ones(len(priced)), SubsetPlan(proportion=0.1), cost=cost, length=length).indices
         return timed[chosen].mean()
 
     assert timed_share(uncalibrated) > 0.9 and timed_share(priced.cost) < 0.9

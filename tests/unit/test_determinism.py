@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pytest
 
-from precomet.benchmark import run_benchmark
+from precomet.benchmark import BenchmarkPlan, run_benchmark
 from precomet.benchmark.crowd import run_crowd_benchmark
 from precomet.pairwise.preference import from_scores
 from precomet.pairwise.ratings import bootstrap_ratings, elo_ratings
@@ -66,13 +66,15 @@ def test_random_baseline_and_benchmark_are_functions_of_the_seed(campaign):
     def run(seed):
         return run_benchmark(
             campaign,
-            methods=["random", "kmeans"],
-            seeds=5,
-            seed=seed,
-            permutations=50,
-            props=(0.2, 0.4),
-            method_options={"kmeans": {"encoder": surface, "n_init": 1}},
-            oracle_candidates=5,
+            BenchmarkPlan(
+                methods=["random", "kmeans"],
+                seeds=5,
+                seed=seed,
+                permutations=50,
+                props=(0.2, 0.4),
+                method_options={"kmeans": {"encoder": surface, "n_init": 1}},
+                oracle_candidates=5,
+            ),
             progress=False,
         )
 

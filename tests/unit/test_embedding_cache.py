@@ -135,7 +135,7 @@ def test_the_cache_is_disabled_by_zero_and_cleared(monkeypatch, memory_only):
 
 
 def test_a_kmeans_benchmark_encodes_each_source_once(monkeypatch):
-    from precomet.benchmark import run_benchmark
+    from precomet.benchmark import BenchmarkPlan, run_benchmark
     from precomet.encoders import ENCODERS
     from precomet.simulate import simulate_campaign
 
@@ -152,7 +152,9 @@ def test_a_kmeans_benchmark_encodes_each_source_once(monkeypatch):
     monkeypatch.setitem(ENCODERS, "minilm", Recording)
     campaign = simulate_campaign(n_items=40, n_systems=4, seed=1)
     with disk.no_disk_cache():
-        result = run_benchmark(campaign, methods=["kmeans"], props=[0.1, 0.3, 0.5], seeds=3, progress=False)
+        result = run_benchmark(
+            campaign, BenchmarkPlan(methods=["kmeans"], props=[0.1, 0.3, 0.5], seeds=3), progress=False
+        )
     assert "kmeans" in result.methods
     assert sorted(encoded) == sorted(set(campaign.src))
 

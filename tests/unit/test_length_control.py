@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -13,12 +14,12 @@ from precomet.campaign import Campaign, source_length
 from precomet.cli import main
 from precomet.io import write_jsonl
 from precomet.metaeval import evaluate_indices, full_reference
-from precomet.selection import select_subset
+from precomet.selection import SubsetPlan, select_subset
 from precomet.utilities import compute_utility, knapsack_utility
 
 N, SYSTEMS = 40, 4
 LENGTHS = [20 + 5 * ((7 * i) % 13) for i in range(N)]  # 13 lengths, each 3 or 4 times: ties at the top
-KW = {"props": [0.2, 0.4], "seeds": 4, "permutations": 100, "oracle": False, "progress": False}
+PLAN = bm.BenchmarkPlan(props=[0.2, 0.4], seeds=4, permutations=100, oracle=False)
 
 
 def _build(src):
@@ -50,7 +51,7 @@ def test_count_control_is_the_k_longest_sources(campaign):
     assert len(set(LENGTHS)) < N  # the fixture has ties
     utility = compute_utility(campaign, "length")
     assert list(bm.top_k(utility, 8)) == _longest(8)
-    result = bm.run_benchmark(campaign, methods=["metric_avg"], metric="m", **KW)
+    result = bm.run_benchmark(campaign, replace(PLAN, methods=["metric_avg"], metric="m"), progress=False)
     row = result.controls["length"]
     assert row["spa_by_prop"] == pytest.approx([_spa(campaign, _longest(8)), _spa(campaign, _longest(16))])
     low, high = row["parity_ci90"]
@@ -71,30 +72,31 @@ def test_cost_control_is_the_knapsack_with_a_constant_utility(campaign, objectiv
     def subset(utility, cost_objective, prop):
         chosen = select_subset(
             utility,
+            SubsetPlan(budget_cost=prop * total, allow_gap=True, time_limit=10.0, cost_objective=cost_objective),
             cost=campaign.cost,
-            budget_cost=prop * total,
-            allow_gap=True,
-            time_limit=10.0,
-            cost_objective=cost_objective,
             length=source_length(campaign.src),
         )
         return sorted(chosen.indices.tolist())
 
     ones, length = np.ones(N), source_length(campaign.src)
     other = "paper" if objective == "rank-length" else "rank-length"
-    expected = [_spa(campaign, subset(ones, objective, p)) for p in KW["props"]]
-    drifted = [_spa(campaign, subset(ones, other, p)) for p in KW["props"]]
+    expected = [_spa(campaign, subset(ones, objective, p)) for p in PLAN.props]
+    drifted = [_spa(campaign, subset(ones, other, p)) for p in PLAN.props]
     assert expected != pytest.approx(drifted)
     if objective == "paper":  # the length as the utility: the longest items instead of the most items
-        assert expected != pytest.approx([_spa(campaign, subset(length, objective, p)) for p in KW["props"]])
+        assert expected != pytest.approx([_spa(campaign, subset(length, objective, p)) for p in PLAN.props])
     result = bm.run_benchmark(
-        campaign, methods=["metric_avg"], metric="m", budget_unit="cost", cost_objective=objective, **KW
+        campaign,
+        replace(PLAN, methods=["metric_avg"], metric="m", budget_unit="cost", cost_objective=objective),
+        progress=False,
     )
     row = result.controls["length"]
     assert row["spa_by_prop"] == pytest.approx(expected)
     assert result.signature["cost_objective"] == objective
     # "length" as a method is the same row (the control is then not repeated)
-    as_method = bm.run_benchmark(campaign, methods=["length"], budget_unit="cost", cost_objective=objective, **KW)
+    as_method = bm.run_benchmark(
+        campaign, replace(PLAN, methods=["length"], budget_unit="cost", cost_objective=objective), progress=False
+    )
     assert as_method.methods["length"]["spa_by_prop"] == row["spa_by_prop"]
     assert as_method.controls == {} and "benchmarked as a method" in as_method.controls_skipped["length"]
 
@@ -109,7 +111,7 @@ def test_knapsack_utility_is_constant_only_for_length_under_a_cost_budget():
 def test_table_and_figure_show_the_control(campaign, tmp_path, monkeypatch):
     from matplotlib.figure import Figure
 
-    result = bm.run_benchmark(campaign, methods=["metric_avg"], metric="m", **KW)
+    result = bm.run_benchmark(campaign, replace(PLAN, methods=["metric_avg"], metric="m"), progress=False)
     table = bm.summary_table(result)
     lines = table.splitlines()
     first = [line.split()[0] for line in lines if line.split()[0] in ("random", "length", "metric_avg")]
@@ -127,10 +129,10 @@ def test_table_and_figure_show_the_control(campaign, tmp_path, monkeypatch):
 
 
 def test_controls_off_and_length_as_a_method(campaign):
-    off = bm.run_benchmark(campaign, methods=["metric_avg"], metric="m", controls=False, **KW)
+    off = bm.run_benchmark(campaign, replace(PLAN, methods=["metric_avg"], metric="m", controls=False), progress=False)
     assert off.controls == {} == off.controls_skipped and off.signature["controls"] == []
     assert "(control)" not in bm.summary_table(off)
-    both = bm.run_benchmark(campaign, methods=["length", "metric_avg"], metric="m", **KW)
+    both = bm.run_benchmark(campaign, replace(PLAN, methods=["length", "metric_avg"], metric="m"), progress=False)
     assert both.controls == {} and list(both.methods) == ["length", "metric_avg"]
     assert "length control: left out ('length' is benchmarked as a method)" in bm.summary_table(both)
 
@@ -200,7 +202,10 @@ def test_cli_select_method_length(data, campaign, tmp_path):
         main(["select", "--data", str(data), "--method", "length", "--budget-cost", str(budget), "-o", str(out)]) == 0
     )
     expected = select_subset(
-        np.ones(N), cost=campaign.cost, budget_cost=budget, length=source_length(campaign.src), time_limit=60.0
+        np.ones(N),
+        SubsetPlan(budget_cost=budget, time_limit=60.0),
+        cost=campaign.cost,
+        length=source_length(campaign.src),
     )
     assert sorted(_subset_ids(out)) == sorted(f"i{i}" for i in expected.indices)
     assert {json.loads(line)["utility"] for line in out.read_text().splitlines()} == {1.0}  # what the knapsack got

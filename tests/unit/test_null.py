@@ -68,7 +68,9 @@ def test_random_utilities_are_called_significant_about_five_percent_of_the_time(
     p < 0.05 in at most 8 % of them, and a parity interval wholly below 100 % in at most 8 %."""
     utilities = {f"u{r}": np.random.default_rng([r, 99]).random(len(campaign)) for r in range(200)}
     result = bm.run_benchmark(
-        campaign, external=utilities, props=PROPS, seeds=20, permutations=200, oracle=False, controls=False
+        campaign,
+        bm.BenchmarkPlan(props=PROPS, seeds=20, permutations=200, oracle=False, controls=False),
+        external=utilities,
     )
     rows = result.methods.values()
     significant = np.mean([row["p_value"] < 0.05 for row in rows])
@@ -81,9 +83,18 @@ def test_random_utilities_are_called_significant_about_five_percent_of_the_time(
 
 def test_a_utility_that_knows_the_answer_gets_a_small_p_value(campaign):
     result = bm.run_benchmark(
-        campaign, methods=["metric_var"], metric="human", allow_circular=True, props=PROPS, seeds=20,
-        permutations=200, oracle=True, controls=False,
-    )  # fmt: skip
+        campaign,
+        bm.BenchmarkPlan(
+            methods=["metric_var"],
+            metric="human",
+            allow_circular=True,
+            props=PROPS,
+            seeds=20,
+            permutations=200,
+            oracle=True,
+            controls=False,
+        ),
+    )
     assert result.oracle["p_value"] < 0.01  # the greedy oracle on the human scores themselves
     assert result.methods["metric_var"]["null"] == result.oracle["null"]
     assert result.null_orderings == bm.NULL_ORDERINGS and len(result.null["parity"]) == bm.NULL_ORDERINGS
@@ -138,13 +149,8 @@ def test_pooled_random_utilities_are_not_significant(campaign):
     results = {
         name: bm.run_benchmark(
             c,
+            bm.BenchmarkPlan(props=PROPS, seeds=10, permutations=100, oracle=False, controls=False, null_orderings=100),
             external={u: np.random.default_rng([r, k]).random(len(c)) for r, u in enumerate(utilities)},
-            props=PROPS,
-            seeds=10,
-            permutations=100,
-            oracle=False,
-            controls=False,
-            null_orderings=100,
         )  # fmt: skip
         for k, (name, c) in enumerate(campaigns.items())
     }
@@ -166,7 +172,7 @@ def test_interval_and_p_value_calibration_on_a_real_campaign(wmt23_en_de):
     ~5 % get an interval wholly below 100 % or p < 0.05; more than a third have a point parity below 90 %."""
     n = len(wmt23_en_de)
     utilities = {f"u{r}": np.random.default_rng([r, 2024]).random(n) for r in range(200)}
-    result = bm.run_benchmark(wmt23_en_de, external=utilities, oracle=False, controls=False)
+    result = bm.run_benchmark(wmt23_en_de, bm.BenchmarkPlan(oracle=False, controls=False), external=utilities)
     rows = list(result.methods.values())
     below = np.mean([row["parity_ci90"][1] < 1 for row in rows])
     significant = np.mean([row["p_value"] < 0.05 for row in rows])
@@ -178,7 +184,8 @@ def test_interval_and_p_value_calibration_on_a_real_campaign(wmt23_en_de):
 def test_the_true_per_item_metric_avg_beats_random_orderings_on_a_real_campaign(wmt23_en_de):
     """MetricAvg on the human scores themselves (circular: an upper bound) is called a saving with p < 0.01."""
     result = bm.run_benchmark(
-        wmt23_en_de, methods=["metric_avg"], metric="human", allow_circular=True, oracle=False, controls=False
+        wmt23_en_de,
+        bm.BenchmarkPlan(methods=["metric_avg"], metric="human", allow_circular=True, oracle=False, controls=False),
     )
     row = result.methods["metric_avg"]
     assert row["p_value"] < 0.01 and row["parity_ci90"][1] < 1

@@ -68,12 +68,8 @@ def test_oracle_utility_ranks_in_order():
 def test_benchmark_row_flagged_not_usable(campaign, tmp_path):
     result = bm.run_benchmark(
         campaign,
+        bm.BenchmarkPlan(props=[0.1, 0.3], seeds=5, permutations=200, oracle_candidates=20, oracle_step=5),
         external={"flat": np.zeros(len(campaign))},
-        props=[0.1, 0.3],
-        seeds=5,
-        permutations=200,
-        oracle_candidates=20,
-        oracle_step=5,
     )
     row = result.oracle
     assert "oracle" not in result.methods and row["usable"] is False and row["uses"] == "human"
@@ -88,7 +84,9 @@ def test_benchmark_row_flagged_not_usable(campaign, tmp_path):
     assert (
         "oracle"
         not in bm.run_benchmark(
-            campaign, external={"flat": np.zeros(len(campaign))}, props=[0.3], seeds=2, permutations=100, oracle=False
+            campaign,
+            bm.BenchmarkPlan(props=[0.3], seeds=2, permutations=100, oracle=False),
+            external={"flat": np.zeros(len(campaign))},
         ).to_dict()
     )
 

@@ -1,4 +1,4 @@
-"""Work on several cores gives the numbers one core gives (precomet.parallel, run_benchmark(workers=))."""
+"""Work on several cores gives the numbers one core gives (precomet.parallel, run_benchmark(..., workers=))."""
 
 import json
 import os
@@ -6,7 +6,7 @@ import os
 import numpy as np
 import pytest
 
-from precomet.benchmark import run_benchmark
+from precomet.benchmark import BenchmarkPlan, run_benchmark
 from precomet.errors import PrecometError
 from precomet.parallel import check_workers, default_workers, map_forked
 from precomet.simulate import simulate_campaign
@@ -55,20 +55,19 @@ def _surface(texts: list[str]) -> np.ndarray:
 @pytest.mark.parametrize("budget_unit", ["items", "cost"])
 def test_the_benchmark_is_the_same_on_one_core_and_on_two(budget_unit):
     campaign = simulate_campaign(n_items=60, n_systems=5, seed=2)
-    kwargs = dict(
+    plan = BenchmarkPlan(
         methods=["metric_var", "metric_avg", "kmeans"],
         metric="MetricSim",
-        external={"given": np.arange(60.0)[::-1]},
         props=[0.2, 0.4],
         seeds=30,
         permutations=50,
         oracle_candidates=5,
         budget_unit=budget_unit,
         method_options={"kmeans": {"encoder": _surface, "n_init": 1}},
-        progress=False,
     )
-    one = run_benchmark(campaign, workers=1, **kwargs)
-    two = run_benchmark(campaign, workers=2, **kwargs)
+    external = {"given": np.arange(60.0)[::-1]}
+    one = run_benchmark(campaign, plan, external=external, workers=1, progress=False)
+    two = run_benchmark(campaign, plan, external=external, workers=2, progress=False)
     assert _untimed(one) == _untimed(two)
     assert list(two.methods) == ["metric_var", "metric_avg", "kmeans", "given"] and two.oracle is not None
 

@@ -19,7 +19,7 @@ from precomet.provenance import (
     signed_sources_hash,
     sources_hash,
 )
-from precomet.selection import select_subset
+from precomet.selection import SubsetPlan, select_subset
 from precomet.selection.knapsack import Problem, solve
 
 
@@ -119,10 +119,12 @@ def test_cli_predicted_text_selects_and_ranks_round_trip(tmp_path, capsys):
 
 def test_extreme_utilities_keep_their_order():
     utility = np.array([1e308, -1e308, 0.0, 1e308, 5.0, -1e308])
-    chosen = select_subset(utility, budget=3).indices
+    chosen = select_subset(utility, SubsetPlan(budget=3)).indices
     assert sorted(chosen.tolist()) == [0, 3, 4]
     assert sorted(
-        select_subset(utility, cost=np.full(6, 10.0), budget_cost=30.0, cost_objective="rank-cost").indices.tolist()
+        select_subset(
+            utility, SubsetPlan(budget_cost=30.0, cost_objective="rank-cost"), cost=np.full(6, 10.0)
+        ).indices.tolist()
     ) == [
         0,
         3,

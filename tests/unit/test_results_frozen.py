@@ -6,11 +6,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from precomet.benchmark import run_benchmark
+from precomet.benchmark import BenchmarkPlan, run_benchmark
 from precomet.errors import CampaignError
 from precomet.metaeval import evaluate_indices, full_reference
 from precomet.rank import rank_systems
-from precomet.selection import select_subset
+from precomet.selection import SubsetPlan, select_subset
 from precomet.simulate import simulate_campaign
 
 
@@ -27,14 +27,14 @@ def _cannot_write(array: np.ndarray) -> None:
 
 
 def test_a_selection_cannot_be_changed():
-    picked = select_subset(np.arange(10.0), budget=3, domain=["a", "b"] * 5, balance="domain")
+    picked = select_subset(np.arange(10.0), SubsetPlan(budget=3, balance="domain"), domain=["a", "b"] * 5)
     _cannot_write(picked.indices)
     with pytest.raises(TypeError):
         picked.budget["items"] = 99  # type: ignore[index]
     with pytest.raises(TypeError):
         picked.domains["a"] = 0  # type: ignore[index]
     assert picked.to_dict()["indices"] == [int(i) for i in picked.indices]
-    assert picked == picked and picked != select_subset(np.arange(10.0), budget=3) and hash(picked)
+    assert picked == picked and picked != select_subset(np.arange(10.0), SubsetPlan(budget=3)) and hash(picked)
 
 
 def test_a_ranking_cannot_be_changed(campaign):
@@ -56,8 +56,19 @@ def test_the_cached_reference_cannot_be_changed_so_later_subsets_are_measured_ri
 
 
 def test_a_benchmark_result_cannot_be_changed(campaign):
-    result = run_benchmark(campaign, methods=["metric_avg"], metric="MetricSim", props=[0.2, 0.4], seeds=3,
-                           permutations=50, null_orderings=5, oracle=False, controls=False)  # fmt: skip
+    result = run_benchmark(
+        campaign,
+        BenchmarkPlan(
+            methods=["metric_avg"],
+            metric="MetricSim",
+            props=[0.2, 0.4],
+            seeds=3,
+            permutations=50,
+            null_orderings=5,
+            oracle=False,
+            controls=False,
+        ),
+    )
     row = result.methods["metric_avg"]
     with pytest.raises(TypeError):
         row["parity"] = 0.01  # type: ignore[index]

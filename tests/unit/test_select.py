@@ -14,37 +14,46 @@ from precomet.campaign import source_length
 from precomet.cli import main
 from precomet.errors import PrecometError, SolverGapWarning
 from precomet.io.utility_files import utilities_for
-from precomet.selection import Selection, knapsack, select_subset, subset
+from precomet.selection import Selection, SubsetPlan, knapsack, select_subset, subset
 from precomet.selection.knapsack import Problem, _lp_relaxation
 from precomet.selection.units import normalise
 from precomet.simulate import simulate_campaign
 
+DATA = ("cost", "domain", "doc", "ids", "length", "campaign")
+"""select_subset's keyword arguments (the data); the other options go into its SubsetPlan."""
+
+
+def _select(utility, **given):
+    """select_subset in the plan form, from the options and the data in one dict (as the parametrised cases give)."""
+    plan = SubsetPlan(**{k: v for k, v in given.items() if k not in DATA})
+    return select_subset(utility, plan, **{k: v for k, v in given.items() if k in DATA})
+
 
 # ---------------------------------------------------------------- top-k (hand-computed)
 def test_topk_orders_by_utility_and_breaks_ties_by_position():
-    sel = select_subset([1.0, 3.0, 3.0, 2.0, 3.0], budget=2)
+    sel = select_subset([1.0, 3.0, 3.0, 2.0, 3.0], SubsetPlan(budget=2))
     assert sel.indices.tolist() == [1, 2]
     assert sel.solver == "top-k" and sel.status == "optimal" and sel.gap == 0.0
-    assert select_subset([1.0, 3.0, 3.0, 2.0, 3.0], proportion=0.6).indices.tolist() == [1, 2, 4]
+    assert select_subset([1.0, 3.0, 3.0, 2.0, 3.0], SubsetPlan(proportion=0.6)).indices.tolist() == [1, 2, 4]
 
 
 def test_topk_balanced_takes_the_same_count_per_domain():
     utility = [9, 8, 7, 6, 1, 2, 3]
     domain = ["a", "a", "a", "a", "b", "b", "b"]
-    sel = select_subset(utility, domain=domain, budget=5, balance="domain")  # 5 // 2 = 2 per domain
+    sel = select_subset(utility, SubsetPlan(budget=5, balance="domain"), domain=domain)  # 5 // 2 = 2 per domain
     assert sel.indices.tolist() == [0, 1, 6, 5]
     assert sel.domains == {"a": 2, "b": 2}
 
 
 def test_topk_ignores_cost_when_budget_is_an_item_count():
-    sel = select_subset([3.0, 2.0, 1.0], cost=[100.0, 1.0, 1.0], budget=1)
+    sel = select_subset([3.0, 2.0, 1.0], SubsetPlan(budget=1), cost=[100.0, 1.0, 1.0])
     assert sel.indices.tolist() == [0] and sel.total_cost == 100.0
 
 
 def test_doc_level_keeps_documents_whole_and_orders_by_mean():
     utility = [1.0, 5.0, 4.0, 0.0, 10.0]
     doc = ["x", "x", "y", "y", "z"]  # means 3, 2, 10; sizes 2, 2, 1
-    sel = select_subset(utility, doc=doc, budget=3, level="doc")  # best: z + x (3 items)
+    sel = select_subset(utility, SubsetPlan(budget=3, level="doc"), doc=doc)  # best: z + x (3 items)
     assert sel.indices.tolist() == [4, 0, 1]
 
 
@@ -99,7 +108,7 @@ def test_cost_aware_matches_brute_force(seed, objective):
     length = lengths_for(seed, len(utility))
     capacity = cost.sum() * rng.uniform(0.15, 0.7)
     sel = select_subset(
-        utility, cost=cost, budget_cost=capacity, gap_tolerance=0.0, cost_objective=objective, length=length
+        utility, SubsetPlan(budget_cost=capacity, gap_tolerance=0.0, cost_objective=objective), cost=cost, length=length
     )
     value = knapsack_value(objective, utility, cost, length)
     assert sel.objective == pytest.approx(brute_force(value, cost, capacity), abs=1e-9)
@@ -118,7 +127,9 @@ def test_costs_at_any_scale_stay_within_the_budget_and_match_brute_force(seed, s
     capacity = cost.sum() * rng.uniform(0.15, 0.7)
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)
-        sel = select_subset(utility, cost=cost, budget_cost=capacity, gap_tolerance=0.0, cost_objective="rank-cost")
+        sel = select_subset(
+            utility, SubsetPlan(budget_cost=capacity, gap_tolerance=0.0, cost_objective="rank-cost"), cost=cost
+        )
     value = knapsack_value("rank-cost", utility, cost, None)
     assert cost[sel.indices].sum() <= capacity * (1 + 1e-12) and sel.status == "optimal"
     best = brute_force(value / scale, cost / scale, capacity / scale * (1 + 1e-12))  # its tolerance is absolute
@@ -145,7 +156,7 @@ def utility_rank(utility):
 def test_a_selection_never_costs_more_than_the_budget_summed_exactly(cost, budget, extra):
     cost = np.array(cost)
     utility = np.linspace(0.0, 1.0, len(cost))
-    sel = select_subset(utility, cost=cost, budget_cost=budget, cost_objective="rank-cost", **extra)
+    sel = _select(utility, cost=cost, budget_cost=budget, cost_objective="rank-cost", **extra)
     assert len(sel.indices) >= 1 and math.fsum(cost[sel.indices].tolist()) <= budget
     assert sel.total_cost == math.fsum(cost[sel.indices].tolist())
     fitting = [
@@ -161,9 +172,9 @@ def test_a_selection_never_costs_more_than_the_budget_summed_exactly(cost, budge
 def test_a_document_budget_below_the_cheapest_document_names_the_document():
     cost = np.array([1.0, 1e300, 2.0, 1e300])
     with pytest.raises(PrecometError, match=r"below the cheapest document \('d0'"):
-        select_subset(np.ones(4), cost=cost, budget_cost=2.5, doc=["d0", "d0", "d1", "d1"], level="doc")
+        select_subset(np.ones(4), SubsetPlan(budget_cost=2.5, level="doc"), cost=cost, doc=["d0", "d0", "d1", "d1"])
     with pytest.raises(PrecometError, match=r"budget 1 is below the cheapest item \('0', cost 1\)"):
-        select_subset(np.ones(4), cost=np.array([1.0, 3.0, 1.0, 3.0]), budget_cost=0.9999999999995)
+        select_subset(np.ones(4), SubsetPlan(budget_cost=0.9999999999995), cost=np.array([1.0, 3.0, 1.0, 3.0]))
 
 
 @pytest.mark.parametrize("objective", OBJECTIVES)
@@ -175,7 +186,7 @@ def test_length_model_costs_match_brute_force(seed, objective):
     utility, cost = rng.normal(size=len(length)), 0.15 * length + 33.7
     capacity = cost.sum() * rng.uniform(0.2, 0.6)
     sel = select_subset(
-        utility, cost=cost, budget_cost=capacity, gap_tolerance=0.0, cost_objective=objective, length=length
+        utility, SubsetPlan(budget_cost=capacity, gap_tolerance=0.0, cost_objective=objective), cost=cost, length=length
     )
     assert sel.objective == pytest.approx(
         brute_force(knapsack_value(objective, utility, cost, length), cost, capacity), abs=1e-9
@@ -191,12 +202,9 @@ def test_balanced_cost_aware_matches_brute_force(seed, objective):
     capacity = cost.sum() * rng.uniform(0.3, 0.8)
     sel = select_subset(
         utility,
+        SubsetPlan(budget_cost=capacity, balance="domain", gap_tolerance=0.0, cost_objective=objective),
         cost=cost,
         domain=domain,
-        budget_cost=capacity,
-        balance="domain",
-        gap_tolerance=0.0,
-        cost_objective=objective,
         length=length,
     )
     _, codes = np.unique(domain, return_inverse=True)
@@ -214,7 +222,11 @@ def test_quota_counts_with_cost_match_brute_force(seed):
     capacity = cost.sum() * 0.6
     quotas = {str(d): int(c) for d, c in zip(names, counts)}
     sel = select_subset(
-        utility, cost=cost, domain=domain, budget_cost=capacity, quotas=quotas, gap_tolerance=0.0, length=length
+        utility,
+        SubsetPlan(budget_cost=capacity, quotas=quotas, gap_tolerance=0.0),
+        cost=cost,
+        domain=domain,
+        length=length,
     )
     value = knapsack_value("rank-length", utility, cost, length)
     assert sel.objective == pytest.approx(brute_force(value, cost, capacity, codes, counts), abs=1e-9)
@@ -237,18 +249,15 @@ def test_doc_level_matches_brute_force(seed, objective):
     capacity = cost.sum() * rng.uniform(0.3, 0.7)
     sel = select_subset(
         utility,
+        SubsetPlan(budget_cost=capacity, level="doc", gap_tolerance=0.0, cost_objective=objective),
         cost=cost,
         doc=doc,
-        budget_cost=capacity,
-        level="doc",
-        gap_tolerance=0.0,
-        cost_objective=objective,
         length=length,
     )
     value = knapsack_value(objective, mean, weight, doc_length)
     assert sel.objective == pytest.approx(brute_force(value, weight, capacity), abs=1e-9)
     sizes = select_subset(
-        utility, doc=doc, proportion=0.5, level="doc", gap_tolerance=0.0
+        utility, SubsetPlan(proportion=0.5, level="doc", gap_tolerance=0.0), doc=doc
     )  # count budget: weight = size
     counts = np.array([(doc == d).sum() for d in names], dtype=float)
     assert sizes.objective == pytest.approx(brute_force(normalise(mean), counts, round(0.5 * len(doc))), abs=1e-9)
@@ -268,9 +277,9 @@ def test_doc_level_matches_brute_force(seed, objective):
         oracle = brute_force(value, weight, capacity, codes, equal=True)
         if oracle == 0:  # only the empty selection balances: an error, never an empty subset
             with pytest.raises(PrecometError, match="no unit to select"):
-                select_subset(utility, gap_tolerance=0.0, **kwargs)
+                _select(utility, gap_tolerance=0.0, **kwargs)
         else:
-            assert select_subset(utility, gap_tolerance=0.0, **kwargs).objective == pytest.approx(oracle, abs=1e-9)
+            assert _select(utility, gap_tolerance=0.0, **kwargs).objective == pytest.approx(oracle, abs=1e-9)
 
 
 def test_lp_bound_matches_scipy_linprog():
@@ -297,7 +306,7 @@ def test_large_instance_is_certified():
     utility, cost = rng.normal(size=n), rng.uniform(30, 200, n)
     domain = rng.choice(["a", "b", "c", "d", "e"], n)
     length = rng.integers(1, 600, n)
-    sel = select_subset(utility, cost=cost, domain=domain, proportion=0.2, balance="domain", length=length)
+    sel = select_subset(utility, SubsetPlan(proportion=0.2, balance="domain"), cost=cost, domain=domain, length=length)
     assert sel.status == "optimal" and sel.gap <= 1e-4 and sel.total_cost <= 0.2 * cost.sum() + 1e-6
     assert sel.bound >= sel.objective
 
@@ -313,10 +322,12 @@ def _stopped(problem, **_):
 def test_non_optimal_answer_needs_allow_gap(monkeypatch):
     monkeypatch.setattr(subset, "solve", _stopped)
     with pytest.raises(PrecometError, match="gap 1"):
-        select_subset([1.0, 2.0, 3.0], cost=[1.0, 2.0, 3.0], budget_cost=3.0, cost_objective="rank-cost")
+        select_subset([1.0, 2.0, 3.0], SubsetPlan(budget_cost=3.0, cost_objective="rank-cost"), cost=[1.0, 2.0, 3.0])
     with pytest.warns(UserWarning, match="gap 1"):
         sel = select_subset(
-            [1.0, 2.0, 3.0], cost=[1.0, 2.0, 3.0], budget_cost=3.0, allow_gap=True, cost_objective="rank-cost"
+            [1.0, 2.0, 3.0],
+            SubsetPlan(budget_cost=3.0, allow_gap=True, cost_objective="rank-cost"),
+            cost=[1.0, 2.0, 3.0],
         )
     assert sel.status == "feasible" and sel.gap == pytest.approx(1.0)
 
@@ -327,7 +338,9 @@ def test_gap_warning_has_its_own_category_which_benchmark_silences(monkeypatch, 
     monkeypatch.setattr(subset, "solve", _stopped)
     with pytest.warns(SolverGapWarning, match="gap 1"):
         select_subset(
-            [1.0, 2.0, 3.0], cost=[1.0, 2.0, 3.0], budget_cost=3.0, allow_gap=True, cost_objective="rank-cost"
+            [1.0, 2.0, 3.0],
+            SubsetPlan(budget_cost=3.0, allow_gap=True, cost_objective="rank-cost"),
+            cost=[1.0, 2.0, 3.0],
         )
     select = make_selector(tiny_campaign, budget_unit="cost", cost_objective="rank-cost")
     with warnings.catch_warnings(record=True) as seen:
@@ -372,23 +385,25 @@ def test_gap_warning_has_its_own_category_which_benchmark_silences(monkeypatch, 
 )
 def test_bad_input_is_named(kwargs, message):
     with pytest.raises(PrecometError, match=message):
-        select_subset([1.0, 2.0, 3.0], ids=["1", "2", "3"], **kwargs)
+        _select([1.0, 2.0, 3.0], ids=["1", "2", "3"], **kwargs)
 
 
 def test_rank_length_prefers_long_items_and_lists_by_utility():
     """Equal costs: rank x length (2/3·5, 1/3·50, 1·1) takes the two longer sources, the paper's shift the two
     most useful; the output lists the chosen items by utility either way."""
-    sel = select_subset([2.0, 1.0, 3.0], cost=[10.0, 10.0, 10.0], budget_cost=20.0, length=[5, 50, 1])
+    sel = select_subset([2.0, 1.0, 3.0], SubsetPlan(budget_cost=20.0), cost=[10.0, 10.0, 10.0], length=[5, 50, 1])
     assert sel.indices.tolist() == [0, 1] and sel.objective == pytest.approx(2 / 3 * 5 + 1 / 3 * 50)
-    paper = select_subset([2.0, 1.0, 3.0], cost=[10.0, 10.0, 10.0], budget_cost=20.0, cost_objective="paper")
+    paper = select_subset(
+        [2.0, 1.0, 3.0], SubsetPlan(budget_cost=20.0, cost_objective="paper"), cost=[10.0, 10.0, 10.0]
+    )
     assert paper.indices.tolist() == [2, 0]
     # a count budget ignores the cost objective: top-k by utility
-    assert select_subset([1.0, 2.0, 3.0], budget=1, length=[100, 1, 1]).indices.tolist() == [2]
+    assert select_subset([1.0, 2.0, 3.0], SubsetPlan(budget=1), length=[100, 1, 1]).indices.tolist() == [2]
 
 
 def test_nan_utility_names_the_item():
     with pytest.raises(PrecometError, match="utility of item 'b' is nan"):
-        select_subset([1.0, np.nan], ids=["a", "b"], budget=1)
+        select_subset([1.0, np.nan], SubsetPlan(budget=1), ids=["a", "b"])
 
 
 def test_utilities_for_checks_ids(tmp_path):
@@ -484,13 +499,11 @@ def test_real_wmt23_cost_aware_balanced_documents(raw_data):
     utility = -np.nanmean(campaign.score("MetricX-23-c"), axis=1)
     sel = select_subset(
         utility,
+        SubsetPlan(proportion=0.25, balance="domain", level="doc"),
         cost=campaign.cost,
         domain=campaign.domain,
         doc=campaign.doc,
         ids=campaign.ids,
-        proportion=0.25,
-        balance="domain",
-        level="doc",
         length=source_length(campaign.src),
     )
     assert isinstance(sel, Selection) and sel.status == "optimal"
@@ -507,14 +520,14 @@ def test_share_quotas_under_a_cost_budget_are_shares_of_the_cost_even_with_equal
     for cost in ([1.0, 1.0, 1.0], [1.0, 1.0, 1.0001]):
         selection = select_subset(
             np.array([3.0, 2.0, 1.0]),
+            SubsetPlan(budget_cost=3.0, quotas={"chat": 0.5, "news": 0.5}, cost_objective="rank-cost"),
             cost=np.array(cost),
             domain=domain,
-            budget_cost=3.0,
-            quotas={"chat": 0.5, "news": 0.5},
-            cost_objective="rank-cost",
         )
         assert selection.indices.tolist() == [0, 2], cost
-    counted = select_subset(np.array([3.0, 2.0, 1.0]), domain=domain, budget=3, quotas={"chat": 0.5, "news": 0.5})
+    counted = select_subset(
+        np.array([3.0, 2.0, 1.0]), SubsetPlan(budget=3, quotas={"chat": 0.5, "news": 0.5}), domain=domain
+    )
     assert counted.indices.tolist() == [0, 1, 2]  # an item budget rounds shares to counts (largest remainder)
 
 
@@ -540,21 +553,22 @@ def test_campaign_fills_the_columns_as_the_arrays_would(options):
     campaign = simulate_campaign(n_items=40, n_systems=4, seed=1)
     utility = np.random.default_rng(0).normal(size=len(campaign))
     assert len(set(campaign.domain)) > 1 and len(set(campaign.doc)) > 1
+    plan = SubsetPlan(**options)
     arrays = select_subset(
         utility,
+        plan,
         cost=campaign.cost if "budget_cost" in options else None,
         domain=campaign.domain,
         doc=campaign.doc,
         ids=campaign.ids,
         length=source_length(campaign.src),
-        **options,
     )
-    filled = select_subset(utility, campaign=campaign, **options)
+    filled = select_subset(utility, plan, campaign=campaign)
     assert _same_selection(filled, arrays, ignore=("total_cost",))
     assert filled.total_cost == pytest.approx(campaign.cost[filled.indices].sum())  # its costs, even for a count
     if "budget_cost" in options:  # the campaign's cost is what the budget buys; a given column wins
         assert arrays.budget["unit"] == "cost"
-        doubled = select_subset(utility, campaign=campaign, cost=2 * campaign.cost, **options)
+        doubled = select_subset(utility, plan, campaign=campaign, cost=2 * campaign.cost)
         assert doubled.total_cost == pytest.approx(2 * campaign.cost[doubled.indices].sum())
         assert doubled.total_cost <= options["budget_cost"] and len(doubled) < len(arrays)
 
@@ -562,7 +576,7 @@ def test_campaign_fills_the_columns_as_the_arrays_would(options):
 def test_campaign_must_align_with_the_utilities():
     campaign = simulate_campaign(n_items=10, n_systems=2, seed=0)
     with pytest.raises(PrecometError, match="has 10 items, utility has 9 values"):
-        select_subset(np.ones(9), campaign=campaign, budget=2)
+        select_subset(np.ones(9), SubsetPlan(budget=2), campaign=campaign)
 
 
 def test_campaign_without_documents_refuses_doc_level():
@@ -572,9 +586,9 @@ def test_campaign_without_documents_refuses_doc_level():
         ids=["a", "b", "c"], src=["one", "two", "three"], systems=[], name="flat"
     )  # doc = the item id
     with pytest.raises(PrecometError, match="level='doc': campaign 'flat' has no documents"):
-        select_subset(np.ones(3), campaign=flat, budget=2, level="doc")
+        select_subset(np.ones(3), SubsetPlan(budget=2, level="doc"), campaign=flat)
     documented = simulate_campaign(n_items=10, n_systems=2, seed=0)
-    assert len(select_subset(np.ones(10), campaign=documented, budget=5, level="doc")) >= 1
+    assert len(select_subset(np.ones(10), SubsetPlan(budget=5, level="doc"), campaign=documented)) >= 1
 
 
 def test_item_budget_counts_what_a_cost_budget_buys_at_the_mean_cost():
@@ -592,10 +606,10 @@ def test_total_cost_is_always_a_cost_n_items_counts_and_to_dict_is_json():
     ``None`` without any cost, never an item count; ``n_items`` counts; ``to_dict`` is the JSON of every field."""
     campaign = simulate_campaign(n_items=20, n_systems=3, seed=0)
     utility = np.arange(20.0)
-    counted = select_subset(utility, campaign=campaign, budget=5)
+    counted = select_subset(utility, SubsetPlan(budget=5), campaign=campaign)
     assert counted.n_items == len(counted) == 5
     assert counted.total_cost == pytest.approx(campaign.cost[counted.indices].sum()) and counted.total_cost != 5
-    bare = select_subset(utility, budget=5)
+    bare = select_subset(utility, SubsetPlan(budget=5))
     assert bare.total_cost is None and bare.n_items == 5
     written = json.loads(json.dumps(counted.to_dict()))
     assert written["indices"] == counted.indices.tolist() and written["n_items"] == 5

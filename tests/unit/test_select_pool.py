@@ -7,7 +7,7 @@ import pulp
 import pytest
 
 from precomet.errors import PrecometError
-from precomet.selection import knapsack, select_subset
+from precomet.selection import SubsetPlan, knapsack, select_subset
 from precomet.selection.units import build_units, factorize, smallest
 
 
@@ -150,11 +150,11 @@ def test_pool_of_50k_items_with_five_domains_is_certified():
     domain = rng.choice(np.array(["news", "social", "speech", "literary", "user_review"], dtype=object), n)
     utility = rng.normal(size=n)
     sel = select_subset(
-        utility, cost=0.15 * length + 33.7, proportion=0.2, domain=domain, balance="domain", length=length
+        utility, SubsetPlan(proportion=0.2, balance="domain"), cost=0.15 * length + 33.7, domain=domain, length=length
     )
     assert sel.status == "optimal" and sel.gap <= 1e-4
     assert len(set(sel.domains.values())) == 1 and sum(sel.domains.values()) == len(sel)
-    top = select_subset(np.round(utility, 1), budget=5000)  # rounded: many ties, broken by position
+    top = select_subset(np.round(utility, 1), SubsetPlan(budget=5000))  # rounded: many ties, broken by position
     np.testing.assert_array_equal(top.indices, np.argsort(-np.round(utility, 1), kind="stable")[:5000])
 
 

@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from precomet.errors import PrecometError
-from precomet.selection import select_subset
+from precomet.selection import SubsetPlan, select_subset
 from tests.conftest import assert_unchanged
 
 
@@ -121,22 +121,22 @@ def _check(chosen, cost, doc, domain, share, level, mode, cost_aware):
 def test_constraints_always_hold(case):
     utility, cost, length, doc, domain, share, level, mode, cost_aware, objective = case
     names = sorted(set(domain))
-    kwargs = {}
+    options: dict = {"proportion": share}
     if mode == "balance":
-        kwargs["balance"] = "domain"
+        options["balance"] = "domain"
     elif mode == "counts":
-        kwargs["quotas"] = {d: 1 for d in names}
+        options["quotas"] = {d: 1 for d in names}
     elif mode == "shares":
-        kwargs["quotas"] = {d: 1 / len(names) for d in names}
+        options["quotas"] = {d: 1 / len(names) for d in names}
+    data = dict(cost=cost, length=length) if cost_aware else {}
     if cost_aware:
-        kwargs.update(cost=cost, proportion=share, cost_objective=objective, length=length)
-    else:
-        kwargs.update(proportion=share)
-    inputs = copy.deepcopy([utility, cost, length, doc, domain, kwargs])
+        options["cost_objective"] = objective
+    inputs = copy.deepcopy([utility, cost, length, doc, domain, options, data])
     rule = (cost, doc, domain, share, level, mode, cost_aware)
     try:
         # gap 1e-6, not 0: CBC can stop at a relative gap of ~1e-8 that floating point cannot close
-        sel = select_subset(utility, domain=domain, doc=doc, level=level, gap_tolerance=1e-6, **kwargs)
+        plan = SubsetPlan(level=level, gap_tolerance=1e-6, **options)
+        sel = select_subset(utility, plan, domain=domain, doc=doc, **data)
     except PrecometError as err:  # an infeasible budget is refused with its reason, never a silent empty subset
         assert INFEASIBLE.search(str(err)), str(err)
         witness = _witness(*rule)
@@ -144,7 +144,7 @@ def test_constraints_always_hold(case):
             _check(witness, *rule)
             raise AssertionError(f"refused ({err}) although items {witness.tolist()} meet every constraint") from err
         sel = None
-    assert_unchanged(inputs, [utility, cost, length, doc, domain, kwargs])  # the caller's arrays and options
+    assert_unchanged(inputs, [utility, cost, length, doc, domain, options, data])  # the caller's arrays and options
     if sel is None:
         return
     _check(sel.indices, *rule)

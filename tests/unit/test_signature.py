@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 
 from precomet import __version__
-from precomet.benchmark import run_benchmark
+from precomet.benchmark import BenchmarkPlan, run_benchmark
 from precomet.io.utility_files import utility_signature
 from precomet.provenance import items_hash, sources_hash
 from precomet.rank import rank_systems
-from precomet.selection import select_subset
+from precomet.selection import SubsetPlan, select_subset
 from precomet.signature import jsonable, signature
 
 COMMON = ("tool", "method", "precomet_version", "data_hash", "sources_hash", "seed")
@@ -46,7 +46,7 @@ def test_parameters_become_json():
 
 
 def test_every_result_uses_the_same_fields(tiny_campaign):
-    selection = select_subset(np.arange(4.0), budget=2)
+    selection = select_subset(np.arange(4.0), SubsetPlan(budget=2))
     results = {
         "select": selection.manifest(
             method="m",
@@ -60,13 +60,10 @@ def test_every_result_uses_the_same_fields(tiny_campaign):
         "rank": rank_systems(tiny_campaign, rounds=20).signature,
         "benchmark": run_benchmark(
             tiny_campaign,
-            methods=["metric_var"],
-            metric="metric",
-            props=(0.5,),
-            seeds=2,
-            permutations=20,
+            BenchmarkPlan(
+                methods=["metric_var"], metric="metric", props=(0.5,), seeds=2, permutations=20, oracle=False
+            ),
             progress=False,
-            oracle=False,
         ).signature,
     }
     for name, sig in results.items():
