@@ -34,13 +34,28 @@ def register_encoder(name: str, factory: Callable[[], SentenceEncoder], *, repla
     register(ENCODERS, name, factory, kind="encoder", replace=replace)
 
 
-def get_encoder(name: str) -> SentenceEncoder:
+ST_BATCH_SIZE = 64
+ST_DEVICE = "cpu"
+"""The batch size and device of an ``st:NAME`` model unless :func:`get_encoder` is given others."""
+
+
+def get_encoder(name: str, *, batch_size: int | None = None, device: str | None = None) -> SentenceEncoder:
     """The encoder called ``name`` (a key of :data:`ENCODERS`, ``hf:/path/to/model`` or ``st:NAME``); unknown
-    names list the valid ones."""
+    names list the valid ones. ``batch_size`` and ``device`` are an ``st:NAME`` model's (default
+    :data:`ST_BATCH_SIZE` texts on :data:`ST_DEVICE`), and refused for an encoder that runs as registered."""
+    if name.startswith(ST_PREFIX):
+        return SentenceTransformerEncoder(
+            name[len(ST_PREFIX) :],
+            batch_size=ST_BATCH_SIZE if batch_size is None else batch_size,
+            device=device or ST_DEVICE,
+        )
+    if (batch_size, device) not in ((None, None), (ST_BATCH_SIZE, ST_DEVICE)):
+        raise PrecometError(
+            f"options batch_size and device apply to a sentence-transformers model (encoder=st:NAME); encoder"
+            f" {name!r} runs as registered"
+        )
     if name.startswith(HF_PREFIX):
         return TransformerEncoder(name[len(HF_PREFIX) :])
-    if name.startswith(ST_PREFIX):
-        return SentenceTransformerEncoder(name[len(ST_PREFIX) :])
     if name not in ENCODERS and (name.startswith((".", "~", "/")) or Path(name).expanduser().is_dir()):
         found = "a folder" if Path(name).expanduser().is_dir() else "no such folder"
         raise PrecometError(

@@ -15,7 +15,7 @@ import numpy as np
 
 from precomet.errors import PrecometError
 from precomet.registration import register
-from precomet.selection.strata import DEFAULT_ENCODER, strata_selector
+from precomet.selection.strata import strata_selector
 
 SourceSelector = Callable[..., Callable[[int], np.ndarray]]
 """``selector(utility, sources, *, seed, options) -> (budget -> utility)``."""
@@ -34,7 +34,7 @@ def strata(
 ) -> Callable[[int], np.ndarray]:
     """The best of each k-means stratum of the sources' embeddings first (k = budget; option ``encoder``, default
     :data:`~precomet.selection.strata.DEFAULT_ENCODER`)."""
-    return strata_selector(utility, sources, encoder=options.get("encoder") or DEFAULT_ENCODER, seed=seed)
+    return strata_selector(utility, sources, encoder=options.get("encoder"), seed=seed)
 
 
 SELECTORS: dict[str, SourceSelector] = {"top": top, "strata": strata}

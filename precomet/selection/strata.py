@@ -13,6 +13,7 @@ import numpy as np
 
 from precomet.errors import PrecometError
 from precomet.stats import rankdata
+from precomet.utilities.embed import DEFAULT_ENCODERS, Encoder, embed_texts
 
 DEFAULT_PER_STRATUM = 1
 """Items taken from each stratum (k = ceil(budget / per_stratum) strata); chosen on dev, BENCHMARKS.md."""
@@ -58,24 +59,24 @@ def stratified_utility(
     return r + chosen
 
 
-DEFAULT_ENCODER = "e5-small"
-"""Source embeddings for the strata: multilingual, offline (:mod:`precomet.encoders`)."""
+DEFAULT_ENCODER = DEFAULT_ENCODERS["strata"]
+"""Source embeddings for the strata: multilingual, offline (declared in
+:data:`precomet.utilities.embed.DEFAULT_ENCODERS`)."""
 
 
 def strata_selector(
     predicted: np.ndarray,
     sources: Sequence[str],
     *,
-    encoder: str = DEFAULT_ENCODER,
+    encoder: Encoder = None,
     per_stratum: int = DEFAULT_PER_STRATUM,
     cache_dir: str | Path | None = None,
     seed: int = 0,
     progress: bool | None = None,
 ) -> Callable[[int], np.ndarray]:
-    """``budget -> utility`` of :func:`stratified_utility` with the sources embedded once by ``encoder``."""
-    from precomet.encoders import encode_cached, get_encoder
-
-    vectors = encode_cached(get_encoder(encoder), list(sources), cache_dir=cache_dir, progress=progress)
+    """``budget -> utility`` of :func:`stratified_utility` with the sources embedded once through
+    :func:`~precomet.utilities.embed.embed_texts` (``encoder=None``: :data:`DEFAULT_ENCODER`)."""
+    vectors = embed_texts(list(sources), encoder=encoder, use="strata", cache_dir=cache_dir, progress=progress)
     if len(vectors) != len(predicted):
         raise PrecometError(f"strata: {len(predicted)} predicted utilities for {len(vectors)} sources")
     return lambda budget: stratified_utility(predicted, vectors, budget=budget, per_stratum=per_stratum, seed=seed)

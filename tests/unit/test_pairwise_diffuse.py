@@ -23,7 +23,7 @@ from precomet.pairwise.diffuse import (
 )
 from precomet.pairwise.protocol import evaluate_pairwise, preference_signs
 from precomet.simulate import simulate_campaign
-from precomet.utilities.embed import encoder_name
+from precomet.utilities.embed import encoder_name, unit_rows
 
 
 def bag_of_words(texts):
@@ -169,8 +169,10 @@ def test_select_and_utility_on_campaign():
     util = diffuse_utility(campaign, budget=6, encoder=bag_of_words)
     order = diffuse_select(campaign, budget=6, encoder=bag_of_words)
     np.testing.assert_allclose(util[order], 1 + (6 - np.arange(6)) / 6)  # largest cluster first scores 2
-    # the other items: 0.999 · the norm of their difference vector over the largest norm
-    vectors = difference_vectors(np.stack([bag_of_words(campaign.outputs[s]) for s in campaign.systems], axis=1))
+    # the other items: 0.999 · the norm of their difference vector over the largest norm (of unit embeddings: the
+    # door normalises a callable's vectors as any encoder's)
+    embedded = [unit_rows(bag_of_words(campaign.outputs[s])) for s in campaign.systems]
+    vectors = difference_vectors(np.stack(embedded, axis=1))
     norms = np.linalg.norm(vectors, axis=1)
     rest = np.setdiff1d(np.arange(40), order)
     # float32 embeddings: about 1e-6 of the [0, 1) scale
