@@ -122,21 +122,21 @@ RENAMED = {
     ("benchmark", "--target"): "--score",
 }
 """Options renamed in 0.18.0 so that a name means one thing (docs/names.md): ``(command, old) -> new``. The old
-spellings still work, with a warning, until 0.19.0."""
+spellings worked, with a warning, until 0.19.0; since then they are refused with the new name."""
 
 
-def renamed_options(argv: list[str]) -> tuple[list[str], list[str]]:
-    """``argv`` with the old spellings of :data:`RENAMED` options replaced, and one warning per spelling replaced."""
-    command, out, notes, operands = _command_in(argv), [], [], False
+def retired_options(argv: list[str]) -> list[str]:
+    """One message per old spelling of a :data:`RENAMED` option in ``argv`` (for its command, before ``--``)."""
+    command, notes = _command_in(argv), []
     for token in argv:
-        option, equals, value = token.partition("=")
-        new = None if operands else RENAMED.get((command or "", option))
-        operands = operands or token == "--"  # after "--", every token is an operand
-        out.append(new + equals + value if new else token)
-        note = f"{option} is renamed {new}; the old spelling works until precomet 0.19.0"
+        if token == "--":  # after "--", every token is an operand
+            break
+        option = token.partition("=")[0]
+        new = RENAMED.get((command or "", option))
+        note = f"{option} was renamed {new} in precomet 0.18.0 (docs/names.md)"
         if new and note not in notes:
             notes.append(note)
-    return out, notes
+    return notes
 
 
 def _command_in(argv: list[str]) -> str | None:
@@ -216,8 +216,10 @@ def _printable_names() -> Iterator[None]:
 
 
 def _main(argv: list[str]) -> int:
-    argv, renamed = renamed_options(argv)
+    retired = retired_options(argv)
     parser = build_parser(only=_command_in(argv))
+    if retired:
+        parser.error("; ".join(retired))
     args, unrecognized = parser.parse_known_args(argv)
     module = importlib.import_module(COMMANDS[args.command])
     if unrecognized:
@@ -234,7 +236,7 @@ def _main(argv: list[str]) -> int:
                 "standard output is closed; give it somewhere to go (> FILE, or > /dev/null to discard it)"
             )
         if not secondary_process():  # once per run, not per process of a launched run
-            for line in [*renamed, *unknown_variables(os.environ)]:
+            for line in unknown_variables(os.environ):
                 print(f"{prefix}: warning: {line}", file=sys.stderr)
         if _working_folder_gone():
             raise PrecometError(_GONE)

@@ -654,33 +654,24 @@ def test_select_with_scores_reads_a_pool_of_sources_once(tmp_path, monkeypatch, 
     assert [json.loads(line)["id"] for line in out.read_text().splitlines()] == ["p11", "p10", "p9", "p8"]
 
 
-def test_the_old_spelling_scores_still_selects_with_a_warning(tmp_path, capsys):
-    """0.18.0 renamed ``select --scores`` (a file of utilities, not scores) ``--utility-file``; the old spelling works,
-    with one warning, until 0.19.0 (cli.RENAMED)."""
-    items = [{"id": f"p{i}", "src": f"source number {i}"} for i in range(6)]
-    data, utilities = tmp_path / "pool.jsonl", tmp_path / "u.jsonl"
-    data.write_text("".join(json.dumps(item) + "\n" for item in items))
-    utilities.write_text("".join(json.dumps({"id": item["id"], "utility": i}) + "\n" for i, item in enumerate(items)))
-    chosen = {}
-    for option in ("--utility-file", "--scores"):
-        out = tmp_path / f"{option.strip('-')}.jsonl"
-        argv = ["--no-progress", "select", "--data", str(data), option, str(utilities), "--budget", "2", "-o", str(out)]
-        assert main(argv) == 0
-        chosen[option] = out.read_text()
-        warned = "--scores is renamed --utility-file; the old spelling works until precomet 0.19.0"
-        assert (warned in capsys.readouterr().err) == (option == "--scores")
-    assert chosen["--scores"] == chosen["--utility-file"]
+def test_the_spellings_renamed_in_0_18_are_refused_with_the_new_name_since_0_19(tmp_path, capsys):
+    """0.18.0 renamed ``select --scores`` (a file of utilities, not scores) ``--utility-file`` and ``benchmark
+    --target`` ``--score``; the old spellings worked with a warning until 0.19.0 and are now refused, naming the new
+    one, before anything is read (cli.RENAMED)."""
+    out = tmp_path / "subset.jsonl"
+    argv = ["--no-progress", "select", "--data", "pool.jsonl", "--scores", "u.jsonl", "--budget", "2", "-o", str(out)]
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+    assert exit_info.value.code == 2 and not out.exists()
+    assert "--scores was renamed --utility-file in precomet 0.18.0 (docs/names.md)" in capsys.readouterr().err
 
 
-def test_renamed_options_are_rewritten_for_their_command_only():
-    from precomet.cli import renamed_options
+def test_retired_options_are_found_for_their_command_only():
+    from precomet.cli import retired_options
 
-    assert renamed_options(["benchmark", "--target=coherence", "--scores", "a=b"]) == (
-        ["benchmark", "--score=coherence", "--utility-file", "a=b"],
-        [
-            "--target is renamed --score; the old spelling works until precomet 0.19.0",
-            "--scores is renamed --utility-file; the old spelling works until precomet 0.19.0",
-        ],
-    )
-    assert renamed_options(["waves", "--target", "0.9"]) == (["waves", "--target", "0.9"], [])  # waves' own
-    assert renamed_options(["select", "--", "--scores"]) == (["select", "--", "--scores"], [])
+    assert retired_options(["benchmark", "--target=coherence", "--scores", "a=b"]) == [
+        "--target was renamed --score in precomet 0.18.0 (docs/names.md)",
+        "--scores was renamed --utility-file in precomet 0.18.0 (docs/names.md)",
+    ]
+    assert retired_options(["waves", "--target", "0.9"]) == []  # waves' own --target
+    assert retired_options(["select", "--", "--scores"]) == []
