@@ -11,7 +11,6 @@ command line keeps its own ``--section.key`` options. It imports neither torch n
 
 from __future__ import annotations
 
-import copy
 import logging
 import math
 from pathlib import Path
@@ -125,7 +124,8 @@ class TrainerConfig(_Section):
 
 
 class TrainConfig(_Section):
-    """The whole configuration; ``model_dump()`` is the plain dict the training steps read."""
+    """The whole configuration, as :func:`load_config` returns it and the training steps read it (attributes);
+    ``model_dump()`` is the plain dict a checkpoint records (:func:`recorded_config`)."""
 
     seed_everything: Annotated[int, _within(0, 2**32, "[0, 2**32)")] = 12
     model: ModelConfig = Field(default_factory=ModelConfig)
@@ -157,20 +157,19 @@ RENAMED_KEYS = {"model.encoder": "model.backbone", "model.freeze_encoder": "mode
 ``model.fine_tune: not B``."""
 
 
-def inapplicable_keys(config: dict[str, Any]) -> set[str]:
+def inapplicable_keys(config: TrainConfig) -> set[str]:
     """The ``section.key`` names that ``config`` holds but its encoder never reads: the fine-tuning keys of a frozen
     encoder, the frozen encoder's keys when it is fine-tuned, the token limit of an encoder read as registered."""
-    model = config["model"]
-    if model["fine_tune"]:
+    if config.model.fine_tune:
         return set(FROZEN_ONLY)
-    return FINE_TUNING_ONLY | (TOKENS_ONLY if model["pooling"] == "encoder" else set())
+    return FINE_TUNING_ONLY | (TOKENS_ONLY if config.model.pooling == "encoder" else set())
 
 
-def recorded_config(config: dict[str, Any]) -> dict[str, Any]:
-    """``config`` as a checkpoint records it: without the keys its encoder never reads and without machine-local
-    paths (:data:`MACHINE_LOCAL`)."""
+def recorded_config(config: TrainConfig) -> dict[str, Any]:
+    """``config`` as a checkpoint records it (plain JSON values): without the keys its encoder never reads and
+    without machine-local paths (:data:`MACHINE_LOCAL`)."""
     left_out = inapplicable_keys(config) | MACHINE_LOCAL
-    recorded = copy.deepcopy(config)
+    recorded = config.model_dump()
     for dotted in left_out:
         section, _, key = dotted.partition(".")
         recorded[section].pop(key, None)
@@ -195,7 +194,7 @@ def shipped_overrides(overrides: dict[str, Any]) -> dict[str, Any]:
     return {**base, **overrides}
 
 
-def load_config(path: str | Path | None = None, overrides: dict[str, Any] | None = None) -> dict[str, Any]:
+def load_config(path: str | Path | None = None, overrides: dict[str, Any] | None = None) -> TrainConfig:
     """Defaults, updated by the YAML file at ``path`` then by ``{"section.key": value}`` overrides, validated by
     :class:`TrainConfig`. Override values given as strings are parsed as YAML scalars (``"3"`` -> 3, ``"[0, 1]"``
     -> list). A key the chosen setting never reads (``model.ensemble`` when fine-tuning, ``model.encoder_lr`` when
@@ -214,7 +213,7 @@ def load_config(path: str | Path | None = None, overrides: dict[str, Any] | None
         _merge(given, update, where="override")
         _merge(overridden, update, where="override")
     try:
-        config = TrainConfig.model_validate(given).model_dump()
+        config = TrainConfig.model_validate(given)
     except ValidationError as err:
         raise PrecometError(_first_error(err)) from None
     _refuse_inapplicable(given, overridden, config)
@@ -356,7 +355,7 @@ _TYPE_WORDS = {
 """pydantic's error types as the words of the message."""
 
 
-def _refuse_inapplicable(given: dict[str, Any], overridden: dict[str, Any], config: dict[str, Any]) -> None:
+def _refuse_inapplicable(given: dict[str, Any], overridden: dict[str, Any], config: TrainConfig) -> None:
     """A key the chosen setting never reads, given a non-default value, would be silently ignored: refused. When
     ``model.fine_tune`` is an override (a common switch of one config file between frozen and fine-tuned), only the
     other overrides are checked: the file's keys for the other setting go unread (and unrecorded)."""
@@ -367,13 +366,14 @@ def _refuse_inapplicable(given: dict[str, Any], overridden: dict[str, Any], conf
         for section, values in checked.items()
         if isinstance(values, dict)
         for key in values
-        if f"{section}.{key}" in inapplicable_keys(config) and config[section][key] != DEFAULTS[section][key]
+        if f"{section}.{key}" in inapplicable_keys(config)
+        and getattr(getattr(config, section), key) != DEFAULTS[section][key]
     )
     if ignored:
-        model = config["model"]
-        setting = "a fine-tuned encoder" if model["fine_tune"] else f"the frozen {model['backbone']!r}"
-        switch = "model.fine_tune false" if model["fine_tune"] else "model.fine_tune true"
-        if not model["fine_tune"] and model["pooling"] == "encoder" and set(ignored) <= TOKENS_ONLY:
+        model = config.model
+        setting = "a fine-tuned encoder" if model.fine_tune else f"the frozen {model.backbone!r}"
+        switch = "model.fine_tune false" if model.fine_tune else "model.fine_tune true"
+        if not model.fine_tune and model.pooling == "encoder" and set(ignored) <= TOKENS_ONLY:
             setting += " read as registered"
             switch = "model.pooling mean or mix (a Hugging Face model read by tokens)"
         raise PrecometError(

@@ -21,7 +21,7 @@ from precomet.encoders.registry import model_folder
 from precomet.errors import PrecometError
 from precomet.estimator.backbone import POOLING
 from precomet.estimator.checkpoint import export_lightning, packaged_encoder
-from precomet.estimator.config import recorded_config
+from precomet.estimator.config import EarlyStoppingConfig, ModelConfig, TrainConfig, recorded_config
 from precomet.estimator.data import TargetDataModule
 from precomet.estimator.inputs import Split, TrainingInputs
 from precomet.estimator.languages import training_profile
@@ -60,12 +60,11 @@ def _history_callback(history: list[dict[str, float]]):
 
 
 # ---------------------------------------------------------------------------------------------- module
-def checkpoint_meta(cfg: dict[str, Any], split: Split, inputs: TrainingInputs) -> dict[str, Any]:
+def checkpoint_meta(cfg: TrainConfig, split: Split, inputs: TrainingInputs) -> dict[str, Any]:
     """The checkpoint metadata known before training (``precomet.json`` without ``dev_metrics`` and
     ``history``, which :func:`export_best` adds); stored in every Lightning ``.ckpt``. A registered encoder is
     recorded as ``backbone`` (its identity); a Hugging Face encoder named by ``model.encoder`` as ``encoder``, with
     the installed package it was frozen from or the folder the export copies it from."""
-    model = cfg["model"]
     backbone = inputs.backbone
     package = None if backbone else packaged_encoder(inputs.spec, frozen=not inputs.fine_tune)
     encoder = (
@@ -82,8 +81,8 @@ def checkpoint_meta(cfg: dict[str, Any], split: Split, inputs: TrainingInputs) -
         "direction": "higher_first",
         "standardisation": {"mean": split.mean, "std": split.std},
         "pooling": POOLING if inputs.pooling == "encoder" else inputs.pooling,
-        "hidden_sizes": list(model["hidden_sizes"]),
-        "dropout": float(model["dropout"]),
+        "hidden_sizes": list(cfg.model.hidden_sizes),
+        "dropout": cfg.model.dropout,
         "max_length": inputs.max_length,
         **encoder,
         "training_sources": SourceFingerprint.of(r["src"] for part in (split.train, split.dev) for r in part).to_json(),
@@ -96,23 +95,23 @@ def checkpoint_meta(cfg: dict[str, Any], split: Split, inputs: TrainingInputs) -
             "campaigns": _campaigns(split.train),
             "dev_campaigns": _campaigns(split.dev),
         },
-        "seed": int(cfg["seed_everything"]),
+        "seed": cfg.seed_everything,
         "config": recorded_config(cfg),
     }
 
 
 def build_module(
-    network: EstimatorNetwork, model: dict[str, Any], *, fine_tune: bool, meta: dict[str, Any]
+    network: EstimatorNetwork, model: ModelConfig, *, fine_tune: bool, meta: dict[str, Any]
 ) -> EstimatorModule:
     """The ``EstimatorModule`` (loss, optimiser groups, freezing) around ``network``; the encoder learning-rate
     settings apply only when ``fine_tune``."""
     return EstimatorModule(
         network,
-        encoder_lr=float(model["encoder_lr"]),
-        head_lr=float(model["head_lr"]),
-        layerwise_decay=float(model["layerwise_decay"]),
-        weight_decay=float(model["weight_decay"]),
-        freeze_fraction=float(model["freeze_fraction"]) if fine_tune else 0.0,
+        encoder_lr=model.encoder_lr,
+        head_lr=model.head_lr,
+        layerwise_decay=model.layerwise_decay,
+        weight_decay=model.weight_decay,
+        freeze_fraction=model.freeze_fraction if fine_tune else 0.0,
         fine_tune=fine_tune,
         meta=meta,
     )
@@ -120,26 +119,26 @@ def build_module(
 
 # ---------------------------------------------------------------------------------------------- trainer
 def build_trainer(
-    cfg: dict[str, Any],
+    cfg: TrainConfig,
     *,
     out_dir: Path,
     has_dev: bool,
     progress: bool | None = None,
 ) -> tuple[pl.Trainer, list[dict[str, float]]]:
-    """``(pl.Trainer, history)``: the Trainer from ``cfg["trainer"]`` with the best-epoch checkpoint (under
+    """``(pl.Trainer, history)``: the Trainer from ``cfg.trainer`` with the best-epoch checkpoint (under
     ``out_dir/lightning``), early stopping when there is a dev set, and gradient accumulation up to
     ``data.effective_batch_size``; ``history`` is filled with one dict per epoch during fitting. Settings
     Lightning refuses raise :class:`PrecometError`."""
-    es = cfg["early_stopping"]
-    monitor = es["monitor"] if has_dev else None
+    es = cfg.early_stopping
+    monitor = es.monitor if has_dev else None
     history: list[dict[str, float]] = []
     ckpt = pl.callbacks.ModelCheckpoint(
-        dirpath=out_dir / "lightning", filename="best-{epoch}", monitor=monitor, mode=es["mode"], save_top_k=1
+        dirpath=out_dir / "lightning", filename="best-{epoch}", monitor=monitor, mode=es.mode, save_top_k=1
     )
     callbacks = [ckpt, _history_callback(history)]
     if monitor:
-        callbacks.append(pl.callbacks.EarlyStopping(monitor=monitor, mode=es["mode"], patience=int(es["patience"])))
-    settings = dict(cfg["trainer"])
+        callbacks.append(pl.callbacks.EarlyStopping(monitor=monitor, mode=es.mode, patience=es.patience))
+    settings = cfg.trainer.model_dump()
     if settings["enable_progress_bar"] is None:
         settings["enable_progress_bar"] = progress_enabled(progress)
     settings = {k: v for k, v in settings.items() if v is not None}
@@ -156,16 +155,16 @@ def build_trainer(
             )
     except (MisconfigurationException, ModuleNotFoundError, ValueError, TypeError) as err:  # bad trainer.* values
         raise PrecometError(f"trainer settings {settings} are refused by Lightning: {err}") from None
-    per_step = int(cfg["data"]["batch_size"]) * max(trainer.world_size, 1)
-    trainer.accumulate_grad_batches = max(1, math.ceil(int(cfg["data"]["effective_batch_size"]) / per_step))
+    per_step = cfg.data.batch_size * max(trainer.world_size, 1)
+    trainer.accumulate_grad_batches = max(1, math.ceil(cfg.data.effective_batch_size / per_step))
     return trainer, history
 
 
-def check_trainer_settings(cfg: dict[str, Any], *, out_dir: Path) -> None:
+def check_trainer_settings(cfg: TrainConfig, *, out_dir: Path) -> None:
     """Refuse ``trainer.*`` settings that Lightning or this machine cannot run (an accelerator without its
     hardware, a device count of 0, an unknown precision or strategy, a strategy that spawns or forks its
     processes) before any data or encoder is loaded: a Trainer is built and dropped (it writes nothing)."""
-    accelerator = str(cfg["trainer"]["accelerator"])
+    accelerator = str(cfg.trainer.accelerator)
     if accelerator in ("gpu", "cuda") and not torch.backends.cuda.is_built():
         raise PrecometError(
             f"trainer.accelerator {accelerator}: this torch build has no CUDA (torch {torch.__version__} is"
@@ -175,7 +174,7 @@ def check_trainer_settings(cfg: dict[str, Any], *, out_dir: Path) -> None:
     start = getattr(trainer.strategy, "_start_method", "popen")  # DDP's: "popen" re-runs the command per process
     if start != "popen":
         raise PrecometError(
-            f"trainer.strategy {cfg['trainer']['strategy']} starts its processes with multiprocessing ({start}), which"
+            f"trainer.strategy {cfg.trainer.strategy} starts its processes with multiprocessing ({start}), which"
             " does not bring the epoch history back to precomet; use trainer.strategy ddp (from the command line or"
             " a script: the other processes re-run it)"
         )
@@ -204,13 +203,15 @@ def fit(trainer: pl.Trainer, module: EstimatorModule, data: TargetDataModule) ->
 
 
 # ---------------------------------------------------------------------------------------------- export
-def best_metrics(history: list[dict[str, float]], early_stopping: dict[str, Any], *, has_dev: bool) -> dict[str, float]:
-    """The history entry of the best epoch by ``early_stopping["monitor"]`` (empty without a dev set)."""
-    monitor: Any = early_stopping["monitor"] if has_dev else None  # a metric name or None
-    scored = [h for h in history if monitor in h] if monitor else []
+def best_metrics(
+    history: list[dict[str, float]], early_stopping: EarlyStoppingConfig, *, has_dev: bool
+) -> dict[str, float]:
+    """The history entry of the best epoch by ``early_stopping.monitor`` (empty without a dev set)."""
+    monitor = early_stopping.monitor
+    scored = [h for h in history if monitor in h] if has_dev else []
     if not scored:
         return {}
-    pick = max if early_stopping["mode"] == "max" else min
+    pick = max if early_stopping.mode == "max" else min
     return pick(scored, key=lambda h: h[monitor])
 
 

@@ -19,6 +19,7 @@ from precomet.encoders.tokens import token_ids
 from precomet.encoders.transformer import TransformerEncoder
 from precomet.errors import PrecometError
 from precomet.estimator.backbone import encode_split
+from precomet.estimator.config import DataConfig, TrainConfig
 from precomet.estimator.data import TargetDataModule, group_split, warn_truncated
 from precomet.estimator.leakage import drop_sources
 from precomet.estimator.model import EstimatorNetwork
@@ -55,11 +56,11 @@ def split_rows(
     train_rows: str | Path | Sequence[dict[str, Any]],
     dev_rows: str | Path | Sequence[dict[str, Any]] | None,
     *,
-    data: dict[str, Any],
+    data: DataConfig,
     seed: int,
 ) -> Split:
     """Read and check the rows (a targets JSONL path or row dicts); one utility method only. Without
-    ``dev_rows`` the dev split is ``data["dev_fraction"]`` of the rows by ``data["group_by"]``
+    ``dev_rows`` the dev split is ``data.dev_fraction`` of the rows by ``data.group_by``
     (:func:`~precomet.estimator.data.group_split`); with them, training rows sharing a dev source, or a sentence
     or long run of one (:func:`~precomet.estimator.leakage.drop_sources`), are dropped."""
     rows = _rows(train_rows, "train")
@@ -67,8 +68,8 @@ def split_rows(
     if len(methods) > 1:
         raise PrecometError(f"targets mix several utility methods {methods}; train one estimator per method")
     if dev_rows is None:
-        if data["dev_fraction"] > 0:
-            train_idx, dev_idx = group_split(rows, by=data["group_by"], fraction=float(data["dev_fraction"]), seed=seed)
+        if data.dev_fraction > 0:
+            train_idx, dev_idx = group_split(rows, by=data.group_by, fraction=data.dev_fraction, seed=seed)
         else:
             train_idx, dev_idx = np.arange(len(rows)), np.array([], dtype=int)
         train_set, dev_set = [rows[i] for i in train_idx], [rows[i] for i in dev_idx]
@@ -151,16 +152,15 @@ class TrainingInputs:
     computed once for every member and cached by the encoder's identity (:func:`~precomet.encoders.encode_cached`); a
     fine-tuned encoder reads token ids. An unknown encoder is refused when this is built, before any row is read."""
 
-    def __init__(self, cfg: dict[str, Any]) -> None:
-        model = cfg["model"]
-        self.spec: str = model["backbone"]
-        self.fine_tune: bool = model["fine_tune"]
-        self.pooling: str = model["pooling"]
+    def __init__(self, cfg: TrainConfig) -> None:
+        self.spec: str = cfg.model.backbone
+        self.fine_tune: bool = cfg.model.fine_tune
+        self.pooling: str = cfg.model.pooling
         self.registered = not self.fine_tune and self.pooling == "encoder"
         """Whether the checkpoint names a registered encoder (``backbone``) rather than carrying a Hugging Face one."""
         self.encoder: SentenceEncoder = self._registered() if self.registered else self._hugging_face(cfg)
         self.mix_layers = self.encoder.hidden_states() if self.pooling == "mix" else None  # type: ignore[attr-defined]
-        self.cache_dir = cfg["data"]["cache_dir"] or None
+        self.cache_dir = cfg.data.cache_dir or None
 
     def _registered(self) -> SentenceEncoder:
         """The registered encoder ``model.backbone`` names, or a Hugging Face model folder or hub id run as
@@ -175,7 +175,7 @@ class TrainingInputs:
         self.spec = f"hf:{folder}"
         return TransformerEncoder(folder)
 
-    def _hugging_face(self, cfg: dict[str, Any]) -> TransformerEncoder:
+    def _hugging_face(self, cfg: TrainConfig) -> TransformerEncoder:
         """``model.backbone`` as a Hugging Face model pooled by ``model.pooling`` (``encoder``: as registered), its
         token limit ``data.max_length`` capped at what the model reads."""
         why = "fine-tuned" if self.fine_tune else f"pooled by model.pooling {self.pooling}"
@@ -183,7 +183,7 @@ class TrainingInputs:
             folder = model_folder(self.spec)
         except PrecometError as err:
             raise PrecometError(f"model.backbone {self.spec!r} cannot be {why}: {err}") from None
-        max_length = int(cfg["data"]["max_length"])
+        max_length = cfg.data.max_length
         limit = TransformerEncoder(folder).token_limit()  # the tokenizer's limit and the position embeddings
         if limit is not None and max_length > limit:
             logger.warning(
@@ -228,16 +228,15 @@ class TrainingInputs:
             inputs.append(ids)
         return inputs[0], inputs[1]
 
-    def network(self, cfg: dict[str, Any], inputs: tuple[Any, Any]) -> EstimatorNetwork:
+    def network(self, cfg: TrainConfig, inputs: tuple[Any, Any]) -> EstimatorNetwork:
         """A freshly initialised network for one member (inside its seed): over the fine-tuned encoder's module, or
         over the frozen encoder's vectors, standardised by the training vectors' statistics (not under a mix, whose
         layers are weighed during training)."""
-        model = cfg["model"]
         module = self.encoder.module().train() if self.fine_tune else None  # type: ignore[attr-defined]
         network = EstimatorNetwork(
             self.encoder.dim // (self.mix_layers or 1),
-            hidden_sizes=model["hidden_sizes"],
-            dropout=float(model["dropout"]),
+            hidden_sizes=cfg.model.hidden_sizes,
+            dropout=cfg.model.dropout,
             mix_layers=self.mix_layers,
             encoder=module,
         )
@@ -259,7 +258,7 @@ def build_datamodule(
     inputs: tuple[Any, Any],
     *,
     pad_id: int,
-    data: dict[str, Any],
+    data: DataConfig,
     seed: int,
 ) -> TargetDataModule:
     """The ``TargetDataModule`` over :meth:`TrainingInputs.encode`'s inputs and the standardised targets."""
@@ -269,8 +268,8 @@ def build_datamodule(
         dev_inputs=inputs[1],
         dev_targets=split.standardised(split.dev),
         pad_id=pad_id,
-        batch_size=int(data["batch_size"]),
-        bucket_batches=int(data["bucket_batches"]),
-        num_workers=int(data["num_workers"]),
+        batch_size=data.batch_size,
+        bucket_batches=data.bucket_batches,
+        num_workers=data.num_workers,
         seed=seed,
     )

@@ -29,7 +29,7 @@ from scipy.stats import kendalltau, pearsonr
 
 from precomet.campaign import HUMAN, Campaign
 from precomet.estimator.checkpoint import HEAD, META, read_meta, write_meta
-from precomet.estimator.config import load_config
+from precomet.estimator.config import TrainConfig, load_config
 from precomet.estimator.coverage import fit_coverage, write_coverage
 from precomet.estimator.fitting import (
     best_metrics,
@@ -116,8 +116,8 @@ def train(
     cfg = load_config(config, overrides)
     check_trainer_settings(cfg, out_dir=Path(out_dir))
     kind = TrainingInputs(cfg)  # an unknown encoder is refused before any row is read
-    seed, members = int(cfg["seed_everything"]), int(cfg["model"]["ensemble"])
-    split = split_rows(train_rows, dev_rows, data=cfg["data"], seed=seed)
+    seed, members = cfg.seed_everything, cfg.model.ensemble
+    split = split_rows(train_rows, dev_rows, data=cfg.data, seed=seed)
     final_dir = Path(out_dir)
     with output_set() as out:  # a failed or interrupted run leaves nothing; a finished one everything
         work = out.directory(final_dir)
@@ -128,7 +128,7 @@ def train(
             with seeded(seed + member):
                 if inputs is None:
                     inputs = kind.encode(split, progress=progress)
-                member_cfg = {**cfg, "seed_everything": seed + member}
+                member_cfg = cfg.model_copy(update={"seed_everything": seed + member})
                 runs.append(_fit_member(member_cfg, kind, split, inputs, member_dir, progress=progress))
         assert inputs is not None  # model.ensemble >= 1 (TrainConfig)
         dev_metrics, history, best, global_zero = runs[0]
@@ -148,17 +148,17 @@ def train(
 
 
 def _fit_member(
-    cfg: dict[str, Any], kind: TrainingInputs, split: Split, inputs: Any, work: Path, *, progress: bool | None
+    cfg: TrainConfig, kind: TrainingInputs, split: Split, inputs: Any, work: Path, *, progress: bool | None
 ) -> tuple[dict[str, float], list[dict[str, float]], Path, bool]:
     """Train one network on ``inputs`` (train, dev) into ``work``: ``(dev metrics, history, best Lightning
     checkpoint, whether this is the main process)``."""
     network = kind.network(cfg, inputs)
-    data = build_datamodule(split, inputs, pad_id=kind.pad_id, data=cfg["data"], seed=int(cfg["seed_everything"]))
+    data = build_datamodule(split, inputs, pad_id=kind.pad_id, data=cfg.data, seed=cfg.seed_everything)
     meta = checkpoint_meta(cfg, split, kind)
-    module = build_module(network, cfg["model"], fine_tune=kind.fine_tune, meta=meta)
+    module = build_module(network, cfg.model, fine_tune=kind.fine_tune, meta=meta)
     trainer, history = build_trainer(cfg, out_dir=work, has_dev=bool(split.dev), progress=progress)
     fit(trainer, module, data)
-    dev_metrics = best_metrics(history, cfg["early_stopping"], has_dev=bool(split.dev))
+    dev_metrics = best_metrics(history, cfg.early_stopping, has_dev=bool(split.dev))
     best = export_best(trainer, work, extra_meta={"dev_metrics": dev_metrics, "history": history})
     return dev_metrics, history, best, trainer.is_global_zero
 

@@ -248,12 +248,8 @@ def test_config_overrides_and_unknown_keys(tmp_path):
         Path(__file__).resolve().parents[2] / "configs" / "precomet-xlmr-large.yaml",
         {"trainer.max_epochs": "3", "trainer.devices": "[0, 1]", "model.pooling": "mean"},
     )
-    assert cfg["trainer"]["max_epochs"] == 3 and cfg["trainer"]["devices"] == [0, 1]
-    assert (
-        cfg["model"]["head_lr"] == 1.5e-5
-        and cfg["model"]["encoder_lr"] == 1e-6
-        and cfg["data"]["effective_batch_size"] == 128
-    )
+    assert cfg.trainer.max_epochs == 3 and cfg.trainer.devices == [0, 1]
+    assert cfg.model.head_lr == 1.5e-5 and cfg.model.encoder_lr == 1e-6 and cfg.data.effective_batch_size == 128
     with pytest.raises(PrecometError, match="unknown key model.lr; valid: .*head_lr"):
         load_config(None, {"model.lr": 1})
     bad = tmp_path / "bad.yaml"
@@ -563,9 +559,9 @@ def test_the_shipped_config_file_and_the_built_in_shipped_config_agree():
 
     path = Path(__file__).resolve().parents[2] / "configs" / "precomet-e5.yaml"
     assert load_config(None, shipped_overrides({})) == load_config(path) != load_config(None)
-    assert load_config(None, shipped_overrides({"trainer.max_epochs": "3"}))["trainer"]["max_epochs"] == 3
+    assert load_config(None, shipped_overrides({"trainer.max_epochs": "3"})).trainer.max_epochs == 3
     fine_tuned = load_config(None, shipped_overrides({"model.backbone": "some/dir", "model.fine_tune": "true"}))
-    assert fine_tuned["model"]["backbone"] == "some/dir" and fine_tuned["model"]["fine_tune"]
+    assert fine_tuned.model.backbone == "some/dir" and fine_tuned.model.fine_tune
 
 
 def test_train_without_config_trains_the_shipped_configuration(tmp_path, capsys, monkeypatch):
@@ -612,9 +608,9 @@ def test_a_key_the_chosen_setting_never_reads_is_refused_by_name():
         load_config(None, {"model.backbone": "e5-small", "model.encoder_lr": "1e-4"})
     with pytest.raises(PrecometError, match=r"model.ensemble does not apply to a fine-tuned encoder.*fine_tune false"):
         load_config(TINY_CONFIG, {"model.ensemble": 3})
-    assert load_config(None, {"model.backbone": "e5-small", "model.encoder_lr": 1e-6})["model"]["backbone"]  # default
+    assert load_config(None, {"model.backbone": "e5-small", "model.encoder_lr": 1e-6}).model.backbone  # the default
     switched = load_config(TINY_CONFIG, {"model.fine_tune": "false"})  # tiny.yaml sets fine-tuning keys
-    assert not switched["model"]["fine_tune"] and switched["model"]["encoder_lr"] == 1e-4
+    assert not switched.model.fine_tune and switched.model.encoder_lr == 1e-4
 
 
 def test_the_keys_of_0_18_are_read_with_a_warning_until_0_20(tmp_path, caplog):
@@ -623,12 +619,12 @@ def test_the_keys_of_0_18_are_read_with_a_warning_until_0_20(tmp_path, caplog):
     old = tmp_path / "old.yaml"
     old.write_text("model:\n  encoder: minilm\n  hidden_sizes: [8]\n")
     with caplog.at_level("WARNING", logger="precomet.estimator.config"):
-        model = load_config(old)["model"]
-        assert (model["backbone"], model["pooling"], model["fine_tune"]) == ("minilm", "mean", True)
-        frozen = load_config(old, {"model.freeze_encoder": "true"})["model"]
-        assert (frozen["backbone"], frozen["pooling"], frozen["fine_tune"]) == ("minilm", "mean", False)
-        over = load_config(TINY_CONFIG, {"model.encoder": "minilm"})["model"]  # an override renames the key alone
-        assert (over["backbone"], over["pooling"], over["fine_tune"]) == ("minilm", "mean", True)
+        model = load_config(old).model
+        assert (model.backbone, model.pooling, model.fine_tune) == ("minilm", "mean", True)
+        frozen = load_config(old, {"model.freeze_encoder": "true"}).model
+        assert (frozen.backbone, frozen.pooling, frozen.fine_tune) == ("minilm", "mean", False)
+        over = load_config(TINY_CONFIG, {"model.encoder": "minilm"}).model  # an override renames the key alone
+        assert (over.backbone, over.pooling, over.fine_tune) == ("minilm", "mean", True)
     said = [r.getMessage() for r in caplog.records]
     assert any("model.encoder is renamed model.backbone" in m and "0.20.0" in m for m in said)
     assert any("model.freeze_encoder is renamed model.fine_tune" in m for m in said)

@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from precomet.errors import PrecometError
-from precomet.estimator.config import load_config
+from precomet.estimator.config import EarlyStoppingConfig, TrainConfig, load_config
 from precomet.estimator.fitting import (
     best_metrics,
     build_module,
@@ -49,14 +49,23 @@ def cfg(encoder) -> dict:
     return load_config(TINY, {"model.backbone": str(encoder), "trainer.max_epochs": 1})
 
 
-def _split(cfg: dict) -> Split:
-    return split_rows(_rows(), None, data=cfg["data"], seed=0)
+def _with(cfg: TrainConfig, **changes) -> TrainConfig:
+    """``cfg`` with ``section__key=value`` changes (a new config; ``cfg`` is left as it is)."""
+    sections: dict = {}
+    for name, value in changes.items():
+        section, key = name.split("__")
+        sections.setdefault(section, {})[key] = value
+    return cfg.model_copy(update={s: getattr(cfg, s).model_copy(update=v) for s, v in sections.items()})
+
+
+def _split(cfg: TrainConfig) -> Split:
+    return split_rows(_rows(), None, data=cfg.data, seed=0)
 
 
 # ---------------------------------------------------------------------------------------------- rows
 def test_split_rows_by_document_with_training_statistics(cfg):
     rows = _rows()
-    split = split_rows(rows, None, data={**cfg["data"], "dev_fraction": 0.25}, seed=3)
+    split = split_rows(rows, None, data=_with(cfg, data__dev_fraction=0.25).data, seed=3)
     assert len(split.train) + len(split.dev) == len(rows) and split.dev
     docs = {(r["campaign"], r["doc"]) for r in split.dev}
     assert not docs & {(r["campaign"], r["doc"]) for r in split.train}  # whole documents on one side
@@ -66,12 +75,12 @@ def test_split_rows_by_document_with_training_statistics(cfg):
     assert split.method == "neg_avg" and split.normalisations == ["zscore"]
     z = split.standardised(split.train)
     assert z.mean() == pytest.approx(0.0, abs=1e-12) and z.std() == pytest.approx(1.0)
-    assert split_rows(rows, None, data={**cfg["data"], "dev_fraction": 0.25}, seed=3) == split  # seeded
+    assert split_rows(rows, None, data=_with(cfg, data__dev_fraction=0.25).data, seed=3) == split  # seeded
 
 
 def test_targets_that_teach_nothing_are_refused_and_huge_ones_standardise(cfg):
     rows = _rows()
-    data = {**cfg["data"], "dev_fraction": 0.0}
+    data = _with(cfg, data__dev_fraction=0.0).data
     with pytest.raises(PrecometError, match=r"training targets are all 0\.5: constant targets teach nothing"):
         split_rows([{**r, "target": 0.5} for r in rows], None, data=data, seed=0)
     with pytest.raises(PrecometError, match="at least 2 targets"):
@@ -99,34 +108,34 @@ def test_dev_target_errors_name_the_dev_file(cfg, tmp_path):
     rows = _rows()
     write_targets([{**r, "target": 0.5} for r in rows[20:]], tmp_path / "dev.jsonl")
     with pytest.raises(PrecometError, match=r"dev.jsonl: the 12 dev target\(s\) are all 0\.5"):
-        split_rows(rows[:20], tmp_path / "dev.jsonl", data=cfg["data"], seed=0)
+        split_rows(rows[:20], tmp_path / "dev.jsonl", data=cfg.data, seed=0)
 
 
 def test_split_rows_explicit_dev_no_dev_and_a_targets_file(cfg, tmp_path, caplog):
     rows = _rows()
-    split = split_rows(rows[:20], rows[15:25], data=cfg["data"], seed=0)
+    split = split_rows(rows[:20], rows[15:25], data=cfg.data, seed=0)
     assert split.dev == rows[15:25] and split.train == rows[:15]  # the five shared sources left training
     assert "dropped 5 training rows" in caplog.text
-    whole = split_rows(rows, None, data={**cfg["data"], "dev_fraction": 0.0}, seed=0)
+    whole = split_rows(rows, None, data=_with(cfg, data__dev_fraction=0.0).data, seed=0)
     assert whole.train == rows and whole.dev == [] and whole.standardised(whole.dev).shape == (0,)
     write_targets(rows, tmp_path / "targets.jsonl")
-    from_file = split_rows(tmp_path / "targets.jsonl", None, data=cfg["data"], seed=0)
+    from_file = split_rows(tmp_path / "targets.jsonl", None, data=cfg.data, seed=0)
     assert [r["id"] for r in from_file.train] == [r["id"] for r in _split(cfg).train]
 
 
 def test_split_rows_refuses_mixed_methods_and_a_dev_set_covering_training(cfg):
     rows = _rows()
     with pytest.raises(PrecometError, match="mix several utility methods"):
-        split_rows(rows[:2] + [{**rows[2], "method": "other"}], None, data=cfg["data"], seed=0)
+        split_rows(rows[:2] + [{**rows[2], "method": "other"}], None, data=cfg.data, seed=0)
     with pytest.raises(PrecometError, match="every training row shares its source text"):
-        split_rows(rows[:4], rows[:4], data=cfg["data"], seed=0)
+        split_rows(rows[:4], rows[:4], data=cfg.data, seed=0)
 
 
 # ---------------------------------------------------------------------------------------------- network
 def test_training_inputs_build_a_seeded_network_over_the_encoder_and_cap_its_length(cfg):
-    kind = TrainingInputs({**cfg, "data": {**cfg["data"], "max_length": 1000}})
+    kind = TrainingInputs(_with(cfg, data__max_length=1000))
     assert kind.max_length == 128 and kind.fine_tune  # the tiny tokenizer's model_max_length
-    assert TrainingInputs({**cfg, "data": {**cfg["data"], "max_length": 16}}).max_length == 16
+    assert TrainingInputs(_with(cfg, data__max_length=16)).max_length == 16
     assert kind.pad_id == kind.encoder.tokenizer.pad_token_id == 0
     torch.manual_seed(1)
     first = kind.network(cfg, ([], []))
@@ -143,7 +152,7 @@ def test_training_inputs_are_token_ids_when_fine_tuned_and_cached_vectors_when_f
     from precomet.encoders.transformer import TransformerEncoder
 
     split = _split(cfg)
-    short = {**cfg, "data": {**cfg["data"], "max_length": 8}}
+    short = _with(cfg, data__max_length=8)
     train_ids, dev_ids = TrainingInputs(short).encode(split, progress=False)
     assert len(train_ids) == len(split.train) and len(dev_ids) == len(split.dev)
     assert all(2 <= len(ids) <= 8 and ids[0] == 2 for ids in train_ids)  # <s> first, truncated to 8
@@ -153,7 +162,7 @@ def test_training_inputs_are_token_ids_when_fine_tuned_and_cached_vectors_when_f
     monkeypatch.setattr(
         TransformerEncoder, "_encode_batch", lambda self, texts: encoded.append(len(texts)) or real(self, texts)
     )
-    frozen = {**short, "model": {**short["model"], "fine_tune": False}}
+    frozen = _with(short, model__fine_tune=False)
     kind = TrainingInputs(frozen)
     train_x, dev_x = kind.encode(split, progress=False)
     assert train_x.shape == (len(split.train), 32) and dev_x.shape == (len(split.dev), 32)
@@ -161,7 +170,7 @@ def test_training_inputs_are_token_ids_when_fine_tuned_and_cached_vectors_when_f
     again = TrainingInputs(frozen).encode(split, progress=False)
     assert sum(encoded) == len({r["src"] for r in split.train + split.dev})  # from the cache: nothing encoded again
     assert torch.equal(again[0], train_x) and torch.equal(again[1], dev_x)
-    mixed = TrainingInputs({**frozen, "model": {**frozen["model"], "pooling": "mix"}})
+    mixed = TrainingInputs(_with(frozen, model__pooling="mix"))
     layers = mixed.encode(split, progress=False)[0]
     assert mixed.mix_layers == 3 and layers.shape == (len(split.train), 3 * 32)  # tiny: embeddings + 2 layers
     assert torch.allclose(layers[:, -32:], train_x, atol=1e-5)  # the last layer's mean is the plain pooling
@@ -174,7 +183,7 @@ def test_build_datamodule_standardised_batches(cfg):
         split,
         kind.encode(split, progress=False),
         pad_id=kind.pad_id,
-        data={**cfg["data"], "batch_size": 5},
+        data=_with(cfg, data__batch_size=5).data,
         seed=0,
     )
     batches = list(data.train_dataloader())
@@ -202,7 +211,7 @@ def test_checkpoint_meta_and_module(cfg, encoder):
     assert "cache_dir" not in meta["config"]["data"] and "ensemble" not in meta["config"]["model"]  # fine-tuned
     assert meta["training_sources"]["count"] == len({normalise_source(r["src"]) for r in split.train + split.dev})
     json.dumps(meta)  # plain JSON types: stored in every .ckpt
-    module = build_module(network, cfg["model"], fine_tune=True, meta=meta)
+    module = build_module(network, cfg.model, fine_tune=True, meta=meta)
     assert module.model is network and module.meta == meta
     assert (module.head_lr, module.encoder_lr, module.freeze_fraction) == (1e-3, 1e-4, 0.5)
 
@@ -211,7 +220,7 @@ def test_checkpoint_meta_and_module(cfg, encoder):
 def test_build_trainer_callbacks_accumulation_and_refusals(cfg, tmp_path):
     import pytorch_lightning as pl
 
-    cfg = {**cfg, "data": {**cfg["data"], "batch_size": 8, "effective_batch_size": 20}}
+    cfg = _with(cfg, data__batch_size=8, data__effective_batch_size=20)
     trainer, history = build_trainer(cfg, out_dir=tmp_path, has_dev=True, progress=False)
     assert trainer.accumulate_grad_batches == 3 and history == [] and not trainer.progress_bar_callback
     assert any(isinstance(c, pl.callbacks.EarlyStopping) for c in trainer.callbacks)
@@ -220,8 +229,8 @@ def test_build_trainer_callbacks_accumulation_and_refusals(cfg, tmp_path):
     alone, _ = build_trainer(cfg, out_dir=tmp_path, has_dev=False, progress=False)
     assert not any(isinstance(c, pl.callbacks.EarlyStopping) for c in alone.callbacks)
     assert alone.checkpoint_callback.monitor is None  # no dev set: the last epoch is kept
-    assert cfg["trainer"]["enable_progress_bar"] is None  # the config is not changed
-    bad = {**cfg, "trainer": {**cfg["trainer"], "precision": "nope"}}
+    assert cfg.trainer.enable_progress_bar is None  # the config is not changed
+    bad = _with(cfg, trainer__precision="nope")
     with pytest.raises(PrecometError, match="refused by Lightning"):
         build_trainer(bad, out_dir=tmp_path, has_dev=True, progress=False)
 
@@ -232,10 +241,14 @@ def test_best_metrics_follow_monitor_and_mode():
         {"epoch": 1, "val_pearson": 0.5, "val_loss": 1.1},
         {"epoch": 2, "val_pearson": 0.4, "val_loss": 0.8},
     ]
-    assert best_metrics(history, {"monitor": "val_pearson", "mode": "max"}, has_dev=True)["epoch"] == 1
-    assert best_metrics(history, {"monitor": "val_loss", "mode": "min"}, has_dev=True)["epoch"] == 2
-    assert best_metrics(history, {"monitor": "val_pearson", "mode": "max"}, has_dev=False) == {}
-    assert best_metrics([{"epoch": 0}], {"monitor": "val_pearson", "mode": "max"}, has_dev=True) == {}
+    pearson, loss = (
+        EarlyStoppingConfig(monitor="val_pearson", mode="max"),
+        EarlyStoppingConfig(monitor="val_loss", mode="min"),
+    )
+    assert best_metrics(history, pearson, has_dev=True)["epoch"] == 1
+    assert best_metrics(history, loss, has_dev=True)["epoch"] == 2
+    assert best_metrics(history, pearson, has_dev=False) == {}
+    assert best_metrics([{"epoch": 0}], pearson, has_dev=True) == {}
 
 
 def test_fit_reports_lightnings_exit_as_an_interrupt_and_restores_sigint():
@@ -263,13 +276,13 @@ def test_steps_fit_and_export_a_loadable_checkpoint(cfg, tmp_path):
     split = _split(cfg)
     pl.seed_everything(0, workers=True, verbose=False)
     kind = TrainingInputs(cfg)
-    data = build_datamodule(split, kind.encode(split, progress=False), pad_id=kind.pad_id, data=cfg["data"], seed=0)
+    data = build_datamodule(split, kind.encode(split, progress=False), pad_id=kind.pad_id, data=cfg.data, seed=0)
     network = kind.network(cfg, ([], []))
-    module = build_module(network, cfg["model"], fine_tune=True, meta=checkpoint_meta(cfg, split, kind))
+    module = build_module(network, cfg.model, fine_tune=True, meta=checkpoint_meta(cfg, split, kind))
     trainer, history = build_trainer(cfg, out_dir=tmp_path, has_dev=True, progress=False)
     fit(trainer, module, data)
     assert [h["epoch"] for h in history] == [0] and math.isfinite(history[0]["val_pearson"])
-    dev_metrics = best_metrics(history, cfg["early_stopping"], has_dev=True)
+    dev_metrics = best_metrics(history, cfg.early_stopping, has_dev=True)
     best = export_best(trainer, tmp_path, extra_meta={"dev_metrics": dev_metrics, "history": history})
     assert best.is_file() and best.parent == tmp_path / "lightning"
     estimator = load_estimator(tmp_path)
