@@ -38,6 +38,11 @@ CLUSTERS = 32
 QUANTILE = 0.99
 """Share of the training sources that lie within ``radius`` of their nearest centre."""
 
+RADIUS_FLOOR = 1e-4
+"""The smallest radius: cosine distances below it are float rounding, not distance (float32 centres; a source encoded
+in another batch differs in its last digits). With no more distinct training sources than :data:`CLUSTERS`, each is
+its own centre and the 99 % radius would be 0: every source, the training ones included, would lie "far"."""
+
 FAR_SHARE = 0.05
 """The warning is given when at least this share of the scored sources lie beyond the radius."""
 
@@ -57,7 +62,7 @@ def fit_coverage(vectors: np.ndarray, *, clusters: int = CLUSTERS, seed: int = 0
     k = min(clusters, len(distinct))
     _, centres = fit_kmeans(distinct, k=k, seed=seed, n_init=1)
     centroids = _unit(centres)
-    radius = float(np.quantile(nearest_distance(unit, centroids), QUANTILE))
+    radius = max(float(np.quantile(nearest_distance(unit, centroids), QUANTILE)), RADIUS_FLOOR)
     return {"centroids": centroids.astype(np.float32), "radius": np.array([radius], dtype=np.float32)}
 
 

@@ -14,6 +14,7 @@ from precomet.estimator.checkpoint import HEAD
 from precomet.estimator.coverage import (
     FAR_SHARE,
     LEGACY,
+    RADIUS_FLOOR,
     coverage_warning,
     far_share,
     fit_coverage,
@@ -35,6 +36,16 @@ def test_sources_like_the_training_ones_are_near_and_others_far():
     assert far_share(_clusters(1000, seed=1), coverage) < FAR_SHARE  # about 1 % by construction
     assert far_share(_clusters(1000, shift=3.0, seed=2), coverage) > 0.9
     assert far_share(_clusters(1000, seed=1) * 7.5, coverage) == far_share(_clusters(1000, seed=1), coverage)  # scale
+
+
+def test_training_sources_read_again_are_near_when_each_is_its_own_centre():
+    """With no more distinct training sources than centres the 99 % radius would be 0, and float rounding (another
+    batch, float32 centres) put the training sources themselves "far"; the radius has a floor."""
+    training = _clusters(20)  # fewer than CLUSTERS: each vector its own centre
+    coverage = fit_coverage(training)
+    again = training.astype(np.float32) * (1 + 1e-6 * np.random.default_rng(0).standard_normal(training.shape))
+    assert far_share(again, coverage) == 0.0 and float(coverage["radius"][0]) == pytest.approx(RADIUS_FLOOR)
+    assert far_share(_clusters(20, shift=3.0, seed=9), coverage) > 0.9  # other sources are still far
 
 
 def test_warning_only_from_the_threshold():
