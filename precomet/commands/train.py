@@ -63,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
     overrides = {k.split(":", 1)[1]: v for k, v in vars(args).items() if k.startswith("override:")}
     if args.config is None:
         overrides = shipped_overrides(overrides)
-        backbone = overrides["model.backbone"]
+        backbone = overrides.get("model.encoder") or overrides["model.backbone"]  # model.encoder: 0.18's name
         if not secondary_process():  # the other processes of a multi-device run re-run this command
             print(f"no --config: the shipped estimator's configuration (configs/precomet-e5.yaml), on {backbone}")
     result = train(args.train, out_dir=args.output, dev_rows=args.dev, config=args.config, overrides=overrides)

@@ -85,8 +85,9 @@ class SentenceEncoder(ABC):
         return self
 
     def batched(self, batch_size: int) -> SentenceEncoder:
-        """This encoder with ``batch_size`` texts per batch where a caller sizes them (a Hugging Face model on a GPU);
-        an encoder that sizes its own batches (e5-small's windows) keeps them. Returns the encoder."""
+        """This encoder, set to ``batch_size`` texts per batch where a caller sizes them (a Hugging Face model on a
+        GPU; the instance changes: call it on an encoder you own); an encoder that sizes its own batches (e5-small's
+        windows) keeps them. Returns the encoder."""
         return self
 
     def int8(self) -> SentenceEncoder:

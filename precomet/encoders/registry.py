@@ -93,7 +93,7 @@ def model_folder(name: str) -> Path:
     path = Path(name).expanduser()
     if path.is_dir():
         return path
-    if name in ENCODERS:
+    if name in ENCODERS or name.startswith(ST_PREFIX):
         raise PrecometError(
             f"encoder {name!r} is frozen by design (no Hugging Face weights to fine-tune or pool by tokens): use it"
             " with model.fine_tune false and model.pooling encoder, or name a Hugging Face model as model.backbone"

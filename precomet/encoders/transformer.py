@@ -117,6 +117,8 @@ class TransformerEncoder(SentenceEncoder):
             )
         self.layers, self.normalise = layers, normalise
         self.max_length = self.max_tokens = int(max_length or type(self).max_length)  # type: ignore[misc]
+        if layers == "all":  # one vector per layer (25 x 1024 floats a source for XLM-R large): kept in memory only
+            self.shared_cache = False  # type: ignore[misc]
         self._loaded: tuple[Any, Any] | None = None
         self._tokenizer: Any = None
         self._digest: str | None = None
@@ -134,8 +136,12 @@ class TransformerEncoder(SentenceEncoder):
         return self._loaded
 
     def module(self) -> Any:
-        """The :class:`~precomet.encoders.pooling.TokenVectors` this encoder runs (loads it): fine-tuning trains it."""
-        return self._load()[0]
+        """A fresh :class:`~precomet.encoders.pooling.TokenVectors` of the folder's weights, pooled as this encoder
+        pools (loads them): what fine-tuning trains, leaving this encoder's own model as it is."""
+        from precomet.encoders.pooling import TokenVectors
+
+        model, _ = load_transformer(self.location, name=f"{self.name}:{self.location}")
+        return TokenVectors(model, layers=self.layers, normalise=self.normalise)
 
     @property
     def tokenizer(self) -> Any:
@@ -221,6 +227,7 @@ class TransformerEncoder(SentenceEncoder):
         return quantised
 
     def batched(self, batch_size: int) -> TransformerEncoder:
+        """Sets this encoder's batch size (the caller owns the instance: an estimator's reader, a training run)."""
         self.batch_size = batch_size
         return self
 

@@ -1,9 +1,7 @@
-"""Estimators on a registered sentence encoder (:mod:`precomet.encoders`): the encoder stays frozen outside
-the network, its vectors are computed once (and cached on disk with ``data.cache_dir``), and only an MLP
-head is trained with Lightning. Chosen with ``model.backbone`` in the training config (``e5-small`` reads
-about 100 languages offline; ``surface`` and ``length`` need no model). The checkpoint holds ``precomet.json``
-(with ``backbone``: the encoder's name and version, checked on load) and ``head.safetensors`` — never the
-encoder, which comes from its installed package."""
+"""A registered encoder as a checkpoint names it (:func:`backbone_encoder`: its identity checked on load) and the
+vectors of a training split (:func:`encode_split`: each distinct source once, cached). A checkpoint on a registered
+encoder read as registered holds ``precomet.json`` (with ``backbone``) and ``head.safetensors`` — never the encoder,
+which comes from its installed package."""
 
 from __future__ import annotations
 

@@ -210,7 +210,8 @@ def _network(
     model: EstimatorNetwork | EnsembleHead = (
         EnsembleHead(members, meta.ensemble.scaling) if meta.ensemble else members[0]
     )
-    if meta.backbone is None and not any(name in head for name in _STANDARDISATION):
+    legacy = meta.backbone is None and meta.ensemble is None  # 0.18's Hugging Face heads: never an ensemble
+    if legacy and not any(name in head for name in _STANDARDISATION):
         head = {**head, **{name: getattr(members[0], name) for name in _STANDARDISATION}}
     first = next((t for k, t in head.items() if k.endswith("head.0.weight") and t.ndim == 2), None)
     if first is not None and first.shape[1] != len(members[0].feature_mean):
@@ -238,8 +239,8 @@ def _encoder_location(path: Path, meta: CheckpointMeta) -> Path:
     package = meta.encoder_package
     if package is None:
         return path / ENCODER
-    packaged = sorted(name for name in ENCODERS if fine_tunable_folder(name) is not None)
-    if package.name not in packaged:
+    if package.name not in ENCODERS or fine_tunable_folder(package.name) is None:
+        packaged = sorted(name for name in ENCODERS if fine_tunable_folder(name) is not None)
         raise PrecometError(
             f"{path / META}: encoder_package {package.model_dump()!r} is not an installed encoder; known: {packaged}"
         )
@@ -299,12 +300,13 @@ def export_lightning(ckpt_path: str | Path, out_dir: Path, *, extra_meta: dict[s
             except RuntimeError as err:
                 detail = " ".join(str(err).split())[:300]
                 raise PrecometError(f"{ckpt_path}: encoder weights do not match {location} ({detail})") from None
-    network = _checked_head(head, typed, where=ckpt_path)
+    network = head_network(head, typed, where=ckpt_path)
     write_checkpoint_files(out_dir, network=network, meta={**meta, **(extra_meta or {})}, encoder=encoder)
 
 
-def _checked_head(head: dict[str, torch.Tensor], meta: CheckpointMeta, *, where: Any) -> EstimatorNetwork:
-    """A network holding ``head``, refused when the weights' names or shapes are not the head ``meta`` describes."""
+def head_network(head: dict[str, torch.Tensor], meta: CheckpointMeta, *, where: Any) -> EstimatorNetwork:
+    """A network (without its encoder) holding ``head``, its width and mix read from the tensors; refused when the
+    weights' names or shapes are not the head ``meta`` describes."""
     dim = len(head["feature_mean"]) if "feature_mean" in head else 0
     mix = head.get("mix.weights")
     try:

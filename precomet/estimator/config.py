@@ -77,7 +77,7 @@ class _Section(BaseModel):
 
 class ModelConfig(_Section):
     # the encoder: a registered name (e5-small, minilm, surface, length, hf:DIR, st:NAME), a model folder or hub id
-    backbone: str = "e5-small"
+    backbone: Annotated[str, Field(min_length=1)] = "e5-small"
     fine_tune: bool = False  # train the encoder with the head (a Hugging Face model); false: frozen, vectors cached
     # encoder: the encoder's own vectors; mean, mix: a Hugging Face model's token means (last layer; layers mixed)
     pooling: Literal["encoder", "mean", "mix"] = "encoder"
@@ -152,9 +152,9 @@ read as registered (``model.pooling: encoder``, frozen) keeps its own limits."""
 MACHINE_LOCAL = {"data.cache_dir"}
 """Where this machine keeps things: never recorded in a checkpoint."""
 RENAMED_KEYS = {"model.encoder": "model.backbone", "model.freeze_encoder": "model.fine_tune"}
-"""Keys of 0.18 and earlier, read until 0.20.0 with a warning: ``model.encoder: X`` is ``model.backbone: X`` with
-``model.pooling: mean`` (its default then) and ``model.fine_tune: true`` (likewise); ``model.freeze_encoder: B`` is
-``model.fine_tune: not B``."""
+"""Keys of 0.18 and earlier, read until 0.20.0 with a warning (:func:`_renamed`): ``model.encoder: X`` is
+``model.backbone: X`` with ``model.pooling: mean`` and ``model.fine_tune: true`` (0.18's defaults) where nothing else
+says; ``model.freeze_encoder: B`` is ``model.fine_tune: not B``."""
 
 
 def inapplicable_keys(config: TrainConfig) -> set[str]:
@@ -203,13 +203,13 @@ def load_config(path: str | Path | None = None, overrides: dict[str, Any] | None
     of :data:`RENAMED_KEYS` are read with a warning."""
     given: dict[str, Any] = {}
     if path is not None:
-        _merge(given, _renamed(_read_yaml(Path(path)), where=str(path), whole=True), where=str(path))
+        _merge(given, _renamed(_read_yaml(Path(path)), where=str(path), given={}), where=str(path))
     overridden: dict[str, Any] = {}
     for dotted, value in (overrides or {}).items():
         if isinstance(value, str):
             value = yaml.safe_load(value) if value.strip() else value
         section, _, key = dotted.partition(".")
-        update = _renamed({section: {key: value}} if key else {section: value}, where="override", whole=False)
+        update = _renamed({section: {key: value}} if key else {section: value}, where="override", given=given)
         _merge(given, update, where="override")
         _merge(overridden, update, where="override")
     try:
@@ -220,10 +220,11 @@ def load_config(path: str | Path | None = None, overrides: dict[str, Any] | None
     return config
 
 
-def _renamed(update: dict[str, Any], *, where: str, whole: bool) -> dict[str, Any]:
-    """``update`` with the keys of :data:`RENAMED_KEYS` translated (one warning each). In a ``whole`` file written
-    for 0.18, ``model.encoder`` also brings that version's defaults (``pooling: mean``, fine-tuned) where the file
-    leaves them out; an override renames the key alone, on top of what the file says."""
+def _renamed(update: dict[str, Any], *, where: str, given: dict[str, Any]) -> dict[str, Any]:
+    """``update`` (a file's mapping, or one override) with the keys of :data:`RENAMED_KEYS` translated, one warning
+    each, keeping 0.18's meaning. There, a non-empty ``model.backbone`` was a frozen registered encoder and the
+    Hugging Face keys beside it were unread; otherwise ``model.encoder`` was a Hugging Face model, mean pooled and
+    fine-tuned unless the file, an earlier override (``given``) or ``update`` itself says otherwise."""
     model = update.get("model")
     if not isinstance(model, dict) or not ({"encoder", "freeze_encoder"} & set(model)):
         return update
@@ -237,14 +238,23 @@ def _renamed(update: dict[str, Any], *, where: str, whole: bool) -> dict[str, An
                 old,
                 RENAMED_KEYS[f"model.{old}"],
             )
-    if "encoder" in model:
-        model.setdefault("backbone", model.pop("encoder"))
-        if whole:
-            model.setdefault("pooling", "mean")
-            model.setdefault("fine_tune", True)
-    if "freeze_encoder" in model:
-        frozen = model.pop("freeze_encoder")
-        model["fine_tune"] = (not frozen) if isinstance(frozen, bool) else frozen
+    frozen = model.pop("freeze_encoder", None)
+    if frozen is not None and not isinstance(frozen, bool):
+        raise PrecometError(f"{where}: model.freeze_encoder must be true or false, got {frozen!r}")
+    encoder = model.pop("encoder", None)
+    if model.get("backbone"):  # 0.18: a registered backbone; its Hugging Face keys were unread
+        if model.get("pooling") == "mean":
+            model["pooling"] = "encoder"
+        return {**update, "model": model}
+    known = {**given.get("model", {}), **model}
+    if encoder is not None:
+        model["backbone"] = encoder
+        if "pooling" not in known:
+            model["pooling"] = "mean"
+    if frozen is not None:
+        model["fine_tune"] = not frozen
+    elif encoder is not None and "fine_tune" not in known:
+        model["fine_tune"] = True
     return {**update, "model": model}
 
 

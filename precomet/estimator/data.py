@@ -4,7 +4,7 @@ batches and the ``LightningDataModule`` (token ids, or cached pooled features fo
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
@@ -16,7 +16,6 @@ from torch.utils.data import DataLoader, Dataset, Sampler
 
 from precomet.errors import PrecometError
 from precomet.estimator.leakage import NEAR, NearDuplicates, connected_groups
-from precomet.progress import progress as progress_bar
 
 logger = logging.getLogger(__name__)
 
@@ -109,32 +108,6 @@ def check_batch_size(batch_size: int) -> int:
     if batch_size < 1:
         raise PrecometError(f"batch_size must be >= 1, got {batch_size}")
     return batch_size
-
-
-def run_batches(
-    fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
-    ids: Sequence[Sequence[int]],
-    *,
-    pad_id: int,
-    batch_size: int,
-    device: str,
-    progress: bool | None = None,
-    desc: str = "predict",
-) -> torch.Tensor:
-    """Apply ``fn(input_ids, attention_mask)`` to length-sorted batches; rows come back in input order."""
-    check_batch_size(batch_size)
-    if not ids:
-        raise PrecometError("no sources to run")
-    out = torch.empty(0)
-    batches = length_sorted_batches([len(x) for x in ids], batch_size)
-    with torch.inference_mode():
-        for batch in progress_bar(batches, desc=desc, unit="batch", enabled=progress):
-            input_ids, mask = pad_batch([ids[i] for i in batch], pad_id)
-            values = fn(input_ids.to(device), mask.to(device)).float().cpu()
-            if not out.numel():
-                out = torch.empty((len(ids), *values.shape[1:]), dtype=values.dtype)
-            out[torch.as_tensor(batch)] = values
-    return out
 
 
 class BucketBatchSampler(Sampler[list[int]]):

@@ -63,8 +63,9 @@ def _history_callback(history: list[dict[str, float]]):
 def checkpoint_meta(cfg: TrainConfig, split: Split, inputs: TrainingInputs) -> dict[str, Any]:
     """The checkpoint metadata known before training (``precomet.json`` without ``dev_metrics`` and
     ``history``, which :func:`export_best` adds); stored in every Lightning ``.ckpt``. A registered encoder is
-    recorded as ``backbone`` (its identity); a Hugging Face encoder named by ``model.encoder`` as ``encoder``, with
-    the installed package it was frozen from or the folder the export copies it from."""
+    recorded as ``backbone`` (its identity); a Hugging Face encoder read by tokens as ``encoder`` (the
+    ``model.backbone`` given), with the installed package it was frozen from or the folder the export copies it
+    from."""
     backbone = inputs.backbone
     package = None if backbone else packaged_encoder(inputs.spec, frozen=not inputs.fine_tune)
     encoder = (

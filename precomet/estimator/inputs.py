@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import torch
 
 from precomet.encoders import SentenceEncoder, get_encoder
 from precomet.encoders.registry import model_folder
@@ -161,6 +162,9 @@ class TrainingInputs:
         self.encoder: SentenceEncoder = self._registered() if self.registered else self._hugging_face(cfg)
         self.mix_layers = self.encoder.hidden_states() if self.pooling == "mix" else None  # type: ignore[attr-defined]
         self.cache_dir = cfg.data.cache_dir or None
+        accelerator = str(cfg.trainer.accelerator)
+        self.device = "cuda" if accelerator in ("auto", "gpu", "cuda") and torch.cuda.is_available() else "cpu"
+        """Where a Hugging Face encoder read by tokens computes its frozen vectors (a GPU when training may use one)."""
 
     def _registered(self) -> SentenceEncoder:
         """The registered encoder ``model.backbone`` names, or a Hugging Face model folder or hub id run as
@@ -172,7 +176,7 @@ class TrainingInputs:
                 folder = model_folder(self.spec)
             except PrecometError:
                 raise PrecometError(f"model.backbone {self.spec!r}: {err}") from None
-        self.spec = f"hf:{folder}"
+        self.spec = f"hf:{folder.resolve()}"
         return TransformerEncoder(folder)
 
     def _hugging_face(self, cfg: TrainConfig) -> TransformerEncoder:
@@ -217,7 +221,18 @@ class TrainingInputs:
         fine-tuned one (truncated sources counted in a warning)."""
         parts = (split.train, split.dev)
         if not self.fine_tune:
-            train, dev = encode_split(self.encoder, parts, cache_dir=self.cache_dir, progress=progress)
+            limit = self.encoder.max_tokens
+            for part in parts:
+                if part and limit is not None:
+                    warn_truncated(self.encoder.count_truncated([r["src"] for r in part]), len(part), limit)
+            if self.registered:  # run as registered, on its own device
+                train, dev = encode_split(self.encoder, parts, cache_dir=self.cache_dir, progress=progress)
+                return train, dev
+            self.encoder.to(self.device)  # a Hugging Face model read by tokens: on a GPU when training may use one
+            try:
+                train, dev = encode_split(self.encoder, parts, cache_dir=self.cache_dir, progress=progress)
+            finally:
+                self.encoder.to("cpu")
             return train, dev
         inputs = []
         for part in parts:

@@ -34,12 +34,11 @@ def predict_sources(
 ) -> np.ndarray:
     """Utility (higher = annotate first) of each source, in input order, whatever the estimator's backbone;
     ``estimator`` is a loaded :class:`~precomet.estimator.estimator.Estimator` or its checkpoint directory (loaded
-    on the device it runs on).
-    Sources longer than the checkpoint's ``max_length`` tokens are truncated and counted in a warning.
-    ``precision="int8"`` quantises a copy of the network (CPU only, see :data:`~precomet.estimator.estimator.
-    PRECISIONS`). With ``devices`` (Lightning's ``Trainer(devices=, strategy=, accelerator=)``, e.g. ``devices=4,
-    strategy="ddp"``) prediction runs through ``Trainer.predict`` (:mod:`precomet.estimator.multidevice`) and
-    ``device`` is ignored."""
+    on the device it runs on). Sources longer than the encoder reads are truncated and counted in a warning.
+    ``precision="int8"`` quantises a copy of the network and of a Hugging Face encoder (CPU only, see
+    :data:`~precomet.estimator.estimator.PRECISIONS`). With ``devices`` (Lightning's ``Trainer(devices=, strategy=,
+    accelerator=)``, e.g. ``devices=4, strategy="ddp"``) prediction runs through ``Trainer.predict``
+    (:mod:`precomet.estimator.multidevice`) and ``device`` is ignored."""
     device = check_precision(precision, device)
     _check_devices(devices)
     if devices is None and (strategy is not None or accelerator is not None):

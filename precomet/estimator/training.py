@@ -28,7 +28,7 @@ from safetensors.torch import load_file, save_file
 from scipy.stats import kendalltau, pearsonr
 
 from precomet.campaign import HUMAN, Campaign
-from precomet.estimator.checkpoint import HEAD, META, read_meta, write_meta
+from precomet.estimator.checkpoint import ENCODER, HEAD, META, head_network, read_meta, write_meta
 from precomet.estimator.config import TrainConfig, load_config
 from precomet.estimator.coverage import fit_coverage, write_coverage
 from precomet.estimator.fitting import (
@@ -41,7 +41,7 @@ from precomet.estimator.fitting import (
     fit,
 )
 from precomet.estimator.inputs import Split, TrainingInputs, build_datamodule, split_rows
-from precomet.estimator.model import EnsembleHead, EstimatorNetwork
+from precomet.estimator.model import EnsembleHead
 from precomet.estimator.targets import build_targets
 from precomet.outputs.atomic import output_set
 from precomet.outputs.paths import check_output
@@ -116,7 +116,8 @@ def train(
     cfg = load_config(config, overrides)
     check_trainer_settings(cfg, out_dir=Path(out_dir))
     kind = TrainingInputs(cfg)  # an unknown encoder is refused before any row is read
-    seed, members = cfg.seed_everything, cfg.model.ensemble
+    seed = cfg.seed_everything
+    members = 1 if cfg.model.fine_tune else cfg.model.ensemble  # an ensemble is of heads on one frozen encoder
     split = split_rows(train_rows, dev_rows, data=cfg.data, seed=seed)
     final_dir = Path(out_dir)
     with output_set() as out:  # a failed or interrupted run leaves nothing; a finished one everything
@@ -171,9 +172,8 @@ def combine_members(work: Path, member_dirs: Sequence[Path], inputs: Sequence[to
     metas = [read_meta(d) for d in member_dirs]
     heads = [load_file(str(d / HEAD)) for d in member_dirs]
     members, scaling = [], []
-    for meta, state in zip(metas, heads):
-        member = EstimatorNetwork(len(state["feature_mean"]), hidden_sizes=meta.hidden_sizes, dropout=meta.dropout)
-        member.load_state_dict(state, strict=True)
+    for meta, state, folder in zip(metas, heads, member_dirs):
+        member = head_network(state, meta, where=folder / HEAD)
         with torch.inference_mode():
             train_out = member.eval().score_features(inputs[0].float())
         scaling.append([float(train_out.mean()), max(float(train_out.std()), 1e-8)])
@@ -200,6 +200,8 @@ def combine_members(work: Path, member_dirs: Sequence[Path], inputs: Sequence[to
     first = {k: v for k, v in recorded[0].items() if k not in ("dev_metrics", "history")}  # its config: seed 0's
     write_meta(work / META, {**first, "ensemble": combined, "dev_metrics": dev_metrics})
     shutil.move(str(member_dirs[0] / "lightning"), str(work / "lightning"))
+    if (member_dirs[0] / ENCODER).is_dir():  # a Hugging Face encoder the checkpoint carries: the same in every member
+        shutil.move(str(member_dirs[0] / ENCODER), str(work / ENCODER))
     for folder in member_dirs:
         shutil.rmtree(folder)
     return dev_metrics

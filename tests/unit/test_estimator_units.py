@@ -625,6 +625,16 @@ def test_the_keys_of_0_18_are_read_with_a_warning_until_0_20(tmp_path, caplog):
         assert (frozen.backbone, frozen.pooling, frozen.fine_tune) == ("minilm", "mean", False)
         over = load_config(TINY_CONFIG, {"model.encoder": "minilm"}).model  # an override renames the key alone
         assert (over.backbone, over.pooling, over.fine_tune) == ("minilm", "mean", True)
+        alone = load_config(None, {"model.encoder": "minilm"}).model  # 0.18: fine-tune it, mean pooled
+        assert (alone.backbone, alone.pooling, alone.fine_tune) == ("minilm", "mean", True)
+        old.write_text('model:\n  backbone: ""\n  encoder: minilm\n  freeze_encoder: true\n')
+        empty = load_config(old).model  # 0.18's "no backbone"
+        assert (empty.backbone, empty.pooling, empty.fine_tune) == ("minilm", "mean", False)
+        old.write_text("model:\n  backbone: e5-small\n  encoder: xlm-roberta-large\n  pooling: mean\n")
+        registered = load_config(old).model  # 0.18: a frozen registered backbone, its Hugging Face keys unread
+        assert (registered.backbone, registered.pooling, registered.fine_tune) == ("e5-small", "encoder", False)
+        with pytest.raises(PrecometError, match="override: model.freeze_encoder must be true or false, got 'yes'"):
+            load_config(None, {"model.freeze_encoder": "'yes'"})
     said = [r.getMessage() for r in caplog.records]
     assert any("model.encoder is renamed model.backbone" in m and "0.20.0" in m for m in said)
     assert any("model.freeze_encoder is renamed model.fine_tune" in m for m in said)
@@ -759,7 +769,7 @@ def test_int8_quantises_a_hugging_face_encoder_as_well_as_the_head(encoder_dir):
     reader = Reader(encoder=_encoder(encoder_dir), network=_model(encoder_dir)[0].eval())
     quantised = reader.int8()
     assert quantised.encoder.identity()["precision"] == "int8" and "precision" not in reader.encoder.identity()
-    kinds = {type(m).__module__ for m in quantised.encoder.module().modules()}
+    kinds = {type(m).__module__ for m in quantised.encoder._load()[0].modules()}  # the model it runs
     assert any("quantized" in kind for kind in kinds)  # the encoder's linear layers run in int8
     fp32, int8 = encode_cached(reader.encoder, TEXTS[:6]), encode_cached(quantised.encoder, TEXTS[:6])
     assert not np.array_equal(fp32, int8) and np.corrcoef(fp32.ravel(), int8.ravel())[0, 1] > 0.95

@@ -363,3 +363,29 @@ def test_train_leaves_the_callers_random_generators_alone(encoder, tmp_path):
     assert np.array_equal(before[1], after[1])
     assert torch.equal(before[2], after[2])
     assert before[3] == after[3]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("pooling", ["mean", "mix"])
+def test_an_ensemble_on_a_frozen_hugging_face_encoder_trains_and_loads(encoder, tmp_path, pooling):
+    """The members' heads (with their mix) combine, and the encoder the checkpoint carries survives the members."""
+    from precomet.estimator import load_estimator, predict_sources
+
+    overrides = {"model.backbone": str(encoder), "model.fine_tune": False, "model.pooling": pooling}
+    train(_rows(), out_dir=tmp_path / "o", config=TINY, overrides={**overrides, "model.ensemble": 2}, progress=False)
+    estimator = load_estimator(tmp_path / "o")
+    assert estimator.meta.ensemble is not None and estimator.meta.ensemble.members == 2
+    assert (tmp_path / "o" / "encoder").is_dir() and not list((tmp_path / "o").glob("member-*"))
+    assert np.isfinite(predict_sources(estimator, [r["src"] for r in _rows()[:5]])).all()
+
+
+@pytest.mark.slow
+def test_switching_a_frozen_config_to_fine_tuning_trains_one_network_whatever_its_ensemble(encoder, tmp_path):
+    """``model.ensemble`` is a frozen encoder's key: a file's, left unread by ``--model.fine_tune true``, is unread."""
+    frozen = tmp_path / "frozen.yaml"
+    frozen.write_text(TINY.read_text().replace("fine_tune: true", "fine_tune: false\n  ensemble: 3"))
+    overrides = {"model.backbone": str(encoder), "model.fine_tune": "true", "trainer.max_epochs": 1}
+    train(_rows(), out_dir=tmp_path / "o", config=frozen, overrides=overrides, progress=False)
+    meta = json.loads((tmp_path / "o" / "precomet.json").read_text())
+    assert "ensemble" not in meta and "ensemble" not in meta["config"]["model"] and meta["config"]["model"]["fine_tune"]
+    assert (tmp_path / "o" / "encoder").is_dir() and not list((tmp_path / "o").glob("member-*"))
