@@ -50,6 +50,18 @@ def history_rows(*, n_campaigns: int, n_items: int, n_systems: int, seed: int, n
     return rows
 
 
+def untimed_json(result) -> str:
+    """``result.to_dict()`` as sorted JSON without its timings (keys ending in ``seconds``): what two runs that must
+    agree are compared on."""
+
+    def strip(value):
+        if isinstance(value, dict):
+            return {k: strip(v) for k, v in value.items() if not k.endswith("seconds")}
+        return [strip(v) for v in value] if isinstance(value, list) else value
+
+    return json.dumps(strip(result.to_dict()), sort_keys=True)
+
+
 def assert_unchanged(before, after, where="value"):
     """Deep equality of a deep copy taken before a call and the object after it (mappings, lists, tuples item by
     item, arrays by dtype, shape and values with NaN equal to NaN): the "never mutate the caller's data" check."""

@@ -1,6 +1,5 @@
 """Work on several cores gives the numbers one core gives (precomet.parallel, run_benchmark(..., workers=))."""
 
-import json
 import os
 
 import numpy as np
@@ -10,6 +9,7 @@ from precomet.benchmark import BenchmarkPlan, run_benchmark
 from precomet.errors import PrecometError
 from precomet.parallel import check_workers, default_workers, map_forked
 from precomet.simulate import simulate_campaign
+from tests.conftest import untimed_json
 
 
 def _pid_and_square(x: int) -> tuple[int, int]:
@@ -38,15 +38,6 @@ def test_workers_are_checked(monkeypatch):
         default_workers()
 
 
-def _untimed(result) -> str:
-    def strip(value):
-        if isinstance(value, dict):
-            return {k: strip(v) for k, v in value.items() if not k.endswith("seconds")}
-        return [strip(v) for v in value] if isinstance(value, list) else value
-
-    return json.dumps(strip(result.to_dict()), sort_keys=True)
-
-
 def _surface(texts: list[str]) -> np.ndarray:
     return np.array([[len(t), t.count(" "), sum(c in "aeiou" for c in t)] for t in texts], dtype=float)
 
@@ -68,7 +59,7 @@ def test_the_benchmark_is_the_same_on_one_core_and_on_two(budget_unit):
     external = {"given": np.arange(60.0)[::-1]}
     one = run_benchmark(campaign, plan, external=external, workers=1, progress=False)
     two = run_benchmark(campaign, plan, external=external, workers=2, progress=False)
-    assert _untimed(one) == _untimed(two)
+    assert untimed_json(one) == untimed_json(two)
     assert list(two.methods) == ["metric_var", "metric_avg", "kmeans", "given"] and two.oracle is not None
 
 

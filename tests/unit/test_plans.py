@@ -5,7 +5,6 @@ until 0.20.0."""
 from __future__ import annotations
 
 import dataclasses
-import json
 import warnings
 
 import numpy as np
@@ -16,20 +15,12 @@ from precomet.deprecated import REMOVED_IN
 from precomet.errors import PrecometError
 from precomet.selection import SubsetPlan, select_subset
 from precomet.simulate import simulate_campaign
+from tests.conftest import untimed_json
 
 
 @pytest.fixture(scope="module")
 def campaign():
     return simulate_campaign(n_items=60, n_systems=4, seed=7)
-
-
-def _untimed(result) -> str:
-    def strip(value):
-        if isinstance(value, dict):
-            return {k: strip(v) for k, v in value.items() if not k.endswith("seconds")}
-        return [strip(v) for v in value] if isinstance(value, list) else value
-
-    return json.dumps(strip(result.to_dict()), sort_keys=True)
 
 
 def _ours(call):
@@ -73,7 +64,7 @@ def test_run_benchmark_old_keywords_warn_once_and_give_the_plans_result(campaign
         )
     )
     assert none == []
-    assert _untimed(old) == _untimed(new)
+    assert untimed_json(old) == untimed_json(new)
     assert new.signature["method_options"] == {"metric_var": {}} and new.signature["null_orderings"] == 10
 
 
