@@ -10,9 +10,9 @@ from tokenizers import Tokenizer
 from precomet.errors import PrecometError
 
 
-def token_ids(tokenizer: Any, texts: Sequence[str], *, max_length: int) -> tuple[list[list[int]], int]:
-    """Token ids per text, truncated to ``max_length`` (special tokens included); returns the ids and the
-    number of texts that were truncated. Uses a private copy of the fast tokenizer's backend."""
+def truncating(tokenizer: Any, *, max_length: int) -> Tokenizer:
+    """A private copy of a fast tokenizer's backend that truncates to ``max_length`` tokens (special tokens included)
+    and does not pad: build it once and reuse it (copying the backend costs more than tokenising a chunk)."""
     backend = getattr(tokenizer, "backend_tokenizer", None)
     if backend is None:
         raise PrecometError(
@@ -21,5 +21,12 @@ def token_ids(tokenizer: Any, texts: Sequence[str], *, max_length: int) -> tuple
     local = Tokenizer.from_str(backend.to_str())
     local.no_padding()
     local.enable_truncation(max_length=max_length)
+    return local
+
+
+def token_ids(tokenizer: Any, texts: Sequence[str], *, max_length: int) -> tuple[list[list[int]], int]:
+    """Token ids per text, truncated to ``max_length`` (special tokens included); returns the ids and the
+    number of texts that were truncated. ``tokenizer``: a fast tokenizer, or a :func:`truncating` copy of one."""
+    local = tokenizer if isinstance(tokenizer, Tokenizer) else truncating(tokenizer, max_length=max_length)
     encodings = local.encode_batch(list(texts))
     return [e.ids for e in encodings], sum(1 for e in encodings if e.overflowing)

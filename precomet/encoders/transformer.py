@@ -121,6 +121,7 @@ class TransformerEncoder(SentenceEncoder):
             self.shared_cache = False  # type: ignore[misc]
         self._loaded: tuple[Any, Any] | None = None
         self._tokenizer: Any = None
+        self._truncating: Any = None
         self._digest: str | None = None
         self._device = "cpu"
         self._quantised = False
@@ -159,7 +160,7 @@ class TransformerEncoder(SentenceEncoder):
         hidden, depth = _count(config.get("hidden_size")), _count(config.get("num_hidden_layers"))
         if hidden is None or (self.layers == "all" and depth is None):
             return None
-        return hidden * (depth + 1 if self.layers == "all" and depth else 1)
+        return hidden * (depth + 1 if self.layers == "all" and depth is not None else 1)
 
     @property
     def dim(self) -> int:
@@ -167,8 +168,8 @@ class TransformerEncoder(SentenceEncoder):
         known = self.known_dim()
         if known is not None:
             return known
-        config = self._load()[0].config
-        return int(config.hidden_size) * (int(config.num_hidden_layers) + 1 if self.layers == "all" else 1)
+        width = int(self._load()[0].config.hidden_size)
+        return width * (self.hidden_states() if self.layers == "all" else 1)
 
     def hidden_states(self) -> int:
         """Hidden states per text (the embeddings and every layer): what ``layers="all"`` pools one mean of."""
@@ -232,10 +233,13 @@ class TransformerEncoder(SentenceEncoder):
         return self
 
     def count_truncated(self, texts: Sequence[str]) -> int:
-        """How many of ``texts`` are longer than :attr:`max_length` tokens (special tokens included)."""
-        from precomet.encoders.tokens import token_ids
+        """How many of ``texts`` are longer than :attr:`max_length` tokens (special tokens included); the truncating
+        copy of the tokenizer is built once per encoder (predict counts every chunk of a pool)."""
+        from precomet.encoders.tokens import token_ids, truncating
 
-        return token_ids(self.tokenizer, texts, max_length=self.max_length)[1]
+        if self._truncating is None:
+            self._truncating = truncating(self.tokenizer, max_length=self.max_length)
+        return token_ids(self._truncating, texts, max_length=self.max_length)[1]
 
     def _encode_batch(self, texts: list[str]) -> np.ndarray:
         import torch
