@@ -37,11 +37,6 @@ class TokenVectors(nn.Module):
         """The Hugging Face model's config (``num_hidden_layers``, ``hidden_size``)."""
         return self.model.config
 
-    @property
-    def n_layers(self) -> int:
-        """Hidden states per text with ``layers="all"`` (the embeddings and every layer)."""
-        return int(self.model.config.num_hidden_layers) + 1
-
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
         every = self.layers == "all"
         out = self.model(input_ids=input_ids, attention_mask=attention_mask, output_hidden_states=every)

@@ -134,11 +134,8 @@ def build_network(meta: CheckpointMeta, encoder: SentenceEncoder, *, where: Any 
     if meta.backbone is None and meta.pooling not in POOLINGS:
         raise PrecometError(f"{where}: pooling {meta.pooling!r} is not one of {list(POOLINGS)}")
     try:
-        return EstimatorNetwork(
-            encoder.dim // (mix_layers or 1),
-            hidden_sizes=meta.hidden_sizes,
-            dropout=meta.dropout,
-            mix_layers=mix_layers,
+        return EstimatorNetwork.over(
+            encoder, hidden_sizes=meta.hidden_sizes, dropout=meta.dropout, mix_layers=mix_layers
         )
     except (TypeError, ValueError, RuntimeError) as err:
         raise PrecometError(

@@ -248,12 +248,12 @@ class TrainingInputs:
         over the frozen encoder's vectors, standardised by the training vectors' statistics (not under a mix, whose
         layers are weighed during training)."""
         module = self.encoder.module().train() if self.fine_tune else None  # type: ignore[attr-defined]
-        network = EstimatorNetwork(
-            self.encoder.dim // (self.mix_layers or 1),
+        network = EstimatorNetwork.over(
+            self.encoder,
             hidden_sizes=cfg.model.hidden_sizes,
             dropout=cfg.model.dropout,
             mix_layers=self.mix_layers,
-            encoder=module,
+            module=module,
         )
         if not self.fine_tune and self.mix_layers is None:
             network.fit_scaling(inputs[0])

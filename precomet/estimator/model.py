@@ -7,11 +7,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from itertools import pairwise
+from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
 
 from precomet.encoders.pooling import ScalarMix
+
+if TYPE_CHECKING:
+    from precomet.encoders import SentenceEncoder
 
 
 def mlp_head(dim: int, hidden_sizes: Sequence[int], dropout: float) -> nn.Sequential:
@@ -51,6 +55,26 @@ class EstimatorNetwork(nn.Module):
         self.register_buffer("feature_mean", torch.zeros(dim))
         self.register_buffer("feature_std", torch.ones(dim))
         self.head = mlp_head(dim, hidden_sizes, dropout)
+
+    @classmethod
+    def over(
+        cls,
+        encoder: SentenceEncoder,
+        *,
+        hidden_sizes: Sequence[int],
+        dropout: float,
+        mix_layers: int | None = None,
+        module: nn.Module | None = None,
+    ) -> EstimatorNetwork:
+        """A freshly initialised network reading ``encoder``'s vectors: all of each, or with ``mix_layers`` one layer's
+        width of the ``mix_layers`` layers the encoder's vector holds; ``module``: the encoder's module to fine-tune."""
+        return cls(
+            encoder.dim // (mix_layers or 1),
+            hidden_sizes=hidden_sizes,
+            dropout=dropout,
+            mix_layers=mix_layers,
+            encoder=module,
+        )
 
     def fit_scaling(self, features: torch.Tensor) -> None:
         """Set the input standardisation from the training vectors (constant features get std 1)."""
