@@ -28,7 +28,7 @@ from precomet.estimator.model import EnsembleHead, EstimatorNetwork
 from precomet.io import jsonsafe
 from precomet.io.text import read_json
 from precomet.outputs.atomic import output_set
-from precomet.outputs.paths import check_output
+from precomet.outputs.paths import check_not_inputs, check_output
 
 logger = logging.getLogger(__name__)
 
@@ -252,8 +252,10 @@ def _encoder_location(path: Path, meta: CheckpointMeta) -> Path:
 
 def export_checkpoint(ckpt_path: str | Path, out_dir: str | Path, *, extra_meta: dict[str, Any] | None = None) -> Path:
     """Turn a Lightning ``.ckpt`` written by ``precomet train`` into the directory format (all files or none);
-    ``extra_meta`` (e.g. the training history) is added to ``precomet.json``."""
+    ``extra_meta`` (e.g. the training history) is added to ``precomet.json``. A folder holding ``ckpt_path`` (the
+    training run's own directory) is refused: replacing it would delete the ``.ckpt`` being read."""
     check_output(out_dir, directory=True)
+    check_not_inputs([out_dir], [ckpt_path])
     with output_set() as out:
         export_lightning(ckpt_path, out.directory(out_dir), extra_meta=extra_meta)
     logger.info("exported %s to %s", ckpt_path, out_dir)

@@ -179,6 +179,18 @@ def test_export_refuses_foreign_file(tmp_path):
         export_checkpoint(bad, tmp_path / "out")
 
 
+def test_export_refuses_the_folder_holding_its_ckpt_and_leaves_it_alone(tmp_path):
+    """``export_checkpoint(RUN/lightning/best.ckpt, RUN)`` from Python would replace RUN, the .ckpt with it."""
+    from precomet.estimator import export_checkpoint
+
+    ckpt = tmp_path / "run" / "lightning" / "best-epoch=0.ckpt"
+    ckpt.parent.mkdir(parents=True)
+    ckpt.write_bytes(b"weights")
+    with pytest.raises(PrecometError, match="would replace the input"):
+        export_checkpoint(ckpt, tmp_path / "run")
+    assert ckpt.read_bytes() == b"weights"
+
+
 def test_int8_predictions_close_to_fp32_and_input_untouched(trained, tmp_path):
     from precomet.estimator import load_estimator, predict_sources
 
