@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import torch
 
 from precomet.encoders import SentenceEncoder, encode_cached, get_encoder
+from precomet.encoders.transformer import TransformerEncoder
 from precomet.errors import PrecometError
 from precomet.estimator.metadata import Backbone
 
@@ -19,6 +21,16 @@ logger = logging.getLogger(__name__)
 
 POOLING = "sentence-encoder"
 """``pooling`` of a backbone checkpoint: the encoder returns one vector per source."""
+
+
+def token_encoder(location: Path, *, pooling: str, max_length: int) -> TransformerEncoder:
+    """The Hugging Face model at ``location`` read by tokens and pooled as ``pooling`` says — the one mapping of
+    training's ``model.pooling`` and a checkpoint's ``pooling`` to vectors: ``mean``, the last layer's token mean;
+    ``mix``, every layer's (for a trained scalar mix); ``encoder`` (recorded as :data:`POOLING`), the last layer's
+    mean L2-normalised, as registered."""
+    layers = "all" if pooling == "mix" else "last"
+    normalise = pooling in ("encoder", POOLING)
+    return TransformerEncoder(location, layers=layers, normalise=normalise, max_length=max_length)
 
 
 def backbone_encoder(recorded: Backbone, *, where: Any) -> SentenceEncoder:

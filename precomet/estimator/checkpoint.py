@@ -21,7 +21,7 @@ from precomet.encoders import SentenceEncoder
 from precomet.encoders.registry import ENCODERS, fine_tunable_folder, model_folder
 from precomet.encoders.transformer import TransformerEncoder, load_transformer, weights_digest
 from precomet.errors import PrecometError
-from precomet.estimator.backbone import POOLING, backbone_encoder
+from precomet.estimator.backbone import POOLING, backbone_encoder, token_encoder
 from precomet.estimator.estimator import Estimator, Reader, check_device
 from precomet.estimator.metadata import FORMAT_VERSION, CheckpointMeta, check_meta, portable
 from precomet.estimator.model import EnsembleHead, EstimatorNetwork
@@ -188,9 +188,7 @@ def checkpoint_encoder(path: Path, meta: CheckpointMeta) -> SentenceEncoder:
         check_max_length(meta, encoder.max_tokens, where=path / META, encoder=repr(encoder.name))
         return encoder
     location = _encoder_location(path, meta)
-    layers = "all" if meta.pooling == "mix" else "last"
-    normalise = meta.pooling == POOLING
-    encoder = TransformerEncoder(location, layers=layers, normalise=normalise, max_length=meta.max_length)
+    encoder = token_encoder(location, pooling=meta.pooling, max_length=meta.max_length)
     shown = str(path / ENCODER) if meta.encoder_package is None else repr(meta.encoder_package.name)
     check_max_length(meta, encoder.token_limit(), where=path / META, encoder=shown)
     return encoder

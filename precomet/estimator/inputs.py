@@ -19,7 +19,7 @@ from precomet.encoders.registry import model_folder
 from precomet.encoders.tokens import token_ids
 from precomet.encoders.transformer import TransformerEncoder
 from precomet.errors import PrecometError
-from precomet.estimator.backbone import encode_split
+from precomet.estimator.backbone import encode_split, token_encoder
 from precomet.estimator.config import DataConfig, TrainConfig
 from precomet.estimator.data import TargetDataModule, group_split, warn_truncated
 from precomet.estimator.leakage import drop_sources
@@ -194,8 +194,7 @@ class TrainingInputs:
                 "data.max_length %d is beyond what the encoder reads: capped at %d tokens", max_length, limit
             )
             max_length = limit
-        layers = "all" if self.pooling == "mix" else "last"
-        return TransformerEncoder(folder, layers=layers, normalise=self.pooling == "encoder", max_length=max_length)
+        return token_encoder(folder, pooling=self.pooling, max_length=max_length)
 
     @property
     def backbone(self) -> dict[str, Any] | None:
