@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from precomet.agreement import mean_agreement
 from precomet.campaign import HUMAN, Campaign
 from precomet.errors import CampaignError
 from precomet.metaeval.cluster_rules import CLUSTER_ALPHA, _wmt_rows, clusters
@@ -194,9 +195,8 @@ def _batch_measures(
             found["top1_dice"] = np.array([dice(members, ref.clusters[0]) for members in first])
     if "kendall" in wanted:
         found["kendall"] = kendall_rows(means, ref.means)
-    if "pairwise_accuracy" in wanted:
-        i, j = pair_indices(len(ref.means))
-        found["pairwise_accuracy"] = np.mean((means[:, i] < means[:, j]) == (ref.means[i] < ref.means[j]), axis=1)
+    if "pairwise_accuracy" in wanted:  # as measures.pairwise_accuracy, one row per subset
+        found["pairwise_accuracy"] = np.asarray(mean_agreement(means, ref.means, ties="subset2evaluate"))
     found["spearman"] = [spearman(m, ref.means) for m in means] if "spearman" in wanted else None
     found["pearson"] = [pearson(m, ref.means) for m in means] if "pearson" in wanted else None
     found["top1"] = (ref.means[np.argmax(means, axis=1)] == ref.means.max()).astype(float)

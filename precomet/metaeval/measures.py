@@ -7,7 +7,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from precomet.significance import pair_indices
+from precomet.agreement import mean_agreement
 from precomet.utilities.metric import kendall_rows
 
 
@@ -42,6 +42,6 @@ def spearman(x: np.ndarray, y: np.ndarray) -> float:
 
 
 def pairwise_accuracy(sub_means: np.ndarray, full_means: np.ndarray) -> float:
-    """Share of system pairs ordered the same way (``a < b`` on both or on neither), as subset2evaluate."""
-    i, j = pair_indices(len(full_means))
-    return float(np.mean((sub_means[i] < sub_means[j]) == (full_means[i] < full_means[j])))
+    """Share of system pairs ordered the same way (``a < b`` on both or on neither), as subset2evaluate: the
+    ``"subset2evaluate"`` tie rule of :mod:`precomet.agreement` over every pair (1.0 with fewer than two systems)."""
+    return float(mean_agreement(sub_means, full_means, ties="subset2evaluate"))

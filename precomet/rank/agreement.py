@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from precomet.agreement import pair_differences, wrong_pairs
 from precomet.campaign import HUMAN, Campaign
 from precomet.metaeval import kendall_tau_b
 
@@ -41,8 +42,8 @@ class FullAgreement:
 
 
 def _flips(a: np.ndarray, b: np.ndarray) -> int:
-    da, db = a[:, None] - a[None, :], b[:, None] - b[None, :]
-    return int(np.triu((da * db) < 0, k=1).sum())
+    """System pairs that the means ``a`` and ``b`` order strictly the other way (a tie on either side is no flip)."""
+    return int(wrong_pairs(pair_differences(a), pair_differences(b), ties="agree"))
 
 
 def full_data_agreement(

@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from precomet.agreement import mean_agreement, pair_differences
 from precomet.campaign import Campaign
 from precomet.errors import PrecometError
 from precomet.stats import rankdata
@@ -77,12 +78,13 @@ def kendall_rows(matrix: np.ndarray, target: np.ndarray) -> np.ndarray:
 
 
 def pairwise_rows(matrix: np.ndarray, target: np.ndarray) -> np.ndarray:
-    """Share of system pairs (with distinct ``target`` values) ordered strictly the same way by each row."""
-    dx, dy = _pair_signs(matrix, target)
-    decided = dy != 0
-    if not decided.any():
+    """Share of system pairs (with distinct ``target`` values) ordered strictly the same way by each row: the
+    ``"strict"`` tie rule of :mod:`precomet.agreement` over the pairs the target separates. When ``target`` has no
+    two distinct values every row gets 0.0 ("no information", as :func:`metric_cons`), not that module's 1.0."""
+    truth = pair_differences(target)
+    if not (truth != 0).any():
         return np.zeros(len(matrix))
-    return ((dx[:, decided] * dy[decided]) > 0).mean(axis=1)
+    return np.asarray(mean_agreement(matrix, target, ties="strict", over="separated"))
 
 
 CORRELATIONS = {"spearman": spearman_rows, "kendall": kendall_rows, "pairwise": pairwise_rows}
