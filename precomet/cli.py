@@ -71,6 +71,9 @@ OPTIONS = {
     "strategy": "--strategy ",
     "table": "--table ",
     "target": "--target ",
+    "target_kind": "--target-pairs ",
+    "tie_z": "--target-pairs separated",
+    "zone": "--zone ",
     "text": "--text",
     "time_limit": "--time-limit ",
 }

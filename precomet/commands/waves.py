@@ -10,7 +10,6 @@ import sys
 from dataclasses import replace
 from functools import partial
 from pathlib import Path
-from statistics import NormalDist
 
 import numpy as np
 
@@ -88,7 +87,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="wave size: items (200), a share of the pool (5%%), cells (300cells), or a duration (10h) (default 5%%;"
         " a campaign keeps the size of its first wave)",
     )
-    parser.add_argument("--target", type=share, default=0.95, help="pairwise agreement to reach (default 0.95)")
+    parser.add_argument(
+        "--target", type=share, default=0.95, help="share of the counted pairs ordered right to reach (default 0.95)"
+    )
+    parser.add_argument(
+        "--target-pairs",
+        dest="target_kind",
+        choices=["separated", "zone", "all-pairs"],
+        default="separated",
+        help="which pairs count: those the full test set separates (separated, default: a pair within 1.96 full-set"
+        " standard errors is a tie and cannot be wrong, as WMT's clusters), those outside an indifference zone of"
+        " --zone score points (zone), or every pair (all-pairs, the target of precomet 0.16-0.19)",
+    )
+    parser.add_argument(
+        "--zone", type=float, help="with --target-pairs zone: the indifference zone in the score's units (e.g. 0.5)"
+    )
     parser.add_argument("--confidence", type=open_share, default=0.9, help="confidence of the guarantee (default 0.9)")
     parser.add_argument(
         "--rule",
@@ -193,6 +206,8 @@ def _check_options(args: argparse.Namespace) -> None:
                 f"{flag} is replay's option; a live campaign writes --batch, --pearmut, --report, --plot (add"
                 " 'replay' to replay the protocol)"
             )
+    if args.zone is not None and args.target_kind != "zone":
+        raise PrecometError(f"--zone {args.zone}: an indifference zone is read with --target-pairs zone only")
     if args.encoder and args.chooser != "learn":
         raise PrecometError(f"--encoder {args.encoder}: only --chooser learn reads the sources' vectors")
     for flag, given in (("--utility", args.utility), ("--utility-file", args.utility_file)):
@@ -215,9 +230,20 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _live(args: argparse.Namespace) -> int:
-    from precomet.waves.live import Manifest, next_wave, pool_output_systems, read_judgements, standing, wave_record
-    from precomet.waves.plan import parse_wave_size
-    from precomet.waves.stop import wave_level
+    from precomet.waves.live import advance
+
+    request = _live_request(args)
+    outcome = advance(request)
+    for notice in outcome.notices:
+        print(f"precomet waves: {notice}", file=sys.stderr)
+    _print_report(outcome.report, stream=sys.stderr if str(args.report) == "-" else sys.stdout)
+    _write_live(args, request.pool, outcome)
+    _print_closing(args, outcome)
+    return 0
+
+
+def _live_request(args: argparse.Namespace):
+    from precomet.waves.live import LiveRequest, Manifest, pool_output_systems, read_judgements
 
     if args.manifest is not None and is_stdout(args.manifest):
         raise PrecometError(f"--manifest {args.manifest}: the manifest is read back by the next call; give a file")
@@ -225,145 +251,101 @@ def _live(args: argparse.Namespace) -> int:
     # items without them are kept
     pool = load_campaign(argparse.Namespace(**{**vars(args), "keep_incomplete": True}))
     pool_systems = pool_output_systems(pool, args.data)
-    manifest = (
-        Manifest.read(args.manifest, pool, pool_systems)
-        if args.manifest is not None and args.manifest.exists()
-        else None
-    )
-    size = parse_wave_size(manifest.size if manifest else args.size or DEFAULT_SIZE, len(pool))
-    if manifest is not None and (manifest.level != args.level or args.size not in (None, manifest.size)):
-        print(
-            f"precomet waves: the manifest fixes --size {manifest.size} --level {manifest.level} (kept)",
-            file=sys.stderr,
-        )
-    level = manifest.level if manifest else args.level
-    if level == "doc":
+    has_manifest = args.manifest is not None and args.manifest.exists()
+    manifest = Manifest.read(args.manifest, pool, pool_systems) if has_manifest else None
+    if (manifest.level if manifest else args.level) == "doc":
         require_documents(pool)
-    metric = args.metric
-    if manifest is not None:
-        manifest.check_settings(target=args.target, confidence=args.confidence, metric=metric)
-    judgements = read_judgements(
-        args.judgements, pool, pool_systems, pearmut=args.pearmut_annotations, appraise=args.appraise_annotations
+    files = (args.judgements, args.pearmut_annotations, args.appraise_annotations)
+    return LiveRequest(
+        pool=pool,
+        pool_systems=pool_systems,
+        manifest=manifest,
+        judgements=read_judgements(
+            args.judgements, pool, pool_systems, pearmut=args.pearmut_annotations, appraise=args.appraise_annotations
+        ),
+        settings=_settings(args, len(pool), manifest.size if manifest else None),
+        chooser=partial(_chooser, args, pool),
+        seed=args.seed,
+        metric=args.metric,
+        answered=any(files),
     )
-    systems = judgements.systems
-    missing = sorted(manifest.systems() - set(systems)) if manifest is not None else []
-    if missing:
-        raise PrecometError(
-            f"the manifest's waves count on judgements of {', '.join(map(repr, missing))}, and no judgement file given"
-            " now holds one: give every judgement file of the campaign"
-        )
-    if pool_systems is not None and not systems:
-        systems = pool_systems
-        judgements = type(judgements)(systems, np.full((len(pool), len(systems)), np.nan))
-    planned = (
-        manifest.planned
-        if manifest
-        else size.planned_looks(len(pool), len(pool) * max(len(systems), 1), float(pool.cost.sum()))
-    )
-    waves = manifest.rebuild(pool, systems) if manifest else []
-    if waves and not (args.judgements or args.pearmut_annotations or args.appraise_annotations):
-        print(
-            "precomet waves: no judgements given (--judgements, --pearmut-annotations, --appraise-annotations): the"
-            " waves drawn so far count as unanswered",
-            file=sys.stderr,
-        )
-    current = standing(
-        pool,
-        judgements,
-        waves,
-        target=args.target,
+
+
+def _settings(args: argparse.Namespace, n_items: int, size: str | None = None):
+    from precomet.waves.plan import parse_wave_size
+    from precomet.waves.step import WaveSettings
+    from precomet.waves.target import Target
+
+    return WaveSettings(
+        size=parse_wave_size(size or args.size or DEFAULT_SIZE, n_items),
+        target=Target(args.target_kind, share=args.target, zone=args.zone or 0.0),
         confidence=args.confidence,
         rule=args.rule,
-        size=size,
-        planned=planned,
-        level=float(manifest.waves[-1]["look_level"]) if manifest and manifest.waves else None,
+        level=args.level,
+        allocation=args.allocation,
+        top_k=args.top_k,
     )
-    report = current.to_dict(NormalDist().inv_cdf(1 - (1 - args.confidence) / 2))
-    report["systems_known"] = bool(systems)
-    new = None
-    # the last wave awaits its judgements while none of its cells has one; a wave that drew no cell (a small wave's
-    # independent draws can come out empty) awaits nothing, and the next one is drawn on top of it
-    awaiting = bool(waves) and waves[-1].drawn.any() and not (waves[-1].drawn & ~np.isnan(judgements.scores)).any()
-    if awaiting:
-        report["awaiting_wave"] = waves[-1].number
-    if not current.verdict.stop and not awaiting:
-        new, predictor = next_wave(
-            pool,
-            judgements,
-            waves,
-            current,
-            chooser=_chooser(args, pool),
-            size=size,
-            level=level,
-            allocation=args.allocation,
-            top_k=args.top_k,
-            seed=args.seed,
-            metric=metric,
-        )
-        report["next_wave"] = {
-            "number": new.number,
-            "items": int(new.drawn.any(axis=1).sum()),
-            "cells": int(new.drawn.sum()) if systems else None,
-            "chooser": args.chooser,
-            "weighted": new.weighted,
-        }
-    _print_report(report, stream=sys.stderr if str(args.report) == "-" else sys.stdout)
-    targets = [args.report, args.plot] + ([args.batch, args.pearmut, args.manifest] if new is not None else [])
+
+
+def _write_live(args: argparse.Namespace, pool, outcome) -> None:
+    wave = outcome.wave
+    targets = [args.report, args.plot] + ([args.batch, args.pearmut, args.manifest] if wave is not None else [])
     with output_set(*targets) as out:
         if args.report:
             with out.open(args.report) as handle:
-                jsonsafe.dump(report, handle, indent=1, ensure_ascii=False)
+                jsonsafe.dump(outcome.report, handle, indent=1, ensure_ascii=False)
                 handle.write("\n")
         if args.plot:
-            _plot(report, out.path(args.plot))
-        if new is not None:
-            drawn = new.drawn
-            if args.batch:
-                with out.open(args.batch) as handle:
-                    _write_cells(handle, pool, drawn, systems, args.batch)
-            if args.pearmut and not systems:
-                raise PrecometError("--pearmut: a Pearmut campaign shows system outputs, and this pool has none")
-            if args.pearmut and drawn.any():  # no campaign of nothing: the notice below says so
-                from precomet.io.pearmut import write_pearmut
+            _plot(outcome.report, out.path(args.plot))
+        if wave is None:
+            return
+        if args.batch:
+            with out.open(args.batch) as handle:
+                _write_cells(handle, pool, wave.drawn, outcome.systems, args.batch)
+        if args.pearmut:
+            _write_pearmut(out, args.pearmut, pool, wave, outcome.systems)
+        if args.manifest:
+            with out.open(args.manifest) as handle:
+                jsonsafe.dump(outcome.manifest.to_dict(), handle, indent=1)
+                handle.write("\n")
 
-                cells = np.zeros((len(pool), len(pool.systems)), dtype=bool)
-                for k, system in enumerate(systems):
-                    cells[:, pool.systems.index(system)] = drawn[:, k]
-                campaign_id = re.sub(r"[^A-Za-z0-9_.-]+", "_", pool.name) + f"_wave{new.number}"
-                with out.open(args.pearmut) as handle:
-                    write_pearmut(handle, pool, cells, campaign_id=campaign_id)
-            if args.manifest:
-                record = manifest or Manifest(
-                    pool.data_hash(), level, size.text, planned, metric, args.target, args.confidence, []
-                )
-                look_level = wave_level(record.confidence, new.number, record.planned)
-                record.waves.append(wave_record(new, predictor, pool, systems, level, look_level=look_level))
-                with out.open(args.manifest) as handle:
-                    jsonsafe.dump(record.to_dict(), handle, indent=1)
-                    handle.write("\n")
-    if awaiting:
-        print(
-            f"precomet waves: wave {waves[-1].number} has no judgement yet: no new wave drawn (give its judgements"
-            " with --judgements, --pearmut-annotations or --appraise-annotations)",
-            file=sys.stderr,
+
+def _write_pearmut(out, path: Path, pool, wave, systems: tuple[str, ...]) -> None:
+    if not systems:
+        raise PrecometError("--pearmut: a Pearmut campaign shows system outputs, and this pool has none")
+    if not wave.drawn.any():  # no campaign of nothing: the closing notice says so
+        return
+    from precomet.io.pearmut import write_pearmut
+
+    cells = np.zeros((len(pool), len(pool.systems)), dtype=bool)
+    for k, system in enumerate(systems):
+        cells[:, pool.systems.index(system)] = wave.drawn[:, k]
+    campaign_id = re.sub(r"[^A-Za-z0-9_.-]+", "_", pool.name) + f"_wave{wave.number}"
+    with out.open(path) as handle:
+        write_pearmut(handle, pool, cells, campaign_id=campaign_id)
+
+
+def _print_closing(args: argparse.Namespace, outcome) -> None:
+    wave = outcome.wave
+    if outcome.awaiting is not None:
+        message = (
+            f"wave {outcome.awaiting} has no judgement yet: no new wave drawn (give its judgements with --judgements,"
+            " --pearmut-annotations or --appraise-annotations)"
         )
-    elif new is None:
-        print("precomet waves: stop — the ranking is settled at the target; no wave drawn", file=sys.stderr)
-    elif not new.drawn.any():
-        print(
-            f"precomet waves: wave {new.number} drew no cell (its units are drawn independently, and a wave this small"
-            " can come out empty): nothing to judge"
+    elif wave is None:
+        message = "stop — the ranking is settled at the target; no wave drawn"
+    elif not wave.drawn.any():
+        message = (
+            f"wave {wave.number} drew no cell (its units are drawn independently, and a wave this small can come out"
+            " empty): nothing to judge"
             + (", no --pearmut campaign written" if args.pearmut else "")
-            + "; run again to draw the next wave",
-            file=sys.stderr,
+            + "; run again to draw the next wave"
         )
     elif args.manifest is None:
-        print(
-            "precomet waves: without --manifest the wave's probabilities are not kept and its judgements cannot be"
-            " weighted later",
-            file=sys.stderr,
-        )
-    return 0
+        message = "without --manifest the wave's probabilities are not kept and its judgements cannot be weighted later"
+    else:
+        return
+    print(f"precomet waves: {message}", file=sys.stderr)
 
 
 def _write_cells(handle, pool, drawn: np.ndarray, systems: tuple[str, ...], path: Path) -> None:
@@ -416,35 +398,58 @@ def _print_report(report: dict, stream) -> None:
         file=stream,
     )
     if report["ranking"]:
-        print(f"{'#':>3}  {'system':<28} {'mean':>10}  interval", file=stream)
+        print(f"{'rank':>4}  {'cluster':>7}  {'system':<28} {'mean':>10}  interval", file=stream)
         for row in report["ranking"]:
             print(
-                f"{row['cluster']:>3}  {row['system']:<28} {row['mean']:>10.4f}"
+                f"{row['rank']:>4}  {row['cluster']:>7}  {row['system']:<28} {row['mean']:>10.4f}"
                 f"  [{row['ci_low']:.4f}, {row['ci_high']:.4f}]",
                 file=stream,
             )
-    if not report["ranking"] and report["judged_cells"]:
+    elif report["judged_cells"]:
         print(
             "no ranking yet: some systems have no judgement of the waves drawn (give every system's judgements)",
             file=stream,
         )
         return
-    if not report["ranking"]:
+    else:
         print("no judgements yet: the ranking and its agreement with the full test set come with them", file=stream)
         print("still needed: unknown until the first wave's judgements are in", file=stream)
         return
+    _print_verdict(report, stream)
+
+
+def _print_verdict(report: dict, stream) -> None:
+    ties = report["ties"]
+    pairs = len(report["decided_pairs"]) + len(report["undecided_pairs"])
+    print(f"target: {report['target']['description']} ({report['rule']}, confidence {report['confidence']:.0%})",
+          file=stream)  # fmt: skip
     print(
-        f"agreement with the full test set: expected {report['expected_agreement']:.3f}, lower bound"
-        f" {report['agreement_lower_bound']:.3f} at {report['confidence']:.0%} ({len(report['decided_pairs'])} of"
-        f" {len(report['decided_pairs']) + len(report['undecided_pairs'])} pairs decided); target"
-        f" {report['target']:.2f} ({report['rule']}): {'STOP' if report['stop'] else 'continue'}",
+        f"pairs taken as ties now: {len(ties)} of {pairs}"
+        + (f" ({'; '.join(f'{a} ~ {b}' for a, b in ties[:8])}{'; ...' if len(ties) > 8 else ''})" if ties else ""),
         file=stream,
     )
-    if not report["stop"]:
+    print(
+        f"agreement on the target's pairs: lower bound {report['agreement_lower_bound']:.3f}, expected"
+        f" {report['expected_target_agreement']:.3f}; plain agreement over all pairs expected"
+        f" {report['expected_agreement']:.3f} ({len(report['decided_pairs'])} of {pairs} pairs decided):"
+        f" {'STOP' if report['stop'] else 'continue'}",
+        file=stream,
+    )
+    if report["stop"]:
+        return
+    need, low, high = (report["still_needed"][k] for k in ("estimate", "low", "high"))
+    share, (share_low, share_high) = report["predicted_stop_share"], report["predicted_stop_interval"]
+    print(
+        f"still needed (estimated): about {need['items']:,} items ({low['items']:,}-{high['items']:,}),"
+        f" {need['hours']:.1f} h ({low['hours']:.1f}-{high['hours']:.1f}); stop predicted at {share:.0%} of the"
+        f" cells ({share_low:.0%}-{share_high:.0%})",
+        file=stream,
+    )
+    for row in report["pairs_in_play"][:5]:
+        a, b = row["pair"]
         print(
-            f"still needed (estimated): about {report['items_still_needed']:,} items,"
-            f" {report['hours_still_needed']:.1f} h (stop predicted at {report['predicted_stop_share']:.0%}"
-            " of the cells)",
+            f"  in play: {a} vs {b}: difference {row['difference']:+.4f} ± {row['se']:.4f} (tie width"
+            f" {row['tie_width']:.4f})",
             file=stream,
         )
 
@@ -453,19 +458,25 @@ def _plot(report: dict, path: Path) -> None:
     from matplotlib.figure import Figure
 
     rows = report["ranking"]
-    figure = Figure(figsize=(6, 0.35 * max(len(rows), 2) + 1.2))
+    figure = Figure(figsize=(6, 0.35 * max(len(rows), 2) + 1.4))
     ax = figure.add_subplot()
     if rows:
-        y = np.arange(len(rows))[::-1]
+        y = {row["system"]: len(rows) - 1 - k for k, row in enumerate(rows)}
         means = np.array([r["mean"] for r in rows])
         low = means - np.array([r["ci_low"] for r in rows])
         high = np.array([r["ci_high"] for r in rows]) - means
-        ax.errorbar(means, y, xerr=[low, high], fmt="o", color="C0")
-        ax.set_yticks(y, [f"{r['cluster']}  {r['system']}" for r in rows], fontsize=8)
-    ax.set_xlabel("estimated mean human score (weighted)")
+        ax.errorbar(means, list(y.values()), xerr=[low, high], fmt="o", color="C0")
+        right = float(np.max(means + high))
+        span = max(right - float(np.min(means - low)), 1e-9)
+        for k, (a, b) in enumerate(report["ties"]):  # a bracket on the right joins every pair taken as a tie
+            x = right + span * (0.04 + 0.025 * (k % 8))
+            ax.plot([x, x], [y[a], y[b]], color="C3", lw=1, marker="_")
+        ax.set_yticks(list(y.values()), [f"{r['rank']}. {r['system']} (cl. {r['cluster']})" for r in rows], fontsize=8)
+    ax.set_xlabel("estimated mean human score (weighted); red brackets: pairs taken as ties")
     ax.set_title(
-        f"wave {report['waves']}: agreement expected {report['expected_agreement']:.3f}, bound"
-        f" {report['agreement_lower_bound']:.3f} -> {'stop' if report['stop'] else 'continue'}",
+        f"wave {report['waves']}: target {report['target']['kind']}, bound {report['agreement_lower_bound']:.3f}"
+        f" (target {report['target']['share']:.2f}), {len(report['ties'])} ties ->"
+        f" {'stop' if report['stop'] else 'continue'}",
         fontsize=9,
     )
     figure.tight_layout()
@@ -474,9 +485,40 @@ def _plot(report: dict, path: Path) -> None:
 
 def _replay(args: argparse.Namespace) -> int:
     from precomet.metaeval.reference import full_reference
-    from precomet.waves.plan import parse_wave_size
-    from precomet.waves.replay import ReplaySettings, fewer_than, replay
+    from precomet.waves.replay import fewer_than, replay
 
+    pool = _replay_pool(args)
+    settings = _settings(args, len(pool))
+    choosers = ["random"] if args.chooser == "random" else ["random", args.chooser]
+    summaries, reference = [], full_reference(pool, seed=args.seed)
+    with output_set(args.output) as out:
+        for name in choosers:
+            result = replay(
+                pool.score(HUMAN),
+                partial(_chooser, argparse.Namespace(**{**vars(args), "chooser": name}), pool),
+                settings,
+                doc=pool.doc,
+                cost=pool.cost,
+                runs=DEFAULT_RUNS if args.runs is None else args.runs,
+                seed=args.seed,
+                campaign=pool.name,
+                metric=np.asarray(pool.score(args.metric), dtype=float) if args.metric else None,
+                reference=reference,
+            )
+            summaries.append(result.summary())
+            if name == "random":
+                random_cells = result.cell_shares()
+            else:
+                summaries[-1]["p_fewer_cells_than_random"] = fewer_than(result.cell_shares(), random_cells)
+            _print_replay(name, summaries[-1], settings)
+        if args.output:
+            with out.open(args.output) as handle:
+                jsonsafe.dump({"settings": settings.to_dict(), "results": summaries}, handle, indent=1)
+                handle.write("\n")
+    return 0
+
+
+def _replay_pool(args: argparse.Namespace):
     pool = load_campaign(args)
     if args.level == "doc":
         require_documents(pool)
@@ -488,55 +530,20 @@ def _replay(args: argparse.Namespace) -> int:
         raise PrecometError(
             f"waves replay: {args.data} has {len(pool.systems)} system with human scores; a ranking needs at least two"
         )
-    settings = ReplaySettings(
-        size=parse_wave_size(args.size or DEFAULT_SIZE, len(pool)),
-        target=args.target,
-        confidence=args.confidence,
-        rule=args.rule,
-        level=args.level,
-        allocation=args.allocation,
-        top_k=args.top_k,
+    return pool
+
+
+def _print_replay(name: str, s: dict, settings) -> None:
+    share = settings.target.share
+    print(
+        f"{name:<8} cells at stop: median {s['cells_share']['median']:.1%} (p10 {s['cells_share']['p10']:.1%},"
+        f" p90 {s['cells_share']['p90']:.1%}); target {settings.target.kind} ({s['true_ties']} pairs tied on the full"
+        f" campaign): realised agreement mean {s['agreement_mean']:.3f}, {s['reached_target']:.0%} of runs reach"
+        f" {share}; over all pairs {s['plain_agreement_mean']:.3f}; SPA {s['spa_mean']:.3f}, clusters"
+        f" {s['clusters_mean']:.1f} on the items judged for every system; hours median {s['hours']['median']:.1f}"
+        + (
+            f"; fewer cells than random waves: p = {s['p_fewer_cells_than_random']:.2g} (paired by run)"
+            if "p_fewer_cells_than_random" in s
+            else ""
+        )
     )
-    choosers = ["random"] if args.chooser == "random" else ["random", args.chooser]
-    reference = full_reference(pool, seed=args.seed)
-    summaries = []
-    with output_set(args.output) as out:
-        for name in choosers:
-            chooser_args = argparse.Namespace(**{**vars(args), "chooser": name})
-            result = replay(
-                pool.score(HUMAN),
-                partial(_chooser, chooser_args, pool),
-                settings,
-                doc=pool.doc,
-                cost=pool.cost,
-                runs=DEFAULT_RUNS if args.runs is None else args.runs,
-                seed=args.seed,
-                campaign=pool.name,
-                metric=np.asarray(pool.score(args.metric), dtype=float) if args.metric else None,
-                reference=reference,
-            )
-            summaries.append(result.summary())
-            s = summaries[-1]
-            if name == "random":
-                random_cells = result.cell_shares()
-            else:
-                s["p_fewer_cells_than_random"] = fewer_than(result.cell_shares(), random_cells)
-            print(
-                f"{name:<8} cells at stop: median {s['cells_share']['median']:.1%} (p10 {s['cells_share']['p10']:.1%},"
-                f" p90 {s['cells_share']['p90']:.1%}); realised agreement mean {s['agreement_mean']:.3f},"
-                f" {s['reached_target']:.0%} of runs reach {args.target}; SPA {s['spa_mean']:.3f}, clusters"
-                f" {s['clusters_mean']:.1f} on the items judged for every system;"
-                f" hours median {s['hours']['median']:.1f}"
-                + (
-                    f"; fewer cells than random waves: p = {s['p_fewer_cells_than_random']:.2g} (paired by run)"
-                    if "p_fewer_cells_than_random" in s
-                    else ""
-                )
-            )
-        if args.output:
-            with out.open(args.output) as handle:
-                jsonsafe.dump(
-                    {"settings": vars(settings) | {"size": settings.size.text}, "results": summaries}, handle, indent=1
-                )
-                handle.write("\n")
-    return 0

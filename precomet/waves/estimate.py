@@ -170,6 +170,7 @@ class Estimates:
     exact: bool  # every cell judged: the means are the pool's own
     waves: int
     df: float = np.inf  # degrees of freedom of the standard errors: judged items − 1 (Student-t tails)
+    full_se: np.ndarray | None = None  # (P,) each pair's full-set standard error s_d / √N (pair_spread); None: unknown
 
 
 def combine(
@@ -245,3 +246,36 @@ def plain_estimates(scores: np.ndarray, pairs: np.ndarray, waves: int) -> Estima
         pair_se = np.sqrt(np.clip(1 - n_pair / n_items, 0, 1) * pair_var / np.maximum(n_pair, 1))
     df = judged_units(scores, None) - 1.0
     return Estimates(means, se, pairs, means[pairs[:, 0]] - means[pairs[:, 1]], pair_se, False, waves, df)
+
+
+def pair_spread(scores: np.ndarray, waves: list[Wave], pairs: np.ndarray) -> np.ndarray:
+    """Every pair's full-set standard error ``s_d / √N`` (:mod:`precomet.waves.target`) estimated from the judged
+    cells: the Hájek-weighted variance of the per-item differences over the items judged for both systems, each
+    weighted by the inverse probability with which the waves drew its two cells (``π_u q_a q_b`` when one wave drew
+    both, ``π_u q_a · π_u' q_b`` when two did; a cell no recorded wave drew counts as drawn with certainty). Exact
+    when every cell is judged; NaN for a pair judged together on fewer than two items."""
+    n_items = scores.shape[0]
+    a, b = pairs[:, 0], pairs[:, 1]
+    differences = scores[:, a] - scores[:, b]
+    both = ~np.isnan(differences)
+    if both.all():
+        return np.std(differences, axis=0, ddof=1) / np.sqrt(n_items) if n_items > 1 else np.zeros(len(pairs))
+    unit_p = np.ones(scores.shape)
+    system_p = np.ones(scores.shape)
+    drawn_by = np.full(scores.shape, -1)
+    for wave in waves:
+        cells = wave.drawn
+        unit_p = np.where(cells, wave.unit_probabilities()[wave.units][:, None], unit_p)
+        system_p = np.where(cells, wave.system_probability[None, :], system_p)
+        drawn_by = np.where(cells, wave.number, drawn_by)
+    same = drawn_by[:, a] == drawn_by[:, b]
+    probability = system_p[:, a] * system_p[:, b] * np.where(same, unit_p[:, a], unit_p[:, a] * unit_p[:, b])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        weights = np.where(both, 1.0 / probability, 0.0)
+        d = np.where(both, differences, 0.0)
+        total = weights.sum(axis=0)
+        mean = (weights * d).sum(axis=0) / total
+        variance = (weights * (d - mean) ** 2).sum(axis=0) / total
+        count = both.sum(axis=0)
+        variance = variance * count / (count - 1)
+    return np.where(count >= 2, np.sqrt(variance) / np.sqrt(n_items), np.nan)

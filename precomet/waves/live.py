@@ -12,9 +12,10 @@ import contextlib
 import json
 import math
 import os
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
 from pathlib import Path
+from statistics import NormalDist
 from typing import Any
 
 import numpy as np
@@ -26,20 +27,13 @@ from precomet.io import load
 from precomet.io.esa import drop_reason, read_appraise_csv
 from precomet.metaeval.cluster_rules import split_clusters_wmt
 from precomet.waves.choosers import Chooser
-from precomet.waves.design import DEFAULT_FLOOR
-from precomet.waves.estimate import Estimates, Predictor, Wave, combine, fit_predictor, pair_contrasts, wave_result
-from precomet.waves.plan import (
-    LEVELS,
-    MIN_SYSTEM_SHARE,
-    WaveSize,
-    draw_wave,
-    parse_wave_size,
-    sampling_units,
-    system_probabilities,
-)
-from precomet.waves.stop import Verdict, projected_fraction, verdict
+from precomet.waves.estimate import Estimates, Predictor, Wave
+from precomet.waves.plan import LEVELS, sampling_units
+from precomet.waves.step import PoolArrays, Step, WaveSettings, items_needed, take_step
+from precomet.waves.stop import wave_level
+from precomet.waves.target import Target
 
-MANIFEST_VERSION = 1
+MANIFEST_VERSION = 2
 ALL_SYSTEMS = "*"
 """The manifest's name for every system (cells drawn from a pool of sources, before its systems are known)."""
 MAX_SCORE = 1e12
@@ -345,19 +339,51 @@ def _check_wave(
     _number(predictor.get("slope"), f"{where}.predictor.slope", low=-math.inf, high=math.inf)
 
 
+def _settings(data: dict[str, Any], n_items: int) -> WaveSettings:
+    """The campaign's settings: version 2 stores them whole; version 1 (precomet 0.16–0.19) stored the level, size,
+    target share and confidence, and ran the all-pairs target, which it keeps."""
+    if "settings" not in data:
+        missing = [k for k in ("level", "size", "target", "confidence") if k not in data]
+        if missing:
+            raise _Damaged(missing[0], "is missing")
+        if data["level"] not in LEVELS:
+            raise _Damaged("level", f"is {data['level']!r}, not one of {', '.join(LEVELS)}")
+        share = _number(data["target"], "target", low=0.0, high=1.0, low_open=True)
+        confidence = _number(data["confidence"], "confidence", low=0.0, high=1.0, low_open=True, high_open=True)
+        record = {"size": data["size"], "level": data["level"], "confidence": confidence}
+        record["target"] = {"kind": "all-pairs", "share": share}
+    else:
+        record = data["settings"]
+        if not isinstance(record, dict) or not isinstance(record.get("target"), dict):
+            raise _Damaged("settings", "is not a settings record with a target")
+    if not isinstance(record.get("size"), str):
+        raise _Damaged("settings.size", f"is {record.get('size')!r}, not a wave size")
+    try:
+        return WaveSettings.from_dict(record, n_items)
+    except PrecometError as err:
+        raise _Damaged(f"settings.{err.param or 'size'}", f"is not valid ({err})") from None
+    except (TypeError, ValueError) as err:
+        raise _Damaged("settings", f"is not a valid settings record ({err})") from None
+
+
 @dataclass
 class Manifest:
     """The waves drawn so far (module docstring), as stored in the manifest file."""
 
     pool_hash: str
-    level: str
-    size: str
+    settings: WaveSettings
     planned: int
     metric: str | None
-    target: float
-    confidence: float
     waves: list[dict[str, Any]]
     path: Path | None = None  # the file it was read from (named by the errors of :meth:`rebuild`)
+
+    @property
+    def level(self) -> str:
+        return self.settings.level
+
+    @property
+    def size(self) -> str:
+        return self.settings.size.text
 
     @classmethod
     def read(cls, path: Path, pool: Campaign, systems: tuple[str, ...] | None = None) -> Manifest:
@@ -374,11 +400,11 @@ class Manifest:
                 f"{path}: this manifest belongs to another pool (its data hash differs from --data's): give the pool"
                 " the waves were drawn from"
             )
-        version = data.get("version", MANIFEST_VERSION)
-        if version != MANIFEST_VERSION:
+        version = data.get("version", 1)
+        if version not in (1, MANIFEST_VERSION):
             raise PrecometError(
-                f"{path}: a waves manifest of version {version!r}, and this precomet ({__version__}) reads version"
-                f" {MANIFEST_VERSION}: continue the campaign with the precomet that wrote it"
+                f"{path}: a waves manifest of version {version!r}, and this precomet ({__version__}) reads versions"
+                f" 1 and {MANIFEST_VERSION}: continue the campaign with the precomet that wrote it"
             )
         try:
             return cls._checked(data, path, pool, systems)
@@ -391,44 +417,34 @@ class Manifest:
 
     @classmethod
     def _checked(cls, data: dict[str, Any], path: Path, pool: Campaign, systems: tuple[str, ...] | None) -> Manifest:
-        missing = [k for k in ("level", "size", "planned", "metric", "target", "confidence", "waves") if k not in data]
+        missing = [k for k in ("planned", "metric", "waves") if k not in data]
         if missing:
             raise _Damaged(missing[0], "is missing")
-        if data["level"] not in LEVELS:
-            raise _Damaged("level", f"is {data['level']!r}, not one of {', '.join(LEVELS)}")
-        if not isinstance(data["size"], str):
-            raise _Damaged("size", f"is {data['size']!r}, not a wave size")
-        try:
-            parse_wave_size(data["size"], len(pool))
-        except PrecometError:
-            raise _Damaged("size", f"is {data['size']!r}, not a wave size") from None
+        settings = _settings(data, len(pool))
         planned = data["planned"]
         if isinstance(planned, bool) or not isinstance(planned, int) or planned < 1:
             raise _Damaged("planned", f"is {planned!r}, not a number of looks >= 1")
         if data["metric"] is not None and not isinstance(data["metric"], str):
             raise _Damaged("metric", f"is {data['metric']!r}, not a metric name")
-        target = _number(data["target"], "target", low=0.0, high=1.0, low_open=True)
-        confidence = _number(data["confidence"], "confidence", low=0.0, high=1.0, low_open=True, high_open=True)
         if not isinstance(data["waves"], list):
             raise _Damaged("waves", f"is {type(data['waves']).__name__}, not a list of wave records")
         index = {str(i): k for k, i in enumerate(pool.ids)}
-        units = sampling_units(pool.doc, data["level"])
-        keys = {key: u for u, key in enumerate(_unit_keys(pool, data["level"]))}
+        units = sampling_units(pool.doc, settings.level)
+        keys = {key: u for u, key in enumerate(_unit_keys(pool, settings.level))}
         for k, record in enumerate(data["waves"]):
             _check_wave(k, record, index, keys, units, systems)
-        return cls(
-            data["pool_hash"], data["level"], data["size"], planned, data["metric"], target, confidence,
-            list(data["waves"]), path,
-        )  # fmt: skip
+        return cls(data["pool_hash"], settings, planned, data["metric"], list(data["waves"]), path)
 
-    def check_settings(self, *, target: float, confidence: float, metric: str | None) -> None:
+    def check_settings(self, *, target: Target, confidence: float, metric: str | None) -> None:
         """Refuse settings other than the campaign's: its stop rule spends its error level by the target and the
         confidence from the first wave on, and its waves were weighted with the metric's predictor."""
-        for name, given, kept in (("target", target, self.target), ("confidence", confidence, self.confidence)):
-            if given != kept:
+        kept = self.settings
+        for name, given, fixed in (("target", target, kept.target), ("confidence", confidence, kept.confidence)):
+            if given != fixed:
+                shown = (lambda v: v.describe()) if name == "target" else str
                 raise PrecometError(
-                    f"{{{name}}}{given}: the manifest's campaign runs with {{{name}}}{kept} (its stop rule spends its"
-                    " error level by it from the first wave on); give the same value",
+                    f"{{{name}}}{shown(given)}: the manifest's campaign runs with {shown(fixed)} (its stop rule spends"
+                    " its error level by it from the first wave on); give the same value",
                     param=name,
                 )
         if metric != self.metric:
@@ -453,12 +469,9 @@ class Manifest:
             "version": MANIFEST_VERSION,
             "precomet": __version__,
             "pool_hash": self.pool_hash,
-            "level": self.level,
-            "size": self.size,
+            "settings": self.settings.to_dict(),
             "planned": self.planned,
             "metric": self.metric,
-            "target": self.target,
-            "confidence": self.confidence,
             "waves": self.waves,
         }
 
@@ -521,92 +534,22 @@ def _unit_keys(pool: Campaign, level: str) -> list[str]:
     return [str(d) for d in np.unique(np.asarray(pool.doc, dtype=str))]
 
 
-@dataclass(frozen=True)
-class Standing:
-    """Where a live campaign stands: its estimates, the stop rule's verdict, and what is predicted still needed."""
-
-    systems: tuple[str, ...]
-    estimates: Estimates
-    verdict: Verdict
-    judged_cells: int
-    judged_items: int
-    pool_items: int
-    pool_cells: int
-    predicted_share: float
-    items_needed: int
-    seconds_needed: float
-    weighted: bool
-
-    def clusters(self) -> list[int]:
-        """Cluster number of every system (1 = best), by the WMT rule (:func:`split_clusters_wmt`): a system opens a
-        new cluster when a member of the current one is decided better than it (its pair decided at this look)."""
-        order = np.argsort(-self.estimates.means, kind="stable")
-        decided = np.zeros((len(order), len(order)), dtype=bool)
-        decided[tuple(self.estimates.pairs[self.verdict.decided].T)] = True
-        decided |= decided.T
-        pvalues = np.where(decided[np.ix_(order, order)], 0.0, 1.0)  # decided: "significant" at any level
-        number = np.empty(len(order), dtype=int)
-        for cluster, members in enumerate(split_clusters_wmt(order, pvalues, alpha=0.5), start=1):
-            number[members] = cluster
-        return number.tolist()
-
-    def to_dict(self, z: float) -> dict[str, Any]:
-        est, ver = self.estimates, self.verdict
-        clusters = self.clusters() if len(self.systems) and not np.isnan(est.means).any() else []
-        order: list[int] = list(np.argsort(-est.means, kind="stable")) if clusters else []
-        return {
-            "stop": ver.stop,
-            "rule": ver.rule,
-            "target": ver.target,
-            "confidence": ver.confidence,
-            "expected_agreement": ver.expected,
-            "agreement_lower_bound": ver.lower_bound,
-            "level_this_look": ver.level,
-            "waves": est.waves,
-            "estimates": "inverse-probability weighted (AIPW over waves)"
-            if self.weighted
-            else "BIASED: plain means of a deterministic top-k choice",
-            "judged_cells": self.judged_cells,
-            "judged_items": self.judged_items,
-            "pool_items": self.pool_items,
-            "pool_cells": self.pool_cells,
-            "predicted_stop_share": self.predicted_share,
-            "items_still_needed": self.items_needed,
-            "hours_still_needed": self.seconds_needed / 3600,
-            "ranking": [
-                {
-                    "system": self.systems[s],
-                    "mean": float(est.means[s]),
-                    "ci_low": float(est.means[s] - z * est.mean_se[s]),
-                    "ci_high": float(est.means[s] + z * est.mean_se[s]),
-                    "cluster": clusters[s],
-                }
-                for s in order
-            ],
-            "decided_pairs": [
-                [self.systems[a], self.systems[b]] for (a, b), d in zip(est.pairs.tolist(), ver.decided) if d
-            ],
-            "undecided_pairs": [
-                [self.systems[a], self.systems[b]] for (a, b), d in zip(est.pairs.tolist(), ver.decided) if not d
-            ],
-        }
-
-
-def standing(
+def live_step(
     pool: Campaign,
     judgements: Judgements,
     waves: list[Wave],
     *,
-    target: float,
-    confidence: float,
-    rule: str,
-    size: WaveSize,
+    settings: WaveSettings,
+    chooser: Chooser,
+    seed: int,
     planned: int,
+    metric: str | None = None,
     level: float | None = None,
-) -> Standing:
-    """Estimates, verdict and the predicted remaining work of a live campaign (``level``: the error level the
-    manifest decided for this look before its wave was drawn). A judgement the manifest saw when it drew a wave
-    and that is missing now is an error: every wave's weights count on it."""
+    draw: bool = True,
+) -> Step:
+    """The campaign's step (:func:`precomet.waves.step.take_step`, seeded ``(seed, wave number)``) on the judgements
+    so far (``level``: the error level the manifest decided for this look before its wave was drawn). A judgement the
+    manifest saw when it drew a wave and that is missing now is an error: every wave's weights count on it."""
     scores = judgements.scores
     for wave in waves:
         lost = wave.known & np.isnan(scores)
@@ -618,95 +561,99 @@ def standing(
                 " judgement file of the campaign",
                 param="judgements",
             )
-    n_items, n_systems = scores.shape
-    pairs, contrasts = pair_contrasts(n_systems)
-    weighted = all(w.weighted for w in waves)
-    results = [wave_result(w, scores, contrasts) for w in waves] if n_systems else []
-    estimates = combine(results, scores, pairs, weighted=weighted, units=waves[0].units if waves else None)
-    reading = verdict(estimates, target=target, confidence=confidence, rule=rule, planned=planned, level=level)
-    judged = ~np.isnan(scores)
-    cells = max(judged.size, 1)
-    share = judged.sum() / cells
-    step = size.amount / {"items": n_items, "cells": cells, "seconds": float(pool.cost.sum())}[size.kind]
-    predicted = (
-        projected_fraction(
-            estimates,
-            judged_fraction=share,
-            step=step,
-            target=target,
-            confidence=confidence,
-            rule=rule,
-            planned=planned,
-        )
-        if not reading.stop
-        else share
-    )
-    needed_share = max(predicted - share, 0.0)
-    open_items = ~judged.all(axis=1) if n_systems else np.ones(n_items, dtype=bool)
-    per_item_cost = float(pool.cost[open_items].mean()) if open_items.any() else 0.0
-    items_needed = int(math.ceil(needed_share * n_items))
-    return Standing(
-        systems=judgements.systems,
-        estimates=estimates,
-        verdict=reading,
-        judged_cells=int(judged.sum()),
-        judged_items=int(judged.any(axis=1).sum()) if n_systems else 0,
-        pool_items=n_items,
-        pool_cells=int(judged.size),
-        predicted_share=float(predicted),
-        items_needed=items_needed,
-        seconds_needed=items_needed * per_item_cost,
-        weighted=weighted,
-    )
-
-
-def next_wave(
-    pool: Campaign,
-    judgements: Judgements,
-    waves: list[Wave],
-    current: Standing,
-    *,
-    chooser: Chooser,
-    size: WaveSize,
-    level: str,
-    allocation: bool,
-    top_k: bool,
-    seed: int,
-    metric: str | None = None,
-    floor: float = DEFAULT_FLOOR,
-) -> tuple[Wave, Predictor]:
-    """Draw the next wave (seeded with ``(seed, wave number)``) and the predictor fitted for it."""
-    scores = judgements.scores
-    n_systems = scores.shape[1]
-    width = max(n_systems, 1)
-    judged = scores if n_systems else np.full((len(pool), 1), np.nan)
-    known = ~np.isnan(judged)
-    q = (
-        system_probabilities(current.estimates, current.verdict, floor=MIN_SYSTEM_SHARE)
-        if allocation and n_systems and not np.isnan(current.estimates.differences).any()
-        else np.ones(width)
-    )
-    if allocation and n_systems:
-        size = size.in_cells(n_systems)
-    number = len(waves) + 1
-    scores_of_metric = metric_matrix(pool, metric, judgements.systems)
-    predictor = fit_predictor(judged, known, scores_of_metric if n_systems else None)
-    wave = draw_wave(
-        number=number,
-        item_scores=chooser.scores(judged, known),
-        judged=judged,
-        known=known,
-        units=sampling_units(pool.doc, level),
+    arrays = PoolArrays(
+        units=sampling_units(pool.doc, settings.level),
         cost=np.asarray(pool.cost, dtype=float),
-        size=size,
-        q=q,
-        rng=np.random.default_rng([seed, number]),
-        floor=floor,
-        chooser=chooser.label,
-        top_k=top_k,
-        predictor=predictor.values(scores_of_metric if n_systems else None, len(pool))[:, :width],
+        metric=metric_matrix(pool, metric, judgements.systems),
+        planned=planned,
     )
-    return wave, predictor
+    return take_step(scores, waves, settings, chooser, arrays, seed=(seed,), report=True, level=level, draw=draw)
+
+
+def clusters(estimates: Estimates, decided: np.ndarray) -> list[int]:
+    """Cluster number of every system (1 = best), by the WMT rule (:func:`split_clusters_wmt`): a system opens a new
+    cluster when a member of the current one is decided better than it (its pair decided at this look)."""
+    order = np.argsort(-estimates.means, kind="stable")
+    matrix = np.zeros((len(order), len(order)), dtype=bool)
+    matrix[tuple(estimates.pairs[decided].T)] = True
+    matrix |= matrix.T
+    pvalues = np.where(matrix[np.ix_(order, order)], 0.0, 1.0)  # decided: "significant" at any level
+    number = np.empty(len(order), dtype=int)
+    for cluster, members in enumerate(split_clusters_wmt(order, pvalues, alpha=0.5), start=1):
+        number[members] = cluster
+    return number.tolist()
+
+
+def step_report(
+    step: Step, pool: Campaign, systems: tuple[str, ...], scores: np.ndarray, *, z: float, weighted: bool
+) -> dict[str, Any]:
+    """The report of a live step on the judged ``scores``: the target, the verdict, the ranking with intervals and
+    clusters, the pairs taken as ties, what still separates the pairs in play (not yet decided or tied), and the
+    forecast with its interval (the differences one standard error larger and smaller)."""
+    est, ver = step.estimates, step.verdict
+    ranked = bool(len(systems)) and not np.isnan(est.means).any()
+    number = clusters(est, ver.decided) if ranked else []
+    order: list[int] = list(np.argsort(-est.means, kind="stable")) if ranked else []
+    judged = ~np.isnan(scores)
+    share = float(judged.sum() / max(judged.size, 1))
+    forecast = step.forecast
+    names = [(systems[a], systems[b]) for a, b in est.pairs.tolist()] if ranked else []
+
+    def needed(at: float) -> dict[str, float]:
+        items = items_needed(at, share, len(pool))
+        open_items = ~judged.all(axis=1) if judged.size else np.ones(len(pool), dtype=bool)
+        per_item = float(pool.cost[open_items].mean()) if open_items.any() else 0.0
+        return {"items": items, "hours": items * per_item / 3600}
+
+    pairs_in_play = [] if not ranked else [
+        {
+            "pair": list(names[k]),
+            "difference": float(est.differences[k]),
+            "se": float(est.difference_se[k]),
+            "tie_width": float(ver.widths[k]) if ver.widths is not None else 0.0,
+        }
+        for k in np.flatnonzero(~ver.settled)
+    ]  # fmt: skip
+    return {
+        "stop": ver.stop,
+        "rule": ver.rule,
+        "target": ver.target.to_dict() | {"description": ver.target.describe()},
+        "confidence": ver.confidence,
+        "agreement_lower_bound": ver.lower_bound,
+        "expected_target_agreement": ver.expected_target,
+        "expected_agreement": ver.expected,
+        "level_this_look": ver.level,
+        "waves": est.waves,
+        "estimates": "inverse-probability weighted (AIPW over waves)"
+        if weighted
+        else "BIASED: plain means of a deterministic top-k choice",
+        "judged_cells": int(judged.sum()),
+        "judged_items": int(judged.any(axis=1).sum()) if judged.size else 0,
+        "pool_items": len(pool),
+        "pool_cells": int(judged.size),
+        "predicted_stop_share": forecast.share if forecast else share,
+        "predicted_stop_interval": [forecast.low, forecast.high] if forecast else [share, share],
+        "still_needed": {
+            "estimate": needed(forecast.share if forecast else share),
+            "low": needed(forecast.low if forecast else share),
+            "high": needed(forecast.high if forecast else share),
+        },
+        "ranking": [
+            {
+                "rank": rank,
+                "system": systems[s],
+                "mean": float(est.means[s]),
+                "ci_low": float(est.means[s] - z * est.mean_se[s]),
+                "ci_high": float(est.means[s] + z * est.mean_se[s]),
+                "cluster": number[s],
+            }
+            for rank, s in enumerate(order, start=1)
+        ],
+        "ties": [list(names[k]) for k in np.flatnonzero(ver.ties)] if ranked else [],
+        "decided_pairs": [list(names[k]) for k in np.flatnonzero(ver.decided)] if ranked else [],
+        "undecided_pairs": [list(names[k]) for k in np.flatnonzero(~ver.decided)] if ranked else [],
+        "pairs_in_play": pairs_in_play,
+    }
 
 
 def wave_record(
@@ -734,3 +681,110 @@ def wave_record(
         "look_level": look_level,
         "predictor": {"offsets": {s: float(f) for s, f in zip(systems, predictor.offsets)}, "slope": predictor.slope},
     }
+
+
+@dataclass(frozen=True)
+class LiveRequest:
+    """One live call: the pool (``pool_systems``: its output systems, ``None`` without outputs), the manifest so far
+    (``None`` on the first call or without one), the judgements read, the call's settings (the manifest's size, level,
+    target and confidence win; rule, allocation and top-k may change between waves), the chooser (built only when a
+    wave is drawn), the seed and the metric the predictor reads."""
+
+    pool: Campaign
+    pool_systems: tuple[str, ...] | None
+    manifest: Manifest | None
+    judgements: Judgements
+    settings: WaveSettings
+    chooser: Callable[[], Chooser]
+    seed: int = 0
+    metric: str | None = None
+    answered: bool = True  # False: no judgement file was given at all
+
+
+@dataclass(frozen=True)
+class LiveOutcome:
+    """What a live call found and drew: the report, the next wave (``None``: stop, or the last wave awaits its
+    judgements), the manifest to write with it, the systems the cells name, and notices for the user."""
+
+    report: dict[str, Any]
+    wave: Wave | None
+    manifest: Manifest | None
+    systems: tuple[str, ...]
+    notices: tuple[str, ...]
+    awaiting: int | None = None
+
+
+def advance(request: LiveRequest, *, z: float | None = None) -> LiveOutcome:
+    """One live call (:class:`LiveRequest`): the report of the campaign so far and, unless it stops or its last wave
+    awaits judgements, the next wave and the manifest that records it (``z``: the report's interval width, default
+    the two-sided ``confidence`` quantile)."""
+    pool, manifest, notices = request.pool, request.manifest, []
+    settings = request.settings
+    if manifest is not None:
+        manifest.check_settings(target=settings.target, confidence=settings.confidence, metric=request.metric)
+        if manifest.level != settings.level or manifest.size != settings.size.text:
+            notices.append(f"the manifest fixes --size {manifest.size} --level {manifest.level} (kept)")
+        settings = replace(manifest.settings, rule=settings.rule, allocation=settings.allocation, top_k=settings.top_k)
+    judgements, systems = _systems_of(request, manifest)
+    planned = (
+        manifest.planned
+        if manifest
+        else size_planned(settings, len(pool), len(systems), np.asarray(pool.cost, dtype=float))
+    )
+    waves = manifest.rebuild(pool, systems) if manifest else []
+    if waves and not request.answered:
+        notices.append(
+            "no judgements given (--judgements, --pearmut-annotations, --appraise-annotations): the waves drawn so far"
+            " count as unanswered"
+        )
+    # the last wave awaits its judgements while none of its cells has one; a wave that drew no cell (a small wave's
+    # independent draws can come out empty) awaits nothing, and the next one is drawn on top of it
+    awaiting = bool(waves) and waves[-1].drawn.any() and not (waves[-1].drawn & ~np.isnan(judgements.scores)).any()
+    chooser = request.chooser() if not awaiting else Chooser("random", np.ones(len(pool)))
+    step = live_step(
+        pool, judgements, waves, settings=settings, chooser=chooser, seed=request.seed, planned=planned,
+        metric=request.metric, level=float(manifest.waves[-1]["look_level"]) if manifest and manifest.waves else None,
+        draw=not awaiting,
+    )  # fmt: skip
+    z = NormalDist().inv_cdf(1 - (1 - settings.confidence) / 2) if z is None else z
+    weighted = all(w.weighted for w in waves)
+    report = step_report(step, pool, systems, judgements.scores, z=z, weighted=weighted)
+    report["systems_known"] = bool(systems)
+    if awaiting:
+        report["awaiting_wave"] = waves[-1].number
+    written = None
+    if step.wave is not None:
+        wave, predictor = step.wave, step.predictor
+        assert predictor is not None  # drawn with the wave
+        report["next_wave"] = {
+            "number": wave.number,
+            "items": int(wave.drawn.any(axis=1).sum()),
+            "cells": int(wave.drawn.sum()) if systems else None,
+            "chooser": chooser.label,
+            "weighted": wave.weighted,
+        }
+        base = manifest or Manifest(pool.data_hash(), settings, planned, request.metric, [])
+        look = wave_level(settings.confidence, wave.number, base.planned, anytime=settings.anytime)
+        record = wave_record(wave, predictor, pool, systems, settings.level, look_level=look)
+        written = replace(base, settings=settings, waves=[*base.waves, record])
+    return LiveOutcome(report, step.wave, written, systems, tuple(notices), waves[-1].number if awaiting else None)
+
+
+def size_planned(settings: WaveSettings, n_items: int, n_systems: int, cost: np.ndarray) -> int:
+    """Looks that exhaust the pool at the settings' wave size (fixed before the first draw)."""
+    return settings.size.planned_looks(n_items, n_items * max(n_systems, 1), float(cost.sum()))
+
+
+def _systems_of(request: LiveRequest, manifest: Manifest | None) -> tuple[Judgements, tuple[str, ...]]:
+    judgements = request.judgements
+    systems = judgements.systems
+    missing = sorted(manifest.systems() - set(systems)) if manifest is not None else []
+    if missing:
+        raise PrecometError(
+            f"the manifest's waves count on judgements of {', '.join(map(repr, missing))}, and no judgement file given"
+            " now holds one: give every judgement file of the campaign"
+        )
+    if request.pool_systems is not None and not systems:
+        systems = request.pool_systems
+        judgements = Judgements(systems, np.full((len(request.pool), len(systems)), np.nan))
+    return judgements, systems

@@ -12,15 +12,13 @@ from precomet.costs import parse_duration
 from precomet.errors import PrecometError
 from precomet.waves.design import DEFAULT_FLOOR, inclusion_probabilities, poisson_draw
 from precomet.waves.estimate import Estimates, Wave, fit_predictor
-from precomet.waves.stop import Verdict, flip_probabilities
+from precomet.waves.stop import Verdict
 
 LEVELS = ("item", "doc")
 """Sampling units: single items, or whole documents."""
 MIN_SYSTEM_SHARE = 0.3
 """With system-level allocation, the share of a drawn item's cells a settled system keeps (its probabilities'
 floor)."""
-SETTLED = 1e-3
-"""A pair whose order flips with a smaller probability is settled (system-level allocation)."""
 
 
 @dataclass(frozen=True)
@@ -81,16 +79,16 @@ def sampling_units(doc: np.ndarray, level: str) -> np.ndarray:
 
 
 def system_probabilities(estimates: Estimates | None, verdict: Verdict | None, *, floor: float) -> np.ndarray:
-    """``q``: every system's share of a drawn item's cells — all of them for a system with a pair still in play (its
-    order flips with probability ≥ :data:`SETTLED`), ``floor`` for a system whose every pair is settled (all
-    cells while nothing is estimated). Systems in play are judged together on every drawn item, so the differences
-    still undecided stay paired on the same items."""
+    """``q``: every system's share of a drawn item's cells — all of them for a system with a pair still in play (not
+    settled: ordered the other way beyond its tie width with probability ≥ :data:`precomet.waves.stop.SETTLED`),
+    ``floor`` for a system whose every pair is decided or tied (all cells while nothing is estimated). Systems in
+    play are judged together on every drawn item, so the differences still undecided stay paired on the same items."""
     if estimates is None or verdict is None or np.isnan(estimates.differences).any() or not len(estimates.means):
         return np.ones(len(estimates.means) if estimates is not None else 0)
-    flips = flip_probabilities(estimates)
     in_play = np.zeros(len(estimates.means), dtype=bool)
+    open_pairs = ~verdict.settled if len(verdict.settled) else np.ones(len(estimates.pairs), dtype=bool)
     for column in (0, 1):
-        in_play[estimates.pairs[flips >= SETTLED, column]] = True
+        in_play[estimates.pairs[open_pairs, column]] = True
     return np.where(in_play, 1.0, floor)
 
 

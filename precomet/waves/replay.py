@@ -1,8 +1,10 @@
 """Replay: the whole waves protocol, many times, on a campaign where every cell is judged.
 
 Each run starts with nothing judged, draws waves with its chooser, reveals the drawn cells' human scores, and stops
-when the rule says so. At the stop it records the cells, items and hours spent, and the realised pairwise agreement
-of the estimated system order with the full campaign's (a pair tied on the full campaign counts as agreeing).
+when the rule says so (one :func:`precomet.waves.step.take_step` per wave, as a live campaign). At the stop it
+records the cells, items and hours spent, and the realised pairwise agreement of the estimated system order with the
+full campaign's under the target — over the pairs the full campaign truly separates, computed from every cell, never
+from the rule's own estimate — and over all pairs.
 """
 
 from __future__ import annotations
@@ -13,31 +15,15 @@ from typing import Any
 
 import numpy as np
 
+from precomet.agreement import mean_agreement, pair_differences
 from precomet.errors import PrecometError
 from precomet.metaeval.evaluation import evaluate_indices
 from precomet.metaeval.reference import Reference
 from precomet.progress import progress
 from precomet.waves.choosers import Chooser
-from precomet.waves.design import DEFAULT_FLOOR
-from precomet.waves.estimate import Estimates, WaveResult, combine, fit_predictor, pair_contrasts, wave_result
-from precomet.waves.plan import MIN_SYSTEM_SHARE, WaveSize, draw_wave, sampling_units, system_probabilities
-from precomet.waves.stop import Verdict, verdict
-
-
-@dataclass(frozen=True)
-class ReplaySettings:
-    """What every run of a replay shares."""
-
-    size: WaveSize
-    target: float = 0.95
-    confidence: float = 0.9
-    rule: str = "guaranteed"
-    level: str = "item"
-    allocation: bool = False
-    floor: float = DEFAULT_FLOOR
-    system_floor: float = MIN_SYSTEM_SHARE
-    top_k: bool = False
-    anytime: bool = True  # False: the fixed-look level at every look (an ablation; not valid when stopping early)
+from precomet.waves.estimate import Wave
+from precomet.waves.plan import sampling_units
+from precomet.waves.step import PoolArrays, Step, WaveSettings, take_step
 
 
 @dataclass(frozen=True)
@@ -48,7 +34,8 @@ class RunOutcome:
     items: int
     seconds: float
     waves: int
-    agreement: float  # realised, against the full campaign
+    agreement: float  # realised under the target, against the full campaign (its true ties)
+    plain_agreement: float  # realised over all pairs (a pair tied on the full campaign agrees)
     expected: float  # predicted at the stop
     lower_bound: float
     stopped: bool  # False: the pool ran out first
@@ -62,11 +49,12 @@ class ReplayResult:
 
     campaign: str
     chooser: str
-    settings: ReplaySettings
+    settings: WaveSettings
     total_cells: int
     total_items: int
     total_seconds: float
     runs: tuple[RunOutcome, ...] = field(default_factory=tuple)
+    true_ties: int = 0  # pairs the full campaign does not separate under the target
 
     def cell_shares(self) -> np.ndarray:
         return np.array([r.cells for r in self.runs]) / self.total_cells
@@ -85,7 +73,9 @@ class ReplayResult:
             "items_share": _spread(items),
             "hours": _spread(hours),
             "agreement_mean": float(agreement.mean()),
-            "reached_target": float((agreement >= self.settings.target - 1e-12).mean()),
+            "plain_agreement_mean": float(np.mean([r.plain_agreement for r in self.runs])),
+            "reached_target": float((agreement >= self.settings.target.share - 1e-12).mean()),
+            "true_ties": self.true_ties,
             "expected_at_stop_mean": float(np.mean([r.expected for r in self.runs])),
             "waves_median": float(np.median([r.waves for r in self.runs])),
             "spa_mean": _mean_of([r.spa for r in self.runs]),
@@ -106,101 +96,75 @@ def _spread(values: np.ndarray) -> dict[str, float]:
     }
 
 
-def realised_agreement(means: np.ndarray, full: np.ndarray, pairs: np.ndarray) -> float:
-    """Share of system pairs ordered as on the full campaign (pairs tied there agree with any order)."""
-    estimated = np.sign(means[pairs[:, 0]] - means[pairs[:, 1]])
-    truth = np.sign(full[pairs[:, 0]] - full[pairs[:, 1]])
-    return float(np.mean((estimated == truth) | (truth == 0))) if len(pairs) else 1.0
+def realised_agreement(
+    means: np.ndarray, full: np.ndarray, *, widths: np.ndarray | float = 0.0, over: str = "all"
+) -> float:
+    """Share of system pairs ordered as on the full campaign (:func:`precomet.agreement.mean_agreement`, rule
+    ``strict``: pairs tied there — within ``widths`` — agree with any order, or are left out with
+    ``over="separated"``)."""
+    return float(mean_agreement(means, full, ties="strict", over=over, width=widths))
 
 
 def run_once(
     truth: np.ndarray,
     chooser: Chooser,
-    settings: ReplaySettings,
+    settings: WaveSettings,
     *,
     doc: np.ndarray,
     cost: np.ndarray,
-    rng: np.random.Generator,
+    seed: Sequence[int],
     metric: np.ndarray | None = None,
     reference: Reference | None = None,
+    true_widths: np.ndarray | None = None,
 ) -> RunOutcome:
-    """One replay run on the fully judged ``truth`` (``N × S``); ``metric`` (``N × S``) feeds the predictor;
-    with the campaign's meta-evaluation ``reference``, the SPA and cluster count of the items judged for every
-    system at the stop are recorded too."""
+    """One replay run on the fully judged ``truth`` (``N × S``), wave ``t`` seeded ``(*seed, t)`` as a live call
+    would be; ``metric`` (``N × S``) feeds the predictor; ``true_widths``: the target's tie widths on the full campaign
+    (default: computed); with the campaign's meta-evaluation ``reference``, the SPA and cluster count of the items
+    judged for every system at the stop are recorded too."""
     n_items, n_systems = truth.shape
-    pairs, contrasts = pair_contrasts(n_systems)
     units = sampling_units(doc, settings.level)
-    full = truth.mean(axis=0)
     size = settings.size.in_cells(n_systems) if settings.allocation else settings.size
-    planned = size.planned_looks(n_items, truth.size, float(cost.sum()))
-    known = np.zeros(truth.shape, dtype=bool)
+    pool = PoolArrays(units, cost, metric, size.planned_looks(n_items, truth.size, float(cost.sum())))
+    widths = settings.target.true_widths(truth) if true_widths is None else true_widths
+    waves: list[Wave] = []
     judged = np.full(truth.shape, np.nan)
-    results: list[WaveResult] = []
-    estimates: Estimates | None = None
-    reading: Verdict | None = None
     while True:
-        q = (
-            system_probabilities(estimates, reading, floor=settings.system_floor)
-            if settings.allocation and estimates is not None
-            else np.ones(n_systems)
-        )
-        wave = draw_wave(
-            number=len(results) + 1,
-            item_scores=chooser.scores(judged, known),
-            judged=judged,
-            known=known,
-            units=units,
-            cost=cost,
-            size=size,
-            q=q,
-            rng=rng,
-            floor=settings.floor,
-            chooser=chooser.label,
-            top_k=settings.top_k,
-            predictor=fit_predictor(judged, known, metric).values(metric, n_items),
-        )
-        known = known | wave.drawn
-        judged = np.where(known, truth, np.nan)
-        results.append(wave_result(wave, judged, contrasts))
-        estimates = combine(results, judged, pairs, weighted=not settings.top_k, units=units)
-        reading = verdict(
-            estimates,
-            target=settings.target,
-            confidence=settings.confidence,
-            rule=settings.rule,
-            planned=planned,
-            always_bound=False,
-            anytime=settings.anytime,
-        )
-        if reading.stop or known.all():
-            outcome = _outcome(estimates, reading, known, cost, full, stopped=reading.stop)
+        step = take_step(judged, waves, settings, chooser, pool, seed=seed)
+        if step.wave is None:
+            known = ~np.isnan(judged)
+            outcome = _outcome(step, known, cost, truth, widths, settings.target.over)
             complete = np.flatnonzero(known.all(axis=1))
             if reference is None or len(complete) < 2:
                 return outcome
             measured = evaluate_indices(reference, complete, measures=("spa", "clusters"))
             return replace(outcome, spa=measured["spa"], clusters=measured["clusters"])
+        waves.append(step.wave)
+        judged = np.where(~np.isnan(judged) | step.wave.drawn, truth, np.nan)
 
 
 def _outcome(
-    estimates: Estimates, reading: Any, known: np.ndarray, cost: np.ndarray, full: np.ndarray, *, stopped: bool
+    step: Step, known: np.ndarray, cost: np.ndarray, truth: np.ndarray, widths: np.ndarray, over: str
 ) -> RunOutcome:
+    estimates, reading = step.estimates, step.verdict
+    full = truth.mean(axis=0)
     means = estimates.means if not np.isnan(estimates.means).any() else np.zeros(len(full))
     return RunOutcome(
         cells=int(known.sum()),
         items=int(known.any(axis=1).sum()),
         seconds=float((cost * known.sum(axis=1) / known.shape[1]).sum()),
         waves=estimates.waves,
-        agreement=realised_agreement(means, full, estimates.pairs),
+        agreement=float(realised_agreement(means, full, widths=widths, over=over)),
+        plain_agreement=float(realised_agreement(means, full)),
         expected=reading.expected,
         lower_bound=reading.lower_bound,
-        stopped=stopped,
+        stopped=reading.stop and not known.all(),
     )
 
 
 def replay(
     truth: np.ndarray,
     make_chooser: Callable[[], Chooser],
-    settings: ReplaySettings,
+    settings: WaveSettings,
     *,
     doc: Sequence[Any] | np.ndarray,
     cost: np.ndarray,
@@ -223,13 +187,16 @@ def replay(
     doc = np.asarray(doc, dtype=object)
     cost = np.asarray(cost, dtype=float)
     chooser = make_chooser()
+    widths = settings.target.true_widths(truth)
     outcomes = []
     with progress(total=runs, desc=f"replay {campaign} {chooser.label}", unit="run") as bar:
         for r in range(runs):
-            rng = np.random.default_rng([seed, r])
             outcomes.append(
-                run_once(truth, chooser, settings, doc=doc, cost=cost, rng=rng, metric=metric, reference=reference)
-            )
+                run_once(
+                    truth, chooser, settings, doc=doc, cost=cost, seed=(seed, r), metric=metric, reference=reference,
+                    true_widths=widths,
+                )
+            )  # fmt: skip
             bar.update(1)
     return ReplayResult(
         campaign=campaign,
@@ -239,6 +206,7 @@ def replay(
         total_items=int(truth.shape[0]),
         total_seconds=float(cost.sum()),
         runs=tuple(outcomes),
+        true_ties=int((np.abs(pair_differences(truth.mean(axis=0))) <= widths).sum()),
     )
 
 

@@ -23,13 +23,15 @@ ties cost annotation, never agreement.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 from scipy.special import stdtr
 
+from precomet.agreement import disagreement
 from precomet.errors import PrecometError
 from precomet.waves.estimate import Estimates
+from precomet.waves.target import Target
 
 PLANNED_SHARE = 0.9
 """Share of the error level spent on the planned looks (the rest on looks beyond them)."""
@@ -61,21 +63,35 @@ def system_covariance(estimates: Estimates) -> np.ndarray:
     return (vectors * np.clip(values, 0, None)) @ vectors.T
 
 
-def agreement_lower_bound(estimates: Estimates, level: float, *, seed: int = 0) -> float:
-    """The ``level``-quantile of the agreement with full-test-set means drawn around the estimates (module
-    docstring)."""
+def agreement_lower_bound(
+    estimates: Estimates,
+    level: float,
+    *,
+    seed: int = 0,
+    target: Target | None = None,
+    quick: bool = False,
+    excuse_ties: bool = False,
+) -> tuple[float, float]:
+    """``(bound, mean)``: the ``level``-quantile and the mean of the agreement under ``target`` (default: all pairs)
+    with full-test-set means drawn around the estimates (module docstring). ``quick``: a few thousand draws, for the
+    mean only (the bound is then only as good as the draws). ``excuse_ties`` is an ABLATION, not a valid bound: a
+    pair whose estimated difference lies within its tie width is never counted wrong (a rule that claims no order
+    for it), which ignores the separated pairs such an estimate can hide."""
+    target = target or Target("all-pairs")
     pairs = estimates.pairs
     if estimates.exact or not len(pairs):
-        return 1.0
+        return 1.0, 1.0
     cov = system_covariance(estimates)
     values, vectors = np.linalg.eigh(cov)
     root = vectors * np.sqrt(np.clip(values, 0, None))
-    draws = int(min(max(math.ceil(20 / level), 2000), 400_000))
+    draws = 4000 if quick else int(min(max(math.ceil(20 / level), 2000), 400_000))
     rng = np.random.default_rng(seed)
-    order = np.sign(estimates.differences)
+    order = estimates.differences
+    widths = target.widths(estimates.full_se, len(pairs))
     # a pair estimated as an exact tie with no spread (identical residuals before every cell is judged): no draw moves
     # it, yet the full test set may order it either way, a coin flip, as in flip_probabilities
-    unsure = int(((estimates.difference_se == 0) & (estimates.differences == 0)).sum())
+    unsure_mask = (estimates.difference_se == 0) & (estimates.differences == 0)
+    unsure = int(unsure_mask.sum())
     chunks = []
     for start in range(0, draws, 50_000):
         m = min(50_000, draws - start)
@@ -83,10 +99,30 @@ def agreement_lower_bound(estimates: Estimates, level: float, *, seed: int = 0) 
         if np.isfinite(estimates.df):  # multivariate t: one chi-square scale per draw
             noise *= np.sqrt(estimates.df / rng.chisquare(estimates.df, m)).astype(np.float32)[:, None]
         truth = estimates.differences[None, :] + noise[:, pairs[:, 0]] - noise[:, pairs[:, 1]]
-        wrong = ((np.sign(truth) != order[None, :]) & (truth != 0)).sum(axis=1)
-        chunks.append(wrong + (rng.random((m, unsure)) < 0.5).sum(axis=1) if unsure else wrong)
-    wrong = np.concatenate(chunks)
-    return float(1 - np.quantile(wrong, 1 - level, method="higher") / len(pairs))
+        wrong, separated = disagreement(order, np.where(unsure_mask, 0.0, truth), ties="strict", width=widths)
+        if excuse_ties and target.over == "separated":  # the ablation: pairs estimated within their width never err
+            wrong = wrong * (np.abs(order) > widths)[None, :]
+        coins = (rng.random((m, unsure)) < 0.5).sum(axis=1) if unsure else 0
+        wrong_count = wrong.sum(axis=1) + coins
+        if target.over == "all":
+            chunks.append(1 - wrong_count / len(pairs))
+        else:
+            counted = separated.sum(axis=1) + unsure
+            chunks.append(1 - np.divide(wrong_count, counted, out=np.zeros(m), where=counted > 0))
+    share = np.concatenate(chunks)
+    return float(np.quantile(share, level, method="lower")), float(share.mean())
+
+
+def wrong_probabilities(estimates: Estimates, widths: np.ndarray) -> np.ndarray:
+    """Per pair, the probability that the full test set orders it the other way by more than its tie width
+    (``T(−(|D̂| + w) / se)``; 0 when exact; ½ for an exact tie without spread, as :func:`flip_probabilities`)."""
+    se = estimates.difference_se
+    with np.errstate(divide="ignore", invalid="ignore"):
+        z = np.where(se > 0, (np.abs(estimates.differences) + widths) / se, np.inf)
+    p = stdtr(estimates.df, -z)
+    if estimates.exact:
+        return np.zeros(len(p))
+    return np.where(se == 0, np.where(estimates.differences == 0, 0.5, 0.0), p)
 
 
 def flip_probabilities(estimates: Estimates) -> np.ndarray:
@@ -117,49 +153,78 @@ def holm_decided(p: np.ndarray, level: float) -> np.ndarray:
 class Verdict:
     """The stop rule's reading of one set of estimates."""
 
-    expected: float
-    lower_bound: float
-    decided: np.ndarray  # (P,) pairs decided at the wave's level
+    expected: float  # plain agreement over all pairs, expected
+    lower_bound: float  # the target's agreement: the level-quantile over the draws (the rule guaranteed reads it)
+    decided: np.ndarray  # (P,) pairs whose order is decided at the wave's level (Holm)
     level: float
     stop: bool
     rule: str
-    target: float
+    target: Target
     confidence: float
+    expected_target: float = 0.0  # the target's agreement, expected (the rule expected reads it)
+    widths: np.ndarray | None = None  # (P,) tie widths of the target at this look
+    ties: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))  # (P,) estimated within the tie width
+    settled: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))  # (P,) wrong w.p. below SETTLED
+
+
+SETTLED = 1e-3
+"""A pair ordered the other way beyond its tie width with a smaller probability is settled (decided or tied)."""
 
 
 def verdict(
     estimates: Estimates,
     *,
-    target: float,
+    target: Target,
     confidence: float,
     rule: str = "guaranteed",
     planned: int = 20,
     always_bound: bool = True,
     anytime: bool = True,
     level: float | None = None,
+    excuse_ties: bool = False,
 ) -> Verdict:
     """Stop or continue after ``estimates.waves`` waves (``planned``: looks that exhaust the pool at the wave size).
     ``always_bound=False`` skips drawing the lower bound when it cannot reach the target (then ``lower_bound`` is
     only known to be below it and holds the expected agreement, an upper bound of it up to ``1 − δ_t``)."""
     if rule not in RULES:
         raise PrecometError(f"unknown stop rule {rule!r}; choose one of {', '.join(RULES)}", param="rule")
-    if not 0 < target <= 1:
-        raise PrecometError(f"target={target!r}: expected a share of pairs in (0, 1]", param="target")
+    if not isinstance(target, Target):
+        raise PrecometError(f"target={target!r}: expected a Target", param="target")
     if not 0 < confidence < 1:
         raise PrecometError(f"confidence={confidence!r}: expected a level in (0, 1)", param="confidence")
     if level is None:
         level = wave_level(confidence, estimates.waves, planned, anytime=anytime)
+    n_pairs = len(estimates.pairs)
     if np.isnan(estimates.differences).any() or not len(estimates.means):
-        empty = np.zeros(len(estimates.pairs), dtype=bool)
-        return Verdict(0.0, 0.0, empty, level, False, rule, target, confidence)
+        empty = np.zeros(n_pairs, dtype=bool)
+        return Verdict(0.0, 0.0, empty, level, False, rule, target, confidence, 0.0, None, empty, empty)
+    widths = target.widths(estimates.full_se, n_pairs)
     p = flip_probabilities(estimates)
     decided = holm_decided(p, level) if not estimates.exact else np.ones(len(p), dtype=bool)
     expected = float(1 - p.mean()) if len(p) else 1.0
-    # the level-quantile q of an agreement with mean `expected` has (1 − level) q ≤ expected: below, no need to draw
-    cheap = not always_bound and expected < target * (1 - level)
-    lower = expected if cheap else agreement_lower_bound(estimates, level, seed=0)
-    reached = lower >= target if rule == "guaranteed" else expected >= target
-    return Verdict(expected, lower, decided, level, bool(reached or estimates.exact), rule, target, confidence)
+    ties = np.abs(estimates.differences) <= widths
+    settled = wrong_probabilities(estimates, widths) < SETTLED
+    share = target.share
+    if target.kind == "all-pairs":  # the expectation is exact here: no draw needed for it
+        expected_target = expected
+    elif estimates.exact:
+        expected_target = 1.0
+    else:
+        expected_target = agreement_lower_bound(estimates, level, target=target, quick=True, excuse_ties=excuse_ties)[1]
+    # the level-quantile q of an agreement with mean E has (1 − level) q ≤ E: below, no need to draw (a margin for
+    # the quick mean's Monte Carlo error where it was drawn)
+    margin = 0.0 if target.kind == "all-pairs" else 0.03
+    cheap = not always_bound and (rule == "expected" or expected_target < share * (1 - level) - margin)
+    lower = (
+        expected_target
+        if cheap
+        else agreement_lower_bound(estimates, level, seed=0, target=target, excuse_ties=excuse_ties)[0]
+    )
+    reached = lower >= share if rule == "guaranteed" else expected_target >= share
+    return Verdict(
+        expected, lower, decided, level, bool(reached or estimates.exact), rule, target, confidence,
+        expected_target, widths, ties, settled,
+    )  # fmt: skip
 
 
 def projected_fraction(
@@ -167,33 +232,45 @@ def projected_fraction(
     *,
     judged_fraction: float,
     step: float,
-    target: float,
+    target: Target,
     confidence: float,
     rule: str,
     planned: int,
+    shift: float = 0.0,
+    excuse_ties: bool = False,
 ) -> float:
     """The share of the pool's cells at which the rule is predicted to stop, if the differences stay where they are
     and the variances shrink as a random sample's (``∝ (1 − f) / f``), looking every ``step``; 1.0 when only a
-    fully judged pool would stop."""
+    fully judged pool would stop. ``shift`` moves every difference's size by that many of its standard errors (−1
+    and +1 bound the forecast's interval: differences smaller or larger than estimated)."""
     if estimates.exact or np.isnan(estimates.differences).any() or judged_fraction <= 0:
         return 1.0 if not estimates.exact else judged_fraction
     fraction, look = judged_fraction, estimates.waves
+    size = np.maximum(np.abs(estimates.differences) + shift * estimates.difference_se, 0.0)
+    moved = replace(estimates, differences=np.sign(estimates.differences) * size)
     now = (1 - judged_fraction) / judged_fraction
     while fraction < 1 - 1e-9:
         fraction = min(1.0, fraction + step)
         look += 1
         scale = math.sqrt(((1 - fraction) / fraction) / now) if now > 0 else 0.0
-        future = Estimates(
-            estimates.means,
-            estimates.mean_se * scale,
-            estimates.pairs,
-            estimates.differences,
-            estimates.difference_se * scale,
-            fraction >= 1 - 1e-9,
-            look,
-            estimates.df * fraction / judged_fraction,
+        future = replace(
+            moved,
+            mean_se=estimates.mean_se * scale,
+            difference_se=estimates.difference_se * scale,
+            exact=fraction >= 1 - 1e-9,
+            waves=look,
+            df=estimates.df * fraction / judged_fraction,
         )
         # looks the bound cannot pass skip its Monte Carlo draws (always_bound=False): they cost a second each
-        if verdict(future, target=target, confidence=confidence, rule=rule, planned=planned, always_bound=False).stop:
+        reading = verdict(
+            future,
+            target=target,
+            confidence=confidence,
+            rule=rule,
+            planned=planned,
+            always_bound=False,
+            excuse_ties=excuse_ties,
+        )
+        if reading.stop:
             return fraction
     return 1.0

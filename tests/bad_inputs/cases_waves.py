@@ -41,10 +41,10 @@ NO_OUTPUT_OF_B = "".join(
 
 
 def damaged_manifest(folder: Path, field: str | None = "unit_probability") -> None:
-    """The first wave's manifest with a field of its wave record removed (``None``: its ``target`` instead)."""
+    """The first wave's manifest with a field of its wave record removed (``None``: its settings' ``target``)."""
     first_wave(folder)
     manifest = json.loads((folder / "m.json").read_text())
-    (manifest["waves"][0] if field is not None else manifest).pop(field or "target")
+    (manifest["waves"][0] if field is not None else manifest["settings"]).pop(field or "target")
     (folder / "m.json").write_text(json.dumps(manifest))
 
 

@@ -81,9 +81,13 @@ CASES = {
     "waves-matrix-manifest-look-level-text": manifest_case(lambda m: wave(m).update(look_level="abc"), "look_level"),
     "waves-matrix-manifest-planned-zero": manifest_case(lambda m: m.update(planned=0), "'planned'"),
     "waves-matrix-manifest-planned-text": manifest_case(lambda m: m.update(planned="x"), "'planned'"),
-    "waves-matrix-manifest-size-garbage": manifest_case(lambda m: m.update(size="abc"), "'size'"),
-    "waves-matrix-manifest-level-unknown": manifest_case(lambda m: m.update(level="sentence"), "'level'"),
-    "waves-matrix-manifest-target-out-of-range": manifest_case(lambda m: m.update(target=2.0), "'target'"),
+    "waves-matrix-manifest-size-garbage": manifest_case(lambda m: m["settings"].update(size="abc"), "'settings.size'"),
+    "waves-matrix-manifest-level-unknown": manifest_case(
+        lambda m: m["settings"].update(level="sentence"), "'settings.level'"
+    ),
+    "waves-matrix-manifest-target-out-of-range": manifest_case(
+        lambda m: m["settings"]["target"].update(share=2.0), "'settings.target'"
+    ),
     "waves-matrix-manifest-probability-nan": manifest_case(
         lambda m: wave(m)["unit_probability"].__setitem__(0, float("nan")), "unit_probability"
     ),
@@ -112,7 +116,7 @@ CASES = {
     "waves-matrix-manifest-future-version": Case(
         W.split(),
         {"items.jsonl": GOOD},
-        ("m.json", "version 99", "reads version 1"),
+        ("m.json", "version 99", "reads versions 1 and 2"),
         prepare=edited(lambda m: m.update(version=99)),
     ),
     # judgements: scores whose squares overflow, exports without a judgement, the manifest's name for every system

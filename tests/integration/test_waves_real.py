@@ -10,7 +10,8 @@ from precomet.io import load
 from precomet.utilities import compute_utility
 from precomet.waves.choosers import Chooser, metric_features
 from precomet.waves.plan import parse_wave_size
-from precomet.waves.replay import ReplaySettings, fewer_than, replay
+from precomet.waves.replay import fewer_than, replay
+from precomet.waves.step import WaveSettings
 
 
 @pytest.mark.slow
@@ -19,7 +20,7 @@ def test_on_wmt23_en_de_the_guaranteed_stop_is_calibrated_and_learning_spends_fe
     truth, metric = campaign.score(HUMAN), campaign.score("MetricX-23-c")
     length = source_length(campaign.src)
     prior = compute_utility(campaign, "metric_var", metric="MetricX-23-c")
-    settings = ReplaySettings(size=parse_wave_size("5%", len(campaign)))
+    settings = WaveSettings(size=parse_wave_size("5%", len(campaign)))
     common = {"doc": campaign.doc, "cost": campaign.cost, "runs": 40, "metric": metric}
     random = replay(truth, lambda: Chooser("random", length), settings, **common)
     learn = replay(
