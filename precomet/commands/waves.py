@@ -4,10 +4,8 @@
 from __future__ import annotations
 
 import argparse
-import csv
 import re
 import sys
-from dataclasses import replace
 from functools import partial
 from pathlib import Path
 
@@ -26,9 +24,9 @@ from precomet.commands.common import (
 )
 from precomet.errors import PrecometError
 from precomet.io import jsonsafe
-from precomet.io.text import spreadsheet_cell
 from precomet.outputs.atomic import output_set
 from precomet.outputs.paths import is_stdout
+from precomet.waves.judgements import JUDGEMENT_READERS
 
 HELP = (
     "annotate in waves until the ranking is settled: the next wave (cells to judge, with their inclusion"
@@ -41,10 +39,14 @@ DEFAULT_RUNS = 100
 """Replay runs when none are given."""
 PLOT_SUFFIXES = (".png", ".pdf", ".svg")
 """Figure formats of --plot."""
+
+
+def _dest(flag: str) -> str:
+    return flag.lstrip("-").replace("-", "_")
+
+
 LIVE_ONLY = {
-    "judgements": "--judgements",
-    "pearmut_annotations": "--pearmut-annotations",
-    "appraise_annotations": "--appraise-annotations",
+    **{_dest(reader.flag): reader.flag for reader in JUDGEMENT_READERS.values()},
     "manifest": "--manifest",
     "batch": "--batch",
     "pearmut": "--pearmut",
@@ -67,16 +69,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="next (default): report and draw the next wave of a live campaign; replay: replay on a judged campaign",
     )
     add_data_arguments(parser)
-    for flag, metavar, help in (
-        ("--judgements", "FILE", "judgements so far (any input rank reads, e.g. canonical JSONL with the judged cells'"
-         " human scores)"),
-        ("--pearmut-annotations", "FILE", "judgements exported by Pearmut (its annotation download or log); several"
-         " annotators of a cell averaged"),
-        ("--appraise-annotations", "CSV", "judgements exported by Appraise (its scores CSV) for batches written by"
-         " --batch *.json (itemID = the item's position in the pool); several annotators of a cell averaged, BAD and"
-         " tutorial rows dropped"),
-    ):  # fmt: skip
-        parser.add_argument(flag, type=Path, nargs="+", default=[], metavar=metavar, help=help)
+    for reader in JUDGEMENT_READERS.values():
+        parser.add_argument(reader.flag, type=Path, nargs="+", default=[], metavar="FILE", help=reader.help)
     parser.add_argument(
         "--manifest",
         type=Path,
@@ -110,11 +104,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="stop when the agreement's lower bound at --confidence reaches --target (guaranteed, default; valid"
         " whenever the campaign stops) or when its expectation does (expected: no guarantee)",
     )
+    from precomet.waves.choosers import CHOOSERS
+
     parser.add_argument(
         "--chooser",
-        choices=["random", "length", "prior", "learn"],
+        choices=list(CHOOSERS),
         default="learn",
-        help="how waves are chosen (default learn: within-campaign learning from the prior)",
+        help="how waves are chosen (default learn): "
+        + "; ".join(f"{name}: {cls.help}" for name, cls in CHOOSERS.items()).replace("%", "%%"),
     )
     prior = parser.add_mutually_exclusive_group()
     prior.add_argument("--utility", help="the prior: an output-based utility, e.g. metric_var (needs --metric)")
@@ -150,13 +147,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-o", "--output", type=Path, help="replay: its summary as JSON")
 
 
+def _judgement_files(args: argparse.Namespace) -> dict[str, list[Path]]:
+    """Reader name → the files given with its option."""
+    return {name: getattr(args, _dest(reader.flag)) for name, reader in JUDGEMENT_READERS.items()}
+
+
 def paths(args: argparse.Namespace) -> Paths:
     return Paths(
         inputs=[
             *data_inputs(args),
-            *args.judgements,
-            *args.pearmut_annotations,
-            *args.appraise_annotations,
+            *(path for paths in _judgement_files(args).values() for path in paths),
             args.utility_file,
         ],
         outputs=[args.batch, args.pearmut, args.report, args.plot, args.output, args.manifest],
@@ -164,31 +164,41 @@ def paths(args: argparse.Namespace) -> Paths:
 
 
 def _chooser(args: argparse.Namespace, pool):
-    from precomet.waves.choosers import Chooser, metric_features, vector_features
+    """The chooser ``--chooser`` names, with what it declares it reads computed for it (only that)."""
+    from precomet.waves.choosers import CHOOSERS, make_chooser, metric_features, vector_features
 
-    prior = features = None
+    reads = CHOOSERS[args.chooser].reads
+    prior = _prior(args, pool) if "prior" in reads else None
+    columns = []
+    if args.metric and "metric" in reads:
+        if args.metric not in pool.scores:
+            raise PrecometError(f"--metric {args.metric}: the pool has no such score ({', '.join(pool.scores)})")
+        columns.append(metric_features(pool.score(args.metric)))
+    if args.encoder:  # refused by _check_options unless the chooser reads vectors
+        from precomet.utilities.embed import embed_texts
+
+        columns.append(vector_features(embed_texts(list(pool.src), encoder=args.encoder)))
+    if CHOOSERS[args.chooser].needs_prior and prior is None:
+        raise PrecometError(
+            f"--chooser {args.chooser} needs --utility (with --metric for a metric's utility) or --utility-file"
+        )
+    features = np.hstack(columns) if columns else None
+    return make_chooser(args.chooser, source_length(pool.src), prior=prior, features=features)
+
+
+def _prior(args: argparse.Namespace, pool):
     if args.utility:
         from precomet.utilities import compute_utility
 
-        prior = compute_utility(pool, args.utility, metric=args.metric)
+        return compute_utility(pool, args.utility, metric=args.metric)
     if args.utility_file:
         from precomet.io.utility_files import aligned_utilities
 
         prior, _ = aligned_utilities(
             args.utility_file, pool.ids, allow_extra=True, source_of=dict(zip(map(str, pool.ids), pool.src))
         )
-    if args.metric:
-        if args.metric not in pool.scores:
-            raise PrecometError(f"--metric {args.metric}: the pool has no such score ({', '.join(pool.scores)})")
-        features = metric_features(pool.score(args.metric))
-    if args.encoder:
-        from precomet.utilities.embed import embed_texts
-
-        vectors = vector_features(embed_texts(list(pool.src), encoder=args.encoder))
-        features = vectors if features is None else np.hstack([features, vectors])
-    if args.chooser == "prior" and prior is None:
-        raise PrecometError("--chooser prior needs --utility (with --metric for a metric's utility) or --utility-file")
-    return Chooser(args.chooser, source_length(pool.src), prior=prior, features=features)
+        return prior
+    return None
 
 
 def _check_options(args: argparse.Namespace) -> None:
@@ -208,13 +218,23 @@ def _check_options(args: argparse.Namespace) -> None:
             )
     if args.zone is not None and args.target_kind != "zone":
         raise PrecometError(f"--zone {args.zone}: an indifference zone is read with --target-pairs zone only")
-    if args.encoder and args.chooser != "learn":
-        raise PrecometError(f"--encoder {args.encoder}: only --chooser learn reads the sources' vectors")
-    for flag, given in (("--utility", args.utility), ("--utility-file", args.utility_file)):
-        if given is not None and args.chooser not in ("prior", "learn"):
-            raise PrecometError(f"{flag} {given}: a prior is read by --chooser prior or learn, not {args.chooser}")
+    _check_chooser_options(args)
     if args.plot is not None and args.plot.suffix.lower() not in PLOT_SUFFIXES:
         raise PrecometError(f"--plot {args.plot}: name the figure *.png, *.pdf or *.svg")
+
+
+def _check_chooser_options(args: argparse.Namespace) -> None:
+    """Refuse a prior or vectors the chooser does not declare it reads."""
+    from precomet.waves.choosers import CHOOSERS
+
+    def readers(what: str) -> str:
+        return " or ".join(name for name, cls in CHOOSERS.items() if what in cls.reads)
+
+    if args.encoder and "vectors" not in CHOOSERS[args.chooser].reads:
+        raise PrecometError(f"--encoder {args.encoder}: only --chooser {readers('vectors')} reads the sources' vectors")
+    for flag, given in (("--utility", args.utility), ("--utility-file", args.utility_file)):
+        if given is not None and "prior" not in CHOOSERS[args.chooser].reads:
+            raise PrecometError(f"{flag} {given}: a prior is read by --chooser {readers('prior')}, not {args.chooser}")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -243,7 +263,8 @@ def _live(args: argparse.Namespace) -> int:
 
 
 def _live_request(args: argparse.Namespace):
-    from precomet.waves.live import LiveRequest, Manifest, pool_output_systems, read_judgements
+    from precomet.waves.judgements import read_judgements
+    from precomet.waves.live import LiveRequest, Manifest, pool_output_systems
 
     if args.manifest is not None and is_stdout(args.manifest):
         raise PrecometError(f"--manifest {args.manifest}: the manifest is read back by the next call; give a file")
@@ -255,19 +276,17 @@ def _live_request(args: argparse.Namespace):
     manifest = Manifest.read(args.manifest, pool, pool_systems) if has_manifest else None
     if (manifest.level if manifest else args.level) == "doc":
         require_documents(pool)
-    files = (args.judgements, args.pearmut_annotations, args.appraise_annotations)
+    files = _judgement_files(args)
     return LiveRequest(
         pool=pool,
         pool_systems=pool_systems,
         manifest=manifest,
-        judgements=read_judgements(
-            args.judgements, pool, pool_systems, pearmut=args.pearmut_annotations, appraise=args.appraise_annotations
-        ),
+        judgements=read_judgements(files, pool, pool_systems),
         settings=_settings(args, len(pool), manifest.size if manifest else None),
         chooser=partial(_chooser, args, pool),
         seed=args.seed,
         metric=args.metric,
-        answered=any(files),
+        answered=any(files.values()),
     )
 
 
@@ -349,46 +368,16 @@ def _print_closing(args: argparse.Namespace, outcome) -> None:
 
 
 def _write_cells(handle, pool, drawn: np.ndarray, systems: tuple[str, ...], path: Path) -> None:
+    from precomet.io.batch import write_wave_cells
+
     suffix = path.suffix.lower()
     if suffix not in CELL_FORMATS:
         raise PrecometError(
             f"--batch {path}: name it *.jsonl, *.csv or *.tsv (one row per cell to judge) or *.json (Appraise)"
         )
-    if CELL_FORMATS[suffix] == "appraise":
-        from precomet.io.batch import appraise_batches
-
-        if not systems or not pool.outputs:
-            raise PrecometError(f"--batch {path}: an Appraise batch shows system outputs, and this pool has none")
-        only_drawn = replace(  # pools with a missing output are refused on loading: every system has its column
-            pool, outputs={name: np.where(drawn[:, k], pool.outputs[name], None) for k, name in enumerate(systems)}
-        )
-        batches = appraise_batches(only_drawn, np.flatnonzero(drawn.any(axis=1)), pool_ids=True)
-        jsonsafe.dump(batches, handle, ensure_ascii=False, indent=2)
-        handle.write("\n")
-        return
-    rows = []
-    for i in np.flatnonzero(drawn.any(axis=1)):
-        names = [systems[s] for s in np.flatnonzero(drawn[i])] if systems else [None]
-        for system in names:
-            tgt = pool.outputs[system][i] if system is not None and system in pool.outputs else None
-            rows.append(
-                {
-                    "id": pool.ids[i],
-                    "doc": pool.doc[i],
-                    "domain": pool.domain[i],
-                    "src": pool.src[i],
-                    "system": system,
-                    "tgt": tgt,
-                }
-            )
-    if CELL_FORMATS[suffix] == "jsonl":
-        jsonsafe.dump_lines(iter(rows), handle)
-        return
-    writer = csv.writer(handle, delimiter="\t" if suffix == ".tsv" else ",", lineterminator="\r\n")
-    header = ["id", "doc", "domain", "src", "system", "tgt"]
-    writer.writerow(header)
-    for row in rows:
-        writer.writerow(["" if row[k] is None else spreadsheet_cell(str(row[k])) for k in header])
+    if CELL_FORMATS[suffix] == "appraise" and (not systems or not pool.outputs):
+        raise PrecometError(f"--batch {path}: an Appraise batch shows system outputs, and this pool has none")
+    write_wave_cells(handle, pool, drawn, systems, CELL_FORMATS[suffix])
 
 
 def _print_report(report: dict, stream) -> None:

@@ -31,6 +31,7 @@ import csv
 import json
 import re
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
@@ -206,3 +207,39 @@ def appraise_batches(
         }
         batches.append({"items": chunk, "task": task})
     return batches
+
+
+WAVE_CELL_COLUMNS = ("id", "doc", "domain", "src", "system", "tgt")
+"""The columns of a wave's batch of cells (one row per item × system to judge)."""
+
+
+def write_wave_cells(handle: IO[str], pool: Campaign, drawn: np.ndarray, systems: tuple[str, ...], fmt: str) -> None:
+    """The ``drawn`` cells (``N × S`` over ``systems``; no systems: one row per item) of a wave as ``fmt``: ``jsonl``,
+    ``csv``, ``tsv`` (spreadsheet-safe) or ``appraise`` (Appraise batches of the drawn outputs, numbered by pool
+    position)."""
+    if fmt == "appraise":
+        only_drawn = replace(  # pools with a missing output are refused on loading: every system has its column
+            pool,
+            outputs={
+                name: np.where(drawn[:, k], np.asarray(pool.outputs[name], dtype=object), np.array(None))
+                for k, name in enumerate(systems)
+            },
+        )
+        jsonsafe.dump(appraise_batches(only_drawn, np.flatnonzero(drawn.any(axis=1)), pool_ids=True), handle,
+                      ensure_ascii=False, indent=2)  # fmt: skip
+        handle.write("\n")
+        return
+    rows = []
+    for i in np.flatnonzero(drawn.any(axis=1)):
+        for system in [systems[s] for s in np.flatnonzero(drawn[i])] if systems else [None]:
+            tgt = pool.outputs[system][i] if system is not None and system in pool.outputs else None
+            rows.append(
+                dict(zip(WAVE_CELL_COLUMNS, (pool.ids[i], pool.doc[i], pool.domain[i], pool.src[i], system, tgt)))
+            )
+    if fmt == "jsonl":
+        jsonsafe.dump_lines(iter(rows), handle)
+        return
+    writer = csv.writer(handle, delimiter="\t" if fmt == "tsv" else ",", lineterminator="\r\n")
+    writer.writerow(WAVE_CELL_COLUMNS)
+    for row in rows:
+        writer.writerow(["" if row[k] is None else spreadsheet_cell(str(row[k])) for k in WAVE_CELL_COLUMNS])

@@ -11,22 +11,27 @@
   and spread when metrics exist, and optionally the leading principal components of the sources' frozen encoder
   vectors, :func:`vector_features`). Until :data:`MIN_LEARNING_ITEMS` items are judged it follows the prior.
 
-The chooser never sets a probability itself: :func:`precomet.waves.design.inclusion_probabilities` mixes its scores
-with the uniform floor, so every chooser keeps the estimates unbiased.
+Each is a registered class (:func:`register_chooser`) that declares what it reads (:data:`READS`); a new one is one
+class and one registration (docs/extending.md). The chooser never sets a probability itself:
+:func:`precomet.waves.design.inclusion_probabilities` mixes its scores with the uniform floor, so every chooser keeps
+the estimates unbiased.
 """
 
 from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import numpy as np
 
+from precomet import registration
 from precomet.errors import PrecometError
 from precomet.stats import rankdata
 
-CHOOSERS = ("random", "length", "prior", "learn")
-"""The choosers' names (``prior`` and ``learn`` read a prior utility; ``learn`` falls back on length without one)."""
+READS = ("prior", "metric", "vectors")
+"""What a chooser may read besides source length: a prior utility per item, a metric's per-item mean and spread, the
+sources' encoder vectors (the command computes each only for a chooser that declares it)."""
 MIN_LEARNING_ITEMS = 20
 """Judged items (with at least two judged systems) before ``learn`` fits its own model."""
 
@@ -50,33 +55,99 @@ def spread_targets(scores: np.ndarray, known: np.ndarray) -> tuple[np.ndarray, n
 
 @dataclass
 class Chooser:
-    """A chooser (module docstring) for one pool: ``features`` (``N × F``) for ``learn``, ``prior`` (``N``)."""
+    """A chooser for one pool (module docstring): ``length`` of every source, and what it declares it reads —
+    ``prior`` (``N``), ``features`` (``N × F``: the metric's and the vectors' columns). A subclass sets ``name``,
+    ``help``, ``reads`` (a subset of :data:`READS`) and ``needs_prior``, implements :meth:`scores`, and registers
+    with :func:`register_chooser`."""
 
-    name: str
     length: np.ndarray
     prior: np.ndarray | None = None
     features: np.ndarray | None = None
-    ridge: float = 1.0
     label: str = field(default="")
 
+    name: ClassVar[str] = ""
+    help: ClassVar[str] = ""
+    reads: ClassVar[frozenset[str]] = frozenset()
+    needs_prior: ClassVar[bool] = False
+
     def __post_init__(self) -> None:
-        if self.name not in CHOOSERS:
-            raise PrecometError(f"unknown chooser {self.name!r}; choose one of {', '.join(CHOOSERS)}", param="chooser")
-        if self.name == "prior" and self.prior is None:
-            raise PrecometError("the prior chooser needs a prior utility per item", param="chooser")
+        if self.needs_prior and self.prior is None:
+            raise PrecometError(f"the {self.name} chooser needs a prior utility per item", param="chooser")
         if not self.label:
             self.label = self.name
 
     def scores(self, judged: np.ndarray, known: np.ndarray) -> np.ndarray:
-        """Scores of every item of the pool, from the judgements ``judged`` on the ``known`` cells."""
+        """Scores (≥ 0) of every item of the pool, from the judgements ``judged`` on the ``known`` cells."""
+        raise NotImplementedError
+
+
+CHOOSERS: dict[str, type[Chooser]] = {}
+"""The registered choosers by name (:func:`register_chooser`); the command's ``--chooser`` choices come from it."""
+
+
+def register_chooser(cls: type[Chooser], *, replace: bool = False) -> type[Chooser]:
+    """Register a :class:`Chooser` subclass under its ``name`` (the rule of :mod:`precomet.registration`; usable as a
+    class decorator). What it reads must be among :data:`READS`."""
+    if not set(cls.reads) <= set(READS):
+        raise PrecometError(f"chooser {cls.name!r} reads {sorted(cls.reads)}: expected some of {', '.join(READS)}")
+    registration.register(CHOOSERS, cls.name, cls, kind="chooser", replace=replace)
+    return cls
+
+
+def make_chooser(
+    name: str, length: np.ndarray, *, prior: np.ndarray | None = None, features: np.ndarray | None = None
+) -> Chooser:
+    """The registered chooser ``name`` over a pool (what it does not read is dropped)."""
+    if name not in CHOOSERS:
+        raise PrecometError(f"unknown chooser {name!r}; choose one of {', '.join(CHOOSERS)}", param="chooser")
+    cls = CHOOSERS[name]
+    return cls(
+        np.asarray(length, dtype=float),
+        prior=prior if "prior" in cls.reads else None,
+        features=features if {"metric", "vectors"} & cls.reads else None,
+    )
+
+
+@register_chooser
+class RandomChooser(Chooser):
+    name = "random"
+    help = "every open item alike"
+
+    def scores(self, judged: np.ndarray, known: np.ndarray) -> np.ndarray:
+        return np.ones(len(self.length))
+
+
+@register_chooser
+class LengthChooser(Chooser):
+    name = "length"
+    help = "longer source first (the control every selector must beat)"
+
+    def scores(self, judged: np.ndarray, known: np.ndarray) -> np.ndarray:
+        return as_ranks(self.length)
+
+
+@register_chooser
+class PriorChooser(Chooser):
+    name = "prior"
+    help = "a fixed utility per item known before any judgement (--utility or --utility-file), as ranks"
+    reads = frozenset({"prior"})
+    needs_prior = True
+
+    def scores(self, judged: np.ndarray, known: np.ndarray) -> np.ndarray:
+        assert self.prior is not None  # needs_prior: checked when made
+        return as_ranks(self.prior)
+
+
+@register_chooser
+class LearnChooser(Chooser):
+    name = "learn"
+    help = "within-campaign learning: a ridge regression of how much an item separates the systems, from the prior"
+    reads = frozenset(READS)
+    ridge: ClassVar[float] = 1.0
+
+    def scores(self, judged: np.ndarray, known: np.ndarray) -> np.ndarray:
         n = len(self.length)
-        if self.name == "random":
-            return np.ones(n)
-        if self.name == "length":
-            return as_ranks(self.length)
         start = as_ranks(self.prior) if self.prior is not None else as_ranks(self.length)
-        if self.name == "prior":
-            return start
         items, spread = spread_targets(judged, known)
         if len(items) < MIN_LEARNING_ITEMS or float(np.std(spread)) == 0.0:
             return start

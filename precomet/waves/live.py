@@ -21,24 +21,18 @@ from typing import Any
 import numpy as np
 
 from precomet import __version__
-from precomet.campaign import HUMAN, Campaign
+from precomet.campaign import Campaign
 from precomet.errors import PrecometError
-from precomet.io import load
-from precomet.io.esa import drop_reason, read_appraise_csv
 from precomet.metaeval.cluster_rules import split_clusters_wmt
-from precomet.waves.choosers import Chooser
+from precomet.waves.choosers import Chooser, make_chooser
 from precomet.waves.estimate import Estimates, Predictor, Wave
+from precomet.waves.judgements import ALL_SYSTEMS, Judgements
 from precomet.waves.plan import LEVELS, sampling_units
 from precomet.waves.step import PoolArrays, Step, WaveSettings, items_needed, take_step
 from precomet.waves.stop import wave_level
 from precomet.waves.target import Target
 
 MANIFEST_VERSION = 2
-ALL_SYSTEMS = "*"
-"""The manifest's name for every system (cells drawn from a pool of sources, before its systems are known)."""
-MAX_SCORE = 1e12
-"""The largest human score (in absolute value) a judgement may hold: far beyond every rating scale, and small
-enough that the estimates' sums of squares stay finite."""
 
 
 @contextlib.contextmanager
@@ -66,145 +60,6 @@ def campaign_lock(pool_file: Path) -> Iterator[None]:
         yield
     finally:
         os.close(handle)  # releases the lock
-
-
-@dataclass(frozen=True)
-class Judgements:
-    """Human scores of the pool's cells (``N × S``, NaN = not judged) and the systems they name."""
-
-    systems: tuple[str, ...]
-    scores: np.ndarray
-
-
-def read_judgements(
-    paths: list[Path],
-    pool: Campaign,
-    systems: tuple[str, ...] | None,
-    *,
-    pearmut: list[Path] | None = None,
-    appraise: list[Path] | None = None,
-) -> Judgements:
-    """The human scores of ``paths`` (any input ``rank`` reads), of Pearmut annotation exports ``pearmut`` and of
-    Appraise score exports ``appraise`` (of batches numbered by pool position; BAD and tutorial rows dropped) on the
-    pool's items; a cell several annotators judged gets their mean. Items the pool does not
-    hold, systems outside ``systems`` (when fixed), a source text that differs from the pool's, and a cell judged in
-    two files are errors naming the file."""
-    index = {str(i): k for k, i in enumerate(pool.ids)}
-    cells: dict[tuple[int, str], tuple[float, Path]] = {}
-    order: list[str] = list(systems or ())
-    exports = [(path, _pearmut_rows(path, index)) for path in pearmut or []]
-    exports += [(path, _appraise_rows(path, pool)) for path in appraise or []]
-    for export, scored in exports:
-        collected: dict[tuple[int, str], list[float]] = {}
-        for judgement in scored:
-            if systems is not None and judgement.system not in systems:
-                raise PrecometError(f"{export}: model {judgement.system!r} is not one of the pool's systems")
-            _check_score(export, pool.ids[judgement.item], judgement.system, judgement.score)
-            collected.setdefault((judgement.item, judgement.system), []).append(judgement.score)
-        if not collected:
-            raise PrecometError(
-                f"{export}: not a single judgement of the pool's cells in it (every row dropped or unscored): the"
-                " wrong export? give the one of this campaign's waves, or leave the file out"
-            )
-        for key, values in collected.items():
-            if key in cells:
-                raise PrecometError(f"{export}: item {pool.ids[key[0]]!r}, system {key[1]!r} is judged again")
-            cells[key] = (float(np.mean(values)), export)
-            if key[1] not in order:
-                order.append(key[1])
-    for path in paths:
-        judged = load(path, complete=False)
-        if HUMAN not in judged.scores:
-            raise PrecometError(f"{path}: no human scores (expected judgements with a 'human' score per system)")
-        unknown = [str(i) for i in judged.ids if str(i) not in index]
-        if unknown:
-            raise PrecometError(
-                f"{path}: {len(unknown)} judged item(s) are not in the pool, e.g. {unknown[0]!r}: judgements of"
-                " another campaign? (items are matched by id)"
-            )
-        rows = np.array([index[str(i)] for i in judged.ids], dtype=int)
-        differs = [str(judged.ids[k]) for k, r in enumerate(rows) if judged.src[k] and judged.src[k] != pool.src[r]]
-        if differs:
-            raise PrecometError(
-                f"{path}: item {differs[0]!r} has another source text than the pool's: judgements of another campaign?"
-            )
-        matrix = judged.score(HUMAN)
-        if np.isnan(matrix).all():
-            raise PrecometError(
-                f"{path}: not a single human score in it (every one empty): give the judgements of the waves' cells"
-            )
-        for column, system in enumerate(judged.systems):
-            if systems is not None and system not in systems:
-                raise PrecometError(
-                    f"{path}: system {system!r} is not one of the pool's ({', '.join(systems)})", param="judgements"
-                )
-            if system not in order:
-                order.append(system)
-            for k in np.flatnonzero(~np.isnan(matrix[:, column])):
-                _check_score(path, judged.ids[k], system, matrix[k, column])
-                key = (int(rows[k]), system)
-                if key in cells:
-                    raise PrecometError(
-                        f"{path}: item {judged.ids[k]!r}, system {system!r} is judged again (also in"
-                        f" {cells[key][1]}); give every cell once (average repeated judgements first)"
-                    )
-                cells[key] = (float(matrix[k, column]), path)
-    scores = np.full((len(pool), len(order)), np.nan)
-    for (row, system), (value, _) in cells.items():
-        scores[row, order.index(system)] = value
-    return Judgements(tuple(order), scores)
-
-
-def _check_score(path: Path, item: Any, system: str, score: float) -> None:
-    """A judgement's system and score as a campaign in waves can use them, or an error naming the file."""
-    if system == ALL_SYSTEMS:
-        raise PrecometError(
-            f"{path}: a system named {ALL_SYSTEMS!r}, which the waves manifest reads as every system: rename it"
-        )
-    if not abs(score) <= MAX_SCORE:
-        raise PrecometError(
-            f"{path}: item {item!r}, system {system!r}: human score {score!r} is out of range (|score| <="
-            f" {MAX_SCORE:g} expected; the estimates would overflow)"
-        )
-
-
-@dataclass(frozen=True)
-class _Score:
-    item: int  # pool position
-    system: str
-    score: float
-
-
-def _pearmut_rows(path: Path, index: dict[str, int]) -> list[_Score]:
-    from precomet.io.pearmut import read_pearmut_annotations
-
-    rows = []
-    for judgement in read_pearmut_annotations(path):
-        if judgement.item not in index:
-            raise PrecometError(f"{path}: item {judgement.item!r} is not in the pool: annotations of another campaign?")
-        rows.append(_Score(index[judgement.item], judgement.system, float(judgement.score)))
-    return rows
-
-
-def _appraise_rows(path: Path, pool: Campaign) -> list[_Score]:
-    rows = []
-    for row in read_appraise_csv(path):
-        if drop_reason(row) is not None or row.kind != "TGT":
-            continue
-        position = row.item - 1
-        if not 0 <= position < len(pool) or row.doc != f"{pool.doc[position]}#{row.system}":
-            raise PrecometError(
-                f"{path}:{row.line}: item {row.item} ({row.doc}) is not an item of the pool's batches (itemID = pool"
-                " position + 1, documentID = DOC#SYSTEM): scores of another campaign or of another batch?"
-            )
-        try:
-            score = float(row.score)
-        except ValueError:
-            raise PrecometError(f"{path}:{row.line}: score {row.score!r} is not a number") from None
-        if not math.isfinite(score):
-            raise PrecometError(f"{path}:{row.line}: score {row.score!r} is not a finite number")
-        rows.append(_Score(position, row.system, score))
-    return rows
 
 
 def pool_output_systems(pool: Campaign, source: Any = None) -> tuple[str, ...] | None:
@@ -740,7 +595,7 @@ def advance(request: LiveRequest, *, z: float | None = None) -> LiveOutcome:
     # the last wave awaits its judgements while none of its cells has one; a wave that drew no cell (a small wave's
     # independent draws can come out empty) awaits nothing, and the next one is drawn on top of it
     awaiting = bool(waves) and waves[-1].drawn.any() and not (waves[-1].drawn & ~np.isnan(judgements.scores)).any()
-    chooser = request.chooser() if not awaiting else Chooser("random", np.ones(len(pool)))
+    chooser = request.chooser() if not awaiting else make_chooser("random", np.ones(len(pool)))
     step = live_step(
         pool, judgements, waves, settings=settings, chooser=chooser, seed=request.seed, planned=planned,
         metric=request.metric, level=float(manifest.waves[-1]["look_level"]) if manifest and manifest.waves else None,

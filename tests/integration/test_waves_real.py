@@ -8,7 +8,7 @@ import pytest
 from precomet.campaign import HUMAN, source_length
 from precomet.io import load
 from precomet.utilities import compute_utility
-from precomet.waves.choosers import Chooser, metric_features
+from precomet.waves.choosers import make_chooser, metric_features
 from precomet.waves.plan import parse_wave_size
 from precomet.waves.replay import fewer_than, replay
 from precomet.waves.step import WaveSettings
@@ -22,9 +22,9 @@ def test_on_wmt23_en_de_the_guaranteed_stop_is_calibrated_and_learning_spends_fe
     prior = compute_utility(campaign, "metric_var", metric="MetricX-23-c")
     settings = WaveSettings(size=parse_wave_size("5%", len(campaign)))
     common = {"doc": campaign.doc, "cost": campaign.cost, "runs": 40, "metric": metric}
-    random = replay(truth, lambda: Chooser("random", length), settings, **common)
+    random = replay(truth, lambda: make_chooser("random", length), settings, **common)
     learn = replay(
-        truth, lambda: Chooser("learn", length, prior=prior, features=metric_features(metric)), settings, **common
+        truth, lambda: make_chooser("learn", length, prior=prior, features=metric_features(metric)), settings, **common
     )
     for result in (random, learn):
         summary = result.summary()

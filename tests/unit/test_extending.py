@@ -13,6 +13,7 @@ from precomet.errors import DataError, PrecometError
 from precomet.selection.source_selectors import SELECTORS, get_selector, register_selector
 from precomet.simulate import simulate_campaign
 from precomet.utilities import UTILITY_METHODS, UtilitySpec, compute_utility, register_utility
+from precomet.waves.choosers import CHOOSERS, Chooser, register_chooser
 from tests.conftest import REPO
 from tests.integration.test_docs_examples import extract_blocks
 
@@ -22,7 +23,7 @@ PAGE = REPO / "docs" / "extending.md"
 @pytest.fixture(autouse=True)
 def registries():
     """Every registry as it was before the test."""
-    tables = [UTILITY_METHODS, pio.LOADERS, pio.DETECTORS, ENCODERS, SELECTORS]
+    tables = [UTILITY_METHODS, pio.LOADERS, pio.DETECTORS, ENCODERS, SELECTORS, CHOOSERS]
     saved = [dict(table) for table in tables]
     yield
     for table, before in zip(tables, saved):
@@ -30,9 +31,9 @@ def registries():
         table.update(before)
 
 
-def test_the_four_examples_of_the_page_run(tmp_path, monkeypatch):
+def test_the_five_examples_of_the_page_run(tmp_path, monkeypatch):
     blocks = [block for block in extract_blocks(PAGE) if block.lang == "python"]
-    assert len(blocks) == 4 and not any(block.skip for block in blocks)
+    assert len(blocks) == 5 and not any(block.skip for block in blocks)
     monkeypatch.chdir(tmp_path)
     namespace: dict = {"__name__": "__main__"}
     for block in blocks:
@@ -41,6 +42,7 @@ def test_the_four_examples_of_the_page_run(tmp_path, monkeypatch):
     assert pio.detect_format(tmp_path / "tiny.long.tsv") == "long-tsv"
     assert "word-shape" in ENCODERS
     assert "one-per-text" in SELECTORS
+    assert CHOOSERS["metric-spread"].reads == {"metric"}
     (tmp_path / "bad.long.tsv").write_text("1\tA\tsrc\tout\t0\nonly\ttwo\n", encoding="utf-8")
     with pytest.raises(DataError, match=r"bad.long.tsv:2: expected 5"):
         pio.load(tmp_path / "bad.long.tsv")
@@ -184,3 +186,21 @@ def test_register_selector_checks_the_name_and_refuses_a_duplicate():
         register_selector("Keep", keep)
     with pytest.raises(PrecometError, match="unknown selector 'nope'; registered: keep, strata, top"):
         get_selector("nope")
+
+
+def test_register_chooser_follows_the_rule_and_refuses_what_no_chooser_reads():
+    class Constant(Chooser):
+        name = "constant"
+
+        def scores(self, judged, known):
+            return np.ones(len(self.length))
+
+    register_chooser(Constant)
+    with pytest.raises(PrecometError, match="chooser 'constant' is already registered; pass replace=True"):
+        register_chooser(Constant)
+    with pytest.raises(PrecometError, match="chooser 'learn' is already registered"):
+        register_chooser(type("Learn", (Constant,), {"name": "learn"}))
+    with pytest.raises(PrecometError, match="expected some of prior, metric, vectors"):
+        register_chooser(type("Odd", (Constant,), {"name": "odd", "reads": frozenset({"weather"})}))
+    with pytest.raises(PrecometError, match="invalid chooser name"):
+        register_chooser(type("Bad", (Constant,), {"name": "Bad Name"}))

@@ -11,14 +11,14 @@ import pytest
 
 from precomet.cli import main
 from precomet.errors import PrecometError
-from precomet.waves.choosers import Chooser, vector_features
+from precomet.waves.choosers import make_chooser, vector_features
 from precomet.waves.design import inclusion_probabilities
 from precomet.waves.estimate import combine, fit_predictor, pair_contrasts, plain_estimates, wave_result
 from precomet.waves.plan import WaveSize, draw_wave, parse_wave_size
 from precomet.waves.replay import realised_agreement, replay
 from precomet.waves.step import WaveSettings
-from precomet.waves.target import Target
 from precomet.waves.stop import holm_decided, verdict, wave_level
+from precomet.waves.target import Target
 
 
 def test_inclusion_probabilities_meet_the_budget_and_keep_the_floor():
@@ -118,7 +118,12 @@ def test_a_replay_of_the_guaranteed_rule_reaches_the_target_in_nine_runs_of_ten(
     truth, spread = _pool(n=300, s=4, seed=3)
     settings = WaveSettings(size=parse_wave_size("10%", 300), target=Target(kind), confidence=0.9)
     result = replay(
-        truth, lambda: Chooser("random", spread), settings, doc=np.arange(300).astype(str), cost=np.ones(300), runs=40
+        truth,
+        lambda: make_chooser("random", spread),
+        settings,
+        doc=np.arange(300).astype(str),
+        cost=np.ones(300),
+        runs=40,
     )
     summary = result.summary()
     assert summary["reached_target"] >= 0.9
@@ -250,7 +255,7 @@ def test_the_replay_command_reports_each_chooser_beside_random_waves_with_a_pair
         "--chooser",
         "length",
         "--runs",
-        "30",
+        "15",
         "-o",
         str(out),
     ]

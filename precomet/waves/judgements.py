@@ -1,0 +1,194 @@
+"""Judgements of a campaign in waves: where they come from (a registry of readers: canonical files, Pearmut's and
+Appraise's exports) and the pool's ``N × S`` matrix of human scores they make."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from precomet.campaign import HUMAN, Campaign
+from precomet.errors import PrecometError
+
+ALL_SYSTEMS = "*"
+"""The manifest's name for every system (cells drawn from a pool of sources, before its systems are known)."""
+MAX_SCORE = 1e12
+"""The largest human score (in absolute value) a judgement may hold: far beyond every rating scale, and small
+enough that the estimates' sums of squares stay finite."""
+
+
+@dataclass(frozen=True)
+class Judgements:
+    """Human scores of the pool's cells (``N × S``, NaN = not judged) and the systems they name."""
+
+    systems: tuple[str, ...]
+    scores: np.ndarray
+
+
+@dataclass(frozen=True)
+class _Score:
+    item: int  # pool position
+    system: str
+    score: float
+
+
+@dataclass(frozen=True)
+class JudgementReader:
+    """One source of judgements: its name, the command's option, a help line, and the function that reads one file
+    into scored cells of the pool (``rows(path, pool)``). A file's repeated judgements of a cell (several
+    annotators) are averaged; a cell judged in two files is an error."""
+
+    name: str
+    flag: str
+    help: str
+    rows: Callable[[Path, Campaign], list[_Score]]
+
+
+def read_judgements(sources: dict[str, list[Path]], pool: Campaign, systems: tuple[str, ...] | None) -> Judgements:
+    """The human scores of the files in ``sources`` (reader name → files, :data:`JUDGEMENT_READERS`) on the pool's
+    items. Items the pool does not hold, systems outside ``systems`` (when fixed), a source text that differs from
+    the pool's, and a cell judged in two files are errors naming the file."""
+    unknown = sorted(set(sources) - set(JUDGEMENT_READERS))
+    if unknown:
+        raise PrecometError(f"unknown judgement reader {unknown[0]!r}; choose among {', '.join(JUDGEMENT_READERS)}")
+    cells: dict[tuple[int, str], tuple[float, Path]] = {}
+    order: list[str] = list(systems or ())
+    for name, reader in JUDGEMENT_READERS.items():
+        for path in sources.get(name, []):
+            collected: dict[tuple[int, str], list[float]] = {}
+            for judgement in reader.rows(path, pool):
+                if systems is not None and judgement.system not in systems:
+                    raise PrecometError(
+                        f"{path}: system {judgement.system!r} is not one of the pool's ({', '.join(systems)})",
+                        param="judgements",
+                    )
+                _check_score(path, pool.ids[judgement.item], judgement.system, judgement.score)
+                collected.setdefault((judgement.item, judgement.system), []).append(judgement.score)
+            if not collected:
+                raise PrecometError(
+                    f"{path}: not a single judgement of the pool's cells in it (every row dropped or unscored): the"
+                    " wrong file? give the one of this campaign's waves, or leave the file out"
+                )
+            for key, values in collected.items():
+                if key in cells:
+                    raise PrecometError(
+                        f"{path}: item {pool.ids[key[0]]!r}, system {key[1]!r} is judged again (also in"
+                        f" {cells[key][1]}); give every cell once (average repeated judgements first)"
+                    )
+                cells[key] = (float(np.mean(values)), path)
+                if key[1] not in order:
+                    order.append(key[1])
+    scores = np.full((len(pool), len(order)), np.nan)
+    for (row, system), (value, _) in cells.items():
+        scores[row, order.index(system)] = value
+    return Judgements(tuple(order), scores)
+
+
+def _canonical_rows(path: Path, pool: Campaign) -> list[_Score]:
+    index = {str(i): k for k, i in enumerate(pool.ids)}
+    from precomet.io import load
+
+    judged = load(path, complete=False)
+    if HUMAN not in judged.scores:
+        raise PrecometError(f"{path}: no human scores (expected judgements with a 'human' score per system)")
+    unknown = [str(i) for i in judged.ids if str(i) not in index]
+    if unknown:
+        raise PrecometError(
+            f"{path}: {len(unknown)} judged item(s) are not in the pool, e.g. {unknown[0]!r}: judgements of"
+            " another campaign? (items are matched by id)"
+        )
+    rows = np.array([index[str(i)] for i in judged.ids], dtype=int)
+    differs = [str(judged.ids[k]) for k, r in enumerate(rows) if judged.src[k] and judged.src[k] != pool.src[r]]
+    if differs:
+        raise PrecometError(
+            f"{path}: item {differs[0]!r} has another source text than the pool's: judgements of another campaign?"
+        )
+    matrix = judged.score(HUMAN)
+    if np.isnan(matrix).all():
+        raise PrecometError(
+            f"{path}: not a single human score in it (every one empty): give the judgements of the waves' cells"
+        )
+    return [
+        _Score(int(rows[k]), system, float(matrix[k, column]))
+        for column, system in enumerate(judged.systems)
+        for k in np.flatnonzero(~np.isnan(matrix[:, column]))
+    ]
+
+
+def _check_score(path: Path, item: Any, system: str, score: float) -> None:
+    """A judgement's system and score as a campaign in waves can use them, or an error naming the file."""
+    if system == ALL_SYSTEMS:
+        raise PrecometError(
+            f"{path}: a system named {ALL_SYSTEMS!r}, which the waves manifest reads as every system: rename it"
+        )
+    if not abs(score) <= MAX_SCORE:
+        raise PrecometError(
+            f"{path}: item {item!r}, system {system!r}: human score {score!r} is out of range (|score| <="
+            f" {MAX_SCORE:g} expected; the estimates would overflow)"
+        )
+
+
+def _pearmut_rows(path: Path, pool: Campaign) -> list[_Score]:
+    from precomet.io.pearmut import read_pearmut_annotations
+
+    index = {str(i): k for k, i in enumerate(pool.ids)}
+    rows = []
+    for judgement in read_pearmut_annotations(path):
+        if judgement.item not in index:
+            raise PrecometError(f"{path}: item {judgement.item!r} is not in the pool: annotations of another campaign?")
+        rows.append(_Score(index[judgement.item], judgement.system, float(judgement.score)))
+    return rows
+
+
+def _appraise_rows(path: Path, pool: Campaign) -> list[_Score]:
+    from precomet.io.esa import drop_reason, read_appraise_csv
+
+    rows = []
+    for row in read_appraise_csv(path):
+        if drop_reason(row) is not None or row.kind != "TGT":
+            continue
+        position = row.item - 1
+        if not 0 <= position < len(pool) or row.doc != f"{pool.doc[position]}#{row.system}":
+            raise PrecometError(
+                f"{path}:{row.line}: item {row.item} ({row.doc}) is not an item of the pool's batches (itemID = pool"
+                " position + 1, documentID = DOC#SYSTEM): scores of another campaign or of another batch?"
+            )
+        try:
+            score = float(row.score)
+        except ValueError:
+            raise PrecometError(f"{path}:{row.line}: score {row.score!r} is not a number") from None
+        if not math.isfinite(score):
+            raise PrecometError(f"{path}:{row.line}: score {row.score!r} is not a finite number")
+        rows.append(_Score(position, row.system, score))
+    return rows
+
+
+JUDGEMENT_READERS: dict[str, JudgementReader] = {
+    reader.name: reader
+    for reader in (
+        JudgementReader(
+            "canonical",
+            "--judgements",
+            "judgements so far (any input rank reads, e.g. canonical JSONL with the judged cells' human scores)",
+            _canonical_rows,
+        ),
+        JudgementReader(
+            "pearmut",
+            "--pearmut-annotations",
+            "judgements exported by Pearmut (its annotation download or log); several annotators of a cell averaged",
+            _pearmut_rows,
+        ),
+        JudgementReader(
+            "appraise",
+            "--appraise-annotations",
+            "judgements exported by Appraise (its scores CSV) for batches written by --batch *.json (itemID = the"
+            " item's position in the pool + 1); several annotators of a cell averaged, BAD and tutorial rows dropped",
+            _appraise_rows,
+        ),
+    )
+}
+"""Where judgements come from: the command's options (and their ``dest``: the flag's words joined by ``_``)."""
