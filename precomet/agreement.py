@@ -26,16 +26,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from precomet.significance import pair_indices
+
 TIE_RULES = ("strict", "agree", "coin", "subset2evaluate")
 """How a pair the truth orders and the estimate ties counts (module docstring)."""
 OVER = ("all", "separated")
 """Which pairs the share is over (module docstring)."""
-
-
-def pair_indices(n_systems: int) -> tuple[np.ndarray, np.ndarray]:
-    """Positions ``(a, b)`` of every system pair, ``a < b``, in the package's pair order."""
-    a, b = np.triu_indices(n_systems, k=1)
-    return a, b
 
 
 def pair_differences(means: np.ndarray) -> np.ndarray:
