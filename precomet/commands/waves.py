@@ -461,7 +461,7 @@ def _plot(report: dict, path: Path) -> None:
             x = right + span * (0.04 + 0.025 * (k % 8))
             ax.plot([x, x], [y[a], y[b]], color="C3", lw=1, marker="_")
         ax.set_yticks(list(y.values()), [f"{r['rank']}. {r['system']} (cl. {r['cluster']})" for r in rows], fontsize=8)
-    ax.set_xlabel("estimated mean human score (weighted); red brackets: pairs taken as ties")
+    ax.set_xlabel("estimated mean human score (weighted); red: pairs taken as ties", fontsize=9)
     ax.set_title(
         f"wave {report['waves']}: target {report['target']['kind']}, bound {report['agreement_lower_bound']:.3f}"
         f" (target {report['target']['share']:.2f}), {len(report['ties'])} ties ->"
