@@ -72,7 +72,6 @@ OPTIONS = {
     "table": "--table ",
     "target": "--target ",
     "target_kind": "--target-pairs ",
-    "tie_z": "--target-pairs separated",
     "zone": "--zone ",
     "text": "--text",
     "time_limit": "--time-limit ",

@@ -35,6 +35,8 @@ HELP = (
 )
 DEFAULT_SIZE = "5%"
 """A wave's size when none is given: 5 % of the pool's items."""
+DEFAULT_TARGET_PAIRS = "separated"
+"""Which pairs the target counts when a call names none and no manifest says."""
 DEFAULT_RUNS = 100
 """Replay runs when none are given."""
 PLOT_SUFFIXES = (".png", ".pdf", ".svg")
@@ -88,10 +90,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--target-pairs",
         dest="target_kind",
         choices=["separated", "zone", "all-pairs"],
-        default="separated",
         help="which pairs count: those the full test set separates (separated, default: a pair within 1.96 full-set"
         " standard errors is a tie and cannot be wrong, as WMT's clusters), those outside an indifference zone of"
-        " --zone score points (zone), or every pair (all-pairs, the target of precomet 0.16-0.19)",
+        " --zone score points (zone), or every pair (all-pairs, the target of precomet 0.16-0.19); a campaign keeps"
+        " the pairs of its first wave",
     )
     parser.add_argument(
         "--zone", type=float, help="with --target-pairs zone: the indifference zone in the score's units (e.g. 0.5)"
@@ -216,8 +218,6 @@ def _check_options(args: argparse.Namespace) -> None:
                 f"{flag} is replay's option; a live campaign writes --batch, --pearmut, --report, --plot (add"
                 " 'replay' to replay the protocol)"
             )
-    if args.zone is not None and args.target_kind != "zone":
-        raise PrecometError(f"--zone {args.zone}: an indifference zone is read with --target-pairs zone only")
     _check_chooser_options(args)
     if args.plot is not None and args.plot.suffix.lower() not in PLOT_SUFFIXES:
         raise PrecometError(f"--plot {args.plot}: name the figure *.png, *.pdf or *.svg")
@@ -282,22 +282,29 @@ def _live_request(args: argparse.Namespace):
         pool_systems=pool_systems,
         manifest=manifest,
         judgements=read_judgements(files, pool, pool_systems),
-        settings=_settings(args, len(pool), manifest.size if manifest else None),
+        settings=_settings(args, len(pool), manifest),
         chooser=partial(_chooser, args, pool),
         seed=args.seed,
         metric=args.metric,
         answered=any(files.values()),
+        asked_size=args.size,
     )
 
 
-def _settings(args: argparse.Namespace, n_items: int, size: str | None = None):
+def _settings(args: argparse.Namespace, n_items: int, manifest=None):
+    """The call's settings; a manifest's size and target pairs stand where the call names none."""
     from precomet.waves.plan import parse_wave_size
     from precomet.waves.step import WaveSettings
     from precomet.waves.target import Target
 
+    kept = manifest.settings if manifest is not None else None
+    kind = args.target_kind or (kept.target.kind if kept else DEFAULT_TARGET_PAIRS)
+    if args.zone is not None and kind != "zone":
+        raise PrecometError(f"--zone {args.zone}: an indifference zone is read with --target-pairs zone only")
+    zone = args.zone if args.zone is not None else (kept.target.zone if kept and kind == kept.target.kind else 0.0)
     return WaveSettings(
-        size=parse_wave_size(size or args.size or DEFAULT_SIZE, n_items),
-        target=Target(args.target_kind, share=args.target, zone=args.zone or 0.0),
+        size=parse_wave_size(kept.size.text if kept else args.size or DEFAULT_SIZE, n_items),
+        target=Target(kind, share=args.target, zone=zone, **({"z": kept.target.z} if kept else {})),
         confidence=args.confidence,
         rule=args.rule,
         level=args.level,

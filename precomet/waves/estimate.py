@@ -250,32 +250,39 @@ def plain_estimates(scores: np.ndarray, pairs: np.ndarray, waves: int) -> Estima
 
 def pair_spread(scores: np.ndarray, waves: list[Wave], pairs: np.ndarray) -> np.ndarray:
     """Every pair's full-set standard error ``s_d / √N`` (:mod:`precomet.waves.target`) estimated from the judged
-    cells: the Hájek-weighted variance of the per-item differences over the items judged for both systems, each
-    weighted by the inverse probability with which the waves drew its two cells (``π_u q_a q_b`` when one wave drew
-    both, ``π_u q_a · π_u' q_b`` when two did; a cell no recorded wave drew counts as drawn with certainty). Exact
-    when every cell is judged; NaN for a pair judged together on fewer than two items."""
+    cells: per wave, Horvitz-Thompson estimates of the pool's ``Σ d`` and ``Σ d²`` of the per-item differences ``d``
+    (an item judged for both systems before the wave counts as known; one the wave completes counts with the inverse
+    of the probability that it did, ``π_u ·`` the ``q`` of each of its cells still open), each unbiased given the
+    waves before it; the waves combined with the weights of :func:`combine` (fixed before each draw), then
+    ``s_d² = (Σ d² − (Σ d)² / N) / (N − 1)``, clipped at 0. Exact when every cell is judged; 0 before any wave."""
     n_items = scores.shape[0]
     a, b = pairs[:, 0], pairs[:, 1]
     differences = scores[:, a] - scores[:, b]
-    both = ~np.isnan(differences)
-    if both.all():
+    judged = ~np.isnan(differences)
+    if judged.all():
         return np.std(differences, axis=0, ddof=1) / np.sqrt(n_items) if n_items > 1 else np.zeros(len(pairs))
-    unit_p = np.ones(scores.shape)
-    system_p = np.ones(scores.shape)
-    drawn_by = np.full(scores.shape, -1)
+    d = np.where(judged, differences, 0.0)
+    sums, weights = [], []
     for wave in waves:
-        cells = wave.drawn
-        unit_p = np.where(cells, wave.unit_probabilities()[wave.units][:, None], unit_p)
-        system_p = np.where(cells, wave.system_probability[None, :], system_p)
-        drawn_by = np.where(cells, wave.number, drawn_by)
-    same = drawn_by[:, a] == drawn_by[:, b]
-    probability = system_p[:, a] * system_p[:, b] * np.where(same, unit_p[:, a], unit_p[:, a] * unit_p[:, b])
-    with np.errstate(divide="ignore", invalid="ignore"):
-        weights = np.where(both, 1.0 / probability, 0.0)
-        d = np.where(both, differences, 0.0)
-        total = weights.sum(axis=0)
-        mean = (weights * d).sum(axis=0) / total
-        variance = (weights * (d - mean) ** 2).sum(axis=0) / total
-        count = both.sum(axis=0)
-        variance = variance * count / (count - 1)
-    return np.where(count >= 2, np.sqrt(variance) / np.sqrt(n_items), np.nan)
+        before = wave.known[:, a] & wave.known[:, b]
+        completed = (wave.known | wave.drawn)[:, a] & (wave.known | wave.drawn)[:, b] & judged & ~before
+        q = wave.system_probability
+        probability = (
+            wave.unit_probabilities()[wave.units][:, None]
+            * np.where(wave.known[:, a], 1.0, q[a][None, :])
+            * np.where(wave.known[:, b], 1.0, q[b][None, :])
+        )
+        with np.errstate(divide="ignore"):
+            weight = np.where(before, 1.0, np.where(completed, 1.0 / np.where(completed, probability, 1.0), 0.0))
+        sums.append(((weight * d).sum(axis=0), (weight * d**2).sum(axis=0)))
+        design = wave.design_variance()
+        weights.append(np.inf if design == 0 else 1.0 / design)
+    if not sums or n_items < 2:
+        return np.zeros(len(pairs))
+    lam = np.array(weights)
+    lam = np.isinf(lam).astype(float) if np.isinf(lam).any() else lam
+    lam = lam / lam.sum()
+    total = lam @ np.stack([s for s, _ in sums])
+    square = lam @ np.stack([s for _, s in sums])
+    variance = (square - total**2 / n_items) / (n_items - 1)
+    return np.sqrt(np.clip(variance, 0.0, None) / n_items)

@@ -28,7 +28,7 @@ from precomet.waves.choosers import Chooser, make_chooser
 from precomet.waves.estimate import Estimates, Predictor, Wave
 from precomet.waves.judgements import ALL_SYSTEMS, Judgements
 from precomet.waves.plan import LEVELS, sampling_units
-from precomet.waves.step import PoolArrays, Step, WaveSettings, items_needed, take_step
+from precomet.waves.step import PoolArrays, Step, WaveSettings, items_needed, planned_looks, take_step
 from precomet.waves.stop import wave_level
 from precomet.waves.target import Target
 
@@ -213,12 +213,25 @@ def _settings(data: dict[str, Any], n_items: int) -> WaveSettings:
             raise _Damaged("settings", "is not a settings record with a target")
     if not isinstance(record.get("size"), str):
         raise _Damaged("settings.size", f"is {record.get('size')!r}, not a wave size")
+    for name in ("allocation", "top_k", "anytime", "excuse_ties"):
+        if name in record and not isinstance(record[name], bool):
+            raise _Damaged(f"settings.{name}", f"is {record[name]!r}, not true or false")
+    for name in ("floor", "system_floor"):
+        if name in record:
+            _number(record[name], f"settings.{name}", low=0.0, high=1.0, low_open=True)
+    if record.get("anytime") is False or record.get("excuse_ties") is True:
+        raise _Damaged("settings", "holds an ablation (anytime false or excuse_ties true), never a live campaign's")
     try:
         return WaveSettings.from_dict(record, n_items)
     except PrecometError as err:
-        raise _Damaged(f"settings.{err.param or 'size'}", f"is not valid ({err})") from None
+        field = SETTING_FIELDS.get(err.param or "", err.param or "size")
+        raise _Damaged(f"settings.{field}", f"is not valid ({err})") from None
     except (TypeError, ValueError) as err:
         raise _Damaged("settings", f"is not a valid settings record ({err})") from None
+
+
+SETTING_FIELDS = {"target_kind": "target.kind", "target": "target.share", "zone": "target.zone"}
+"""Where a manifest stores the setting a validation error names."""
 
 
 @dataclass
@@ -294,12 +307,18 @@ class Manifest:
         """Refuse settings other than the campaign's: its stop rule spends its error level by the target and the
         confidence from the first wave on, and its waves were weighted with the metric's predictor."""
         kept = self.settings
-        for name, given, fixed in (("target", target, kept.target), ("confidence", confidence, kept.confidence)):
+        for name, given, fixed in (
+            ("target_kind", target.kind, kept.target.kind),
+            ("target", target.share, kept.target.share),
+            ("zone", target.zone, kept.target.zone),
+            ("tie_z", target.z, kept.target.z),
+            ("confidence", confidence, kept.confidence),
+        ):
             if given != fixed:
-                shown = (lambda v: v.describe()) if name == "target" else str
                 raise PrecometError(
-                    f"{{{name}}}{shown(given)}: the manifest's campaign runs with {shown(fixed)} (its stop rule spends"
-                    " its error level by it from the first wave on); give the same value",
+                    f"{{{name}}}{given}: the manifest's campaign runs with {fixed} (target: {kept.target.describe()};"
+                    f" confidence {kept.confidence:g}), and its stop rule spends its error level by them from the first"
+                    " wave on; give the same value",
                     param=name,
                 )
         if metric != self.metric:
@@ -443,8 +462,9 @@ def step_report(
     step: Step, pool: Campaign, systems: tuple[str, ...], scores: np.ndarray, *, z: float, weighted: bool
 ) -> dict[str, Any]:
     """The report of a live step on the judged ``scores``: the target, the verdict, the ranking with intervals and
-    clusters, the pairs taken as ties, what still separates the pairs in play (not yet decided or tied), and the
-    forecast with its interval (the differences one standard error larger and smaller)."""
+    clusters, the pairs taken as ties now (estimated within their width), what still separates the pairs in play (not
+    settled: possibly ordered wrong beyond their width, ties included), and the forecast with its interval (the
+    differences one standard error larger and smaller); no forecast (``None``) before there is a ranking."""
     est, ver = step.estimates, step.verdict
     ranked = bool(len(systems)) and not np.isnan(est.means).any()
     number = clusters(est, ver.decided) if ranked else []
@@ -486,13 +506,15 @@ def step_report(
         "judged_items": int(judged.any(axis=1).sum()) if judged.size else 0,
         "pool_items": len(pool),
         "pool_cells": int(judged.size),
-        "predicted_stop_share": forecast.share if forecast else share,
-        "predicted_stop_interval": [forecast.low, forecast.high] if forecast else [share, share],
+        "predicted_stop_share": forecast.share if forecast and ranked else None,
+        "predicted_stop_interval": [forecast.low, forecast.high] if forecast and ranked else None,
         "still_needed": {
-            "estimate": needed(forecast.share if forecast else share),
-            "low": needed(forecast.low if forecast else share),
-            "high": needed(forecast.high if forecast else share),
-        },
+            "estimate": needed(forecast.share),
+            "low": needed(forecast.low),
+            "high": needed(forecast.high),
+        }
+        if forecast and ranked
+        else None,
         "ranking": [
             {
                 "rank": rank,
@@ -541,9 +563,9 @@ def wave_record(
 @dataclass(frozen=True)
 class LiveRequest:
     """One live call: the pool (``pool_systems``: its output systems, ``None`` without outputs), the manifest so far
-    (``None`` on the first call or without one), the judgements read, the call's settings (the manifest's size, level,
-    target and confidence win; rule, allocation and top-k may change between waves), the chooser (built only when a
-    wave is drawn), the seed and the metric the predictor reads."""
+    (``None`` on the first call or without one), the judgements read, the call's settings (a manifest keeps its size
+    and level, with a notice, and refuses another target, confidence or metric; rule, allocation and top-k may change
+    between waves), the chooser (built only when a wave is drawn), the seed and the metric the predictor reads."""
 
     pool: Campaign
     pool_systems: tuple[str, ...] | None
@@ -554,6 +576,7 @@ class LiveRequest:
     seed: int = 0
     metric: str | None = None
     answered: bool = True  # False: no judgement file was given at all
+    asked_size: str | None = None  # the wave size the call named (a manifest's own size is kept, with a notice)
 
 
 @dataclass(frozen=True)
@@ -577,14 +600,14 @@ def advance(request: LiveRequest, *, z: float | None = None) -> LiveOutcome:
     settings = request.settings
     if manifest is not None:
         manifest.check_settings(target=settings.target, confidence=settings.confidence, metric=request.metric)
-        if manifest.level != settings.level or manifest.size != settings.size.text:
+        if manifest.level != settings.level or request.asked_size not in (None, manifest.size):
             notices.append(f"the manifest fixes --size {manifest.size} --level {manifest.level} (kept)")
         settings = replace(manifest.settings, rule=settings.rule, allocation=settings.allocation, top_k=settings.top_k)
     judgements, systems = _systems_of(request, manifest)
     planned = (
         manifest.planned
         if manifest
-        else size_planned(settings, len(pool), len(systems), np.asarray(pool.cost, dtype=float))
+        else planned_looks(settings, len(pool), len(systems), np.asarray(pool.cost, dtype=float))
     )
     waves = manifest.rebuild(pool, systems) if manifest else []
     if waves and not request.answered:
@@ -623,11 +646,6 @@ def advance(request: LiveRequest, *, z: float | None = None) -> LiveOutcome:
         record = wave_record(wave, predictor, pool, systems, settings.level, look_level=look)
         written = replace(base, settings=settings, waves=[*base.waves, record])
     return LiveOutcome(report, step.wave, written, systems, tuple(notices), waves[-1].number if awaiting else None)
-
-
-def size_planned(settings: WaveSettings, n_items: int, n_systems: int, cost: np.ndarray) -> int:
-    """Looks that exhaust the pool at the settings' wave size (fixed before the first draw)."""
-    return settings.size.planned_looks(n_items, n_items * max(n_systems, 1), float(cost.sum()))
 
 
 def _systems_of(request: LiveRequest, manifest: Manifest | None) -> tuple[Judgements, tuple[str, ...]]:

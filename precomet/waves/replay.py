@@ -23,7 +23,7 @@ from precomet.progress import progress
 from precomet.waves.choosers import Chooser
 from precomet.waves.estimate import Wave
 from precomet.waves.plan import sampling_units
-from precomet.waves.step import PoolArrays, Step, WaveSettings, take_step
+from precomet.waves.step import PoolArrays, Step, WaveSettings, planned_looks, take_step
 
 
 @dataclass(frozen=True)
@@ -123,8 +123,7 @@ def run_once(
     judged for every system at the stop are recorded too."""
     n_items, n_systems = truth.shape
     units = sampling_units(doc, settings.level)
-    size = settings.size.in_cells(n_systems) if settings.allocation else settings.size
-    pool = PoolArrays(units, cost, metric, size.planned_looks(n_items, truth.size, float(cost.sum())))
+    pool = PoolArrays(units, cost, metric, planned_looks(settings, n_items, n_systems, cost))
     widths = settings.target.true_widths(truth) if true_widths is None else true_widths
     waves: list[Wave] = []
     judged = np.full(truth.shape, np.nan)

@@ -1,7 +1,7 @@
 """One step of a campaign in waves, the same for a live campaign and for replay: from the judgements so far and the
 waves drawn so far, the estimates, the stop rule's verdict, and — unless it says stop — the next wave.
 
-A live call (:mod:`precomet.waves.campaign`) takes one step per call; replay (:mod:`precomet.waves.replay`) takes
+A live call (:func:`precomet.waves.live.advance`) takes one step per call; replay (:mod:`precomet.waves.replay`) takes
 steps until the stop, revealing each wave's cells from the fully judged campaign. Both seed wave ``t`` with
 ``(*seed, t)``, so a replay run and live calls with the same seeds draw the same waves.
 """
@@ -195,6 +195,12 @@ def _forecast(
         )
 
     return Forecast(at(0.0), at(1.0), at(-1.0))
+
+
+def planned_looks(settings: WaveSettings, n_items: int, n_systems: int, cost: np.ndarray) -> int:
+    """Looks that exhaust the pool at the settings' wave size, fixed before the first draw (live calls and replay
+    alike: the stop rule spends its error level over them)."""
+    return settings.size.planned_looks(n_items, n_items * max(n_systems, 1), float(np.sum(cost)))
 
 
 def items_needed(forecast: float, judged_share: float, n_items: int) -> int:

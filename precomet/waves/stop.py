@@ -16,8 +16,12 @@ pair's cells are all judged).
 * **decided** pairs: those a Holm step-down test decides at level ``δ_t`` (every one ordered as in the full test set
   with probability at least ``1 − δ_t``).
 
-A pair tied in the full test set has no order to get wrong, and it is never decided before every cell is judged:
-ties cost annotation, never agreement.
+The agreement is the :class:`~precomet.waves.target.Target`'s: over all pairs (a pair tied exactly in the full test
+set agrees with any order), or over the pairs the full test set separates — then each draw also decides which pairs
+are ties (its full-set difference against the pair's estimated tie width), a tie cannot be wrong and the share is
+over the draw's separated pairs, so a pair near its width counts as wrong whenever a draw puts it beyond the width on
+the other side. Under the all-pairs target, ties cost annotation, never agreement: a tied pair is never decided
+before every cell is judged.
 """
 
 from __future__ import annotations
@@ -115,18 +119,21 @@ def agreement_lower_bound(
 
 def wrong_probabilities(estimates: Estimates, widths: np.ndarray) -> np.ndarray:
     """Per pair, the probability that the full test set orders it the other way by more than its tie width
-    (``T(−(|D̂| + w) / se)``; 0 when exact; ½ for an exact tie without spread, as :func:`flip_probabilities`)."""
+    (``T(−(|D̂| + w) / se)``, twice that for an estimated exact tie, which has no side; 0 when exact; ½ for an exact
+    tie without spread, as :func:`flip_probabilities`)."""
     se = estimates.difference_se
     with np.errstate(divide="ignore", invalid="ignore"):
         z = np.where(se > 0, (np.abs(estimates.differences) + widths) / se, np.inf)
     p = stdtr(estimates.df, -z)
     if estimates.exact:
         return np.zeros(len(p))
+    p = np.where(estimates.differences == 0, np.minimum(2 * p, 1.0), p)
     return np.where(se == 0, np.where(estimates.differences == 0, 0.5, 0.0), p)
 
 
 def flip_probabilities(estimates: Estimates) -> np.ndarray:
-    """Per pair, the probability that the full test set orders it the other way (``Φ(−|D̂|/se)``; 0 when exact)."""
+    """Per pair, the probability that the full test set orders it the other way (``T_df(−|D̂|/se)``; 0 when
+    exact)."""
     se = estimates.difference_se
     with np.errstate(divide="ignore", invalid="ignore"):
         z = np.where(se > 0, np.abs(estimates.differences) / se, np.inf)

@@ -41,16 +41,20 @@ class Target:
     def __post_init__(self) -> None:
         if self.kind not in TARGET_KINDS:
             raise PrecometError(
-                f"unknown target {self.kind!r}; choose one of {', '.join(TARGET_KINDS)}", param="target_kind"
+                f"{{target_kind}}{self.kind}: unknown target pairs; choose one of {', '.join(TARGET_KINDS)}",
+                param="target_kind",
             )
         if not 0 < self.share <= 1:
-            raise PrecometError(f"target={self.share!r}: expected a share of pairs in (0, 1]", param="target")
+            raise PrecometError(f"{{target}}{self.share!r}: expected a share of pairs in (0, 1]", param="target")
         if not (np.isfinite(self.z) and self.z >= 0):
-            raise PrecometError(f"z={self.z!r}: expected a number of standard errors >= 0", param="tie_z")
+            raise PrecometError(f"z={self.z!r}: expected a number of standard errors >= 0 for the tie width")
         if not (np.isfinite(self.zone) and self.zone >= 0):
-            raise PrecometError(f"zone={self.zone!r}: expected a width >= 0 in the score's units", param="zone")
+            raise PrecometError(f"{{zone}}{self.zone!r}: expected a width >= 0 in the score's units", param="zone")
         if self.kind == "zone" and self.zone <= 0:
-            raise PrecometError("the zone target needs a zone > 0 in the score's units", param="zone")
+            raise PrecometError(
+                "the zone target needs an indifference zone > 0 in the score's units: give {zone}0.5, for example",
+                param="zone",
+            )
 
     @property
     def over(self) -> str:

@@ -86,7 +86,7 @@ CASES = {
         lambda m: m["settings"].update(level="sentence"), "'settings.level'"
     ),
     "waves-matrix-manifest-target-out-of-range": manifest_case(
-        lambda m: m["settings"]["target"].update(share=2.0), "'settings.target'"
+        lambda m: m["settings"]["target"].update(share=2.0), "'settings.target.share'"
     ),
     "waves-matrix-manifest-probability-nan": manifest_case(
         lambda m: wave(m)["unit_probability"].__setitem__(0, float("nan")), "unit_probability"

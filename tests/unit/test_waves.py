@@ -9,13 +9,15 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from precomet.campaign import source_length
 from precomet.cli import main
 from precomet.errors import PrecometError
+from precomet.io import load
 from precomet.waves.choosers import make_chooser, vector_features
 from precomet.waves.design import inclusion_probabilities
 from precomet.waves.estimate import combine, fit_predictor, pair_contrasts, plain_estimates, wave_result
 from precomet.waves.plan import WaveSize, draw_wave, parse_wave_size
-from precomet.waves.replay import realised_agreement, replay
+from precomet.waves.replay import fewer_than, realised_agreement, replay
 from precomet.waves.step import WaveSettings
 from precomet.waves.stop import holm_decided, verdict, wave_level
 from precomet.waves.target import Target
@@ -262,8 +264,18 @@ def test_the_replay_command_reports_each_chooser_beside_random_waves_with_a_pair
     assert main(argv) == 0
     results = json.loads(out.read_text())["results"]
     assert [r["chooser"] for r in results] == ["random", "length"]
-    # a valid paired p-value (length does not beat random here at 80 runs either: p = 0.22 with the per-wave seeds)
-    assert 0.0 < results[1]["p_fewer_cells_than_random"] <= 1.0
+    # the command's p-value is the paired test of the two choosers' runs, as the library replays them
+    campaign = load(pool)
+    settings = WaveSettings(size=parse_wave_size("5%", len(campaign)))
+    common = {"doc": campaign.doc, "cost": campaign.cost, "runs": 15}
+    length = source_length(campaign.src)
+    truth = campaign.score("human")
+    shares = [
+        replay(truth, lambda name=name: make_chooser(name, length), settings, **common).cell_shares()
+        for name in ("random", "length")
+    ]
+    assert results[1]["p_fewer_cells_than_random"] == fewer_than(shares[1], shares[0])
+    assert results[1]["cells_share"]["median"] == np.median(shares[1])
     assert "p_fewer_cells_than_random" not in results[0]
     assert "fewer cells than random waves" in capsys.readouterr().out
 

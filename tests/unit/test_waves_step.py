@@ -15,7 +15,7 @@ from precomet.waves.choosers import make_chooser
 from precomet.waves.estimate import Wave, pair_contrasts, pair_spread
 from precomet.waves.plan import parse_wave_size
 from precomet.waves.replay import RunOutcome, run_once
-from precomet.waves.step import WaveSettings
+from precomet.waves.step import PoolArrays, WaveSettings, take_step
 from precomet.waves.target import Target, full_set_se
 
 
@@ -57,10 +57,33 @@ def test_the_weighted_spread_is_exact_when_every_cell_is_judged_and_hajek_weight
         predictor=np.zeros((6, 4)),
     )  # fmt: skip
     d = truth[:3, 0] - truth[:3, 1]
-    w = np.array([2.0, 1.0, 1.0])
-    mean = (w * d).sum() / w.sum()
-    variance = (w * (d - mean) ** 2).sum() / w.sum() * 3 / 2
+    w = np.array([2.0, 1.0, 1.0])  # Horvitz-Thompson: the inverse probabilities of the items the wave completed
+    total, square = (w * d).sum(), (w * d**2).sum()
+    variance = (square - total**2 / 6) / 5
     assert pair_spread(judged, [wave], pairs)[0] == pytest.approx(np.sqrt(variance / 6), abs=1e-12)
+
+
+def test_the_weighted_spread_is_unbiased_under_a_chooser_that_prefers_spread_out_items():
+    rng = np.random.default_rng(0)
+    n = 300
+    spread = rng.gamma(1.0, 1.0, n)
+    truth = np.array([0.0, 0.2]) + spread[:, None] * rng.normal(size=(n, 2))
+    pairs, _ = pair_contrasts(2)
+    true_se = full_set_se(truth[:, [0]] - truth[:, [1]])[0]
+    ratios = []
+    for run in range(150):
+        settings = WaveSettings(size=parse_wave_size("10%", n), target=Target("all-pairs", share=1.0), rule="expected")
+        chooser = make_chooser("prior", np.ones(n), prior=spread)
+        arrays = PoolArrays(np.arange(n), np.ones(n), None, 10)
+        judged, waves = np.full(truth.shape, np.nan), []
+        for _ in range(7):  # seven waves of an adaptive chooser, then the spread estimated from them
+            wave = take_step(judged, waves, settings, chooser, arrays, seed=(run,)).wave
+            waves.append(wave)
+            judged = np.where(~np.isnan(judged) | wave.drawn, truth, np.nan)
+        ratios.append(pair_spread(judged, waves, pairs)[0] / true_se)
+    plain = np.nanstd(judged[:, 0] - judged[:, 1], ddof=1) / np.sqrt(n) / true_se  # the last run, unweighted
+    assert abs(np.mean(ratios) - 1) < 0.05, np.mean(ratios)
+    assert plain > 1.1  # what the weights correct: the chooser drew the spread-out items first
 
 
 @pytest.mark.parametrize("kind", ["separated", "all-pairs"])
@@ -127,9 +150,12 @@ def test_a_manifest_of_version_1_keeps_its_all_pairs_target(tmp_path):
         )
     assert status == 0, err.getvalue()
     assert json.loads((tmp_path / "r.json").read_text())["target"]["kind"] == "all-pairs"
-    with redirect_stdout(io.StringIO()), redirect_stderr(err):  # the new default target is not the campaign's
-        assert main([*argv, "--target", "0.9", "--judgements", str(tmp_path / "j.jsonl")]) == 2
-    assert "--target" in err.getvalue() and "all pairs" in err.getvalue()
+    with redirect_stdout(io.StringIO()), redirect_stderr(io.StringIO()):  # no --target-pairs: the campaign's
+        assert main([*argv, "--target", "0.9", "--judgements", str(tmp_path / "j.jsonl")]) == 0
+    assert json.loads((tmp_path / "r.json").read_text())["target"]["kind"] == "all-pairs"
+    with redirect_stdout(io.StringIO()), redirect_stderr(err):  # another target is refused, naming its option
+        assert main([*argv, "--target", "0.9", "--target-pairs", "separated"]) == 2
+    assert "--target-pairs separated: the manifest's campaign runs with all-pairs" in err.getvalue()
 
 
 def test_the_waves_command_is_thin_no_function_over_40_lines_but_its_option_declarations():
