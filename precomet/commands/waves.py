@@ -27,6 +27,7 @@ from precomet.io import jsonsafe
 from precomet.outputs.atomic import output_set
 from precomet.outputs.paths import is_stdout
 from precomet.waves.judgements import JUDGEMENT_READERS
+from precomet.waves.target import TARGET_KINDS
 
 HELP = (
     "annotate in waves until the ranking is settled: the next wave (cells to judge, with their inclusion"
@@ -35,8 +36,6 @@ HELP = (
 )
 DEFAULT_SIZE = "5%"
 """A wave's size when none is given: 5 % of the pool's items."""
-DEFAULT_TARGET_PAIRS = "separated"
-"""Which pairs the target counts when a call names none and no manifest says."""
 DEFAULT_RUNS = 100
 """Replay runs when none are given."""
 PLOT_SUFFIXES = (".png", ".pdf", ".svg")
@@ -89,7 +88,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--target-pairs",
         dest="target_kind",
-        choices=["separated", "zone", "all-pairs"],
+        choices=TARGET_KINDS,
         help="which pairs count: those the full test set separates (separated, default: a pair within 1.96 full-set"
         " standard errors is a tie and cannot be wrong, as WMT's clusters), those outside an indifference zone of"
         " --zone score points (zone), or every pair (all-pairs, the target of precomet 0.16-0.19); a campaign keeps"
@@ -295,10 +294,10 @@ def _settings(args: argparse.Namespace, n_items: int, manifest=None):
     """The call's settings; a manifest's size and target pairs stand where the call names none."""
     from precomet.waves.plan import parse_wave_size
     from precomet.waves.step import WaveSettings
-    from precomet.waves.target import Target
+    from precomet.waves.target import DEFAULT_KIND, Target
 
     kept = manifest.settings if manifest is not None else None
-    kind = args.target_kind or (kept.target.kind if kept else DEFAULT_TARGET_PAIRS)
+    kind = args.target_kind or (kept.target.kind if kept else DEFAULT_KIND)
     if args.zone is not None and kind != "zone":
         raise PrecometError(f"--zone {args.zone}: an indifference zone is read with --target-pairs zone only")
     zone = args.zone if args.zone is not None else (kept.target.zone if kept and kind == kept.target.kind else 0.0)
@@ -437,8 +436,9 @@ def _print_verdict(report: dict, stream) -> None:
     share, (share_low, share_high) = report["predicted_stop_share"], report["predicted_stop_interval"]
     print(
         f"still needed (estimated): about {need['items']:,} items ({low['items']:,}-{high['items']:,}),"
-        f" {need['hours']:.1f} h ({low['hours']:.1f}-{high['hours']:.1f}); stop predicted at {share:.0%} of the"
-        f" cells ({share_low:.0%}-{share_high:.0%})",
+        f" {need['judgements']:,} judgements ({low['judgements']:,}-{high['judgements']:,}), ≈ {need['hours']:.1f} h"
+        f" of annotator time ({low['hours']:.1f}-{high['hours']:.1f}; judgements × seconds per judgement of one"
+        f" output); stop predicted at {share:.0%} of the cells ({share_low:.0%}-{share_high:.0%})",
         file=stream,
     )
     for row in report["pairs_in_play"][:5]:

@@ -25,6 +25,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from precomet.waves.target import full_set_se
+
 
 @dataclass(frozen=True)
 class Wave:
@@ -260,7 +262,7 @@ def pair_spread(scores: np.ndarray, waves: list[Wave], pairs: np.ndarray) -> np.
     differences = scores[:, a] - scores[:, b]
     judged = ~np.isnan(differences)
     if judged.all():
-        return np.std(differences, axis=0, ddof=1) / np.sqrt(n_items) if n_items > 1 else np.zeros(len(pairs))
+        return full_set_se(differences)
     d = np.where(judged, differences, 0.0)
     sums, weights = [], []
     for wave in waves:

@@ -464,7 +464,8 @@ def step_report(
     """The report of a live step on the judged ``scores``: the target, the verdict, the ranking with intervals and
     clusters, the pairs taken as ties now (estimated within their width), what still separates the pairs in play (not
     settled: possibly ordered wrong beyond their width, ties included), and the forecast with its interval (the
-    differences one standard error larger and smaller); no forecast (``None``) before there is a ranking."""
+    differences one standard error larger and smaller; hours = judgements still needed × the pool's seconds per
+    judgement of one output); no forecast (``None``) before there is a ranking."""
     est, ver = step.estimates, step.verdict
     ranked = bool(len(systems)) and not np.isnan(est.means).any()
     number = clusters(est, ver.decided) if ranked else []
@@ -474,18 +475,27 @@ def step_report(
     forecast = step.forecast
     names = [(systems[a], systems[b]) for a, b in est.pairs.tolist()] if ranked else []
 
+    open_cells = ~judged
+    # seconds per judgement of one output (the cost model's unit), over the cells still open
+    per_judgement = (
+        float(np.broadcast_to(pool.cost[:, None], judged.shape)[open_cells].mean()) if open_cells.any() else 0
+    )
+    cells = max(judged.size, 1)
+
     def needed(at: float) -> dict[str, float]:
-        items = items_needed(at, share, len(pool))
-        open_items = ~judged.all(axis=1) if judged.size else np.ones(len(pool), dtype=bool)
-        per_item = float(pool.cost[open_items].mean()) if open_items.any() else 0.0
-        return {"items": items, "hours": items * per_item / 3600}
+        judgements = int(np.ceil(max(at - share, 0.0) * cells))
+        return {
+            "items": items_needed(at, share, len(pool)),
+            "judgements": judgements,
+            "hours": judgements * per_judgement / 3600,
+        }
 
     pairs_in_play = [] if not ranked else [
         {
             "pair": list(names[k]),
             "difference": float(est.differences[k]),
             "se": float(est.difference_se[k]),
-            "tie_width": float(ver.widths[k]) if ver.widths is not None else 0.0,
+            "tie_width": float(ver.widths[k]),
         }
         for k in np.flatnonzero(~ver.settled)
     ]  # fmt: skip

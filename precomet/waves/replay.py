@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from precomet.agreement import mean_agreement, pair_differences
+from precomet.agreement import mean_agreement
 from precomet.errors import PrecometError
 from precomet.metaeval.evaluation import evaluate_indices
 from precomet.metaeval.reference import Reference
@@ -152,8 +152,8 @@ def _outcome(
         items=int(known.any(axis=1).sum()),
         seconds=float((cost * known.sum(axis=1) / known.shape[1]).sum()),
         waves=estimates.waves,
-        agreement=float(realised_agreement(means, full, widths=widths, over=over)),
-        plain_agreement=float(realised_agreement(means, full)),
+        agreement=realised_agreement(means, full, widths=widths, over=over),
+        plain_agreement=realised_agreement(means, full),
         expected=reading.expected,
         lower_bound=reading.lower_bound,
         stopped=reading.stop and not known.all(),
@@ -205,7 +205,7 @@ def replay(
         total_items=int(truth.shape[0]),
         total_seconds=float(cost.sum()),
         runs=tuple(outcomes),
-        true_ties=int((np.abs(pair_differences(truth.mean(axis=0))) <= widths).sum()),
+        true_ties=int(settings.target.true_ties(truth).sum()),
     )
 
 

@@ -169,7 +169,7 @@ class Verdict:
     target: Target
     confidence: float
     expected_target: float = 0.0  # the target's agreement, expected (the rule expected reads it)
-    widths: np.ndarray | None = None  # (P,) tie widths of the target at this look
+    widths: np.ndarray = field(default_factory=lambda: np.zeros(0))  # (P,) tie widths of the target at this look
     ties: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))  # (P,) estimated within the tie width
     settled: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))  # (P,) wrong w.p. below SETTLED
 
@@ -204,7 +204,7 @@ def verdict(
     n_pairs = len(estimates.pairs)
     if np.isnan(estimates.differences).any() or not len(estimates.means):
         empty = np.zeros(n_pairs, dtype=bool)
-        return Verdict(0.0, 0.0, empty, level, False, rule, target, confidence, 0.0, None, empty, empty)
+        return Verdict(0.0, 0.0, empty, level, False, rule, target, confidence, 0.0, np.zeros(n_pairs), empty, empty)
     widths = target.widths(estimates.full_se, n_pairs)
     p = flip_probabilities(estimates)
     decided = holm_decided(p, level) if not estimates.exact else np.ones(len(p), dtype=bool)

@@ -20,11 +20,13 @@ from typing import Any
 
 import numpy as np
 
-from precomet.agreement import pair_differences, pair_indices
+from precomet.agreement import pair_differences
 from precomet.errors import PrecometError
 
 TARGET_KINDS = ("separated", "zone", "all-pairs")
-"""The targets (module docstring); the first is the default."""
+"""The targets (module docstring)."""
+DEFAULT_KIND = "separated"
+"""The target of a campaign that names none."""
 DEFAULT_Z = 1.96
 """Full-set standard errors within which a pair is a tie (the two-sided 5 % paired test)."""
 
@@ -33,7 +35,7 @@ DEFAULT_Z = 1.96
 class Target:
     """A stop target: ``share`` of the counted pairs ordered right (module docstring for ``kind``)."""
 
-    kind: str = "separated"
+    kind: str = DEFAULT_KIND
     share: float = 0.95
     z: float = DEFAULT_Z
     zone: float = 0.0
@@ -71,9 +73,8 @@ class Target:
 
     def true_widths(self, matrix: np.ndarray) -> np.ndarray:
         """The tie widths computed from every cell of a fully judged ``N × S`` matrix."""
-        matrix = np.asarray(matrix, dtype=float)
-        a, b = pair_indices(matrix.shape[1])
-        return self.widths(full_set_se(matrix[:, a] - matrix[:, b]), len(a))
+        differences = pair_differences(matrix)
+        return self.widths(full_set_se(differences), differences.shape[1])
 
     def true_ties(self, matrix: np.ndarray) -> np.ndarray:
         """Mask of the pairs the fully judged ``matrix`` does not separate under this target."""
