@@ -258,7 +258,7 @@ def run_campaign(key: str, rows: list[str], targets: list[str], runs: int, out: 
             "systems": int(n_systems),
             "pairs": n_systems * (n_systems - 1) // 2,
             "true_ties": {t: int(Target(t, share=SHARE).true_ties(truth).sum()) for t in TARGETS},
-            "hours_total": float(np.sum(campaign.cost)) / 3600,
+            "hours_total": float(np.sum(campaign.cost)) * n_systems / 3600,  # every cell at its seconds per output
             "metric": metric,
             "split": "dev" if key in DEV else "test",
             "group": GROUP.get(key, key),
@@ -467,7 +467,9 @@ def describe() -> list[str]:
         " (every pair counts; the target of precomet 0.16–0.19). true ties = pairs the full campaign does not separate"
         " under the separated target, computed from every cell.",
         "",
-        "cells = share of the campaign's cells judged at the stop, median [p10, p90]; items/hours = medians; agree ="
+        "cells = share of the campaign's cells judged at the stop, median [p10, p90]; items/hours = medians (hours ="
+        " annotator time: the judged cells, each at its item's seconds per judgement of one output; of total = every"
+        " cell); agree ="
         " realised agreement at the stop under the target, against the truth from every cell, mean over runs; all ="
         " the same over all pairs; reached = share of runs whose agreement under the target is >= 0.95; exh = share"
         " of runs that exhausted the pool; SPA / clusters = soft pairwise accuracy and significance clusters of the"

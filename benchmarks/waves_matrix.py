@@ -158,7 +158,7 @@ def pearmut_export(batch: list[dict], score: Callable[[str, str], object] = valu
 def appraise_first(d: Path, *, rows: Callable[[list[dict]], list[str]] | None = None) -> Path:
     """Pool with docs, an Appraise batch ``w1.json``, and ``a.csv`` = its scores (or ``rows(items)``)."""
     pool(d, doc=True)
-    precomet(d, [*LIVE, "--batch", "w1.json"])
+    precomet(d, [*LIVE, "--batch", "w1.json", "--batch-format", "appraise"])
     items = [item for batch in json.loads((d / "w1.json").read_text()) for item in batch["items"]]
     lines = rows(items) if rows else appraise_rows(items)
     write(d, "a.csv", "\n".join(lines) + "\n")
@@ -489,7 +489,7 @@ def _cases() -> list[Case]:
     add("pearmut-huge-score", "pearmut", px, pearmut_case(lambda b: pearmut_export(b, lambda i, s: 1e308)),
         says=("p.json",), note="finite scores whose squares overflow")  # fmt: skip
     # --- Appraise CSV
-    ax = f"{LS} --appraise-annotations a.csv --batch w2.json --report r.json"
+    ax = f"{LS} --appraise-annotations a.csv --batch w2.json --batch-format appraise --report r.json"
     add("appraise-valid", "appraise", ax, appraise_first, expect="ok", check=all_of(new_wave("w2.json"),
         _no_false_notice))  # fmt: skip
     add("appraise-empty", "appraise", ax, lambda d: (appraise_first(d), write(d, "a.csv", ""))[0], says=("a.csv",),
@@ -666,8 +666,9 @@ def _cases() -> list[Case]:
         check=lambda d, r: None if json.loads(r.out)["next_wave"]["number"] == 1 else "bad report")  # fmt: skip
     add("out-plot-bad-suffix", "outputs", f"{ox} --batch w.jsonl --plot fig.txt", pool, says=("fig.txt",))
     add("out-plot-png", "outputs", f"{ox} --batch w.jsonl --plot fig.png", pool, expect="ok", check=exists("fig.png"))
-    add("out-pearmut-same-as-batch", "outputs", f"{ox} --batch w.json --pearmut w.json", pool, says=("w.json",))
-    add("out-appraise-batch-sources-only", "outputs", "waves --data s.txt --batch w.json",
+    add("out-pearmut-same-as-batch", "outputs", f"{ox} --batch w.json --batch-format appraise --pearmut w.json",
+        pool, says=("w.json",))  # fmt: skip
+    add("out-appraise-batch-sources-only", "outputs", "waves --data s.txt --batch w.json --batch-format appraise",
         lambda d: write(d, "s.txt", "one\ntwo\n"), says=("--batch", "w.json"))  # fmt: skip
     add("out-batch-uppercase-suffix", "outputs", f"{ox} --batch W.JSONL", pool, expect="ok",
         check=new_wave("W.JSONL", 1))  # fmt: skip

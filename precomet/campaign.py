@@ -3,7 +3,8 @@
 A :class:`Campaign` holds, for ``N`` items and ``S`` systems:
 
 * ``ids``, ``src``, ``ref`` (optional), ``doc``, ``domain`` — length-``N`` object arrays;
-* ``cost`` — length-``N`` float array (annotation cost, e.g. seconds);
+* ``cost`` — length-``N`` float array: seconds to judge *one output* of the item (one judgement), so an item
+  costs that times the outputs judged on it (:meth:`Campaign.judgements`; :mod:`precomet.costs`);
 * ``outputs`` — ``{system: length-N object array}`` (may be empty when only scores exist);
 * ``scores`` — ``{score name: (N, S) float array}``, NaN = missing. Human judgements live under
   :data:`HUMAN`; automatic metrics under their own names (``MetricX-23-c``, ``chrF``, ...).
@@ -312,8 +313,15 @@ class Campaign:
         _check_no_infinity(scores[name], self.ids, self.systems, name)
         return replace(self, scores=scores)
 
+    def judgements(self) -> np.ndarray:
+        """Outputs judged when an item is annotated (int array): its systems with an output, or every system when
+        the campaign has no output texts (scores only); 0 for a campaign of sources only."""
+        if not self.outputs:
+            return np.full(len(self), len(self.systems), dtype=int)
+        return np.sum([[text is not None for text in self.outputs[s]] for s in self.outputs], axis=0, dtype=int)
+
     def with_cost(self, cost: Sequence[float] | np.ndarray) -> Campaign:
-        """A campaign with new per-item costs (validated as in :meth:`build`)."""
+        """A campaign with new per-output costs (validated as in :meth:`build`)."""
         return Campaign.build(**{**self._columns(), "cost": cost})
 
     def _columns(self) -> dict[str, Any]:
@@ -385,13 +393,19 @@ class Campaign:
             f"systems    {len(self.systems)}" + (f": {', '.join(self.systems)}" if self.systems else " (sources only)"),
             f"scores     {', '.join(self.score_names) or 'none'}",
             f"outputs    {'yes' if self.outputs else 'no'}; references {'yes' if self.ref is not None else 'no'}",
-            f"cost       total {self.cost.sum():,.6g} s ({self.cost.sum() / 3600:,.4g} h) of annotation time, mean"
-            f" {self.cost.mean():,.6g} s per item"
+            f"cost       {self.cost.mean():,.6g} s per judgement of one output on average"
+            + (f"; all items: {_annotator_time(self)}" if self.systems else " (no systems: judgements unknown)")
             if len(self)
             else "cost       -",
         ]
         lines += [f"note       {key}: {value}" for key, value in self.info.items()]
         return "\n".join(lines)
+
+
+def _annotator_time(campaign: Campaign) -> str:
+    judged = campaign.judgements()
+    seconds = float(campaign.cost @ judged)
+    return f"{judged.sum():,} judgements, {seconds:,.6g} s ({seconds / 3600:,.4g} h) of annotator time"
 
 
 def _json_float(value: float) -> float | int:

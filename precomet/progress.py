@@ -172,7 +172,8 @@ class _Silent:
 
 class _Lines(_Silent):
     """Lines mode: counts like a bar and prints ``[progress] DESC: N/TOTAL UNIT (P %), T s elapsed, R UNIT/s, about
-    E s left`` on stderr once every interval; a final line when something was printed."""
+    E s left`` on stderr once every interval (``S s per UNIT`` when slower than one a second); a final line
+    ``[progress] DESC: N/TOTAL UNIT (100 %), done in T s, …`` when something was printed."""
 
     def __init__(self, iterable: Iterable | None, *, total: int | None, desc: str | None, unit: str) -> None:
         super().__init__(iterable)
@@ -199,13 +200,15 @@ class _Lines(_Silent):
     def _line(self, now: float, done: bool = False) -> None:
         share = f" ({100 * self.n / self.total:.0f} %)" if self.total else ""
         of = f"/{self.total}" if self.total else ""
-        state = "done in" if done else "elapsed"
         elapsed = now - self.start
+        took = f"done in {elapsed:.0f} s" if done else f"{elapsed:.0f} s elapsed"
         rate = self.n / elapsed if elapsed > 0 else 0.0
-        speed = f", {rate:.3g} {self.unit}/s" if self.n else ""
+        speed = ""
+        if self.n:
+            speed = f", {rate:.3g} {self.unit}/s" if rate >= 1 else f", {elapsed / self.n:.3g} s per {self.unit}"
         eta = f", about {(self.total - self.n) / rate:.0f} s left" if self.total and rate and not done else ""
         print(
-            f"{PREFIX} {self.desc}: {self.n}{of} {self.unit}{share}, {elapsed:.0f} s {state}{speed}{eta}",
+            f"{PREFIX} {self.desc}: {self.n}{of} {self.unit}{share}, {took}{speed}{eta}",
             file=sys.stderr,
             flush=True,
         )

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from precomet.campaign import Campaign
+from precomet.costs import item_seconds
 from precomet.errors import PrecometError
 from precomet.metaeval import Reference, evaluate_indices, evaluate_prefixes
 from precomet.selection.selector import Select, top_k
@@ -94,7 +95,8 @@ def spa_at_position(ref: Reference, select: Select | None, utility: np.ndarray, 
 
 
 def budget_value(campaign: Campaign, prop: float, *, budget_unit: str) -> float:
-    """The budget a proportion stands for in ``budget_unit``: item count, or annotation cost."""
+    """The budget a proportion stands for in ``budget_unit``: item count, or annotation seconds (every output of
+    an item judged: :func:`precomet.costs.item_seconds`)."""
     if check_budget_unit(budget_unit):
-        return prop * float(campaign.cost.sum())
+        return prop * float(item_seconds(campaign).sum())
     return float(budget_items(prop, len(campaign)))

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from precomet.campaign import HUMAN, Campaign
+from precomet.costs import item_seconds
 from precomet.errors import PrecometError
 from precomet.metaeval.evaluation import evaluate_indices, evaluate_orderings
 from precomet.metaeval.reference import full_reference
@@ -89,7 +90,8 @@ def judge_subset(
     cluster_rule: str = "paper",
 ) -> FixedSubsetJudgement:
     """Judge the subset at campaign ``positions`` against ``n_random`` random subsets of the same number of items
-    (``match="items"``) or of at most the same annotation cost (``match="cost"``, by ``campaign.cost``)."""
+    (``match="items"``) or of at most the same annotation seconds (``match="cost"``, every output of an item judged:
+    :func:`precomet.costs.item_seconds`)."""
     if match not in ("items", "cost"):
         raise PrecometError(f"match must be 'items' or 'cost', got {match!r}")
     positions = np.unique(np.asarray(positions, dtype=int))
@@ -102,7 +104,7 @@ def judge_subset(
     subset = evaluate_indices(ref, positions, measures=FIXED_MEASURES)
     rng = np.random.default_rng(seed)
     orders = np.stack([rng.permutation(n) for _ in range(n_random)])
-    cost = np.asarray(campaign.cost, dtype=float)
+    cost = item_seconds(campaign)
     budget = float(cost[positions].sum())
     if match == "items":
         sizes = np.full(n_random, len(positions))

@@ -11,7 +11,7 @@ import numpy as np
 from precomet.benchmark.null import PRIMARY, PRIMARY_MEANING, SIGNIFICANCE, null_band_text
 from precomet.benchmark.parity import PARITY_MEANING
 from precomet.benchmark.plan import LENGTH_CONTROL
-from precomet.costs import cost_unit, format_duration
+from precomet.costs import cost_unit, describe_time, format_duration
 from precomet.record import Record, as_json
 from precomet.selection.units import budget_items
 
@@ -107,9 +107,9 @@ def summary_table(result: Record | Mapping[str, Any]) -> str:
     lines = []
     cost = result.get("cost")
     if cost:
-        lines.append(
-            f"annotation cost: {format_duration(cost['total_seconds'])} for {result['items']} items ({cost['source']})"
-        )
+        judged = cost.get("judgements")
+        whole = describe_time(cost["total_seconds"], judged) if judged else format_duration(cost["total_seconds"])
+        lines.append(f"annotation cost: {whole} for {result['items']} items ({cost['source']})")
         props = result["props"]
         if budgets_by_cost(result["signature"]):
             spent = [format_duration(p * cost["total_seconds"]) for p in (min(props), max(props))]

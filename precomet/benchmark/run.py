@@ -33,7 +33,7 @@ from precomet.benchmark.report import recommendation
 from precomet.benchmark.result import BenchmarkResult
 from precomet.benchmark.stats import random_runs, summarise_random
 from precomet.campaign import Campaign
-from precomet.costs import cost_signature, cost_source
+from precomet.costs import cost_signature, cost_source, item_seconds
 from precomet.deprecated import plan_from_keywords
 from precomet.errors import PrecometError
 from precomet.metaeval import Reference, full_reference
@@ -124,7 +124,11 @@ def run_benchmark(
         oracle=rows.get(("oracle", "oracle")),
         null_orderings=plan.null_orderings,
         null=null,
-        cost={"total_seconds": float(campaign.cost.sum()), "source": cost_source(campaign)},
+        cost={
+            "total_seconds": float(item_seconds(campaign).sum()),
+            "judgements": int(campaign.judgements().sum()),
+            "source": cost_source(campaign),
+        },
         signature=_signature(campaign, plan, [*specs, *external], circular),
     )
     return result.replaced(recommendation=recommendation(result))

@@ -27,7 +27,7 @@ from precomet.commands.common import (
     seed,
     source_texts,
 )
-from precomet.costs import format_duration, parse_duration
+from precomet.costs import format_duration, item_seconds, parse_duration
 from precomet.errors import PrecometError
 from precomet.io import jsonsafe
 from precomet.outputs.atomic import atomic_write, output_set
@@ -254,6 +254,11 @@ def run(args: argparse.Namespace) -> int:
         _check_crowd_options(args)
     if args.selector != "top" and (not args.utility_file or args.crowd is not None):
         raise PrecometError(f"--selector {args.selector} applies to --utility-file rankings (and not to --crowd)")
+    if args.outputs_per_item is not None:
+        raise PrecometError(
+            "--outputs-per-item is for sources whose outputs do not exist yet; a benchmark judges every system of a"
+            " scored campaign"
+        )
     campaign = load_campaign(args)
     require_outputs(
         campaign, args, what="benchmark", needs="systems with human scores", instead="benchmark a scored campaign"
@@ -268,7 +273,7 @@ def run(args: argparse.Namespace) -> int:
     if args.subset is not None:
         return _run_fixed_subset(args, campaign)
     if args.budget_time is not None:
-        props = _time_budgets(args.budget_time, float(campaign.cost.sum()), len(campaign))
+        props = _time_budgets(args.budget_time, float(item_seconds(campaign).sum()), len(campaign))
     if args.level == "doc":
         require_documents(campaign)
     if args.balance == "domain" and len(set(campaign.domain)) < 2:
@@ -428,7 +433,8 @@ def _run_fixed_subset(args: argparse.Namespace, campaign: Campaign) -> int:
 
 
 def _time_budgets(text: str, total: float, n_items: int) -> list[float]:
-    """``--budget-time 5h,10h``: each duration as a share of the campaign's total annotation time ``total`` (s)."""
+    """``--budget-time 5h,10h``: each duration as a share of the campaign's total annotator time ``total`` (s, every
+    output of every item judged)."""
     shares = []
     for part in text.split(","):
         try:

@@ -56,16 +56,7 @@ def add_data_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="read --data as plain-text sources, one per line, whatever its name (default for .txt files)",
     )
-    group.add_argument(
-        "--docs",
-        metavar="FILE",
-        help="plain-text sources only: a file with the document id of each source line (same number of lines)",
-    )
-    group.add_argument(
-        "--domains",
-        metavar="FILE",
-        help="plain-text sources only: a file with the domain of each source line (same number of lines)",
-    )
+    add_alongside_arguments(group)
 
 
 OTHER_FORMATS = (".parquet", ".csv", ".tsv", ".xlsx", ".npy", ".npz", ".pkl", ".pickle")
@@ -106,20 +97,9 @@ def load_campaign(args: argparse.Namespace) -> Campaign:
     """The campaign of :func:`add_data_arguments`' options; ``--docs``/``--domains`` on an input that is not plain
     text are refused (they would be ignored)."""
     from precomet.io import load
-    from precomet.io.plaintext import is_text_path
 
     text = bool(getattr(args, "text", False))
-    alongside = [
-        flag
-        for flag, value in (("--docs", getattr(args, "docs", None)), ("--domains", getattr(args, "domains", None)))
-        if value
-    ]
-    if alongside and not (text or is_text_path(args.data)):
-        verb = "apply" if len(alongside) > 1 else "applies"
-        raise PrecometError(
-            f"{' and '.join(alongside)} {verb} to plain-text sources (a .txt file, or --text), not to {args.data}; "
-            "give documents and domains in the input itself (its doc/domain fields or columns)"
-        )
+    check_alongside(args)
     return load(
         args.data,
         campaign=args.campaign,
@@ -129,6 +109,37 @@ def load_campaign(args: argparse.Namespace) -> Campaign:
         docs=getattr(args, "docs", None),
         domains=getattr(args, "domains", None),
     )
+
+
+def add_alongside_arguments(group: argparse._ActionsContainer) -> None:
+    """``--docs FILE`` and ``--domains FILE``: one document id / domain per line of plain-text sources."""
+    group.add_argument(
+        "--docs",
+        metavar="FILE",
+        help="plain-text sources only: a file with the document id of each source line (same number of lines)",
+    )
+    group.add_argument(
+        "--domains",
+        metavar="FILE",
+        help="plain-text sources only: a file with the domain of each source line (same number of lines)",
+    )
+
+
+def check_alongside(args: argparse.Namespace) -> None:
+    """``--docs``/``--domains`` on an input that is not plain text are refused (they would be ignored)."""
+    from precomet.io.plaintext import is_text_path
+
+    alongside = [
+        flag
+        for flag, value in (("--docs", getattr(args, "docs", None)), ("--domains", getattr(args, "domains", None)))
+        if value
+    ]
+    if alongside and not (getattr(args, "text", False) or is_text_path(args.data)):
+        verb = "apply" if len(alongside) > 1 else "applies"
+        raise PrecometError(
+            f"{' and '.join(alongside)} {verb} to plain-text sources (a .txt file, or --text), not to {args.data}; "
+            "give documents and domains in the input itself (its doc/domain fields or columns)"
+        )
 
 
 def require_outputs(
@@ -167,12 +178,12 @@ def require_method_data(campaign: Campaign, args: argparse.Namespace, method: st
 
 
 def add_cost_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--cost-from-times PATH`` (with ``--untimed``) and ``--cost-objective NAME`` (what a cost-aware knapsack
-    maximises)."""
+    """``--cost-per``, ``--outputs-per-item`` (:func:`add_cost_unit_arguments`), ``--cost-from-times PATH`` (with
+    ``--untimed``) and ``--cost-objective NAME`` (what a cost-aware knapsack maximises)."""
     from precomet.io.annotation_times import UNTIMED
     from precomet.selection.objective import COST_OBJECTIVES, DEFAULT_COST_OBJECTIVE
 
-    group = parser.add_argument_group("annotation cost")
+    group = add_cost_unit_arguments(parser)
     group.add_argument(
         "--cost-from-times",
         metavar="PATH",
@@ -194,9 +205,50 @@ def add_cost_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_cost_unit_arguments(parser: argparse.ArgumentParser, *, outputs: bool = True) -> argparse._ArgumentGroup:
+    """``--cost-per {output,item}`` (what the input's ``cost`` field counts) and, with ``outputs``,
+    ``--outputs-per-item N``; returns their group ("annotation cost")."""
+    from precomet.costs import COST_PER
+
+    group = parser.add_argument_group("annotation cost")
+    group.add_argument(
+        "--cost-per",
+        choices=list(COST_PER),
+        default="output",
+        help="what the input's cost field counts: seconds to judge one output (default; precomet's unit: an item"
+        " costs that x the outputs judged on it) or one item with all its outputs (divided among them on reading)",
+    )
+    if not outputs:  # the command counts the outputs it judges itself (waves: the drawn cells)
+        return group
+    group.add_argument(
+        "--outputs-per-item",
+        type=positive_int,
+        metavar="N",
+        help="outputs judged per item, for sources whose outputs do not exist yet (default: the systems with an"
+        " output for the item)",
+    )
+    return group
+
+
+def apply_cost_unit(args: argparse.Namespace, campaign: Campaign) -> Campaign:
+    """The campaign's cost in seconds per output: a per-item ``cost`` field (``--cost-per item``) divided among
+    the outputs judged on the item."""
+    if getattr(args, "cost_per", "output") == "output":
+        return campaign
+    from precomet.costs import GIVEN, cost_source, per_output_cost
+
+    if cost_source(campaign) != GIVEN:
+        raise PrecometError(
+            f"--cost-per item: {args.data} gives no cost field of its own ({cost_source(campaign)}); --cost-per"
+            " describes an input's cost field"
+        )
+    return per_output_cost(campaign, getattr(args, "outputs_per_item", None))
+
+
 def apply_cost_from_times(args: argparse.Namespace, campaign: Campaign) -> Campaign:
-    """The campaign with real annotation seconds as cost when ``--cost-from-times`` is given (``--untimed``: what
-    the items without a time get)."""
+    """The campaign with precomet's cost unit (:func:`apply_cost_unit`), then with real annotation seconds per
+    output as cost when ``--cost-from-times`` is given (``--untimed``: what the items without a time get)."""
+    campaign = apply_cost_unit(args, campaign)
     if not args.cost_from_times:
         if args.untimed:
             raise PrecometError("--untimed applies to --cost-from-times")

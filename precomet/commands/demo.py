@@ -15,6 +15,7 @@ import numpy as np
 
 from precomet.campaign import HUMAN, source_length
 from precomet.commands.common import Paths, add_output_argument, seed, share
+from precomet.costs import describe_time, format_duration, item_seconds
 
 HELP = "run the main job end to end on a seeded simulator of historical campaigns (synthetic data)"
 
@@ -107,7 +108,7 @@ def _run(args: argparse.Namespace, work: Path) -> int:
     selection = select_subset(
         predicted,
         SubsetPlan(proportion=args.proportion, balance="domain", seed=args.seed),
-        cost=blind.cost,
+        cost=item_seconds(blind),
         domain=blind.domain,
         ids=blind.ids,
         length=source_length(blind.src),
@@ -124,9 +125,11 @@ def _run(args: argparse.Namespace, work: Path) -> int:
     )
     subset_path = out / "blind-subset.jsonl"
     write_subset(work / subset_path.name, blind, selection, predicted, manifest)
+    judged = int(blind.judgements()[selection.indices].sum())
     print(
-        f"{len(selection)} of {len(blind)} items, cost {selection.total_cost:.0f} s of {blind.cost.sum():.0f} s; "
-        f"per domain {dict(selection.domains)}; {selection.solver} {selection.status} (gap {selection.gap:.1e})"
+        f"{len(selection)} of {len(blind)} items ({describe_time(selection.total_cost or 0.0, judged)}; of"
+        f" {format_duration(float(item_seconds(blind).sum()))}); per domain {dict(selection.domains)};"
+        f" {selection.solver} {selection.status} (gap {selection.gap:.1e})"
     )
     print(f"-> {subset_path} (+ manifest)")
 

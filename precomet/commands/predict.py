@@ -11,7 +11,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from precomet.commands.common import Paths, check_jsonl_output, positive_int
+from precomet.commands.common import Paths, add_alongside_arguments, check_alongside, check_jsonl_output, positive_int
 from precomet.errors import PrecometError
 
 if TYPE_CHECKING:
@@ -34,6 +34,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="read --data as plain-text sources, one per line, whatever its name (default for .txt files)",
     )
+    add_alongside_arguments(parser)  # checked against the sources and recorded: a utility reads its source alone
     parser.add_argument("--batch-size", type=positive_int, default=64, help="sources per batch (default 64)")
     parser.add_argument("--device", default="cpu", help="cpu, cuda, cuda:1, …")
     parser.add_argument(
@@ -105,7 +106,7 @@ def read_sources(path: str, *, text: bool, campaign: str | None) -> tuple[list[s
 
 
 def paths(args: argparse.Namespace) -> Paths:
-    return Paths(inputs=[args.checkpoint, args.data], outputs=[args.output, args.shard_dir])
+    return Paths(inputs=[args.checkpoint, args.data, args.docs, args.domains], outputs=[args.output, args.shard_dir])
 
 
 def resume_dir(args: argparse.Namespace) -> Path | None:
@@ -208,6 +209,7 @@ def run(args: argparse.Namespace) -> int:
         chunk_size = args.chunk_size or chunk_size_for(args)
         chunks = partial(iter_source_chunks, args.data, chunk_size=chunk_size, text=args.text, campaign=args.campaign)
         screening = _screen(args, chunks(), read_meta(args.checkpoint))  # before the model is loaded
+        _check_alongside_lines(args, screening.scan.n_items)
         device = "cpu" if args.devices is not None else args.device
         estimator = load_estimator(args.checkpoint, device=device)
         screening = with_coverage(screening, estimator, what=f"checkpoint {args.checkpoint}")
@@ -244,6 +246,17 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _check_alongside_lines(args: argparse.Namespace, n_items: int) -> None:
+    """``--docs``/``--domains`` as ``select`` and ``waves`` read them on the same file: plain text, one line per
+    source (they group items there; a predicted utility reads its source alone)."""
+    from precomet.io.plaintext import read_alongside
+
+    check_alongside(args)
+    for path, what in ((args.docs, "document id"), (args.domains, "domain")):
+        if path is not None:
+            read_alongside(path, n_items, what=what, sources=args.data)
+
+
 def _signature(args: argparse.Namespace, estimator: Any, screening: Screening) -> Signature:
     from precomet.signature import signature
 
@@ -257,6 +270,8 @@ def _signature(args: argparse.Namespace, estimator: Any, screening: Screening) -
         checkpoint=str(args.checkpoint),
         target=estimator.meta.target.model_dump(mode="json", exclude_unset=True),
         data=str(args.data),
+        docs=None if args.docs is None else str(args.docs),
+        domains=None if args.domains is None else str(args.domains),
         n_items=screening.scan.n_items,
         precision=args.precision,
         **screening.report(),
@@ -272,6 +287,7 @@ def _run_shards(args: argparse.Namespace) -> int:
     if args.precision != "fp32":
         raise PrecometError("--shard-dir predicts in fp32 (--precision int8 runs on the single-device path)")
     ids, sources = read_sources(args.data, text=args.text, campaign=args.campaign)
+    _check_alongside_lines(args, len(ids))
     estimator = load_estimator(args.checkpoint, device="cpu" if args.devices is not None else args.device)
     screening = _screen(args, [(ids, sources)], estimator.meta)
     screening = with_coverage(screening, estimator, what=f"checkpoint {args.checkpoint}")

@@ -25,9 +25,9 @@ from precomet.commands.common import (
     share,
     source_texts,
 )
-from precomet.costs import GIVEN, cost_source, format_duration
+from precomet.costs import GIVEN, cost_source, describe_time, format_duration, item_seconds, judgements_per_item
 from precomet.errors import PrecometError
-from precomet.io.batch import BATCH_ORDERS, batch_format
+from precomet.io.batch import BATCH_KINDS, BATCH_ORDERS, batch_format
 from precomet.io.plaintext import is_sources_only
 from precomet.outputs.paths import check_outputs
 from precomet.provenance import sources_hash
@@ -75,13 +75,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="share in (0, 1] of the items, or of the total cost with --cost-aware / --cost-from-times",
     )
     budget.add_argument(
-        "--budget-cost", type=positive_float, help="budget in seconds of annotation time (cost-aware knapsack)"
+        "--budget-cost",
+        type=positive_float,
+        help="budget in seconds of annotator time: every output of a chosen item judged (cost-aware knapsack)",
     )
     budget.add_argument(
         "--budget-time",
         type=duration,
         metavar="DURATION",
-        help="the same budget as a duration: 10h, 90m, 3600s, 1h30m (cost-aware knapsack)",
+        help="the same budget as a duration of annotator time: 10h, 90m, 3600s, 1h30m (cost-aware knapsack)",
     )
     parser.add_argument(
         "--cost-aware", action="store_true", help="--proportion is a share of the total cost (knapsack)"
@@ -125,14 +127,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--batch",
         metavar="PATH",
         help="also write the annotation batch: the chosen items with source, reference and every system's output, as"
-        " .jsonl, .csv or .tsv (by the suffix; CSV/TSV quoted as RFC 4180), or .json for Appraise; written together"
-        " with the subset",
+        " .jsonl, .csv or .tsv (by the suffix; CSV/TSV quoted as RFC 4180), or Appraise's batches with"
+        " --batch-format appraise (a .json name alone is refused: Appraise and Pearmut both read JSON); written"
+        " together with the subset",
     )
     parser.add_argument(
         "--batch-format",
-        choices=["jsonl", "csv", "tsv", "appraise"],
+        choices=BATCH_KINDS,
         help="format of --batch whatever its suffix (default: by the suffix); appraise = the batches JSON that"
-        " Appraise's StartNewCampaign imports (one item per source and system output)",
+        " Appraise's StartNewCampaign --batches-json imports (one document per system, complete documents flagged,"
+        " quality-control documents; its own order, not --batch-order)",
     )
     parser.add_argument(
         "--batch-order",
@@ -232,20 +236,23 @@ def run(args: argparse.Namespace) -> int:
             " campaign",
             file=sys.stderr,
         )
-    if args.budget_cost is not None and args.budget_cost >= campaign.cost.sum():
+    seconds = _item_seconds(args, campaign, needed=cost_aware)
+    if args.budget_cost is not None and args.budget_cost >= seconds.sum():
         given = "--budget-time" if args.budget_time is not None else "--budget-cost"
         print(
             f"precomet select: note: {given} ({args.budget_cost:,.6g} s) covers the whole campaign's annotation time"
-            f" ({format_duration(float(campaign.cost.sum()))}): the subset is the whole campaign",
+            f" ({format_duration(float(seconds.sum()))}): the subset is the whole campaign",
             file=sys.stderr,
         )
     plan = SubsetPlan(**options, seed=args.seed, cost_objective=args.cost_objective)
-    selection = select_subset(utility, plan, campaign=campaign, cost=campaign.cost if cost_aware else None)
+    selection = select_subset(utility, plan, campaign=campaign, cost=seconds if cost_aware else None)
     parameters.update(
         options,
         budget_given_as="duration" if args.budget_time is not None else None,
         cost_aware=cost_aware,
         cost_from_times=args.cost_from_times,
+        cost_per=args.cost_per,
+        outputs_per_item=args.outputs_per_item,
         cost_objective=args.cost_objective if cost_aware else None,
         campaign=campaign.name,
         batch=args.batch,
@@ -271,23 +278,45 @@ def run(args: argparse.Namespace) -> int:
     if args.output is None and manifest_path is not None:
         written = f" (manifest: {manifest_path.name})"
     print(
-        f"selected {len(selection)} of {len(campaign)} items ({_cost_summary(campaign, selection.indices)}); "
+        f"selected {len(selection)} of {len(campaign)} items ({_cost_summary(args, campaign, selection.indices)}); "
         f"{selection.solver} {selection.status}, gap {selection.gap:.2g}, {selection.seconds:.2f} s{written}"
     )
     if args.batch:
         kind = batch_format(args.batch, args.batch_format)
         layout = "Appraise batches JSON, " if kind == "appraise" else ""
-        print(f"annotation batch ({layout}{_batch_contents(campaign)}; {args.batch_order} order) -> {args.batch}")
+        order = (
+            "one document per system, shuffled, with quality-control documents"
+            if kind == "appraise"
+            else f"{args.batch_order} order"
+        )
+        print(f"annotation batch ({layout}{_batch_contents(campaign)}; {order}) -> {args.batch}")
     return 0
 
 
-def _cost_summary(campaign: Campaign, chosen: np.ndarray) -> str:
-    """``"2 h 05 min of 10 h 43 min annotation time, estimated from source length"`` (raw units for a given cost)."""
+def _item_seconds(args: argparse.Namespace, campaign: Campaign, *, needed: bool) -> np.ndarray:
+    """Seconds to judge every output of each item; a campaign of sources only without ``--outputs-per-item``
+    gets its per-output cost when no cost budget ``needed`` it (the summary then says per output)."""
+    if campaign.systems or args.outputs_per_item is not None or needed:
+        return item_seconds(campaign, args.outputs_per_item)
+    return np.asarray(campaign.cost, dtype=float)
+
+
+def _cost_summary(args: argparse.Namespace, campaign: Campaign, chosen: np.ndarray) -> str:
+    """``"≈ 2 h 05 min of annotator time: 1,104 judgements of 7 s; of 10 h 43 min, estimated from source length"``
+    (raw units for a given cost; time per output for sources whose outputs are not counted)."""
     source = cost_source(campaign)
-    picked, total = float(campaign.cost[chosen].sum()), float(campaign.cost.sum())
+    if not campaign.systems and args.outputs_per_item is None:
+        picked, total = float(campaign.cost[chosen].sum()), float(campaign.cost.sum())
+        return (
+            f"{format_duration(picked)} of {format_duration(total)} per output judged, {source}; give"
+            " --outputs-per-item N for the annotator time"
+        )
+    judged = judgements_per_item(campaign, args.outputs_per_item)
+    seconds = campaign.cost * judged
+    picked, total = float(seconds[chosen].sum()), float(seconds.sum())
     if source == GIVEN:
-        return f"cost {picked:,.6g} s of {total:,.6g} s, {source}"
-    return f"{format_duration(picked)} of {format_duration(total)} annotation time, {source}"
+        return f"cost {picked:,.6g} of {total:,.6g} ({int(judged[chosen].sum()):,} judgements), {source}"
+    return f"{describe_time(picked, int(judged[chosen].sum()))}; of {format_duration(total)}, {source}"
 
 
 def _utilities(args: argparse.Namespace, campaign: Campaign) -> tuple[np.ndarray, str, dict]:
@@ -380,7 +409,8 @@ def _batch_contents(campaign: Campaign) -> str:
 
 def _item_budget(args: argparse.Namespace, campaign: Campaign) -> int:
     """The budget in items (k for kmeans, diffuse and the strata selector)."""
-    return item_budget(campaign.cost, budget=args.budget, proportion=args.proportion, budget_cost=args.budget_cost)
+    seconds = _item_seconds(args, campaign, needed=args.budget_cost is not None)
+    return item_budget(seconds, budget=args.budget, proportion=args.proportion, budget_cost=args.budget_cost)
 
 
 def _quotas(text: str | None) -> dict | None:

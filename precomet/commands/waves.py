@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 from functools import partial
 from pathlib import Path
@@ -14,7 +13,9 @@ import numpy as np
 from precomet.campaign import HUMAN, require_documents, source_length
 from precomet.commands.common import (
     Paths,
+    add_cost_unit_arguments,
     add_data_arguments,
+    apply_cost_unit,
     data_inputs,
     load_campaign,
     open_share,
@@ -22,8 +23,10 @@ from precomet.commands.common import (
     seed,
     share,
 )
+from precomet.costs import format_duration
 from precomet.errors import PrecometError
 from precomet.io import jsonsafe
+from precomet.io.batch import BATCH_KINDS, batch_format
 from precomet.outputs.atomic import output_set
 from precomet.outputs.paths import is_stdout
 from precomet.waves.judgements import JUDGEMENT_READERS
@@ -46,19 +49,21 @@ def _dest(flag: str) -> str:
     return flag.lstrip("-").replace("-", "_")
 
 
+PEARMUT_OPTIONS = ("assignment", "protocol", "task_size", "tutorial", "attention", "attention_rate")
+"""The options of ``--pearmut`` (``--pearmut-assignment``, …)."""
 LIVE_ONLY = {
     **{_dest(reader.flag): reader.flag for reader in JUDGEMENT_READERS.values()},
     "manifest": "--manifest",
     "batch": "--batch",
+    "batch_format": "--batch-format",
     "pearmut": "--pearmut",
+    **{f"pearmut_{name}": f"--pearmut-{name.replace('_', '-')}" for name in PEARMUT_OPTIONS},
     "report": "--report",
     "plot": "--plot",
 }
 """Options of a live call (the next wave and the report) that a replay does not read."""
 REPLAY_ONLY = {"runs": "--runs", "output": "-o"}
 """Options of a replay that a live call does not read."""
-CELL_FORMATS = {".jsonl": "jsonl", ".csv": "csv", ".tsv": "tsv", ".json": "appraise"}
-"""Suffixes of a wave's batch of cells: one row per item × system to judge, or Appraise's batches of them."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -70,6 +75,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="next (default): report and draw the next wave of a live campaign; replay: replay on a judged campaign",
     )
     add_data_arguments(parser)
+    add_cost_unit_arguments(parser, outputs=False)
     for reader in JUDGEMENT_READERS.values():
         parser.add_argument(reader.flag, type=Path, nargs="+", default=[], metavar="FILE", help=reader.help)
     parser.add_argument(
@@ -139,9 +145,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--seed", type=seed, default=0, help="seed of the draws (default 0)")
     parser.add_argument(
-        "--batch", type=Path, help="next wave: one row per cell (.jsonl, .csv, .tsv), or Appraise batches (.json)"
+        "--batch",
+        type=Path,
+        help="next wave: one row per cell (.jsonl, .csv, .tsv), or Appraise's batches with --batch-format appraise (a"
+        " .json name alone is refused: Appraise and Pearmut both read JSON; Pearmut's file is --pearmut)",
+    )
+    parser.add_argument(
+        "--batch-format",
+        choices=BATCH_KINDS,
+        help="format of --batch whatever its suffix (default: by the suffix); appraise = the batches JSON that"
+        " Appraise's StartNewCampaign --batches-json imports",
     )
     parser.add_argument("--pearmut", type=Path, help="next wave as a Pearmut campaign file (JSON)")
+    _add_pearmut_arguments(parser)
     parser.add_argument("--report", type=Path, help="the report as JSON ('-' = standard output)")
     parser.add_argument("--plot", type=Path, help="figure of the ranking and the agreement (PNG, PDF, SVG)")
     parser.add_argument("--runs", type=repeats, help=f"replay: runs (default {DEFAULT_RUNS})")
@@ -159,6 +175,8 @@ def paths(args: argparse.Namespace) -> Paths:
             *data_inputs(args),
             *(path for paths in _judgement_files(args).values() for path in paths),
             args.utility_file,
+            args.pearmut_tutorial,
+            args.pearmut_attention,
         ],
         outputs=[args.batch, args.pearmut, args.report, args.plot, args.output, args.manifest],
     )
@@ -218,8 +236,13 @@ def _check_options(args: argparse.Namespace) -> None:
                 " 'replay' to replay the protocol)"
             )
     _check_chooser_options(args)
+    _check_pearmut_options(args)
     if args.plot is not None and args.plot.suffix.lower() not in PLOT_SUFFIXES:
         raise PrecometError(f"--plot {args.plot}: name the figure *.png, *.pdf or *.svg")
+    if args.batch is not None:
+        batch_format(args.batch, args.batch_format)
+    elif args.batch_format is not None:
+        raise PrecometError("--batch-format applies to --batch (the next wave's batch); give --batch PATH")
 
 
 def _check_chooser_options(args: argparse.Namespace) -> None:
@@ -257,8 +280,26 @@ def _live(args: argparse.Namespace) -> int:
         print(f"precomet waves: {notice}", file=sys.stderr)
     _print_report(outcome.report, stream=sys.stderr if str(args.report) == "-" else sys.stdout)
     _write_live(args, request.pool, outcome)
+    _print_wave(args, outcome.report.get("next_wave"))
     _print_closing(args, outcome)
     return 0
+
+
+def _print_wave(args: argparse.Namespace, drawn: dict | None) -> None:
+    """``wave 1: 61 items, 915 judgements, ≈ 2 h 05 min of annotator time: … -> the files written``."""
+    if drawn is None or not drawn["items"]:
+        return
+    if drawn["cells"] is None:
+        size = f"{drawn['items']:,} items (the judgements come with the systems their first answers name)"
+    else:
+        each = drawn["seconds"] / max(drawn["cells"], 1)
+        size = (
+            f"{drawn['items']:,} items, {drawn['cells']:,} judgements, ≈ {format_duration(drawn['seconds'])} of"
+            f" annotator time ({each:,.0f} s per judgement of one output)"
+        )
+    files = [str(path) for path in (args.batch, args.pearmut, args.manifest) if path is not None]
+    stream = sys.stderr if str(args.report) == "-" else sys.stdout
+    print(f"wave {drawn['number']}: {size}" + (f" -> {', '.join(files)}" if files else ""), file=stream)
 
 
 def _live_request(args: argparse.Namespace):
@@ -269,7 +310,7 @@ def _live_request(args: argparse.Namespace):
         raise PrecometError(f"--manifest {args.manifest}: the manifest is read back by the next call; give a file")
     # the pool is every item to draw from: human scores in it are not judgements (give those with --judgements), so
     # items without them are kept
-    pool = load_campaign(argparse.Namespace(**{**vars(args), "keep_incomplete": True}))
+    pool = apply_cost_unit(args, load_campaign(argparse.Namespace(**{**vars(args), "keep_incomplete": True})))
     pool_systems = pool_output_systems(pool, args.data)
     has_manifest = args.manifest is not None and args.manifest.exists()
     manifest = Manifest.read(args.manifest, pool, pool_systems) if has_manifest else None
@@ -326,28 +367,149 @@ def _write_live(args: argparse.Namespace, pool, outcome) -> None:
             return
         if args.batch:
             with out.open(args.batch) as handle:
-                _write_cells(handle, pool, wave.drawn, outcome.systems, args.batch)
+                _write_cells(handle, pool, wave.drawn, outcome.systems, args.batch, args.batch_format)
         if args.pearmut:
-            _write_pearmut(out, args.pearmut, pool, wave, outcome.systems)
+            _write_pearmut(out, args, pool, outcome)
         if args.manifest:
             with out.open(args.manifest) as handle:
                 jsonsafe.dump(outcome.manifest.to_dict(), handle, indent=1)
                 handle.write("\n")
 
 
-def _write_pearmut(out, path: Path, pool, wave, systems: tuple[str, ...]) -> None:
+PEARMUT_PROTOCOL_CHOICES = ("ESA", "MQM", "DA")
+"""Protocols ``--pearmut-protocol`` offers (Pearmut's ``cESA`` compares outputs side by side, not one score each)."""
+PEARMUT_FLAGS = {
+    "assignment": "--pearmut-assignment ",
+    "protocol": "--pearmut-protocol ",
+    "task_size": "--pearmut-task-size ",
+    "welcome": "--pearmut-tutorial",
+    "attention": "--pearmut-attention",
+    "attention_probability": "--pearmut-attention-rate ",
+}
+"""How the options of ``--pearmut`` spell the parameters of :func:`precomet.io.pearmut.pearmut_campaign`."""
+
+
+def _add_pearmut_arguments(parser: argparse.ArgumentParser) -> None:
+    from precomet.io.pearmut import DEFAULT_ATTENTION_PROBABILITY, DEFAULT_TASK_SIZE, PEARMUT_ASSIGNMENTS
+
+    parser.add_argument(
+        "--pearmut-assignment",
+        choices=PEARMUT_ASSIGNMENTS,
+        help="with --pearmut: task-based (default: one annotator link per task), single-stream (links share one pool"
+        " of documents), or dynamic (every model of every document shown, which keeps the wave's inclusion"
+        " probabilities; refused unless every drawn item has the same systems)",
+    )
+    parser.add_argument(
+        "--pearmut-protocol", choices=PEARMUT_PROTOCOL_CHOICES, help="with --pearmut: the protocol (default ESA)"
+    )
+    parser.add_argument(
+        "--pearmut-task-size",
+        type=_task_size,
+        metavar="SIZE",
+        help=f"with --pearmut: one annotator link's work, in judgements (300) or annotator time ({DEFAULT_TASK_SIZE},"
+        " 45m: each judgement counts the pool's seconds to judge one output); task-based tasks pack whole documents"
+        f" up to it, single-stream and dynamic get one link per SIZE of work (default {DEFAULT_TASK_SIZE})",
+    )
+    parser.add_argument(
+        "--pearmut-tutorial",
+        type=Path,
+        metavar="FILE",
+        help="with --pearmut: tutorial documents every annotator does first (Pearmut's data_welcome): a JSON list of"
+        " documents, or a Pearmut campaign file such as its examples/tutorial/esa_deen.json",
+    )
+    parser.add_argument(
+        "--pearmut-attention",
+        type=Path,
+        metavar="FILE",
+        help="with --pearmut: attention-check documents shown at random (Pearmut's data_random), each with a"
+        " 'validation' rule; a JSON list of documents or a Pearmut campaign file",
+    )
+    parser.add_argument(
+        "--pearmut-attention-rate",
+        type=_attention_rate,
+        metavar="P",
+        help="with --pearmut-attention: the chance that an attention check comes before a document (default"
+        f" {DEFAULT_ATTENTION_PROBABILITY:g})",
+    )
+
+
+def _task_size(text: str):
+    from precomet.io.pearmut import parse_task_size
+
+    try:
+        return parse_task_size(text)
+    except PrecometError as err:
+        raise argparse.ArgumentTypeError(err.template.replace("{task_size}", "")) from None
+
+
+def _attention_rate(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: a chance in (0, 1], e.g. 0.1")
+    return value
+
+
+def _check_pearmut_options(args: argparse.Namespace) -> None:
+    """Refuse an option of ``--pearmut`` without it (it would be ignored), a rate without attention checks, and a
+    tutorial or attention-check file that Pearmut would refuse (read now, before the wave is drawn)."""
+    given = [f"--pearmut-{name.replace('_', '-')}" for name in PEARMUT_OPTIONS if getattr(args, f"pearmut_{name}")]
+    if given and args.pearmut is None and args.action != "replay":
+        raise PrecometError(f"{given[0]}: an option of the Pearmut campaign file; add --pearmut FILE (or drop it)")
+    if args.pearmut_attention_rate is not None and args.pearmut_attention is None:
+        raise PrecometError(
+            f"--pearmut-attention-rate {args.pearmut_attention_rate:g}: the chance of an attention check needs"
+            " attention-check documents (--pearmut-attention FILE)"
+        )
+    _pearmut_documents(args)
+
+
+def _pearmut_documents(args: argparse.Namespace):
+    """The tutorial and attention-check documents the options name (``None`` where not given)."""
+    from precomet.io.pearmut import read_pearmut_documents
+
+    return (
+        read_pearmut_documents(args.pearmut_tutorial) if args.pearmut_tutorial else None,
+        read_pearmut_documents(args.pearmut_attention, attention=True) if args.pearmut_attention else None,
+    )
+
+
+def _write_pearmut(out, args: argparse.Namespace, pool, outcome) -> None:
+    """The wave's Pearmut campaign file; its id is the pool's name, a key of the campaign (its pool and first wave,
+    as the manifest records them) and the wave number, so two waves or two campaigns of one pool load side by side
+    on one server."""
+    wave, systems = outcome.wave, outcome.systems
     if not systems:
         raise PrecometError("--pearmut: a Pearmut campaign shows system outputs, and this pool has none")
     if not wave.drawn.any():  # no campaign of nothing: the closing notice says so
         return
-    from precomet.io.pearmut import write_pearmut
+    from precomet.io.pearmut import DEFAULT_TASK_SIZE, pearmut_campaign_id, write_pearmut
 
     cells = np.zeros((len(pool), len(pool.systems)), dtype=bool)
     for k, system in enumerate(systems):
         cells[:, pool.systems.index(system)] = wave.drawn[:, k]
-    campaign_id = re.sub(r"[^A-Za-z0-9_.-]+", "_", pool.name) + f"_wave{wave.number}"
-    with out.open(path) as handle:
-        write_pearmut(handle, pool, cells, campaign_id=campaign_id)
+    first = outcome.manifest.waves[0]
+    identity = {"pool": outcome.manifest.pool_hash, "first_wave": first}
+    campaign_id = pearmut_campaign_id(pool.name, identity, wave.number)
+    welcome, attention = _pearmut_documents(args)
+    try:
+        with out.open(args.pearmut) as handle:
+            write_pearmut(
+                handle,
+                pool,
+                cells,
+                campaign_id=campaign_id,
+                assignment=args.pearmut_assignment or "task-based",
+                protocol=args.pearmut_protocol or "ESA",
+                task_size=args.pearmut_task_size or DEFAULT_TASK_SIZE,
+                welcome=welcome,
+                attention=attention,
+                attention_probability=args.pearmut_attention_rate,
+            )
+    except PrecometError as err:
+        raise PrecometError(f"--pearmut {args.pearmut}: {err.spelled(PEARMUT_FLAGS)}") from None
 
 
 def _print_closing(args: argparse.Namespace, outcome) -> None:
@@ -373,22 +535,19 @@ def _print_closing(args: argparse.Namespace, outcome) -> None:
     print(f"precomet waves: {message}", file=sys.stderr)
 
 
-def _write_cells(handle, pool, drawn: np.ndarray, systems: tuple[str, ...], path: Path) -> None:
+def _write_cells(handle, pool, drawn: np.ndarray, systems: tuple[str, ...], path: Path, given: str | None) -> None:
     from precomet.io.batch import write_wave_cells
 
-    suffix = path.suffix.lower()
-    if suffix not in CELL_FORMATS:
-        raise PrecometError(
-            f"--batch {path}: name it *.jsonl, *.csv or *.tsv (one row per cell to judge) or *.json (Appraise)"
-        )
-    if CELL_FORMATS[suffix] == "appraise" and (not systems or not pool.outputs):
+    kind = batch_format(path, given)
+    if kind == "appraise" and (not systems or not pool.outputs):
         raise PrecometError(f"--batch {path}: an Appraise batch shows system outputs, and this pool has none")
-    write_wave_cells(handle, pool, drawn, systems, CELL_FORMATS[suffix])
+    write_wave_cells(handle, pool, drawn, systems, kind)
 
 
 def _print_report(report: dict, stream) -> None:
     print(
-        f"waves judged: {report['waves']}; cells judged {report['judged_cells']:,} of {report['pool_cells']:,}"
+        f"waves drawn: {report['waves']}, with judgements: {report['waves_judged']}; cells judged"
+        f" {report['judged_cells']:,} of {report['pool_cells']:,}"
         f" ({report['judged_items']:,} of {report['pool_items']:,} items); estimates: {report['estimates']}",
         file=stream,
     )
@@ -515,7 +674,7 @@ def _replay(args: argparse.Namespace) -> int:
 
 
 def _replay_pool(args: argparse.Namespace):
-    pool = load_campaign(args)
+    pool = apply_cost_unit(args, load_campaign(args))
     if args.level == "doc":
         require_documents(pool)
     if HUMAN not in pool.scores:
@@ -536,7 +695,8 @@ def _print_replay(name: str, s: dict, settings) -> None:
         f" p90 {s['cells_share']['p90']:.1%}); target {settings.target.kind} ({s['true_ties']} pairs tied on the full"
         f" campaign): realised agreement mean {s['agreement_mean']:.3f}, {s['reached_target']:.0%} of runs reach"
         f" {share}; over all pairs {s['plain_agreement_mean']:.3f}; SPA {s['spa_mean']:.3f}, clusters"
-        f" {s['clusters_mean']:.1f} on the items judged for every system; hours median {s['hours']['median']:.1f}"
+        f" {s['clusters_mean']:.1f} on the items judged for every system; annotator time median"
+        f" {s['hours']['median']:.1f} h (judged cells × seconds per judgement of one output)"
         + (
             f"; fewer cells than random waves: p = {s['p_fewer_cells_than_random']:.2g} (paired by run)"
             if "p_fewer_cells_than_random" in s

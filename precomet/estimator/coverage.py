@@ -156,12 +156,14 @@ def report_coverage(estimator: Estimator, sources: list[str], *, what: str) -> d
 
 
 def encode_sample(encoder: SentenceEncoder, sources: list[str]) -> np.ndarray:
-    """The vectors of ``sources``, saved to the encoder cache every :data:`SAVED_EVERY` of them, with a bar."""
-    starts = range(0, len(sources), SAVED_EVERY)
-    parts = [
-        encode_cached(encoder, sources[start : start + SAVED_EVERY], progress=False)
-        for start in progress(starts, desc="sources vs training sources", unit="part")
-    ]
+    """The vectors of ``sources``, saved to the encoder cache every :data:`SAVED_EVERY` of them, with a bar counted
+    in sources."""
+    parts = []
+    bar = progress(total=len(sources), desc="embedding sources to compare with the training sources", unit="source")
+    with bar:
+        for start in range(0, len(sources), SAVED_EVERY):
+            parts.append(encode_cached(encoder, sources[start : start + SAVED_EVERY], progress=False))
+            bar.update(len(parts[-1]))
     return np.concatenate(parts) if parts else np.empty((0, encoder.dim), dtype=np.float32)
 
 

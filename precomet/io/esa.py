@@ -56,14 +56,20 @@ class AppraiseRow(NamedTuple):
 
 
 def read_appraise_csv(path: str | Path) -> list[AppraiseRow]:
-    """Every row of an Appraise ``*.csv`` export (no filtering); malformed rows raise naming file and line."""
+    """Every row of an Appraise ``*.csv`` export (no filtering); malformed rows raise naming file and line. The 12
+    columns are what Appraise's ``ExportSystemScoresToCSV`` writes (``get_system_data(extended_csv=True)``); with its
+    ``--batch-info`` two more (batch number, Appraise's own item key) follow, and are read past."""
     path = Path(path)
     rows = []
     for number, fields in read_csv_rows(path):
         if not any(fields):
             continue
-        if len(fields) != 12:
-            raise DataError(path, f"expected 12 comma-separated Appraise fields, got {len(fields)}", line=number)
+        if len(fields) not in (12, 14):
+            raise DataError(
+                path,
+                f"expected 12 comma-separated Appraise fields (14 with --batch-info), got {len(fields)}",
+                line=number,
+            )
         try:
             item = int(fields[2])
         except ValueError:

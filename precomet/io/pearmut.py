@@ -10,25 +10,42 @@ the wheel ``pearmut-1.1.6-py3-none-any.whl`` from PyPI (sha256 ``24662e3d…beea
 **Campaign file** (:func:`pearmut_campaign`, :func:`write_pearmut`, checked by :func:`check_pearmut_campaign`)::
 
     {"info": {"assignment": "task-based", "protocol": "ESA", "shuffle": true},
-     "campaign_id": "wmt25_en-cs",
+     "campaign_id": "wmt25_en-cs_1f3a9c0e_wave1",
      "data": [                          # task-based: one task per annotator (URL)
        [                                #   a task: a list of documents
          [                              #     a document: a list of items, shown together
-           {"item_id": "wmt25/en-cs/17", "src": "…", "tgt": {"sysA": "…", "sysB": "…"}}, …
+           {"item_id": "wmt25/en-cs/17", "src": "…", "tgt": {"sysA": "…", "sysB": "…"},
+            "precomet_protocol": "ESA"}, …
          ], …
        ], …
-     ]}
+     ],
+     "data_welcome": [[…], …],          # optional: tutorial documents every annotator does first
+     "data_random": [[…], …]}           # optional: attention checks, info.data_random_prob per document
 
 Items are precomet's items that have at least one drawn cell; ``item_id`` is precomet's item id (Pearmut has no
-document id field: a document is the list itself) and ``tgt`` holds the outputs of the drawn systems only, in the
-campaign's system order. Items are grouped by ``campaign.doc`` (documents in the order they first appear, items in
-input order, as :func:`precomet.io.batch.batch_order` with ``"doc"``). ``task-based`` packs whole documents in order
-into tasks of at most ``items_per_task`` items (a longer document is a task of its own); ``single-stream`` and
-``dynamic`` have one shared pool, so ``data`` is the list of documents itself (Pearmut's ``info.users`` then defaults
-to 1 annotator; edit the file to set more). ``dynamic`` shows every item with every model, so it needs the same
-systems drawn for every item. Pearmut shuffles the order of the models of a document (``info.shuffle``, default
-true) only when all items of the document show the same models and refuses the file otherwise; with
-``shuffle=None`` the file shuffles when that holds and writes ``"shuffle": false`` when it does not.
+document id field: a document is the list itself), ``tgt`` holds the outputs of the drawn systems only, in the
+campaign's system order, and ``precomet_protocol`` (:data:`PROTOCOL_KEY`) the protocol, which Pearmut keeps in every
+annotation record (it stores an item's extra keys) so the reader knows an MQM item. Items are grouped by
+``campaign.doc`` (documents in the order they first appear, items in input order, as
+:func:`precomet.io.batch.batch_order` with ``"doc"``).
+
+*Assignment.* ``task-based`` packs whole documents in order into tasks of at most one task size of work
+(:func:`parse_task_size`: judgements, or annotator time counted as the pool's ``cost`` per judgement, i.e. seconds to
+judge one output; default :data:`DEFAULT_TASK_SIZE`); a longer document is a task of its own; one task is one
+annotator link. ``single-stream`` has one shared pool (``data`` is the list of documents; Pearmut hands each link a
+random unfinished document) and ``info.users`` = the total work over the task size, rounded up. ``dynamic`` is written
+only in the form that keeps the wave's inclusion probabilities: every model of every document shown
+(``info.dynamic_models`` = the number of systems; see :func:`_check_dynamic` for why anything else is refused), which
+needs the same systems drawn for every item. Pearmut shuffles the order of the models of a document
+(``info.shuffle``, default true) only when all items of the document show the same models and refuses the file
+otherwise; with ``shuffle=None`` the file shuffles when that holds and writes ``"shuffle": false`` when it does not.
+
+*Tutorial and attention checks* (Pearmut's README, "Tutorial and Attention Checks"): ``data_welcome`` documents are
+shown to every annotator before the first document (``item_i`` ``welcome_0``, …); ``data_random`` documents are
+shown instead of the next document with probability ``info.data_random_prob`` (``random_0``, …), each at most once
+per annotator. Their items carry ``validation`` rules (a score range, expected error spans, ``score_greaterthan``);
+with a ``warning`` the annotator must fix the answer, without one a failure is only logged and the dashboard marks
+the annotator against ``info.validation_threshold``. Neither kind is a judgement of the pool.
 
 **Annotations** (:func:`read_pearmut_annotations`): Pearmut appends one record per submitted document to
 ``data/annotations/<campaign_id>.jsonl`` on the server; the dashboard's "download annotations" gives
@@ -41,8 +58,12 @@ with ``annotation`` parallel to ``item`` (``null`` for a skipped item), or ``"an
 administrator reset that user (every earlier record of the user is void). Records of tutorial, attention-check and
 goodbye documents (``item_i`` ``welcome_*``, ``random_*``, ``goodbye_*``) are not judgements, nor are form items; a
 ``null`` score (a skipped item) is no judgement; with custom sliders the score is the mean of the slider values, as
-Pearmut's own model ranking computes it. When one user submits a document again, the later score of an (item,
-model) replaces the earlier one, as Pearmut shows it to them; different users' scores are all returned.
+Pearmut's own model ranking computes it. An item precomet wrote for an MQM campaign (``"precomet_protocol": "MQM"``)
+is scored from its error spans with the WMT weights (:func:`mqm_score`), not from the slider. Pearmut's dashboard
+ranks models by the plain mean of their scores over the judged items (``results_export.py``,
+``compute_model_scores``): it ignores the waves' inclusion probabilities, so it is not the waves ranking.
+When one user submits a document again, the later score of an (item, model) replaces the earlier one, as Pearmut
+shows it to them; different users' scores are all returned.
 
 Appraise's CSV exports are read by :mod:`precomet.io.esa` (:func:`~precomet.io.esa.read_appraise_csv`); their item
 ids are Appraise segment numbers, not precomet item ids, so they are not read here.
@@ -50,9 +71,14 @@ ids are Appraise segment numbers, not precomet item ids, so they are not read he
 
 from __future__ import annotations
 
+import copy
+import hashlib
+import json
 import logging
 import math
+import re
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, NamedTuple, NoReturn
 
@@ -77,12 +103,22 @@ PEARMUT_PROTOCOLS = ("DA", "ESA", "cESA", "MQM")
 """Values of ``info.protocol`` (the keys of Pearmut's ``PROTOCOL_INSTRUCTIONS``; its default: ``cESA``)."""
 PEARMUT_FORMS = (None, "number", "string", "choices", "script")
 """Values of ``form`` in a form item (``{"text": …, "form": …}``)."""
-PEARMUT_ITEMS_PER_TASK = 100
-"""Items per task of a task-based campaign when not given."""
+DEFAULT_TASK_SIZE = "1h"
+"""The work of one annotator link when not given: about an hour of judgements (:func:`parse_task_size`)."""
+DEFAULT_ATTENTION_PROBABILITY = 0.1
+"""``info.data_random_prob`` when attention checks are given without it: before each document, the chance that
+Pearmut shows an attention-check document instead."""
+PROTOCOL_KEY = "precomet_protocol"
+"""The key precomet adds to every item it writes: the campaign's protocol, read back by
+:func:`read_pearmut_annotations` from the log (Pearmut keeps an item's extra keys in every record), so an MQM
+campaign's score is computed from its error spans."""
 PEARMUT_RESET = "__RESET__"
 """The ``annotation`` of a log record that voids the user's earlier records."""
 PEARMUT_EXTRA_DOCUMENTS = ("welcome_", "random_", "goodbye_")
 """Prefixes of ``item_i`` of tutorial, attention-check and goodbye documents (not judgements)."""
+MQM_PUNCTUATION = ("fluency/punctuation", "linguistic conventions/punctuation")
+"""Categories weighted as WMT's minor ``Fluency/Punctuation`` (0.1): its own name, and the name of the same error in
+the MQM core typology that Pearmut's default ``mqm_categories`` follow."""
 
 
 class Judgement(NamedTuple):
@@ -93,6 +129,49 @@ class Judgement(NamedTuple):
     score: float
 
 
+@dataclass(frozen=True)
+class TaskSize:
+    """The work of one annotator link: ``amount`` judgements (``kind`` ``"judgements"``) or seconds of annotator
+    time (``"seconds"``, counted as the pool's ``cost`` of every judgement: seconds to judge one output), as
+    ``text`` spelled it."""
+
+    kind: str
+    amount: float
+    text: str
+
+
+def parse_task_size(text: str) -> TaskSize:
+    """``300`` or ``300 judgements`` (judgements), or a duration (``1h``, ``45m``, ``1h30m``:
+    :func:`precomet.costs.parse_duration`) of annotator time."""
+    from precomet.costs import parse_duration
+
+    spelled = str(text).strip().lower()
+    match = re.fullmatch(r"([0-9]+)\s*(judgements?|j)?", spelled)
+    if match:
+        size = TaskSize("judgements", float(match.group(1)), str(text))
+    else:
+        try:
+            size = TaskSize("seconds", parse_duration(spelled), str(text))
+        except ValueError:
+            raise PrecometError(
+                f"{{task_size}}{text!r}: give judgements (300, 300judgements) or a duration of annotator time (1h,"
+                " 45m, 1h30m)",
+                param="task_size",
+            ) from None
+    if size.amount <= 0:
+        raise PrecometError(f"{{task_size}}{text!r}: expected a size > 0", param="task_size")
+    return size
+
+
+def pearmut_campaign_id(name: str, identity: Any, wave: int) -> str:
+    """A campaign id unique per campaign and wave: the pool's ``name`` (characters Pearmut and file systems take),
+    8 hex digits of the SHA-256 of ``identity`` (JSON: anything that tells this campaign from another one on the
+    same pool, e.g. its first wave's record), and the wave number — so two waves, or two campaigns of one pool,
+    load side by side on one server."""
+    key = hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode("utf-8")).hexdigest()[:8]
+    return f"{re.sub(r'[^A-Za-z0-9_.-]+', '_', str(name)) or 'pool'}_{key}_wave{int(wave)}"
+
+
 # ------------------------------------------------------------------------------------------------ campaign file
 def pearmut_campaign(
     campaign: Campaign,
@@ -101,44 +180,47 @@ def pearmut_campaign(
     campaign_id: str,
     assignment: str = "task-based",
     protocol: str = "ESA",
-    items_per_task: int | None = None,
+    task_size: str | TaskSize = DEFAULT_TASK_SIZE,
     shuffle: bool | None = None,
+    welcome: list[list[dict[str, Any]]] | None = None,
+    attention: list[list[dict[str, Any]]] | None = None,
+    attention_probability: float | None = None,
 ) -> dict[str, Any]:
     """The Pearmut campaign file (see the module docstring) that annotates the cells of ``campaign`` marked in
     ``cells``, a boolean ``(N items, S systems)`` array aligned with ``campaign.systems``.
 
-    ``items_per_task`` (task-based only; default :data:`PEARMUT_ITEMS_PER_TASK`) caps the items of one task;
-    ``shuffle`` is ``info.shuffle`` (``None``: shuffle when every document shows the same systems in all its
-    items). A drawn cell without an output raises naming the item and system."""
+    ``task_size`` (:func:`parse_task_size`) is the work of one annotator link: a task-based campaign packs whole
+    documents into tasks up to it; a single-stream or dynamic one gets as many links (``info.users``) as its work
+    needs at that size. ``shuffle`` is ``info.shuffle`` (``None``: shuffle when every document shows the same
+    systems in all its items). ``welcome`` are tutorial documents every annotator does first (``data_welcome``),
+    ``attention`` attention-check documents shown at random with ``attention_probability`` before a document
+    (``data_random``, ``info.data_random_prob``); both lists of documents as :func:`read_pearmut_documents` returns
+    them. A drawn cell without an output raises naming the item and system."""
     _choice(assignment, PEARMUT_ASSIGNMENTS, "assignment")
     _choice(protocol, PEARMUT_PROTOCOLS, "protocol")
     problem = _campaign_id_problem(campaign_id)
     if problem:
         raise PrecometError(f"{{campaign_id}}{campaign_id!r}: {problem}", param="campaign_id")
-    if items_per_task is not None and assignment != "task-based":
-        raise PrecometError(
-            f"{{items_per_task}}{items_per_task!r} splits a task-based campaign into tasks; a {assignment} campaign"
-            " has one shared pool of documents",
-            param="items_per_task",
-        )
-    per_task = PEARMUT_ITEMS_PER_TASK if items_per_task is None else items_per_task
-    if isinstance(per_task, bool) or not isinstance(per_task, (int, np.integer)) or per_task < 1:
-        raise PrecometError(
-            f"{{items_per_task}}{items_per_task!r}: must be a positive whole number", param="items_per_task"
-        )
+    size = task_size if isinstance(task_size, TaskSize) else parse_task_size(task_size)
     drawn = _drawn(campaign, cells)
     rows = np.flatnonzero(drawn.any(axis=1))
     if not len(rows):
         raise PrecometError("no cell is drawn ({cells}): a Pearmut campaign needs at least one item", param="cells")
+    cost = np.asarray(campaign.cost, dtype=float)
     documents: list[list[dict[str, Any]]] = []
     names: list[Any] = []
+    work: list[list[float]] = []  # per document: [judgements, seconds]
     for i in batch_order(campaign, rows, "doc"):
         if not names or campaign.doc[i] != names[-1]:
             documents.append([])
             names.append(campaign.doc[i])
+            work.append([0.0, 0.0])
+        outputs = _outputs(campaign, drawn, int(i))
         documents[-1].append(
-            {"item_id": str(campaign.ids[i]), "src": str(campaign.src[i]), "tgt": _outputs(campaign, drawn, int(i))}
+            {"item_id": str(campaign.ids[i]), "src": str(campaign.src[i]), "tgt": outputs, PROTOCOL_KEY: protocol}
         )
+        work[-1][0] += len(outputs)
+        work[-1][1] += len(outputs) * float(cost[i])
     mixed = _mixed_document(documents, names)
     if shuffle is None:
         shuffle = mixed is None
@@ -150,16 +232,29 @@ def pearmut_campaign(
             " draw the same systems for a whole document, or pass {shuffle}False",
             param="shuffle",
         )
-    if assignment == "dynamic":
-        _check_dynamic(documents)
+    amounts = [w[0] if size.kind == "judgements" else w[1] for w in work]
+    info: dict[str, Any] = {"assignment": assignment, "protocol": protocol, "shuffle": bool(shuffle)}
     data: list[Any] = documents
     if assignment == "task-based":
-        data = _tasks(documents, int(per_task))
-    return {
-        "info": {"assignment": assignment, "protocol": protocol, "shuffle": bool(shuffle)},
-        "campaign_id": campaign_id,
-        "data": data,
-    }
+        data = _tasks(documents, amounts, size.amount)
+    else:
+        info["users"] = max(1, math.ceil(math.fsum(amounts) / size.amount - 1e-9))
+    if assignment == "dynamic":
+        info["dynamic_models"] = _check_dynamic(documents)
+    campaign_file: dict[str, Any] = {"info": info, "campaign_id": campaign_id, "data": data}
+    if welcome:
+        campaign_file["data_welcome"] = _extra_documents(welcome, "welcome")
+    if attention:
+        campaign_file["data_random"] = _extra_documents(attention, "attention")
+        probability = DEFAULT_ATTENTION_PROBABILITY if attention_probability is None else attention_probability
+        info["data_random_prob"] = _probability(probability)
+    elif attention_probability is not None:
+        raise PrecometError(
+            f"{{attention_probability}}{attention_probability!r}: the chance of an attention check needs attention-"
+            "check documents ({attention})",
+            param=("attention_probability", "attention"),
+        )
+    return campaign_file
 
 
 def write_pearmut(
@@ -170,8 +265,11 @@ def write_pearmut(
     campaign_id: str,
     assignment: str = "task-based",
     protocol: str = "ESA",
-    items_per_task: int | None = None,
+    task_size: str | TaskSize = DEFAULT_TASK_SIZE,
     shuffle: bool | None = None,
+    welcome: list[list[dict[str, Any]]] | None = None,
+    attention: list[list[dict[str, Any]]] | None = None,
+    attention_probability: float | None = None,
 ) -> int:
     """Write :func:`pearmut_campaign` to ``handle`` as JSON (UTF-8 text, indented); returns the number of cells
     (item × system outputs) it asks to annotate."""
@@ -181,13 +279,74 @@ def write_pearmut(
         campaign_id=campaign_id,
         assignment=assignment,
         protocol=protocol,
-        items_per_task=items_per_task,
+        task_size=task_size,
         shuffle=shuffle,
+        welcome=welcome,
+        attention=attention,
+        attention_probability=attention_probability,
     )
     check_pearmut_campaign(campaign_file)
     jsonsafe.dump(campaign_file, handle, ensure_ascii=False, indent=2)
     handle.write("\n")
     return sum(len(item["tgt"]) for document in _documents(campaign_file) for item in document)
+
+
+def read_pearmut_documents(path: str | Path, *, attention: bool = False) -> list[list[dict[str, Any]]]:
+    """Tutorial (``attention=False``) or attention-check documents from a JSON file: a list of documents (each a
+    list of items, as Pearmut's ``data_welcome`` and ``data_random``), or a Pearmut campaign file whose documents
+    are taken in order (every task's, for a task-based one), as Pearmut's README has its tutorial
+    ``examples/tutorial/esa_deen.json`` used. Each document is checked as Pearmut checks it; an attention check
+    needs a ``validation`` rule in at least one of its items (else it checks nothing)."""
+    path = Path(path)
+    loaded = parse_json(read_text(path), path)
+    if isinstance(loaded, dict) and "data" in loaded:
+        data, info = loaded["data"], loaded.get("info")
+        assignment = info.get("assignment", "single-stream") if isinstance(info, dict) else "single-stream"
+        if assignment == "task-based" and isinstance(data, (list, dict)):  # tasks of documents
+            tasks = list(data.values()) if isinstance(data, dict) else data
+            if all(isinstance(task, list) for task in tasks):
+                data = [document for task in tasks for document in task]
+        loaded = data
+    if not isinstance(loaded, list) or not loaded:
+        raise DataError(
+            path,
+            f"expected a list of documents (each a list of items) or a Pearmut campaign file, got {_kind(loaded)}"
+            + (" (empty)" if loaded == [] else ""),
+        )
+    for d, document in enumerate(loaded):
+        try:
+            _check_document(document, f"document {d}", shuffle=False)
+        except PrecometError as err:
+            raise DataError(path, str(err)) from None
+        if attention and not any(isinstance(item, dict) and item.get("validation") for item in document):
+            raise DataError(
+                path,
+                f"document {d}: an attention check needs a 'validation' rule in an item (Pearmut's README, 'Tutorial"
+                ' and Attention Checks\': e.g. {"validation": {"modelA": {"score": [0, 30]}}}); without one it'
+                " checks nothing",
+            )
+    return loaded
+
+
+def _extra_documents(documents: Any, param: str) -> list[list[dict[str, Any]]]:
+    if not isinstance(documents, list):
+        raise PrecometError(f"{{{param}}}: expected a list of documents, got {_kind(documents)}", param=param)
+    for d, document in enumerate(documents):
+        try:
+            _check_document(document, f"document {d}", shuffle=False)
+        except PrecometError as err:
+            raise PrecometError(f"{{{param}}}: {err}", param=param) from None
+    return copy.deepcopy(documents)
+
+
+def _probability(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 1:
+        raise PrecometError(
+            f"{{attention_probability}}{value!r}: the chance of an attention check before a document must be a"
+            " number in (0, 1]",
+            param="attention_probability",
+        )
+    return float(value)
 
 
 def _choice(value: str, valid: tuple[str, ...], param: str) -> None:
@@ -252,29 +411,44 @@ def _mixed_document(documents: list[list[dict[str, Any]]], names: list[Any]) -> 
     return None
 
 
-def _check_dynamic(documents: list[list[dict[str, Any]]]) -> None:
+def _check_dynamic(documents: list[list[dict[str, Any]]]) -> int:
+    """The number of systems every item shows (``info.dynamic_models``), or an error saying why a dynamic campaign
+    would lose the wave's inclusion probabilities.
+
+    Pearmut's dynamic assignment (``assignment.py``, ``get_next_item_dynamic``) shows ``dynamic_models`` of the
+    campaign's models per document: at random until each model has ``dynamic_coldstart`` annotations, then drawn
+    with weights ``1/(rank+1)`` by their running mean score, and a user stops after ``docs_per_user``. Which drawn
+    cells are judged then depends on the scores, and the probabilities the waves are weighted with no longer hold.
+    Showing every model of every document (``dynamic_models`` = all of them, no ``docs_per_user``) leaves nothing
+    to choose: every drawn cell is judged, documents in order, so that is what precomet writes, and only where
+    every item shows the same systems (Pearmut requires that of a dynamic campaign)."""
     systems = {system for document in documents for item in document for system in item["tgt"]}
     for document in documents:
         for item in document:
             missing = sorted(systems - item["tgt"].keys())
             if missing:
                 raise PrecometError(
-                    f"item {item['item_id']!r} lacks systems {missing}: dynamic assignment shows every item with"
-                    " every model, so draw the same systems for every item (or choose {assignment}'task-based')",
+                    f"item {item['item_id']!r} lacks systems {missing}: Pearmut's dynamic assignment needs every item"
+                    " with every model, and choosing among them by their running scores would make which drawn cells"
+                    " are judged depend on the scores (the wave's inclusion probabilities would no longer hold);"
+                    " choose {assignment}task-based or single-stream",
                     param="assignment",
                 )
+    return len(systems)
 
 
-def _tasks(documents: list[list[dict[str, Any]]], per_task: int) -> list[list[list[dict[str, Any]]]]:
+def _tasks(documents: list[list[dict[str, Any]]], amounts: list[float], cap: float) -> list[list[list[dict[str, Any]]]]:
+    """Whole documents in order, packed into tasks of at most ``cap`` work (``amounts``: each document's); a longer
+    document is a task of its own."""
     tasks: list[list[list[dict[str, Any]]]] = []
-    size = 0
-    for document in documents:
-        if tasks and size + len(document) <= per_task:
+    size = 0.0
+    for document, amount in zip(documents, amounts):
+        if tasks and size + amount <= cap * (1 + 1e-9):
             tasks[-1].append(document)
-            size += len(document)
+            size += amount
         else:
             tasks.append([document])
-            size = len(document)
+            size = amount
     return tasks
 
 
@@ -339,8 +513,8 @@ def check_pearmut_campaign(obj: Any) -> None:
         extra = obj.get(key, [])
         if not isinstance(extra, list):
             _bad(key, f"must be a list of documents, got {_kind(extra)}")
-        for d, document in enumerate(extra):
-            _check_document(document, f"{key}[{d}]", shuffle=shuffle)
+        for d, document in enumerate(extra):  # Pearmut shuffles only ``data``: these may mix models
+            _check_document(document, f"{key}[{d}]", shuffle=False)
     if obj.get("data_random"):
         if "data_random_prob" not in info:
             _bad("info", "missing 'data_random_prob' (the campaign has data_random)")
@@ -549,8 +723,14 @@ def _item_judgements(
         raise DataError(
             path, f"{where}item {item_id!r}: the annotation must be an object of model -> scores", line=line
         )
+    mqm = item.get(PROTOCOL_KEY) == "MQM"
     for model, scores in annotation.items():
         what = f"{where}item {item_id!r}, model {model!r}"
+        if mqm:
+            if not isinstance(scores, dict) or not isinstance(scores.get("error_spans"), list):
+                raise DataError(path, f"{what}: an MQM campaign's annotation needs 'error_spans' (a list)", line=line)
+            yield Judgement(str(item_id), str(model), mqm_score(scores["error_spans"], what=what, path=path, line=line))
+            continue
         if not isinstance(scores, dict) or ("score" not in scores and "sliders" not in scores):
             raise DataError(path, f"{what}: expected an object with 'score'", line=line)
         score = scores.get("score")
@@ -567,3 +747,39 @@ def _item_judgements(
             continue  # skipped, not scored
         value = finite_number(score, what=f"{what}, 'score'", path=path, line=line, text=False)
         yield Judgement(str(item_id), str(model), value)
+
+
+def mqm_score(
+    spans: list[Any], *, what: str = "error spans", path: str | Path = "<spans>", line: int | None = None
+) -> float:
+    """The MQM score of one output from the error spans Pearmut exports (``{"start_i", "end_i", "severity",
+    "category"}``): minus the sum of the WMT weights (Freitag et al. 2021, "Experts, Errors, and Context", as
+    :func:`precomet.io.ted.mqm_weight` applies them to Google's MQM data): major 5, minor 1, a minor punctuation
+    error 0.1 (:data:`MQM_PUNCTUATION`), neutral 0, a ``Non-translation`` 25 whatever its severity. No span is a
+    perfect 0. A span without a severity, or with one the WMT weights do not define (Pearmut lets a campaign set
+    its own ``mqm_severities``, e.g. ``Critical``), raises :class:`DataError` naming it."""
+    from precomet.io.ted import mqm_weight
+
+    weights = []
+    for k, span in enumerate(spans):
+        if not isinstance(span, dict):
+            raise DataError(path, f"{what}: error span {k} must be an object, got {_kind(span)}", line=line)
+        severity, category = span.get("severity"), span.get("category") or ""
+        if not isinstance(category, str):
+            raise DataError(path, f"{what}: error span {k} has category {category!r}, not text", line=line)
+        if category.lower() in MQM_PUNCTUATION:
+            category = "Fluency/Punctuation"
+        if not isinstance(severity, str):
+            raise DataError(
+                path, f"{what}: error span {k} has no severity ({severity!r}): MQM weighs major and minor", line=line
+            )
+        try:
+            weights.append(mqm_weight(category, severity))
+        except KeyError:
+            raise DataError(
+                path,
+                f"{what}: error span {k} has severity {severity!r}, which the WMT MQM weights do not define (major 5,"
+                " minor 1, neutral 0)",
+                line=line,
+            ) from None
+    return -math.fsum(weights) if weights else 0.0

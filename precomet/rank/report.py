@@ -100,8 +100,8 @@ def figure_title(ranking: Ranking) -> str:
 
 def plot_ranking(ranking: Ranking, path: str | Path, *, title: str | None = None) -> None:
     """The findings-paper figure: one row per system (best on top), mean with its CI bar, clusters as
-    alternating bands with their number. Uses a bare :class:`matplotlib.figure.Figure` (no pyplot, no backend
-    switch); the format follows the file suffix."""
+    alternating bands with their number; a reweighted ranking adds its post-stratified means (diamonds). Uses a
+    bare :class:`matplotlib.figure.Figure` (no pyplot, no backend switch); the format follows the file suffix."""
     from matplotlib.figure import Figure
 
     s = len(ranking.systems)
@@ -124,7 +124,23 @@ def plot_ranking(ranking: Ranking, path: str | Path, *, title: str | None = None
         capsize=3,
         markersize=4,
         zorder=2,
+        label="subset means" if ranking.reweighted is not None else None,
     )
+    if ranking.reweighted is not None:  # --reweight: the post-stratified means beside the raw ones
+        rw = ranking.reweighted
+        ax.errorbar(
+            rw.means,
+            y - 0.22,
+            xerr=[rw.means - rw.ci_low, rw.ci_high - rw.means],
+            fmt="D",
+            color="C1",
+            ecolor="C1",
+            capsize=2,
+            markersize=3,
+            zorder=2,
+            label=f"reweighted by {rw.by}",
+        )
+        ax.legend(fontsize=7, loc="lower right")
     ax.set_yticks(y)
     ax.set_yticklabels(list(ranking.systems), fontsize=8)
     ax.set_ylim(-0.5, s - 0.5)

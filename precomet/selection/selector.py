@@ -10,6 +10,7 @@ from collections.abc import Callable
 import numpy as np
 
 from precomet.campaign import Campaign, source_length
+from precomet.costs import item_seconds
 from precomet.errors import PrecometError, SolverGapWarning
 from precomet.selection.objective import DEFAULT_COST_OBJECTIVE
 from precomet.selection.subset import SubsetPlan, select_subset
@@ -54,7 +55,8 @@ def make_selector(
     if not by_cost and balance is None and level == "item":
         return None
 
-    total = float(campaign.cost.sum())
+    seconds = item_seconds(campaign)  # every output of an item is judged
+    total = float(seconds.sum())
     length = source_length(campaign.src)
 
     def select(utility: np.ndarray, prop: float) -> np.ndarray:
@@ -72,7 +74,7 @@ def make_selector(
             chosen = select_subset(
                 utility,
                 plan,
-                cost=campaign.cost if by_cost else None,
+                cost=seconds if by_cost else None,
                 domain=campaign.domain if balance else None,
                 doc=campaign.doc if level == "doc" else None,
                 length=length,

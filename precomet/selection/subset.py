@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from precomet.campaign import require_documents, source_length
+from precomet.costs import item_seconds
 from precomet.deprecated import plan_from_keywords
 from precomet.errors import PrecometError, SolverGapWarning
 from precomet.record import freeze_fields
@@ -200,9 +201,10 @@ def select_subset(
     The keywords are the data, one value per item, aligned with ``utility``: ``cost``, ``domain``, ``doc``,
     ``length``, and ``ids``, which only name items in error messages. ``campaign`` (aligned with ``utility``) fills
     what is not given: ``domain``, ``doc``, ``ids``, ``length`` (characters of each source) and, under
-    ``budget_cost``, ``cost``; as on the command line, ``proportion`` is then a share of the items unless
-    ``cost=campaign.cost`` is passed, and ``level="doc"`` needs its documents. Its costs also give the chosen items'
-    ``total_cost`` under a count budget.
+    ``budget_cost``, ``cost`` as the seconds to judge every output of each item (:func:`precomet.costs.item_seconds`);
+    as on the command line, ``proportion`` is then a share of the items unless ``cost=item_seconds(campaign)`` is
+    passed, and ``level="doc"`` needs its documents. Its seconds also give the chosen items' ``total_cost`` under a
+    count budget (when the campaign has systems).
 
     The options as keyword arguments (``select_subset(utility, budget=10, balance="domain")``, the form before
     0.19.0) still work, with a :class:`DeprecationWarning`, until precomet 0.20.0.
@@ -220,7 +222,7 @@ def select_subset(
     if campaign is not None:
         if len(campaign) != n:
             raise PrecometError(f"campaign {campaign.name!r} has {len(campaign)} items, utility has {n} values")
-        cost = campaign.cost if cost is None and plan.budget_cost is not None else cost
+        cost = item_seconds(campaign) if cost is None and plan.budget_cost is not None else cost
         domain = campaign.domain if domain is None else domain
         if doc is None and level == "doc":
             require_documents(campaign)
@@ -273,7 +275,9 @@ def select_subset(
     if domain_arr is not None:
         found, codes = factorize(domain_arr[indices])
         domains = {d: int(c) for d, c in zip(found, np.bincount(codes, minlength=len(found)))}
-    costs = campaign.cost if cost is None and campaign is not None else cost  # the cost of a count budget's subset too
+    if cost is None and campaign is not None and campaign.systems:  # the seconds of a count budget's subset too
+        cost = item_seconds(campaign)
+    costs = cost
     total_cost = None if costs is None else math.fsum(np.asarray(costs, dtype=float)[indices].tolist())
     return Selection(
         indices=indices,

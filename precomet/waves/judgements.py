@@ -3,7 +3,9 @@ Appraise's exports) and the pool's ``N × S`` matrix of human scores they make."
 
 from __future__ import annotations
 
+import logging
 import math
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,6 +15,8 @@ import numpy as np
 
 from precomet.campaign import HUMAN, Campaign
 from precomet.errors import PrecometError
+
+log = logging.getLogger(__name__)
 
 ALL_SYSTEMS = "*"
 """The manifest's name for every system (cells drawn from a pool of sources, before its systems are known)."""
@@ -145,17 +149,42 @@ def _pearmut_rows(path: Path, pool: Campaign) -> list[_Score]:
 
 
 def _appraise_rows(path: Path, pool: Campaign) -> list[_Score]:
+    """The scored cells of an Appraise export (``ExportSystemScoresToCSV``) of batches precomet wrote
+    (:func:`precomet.io.batch.appraise_batches`): a row is matched to the pool by its ``documentID`` (``DOC#SYSTEM``)
+    and ``itemID`` (a hash of the item id), so any copy of the pool reads it, in any order. Rows dropped are counted
+    and logged by reason: quality control (``BAD``), tutorial and WMT's ``#bad/#dup/#incomplete`` documents, item
+    types other than ``TGT``, and documents the pool does not hold (an export covers the whole Appraise campaign,
+    e.g. its other language pairs). A row of a pool document whose item or system is none of the pool's is an
+    error: batches written from another pool, or by an older precomet."""
+    from precomet.io.batch import appraise_document_id, appraise_item_id
     from precomet.io.esa import drop_reason, read_appraise_csv
 
+    systems = [system for system in pool.systems if system in pool.outputs] or list(pool.systems)
+    by_doc: dict[Any, list[int]] = {}
+    for position, doc in enumerate(pool.doc):
+        by_doc.setdefault(doc, []).append(position)
+    documents = {appraise_document_id(doc, system): (doc, system) for doc in by_doc for system in systems}
+    numbers = {doc: {appraise_item_id(pool.ids[i]): i for i in items} for doc, items in by_doc.items()}
     rows = []
+    dropped: Counter[str] = Counter()
     for row in read_appraise_csv(path):
-        if drop_reason(row) is not None or row.kind != "TGT":
+        if row.kind == "BAD":
+            dropped["quality-control (BAD)"] += 1
             continue
-        position = row.item - 1
-        if not 0 <= position < len(pool) or row.doc != f"{pool.doc[position]}#{row.system}":
+        if row.doc not in documents:
+            reason = drop_reason(row)
+            dropped[reason or "not this pool's documents"] += 1
+            continue
+        if row.kind != "TGT":
+            dropped[f"itemType {row.kind}"] += 1
+            continue
+        doc, system = documents[row.doc]
+        found = numbers[doc].get(row.item)
+        if found is None or row.system != system:
             raise PrecometError(
-                f"{path}:{row.line}: item {row.item} ({row.doc}) is not an item of the pool's batches (itemID = pool"
-                " position + 1, documentID = DOC#SYSTEM): scores of another campaign or of another batch?"
+                f"{path}:{row.line}: document {row.doc!r}, item {row.item}, system {row.system!r} is none of the"
+                f" pool's cells of document {doc!r} (itemID = a hash of the item id, documentID = DOC#SYSTEM): scores"
+                " of batches written from another pool, or by an older precomet (itemID = pool position + 1)?"
             )
         try:
             score = float(row.score)
@@ -163,7 +192,14 @@ def _appraise_rows(path: Path, pool: Campaign) -> list[_Score]:
             raise PrecometError(f"{path}:{row.line}: score {row.score!r} is not a number") from None
         if not math.isfinite(score):
             raise PrecometError(f"{path}:{row.line}: score {row.score!r} is not a finite number")
-        rows.append(_Score(position, row.system, score))
+        rows.append(_Score(found, system, score))
+    if dropped:
+        log.warning(
+            "%s: %d row(s) dropped: %s",
+            path,
+            sum(dropped.values()),
+            ", ".join(f"{count} {reason}" for reason, count in sorted(dropped.items())),
+        )
     return rows
 
 
@@ -179,14 +215,16 @@ JUDGEMENT_READERS: dict[str, JudgementReader] = {
         JudgementReader(
             "pearmut",
             "--pearmut-annotations",
-            "judgements exported by Pearmut (its annotation download or log); several annotators of a cell averaged",
+            "judgements exported by Pearmut (its annotation download or log; an MQM campaign written by --pearmut is"
+            " scored from its error spans with the WMT weights); several annotators of a cell averaged",
             _pearmut_rows,
         ),
         JudgementReader(
             "appraise",
             "--appraise-annotations",
-            "judgements exported by Appraise (its scores CSV) for batches written by --batch *.json (itemID = the"
-            " item's position in the pool + 1); several annotators of a cell averaged, BAD and tutorial rows dropped",
+            "judgements exported by Appraise (ExportSystemScoresToCSV) for batches written by --batch-format appraise"
+            " (matched by documentID and itemID, in any copy of the pool); several annotators of a cell averaged;"
+            " quality-control, tutorial and other pools' rows dropped and counted",
             _appraise_rows,
         ),
     )

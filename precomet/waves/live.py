@@ -638,6 +638,8 @@ def advance(request: LiveRequest, *, z: float | None = None) -> LiveOutcome:
     weighted = all(w.weighted for w in waves)
     report = step_report(step, pool, systems, judgements.scores, z=z, weighted=weighted)
     report["systems_known"] = bool(systems)
+    judged = ~np.isnan(judgements.scores)
+    report["waves_judged"] = sum(bool((w.drawn & judged).any()) for w in waves) if systems else 0
     if awaiting:
         report["awaiting_wave"] = waves[-1].number
     written = None
@@ -648,6 +650,7 @@ def advance(request: LiveRequest, *, z: float | None = None) -> LiveOutcome:
             "number": wave.number,
             "items": int(wave.drawn.any(axis=1).sum()),
             "cells": int(wave.drawn.sum()) if systems else None,
+            "seconds": float(pool.cost @ wave.drawn.sum(axis=1)) if systems else None,
             "chooser": chooser.label,
             "weighted": wave.weighted,
         }

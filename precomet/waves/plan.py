@@ -23,7 +23,8 @@ floor)."""
 
 @dataclass(frozen=True)
 class WaveSize:
-    """A wave's expected size: ``amount`` items, cells or seconds (``kind``)."""
+    """A wave's expected size: ``amount`` items, cells or seconds (``kind``; seconds of annotator time, every
+    judged cell at its item's seconds per judgement of one output)."""
 
     kind: str  # "items" | "cells" | "seconds"
     amount: float
@@ -96,11 +97,11 @@ def unit_sizes(
     units: np.ndarray, open_cells: np.ndarray, q: np.ndarray, cost: np.ndarray, kind: str
 ) -> tuple[np.ndarray, np.ndarray]:
     """``(open units, size of each)`` in the wave size's ``kind``: open items, expected cells, or expected seconds
-    (an item's cost shared among its systems)."""
+    (expected cells × the item's seconds per judgement of one output)."""
     per_item = {
         "items": open_cells.any(axis=1).astype(float),
         "cells": open_cells @ q,
-        "seconds": cost * (open_cells @ q) / max(open_cells.shape[1], 1),
+        "seconds": cost * (open_cells @ q),
     }[kind]
     open_units = np.unique(units[open_cells.any(axis=1)])
     sizes = np.bincount(units, weights=per_item, minlength=int(units.max()) + 1)[open_units]

@@ -32,7 +32,7 @@ class RunOutcome:
 
     cells: int
     items: int
-    seconds: float
+    seconds: float  # annotator time: every judged cell at its item's seconds per judgement of one output
     waves: int
     agreement: float  # realised under the target, against the full campaign (its true ties)
     plain_agreement: float  # realised over all pairs (a pair tied on the full campaign agrees)
@@ -150,7 +150,7 @@ def _outcome(
     return RunOutcome(
         cells=int(known.sum()),
         items=int(known.any(axis=1).sum()),
-        seconds=float((cost * known.sum(axis=1) / known.shape[1]).sum()),
+        seconds=float(cost @ known.sum(axis=1)),  # every judged cell at its item's seconds per output
         waves=estimates.waves,
         agreement=realised_agreement(means, full, widths=widths, over=over),
         plain_agreement=realised_agreement(means, full),
@@ -203,7 +203,7 @@ def replay(
         settings=settings,
         total_cells=int(truth.size),
         total_items=int(truth.shape[0]),
-        total_seconds=float(cost.sum()),
+        total_seconds=float(cost.sum()) * truth.shape[1],
         runs=tuple(outcomes),
         true_ties=int(settings.target.true_ties(truth).sum()),
     )

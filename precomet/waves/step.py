@@ -178,7 +178,8 @@ def _forecast(
     share = float(known.sum() / max(known.size, 1))
     if reading.stop:
         return Forecast(share, share, share)
-    whole = {"items": known.shape[0], "cells": known.size, "seconds": float(pool.cost.sum())}[settings.size.kind]
+    seconds = float(pool.cost.sum()) * known.shape[1]  # every cell judged, each at its item's cost per output
+    whole = {"items": known.shape[0], "cells": known.size, "seconds": seconds}[settings.size.kind]
     step = settings.size.amount / max(whole, 1e-12)
 
     def at(shift: float) -> float:
@@ -200,7 +201,8 @@ def _forecast(
 def planned_looks(settings: WaveSettings, n_items: int, n_systems: int, cost: np.ndarray) -> int:
     """Looks that exhaust the pool at the settings' wave size, fixed before the first draw (live calls and replay
     alike: the stop rule spends its error level over them)."""
-    return settings.size.planned_looks(n_items, n_items * max(n_systems, 1), float(np.sum(cost)))
+    cells = max(n_systems, 1)
+    return settings.size.planned_looks(n_items, n_items * cells, float(np.sum(cost)) * cells)
 
 
 def items_needed(forecast: float, judged_share: float, n_items: int) -> int:

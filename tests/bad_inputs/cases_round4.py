@@ -49,7 +49,8 @@ CASES = {
         ("--crowd", "--null-orderings"),
     ),
     "select-appraise-batch-of-an-item-without-outputs": Case(
-        "select --data nout.jsonl --method length --budget 8 -o {d}/s.jsonl --batch {d}/b.json".split(),
+        "select --data nout.jsonl --method length --budget 8 -o {d}/s.jsonl --batch {d}/b.json"
+        " --batch-format appraise".split(),
         {"nout.jsonl": NO_OUTPUT},
         ("'x3'", "no system output", ".jsonl"),
     ),

@@ -77,6 +77,11 @@ CASES = {
         (SEL + " --batch {d}/batch.xlsx").split(), TEXT, ("batch.xlsx", ".jsonl", ".csv", ".tsv")
     ),
     "select-batch-no-suffix": Case((SEL + " --batch {d}/batch").split(), TEXT, ("batch", "no suffix")),
+    "select-batch-json-names-no-tool": Case(
+        (SEL + " --batch {d}/batch.json").split(),
+        TEXT,
+        ("batch.json", "Appraise and Pearmut", "--batch-format appraise"),
+    ),
     "select-batch-order-without-batch": Case((SEL + " --batch-order doc").split(), TEXT, ("--batch-order", "--batch")),
     "select-batch-order-unknown": Case(
         (SEL + " --batch {d}/b.csv --batch-order utility").split(), TEXT, ("--batch-order", "utility")

@@ -100,6 +100,16 @@ CASES = {
         {"items.jsonl": GOOD, "j.jsonl": judged([("a", "one two", "Z", 1.0)])},
         ("j.jsonl", "'Z'", "not one of the pool's"),
     ),
+    "waves-batch-json-names-no-tool": Case(
+        "waves --data items.jsonl --chooser random --batch {d}/w.json".split(),
+        {"items.jsonl": GOOD},
+        ("w.json", "Appraise and Pearmut", "--batch-format appraise", "--pearmut"),
+    ),
+    "waves-batch-format-without-batch": Case(
+        "waves --data items.jsonl --chooser random --report {d}/r.json --batch-format appraise".split(),
+        {"items.jsonl": GOOD},
+        ("--batch-format", "--batch PATH"),
+    ),
     "waves-batch-suffix": Case(
         "waves --data items.jsonl --chooser random --batch {d}/w.txt".split(),
         {"items.jsonl": GOOD},

@@ -208,7 +208,8 @@ def test_an_interrupted_predict_says_how_to_resume_and_the_batch_goes_to_apprais
     assert "chunks were read back from kept" in done.stdout
     assert len((tmp_path / "p.jsonl").read_text().splitlines()) == 401  # signature + every source
     data = ["--data", str(raw_data / "mt-metrics-eval-v2"), "--campaign", "wmt23/zh-en", "--human", "mqm"]
-    precomet("select", *data, "--method", "random", "--budget", "5", "--batch", "batch.json", cwd=tmp_path)
+    precomet("select", *data, "--method", "random", "--budget", "5", "--batch", "batch.json",
+             "--batch-format", "appraise", cwd=tmp_path)  # fmt: skip
     batches = json.loads((tmp_path / "batch.json").read_text(encoding="utf-8"))
     items = [item for batch in batches for item in batch["items"]]
     assert batches[0]["task"]["sourceLanguage"] == "zho" and batches[0]["task"]["targetLanguage"] == "eng"

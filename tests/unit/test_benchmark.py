@@ -339,7 +339,7 @@ def test_cli_budget_time_gives_the_budgets_as_shares_of_the_annotation_time(tmp_
     write_jsonl(campaign, data)
     scores = tmp_path / "u.jsonl"
     _write_scores(scores, campaign.ids, np.arange(len(campaign), dtype=float))
-    total = float(campaign.cost.sum())
+    total = float(campaign.cost.sum()) * len(campaign.systems)  # every output judged, at its seconds per output
     base = ["benchmark", "--data", str(data), "--utility-file", f"u={scores}", "--seeds", "2", "--permutations", "50"]
     quarter = f"{total / 4:.6f}s"
     assert main([*base, "--budget-time", f"{quarter},{total / 120:.6f}m", "-o", str(tmp_path / "t.json")]) == 0

@@ -123,6 +123,24 @@ def test_predict_cli_text_file_ids_are_line_numbers_and_blank_lines_refused(trai
     assert f"{text}:2: blank line" in capsys.readouterr().err and not blank.exists()
 
 
+def test_predict_takes_the_docs_and_domains_select_takes_on_the_same_file(trained, tmp_path, capsys):
+    text = tmp_path / "sources.txt"
+    text.write_text("the cat sat on a mat\nnotwithstanding jurisprudence\n")
+    (tmp_path / "docs.txt").write_text("d1\nd2\n")
+    (tmp_path / "domains.txt").write_text("news\n")
+    out = tmp_path / "scores.jsonl"
+    base = ["predict", "--checkpoint", str(trained["dir"]), "--data", str(text), "--docs", str(tmp_path / "docs.txt")]
+    assert main([*base, "-o", str(out)]) == 0
+    assert json.loads(out.read_text().splitlines()[0])["signature"]["docs"] == str(tmp_path / "docs.txt")
+    assert main([*base, "--domains", str(tmp_path / "domains.txt"), "-o", str(tmp_path / "b.jsonl")]) == 2
+    assert "1 lines, but" in capsys.readouterr().err and not (tmp_path / "b.jsonl").exists()
+    jsonl = tmp_path / "sources.jsonl"
+    jsonl.write_text('{"id": "a", "src": "x"}\n')
+    argv = ["predict", "--checkpoint", str(trained["dir"]), "--data", str(jsonl), "--docs", str(tmp_path / "docs.txt")]
+    assert main([*argv, "-o", str(tmp_path / "c.jsonl")]) == 2
+    assert "--docs applies to plain-text sources" in capsys.readouterr().err
+
+
 def test_predict_campaign_matches_sources(trained):
     from precomet.estimator import predict_campaign, predict_sources
 

@@ -12,6 +12,7 @@ from precomet import benchmark as bm
 from precomet.benchmark.crowd import crowd_table, run_crowd_benchmark
 from precomet.campaign import Campaign, source_length
 from precomet.cli import main
+from precomet.costs import item_seconds
 from precomet.io import write_jsonl
 from precomet.metaeval import evaluate_indices, full_reference
 from precomet.selection import SubsetPlan, select_subset
@@ -197,14 +198,15 @@ def test_cli_select_method_length(data, campaign, tmp_path):
     out = tmp_path / "subset.jsonl"
     assert main(["select", "--data", str(data), "--method", "length", "--budget", "6", "-o", str(out)]) == 0
     assert _subset_ids(out) == [f"i{i}" for i in _longest(6)]
-    budget = float(0.3 * campaign.cost.sum())
+    seconds = item_seconds(campaign)  # every output of an item judged
+    budget = float(0.3 * seconds.sum())
     assert (
         main(["select", "--data", str(data), "--method", "length", "--budget-cost", str(budget), "-o", str(out)]) == 0
     )
     expected = select_subset(
         np.ones(N),
         SubsetPlan(budget_cost=budget, time_limit=60.0),
-        cost=campaign.cost,
+        cost=seconds,
         length=source_length(campaign.src),
     )
     assert sorted(_subset_ids(out)) == sorted(f"i{i}" for i in expected.indices)

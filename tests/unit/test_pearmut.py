@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import io
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -15,15 +16,34 @@ import pytest
 from precomet.campaign import Campaign
 from precomet.errors import DataError, PrecometError
 from precomet.io.pearmut import (
+    DEFAULT_ATTENTION_PROBABILITY,
+    DEFAULT_TASK_SIZE,
     PEARMUT_VERSION,
+    PROTOCOL_KEY,
     Judgement,
+    TaskSize,
     check_pearmut_campaign,
+    mqm_score,
+    parse_task_size,
     pearmut_campaign,
+    pearmut_campaign_id,
     read_pearmut_annotations,
+    read_pearmut_documents,
     write_pearmut,
 )
 
 SYSTEMS = ("A", "B", "C")
+TUTORIAL = [
+    [
+        {
+            "src": "The cat sat.",
+            "tgt": {"good": "Die Katze saß.", "bad": "Der Hund lief."},
+            "validation": {"good": {"warning": "80-100", "score": [80, 100]}, "bad": {"score": [0, 30]}},
+        },
+        {"src": "Next.", "tgt": {"good": "Weiter."}},  # welcome documents are not shuffled: models may differ
+    ]
+]
+ATTENTION = [[{"src": "Thanks.", "tgt": {"check": "Danke."}, "validation": {"check": {"score": [70, 100]}}}]]
 
 
 def _campaign() -> Campaign:
@@ -34,6 +54,7 @@ def _campaign() -> Campaign:
         systems=SYSTEMS,
         outputs={s: [f"{s}:{i}" if (i, s) != ("d", "C") else None for i in "abcde"] for s in SYSTEMS},
         doc=["d1", "d2", "d1", "d3", "d2"],
+        cost=[10.0, 20.0, 30.0, 40.0, 50.0],  # seconds to judge one output
     )
 
 
@@ -44,9 +65,9 @@ def _cells(*drawn: tuple[str, str]) -> np.ndarray:
     return cells
 
 
-def _item(item: str, *systems: str) -> dict[str, Any]:
+def _item(item: str, *systems: str, protocol: str = "ESA") -> dict[str, Any]:
     src = "src ë" if item == "e" else f"src {item}"
-    return {"item_id": item, "src": src, "tgt": {s: f"{s}:{item}" for s in systems}}
+    return {"item_id": item, "src": src, "tgt": {s: f"{s}:{item}" for s in systems}, PROTOCOL_KEY: protocol}
 
 
 def _drawn_cells(campaign_file: dict[str, Any]) -> list[tuple[str, str]]:
@@ -58,8 +79,9 @@ def _drawn_cells(campaign_file: dict[str, Any]) -> list[tuple[str, str]]:
 # ------------------------------------------------------------------------------------------------ campaign file
 def test_task_based_file_is_exactly_the_drawn_cells_grouped_by_document() -> None:
     cells = _cells(("a", "A"), ("a", "B"), ("b", "C"), ("c", "A"), ("c", "B"), ("e", "C"))
-    got = pearmut_campaign(_campaign(), cells, campaign_id="wmt_x", items_per_task=3)
-    # d1 = a, c (first seen); d2 = b, e; item d has no drawn cell; tasks pack whole documents up to 3 items
+    got = pearmut_campaign(_campaign(), cells, campaign_id="wmt_x", task_size="4")
+    # d1 = a, c (first seen: 4 judgements); d2 = b, e (2); item d has no drawn cell; tasks pack whole documents up
+    # to 4 judgements
     assert got == {
         "info": {"assignment": "task-based", "protocol": "ESA", "shuffle": True},
         "campaign_id": "wmt_x",
@@ -83,29 +105,50 @@ def test_written_file_passes_the_validator_and_equals_the_object() -> None:
     assert PEARMUT_VERSION == "1.1.6"
 
 
-def test_tasks_hold_whole_documents_and_default_to_one_task() -> None:
-    cells = _cells(*[(i, "A") for i in "abce"])  # d1 = a, c; d2 = b, e
-    one = pearmut_campaign(_campaign(), cells, campaign_id="x")
-    assert [[len(doc) for doc in task] for task in one["data"]] == [[2, 2]]
-    split = pearmut_campaign(_campaign(), cells, campaign_id="x", items_per_task=1)
-    assert [[[item["item_id"] for item in doc] for doc in task] for task in split["data"]] == [
-        [["a", "c"]],
-        [["b", "e"]],
-    ]
+def test_tasks_hold_whole_documents_up_to_a_task_size_in_judgements_or_time() -> None:
+    cells = _cells(*[(i, "A") for i in "abce"])  # d1 = a, c (10 + 30 s); d2 = b, e (20 + 50 s)
+
+    def tasks(size: str) -> list[list[list[str]]]:
+        got = pearmut_campaign(_campaign(), cells, campaign_id="x", task_size=size)
+        return [[[item["item_id"] for item in doc] for doc in task] for task in got["data"]]
+
+    assert tasks(DEFAULT_TASK_SIZE) == [[["a", "c"], ["b", "e"]]]  # 110 s of work: one task of an hour
+    assert tasks("1") == [[["a", "c"]], [["b", "e"]]]  # a document longer than a task is a task of its own
+    assert tasks("4 judgements") == [[["a", "c"], ["b", "e"]]]
+    assert tasks("1m") == [[["a", "c"]], [["b", "e"]]]  # 40 s, then 40 + 70 > 60
+    assert tasks("110s") == [[["a", "c"], ["b", "e"]]]  # exactly full
+
+
+def test_task_size_is_judgements_or_a_duration() -> None:
+    assert parse_task_size("300") == TaskSize("judgements", 300.0, "300")
+    assert parse_task_size(" 300 judgements") == TaskSize("judgements", 300.0, " 300 judgements")
+    assert parse_task_size("1h").amount == 3600.0 and parse_task_size("1h").kind == "seconds"
+    assert parse_task_size("1h30m").amount == 5400.0
+    for bad, message in (("0", "expected a size > 0"), ("ten", "give judgements"), ("1.5", "give judgements")):
+        with pytest.raises(PrecometError, match=message) as err:
+            parse_task_size(bad)
+        assert err.value.param == "task_size"
 
 
 @pytest.mark.parametrize("assignment", ["single-stream", "dynamic"])
 def test_shared_pool_is_a_list_of_documents(assignment: str) -> None:
-    cells = _cells(*[(i, s) for i in "abe" for s in "AB"])
+    cells = _cells(*[(i, s) for i in "abe" for s in "AB"])  # 6 judgements, 2 · (10 + 20 + 50) = 160 s
     got = pearmut_campaign(_campaign(), cells, campaign_id="x", assignment=assignment, protocol="DA")
-    assert got["data"] == [[_item("a", "A", "B")], [_item("b", "A", "B"), _item("e", "A", "B")]]
-    assert got["info"] == {"assignment": assignment, "protocol": "DA", "shuffle": True}
+    assert got["data"] == [
+        [_item("a", "A", "B", protocol="DA")],
+        [_item("b", "A", "B", protocol="DA"), _item("e", "A", "B", protocol="DA")],
+    ]
+    dynamic = {"dynamic_models": 2} if assignment == "dynamic" else {}  # every model shown: nothing left to choose
+    assert got["info"] == {"assignment": assignment, "protocol": "DA", "shuffle": True, "users": 1} | dynamic
     check_pearmut_campaign(got)
+    for size in ("2", "1m"):  # one annotator link per task size of work: 6 / 2 and 160 / 60, rounded up
+        sized = pearmut_campaign(_campaign(), cells, campaign_id="x", assignment=assignment, task_size=size)
+        assert sized["info"]["users"] == 3
 
 
 def test_dynamic_needs_every_item_with_the_same_systems() -> None:
     cells = _cells(("a", "A"), ("a", "B"), ("b", "A"))
-    with pytest.raises(PrecometError, match=r"item 'b' lacks systems \['B'\]") as err:
+    with pytest.raises(PrecometError, match=r"item 'b' lacks systems \['B'\].*inclusion probabilities") as err:
         pearmut_campaign(_campaign(), cells, campaign_id="x", assignment="dynamic", shuffle=False)
     assert err.value.param == "assignment"
 
@@ -127,8 +170,13 @@ def test_mixed_systems_in_a_document_turn_shuffling_off_or_are_refused() -> None
         ({"protocol": "SQM"}, "unknown Pearmut protocol.*DA, ESA, cESA, MQM", "protocol"),
         ({"campaign_id": "a/b"}, "must name a file", "campaign_id"),
         ({"campaign_id": ""}, "must name a file", "campaign_id"),
-        ({"items_per_task": 0}, "positive whole number", "items_per_task"),
-        ({"assignment": "single-stream", "items_per_task": 5}, "one shared pool", "items_per_task"),
+        ({"task_size": "0"}, "expected a size > 0", "task_size"),
+        ({"task_size": "an hour"}, "give judgements", "task_size"),
+        ({"attention_probability": 0.2}, "needs attention-check documents", "attention_probability"),
+        ({"attention": ATTENTION, "attention_probability": 1.5}, r"number in \(0, 1\]", "attention_probability"),
+        ({"attention": ATTENTION, "attention_probability": True}, r"number in \(0, 1\]", "attention_probability"),
+        ({"welcome": [[{"src": "no tgt"}]]}, r"document 0\[0\]: missing 'tgt'", "welcome"),
+        ({"attention": {"not": "a list"}}, "expected a list of documents", "attention"),
     ],
 )
 def test_bad_options_are_refused(options: dict[str, Any], message: str, param: str) -> None:
@@ -348,3 +396,217 @@ def test_unknown_shapes_and_broken_json_are_refused(tmp_path: Path, text: str, m
     path.write_text(text, encoding="utf-8")
     with pytest.raises(DataError, match=message):
         read_pearmut_annotations(path)
+
+
+# ------------------------------------------------------------------------------------------------ tutorial, checks
+def test_tutorial_and_attention_checks_go_where_pearmut_reads_them() -> None:
+    got = pearmut_campaign(_campaign(), _cells(("a", "A")), campaign_id="x", welcome=TUTORIAL, attention=ATTENTION)
+    assert got["data_welcome"] == TUTORIAL and got["data_random"] == ATTENTION
+    assert got["info"]["data_random_prob"] == DEFAULT_ATTENTION_PROBABILITY
+    check_pearmut_campaign(got)  # a welcome document may show other models than the next item: not shuffled
+    rate = pearmut_campaign(
+        _campaign(), _cells(("a", "A")), campaign_id="x", attention=ATTENTION, attention_probability=1
+    )
+    assert rate["info"]["data_random_prob"] == 1.0 and isinstance(rate["info"]["data_random_prob"], float)
+    got["data_welcome"][0][0]["tgt"]["good"] = "changed"
+    assert TUTORIAL[0][0]["tgt"]["good"] == "Die Katze saß."  # copied, not shared
+
+
+def test_tutorial_and_attention_files_are_documents_or_a_campaign_file(tmp_path: Path) -> None:
+    listed = tmp_path / "attention.json"
+    listed.write_text(json.dumps(ATTENTION))
+    assert read_pearmut_documents(listed, attention=True) == ATTENTION
+    campaign_file = tmp_path / "esa_deen.json"  # as Pearmut's examples/tutorial: a task-based campaign file
+    campaign_file.write_text(
+        json.dumps({"info": {"assignment": "task-based"}, "campaign_id": "t", "data": [TUTORIAL, ATTENTION]})
+    )
+    assert read_pearmut_documents(campaign_file) == TUTORIAL + ATTENTION
+    stream = tmp_path / "stream.json"
+    stream.write_text(json.dumps({"campaign_id": "t", "data": TUTORIAL}))
+    assert read_pearmut_documents(stream) == TUTORIAL
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ({"no": "data"}, "expected a list of documents.*got an object"),
+        ([], r"expected a list of documents.*\(empty\)"),
+        ([[{"src": "s"}]], r"document 0\[0\]: missing 'tgt'"),
+        ([["item"]], r"document 0\[0\]: an item must be an object"),
+        ([[{"tgt": {"A": "t"}}]], "document 0: an attention check needs a 'validation' rule"),
+    ],
+)
+def test_bad_tutorial_and_attention_files_name_the_file(tmp_path: Path, content: Any, message: str) -> None:
+    path = tmp_path / "checks.json"
+    path.write_text(json.dumps(content))
+    with pytest.raises(DataError, match=message) as err:
+        read_pearmut_documents(path, attention=True)
+    assert str(path) in str(err.value)
+
+
+# ------------------------------------------------------------------------------------------------ campaign ids
+def test_campaign_ids_are_unique_per_campaign_and_wave() -> None:
+    first = {"drawn": {"A": ["a", "b"]}, "number": 1}
+    one = pearmut_campaign_id("WMT23 zh→en", {"pool": "h", "first_wave": first}, 1)
+    assert re.fullmatch(r"WMT23_zh_en_[0-9a-f]{8}_wave1", one)
+    assert pearmut_campaign_id("WMT23 zh→en", {"pool": "h", "first_wave": dict(first)}, 1) == one  # stable
+    assert pearmut_campaign_id("WMT23 zh→en", {"pool": "h", "first_wave": first}, 2) == one[: -len("1")] + "2"
+    other = pearmut_campaign_id("WMT23 zh→en", {"pool": "h", "first_wave": {**first, "drawn": {"A": ["c"]}}}, 1)
+    assert other != one and other.endswith("_wave1")
+    assert pearmut_campaign_id("", {}, 1).startswith("pool_")
+
+
+# ------------------------------------------------------------------------------------------------ MQM
+def test_mqm_score_takes_the_wmt_weights() -> None:
+    def span(severity: Any, category: Any = "Accuracy/Mistranslation") -> dict[str, Any]:
+        return {"start_i": 0, "end_i": 3, "severity": severity, "category": category}
+
+    assert mqm_score([]) == 0.0
+    spans = [
+        span("major"),
+        span("minor", "Style/Awkward style"),
+        span("minor", "Linguistic conventions/Punctuation"),  # Pearmut's default taxonomy's punctuation: 0.1
+        span("minor", "Fluency/Punctuation"),  # WMT's own name: 0.1
+        span("major", "Fluency/Punctuation"),  # a major one weighs 5
+        span("neutral"),
+        span("minor", "Non-translation"),  # 25 whatever the severity
+        span("minor", None),  # no category (ESA-like span in an MQM campaign): the severity's weight
+    ]
+    assert mqm_score(spans) == pytest.approx(-(5 + 1 + 0.1 + 0.1 + 5 + 0 + 25 + 1), abs=1e-12)
+    with pytest.raises(DataError, match="error span 0 has severity 'critical'.*major 5, minor 1"):
+        mqm_score([span("critical")])
+    with pytest.raises(DataError, match="error span 0 has no severity"):
+        mqm_score([span(None)])
+    with pytest.raises(DataError, match="error span 0 must be an object"):
+        mqm_score(["major"])
+
+
+def test_an_mqm_campaign_is_read_from_its_error_spans(tmp_path: Path) -> None:
+    written = pearmut_campaign(_campaign(), _cells(("a", "A"), ("a", "B")), campaign_id="x", protocol="MQM")
+    item = written["data"][0][0][0]
+    assert item[PROTOCOL_KEY] == "MQM"
+    major = {"start_i": 0, "end_i": 1, "severity": "major", "category": "Accuracy/Omission"}
+    record = {
+        "user_id": "u",
+        "item_i": 0,
+        "item": [item],
+        "annotation": [
+            {
+                "A": {"score": 90, "error_spans": [major, major], "textfield": None},
+                "B": {"score": 10, "error_spans": []},
+            }
+        ],
+    }
+    path = tmp_path / "mqm.json"
+    path.write_text(json.dumps({"x": [record]}))
+    assert read_pearmut_annotations(path) == [Judgement("a", "A", -10.0), Judgement("a", "B", 0.0)]  # not the slider
+    record["annotation"][0]["A"] = {"score": 90}
+    path.write_text(json.dumps({"x": [record]}))
+    with pytest.raises(DataError, match="item 'a', model 'A': an MQM campaign's annotation needs 'error_spans'"):
+        read_pearmut_annotations(path)
+
+
+# ------------------------------------------------------------------------------------------------ the command
+def _pool(path: Path) -> Path:
+    rows = [
+        {"id": f"s{i}", "doc": f"d{i // 3}", "src": f"source {i}", "tgt": {s: f"{s} out {i}" for s in SYSTEMS}}
+        for i in range(30)
+    ]
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    return path
+
+
+def _waves(tmp_path: Path, *options: str) -> int:
+    from precomet.cli import main
+
+    pool = _pool(tmp_path / "pool.jsonl")
+    return main(["waves", "--data", str(pool), "--size", "9", "--chooser", "random", *options])
+
+
+def test_waves_writes_the_options_into_the_campaign_file(tmp_path: Path) -> None:
+    tutorial, attention = tmp_path / "tutorial.json", tmp_path / "attention.json"
+    tutorial.write_text(json.dumps(TUTORIAL))
+    attention.write_text(json.dumps(ATTENTION))
+    out = tmp_path / "p.json"
+    options = ["--pearmut", str(out), "--pearmut-assignment", "single-stream", "--pearmut-protocol", "MQM"]
+    options += ["--pearmut-task-size", "5", "--pearmut-tutorial", str(tutorial), "--pearmut-attention", str(attention)]
+    assert _waves(tmp_path, *options, "--pearmut-attention-rate", "0.25") == 0
+    written = json.loads(out.read_text())
+    check_pearmut_campaign(written)
+    cells = sum(len(item["tgt"]) for document in written["data"] for item in document)
+    assert written["info"] | {"shuffle": None} == {
+        "assignment": "single-stream",
+        "protocol": "MQM",
+        "shuffle": None,
+        "users": -(-cells // 5),
+        "data_random_prob": 0.25,
+    }
+    assert written["data_welcome"] == TUTORIAL and written["data_random"] == ATTENTION
+    assert re.fullmatch(r"pool_[0-9a-f]{8}_wave1", written["campaign_id"])
+    default = tmp_path / "default.json"
+    assert _waves(tmp_path, "--pearmut", str(default), "--seed", "1") == 0
+    plain = json.loads(default.read_text())
+    assert plain["info"]["assignment"] == "task-based" and plain["info"]["protocol"] == "ESA"
+    assert plain["campaign_id"] != written["campaign_id"]  # another draw, another campaign
+    assert len(plain["data"]) == 1  # 9 items × 3 systems of ~35 s: under an hour, one task
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (["--pearmut-protocol", "MQM"], "--pearmut-protocol: an option of the Pearmut campaign file; add --pearmut"),
+        (["--pearmut-task-size", "1h"], "--pearmut-task-size: an option of the Pearmut campaign file"),
+        (["--pearmut", "{d}/p.json", "--pearmut-task-size", "0"], "argument --pearmut-task-size: '0': expected a"),
+        (["--pearmut", "{d}/p.json", "--pearmut-task-size", "soon"], "--pearmut-task-size: 'soon': give judgements"),
+        (["--pearmut", "{d}/p.json", "--pearmut-protocol", "SQM"], "--pearmut-protocol: invalid choice: 'SQM'"),
+        (["--pearmut", "{d}/p.json", "--pearmut-assignment", "x"], "--pearmut-assignment: invalid choice: 'x'"),
+        (["--pearmut", "{d}/p.json", "--pearmut-attention-rate", "0"], r"--pearmut-attention-rate: '0': a chance in"),
+        (["--pearmut", "{d}/p.json", "--pearmut-attention-rate", "x"], r"--pearmut-attention-rate: 'x': a chance in"),
+        (
+            ["--pearmut", "{d}/p.json", "--pearmut-attention-rate", "0.2"],
+            "--pearmut-attention-rate 0.2: the chance of an attention check needs attention-check documents",
+        ),
+        (["--pearmut", "{d}/p.json", "--pearmut-tutorial", "{d}/missing.json"], "missing.json"),
+        (["--pearmut", "{d}/p.json", "--pearmut-attention", "{d}/plain.json"], "attention check needs a 'validation'"),
+        (["replay", "--pearmut-protocol", "DA"], "--pearmut-protocol: a live campaign's option"),
+    ],
+)
+def test_bad_pearmut_options_name_the_option(tmp_path: Path, capsys, options: list[str], message: str) -> None:
+    (tmp_path / "plain.json").write_text(json.dumps([[{"tgt": {"A": "t"}}]]))
+    status = 2
+    try:
+        got = _waves(tmp_path, *(option.replace("{d}", str(tmp_path)) for option in options))
+    except SystemExit as exit_:  # argparse's own errors
+        got = exit_.code
+    assert got == status
+    assert re.search(message, capsys.readouterr().err)
+    assert not (tmp_path / "p.json").exists()
+
+
+def test_dynamic_assignment_refused_where_the_systems_differ_says_why(tmp_path: Path) -> None:
+    """A wave that draws some systems only on some items (``--allocation`` after the first wave) cannot go to
+    Pearmut's dynamic assignment: the command's error names its option."""
+    import argparse
+    import contextlib
+    from types import SimpleNamespace
+
+    from precomet.commands.waves import _write_pearmut
+
+    pool = _campaign()
+    drawn = _cells(("a", "A"), ("a", "B"), ("b", "A"))[:, :2]
+    outcome = SimpleNamespace(
+        wave=SimpleNamespace(drawn=drawn, number=2),
+        systems=("A", "B"),
+        manifest=SimpleNamespace(pool_hash="h", waves=[{"number": 1}]),
+    )
+    args = argparse.Namespace(
+        pearmut=tmp_path / "p.json",
+        **{f"pearmut_{name}": None for name in ("protocol", "task_size", "tutorial", "attention", "attention_rate")},
+        pearmut_assignment="dynamic",
+    )
+    out = SimpleNamespace(open=lambda path: contextlib.nullcontext(io.StringIO()))
+    with pytest.raises(PrecometError, match=r"item 'b' lacks systems \['B'\].*inclusion probabilities") as err:
+        _write_pearmut(out, args, pool, outcome)
+    assert "choose --pearmut-assignment task-based or single-stream" in str(err.value)
+    args.pearmut_assignment = "task-based"
+    _write_pearmut(out, args, pool, outcome)  # the same wave as a task-based campaign

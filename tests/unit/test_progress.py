@@ -111,6 +111,23 @@ def test_lines_mode_prints_a_line_per_interval_and_a_final_one(clean_env, capsys
     assert lines[-1].startswith("[progress] encode (x): 3/3 batch (100 %)") and "done in" in lines[-1]
 
 
+def test_a_slow_step_reads_in_seconds_per_unit_and_ends_done_in(clean_env, capsys):
+    import precomet.progress as module
+
+    clock = iter([0.0, 100.0, 200.0, 225.0])  # start; two updates 100 s apart; the close
+    clean_env.setattr(module.time, "monotonic", lambda: next(clock))
+    clean_env.setenv("PRECOMET_PROGRESS_INTERVAL", "1")
+    clean_env.setattr(sys, "stderr", sys.stderr)  # captured: not a terminal
+    bar = progress(total=8, desc="embedding sources", unit="source")
+    bar.update(4)
+    bar.update(4)
+    bar.close()
+    lines = capsys.readouterr().err.splitlines()
+    first = "[progress] embedding sources: 4/8 source (50 %), 100 s elapsed, 25 s per source, about 100 s left"
+    assert lines[0] == first
+    assert lines[-1] == "[progress] embedding sources: 8/8 source (100 %), done in 225 s, 28.1 s per source"
+
+
 def test_lines_mode_is_quiet_for_short_steps(clean_env, capsys):
     clean_env.setenv("PRECOMET_PROGRESS_INTERVAL", "30")
     for _ in progress(range(1000), desc="short"):

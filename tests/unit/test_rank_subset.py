@@ -94,6 +94,28 @@ def test_reweighted_means_equal_hand_computation():
     assert "rw mean" in ranking_table(ranking)
 
 
+def test_the_figure_of_a_reweighted_ranking_shows_the_reweighted_means(tmp_path, monkeypatch):
+    from matplotlib.axes import Axes
+
+    from precomet.rank import plot_ranking
+
+    drawn = []
+    errorbar = Axes.errorbar
+
+    def recording(ax, x, *args, **kwargs):
+        drawn.append(np.asarray(x))
+        return errorbar(ax, x, *args, **kwargs)
+
+    monkeypatch.setattr(Axes, "errorbar", recording)
+    subset = _campaign([[4, 1], [5, 2], [5, 1]], ["A", "A", "B"])
+    test = _campaign([[0, 0]] * 4, ["A", "B", "B", "B"])
+    plot_ranking(rank_systems(subset, test_set=test, reweight="domain", rounds=50, seed=1), tmp_path / "r.png")
+    assert len(drawn) == 2 and drawn[1].tolist() == pytest.approx([5 * 0.75 + 4.5 * 0.25, 1 * 0.75 + 1.5 * 0.25])
+    drawn.clear()
+    plot_ranking(rank_systems(subset, rounds=50, seed=1), tmp_path / "p.png")
+    assert len(drawn) == 1
+
+
 def test_reweighting_says_when_a_domain_is_missing_or_there_is_one():
     test = _two_domains()
     rw = reweighted_means(test.take([0, 1]), test, by="domain", rounds=50)

@@ -12,6 +12,7 @@ import pytest
 
 from precomet.campaign import source_length
 from precomet.cli import main
+from precomet.costs import item_seconds
 from precomet.errors import PrecometError, SolverGapWarning
 from precomet.io.utility_files import utilities_for
 from precomet.selection import Selection, SubsetPlan, knapsack, select_subset, subset
@@ -543,8 +544,8 @@ def _same_selection(a: Selection, b: Selection, *, ignore: tuple[str, ...] = ())
 @pytest.mark.parametrize(
     "options",
     [
-        dict(budget_cost=500.0),
-        dict(budget_cost=500.0, balance="domain", cost_objective="rank-cost"),
+        dict(budget_cost=2000.0),
+        dict(budget_cost=2000.0, balance="domain", cost_objective="rank-cost"),
         dict(proportion=0.3, level="doc"),
         dict(budget=8, quotas={"literary": 0.5, "social": 0.5}),
     ],
@@ -557,7 +558,7 @@ def test_campaign_fills_the_columns_as_the_arrays_would(options):
     arrays = select_subset(
         utility,
         plan,
-        cost=campaign.cost if "budget_cost" in options else None,
+        cost=item_seconds(campaign) if "budget_cost" in options else None,
         domain=campaign.domain,
         doc=campaign.doc,
         ids=campaign.ids,
@@ -565,11 +566,12 @@ def test_campaign_fills_the_columns_as_the_arrays_would(options):
     )
     filled = select_subset(utility, plan, campaign=campaign)
     assert _same_selection(filled, arrays, ignore=("total_cost",))
-    assert filled.total_cost == pytest.approx(campaign.cost[filled.indices].sum())  # its costs, even for a count
+    seconds = campaign.cost * len(campaign.systems)  # every output of an item judged, at its cost per output
+    assert filled.total_cost == pytest.approx(seconds[filled.indices].sum())  # its seconds, even for a count
     if "budget_cost" in options:  # the campaign's cost is what the budget buys; a given column wins
         assert arrays.budget["unit"] == "cost"
-        doubled = select_subset(utility, plan, campaign=campaign, cost=2 * campaign.cost)
-        assert doubled.total_cost == pytest.approx(2 * campaign.cost[doubled.indices].sum())
+        doubled = select_subset(utility, plan, campaign=campaign, cost=2 * seconds)
+        assert doubled.total_cost == pytest.approx(2 * seconds[doubled.indices].sum())
         assert doubled.total_cost <= options["budget_cost"] and len(doubled) < len(arrays)
 
 
@@ -608,7 +610,8 @@ def test_total_cost_is_always_a_cost_n_items_counts_and_to_dict_is_json():
     utility = np.arange(20.0)
     counted = select_subset(utility, SubsetPlan(budget=5), campaign=campaign)
     assert counted.n_items == len(counted) == 5
-    assert counted.total_cost == pytest.approx(campaign.cost[counted.indices].sum()) and counted.total_cost != 5
+    seconds = campaign.cost[counted.indices].sum() * len(campaign.systems)  # every output judged
+    assert counted.total_cost == pytest.approx(seconds) and counted.total_cost != 5
     bare = select_subset(utility, SubsetPlan(budget=5))
     assert bare.total_cost is None and bare.n_items == 5
     written = json.loads(json.dumps(counted.to_dict()))
@@ -626,7 +629,8 @@ def test_the_manifest_of_a_count_budget_gives_the_subsets_annotation_seconds(tmp
     assert main([*argv, "-o", str(out)]) == 0
     manifest = json.loads((tmp_path / "subset.manifest.json").read_text())
     rows = [json.loads(line) for line in out.read_text().splitlines()]
-    assert manifest["n_selected"] == 4 and manifest["total_cost"] == pytest.approx(sum(r["cost"] for r in rows))
+    assert manifest["n_selected"] == 4  # the rows keep the cost per output; the total judges all 3 systems' outputs
+    assert manifest["total_cost"] == pytest.approx(3 * sum(r["cost"] for r in rows))
 
 
 @pytest.mark.parametrize("human", [False, True])

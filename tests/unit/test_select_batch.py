@@ -279,27 +279,37 @@ def test_the_batch_alone_needs_no_subset_file(tmp_path, capsys):
     assert "give -o PATH (the subset), --batch PATH (the annotation batch), or both" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("name, extra", [("batch.json", ()), ("batch.txt", ("--batch-format", "appraise"))])
-def test_appraise_batch_reads_back_with_every_output_of_the_chosen_items(tmp_path, name, extra, monkeypatch, capsys):
-    """Issue 32: ``--batch-format appraise`` (or ``.json``) writes the batches JSON Appraise imports: batches of at
-    most 100 items, one TGT item per chosen source and system output, each text exact, item ids 1..n."""
-    from precomet.io import batch as batch_module
+@pytest.mark.parametrize("name", ["batch.json", "batch.txt"])
+def test_appraise_batch_reads_back_with_every_output_of_the_chosen_items(tmp_path, name, capsys):
+    """Issues 32 and 60: ``--batch-format appraise`` writes the batches JSON Appraise imports: one TGT item per
+    chosen source and system output, each text exact, one document per system (a ``DOC#SYSTEM`` block together),
+    the last item of a whole document flagged, quality-control documents beside them, item ids that come back."""
+    from precomet.io.batch import appraise_item_id
 
-    monkeypatch.setattr(batch_module, "APPRAISE_BATCH_SIZE", 4)
-    subset, path = _select(tmp_path, name, *extra)
+    subset, path = _select(tmp_path, name, "--batch-format", "appraise")
     batches = json.loads(path.read_text(encoding="utf-8"))
     assert "Appraise batches JSON" in capsys.readouterr().out
     items = [item for batch in batches for item in batch["items"]]
-    expected = [(f"s{i}", s) for i in range(6) for s in SYSTEMS if not (i == 1 and s == "C")]
-    assert [(item["_item"].split(" | ")[1], item["targetID"]) for item in items] == expected
-    assert [item["itemID"] for item in items] == list(range(1, len(expected) + 1))
+    real = [item for item in items if item["itemType"] == "TGT"]
+    expected = sorted((f"s{i}", s) for i in range(6) for s in SYSTEMS if not (i == 1 and s == "C"))
+    assert sorted((item["sourceID"], item["targetID"]) for item in real) == expected
     assert [batch["task"]["batchNo"] for batch in batches] == list(range(1, len(batches) + 1))
-    assert [batch["task"]["batchSize"] for batch in batches] == [4, 4, 4, 4, 1]
-    for item in items:
-        i = int(item["_item"].split(" | ")[1][1:])
-        assert item["itemType"] == "TGT" and item["sourceText"] == TRICKY[i]
-        assert item["targetText"] == f"{item['targetID']}: {TRICKY[i]}"
-        assert item["documentID"] == f"d{i % 2}#{item['targetID']}"
+    assert [batch["task"]["batchSize"] for batch in batches] == [len(batch["items"]) for batch in batches]
+    for item in real:
+        i = int(item["sourceID"][1:])
+        assert item["sourceText"] == TRICKY[i] and item["targetText"] == f"{item['targetID']}: {TRICKY[i]}"
+        assert item["documentID"] == f"d{i % 2}#{item['targetID']}" and item["itemID"] == appraise_item_id(f"s{i}")
+    blocks: dict[str, list[dict]] = {}
+    for item in real:
+        blocks.setdefault(item["documentID"], []).append(item)
+    for document, block in blocks.items():  # the document's items in order; flagged when the whole document is in
+        assert [item["sourceID"] for item in block] == sorted(item["sourceID"] for item in block)
+        whole = document != "d1#C"  # system C has no output for s1
+        assert [item["isCompleteDocument"] for item in block] == [False] * (len(block) - 1) + [whole]
+    controls = [item for item in items if item["itemType"] == "BAD"]
+    assert controls and all(item["documentID"].removesuffix("#bad") in blocks for item in controls)
+    originals = {(item["documentID"], item["itemID"]): item["targetText"] for item in real}
+    assert all(originals[(item["documentID"][:-4], item["itemID"])] != item["targetText"] for item in controls)
     task = batches[0]["task"]
     assert set(task) == {
         "batchNo",
@@ -309,6 +319,16 @@ def test_appraise_batch_reads_back_with_every_output_of_the_chosen_items(tmp_pat
         "sourceLanguage",
         "targetLanguage",
     }
+
+
+def test_a_json_batch_names_its_tool(tmp_path, capsys):
+    """Issue 60: Appraise and Pearmut both read JSON, so ``--batch x.json`` alone is refused, naming both."""
+    data = _items(tmp_path / "items.jsonl")
+    argv = ["select", "--data", str(data), "--method", "random", "--budget", "1", "--batch", str(tmp_path / "b.json")]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "Appraise and Pearmut both read JSON" in err and "--batch-format appraise" in err
+    assert not (tmp_path / "b.json").exists()
 
 
 def test_appraise_batch_of_sources_without_outputs_is_refused_and_nothing_written(tmp_path, capsys):
@@ -324,6 +344,8 @@ def test_appraise_batch_of_sources_without_outputs_is_refused_and_nothing_writte
         "1",
         "--batch",
         str(tmp_path / "b.json"),
+        "--batch-format",
+        "appraise",
     ]
     assert main(argv) == 2
     assert "Appraise batch pairs each source with a system's output" in capsys.readouterr().err

@@ -226,9 +226,10 @@ def test_an_appraise_batch_holds_exactly_the_drawn_cells(tmp_path):
             outputs = {name: f"{name} output {i}" for name in ("A", "B", "C")}
             handle.write(json.dumps({"id": f"s{i}", "src": f"source {i}", "tgt": outputs}) + "\n")
     argv = ["waves", "--data", str(pool), "--size", "6", "--chooser", "random", "--manifest", str(tmp_path / "m.json")]
-    assert main([*argv, "--batch", str(tmp_path / "w.json"), "--report", str(tmp_path / "r.json")]) == 0
+    batch = ["--batch", str(tmp_path / "w.json"), "--batch-format", "appraise"]
+    assert main([*argv, *batch, "--report", str(tmp_path / "r.json")]) == 0
     batches = json.loads((tmp_path / "w.json").read_text(encoding="utf-8"))
-    items = [item for batch in batches for item in batch["items"]]
+    items = [item for batch in batches for item in batch["items"] if item["itemType"] == "TGT"]  # BAD: controls
     drawn = json.loads((tmp_path / "m.json").read_text())["waves"][0]["drawn"]
     assert sorted((i["_item"].split(" | ")[1], i["targetID"]) for i in items) == sorted(
         (item, system) for item, systems in drawn.items() for system in systems
@@ -280,44 +281,45 @@ def test_the_replay_command_reports_each_chooser_beside_random_waves_with_a_pair
     assert "fewer cells than random waves" in capsys.readouterr().out
 
 
-def test_appraise_scores_of_a_wave_come_back_as_judgements_and_foreign_rows_are_refused(tmp_path, capsys):
+def test_appraise_scores_of_a_wave_come_back_as_judgements_and_dropped_rows_are_counted(tmp_path, capsys, caplog):
+    from precomet.io.batch import appraise_item_id
+
     pool = tmp_path / "pool.jsonl"
     with open(pool, "w", encoding="utf-8") as handle:
         for i in range(30):
             outputs = {name: f"{name} output {i}" for name in ("A", "B")}
             handle.write(json.dumps({"id": f"s{i}", "src": f"source {i}", "doc": f"d{i // 3}", "tgt": outputs}) + "\n")
     argv = ["waves", "--data", str(pool), "--size", "6", "--chooser", "random", "--manifest", str(tmp_path / "m.json")]
-    assert main([*argv, "--batch", str(tmp_path / "w.json")]) == 0
+    assert main([*argv, "--batch", str(tmp_path / "w.json"), "--batch-format", "appraise"]) == 0
     items = [item for batch in json.loads((tmp_path / "w.json").read_text()) for item in batch["items"]]
-    assert all(item["_item"].split(" | ")[1] == f"s{item['itemID'] - 1}" for item in items)  # itemID = position + 1
+    assert all(item["itemID"] == appraise_item_id(item["sourceID"]) for item in items)  # a hash of the item id
+    controls = [item for item in items if item["itemType"] == "BAD"]
+    assert controls and all(item["documentID"].endswith("#bad") for item in controls)
     export = tmp_path / "scores.csv"
     rows = [
-        f"ann1,{item['targetID']},{item['itemID']},TGT,eng,deu,{10 * k},{item['documentID']},False,[],1.0,2.0"
+        f"ann1,{item['targetID']},{item['itemID']},{item['itemType']},eng,deu,{10 * k},{item['documentID']},False,"
+        "[],1.0,2.0"
         for k, item in enumerate(items)
     ]
     tutorial = "ann1,A,1,TGT,eng,deu,99,ende-tutorial1#A,False,[],1.0,2.0"
-    export.write_text("\n".join([*rows, tutorial]) + "\n", encoding="utf-8")
+    other_pair = "ann1,A,3,TGT,eng,ces,50,elsewhere#A,False,[],1.0,2.0"
+    export.write_text("\n".join([*rows, tutorial, other_pair]) + "\n", encoding="utf-8")
     report = tmp_path / "r.json"
-    assert (
-        main(
-            [
-                *argv,
-                "--appraise-annotations",
-                str(export),
-                "--report",
-                str(report),
-                "--batch",
-                str(tmp_path / "w2.json"),
-            ]
-        )
-        == 0
-    )
-    assert json.loads(report.read_text())["judged_cells"] == len(items)  # the tutorial row is dropped
+    batch = ["--batch", str(tmp_path / "w2.json"), "--batch-format", "appraise"]
+    assert main([*argv, "--appraise-annotations", str(export), "--report", str(report), *batch]) == 0
+    assert json.loads(report.read_text())["judged_cells"] == len(items) - len(controls)
+    logged = caplog.text  # the CLI's log handler writes it to standard error
+    assert f"{len(controls) + 2} row(s) dropped: 1 not this pool's documents, {len(controls)} quality-control" in logged
+    assert "1 tutorial" in logged
+    capsys.readouterr()
     foreign = tmp_path / "foreign.csv"
     foreign.write_text("ann1,A,3,TGT,eng,deu,50,elsewhere#A,False,[],1.0,2.0\n", encoding="utf-8")
-    capsys.readouterr()
-    assert main([*argv, "--appraise-annotations", str(foreign), "--batch", str(tmp_path / "w3.json")]) == 2
-    assert "another campaign" in capsys.readouterr().err
+    assert main([*argv, "--appraise-annotations", str(foreign), "--batch", str(tmp_path / "w3.jsonl")]) == 2
+    assert "not a single judgement" in capsys.readouterr().err
+    stale = tmp_path / "stale.csv"  # a pool document, but an item number no item of it has (itemID = position + 1)
+    stale.write_text(f"ann1,A,1,TGT,eng,deu,50,{items[0]['documentID']},False,[],1.0,2.0\n", encoding="utf-8")
+    assert main([*argv, "--appraise-annotations", str(stale), "--batch", str(tmp_path / "w4.jsonl")]) == 2
+    assert "another pool, or by an older precomet" in capsys.readouterr().err
 
 
 def test_vector_features_are_the_leading_principal_components():
