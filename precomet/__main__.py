@@ -5,12 +5,14 @@ written), and one swallowed meanwhile (printed as "Exception ignored" by a final
 import os
 import sys
 
-from precomet.signals import end_on_interrupt, interruptible
+from precomet.signals import end_on_interrupt, ignore_during_teardown, interruptible
 
 
 def run() -> None:
     """Import the command line under :func:`~precomet.signals.interruptible`, then run it; exits. An interrupt
-    after the command (a second Ctrl-C, or one while the process ends) exits 130, never by SIGINT (-2)."""
+    after the command (a second Ctrl-C, or one while the process ends) exits 130, never by SIGINT (-2); one during
+    the interpreter's teardown, after every exit function, is ignored (the status stands)."""
+    ignore_during_teardown()
     status = None
     try:
         with interruptible():

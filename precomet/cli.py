@@ -12,12 +12,12 @@ import shlex
 import sys
 import traceback
 import warnings
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from contextlib import contextmanager, nullcontext, redirect_stdout, suppress
 
 from precomet import __version__, signals
 from precomet.encoders.disk import CacheUse, counting_cache_use, no_disk_cache
-from precomet.environment import unknown_variables
+from precomet.environment import check_variables, unknown_variables
 from precomet.errors import Interrupted, PrecometError
 from precomet.outputs.atomic import command_outputs
 from precomet.outputs.paths import STDOUT, check_not_inputs, is_stdout
@@ -129,18 +129,40 @@ RENAMED = {
 spellings worked, with a warning, until 0.19.0; since then they are refused with the new name."""
 
 
-def retired_options(argv: list[str]) -> list[str]:
-    """One message per old spelling of a :data:`RENAMED` option in ``argv`` (for its command, before ``--``)."""
+def retired_options(argv: list[str], current: Collection[str] = ()) -> list[str]:
+    """One message per old spelling of a :data:`RENAMED` option in ``argv`` (for its command, before ``--``), written
+    in full or abbreviated as argparse lets options be (``--scor`` for ``--scores``): argparse, which no longer knows
+    the old option, would report another problem or read it as a current option it abbreviates too. ``current``:
+    the command's option strings; one of them written in full is never refused, and those an abbreviation could
+    also mean are named."""
     command, notes = _command_in(argv), []
+    retired = {old: new for (name, old), new in RENAMED.items() if name == command}
     for token in argv:
         if token == "--":  # after "--", every token is an operand
             break
         option = token.partition("=")[0]
-        new = RENAMED.get((command or "", option))
-        note = f"{option} was renamed {new} in precomet 0.18.0 (docs/names.md)"
-        if new and note not in notes:
-            notes.append(note)
+        if not option.startswith("--") or option in current:
+            continue
+        for old, new in retired.items():
+            if option == old:
+                note = f"{option} was renamed {new} in precomet 0.18.0 (docs/names.md)"
+            elif len(option) >= 4 and old.startswith(option):  # "--sc": an abbreviation of the old option
+                also = sorted(o for o in current if o.startswith(option))
+                note = f"{option} (short for {old}, retired) was renamed {new} in precomet 0.18.0 (docs/names.md)"
+                note += f"; for {', '.join(also)} write the option in full" if also else f"; use {new}"
+            else:
+                continue
+            if note not in notes:
+                notes.append(note)
     return notes
+
+
+def _options_of(parser: argparse.ArgumentParser, command: str | None) -> set[str]:
+    """The option strings of ``command``'s parser (none without a command)."""
+    for action in parser._actions:  # argparse keeps its subparsers there and nowhere public
+        if isinstance(action, argparse._SubParsersAction) and command in action.choices:
+            return set(action.choices[command]._option_string_actions)
+    return set()
 
 
 def _command_in(argv: list[str]) -> str | None:
@@ -220,8 +242,9 @@ def _printable_names() -> Iterator[None]:
 
 
 def _main(argv: list[str]) -> int:
-    retired = retired_options(argv)
-    parser = build_parser(only=_command_in(argv))
+    command = _command_in(argv)
+    parser = build_parser(only=command)
+    retired = retired_options(argv, _options_of(parser, command))
     if retired:
         parser.error("; ".join(retired))
     args, unrecognized = parser.parse_known_args(argv)
@@ -242,6 +265,7 @@ def _main(argv: list[str]) -> int:
         if not secondary_process():  # once per run, not per process of a launched run
             for line in unknown_variables(os.environ):
                 print(f"{prefix}: warning: {line}", file=sys.stderr)
+        check_variables(os.environ)  # a bad PRECOMET_* value is refused by name before any work
         if _working_folder_gone():
             raise PrecometError(_GONE)
         inputs, outputs = module.paths(args)

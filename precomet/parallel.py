@@ -21,6 +21,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from precomet import signals
+from precomet.environment import variable
 from precomet.errors import PrecometError
 
 T = TypeVar("T")
@@ -31,10 +32,8 @@ _WORK: tuple[Callable[[Any], Any], Sequence[Any]] | None = None  # what the fork
 
 def default_workers() -> int:
     """``PRECOMET_WORKERS`` when set (an integer ≥ 1), else the number of CPUs this process may run on."""
-    given = os.environ.get("PRECOMET_WORKERS")
+    given = variable("PRECOMET_WORKERS")  # another value than a whole number >= 1 is refused naming the variable
     if given is not None:
-        if not given.strip().isdigit() or int(given) < 1:
-            raise PrecometError(f"PRECOMET_WORKERS={given!r}: expected a whole number of processes >= 1")
         return int(given)
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 

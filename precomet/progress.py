@@ -22,8 +22,10 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
 
+from precomet.environment import variable
+
 ENV = "PRECOMET_PROGRESS"
-_OFF, _ON = ("0", "false", "no", "off"), ("1", "true", "yes", "on")
+_OFF = ("0", "false", "no", "off")  # TQDM_DISABLE values that leave progress on
 INTERVAL_ENV = "PRECOMET_PROGRESS_INTERVAL"
 PREFIX = "[progress]"
 _SETTING: ContextVar[bool | None] = ContextVar("precomet_progress", default=None)
@@ -38,10 +40,10 @@ def progress_mode(progress: bool | None = None) -> str:
         return "bar" if _SETTING.get() else "off"
     if _MODE.get() is not None:
         return str(_MODE.get())
-    setting = os.environ.get(ENV, "").strip().lower()
-    if setting in _OFF or os.environ.get("TQDM_DISABLE", "").strip().lower() not in ("", *_OFF):
+    setting = variable(ENV)  # True, False or None (unset); another value is refused naming the variable
+    if setting is False or os.environ.get("TQDM_DISABLE", "").strip().lower() not in ("", *_OFF):
         return "off"
-    if setting in _ON:
+    if setting:
         return "bar"
     stream = sys.stderr
     return "bar" if stream is not None and hasattr(stream, "isatty") and stream.isatty() else "lines"
@@ -105,10 +107,10 @@ def heartbeat(desc: str, *, progress: bool | None = None) -> Iterator[None]:
         return
     import threading
 
-    stop, start = threading.Event(), time.monotonic()
+    stop, start, interval = threading.Event(), time.monotonic(), _interval()  # refused here, not in the thread
 
     def beat() -> None:
-        while not stop.wait(_interval()):
+        while not stop.wait(interval):
             print(f"{PREFIX} {desc}: {time.monotonic() - start:.0f} s elapsed", file=sys.stderr, flush=True)
 
     thread = threading.Thread(target=beat, name="precomet-heartbeat", daemon=True)
@@ -121,10 +123,9 @@ def heartbeat(desc: str, *, progress: bool | None = None) -> Iterator[None]:
 
 
 def _interval() -> float:
-    try:
-        return max(0.01, float(os.environ.get(INTERVAL_ENV, "30")))
-    except ValueError:
-        return 30.0
+    """Seconds between progress lines: :data:`INTERVAL_ENV` (a number > 0; another value is refused naming it) or 30."""
+    seconds = variable(INTERVAL_ENV)
+    return 30.0 if seconds is None else float(seconds)
 
 
 def progress(

@@ -9,6 +9,7 @@ that gap: :meth:`precomet.outputs.atomic.OutputSet.commit` refuses to commit onc
 
 from __future__ import annotations
 
+import atexit
 import os
 import signal
 import threading
@@ -96,6 +97,22 @@ def end_on_interrupt(status: int | None) -> None:
     if threading.current_thread() is threading.main_thread():
         for number in INTERRUPTS:
             signal.signal(number, finish)
+
+
+def ignore_during_teardown() -> None:
+    """Have the interpreter ignore the :data:`INTERRUPTS` once its exit functions have run: call this first thing
+    (``atexit`` runs its functions last-registered first, so this one runs after every other one registered later).
+    After them CPython resets every signal with a Python handler to the default action and tears down its modules,
+    which takes seconds with torch loaded: a second Ctrl-C then killed the process by SIGINT (exit -2) after the
+    first had been reported and the command had ended with 130. A signal set to be ignored stays ignored; the
+    process ends with the status it had."""
+
+    def ignore() -> None:
+        if threading.current_thread() is threading.main_thread():
+            for number in INTERRUPTS:
+                signal.signal(number, signal.SIG_IGN)
+
+    atexit.register(ignore)
 
 
 INTERRUPTS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)

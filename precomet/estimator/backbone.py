@@ -14,6 +14,7 @@ import torch
 
 from precomet.encoders import SentenceEncoder, encode_cached, get_encoder
 from precomet.encoders.transformer import TransformerEncoder
+from precomet.environment import VariableError
 from precomet.errors import PrecometError
 from precomet.estimator.metadata import Backbone
 
@@ -38,6 +39,8 @@ def backbone_encoder(recorded: Backbone, *, where: Any) -> SentenceEncoder:
     name = recorded.name
     try:
         encoder = get_encoder(recorded.spec or name)
+    except VariableError:  # the environment's fault (PRECOMET_E5_ENGINE=onnx), not the checkpoint's
+        raise
     except PrecometError as err:
         raise PrecometError(f"{where}: field 'backbone' names encoder {name!r}, which cannot be used: {err}") from None
     if encoder.identity() != recorded.identity():

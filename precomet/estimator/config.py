@@ -151,10 +151,11 @@ TOKENS_ONLY = {"data.max_length"}
 read as registered (``model.pooling: encoder``, frozen) keeps its own limits."""
 MACHINE_LOCAL = {"data.cache_dir"}
 """Where this machine keeps things: never recorded in a checkpoint."""
-RENAMED_KEYS = {"model.encoder": "model.backbone", "model.freeze_encoder": "model.fine_tune"}
-"""Keys of 0.18 and earlier, read until 0.20.0 with a warning (:func:`_renamed`): ``model.encoder: X`` is
-``model.backbone: X`` with ``model.pooling: mean`` and ``model.fine_tune: true`` (0.18's defaults) where nothing else
-says; ``model.freeze_encoder: B`` is ``model.fine_tune: not B``."""
+RETIRED_KEYS = {"model.encoder": "model.backbone", "model.freeze_encoder": "model.fine_tune"}
+"""Keys of 0.18 and earlier, renamed in 0.19.0 and read (with a warning) until 0.20.0; since then refused with the
+new spelling (:func:`_refuse_retired`), never translated: in 0.18 ``model.encoder: X`` meant ``model.backbone: X``
+mean pooled and fine-tuned, and ``model.freeze_encoder: B`` meant ``model.fine_tune: not B``, and read beside the
+0.19 keys either would change what those say."""
 
 
 def inapplicable_keys(config: TrainConfig) -> set[str]:
@@ -185,7 +186,11 @@ def override_keys() -> list[str]:
 
 
 def shipped_overrides(overrides: dict[str, Any]) -> dict[str, Any]:
-    """``overrides`` on top of :data:`PACKAGED_CONFIG`, as ``{"section.key": value}``."""
+    """``overrides`` on top of :data:`PACKAGED_CONFIG`, as ``{"section.key": value}``; a key of
+    :data:`RETIRED_KEYS` is refused (:func:`_refuse_retired`)."""
+    for dotted, value in overrides.items():
+        section, _, key = dotted.partition(".")
+        _refuse_retired({section: {key: value}}, where="override")
     base = {
         f"{section}.{key}" if isinstance(values, dict) else section: value
         for section, values in _read_yaml(PACKAGED_CONFIG).items()
@@ -200,16 +205,16 @@ def load_config(path: str | Path | None = None, overrides: dict[str, Any] | None
     -> list). A key the chosen setting never reads (``model.ensemble`` when fine-tuning, ``model.encoder_lr`` when
     frozen, …) set to something other than its default is refused, unless ``model.fine_tune`` itself is given:
     switching a config between frozen and fine-tuned leaves the other setting's keys unread (and unrecorded). The keys
-    of :data:`RENAMED_KEYS` are read with a warning."""
+    of :data:`RETIRED_KEYS` (0.18's) are refused with their new spelling."""
     given: dict[str, Any] = {}
     if path is not None:
-        _merge(given, _renamed(_read_yaml(Path(path)), where=str(path), given={}), where=str(path))
+        _merge(given, _refuse_retired(_read_yaml(Path(path)), where=str(path)), where=str(path))
     overridden: dict[str, Any] = {}
     for dotted, value in (overrides or {}).items():
         if isinstance(value, str):
             value = yaml.safe_load(value) if value.strip() else value
         section, _, key = dotted.partition(".")
-        update = _renamed({section: {key: value}} if key else {section: value}, where="override", given=given)
+        update = _refuse_retired({section: {key: value}} if key else {section: value}, where="override")
         _merge(given, update, where="override")
         _merge(overridden, update, where="override")
     try:
@@ -220,42 +225,30 @@ def load_config(path: str | Path | None = None, overrides: dict[str, Any] | None
     return config
 
 
-def _renamed(update: dict[str, Any], *, where: str, given: dict[str, Any]) -> dict[str, Any]:
-    """``update`` (a file's mapping, or one override) with the keys of :data:`RENAMED_KEYS` translated, one warning
-    each, keeping 0.18's meaning. There, a non-empty ``model.backbone`` was a frozen registered encoder and the
-    Hugging Face keys beside it were unread; otherwise ``model.encoder`` was a Hugging Face model, mean pooled and
-    fine-tuned unless the file, an earlier override (``given``) or ``update`` itself says otherwise."""
+def _refuse_retired(update: dict[str, Any], *, where: str) -> dict[str, Any]:
+    """``update`` (a file's mapping, or one override) unchanged, or :class:`PrecometError` naming ``where``, the
+    first key of :data:`RETIRED_KEYS` it holds and what to write instead."""
     model = update.get("model")
-    if not isinstance(model, dict) or not ({"encoder", "freeze_encoder"} & set(model)):
-        return update
-    model = dict(model)
-    for old in ("encoder", "freeze_encoder"):
-        if old in model:
-            logger.warning(
-                '%s: model.%s is renamed %s (docs/estimator.md, "Configuration"); the old key is read until'
-                " precomet 0.20.0",
-                where,
-                old,
-                RENAMED_KEYS[f"model.{old}"],
-            )
-    frozen = model.pop("freeze_encoder", None)
-    if frozen is not None and not isinstance(frozen, bool):
-        raise PrecometError(f"{where}: model.freeze_encoder must be true or false, got {frozen!r}")
-    encoder = model.pop("encoder", None)
-    if model.get("backbone"):  # 0.18: a registered backbone; its Hugging Face keys were unread
-        if model.get("pooling") == "mean":
-            model["pooling"] = "encoder"
-        return {**update, "model": model}
-    known = {**given.get("model", {}), **model}
-    if encoder is not None:
-        model["backbone"] = encoder
-        if "pooling" not in known:
-            model["pooling"] = "mean"
-    if frozen is not None:
-        model["fine_tune"] = not frozen
-    elif encoder is not None and "fine_tune" not in known:
-        model["fine_tune"] = True
-    return {**update, "model": model}
+    for dotted, new in RETIRED_KEYS.items():
+        key = dotted.partition(".")[2]
+        if not isinstance(model, dict) or key not in model:
+            continue
+        value, given = model[key], new.partition(".")[2] in model
+        if given:  # both spellings: the old one would say something else than the new one beside it
+            beside = model[new.partition(".")[2]]
+            shown = str(beside).lower() if isinstance(beside, bool) else beside
+            spelled, meant = f"only {new}", f" (given too: {new}: {shown})"
+        elif key == "freeze_encoder":
+            spelled = f"{new}: {str(not value).lower()}" if isinstance(value, bool) else f"{new}: true or false"
+            meant = " (the negation)"
+        else:
+            spelled = f"{new}: {value}" if isinstance(value, str) and value else new
+            meant = " (0.18 also mean pooled and fine-tuned it: model.pooling: mean, model.fine_tune: true)"
+        raise PrecometError(
+            f"{where}: {dotted} was renamed {new} in precomet 0.19.0 and is no longer read since 0.20.0; write"
+            f' {spelled}{meant} (docs/estimator.md, "Configuration")'
+        )
+    return update
 
 
 def _read_yaml(path: Path) -> dict[str, Any]:

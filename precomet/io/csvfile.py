@@ -4,7 +4,8 @@ Columns: ``id`` and ``src`` (required); optional ``ref``, ``doc``, ``domain``, `
 ``tgt:SYSTEM`` (the output of SYSTEM) and ``score:NAME:SYSTEM`` (score NAME of SYSTEM; ``human`` for the
 human judgement, anything else e.g. ``score:chrF:sysA``) columns. NAME stops at the second colon, so SYSTEM may
 contain colons. Empty cells mean "missing": no output, NaN score, ``doc`` = the id, ``domain`` = ``all``,
-``cost`` = ``0.15 · len(src) + 33.7``. Systems are listed in the order of their first column.
+``cost`` = ``0.15 · len(src) + 33.7``. Systems are listed in the order of their first column. Ids are read exactly,
+spaces, tabs and carriage returns included (as the JSONL input and every batch keep them); a blank id is refused.
 """
 
 from __future__ import annotations
@@ -79,8 +80,8 @@ def load_csv(path: str | Path, *, name: str | None = None) -> Campaign:
     for i, (number, row) in enumerate(body):
         if len(row) != len(header):
             raise DataError(path, f"expected {len(header)} fields as in the header, got {len(row)}", line=number)
-        item_id = row[fixed["id"]].strip()
-        if not item_id:
+        item_id = row[fixed["id"]]  # kept exactly, as the JSONL input and every batch keep it (" a" is not "a")
+        if not item_id.strip():
             raise DataError(path, "empty id", line=number)
         if item_id in seen:
             raise DataError(path, f"duplicate id {item_id!r} (first on line {seen[item_id]})", line=number)

@@ -77,7 +77,8 @@ import json
 import logging
 import math
 import re
-from collections.abc import Iterator, Mapping
+from collections import Counter
+from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, NamedTuple, NoReturn
@@ -625,11 +626,18 @@ def _check_dynamic_file(documents: list[tuple[str, Any]]) -> None:
 
 
 # ------------------------------------------------------------------------------------------------ annotations
-def read_pearmut_annotations(path: str | Path) -> list[Judgement]:
+def read_pearmut_annotations(path: str | Path, *, campaigns: Collection[str] | None = None) -> list[Judgement]:
     """The judgements ``(item id, model, score)`` in a Pearmut annotation export (see the module docstring): the
     dashboard's download (``{campaign_id: [record, …]}``), a JSON list of records, or the server's JSONL log. Every
     annotator's score is returned (several for one item and model when several annotated it). A malformed record
-    raises :class:`DataError` naming the file and line (JSONL) or campaign and record (JSON)."""
+    raises :class:`DataError` naming the file and line (JSONL) or campaign and record (JSON).
+
+    ``campaigns``: the campaign ids whose records are read (those a campaign in waves wrote; ``None``: every record).
+    A record's campaign is its key in the download, and a JSONL log's file name (Pearmut writes
+    ``data/annotations/<campaign_id>.jsonl``). Records of other campaigns are left out, counted and named in a
+    warning; an export with none of ``campaigns``' records, or whose records carry no campaign id at all (a JSON
+    list of records), is an error naming the file and the ids expected: a stale campaign with the same users and
+    items would otherwise be read as more annotators of this one."""
     path = Path(path)
     text = read_text(path)
     records: list[tuple[str, int | None, str, Any]] = []  # (where, line, campaign, record)
@@ -644,10 +652,10 @@ def read_pearmut_annotations(path: str | Path) -> list[Judgement]:
             first = None
         if not isinstance(first, dict):  # not JSON Lines either: the error of the whole document stands
             raise whole from None
-        records.extend(("", number, "", parse_json(line, path, line=number)) for number, line in lines)
+        records.extend(("", number, path.stem, parse_json(line, path, line=number)) for number, line in lines)
     if document is not None:
         if isinstance(document, dict) and "annotation" in document:  # a JSONL log of one record
-            records.append(("", 1, "", document))
+            records.append(("", 1, path.stem, document))
         elif isinstance(document, dict):
             for campaign_id, rows in document.items():
                 if not isinstance(rows, list):
@@ -665,7 +673,45 @@ def read_pearmut_annotations(path: str | Path) -> list[Judgement]:
                 f"unknown shape ({_kind(document)}): expected Pearmut's annotation download ({{campaign_id:"
                 " [record, …]}), a JSON list of records, or its JSONL log (one record per line)",
             )
+    if campaigns is not None:
+        records = _of_campaigns(path, records, frozenset(campaigns))
     return _judgements(path, records)
+
+
+def _of_campaigns(
+    path: Path, records: list[tuple[str, int | None, str, Any]], campaigns: frozenset[str]
+) -> list[tuple[str, int | None, str, Any]]:
+    """The records of ``campaigns`` (see :func:`read_pearmut_annotations`); the others counted in a warning."""
+    expected = ", ".join(sorted(campaigns)) or "none (this campaign wrote no Pearmut campaign)"
+    if any(not campaign_id for _, _, campaign_id, _ in records):
+        raise DataError(
+            path,
+            "its records carry no campaign id (a JSON list of records), so they cannot be told from another"
+            " campaign's: give Pearmut's annotation download (annotations.json, {campaign_id: [record, …]}) or its"
+            f" log data/annotations/<campaign_id>.jsonl under its own name; this campaign's ids: {expected}",
+            param="campaigns",
+        )
+    others = Counter(campaign_id for _, _, campaign_id, _ in records if campaign_id not in campaigns)
+    ours = [record for record in records if record[2] in campaigns]
+    held = ", ".join(f"{name!r} ({count} record(s))" for name, count in sorted(others.items()))
+    if not ours:
+        log_hint = " (a Pearmut log is read under its file name, <campaign_id>.jsonl)" if records and records[
+            0][1] is not None else ""  # fmt: skip
+        raise DataError(
+            path,
+            f"not a record of this campaign in it: it holds campaign(s) {held or 'none'}{log_hint}, and this"
+            f" campaign wrote {expected}: an export of another campaign (last week's?); give this campaign's",
+            param="campaigns",
+        )
+    if others:
+        logger.warning(
+            "%s: ignored %d record(s) of campaign(s) %s (not this campaign's, which wrote %s)",
+            path,
+            sum(others.values()),
+            ", ".join(sorted(others)),
+            expected,
+        )
+    return ours
 
 
 def _judgements(path: Path, records: list[tuple[str, int | None, str, Any]]) -> list[Judgement]:

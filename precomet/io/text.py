@@ -181,18 +181,16 @@ def _field_limit(size: int) -> Iterator[None]:
 SPREADSHEET_TRIGGERS = ("=", "+", "-", "@", "\t", "\r", "'")  # a leading one makes a spreadsheet read a formula
 
 
-def spreadsheet_cell(cell: str) -> str:
-    """``cell`` safe to open in a spreadsheet: text that starts with ``= + - @``, a tab or a carriage return
-    (a formula to Excel, LibreOffice and Google Sheets) gets a leading ``'``, as OWASP's CSV-injection advice
-    says; so does text starting with ``'`` itself, so that :func:`csv_rows` with ``unescape=True`` gets every
-    text back exactly. A plain number (``-0.5``, ``+3``) is left as it is."""
-    if not cell.startswith(SPREADSHEET_TRIGGERS):
-        return cell
-    try:
-        float(cell)
-    except ValueError:
-        return "'" + cell
-    return cell
+def spreadsheet_cell(cell: str | int | float) -> str:
+    """``cell`` safe to open in a spreadsheet, decided by its first character alone, as OWASP's CSV-injection advice
+    says: text that starts with ``= + - @``, a tab or a carriage return (a formula to Excel, LibreOffice and Google
+    Sheets) gets a leading ``'``; so does text starting with ``'`` itself, so that :func:`csv_rows` with
+    ``unescape=True`` gets every text back exactly. Text that looks like a number is text too (``-0.5``, ``-inf``,
+    ``+Infinity``, ``-1_000`` typed by a user get the ``'``): only a number precomet writes itself, passed as an
+    ``int`` or ``float``, is written as it is."""
+    if not isinstance(cell, str):  # a number precomet computed: never a formula
+        return str(cell)
+    return "'" + cell if cell.startswith(SPREADSHEET_TRIGGERS) else cell
 
 
 def _unescape(cell: str) -> str:

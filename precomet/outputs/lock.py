@@ -47,8 +47,13 @@ def folder_lock(folder: Path, *, what: str, remedy: str) -> Iterator[bool]:
     else:
         raise PrecometError(f"{what}: the folder keeps being removed while this run locks it; {remedy}")
     try:
-        os.ftruncate(handle, 0)
-        os.pwrite(handle, str(os.getpid()).encode(), 0)
+        try:
+            os.ftruncate(handle, 0)
+            os.pwrite(handle, str(os.getpid()).encode(), 0)
+        except OSError as err:  # a full disk: not even the holder's process number fits; the error names no file
+            raise PrecometError(
+                f"{what}: cannot write its lock file {path} ({err.strerror or err}); free space there, or give {remedy}"
+            ) from None
         yield made
     finally:
         path.unlink(missing_ok=True)

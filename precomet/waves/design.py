@@ -14,6 +14,8 @@ around its budget (standard deviation below √budget units).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from precomet.errors import PrecometError
@@ -60,3 +62,34 @@ def inclusion_probabilities(
 def poisson_draw(probabilities: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """Positions drawn, each independently with its probability (Poisson sampling)."""
     return np.flatnonzero(rng.random(len(probabilities)) < probabilities)
+
+
+def unit_probabilities(
+    scores: np.ndarray, sizes: np.ndarray, budget: float, *, floor: float = DEFAULT_FLOOR, top_k: bool = False
+) -> np.ndarray:
+    """The inclusion probability of every open unit of a wave: :func:`inclusion_probabilities`, or with ``top_k`` 1
+    for the highest-scoring units whose sizes fill the budget (at least one) and 0 for the others."""
+    if not top_k:
+        return inclusion_probabilities(scores, sizes, budget, floor=floor)
+    order = np.argsort(-np.asarray(scores, dtype=float), kind="stable")
+    take = order[: max(1, int(np.searchsorted(np.cumsum(np.asarray(sizes, dtype=float)[order]), budget, side="right")))]
+    probability = np.zeros(len(order))
+    probability[take] = 1.0
+    return probability
+
+
+@dataclass(frozen=True)
+class Design:
+    """What a wave's inclusion probabilities are computed from, recorded with the wave so that a manifest's
+    probabilities can be recomputed when it is read: the chooser's score and the size of every open unit (in the
+    wave size's kind), the wave's budget, the floor, and whether the wave took the top units."""
+
+    unit_score: np.ndarray
+    unit_size: np.ndarray
+    budget: float
+    floor: float = DEFAULT_FLOOR
+    top_k: bool = False
+
+    def probabilities(self) -> np.ndarray:
+        """The probabilities this design gives (:func:`unit_probabilities`)."""
+        return unit_probabilities(self.unit_score, self.unit_size, self.budget, floor=self.floor, top_k=self.top_k)

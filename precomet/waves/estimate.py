@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from precomet.waves.design import Design
 from precomet.waves.target import full_set_se
 
 
@@ -47,6 +48,7 @@ class Wave:
     predictor: np.ndarray
     chooser: str = "random"
     weighted: bool = True  # False: a deterministic top-k wave (no valid probabilities; estimates biased)
+    design: Design | None = None  # what unit_probability was computed from (None: a wave read back from a manifest)
 
     def unit_probabilities(self) -> np.ndarray:
         """``π`` of every unit number (0 for a unit that had no open cell)."""

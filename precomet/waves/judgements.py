@@ -43,19 +43,29 @@ class _Score:
 @dataclass(frozen=True)
 class JudgementReader:
     """One source of judgements: its name, the command's option, a help line, and the function that reads one file
-    into scored cells of the pool (``rows(path, pool)``). A file's repeated judgements of a cell (several
-    annotators) are averaged; a cell judged in two files is an error."""
+    into scored cells of the pool (``rows(path, pool, campaigns)``; ``campaigns``: the annotation tool's campaign ids
+    the campaign in waves wrote, ``None`` where none is known — a reader whose records name their campaign reads only
+    those). A file's repeated judgements of a cell (several annotators) are averaged; a cell judged in two files is an
+    error."""
 
     name: str
     flag: str
     help: str
-    rows: Callable[[Path, Campaign], list[_Score]]
+    rows: Callable[[Path, Campaign, frozenset[str] | None], list[_Score]]
 
 
-def read_judgements(sources: dict[str, list[Path]], pool: Campaign, systems: tuple[str, ...] | None) -> Judgements:
+def read_judgements(
+    sources: dict[str, list[Path]],
+    pool: Campaign,
+    systems: tuple[str, ...] | None,
+    *,
+    campaigns: frozenset[str] | None = None,
+) -> Judgements:
     """The human scores of the files in ``sources`` (reader name → files, :data:`JUDGEMENT_READERS`) on the pool's
     items. Items the pool does not hold, systems outside ``systems`` (when fixed), a source text that differs from
-    the pool's, and a cell judged in two files are errors naming the file."""
+    the pool's, and a cell judged in two files are errors naming the file. ``campaigns``: the annotation tool's
+    campaign ids this campaign wrote (:meth:`precomet.waves.live.Manifest.pearmut_campaigns`): an export's records of
+    other campaigns are left out and counted, an export with none of them refused."""
     unknown = sorted(set(sources) - set(JUDGEMENT_READERS))
     if unknown:
         raise PrecometError(f"unknown judgement reader {unknown[0]!r}; choose among {', '.join(JUDGEMENT_READERS)}")
@@ -64,7 +74,7 @@ def read_judgements(sources: dict[str, list[Path]], pool: Campaign, systems: tup
     for name, reader in JUDGEMENT_READERS.items():
         for path in sources.get(name, []):
             collected: dict[tuple[int, str], list[float]] = {}
-            for judgement in reader.rows(path, pool):
+            for judgement in reader.rows(path, pool, campaigns):
                 if systems is not None and judgement.system not in systems:
                     raise PrecometError(
                         f"{path}: system {judgement.system!r} is not one of the pool's ({', '.join(systems)})",
@@ -92,7 +102,7 @@ def read_judgements(sources: dict[str, list[Path]], pool: Campaign, systems: tup
     return Judgements(tuple(order), scores)
 
 
-def _canonical_rows(path: Path, pool: Campaign) -> list[_Score]:
+def _canonical_rows(path: Path, pool: Campaign, campaigns: frozenset[str] | None = None) -> list[_Score]:
     index = {str(i): k for k, i in enumerate(pool.ids)}
     from precomet.io import load
 
@@ -129,6 +139,22 @@ def _check_score(path: Path, item: Any, system: str, score: float) -> None:
         raise PrecometError(
             f"{path}: a system named {ALL_SYSTEMS!r}, which the waves manifest reads as every system: rename it"
         )
+    check_score_range(path, item, system, score)
+
+
+def check_human_scores(scores: np.ndarray, ids: Any, systems: Any, source: Any) -> None:
+    """The human scores (``N × S``, NaN = not judged) a replay reads, checked as a live call checks every judgement
+    (:func:`check_score_range`): the first cell out of range is an error naming ``source``, its item and system."""
+    matrix = np.asarray(scores, dtype=float)
+    bad = np.argwhere(~np.isnan(matrix) & ~(np.abs(matrix) <= MAX_SCORE))
+    if len(bad):
+        row, column = bad[0]
+        check_score_range(source, ids[row], systems[column], float(matrix[row, column]))
+
+
+def check_score_range(path: Any, item: Any, system: str, score: float) -> None:
+    """One human score as the waves' estimates can use it (finite, ``|score| <=`` :data:`MAX_SCORE`), or an error
+    naming the file (``path``), the item and the system: the one check of a live call's judgements and a replay's."""
     if not abs(score) <= MAX_SCORE:
         raise PrecometError(
             f"{path}: item {item!r}, system {system!r}: human score {score!r} is out of range (|score| <="
@@ -136,19 +162,21 @@ def _check_score(path: Path, item: Any, system: str, score: float) -> None:
         )
 
 
-def _pearmut_rows(path: Path, pool: Campaign) -> list[_Score]:
+def _pearmut_rows(path: Path, pool: Campaign, campaigns: frozenset[str] | None = None) -> list[_Score]:
+    """The judgements of a Pearmut export, only those of ``campaigns`` when known
+    (:func:`precomet.io.pearmut.read_pearmut_annotations`)."""
     from precomet.io.pearmut import read_pearmut_annotations
 
     index = {str(i): k for k, i in enumerate(pool.ids)}
     rows = []
-    for judgement in read_pearmut_annotations(path):
+    for judgement in read_pearmut_annotations(path, campaigns=campaigns):
         if judgement.item not in index:
             raise PrecometError(f"{path}: item {judgement.item!r} is not in the pool: annotations of another campaign?")
         rows.append(_Score(index[judgement.item], judgement.system, float(judgement.score)))
     return rows
 
 
-def _appraise_rows(path: Path, pool: Campaign) -> list[_Score]:
+def _appraise_rows(path: Path, pool: Campaign, campaigns: frozenset[str] | None = None) -> list[_Score]:
     """The scored cells of an Appraise export (``ExportSystemScoresToCSV``) of batches precomet wrote
     (:func:`precomet.io.batch.appraise_batches`): a row is matched to the pool by its ``documentID`` (``DOC#SYSTEM``)
     and ``itemID`` (a hash of the item id), so any copy of the pool reads it, in any order. Rows dropped are counted

@@ -3,7 +3,10 @@
 The manifest (a JSON file the command keeps beside the batches) records, for every wave and before its draw:
 the chooser, the inclusion probability of every open unit, every system's share of cells ``q``, the cells that
 were already judged, the predictor's per-system values, and the cells drawn. That is all the weighting of
-:mod:`precomet.waves.estimate` needs, so the estimates of a later call are the ones a replay computes.
+:mod:`precomet.waves.estimate` needs, so the estimates of a later call are the ones a replay computes. It also records
+each wave's design (:class:`~precomet.waves.design.Design`), from which every probability is recomputed when the
+manifest is read, and the Pearmut campaign id its ``--pearmut`` file was written under, so that only this campaign's
+annotations are read back. Calls on one manifest are serialised by :func:`campaign_lock`.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from precomet.campaign import Campaign
 from precomet.errors import PrecometError
 from precomet.metaeval.cluster_rules import split_clusters_wmt
 from precomet.waves.choosers import Chooser, make_chooser
+from precomet.waves.design import DEFAULT_FLOOR, Design
 from precomet.waves.estimate import Estimates, Predictor, Wave
 from precomet.waves.judgements import ALL_SYSTEMS, Judgements
 from precomet.waves.plan import LEVELS, sampling_units
@@ -33,33 +37,83 @@ from precomet.waves.stop import wave_level
 from precomet.waves.target import Target
 
 MANIFEST_VERSION = 2
+DESIGN = "design"
+"""A wave record's field: what its inclusion probabilities were computed from (:class:`Design`: every open unit's
+chooser score and size, the budget and the floor); reading the manifest recomputes them from it (absent in a manifest
+of precomet <= 0.20, whose probabilities are checked against the floor only)."""
+PROBABILITY_TOLERANCE = 1e-9
+"""Relative difference allowed between a recorded probability and the one its design gives (the bisection's own
+precision is 1e-12; a machine's summation order moves it less)."""
+PEARMUT_CAMPAIGN = "pearmut_campaign"
+"""A wave record's field: the Pearmut campaign id its ``--pearmut`` file was written under (absent without one)."""
+
+
+LOCK_SUFFIX = ".precomet-lock"
+"""A campaign's lock file is ``.<manifest name>.precomet-lock`` beside the manifest (by its real path)."""
+
+
+def manifest_lock_path(manifest: Path) -> Path:
+    """The lock file of the campaign whose manifest is ``manifest``: beside the manifest's real path (symbolic links
+    and ``..`` resolved), so every spelling of one manifest names one lock, whatever the pool file is called."""
+    real = Path(os.path.realpath(manifest))
+    return real.parent / f".{real.name}{LOCK_SUFFIX}"
 
 
 @contextlib.contextmanager
-def campaign_lock(pool_file: Path) -> Iterator[None]:
-    """Hold an exclusive ``flock`` on the pool's file for one live call — reading the manifest, drawing the next wave
-    and writing it: two calls on one campaign at once then run one after the other, and the second reads the wave
-    the first added, instead of both drawing a wave of the same number and the manifest keeping one of them (the
-    other's batch then judged for a wave it does not know). Only a regular file is locked (a folder may be where the
-    outputs are committed, under their own lock); without ``fcntl`` nothing is."""
+def campaign_lock(manifest: Path) -> Iterator[None]:
+    """Hold an exclusive ``flock`` on the campaign's lock file (:func:`manifest_lock_path`) for one live call —
+    reading the manifest, drawing the next wave and writing it: two calls on one manifest at once then run one after
+    the other, and the second reads the wave the first added, instead of both drawing a wave of the same number and
+    the manifest keeping one of them (the other's batch then judged for a wave it does not know). The manifest is
+    what two calls contend for, not the pool file: two copies of one pool are one campaign when they share a
+    manifest. The lock file is removed when the call ends (a waiting call then locks a new one). Without ``fcntl``,
+    or where the folder takes no lock file, nothing is locked (and the manifest's commit says why it cannot write)."""
     try:
         import fcntl
     except ImportError:  # pragma: no cover -- not on Linux/macOS
         yield
         return
-    try:
-        handle = os.open(pool_file, os.O_RDONLY) if Path(pool_file).is_file() else None
-    except OSError:  # unreadable: loading the pool says why
-        handle = None
-    if handle is None:
-        yield
-        return
-    try:
-        with contextlib.suppress(OSError):  # a file system without locks: unserialised, as the commits
+    path = manifest_lock_path(manifest)
+    made = None
+    if not path.parent.exists():  # a new folder for the manifest: made now, so that two first calls share a lock
+        with contextlib.suppress(OSError):
+            path.parent.mkdir(parents=True)
+            made = path.parent
+    handle = None
+    for _ in range(100):  # the holder before us removes the file as it ends: then lock the new one
+        try:
+            handle = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+        except OSError:
+            handle = None
+            break
+        try:
             fcntl.flock(handle, fcntl.LOCK_EX)
+        except OSError:  # a file system without locks: unserialised, as the commits
+            break
+        if _same_file(handle, path):
+            break
+        os.close(handle)
+        handle = None
+    try:
         yield
     finally:
-        os.close(handle)  # releases the lock
+        if handle is not None:
+            with contextlib.suppress(OSError):
+                path.unlink()
+            os.close(handle)  # releases the lock
+        if made is not None:
+            with contextlib.suppress(OSError):
+                made.rmdir()  # only when the call left it empty
+
+
+def _same_file(handle: int, path: Path) -> bool:
+    """Whether ``handle`` is still the file at ``path`` (not removed, nor replaced, since it was opened)."""
+    try:
+        now = path.stat()
+    except FileNotFoundError:
+        return False
+    opened = os.fstat(handle)
+    return (opened.st_dev, opened.st_ino) == (now.st_dev, now.st_ino)
 
 
 def pool_output_systems(pool: Campaign, source: Any = None) -> tuple[str, ...] | None:
@@ -139,6 +193,47 @@ def _check_cells(value: Any, field: str, index: dict[str, int], systems: tuple[s
             raise _Damaged(f"{field}[{item!r}]", f"names system {unknown[0]!r}, which the pool does not have")
 
 
+def _check_probabilities(k: int, record: dict[str, Any], opened: list[str], values: list[float], floor: float) -> None:
+    """Wave ``k``'s recorded probabilities against its design: recomputed from the recorded :class:`Design` (every
+    one must match), or — a wave recorded without one (precomet <= 0.20) — against the floor the design keeps every
+    probability above, ``min(1, floor × their mean)`` (``floor``: the campaign's)."""
+    where = f"waves[{k}]"
+    if DESIGN not in record:
+        if record["weighted"] and values:
+            least = min(1.0, floor * float(np.mean(values)))
+            for key, value in zip(opened, values):
+                if value < least * (1 - PROBABILITY_TOLERANCE):
+                    raise _Damaged(
+                        f"{where}.unit_probability",
+                        f"gives unit {key!r} (wave {k + 1}) probability {value!r}, below the design's floor"
+                        f" ({least:.6g} = {floor:g} × their mean)",
+                    )
+        return
+    design = _design_from_json(record[DESIGN], f"{where}.{DESIGN}", len(opened), top_k=not record["weighted"])
+    for key, value, expected in zip(opened, values, design.probabilities()):
+        if not math.isclose(value, expected, rel_tol=PROBABILITY_TOLERANCE, abs_tol=1e-15):
+            raise _Damaged(
+                f"{where}.unit_probability",
+                f"gives unit {key!r} (wave {k + 1}) inclusion probability {value!r}, which is not what the recorded"
+                f" design gives ({float(expected):.6g})",
+            )
+
+
+def _design_from_json(value: Any, field: str, n_units: int, *, top_k: bool) -> Design:
+    """A recorded :class:`Design` of ``n_units`` open units, or :class:`_Damaged` naming its field."""
+    if not isinstance(value, dict):
+        raise _Damaged(field, f"is {type(value).__name__}, not a design record (an object)")
+    columns = []
+    for name, low_open in (("unit_score", False), ("unit_size", True)):
+        column = value.get(name)
+        if not isinstance(column, list) or len(column) != n_units:
+            raise _Damaged(f"{field}.{name}", f"must be a list of {n_units} numbers, one per open unit")
+        columns.append([_number(x, f"{field}.{name}", low=0.0, high=math.inf, low_open=low_open) for x in column])
+    budget = _number(value.get("budget"), f"{field}.budget", low=0.0, high=math.inf, low_open=True)
+    floor = _number(value.get("floor"), f"{field}.floor", low=0.0, high=1.0, low_open=True)
+    return Design(np.array(columns[0]), np.array(columns[1]), budget, floor, top_k)
+
+
 def _check_wave(
     k: int,
     record: Any,
@@ -146,6 +241,7 @@ def _check_wave(
     keys: dict[str, int],
     units: np.ndarray,
     systems: tuple[str, ...] | None,
+    floor: float = DEFAULT_FLOOR,
 ) -> None:
     """Wave record ``k`` (0-based) as :func:`wave_record` writes it, or :class:`_Damaged` naming its field."""
     where = f"waves[{k}]"
@@ -185,7 +281,10 @@ def _check_wave(
                 raise _Damaged(
                     f"{where}.unit_probability", f"gives item {item!r}, which the wave drew, no chance of being drawn"
                 )
+    _check_probabilities(k, record, opened, values, floor)
     _number(record["look_level"], f"{where}.look_level", low=0.0, high=1.0, low_open=True, high_open=True)
+    if PEARMUT_CAMPAIGN in record and not isinstance(record[PEARMUT_CAMPAIGN], str):
+        raise _Damaged(f"{where}.{PEARMUT_CAMPAIGN}", f"is {record[PEARMUT_CAMPAIGN]!r}, not a campaign id")
     predictor = record["predictor"]
     if not isinstance(predictor, dict) or not isinstance(predictor.get("offsets"), dict):
         raise _Damaged(f"{where}.predictor", "is not an object with 'offsets' and 'slope'")
@@ -300,7 +399,7 @@ class Manifest:
         units = sampling_units(pool.doc, settings.level)
         keys = {key: u for u, key in enumerate(_unit_keys(pool, settings.level))}
         for k, record in enumerate(data["waves"]):
-            _check_wave(k, record, index, keys, units, systems)
+            _check_wave(k, record, index, keys, units, systems, settings.floor)
         return cls(data["pool_hash"], settings, planned, data["metric"], list(data["waves"]), path)
 
     def check_settings(self, *, target: Target, confidence: float, metric: str | None) -> None:
@@ -336,6 +435,26 @@ class Manifest:
             for names in record["known"].values():
                 named.update(names)
         return named - {ALL_SYSTEMS}
+
+    def pearmut_identity(self) -> dict[str, Any]:
+        """What a Pearmut campaign id's key hashes (:func:`precomet.io.pearmut.pearmut_campaign_id`): the pool and the
+        campaign's first wave as recorded, less the ids recorded after it was drawn (so every wave keeps the key)."""
+        first = {k: v for k, v in self.waves[0].items() if k != PEARMUT_CAMPAIGN} if self.waves else {}
+        return {"pool": self.pool_hash, "first_wave": first}
+
+    def pearmut_campaigns(self, pool_name: str) -> frozenset[str]:
+        """The Pearmut campaign ids of this campaign's waves: those recorded when ``--pearmut`` wrote them, and the
+        id each wave would have on the pool named ``pool_name`` (a manifest that records none: precomet <= 0.20)."""
+        from precomet.io.pearmut import pearmut_campaign_id
+
+        identity = self.pearmut_identity()
+        recorded = {record[PEARMUT_CAMPAIGN] for record in self.waves if PEARMUT_CAMPAIGN in record}
+        derived = {pearmut_campaign_id(pool_name, identity, int(record["number"])) for record in self.waves}
+        return frozenset(recorded | derived)
+
+    def with_pearmut_campaign(self, campaign_id: str) -> Manifest:
+        """The manifest with its last wave recording the Pearmut campaign id its file was written under."""
+        return replace(self, waves=[*self.waves[:-1], {**self.waves[-1], PEARMUT_CAMPAIGN: campaign_id}])
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -567,6 +686,16 @@ def wave_record(
         "drawn": _cells_to_json(wave.drawn, pool.ids, names),
         "look_level": look_level,
         "predictor": {"offsets": {s: float(f) for s, f in zip(systems, predictor.offsets)}, "slope": predictor.slope},
+        **({DESIGN: _design_to_json(wave.design)} if wave.design is not None else {}),
+    }
+
+
+def _design_to_json(design: Design) -> dict[str, Any]:
+    return {
+        "unit_score": [float(u) for u in design.unit_score],
+        "unit_size": [float(w) for w in design.unit_size],
+        "budget": float(design.budget),
+        "floor": float(design.floor),
     }
 
 

@@ -10,7 +10,7 @@ import numpy as np
 
 from precomet.costs import parse_duration
 from precomet.errors import PrecometError
-from precomet.waves.design import DEFAULT_FLOOR, inclusion_probabilities, poisson_draw
+from precomet.waves.design import DEFAULT_FLOOR, Design, poisson_draw
 from precomet.waves.estimate import Estimates, Wave, fit_predictor
 from precomet.waves.stop import Verdict
 
@@ -136,15 +136,9 @@ def draw_wave(
     open_items = open_cells.any(axis=1)
     unit_scores = np.bincount(units[open_items], weights=item_scores[open_items], minlength=int(units.max()) + 1)
     scores = unit_scores[open_units]
-    if top_k:
-        order = np.argsort(-scores, kind="stable")
-        take = order[: max(1, int(np.searchsorted(np.cumsum(sizes[order]), size.amount, side="right")))]
-        probability = np.zeros(len(open_units))
-        probability[take] = 1.0
-        picked = open_units[take]
-    else:
-        probability = inclusion_probabilities(scores, sizes, size.amount, floor=floor)
-        picked = open_units[poisson_draw(probability, rng)]
+    design = Design(scores, sizes, float(size.amount), float(floor), top_k)
+    probability = design.probabilities()
+    picked = open_units[probability == 1.0] if top_k else open_units[poisson_draw(probability, rng)]
     chosen_items = np.isin(units, picked)
     # systems are drawn once per unit (every item of a drawn document shows the same systems), as the variance
     # estimate of precomet.waves.estimate assumes
@@ -161,4 +155,5 @@ def draw_wave(
         predictor=predictor if predictor is not None else fit_predictor(judged, known).values(None, len(units)),
         chooser=chooser,
         weighted=not top_k,
+        design=design,
     )

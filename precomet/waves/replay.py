@@ -22,6 +22,7 @@ from precomet.metaeval.reference import Reference
 from precomet.progress import progress
 from precomet.waves.choosers import Chooser
 from precomet.waves.estimate import Wave
+from precomet.waves.judgements import check_human_scores
 from precomet.waves.plan import sampling_units
 from precomet.waves.step import PoolArrays, Step, WaveSettings, planned_looks, take_step
 
@@ -181,6 +182,7 @@ def replay(
         raise PrecometError(f"{campaign}: a replay needs every cell judged (items × systems without a NaN)")
     if truth.shape[1] < 2:
         raise PrecometError(f"{campaign}: a ranking needs at least two systems")
+    check_human_scores(truth, [f"#{i}" for i in range(len(truth))], [f"#{s}" for s in range(truth.shape[1])], campaign)
     if runs < 1:
         raise PrecometError(f"runs={runs!r}: expected at least one run", param="runs")
     doc = np.asarray(doc, dtype=object)

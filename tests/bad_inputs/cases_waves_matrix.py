@@ -60,6 +60,8 @@ HUGE = judged([("a", "one two", "A", 1e308), ("a", "one two", "B", 1.0), ("a", "
 PEARMUT_HUGE = json.dumps(
     [{"user_id": "u", "item_i": 0, "item": [{"item_id": "a"}], "annotation": [{"A": {"score": 1e308}}]}]
 )
+REPLAY_HUGE = judged([("a", "one two", "A", 1e300), ("a", "one two", "B", 1.0), ("b", "three", "A", 2.0),
+                      ("b", "three", "B", 3.0)])  # fmt: skip
 BAD_ROWS_ONLY = "ann1,A,1,BAD,eng,deu,50,a#A,False,[],1.0,2.0\n"
 ONE_SYSTEM = jsonl([{"id": f"x{i}", "src": f"source {i}", "tgt": {"A": "a"}} for i in range(4)])
 STAR = jsonl([{"id": f"x{i}", "src": f"source {i}", "tgt": {"*": "a", "B": "b"}} for i in range(4)])
@@ -96,6 +98,22 @@ CASES = {
     ),
     "waves-matrix-manifest-no-chance-for-a-drawn-item": manifest_case(
         lambda m: wave(m).update(unit_probability=[0.0] * len(wave(m)["unit_probability"])), "no chance"
+    ),
+    # issue 61: a probability edited to a value the recorded design does not give (silently reweighted the means)
+    "waves-matrix-manifest-probability-edited-tiny": manifest_case(
+        lambda m: wave(m)["unit_probability"].__setitem__(0, 1e-9), "waves[0].unit_probability", "recorded design"
+    ),
+    "waves-matrix-manifest-probability-edited-up": manifest_case(
+        lambda m: wave(m)["unit_probability"].__setitem__(0, 0.9), "waves[0].unit_probability", "recorded design"
+    ),
+    "waves-matrix-manifest-design-budget-edited": manifest_case(
+        lambda m: wave(m)["design"].update(budget=1.0), "waves[0].unit_probability", "recorded design"
+    ),
+    "waves-matrix-manifest-design-scores-short": manifest_case(
+        lambda m: wave(m)["design"].update(unit_score=[1.0]), "waves[0].design.unit_score", "one per open unit"
+    ),
+    "waves-matrix-replay-score-overflows": Case(
+        R.split(), {"items.jsonl": REPLAY_HUGE}, ("items.jsonl", "'a'", "'A'", "out of range")
     ),
     "waves-matrix-manifest-probabilities-short": manifest_case(
         lambda m: wave(m).update(unit_probability=wave(m)["unit_probability"][:1]), "one per open unit"

@@ -526,13 +526,17 @@ def test_two_waves_and_two_campaigns_of_one_pool_side_by_side_on_one_server(pinn
     a2 = Annotator(server, ids["a2"])
     a2.run_all()
     assert not set(a1.truth) & set(a2.truth)
-    export = server.download(tmp_path / "a.json", ids["a1"], ids["a2"])  # both waves of campaign a in one download
+    # both waves of campaign a in one download, with campaign b's wave beside them (the same pool's items): b's
+    # records are left out, and the next step is the one of a's judgements alone
+    export = server.download(tmp_path / "a.json", ids["a1"], ids["a2"], ids["b1"])
     a2.truth.update(a1.truth)
     canonical = a2.canonical(tmp_path / "a-canonical.jsonl", _sources(pool))
     report = assert_same_next_step(tmp_path, pool, manifests["a"], [export], canonical)
     assert report["judged_cells"] == len(a2.truth)
     export_b = server.download(tmp_path / "b.json", ids["b1"])
     assert {key for key in json.loads(export_b.read_text())} == {ids["b1"]}
+    argv = ["waves", "--data", str(pool), "--size", "12", "--chooser", "random", "--manifest", str(manifests["a"])]
+    assert main([*argv, "--pearmut-annotations", str(export_b)]) == 2  # only the other campaign's: refused
 
 
 @pytest.mark.slow

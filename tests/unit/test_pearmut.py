@@ -597,7 +597,7 @@ def test_dynamic_assignment_refused_where_the_systems_differ_says_why(tmp_path: 
     outcome = SimpleNamespace(
         wave=SimpleNamespace(drawn=drawn, number=2),
         systems=("A", "B"),
-        manifest=SimpleNamespace(pool_hash="h", waves=[{"number": 1}]),
+        manifest=SimpleNamespace(pearmut_identity=lambda: {"pool": "h", "first_wave": {"number": 1}}),
     )
     args = argparse.Namespace(
         pearmut=tmp_path / "p.json",

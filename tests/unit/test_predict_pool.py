@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import logging
@@ -512,3 +513,53 @@ def test_a_pool_read_in_chunks_warns_once_about_truncated_sources_with_the_total
         predict_in_chunks(estimator, sources, chunk_size=3)
     truncated = [r.getMessage() for r in caplog.records if "were truncated" in r.getMessage()]
     assert truncated == ["4 of 10 sources are longer than max_length=64 tokens and were truncated"]
+
+
+# ---------------------------------------------------------------------------------------------- issue 61
+@pytest.mark.slow  # a child process interrupted twice: ~5 s
+def test_a_second_ctrl_c_after_the_first_was_reported_still_exits_130(checkpoint, tmp_path):
+    """The second Ctrl-C, 0.3 s after the first, landed in the interpreter's teardown (after the first had printed its
+    line) and killed the process by SIGINT (exit -2); nothing was half-written then, and nothing is now."""
+    path = _inputs(tmp_path)["text"]
+    out, resume = tmp_path / "scores.jsonl", tmp_path / "resume"
+    slow = (  # each chunk takes 0.3 s more; the real entry point, as the installed `precomet` runs it
+        "import sys, time; import precomet.estimator.pool as p; real = p.predict_sources;"
+        "p.predict_sources = lambda *a, **k: (time.sleep(0.3), real(*a, **k))[1];"
+        "import precomet.__main__ as entry; entry.run()"
+    )
+    env = {**os.environ, "PYTHONPATH": str(REPO), "PRECOMET_PROGRESS": "0"}
+    args = _cli(checkpoint, path, out, "--chunk-size", "6", "--batch-size", "4", "--resume-dir", str(resume))
+    child = subprocess.Popen([sys.executable, "-c", slow, *args], env=env, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 120
+    while len(list(resume.glob("*.npz"))) < 2 and time.monotonic() < deadline and child.poll() is None:
+        time.sleep(0.02)
+    child.send_signal(signal.SIGINT)
+    time.sleep(0.3)
+    child.send_signal(signal.SIGINT)
+    _, err = child.communicate(timeout=60)
+    assert child.returncode == 130, err.decode()
+    assert b"interrupted; no output was written" in err and not out.exists()
+    assert main(args) == 0 and len(out.read_text().splitlines()) == 61  # the kept chunks resume
+
+
+def _full_disk(*args, **kwargs):
+    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))  # as a write reports it: no file name
+
+
+@pytest.mark.parametrize("where", ["chunk", "lock"])
+def test_a_full_disk_under_the_resume_folder_names_the_folder(checkpoint, tmp_path, monkeypatch, capsys, where):
+    """``predict --resume-dir`` on a full disk said only "No space left on device": a chunk file, or the few bytes
+    of the folder's lock, that do not fit now name the folder (and the file)."""
+    import precomet.outputs.lock as lock_module
+
+    if where == "chunk":
+        monkeypatch.setattr(pool_module.np, "savez", _full_disk)
+    else:
+        monkeypatch.setattr(lock_module.os, "pwrite", _full_disk)
+    path = _inputs(tmp_path)["text"]
+    out, resume = tmp_path / "scores.jsonl", tmp_path / "resume"
+    options = ["--chunk-size", "20", "--resume-dir", str(resume), "--no-cache"]  # the encoder cache: its own message
+    assert main(_cli(checkpoint, path, out, *options)) == 2
+    err = capsys.readouterr().err
+    assert f"--resume-dir {resume}" in err and "No space left on device" in err and not out.exists()
+    assert ("cannot keep the chunk" if where == "chunk" else f"cannot write its lock file {resume}") in err

@@ -679,3 +679,28 @@ def test_retired_options_are_found_for_their_command_only():
     ]
     assert retired_options(["waves", "--target", "0.9"]) == []  # waves' own --target
     assert retired_options(["select", "--", "--scores"]) == []
+
+
+@pytest.mark.parametrize("abbreviation", ["--scor", "--scor=u.jsonl", "--sco"])
+def test_an_abbreviation_of_a_retired_option_is_refused_by_name(tmp_path, capsys, abbreviation):
+    """Issue 61: ``select --scor FILE`` (argparse takes abbreviations) said "one of --method --utility-file
+    --checkpoint is required" and never named ``--scor``."""
+    out = tmp_path / "subset.jsonl"
+    argv = ["select", "--data", "pool.jsonl", *abbreviation.split("="), "--budget", "2", "-o", str(out)]
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv if "=" not in abbreviation else [*argv[:3], abbreviation, *argv[5:]])
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2 and not out.exists()
+    name = abbreviation.partition("=")[0]
+    assert f"{name} (short for --scores, retired) was renamed --utility-file in precomet 0.18.0" in err
+    assert "use --utility-file" in err and "is required" not in err
+
+
+def test_an_abbreviation_of_a_retired_and_a_current_option_asks_for_the_full_name(capsys):
+    """``benchmark --scor``: once ``--scores`` (retired) or ``--score``; argparse alone would read it as ``--score``."""
+    with pytest.raises(SystemExit) as exit_info:
+        main(["benchmark", "--data", "pool.jsonl", "--scor", "human"])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert "--scor (short for --scores, retired) was renamed --utility-file" in err
+    assert "for --score write the option in full" in err

@@ -71,9 +71,10 @@ def test_csv_and_tsv_batches_round_trip_tricky_texts(tmp_path, name, delimiter):
 
 
 def test_spreadsheet_cell_escapes_formulas_and_unescapes_exactly():
-    texts = ["=1+1", "+cmd", "-x", "@SUM(A1)", "\tTab", "\rCR", "'quoted", "''", "'=", "'", "-0.5", "+3", "1e5", "a=b"]
+    texts = ["=1+1", "+cmd", "-x", "@SUM(A1)", "\tTab", "\rCR", "'quoted", "''", "-0.5", "+3", "'=", "'", "1e5", "a=b"]
     escaped = [spreadsheet_cell(text) for text in texts]
-    assert escaped[:8] == ["'" + text for text in texts[:8]] and escaped[-4:] == texts[-4:]
+    assert escaped[:10] == ["'" + text for text in texts[:10]] and escaped[-2:] == texts[-2:]
+    assert escaped[10:12] == ["''=", "''"]
     buffer = io.StringIO(newline="")
     csv.writer(buffer, lineterminator="\r\n").writerow(escaped)
     assert [row for _, row in csv_rows("t.csv", buffer.getvalue(), unescape=True)] == [texts]
@@ -366,3 +367,42 @@ def test_campaign_languages_are_appraises_three_letter_codes():
     assert campaign_languages("mt-metrics-eval-v2:wmt24/en-ja") == ("eng", "jpn")
     assert campaign_languages("wmt23/en-liv") == ("eng", "liv")
     assert campaign_languages("campaign") == ("und", "und")
+
+
+NUMBER_LIKE = ["-inf", "-nan", "-1_000", "+Infinity"]
+"""Texts Python's ``float()`` reads as numbers: a spreadsheet still runs them as formulas (issue 61)."""
+
+
+def test_the_escape_decides_by_the_first_character_and_only_precomets_own_numbers_pass():
+    assert [spreadsheet_cell(text) for text in NUMBER_LIKE] == ["'" + text for text in NUMBER_LIKE]
+    assert spreadsheet_cell(-0.5) == "-0.5" and spreadsheet_cell(-3) == "-3"  # numbers precomet computed
+
+
+@pytest.mark.parametrize("name, delimiter", [("batch.csv", ","), ("batch.tsv", "\t")])
+def test_select_batch_escapes_texts_that_read_as_numbers(tmp_path, name, delimiter):
+    data = tmp_path / "items.jsonl"
+    data.write_text("".join(json.dumps({"id": text, "src": text}) + "\n" for text in NUMBER_LIKE), encoding="utf-8")
+    batch = tmp_path / name
+    argv = ["select", "--data", str(data), "--method", "random", "--budget", "4", "-o", str(tmp_path / "s.jsonl")]
+    assert main([*argv, "--batch", str(batch)]) == 0
+    with open(batch, encoding="utf-8", newline="") as handle:
+        header, *rows = list(csv.reader(handle, delimiter=delimiter))
+    cells = {row[header.index("src")] for row in rows} | {row[header.index("id")] for row in rows}
+    assert cells == {"'" + text for text in NUMBER_LIKE}
+    back = csv_rows(batch, batch.read_text(encoding="utf-8"), delimiter=delimiter, unescape=True)
+    assert {row[header.index("src")] for _, row in back[1:]} == set(NUMBER_LIKE)  # the exact texts again
+
+
+@pytest.mark.parametrize("name, delimiter", [("w.csv", ","), ("w.tsv", "\t")])
+def test_waves_batch_escapes_texts_that_read_as_numbers(tmp_path, name, delimiter):
+    sources = tmp_path / "sources.txt"
+    lines = NUMBER_LIKE + [f"{NUMBER_LIKE[i % 4]} {i}" for i in range(4, 40)]
+    sources.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    batch = tmp_path / name
+    assert main(["waves", "--data", str(sources), "--size", "40", "--batch", str(batch)]) == 0
+    with open(batch, encoding="utf-8", newline="") as handle:
+        rows = list(csv.DictReader(handle, delimiter=delimiter))
+    texts = {row["src"] for row in rows}
+    assert {"'" + text for text in NUMBER_LIKE} <= texts and not set(NUMBER_LIKE) & texts
+    back = csv_rows(batch, batch.read_text(encoding="utf-8"), delimiter=delimiter, unescape=True)
+    assert set(NUMBER_LIKE) <= {row[3] for _, row in back[1:]}

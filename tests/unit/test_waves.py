@@ -462,7 +462,8 @@ def test_a_wave_that_drew_no_cell_knows_nothing_and_the_campaign_goes_on(tmp_pat
 def test_annotations_exported_by_pearmut_are_not_reported_missing(tmp_path, capsys):
     pool = _outputs_pool(tmp_path / "pool.jsonl", 30)
     argv = ["waves", "--data", str(pool), "--size", "6", "--chooser", "random", "--manifest", str(tmp_path / "m.json")]
-    assert main([*argv, "--batch", str(tmp_path / "w1.jsonl")]) == 0
+    assert main([*argv, "--batch", str(tmp_path / "w1.jsonl"), "--pearmut", str(tmp_path / "w1.pearmut.json")]) == 0
+    campaign_id = json.loads((tmp_path / "w1.pearmut.json").read_text())["campaign_id"]
     cells = [json.loads(line) for line in (tmp_path / "w1.jsonl").read_text().splitlines()]
     items: dict[str, dict] = {}
     for k, cell in enumerate(cells):
@@ -472,7 +473,7 @@ def test_annotations_exported_by_pearmut_are_not_reported_missing(tmp_path, caps
         for k, (item, annotation) in enumerate(items.items())
     ]
     export = tmp_path / "p.json"
-    export.write_text(json.dumps({"camp": records}))
+    export.write_text(json.dumps({campaign_id: records}))
     capsys.readouterr()
     report = tmp_path / "r.json"
     assert (
@@ -512,38 +513,51 @@ def test_judgements_of_some_systems_only_are_not_reported_as_no_judgements(tmp_p
     assert "no judgements yet" not in out and "some systems have no judgement" in out
 
 
-def test_two_calls_on_one_campaign_at_once_run_one_after_the_other(tmp_path):
-    """A call holds the campaign's lock (on the pool file) while it reads the manifest, draws and writes: a second
-    call waits, then reads the first's wave (unanswered: it draws none), instead of drawing another wave 1 whose batch
-    the manifest would not know."""
-    import fcntl
-    import os
+def test_two_calls_on_one_manifest_at_once_run_one_after_the_other_whatever_the_pool_file_is_called(tmp_path):
+    """A call holds the campaign's lock (on its manifest, by the manifest's real path) while it reads the manifest,
+    draws and writes: a second call waits, then reads the first's wave (unanswered: it draws none), instead of drawing
+    another wave 1 whose batch the manifest would not know. The lock was on the pool file: two identical copies of the
+    pool with one manifest both drew a wave 1, and the manifest kept one (issue 61)."""
     import shutil
     import threading
+
+    from precomet.waves.live import campaign_lock, manifest_lock_path
 
     first = tmp_path / "first"
     first.mkdir()
     _outputs_pool(first / "pool.jsonl", 30)  # the same pool: the first call's wave, made beforehand
     assert main(["waves", "--data", str(first / "pool.jsonl"), "--size", "6", "--chooser", "random", "--seed", "1",
                  "--manifest", str(first / "m.json"), "--batch", str(first / "a.jsonl")]) == 0  # fmt: skip
-    pool = _outputs_pool(tmp_path / "pool.jsonl", 30)
-    handle = os.open(pool, os.O_RDONLY)
-    fcntl.flock(handle, fcntl.LOCK_EX)  # the first call, still running
+    _outputs_pool(tmp_path / "pool.jsonl", 30)
+    copy = tmp_path / "copy-of-the-pool.jsonl"  # the second terminal's copy of the same pool
+    shutil.copy(tmp_path / "pool.jsonl", copy)
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path, target_is_directory=True)
+    spelled = tmp_path / "sub" / ".." / "link" / "m.json"  # the first call's spelling of the same manifest
+    assert manifest_lock_path(spelled) == manifest_lock_path(tmp_path / "m.json")
     statuses = []
-    argv = ["waves", "--data", str(pool), "--size", "6", "--chooser", "random", "--seed", "2",
+    argv = ["waves", "--data", str(copy), "--size", "6", "--chooser", "random", "--seed", "2",
             "--manifest", str(tmp_path / "m.json"), "--batch", str(tmp_path / "b.jsonl")]  # fmt: skip
     second = threading.Thread(target=lambda: statuses.append(main(argv)))
-    second.start()
-    try:
+    with campaign_lock(spelled):  # the first call, on pool.jsonl, still running
+        second.start()
         second.join(timeout=1.5)
         assert second.is_alive() and not (tmp_path / "m.json").exists()  # waiting for the first call
-        shutil.copy(first / "m.json", tmp_path / "m.json")  # the first call commits its wave 1 ...
-    finally:
-        os.close(handle)  # ... and ends
+        shutil.copy(first / "m.json", tmp_path / "m.json")  # the first call commits its wave 1 ... and ends
     second.join(timeout=60)
     assert statuses == [0]
     assert (tmp_path / "m.json").read_bytes() == (first / "m.json").read_bytes()  # wave 1 kept, no other drawn
     assert not (tmp_path / "b.jsonl").exists()
+    assert not manifest_lock_path(tmp_path / "m.json").exists()  # the lock file goes with the call
+
+
+def test_a_manifest_in_a_new_folder_is_locked_and_the_folder_kept_only_when_written(tmp_path):
+    from precomet.waves.live import campaign_lock, manifest_lock_path
+
+    manifest = tmp_path / "new" / "deeper" / "m.json"
+    with campaign_lock(manifest):
+        assert manifest_lock_path(manifest).exists()
+    assert not (tmp_path / "new" / "deeper").exists()
 
 
 def test_a_csv_batch_of_cells_is_spreadsheet_safe(tmp_path):
