@@ -570,7 +570,7 @@ def _cases() -> list[Case]:
         says=("/dev/null",))  # fmt: skip
     add("manifest-new-folder", "manifest", f"{LS.replace('m.json', 'new/sub/m.json')} --batch w.jsonl", pool,
         expect="ok", check=exists("new/sub/m.json", "w.jsonl"))  # fmt: skip
-    add("manifest-same-as-batch", "manifest", f"{LS} --batch m.json", pool, says=("m.json",))
+    add("manifest-same-as-batch", "manifest", f"{LS} --batch m.json --batch-format appraise", pool, says=("m.json",))
     add("manifest-same-as-report", "manifest", f"{LS} --batch w.jsonl --report m.json", pool, says=("m.json",))
     add("manifest-ok-answered", "manifest", mx, answered, expect="ok",
         check=all_of(new_wave(), lambda d, r: means_close(first_wave_means(d))(d, r)))  # fmt: skip

@@ -147,7 +147,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         choices=BUDGET_UNITS,
         help="what --props are shares of: the items (default) or the total annotation cost (ILP knapsack)",
     )
-    add_cost_arguments(parser)
+    add_cost_arguments(parser, outputs=False)  # a benchmark judges every system of a scored campaign
     parser.add_argument("--balance", choices=["domain"], help="equal share of the budget per domain")
     parser.add_argument(
         "--level", choices=["item", "doc"], default="item", help="select whole documents with --level doc"
@@ -254,11 +254,6 @@ def run(args: argparse.Namespace) -> int:
         _check_crowd_options(args)
     if args.selector != "top" and (not args.utility_file or args.crowd is not None):
         raise PrecometError(f"--selector {args.selector} applies to --utility-file rankings (and not to --crowd)")
-    if args.outputs_per_item is not None:
-        raise PrecometError(
-            "--outputs-per-item is for sources whose outputs do not exist yet; a benchmark judges every system of a"
-            " scored campaign"
-        )
     campaign = load_campaign(args)
     require_outputs(
         campaign, args, what="benchmark", needs="systems with human scores", instead="benchmark a scored campaign"

@@ -177,13 +177,13 @@ def require_method_data(campaign: Campaign, args: argparse.Namespace, method: st
         )
 
 
-def add_cost_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--cost-per``, ``--outputs-per-item`` (:func:`add_cost_unit_arguments`), ``--cost-from-times PATH`` (with
-    ``--untimed``) and ``--cost-objective NAME`` (what a cost-aware knapsack maximises)."""
+def add_cost_arguments(parser: argparse.ArgumentParser, *, outputs: bool = True) -> None:
+    """``--cost-per``, with ``outputs`` ``--outputs-per-item`` (:func:`add_cost_unit_arguments`), ``--cost-from-times
+    PATH`` (with ``--untimed``) and ``--cost-objective NAME`` (what a cost-aware knapsack maximises)."""
     from precomet.io.annotation_times import UNTIMED
     from precomet.selection.objective import COST_OBJECTIVES, DEFAULT_COST_OBJECTIVE
 
-    group = add_cost_unit_arguments(parser)
+    group = add_cost_unit_arguments(parser, outputs=outputs)
     group.add_argument(
         "--cost-from-times",
         metavar="PATH",
@@ -241,6 +241,11 @@ def apply_cost_unit(args: argparse.Namespace, campaign: Campaign) -> Campaign:
         raise PrecometError(
             f"--cost-per item: {args.data} gives no cost field of its own ({cost_source(campaign)}); --cost-per"
             " describes an input's cost field"
+        )
+    if not campaign.systems and not hasattr(args, "outputs_per_item"):  # a command that counts its judged cells
+        raise PrecometError(
+            f"--cost-per item: {args.data} has no system outputs to share each item's cost among; give the cost of"
+            " one output (the default, --cost-per output)"
         )
     return per_output_cost(campaign, getattr(args, "outputs_per_item", None))
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 
 import numpy as np
 
@@ -290,7 +291,21 @@ def run(args: argparse.Namespace) -> int:
             else f"{args.batch_order} order"
         )
         print(f"annotation batch ({layout}{_batch_contents(campaign)}; {order}) -> {args.batch}")
+        if kind == "appraise":
+            print(_control_time(args.batch, campaign, selection.indices))
     return 0
+
+
+def _control_time(batch: str, campaign: Campaign, chosen: np.ndarray) -> str:
+    """The quality-control judgements an Appraise batch adds, outside the budget, at the chosen outputs' mean
+    seconds per judgement."""
+    tasks = json.loads(Path(batch).read_text(encoding="utf-8"))
+    controls = sum(item.get("itemType") == "BAD" for task in tasks for item in task["items"])
+    each = float(np.mean(campaign.cost[chosen]))
+    return (
+        f"  + {controls:,} quality-control judgements (BAD items), ≈ {format_duration(controls * each)} more annotator"
+        f" time at {each:,.0f} s each, outside the budget"
+    )
 
 
 def _item_seconds(args: argparse.Namespace, campaign: Campaign, *, needed: bool) -> np.ndarray:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from functools import partial
 from pathlib import Path
@@ -267,6 +268,9 @@ def run(args: argparse.Namespace) -> int:
 
     if args.manifest is None or is_stdout(args.manifest):  # no campaign to contend for (the latter is refused)
         return _live(args)
+    # one path for the lock, the read and the write: sub/../m.json with no sub/ is m.json to the lock (resolved as
+    # text) but missing to the kernel, which would draw wave 1 again over m.json's waves
+    args.manifest = Path(os.path.realpath(args.manifest))
     with campaign_lock(args.manifest):  # the manifest (by its real path) is the campaign, whatever --data is called
         return _live(args)
 
@@ -317,6 +321,7 @@ def _live_request(args: argparse.Namespace):
     if (manifest.level if manifest else args.level) == "doc":
         require_documents(pool)
     files = _judgement_files(args)
+    settings = _timed_only_with_outputs(args, _settings(args, len(pool), manifest), pool_systems)
     return LiveRequest(
         pool=pool,
         pool_systems=pool_systems,
@@ -324,13 +329,24 @@ def _live_request(args: argparse.Namespace):
         judgements=read_judgements(
             files, pool, pool_systems, campaigns=manifest.pearmut_campaigns(pool.name) if manifest else None
         ),
-        settings=_settings(args, len(pool), manifest),
+        settings=settings,
         chooser=partial(_chooser, args, pool),
         seed=args.seed,
         metric=args.metric,
         answered=any(files.values()),
         asked_size=args.size,
     )
+
+
+def _timed_only_with_outputs(args: argparse.Namespace, settings, pool_systems):
+    """A wave size in time needs the outputs it judges: a pool of sources alone knows no annotator time."""
+    if settings.size.kind == "seconds" and not pool_systems:
+        raise PrecometError(
+            f"--size {settings.size.text}: {args.data} holds sources without system outputs, so a wave's annotator"
+            " time (its judged cells x seconds per judgement of one output) is unknown; give the size in items"
+            " (5%, 200)"
+        )
+    return settings
 
 
 def _settings(args: argparse.Namespace, n_items: int, manifest=None):
@@ -472,13 +488,20 @@ def _check_pearmut_options(args: argparse.Namespace) -> None:
 
 
 def _pearmut_documents(args: argparse.Namespace):
-    """The tutorial and attention-check documents the options name (``None`` where not given)."""
+    """The tutorial and attention-check documents the options name (``None`` where not given); a file that cannot
+    be read names its option."""
     from precomet.io.pearmut import read_pearmut_documents
 
-    return (
-        read_pearmut_documents(args.pearmut_tutorial) if args.pearmut_tutorial else None,
-        read_pearmut_documents(args.pearmut_attention, attention=True) if args.pearmut_attention else None,
-    )
+    documents = []
+    for flag, path, attention in (
+        ("--pearmut-tutorial", args.pearmut_tutorial, False),
+        ("--pearmut-attention", args.pearmut_attention, True),
+    ):
+        try:
+            documents.append(read_pearmut_documents(path, attention=attention) if path else None)
+        except PrecometError as err:
+            raise PrecometError(f"{flag} {err.spelled()}") from None
+    return tuple(documents)
 
 
 def _write_pearmut(out, args: argparse.Namespace, pool, outcome) -> str | None:
@@ -703,7 +726,8 @@ def _print_replay(name: str, s: dict, settings) -> None:
         f" campaign): realised agreement mean {s['agreement_mean']:.3f}, {s['reached_target']:.0%} of runs reach"
         f" {share}; over all pairs {s['plain_agreement_mean']:.3f}; SPA {s['spa_mean']:.3f}, clusters"
         f" {s['clusters_mean']:.1f} on the items judged for every system; annotator time median"
-        f" {s['hours']['median']:.1f} h (judged cells × seconds per judgement of one output)"
+        f" {s['hours']['median']:.1f} h for a median {s['judgements']['median']:,.0f} judgements (each at its item's"
+        " seconds per judgement of one output)"
         + (
             f"; fewer cells than random waves: p = {s['p_fewer_cells_than_random']:.2g} (paired by run)"
             if "p_fewer_cells_than_random" in s

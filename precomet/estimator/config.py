@@ -152,7 +152,7 @@ read as registered (``model.pooling: encoder``, frozen) keeps its own limits."""
 MACHINE_LOCAL = {"data.cache_dir"}
 """Where this machine keeps things: never recorded in a checkpoint."""
 RETIRED_KEYS = {"model.encoder": "model.backbone", "model.freeze_encoder": "model.fine_tune"}
-"""Keys of 0.18 and earlier, renamed in 0.19.0 and read (with a warning) until 0.20.0; since then refused with the
+"""Keys of 0.18 and earlier, renamed in 0.19.0 and read (with a warning) until 0.20.0; since 0.20.1 refused with the
 new spelling (:func:`_refuse_retired`), never translated: in 0.18 ``model.encoder: X`` meant ``model.backbone: X``
 mean pooled and fine-tuned, and ``model.freeze_encoder: B`` meant ``model.fine_tune: not B``, and read beside the
 0.19 keys either would change what those say."""
@@ -245,7 +245,7 @@ def _refuse_retired(update: dict[str, Any], *, where: str) -> dict[str, Any]:
             spelled = f"{new}: {value}" if isinstance(value, str) and value else new
             meant = " (0.18 also mean pooled and fine-tuned it: model.pooling: mean, model.fine_tune: true)"
         raise PrecometError(
-            f"{where}: {dotted} was renamed {new} in precomet 0.19.0 and is no longer read since 0.20.0; write"
+            f"{where}: {dotted} was renamed {new} in precomet 0.19.0 and is no longer read since 0.20.1; write"
             f' {spelled}{meant} (docs/estimator.md, "Configuration")'
         )
     return update

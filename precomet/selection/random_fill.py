@@ -15,6 +15,7 @@ from typing import cast
 import numpy as np
 
 from precomet.campaign import Campaign
+from precomet.costs import item_seconds
 from precomet.selection.units import budget_items, build_units, check_budget_unit
 
 
@@ -64,9 +65,10 @@ def make_random_selector(
     campaign: Campaign, *, budget_unit: str, balance: str | None, level: str
 ) -> Callable[[np.ndarray, float], np.ndarray]:
     """``select(random_values, prop) -> positions`` with the same budget as the benchmark's selector: ``prop`` of
-    the total cost (``budget_unit="cost"``) or ``floor(prop · N)`` items (``"items"``)."""
+    the total annotator time (``budget_unit="cost"``: every output of an item judged,
+    :func:`precomet.costs.item_seconds`) or ``floor(prop · N)`` items (``"items"``)."""
     by_cost = check_budget_unit(budget_unit)
-    weight = campaign.cost if by_cost else np.ones(len(campaign))
+    weight = item_seconds(campaign) if by_cost else np.ones(len(campaign))
     total = float(weight.sum())
 
     def select(values: np.ndarray, prop: float) -> np.ndarray:

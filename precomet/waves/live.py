@@ -15,6 +15,7 @@ import contextlib
 import json
 import math
 import os
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -25,13 +26,14 @@ import numpy as np
 
 from precomet import __version__
 from precomet.campaign import Campaign
+from precomet.costs import format_duration
 from precomet.errors import PrecometError
 from precomet.metaeval.cluster_rules import split_clusters_wmt
 from precomet.waves.choosers import Chooser, make_chooser
 from precomet.waves.design import DEFAULT_FLOOR, Design
 from precomet.waves.estimate import Estimates, Predictor, Wave
 from precomet.waves.judgements import ALL_SYSTEMS, Judgements
-from precomet.waves.plan import LEVELS, sampling_units
+from precomet.waves.plan import LEVELS, WaveSize, sampling_units
 from precomet.waves.step import PoolArrays, Step, WaveSettings, items_needed, planned_looks, take_step
 from precomet.waves.stop import wave_level
 from precomet.waves.target import Target
@@ -293,6 +295,35 @@ def _check_wave(
     _number(predictor.get("slope"), f"{where}.predictor.slope", low=-math.inf, high=math.inf)
 
 
+def _size_in_this_unit(
+    data: dict[str, Any], settings: WaveSettings, systems: tuple[str, ...] | None, path: Path
+) -> tuple[WaveSettings, tuple[str, ...]]:
+    """A wave size in time written by precomet < 0.20, which charged an item's cost once for all its systems, as
+    the same waves in annotator time (every judged cell at its item's seconds per output): the amount times the
+    systems. The campaign keeps its waves; the manifest is written back in the new unit."""
+    written = str(data.get("precomet", "0"))
+    if settings.size.kind != "seconds" or _version(written) >= (0, 20):
+        return settings, ()
+    if not systems:
+        raise PrecometError(
+            f"{path}: written by precomet {written}, whose wave size {settings.size.text} counted an item's time once"
+            " for all its systems; this pool names no systems, so the size cannot be restated in annotator time:"
+            " continue the campaign with the precomet that wrote it"
+        )
+    seconds = settings.size.amount * len(systems)
+    size = WaveSize("seconds", seconds, f"{seconds:g}s")
+    note = (
+        f"the manifest was written by precomet {written}, whose --size {settings.size.text} counted an item's time"
+        f" once for its {len(systems)} systems: the same waves are {format_duration(seconds)} of annotator time"
+        f" (every judgement counted), kept as --size {size.text}"
+    )
+    return replace(settings, size=size), (note,)
+
+
+def _version(text: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in re.findall(r"\d+", text)[:2]) or (0,)
+
+
 def _settings(data: dict[str, Any], n_items: int) -> WaveSettings:
     """The campaign's settings: version 2 stores them whole; version 1 (precomet 0.16–0.19) stored the level, size,
     target share and confidence, and ran the all-pairs target, which it keeps."""
@@ -343,6 +374,7 @@ class Manifest:
     metric: str | None
     waves: list[dict[str, Any]]
     path: Path | None = None  # the file it was read from (named by the errors of :meth:`rebuild`)
+    notes: tuple[str, ...] = ()  # what reading it changed, for the call's notices
 
     @property
     def level(self) -> str:
@@ -400,7 +432,8 @@ class Manifest:
         keys = {key: u for u, key in enumerate(_unit_keys(pool, settings.level))}
         for k, record in enumerate(data["waves"]):
             _check_wave(k, record, index, keys, units, systems, settings.floor)
-        return cls(data["pool_hash"], settings, planned, data["metric"], list(data["waves"]), path)
+        settings, notes = _size_in_this_unit(data, settings, systems, path)
+        return cls(data["pool_hash"], settings, planned, data["metric"], list(data["waves"]), path, notes)
 
     def check_settings(self, *, target: Target, confidence: float, metric: str | None) -> None:
         """Refuse settings other than the campaign's: its stop rule spends its error level by the target and the
@@ -444,13 +477,17 @@ class Manifest:
 
     def pearmut_campaigns(self, pool_name: str) -> frozenset[str]:
         """The Pearmut campaign ids of this campaign's waves: those recorded when ``--pearmut`` wrote them, and the
-        id each wave would have on the pool named ``pool_name`` (a manifest that records none: precomet <= 0.20)."""
+        id each wave would have on the pool named ``pool_name`` (a manifest that records none: precomet <= 0.20.0),
+        and for a wave without a recorded design (precomet <= 0.20.0) the id precomet <= 0.19 wrote,
+        ``<pool>_wave<k>``."""
         from precomet.io.pearmut import pearmut_campaign_id
 
         identity = self.pearmut_identity()
         recorded = {record[PEARMUT_CAMPAIGN] for record in self.waves if PEARMUT_CAMPAIGN in record}
         derived = {pearmut_campaign_id(pool_name, identity, int(record["number"])) for record in self.waves}
-        return frozenset(recorded | derived)
+        legacy = re.sub(r"[^A-Za-z0-9_.-]+", "_", pool_name)
+        before = {f"{legacy}_wave{int(record['number'])}" for record in self.waves if DESIGN not in record}
+        return frozenset(recorded | derived | before)
 
     def with_pearmut_campaign(self, campaign_id: str) -> Manifest:
         """The manifest with its last wave recording the Pearmut campaign id its file was written under."""
@@ -739,6 +776,7 @@ def advance(request: LiveRequest, *, z: float | None = None) -> LiveOutcome:
     settings = request.settings
     if manifest is not None:
         manifest.check_settings(target=settings.target, confidence=settings.confidence, metric=request.metric)
+        notices.extend(manifest.notes)
         if manifest.level != settings.level or request.asked_size not in (None, manifest.size):
             notices.append(f"the manifest fixes --size {manifest.size} --level {manifest.level} (kept)")
         settings = replace(manifest.settings, rule=settings.rule, allocation=settings.allocation, top_k=settings.top_k)

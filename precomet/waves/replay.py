@@ -71,6 +71,7 @@ class ReplayResult:
             "chooser": self.chooser,
             "runs": len(self.runs),
             "cells_share": _spread(shares),
+            "judgements": _spread(np.array([r.cells for r in self.runs], dtype=float)),
             "items_share": _spread(items),
             "hours": _spread(hours),
             "agreement_mean": float(agreement.mean()),

@@ -4,6 +4,7 @@ outputs judged on it, and every command that speaks of time names the judgements
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -85,6 +86,17 @@ def test_select_budget_time_buys_judgements_of_every_output(tmp_path, capsys):
     assert f"{len(chosen) * 5:,} judgements of" in said and "of annotator time" in said
 
 
+def test_an_appraise_batch_says_what_its_quality_control_adds_to_the_time(tmp_path, capsys):
+    campaign = simulate_campaign(n_items=60, n_systems=5, seed=3)
+    data = _write(campaign, tmp_path / "c.jsonl")
+    batch = tmp_path / "b.json"
+    argv = ["select", "--data", data, "--method", "metric_var", "--metric", "MetricSim", "--budget", "20"]
+    assert main([*argv, "--batch", str(batch), "--batch-format", "appraise"]) == 0
+    controls = sum(item["itemType"] == "BAD" for task in json.loads(batch.read_text()) for item in task["items"])
+    assert controls > 0
+    assert f"+ {controls:,} quality-control judgements (BAD items)" in capsys.readouterr().out
+
+
 def test_sources_only_select_asks_for_the_outputs_to_judge_under_a_time_budget(tmp_path, capsys):
     sources = tmp_path / "src.txt"
     sources.write_text("".join(f"source sentence number {i}\n" for i in range(30)), encoding="utf-8")
@@ -126,6 +138,17 @@ def test_select_ten_hours_on_wmt23_en_de_mqm_is_ten_hours_of_twelve_systems_judg
     assert f"{len(chosen) * 12:,} judgements of" in capsys.readouterr().out
 
 
+def test_a_pool_of_sources_alone_has_no_annotator_time_to_size_a_wave_by(tmp_path, capsys):
+    sources = tmp_path / "src.txt"
+    sources.write_text("".join(f"source sentence number {i}\n" for i in range(50)), encoding="utf-8")
+    assert main(["waves", "--data", str(sources), "--size", "30m", "--batch", str(tmp_path / "w.jsonl")]) == 2
+    assert "holds sources without system outputs" in capsys.readouterr().err and not (tmp_path / "w.jsonl").exists()
+    given = tmp_path / "given.jsonl"
+    given.write_text("".join(json.dumps({"id": str(i), "src": f"s {i}", "cost": 60}) + "\n" for i in range(20)))
+    assert main(["waves", "--data", str(given), "--cost-per", "item", "--batch", str(tmp_path / "v.jsonl")]) == 2
+    assert "no system outputs to share each item's cost among" in capsys.readouterr().err
+
+
 def test_every_command_that_speaks_of_time_names_the_unit(tmp_path, capsys):
     """select, benchmark, waves and waves replay: a time without its judgements fails here."""
     campaign = simulate_campaign(n_items=40, n_systems=4, seed=2)
@@ -144,4 +167,4 @@ def test_every_command_that_speaks_of_time_names_the_unit(tmp_path, capsys):
         said = capsys.readouterr()
         text = said.out + said.err
         assert "annotator time" in text, (name, text)
-        assert "judgement" in text, (name, text)
+        assert re.search(r"[0-9,]+ judgements", text), (name, text)  # the count, not only the word

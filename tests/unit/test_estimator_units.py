@@ -632,7 +632,7 @@ def test_the_keys_of_0_18_are_refused_with_the_new_spelling_never_translated(tmp
     with pytest.raises(PrecometError) as refused:
         load_config(old)
     assert str(refused.value).startswith(f"{old}: model.") and said in str(refused.value)
-    assert "no longer read since 0.20.0" in str(refused.value)
+    assert "no longer read since 0.20.1" in str(refused.value)
     for overrides in ({"model.encoder": "minilm"}, {"model.freeze_encoder": "true"}):
         with pytest.raises(PrecometError, match=f"override: {next(iter(overrides))} was renamed"):
             load_config(TINY_CONFIG, overrides)

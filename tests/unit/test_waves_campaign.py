@@ -155,6 +155,51 @@ def test_a_manifest_that_records_no_id_reads_the_ids_its_waves_were_written_unde
     assert _report(tmp_path, pool, manifest, "--pearmut-annotations", export, "old")["judged_cells"] == len(cells)
 
 
+def test_a_campaign_begun_on_precomet_0_19_reads_its_export_under_the_id_0_19_wrote(tmp_path):
+    """precomet <= 0.19 wrote ``<pool>_wave<k>`` and recorded neither the id nor the wave's design."""
+    pool, manifest, _, cells = _first_wave(tmp_path)
+    data = json.loads(manifest.read_text())
+    for key in ("pearmut_campaign", "design"):
+        del data["waves"][0][key]
+    manifest.write_text(json.dumps(data))
+    export = tmp_path / "p.json"
+    export.write_text(json.dumps({f"{pool.stem}_wave1": _records(cells)}))
+    assert _report(tmp_path, pool, manifest, "--pearmut-annotations", export, "old")["judged_cells"] == len(cells)
+
+
+def test_a_manifest_spelled_through_a_missing_folder_is_the_same_manifest(tmp_path, monkeypatch, capsys):
+    """``sub/../m.json`` with no ``sub/``: the lock resolves it as text to ``m.json``; the read and the write must
+    too, or the call draws wave 1 again over the campaign's waves."""
+    pool, manifest, _, _ = _first_wave(tmp_path)
+    before = manifest.read_bytes()
+    monkeypatch.chdir(tmp_path)
+    capsys.readouterr()
+    assert main(_argv(pool, "sub/../m.json")) == 0
+    assert "wave 1 has no judgement yet" in capsys.readouterr().err
+    assert manifest.read_bytes() == before and not (tmp_path / "sub").exists()
+
+
+def test_a_size_in_time_from_precomet_0_19_is_restated_in_annotator_time(tmp_path, capsys):
+    """0.19 charged an item's cost once for all its systems: its ``--size 10m`` is 30 min of annotator time on a
+    pool of three systems, and the campaign goes on with those waves, saying so."""
+    pool, manifest = _pool(tmp_path / "pool.jsonl"), tmp_path / "m.json"
+    argv = ["waves", "--data", str(pool), "--size", "10m", "--chooser", "random", "--manifest", str(manifest)]
+    assert main([*argv, "--batch", str(tmp_path / "w1.jsonl")]) == 0
+    data = json.loads(manifest.read_text())
+    assert data["settings"]["size"] == "10m"
+    data["precomet"] = "0.19.1"
+    del data["waves"][0]["design"]
+    manifest.write_text(json.dumps(data))
+    capsys.readouterr()
+    assert main(argv) == 0
+    err = capsys.readouterr().err
+    assert "written by precomet 0.19.1, whose --size 10m counted an item's time once for its 3 systems" in err
+    assert "30 min of annotator time (every judgement counted), kept as --size 1800s" in err
+    data["precomet"] = "0.20.1"
+    manifest.write_text(json.dumps(data))
+    assert main(argv) == 0 and "kept as --size" not in capsys.readouterr().err
+
+
 def test_wave_two_keeps_the_campaigns_key_and_both_ids_are_read(tmp_path):
     pool, manifest, ours, cells = _first_wave(tmp_path, "--target-pairs", "all-pairs")
     export = tmp_path / "p1.json"
