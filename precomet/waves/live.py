@@ -772,7 +772,8 @@ def advance(request: LiveRequest, *, z: float | None = None) -> LiveOutcome:
     """One live call (:class:`LiveRequest`): the report of the campaign so far and, unless it stops or its last wave
     awaits judgements, the next wave and the manifest that records it (``z``: the report's interval width, default
     the two-sided ``confidence`` quantile)."""
-    pool, manifest, notices = request.pool, request.manifest, []
+    pool, manifest = request.pool, request.manifest
+    notices: list[str] = []
     settings = request.settings
     if manifest is not None:
         manifest.check_settings(target=settings.target, confidence=settings.confidence, metric=request.metric)
