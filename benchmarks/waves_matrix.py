@@ -213,6 +213,11 @@ class Run:
 Check = Callable[[Path, Run], str | None]  # None: correct; else why the result is wrong
 
 
+def setting(d: Path, name: str):
+    """A setting of the campaign's manifest (version 2 keeps them under ``settings``)."""
+    return manifest_of(d)["settings"][name]
+
+
 def manifest_of(d: Path, name: str = "m.json") -> dict:
     return json.loads((d / name).read_text())
 
@@ -579,10 +584,10 @@ def _cases() -> list[Case]:
     add("change-metric", "options", f"{mx} --metric m", lambda d: answered(d, human=False),
         says=("--metric",))  # fmt: skip
     add("change-level", "options", f"{mx} --level doc", lambda d: answered(d, doc=True), expect="ok",
-        check=all_of(new_wave(), lambda d, r: None if manifest_of(d)["level"] == "item" else "level changed"),
+        check=all_of(new_wave(), lambda d, r: None if setting(d, "level") == "item" else "level changed"),
     )  # fmt: skip
     add("change-size", "options", mx.replace("--size 6", "--size 20"), answered, expect="ok",
-        check=all_of(new_wave(), lambda d, r: None if manifest_of(d)["size"] == "6" else "size changed"))  # fmt: skip
+        check=all_of(new_wave(), lambda d, r: None if setting(d, "size") == "6" else "size changed"))  # fmt: skip
     add("change-chooser", "options", mx.replace("random", "length"), answered, expect="ok", check=new_wave())
     add("change-seed", "options", f"{mx} --seed 7", answered, expect="ok", check=new_wave())
     add("change-rule", "options", f"{mx} --rule expected", answered, expect="ok", check=new_wave(),
