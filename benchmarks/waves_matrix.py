@@ -796,7 +796,13 @@ def _race(case: Case, d: Path, seeds: bool = True) -> Run:
         )
         for tag, seed in (("a", 1), ("b", 2))
     ]
-    results = [p.communicate(timeout=TIMEOUT) for p in procs]
+    try:
+        results = [p.communicate(timeout=max(TIMEOUT - (time.monotonic() - start), 1)) for p in procs]
+    except subprocess.TimeoutExpired:  # a hang, classified as one (the calls killed)
+        for p in procs:
+            p.kill()
+        results = [p.communicate() for p in procs]
+        return Run(None, results[0][0] + results[1][0], results[0][1] + results[1][1], TIMEOUT, timed_out=True)
     rcs = [p.returncode for p in procs]
     rc = 0 if 0 in rcs else max(rcs)
     return Run(rc, results[0][0] + results[1][0], results[0][1] + results[1][1], time.monotonic() - start,

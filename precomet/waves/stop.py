@@ -234,6 +234,10 @@ def verdict(
     )  # fmt: skip
 
 
+FORECAST_GRID = 64
+"""Looks :func:`projected_fraction` reads before bisecting."""
+
+
 def projected_fraction(
     estimates: Estimates,
     *,
@@ -249,16 +253,22 @@ def projected_fraction(
     """The share of the pool's cells at which the rule is predicted to stop, if the differences stay where they are
     and the variances shrink as a random sample's (``∝ (1 − f) / f``), looking every ``step``; 1.0 when only a
     fully judged pool would stop. ``shift`` moves every difference's size by that many of its standard errors (−1
-    and +1 bound the forecast's interval: differences smaller or larger than estimated)."""
+    and +1 bound the forecast's interval: differences smaller or larger than estimated).
+
+    The looks are read on a grid of at most :data:`FORECAST_GRID` of them, then bisected between the last that
+    does not stop and the first that does (every look when there are no more: a small wave on a large pool has
+    thousands of looks, and each costs a verdict)."""
     if estimates.exact or np.isnan(estimates.differences).any() or judged_fraction <= 0:
         return 1.0 if not estimates.exact else judged_fraction
-    fraction, look = judged_fraction, estimates.waves
     size = np.maximum(np.abs(estimates.differences) + shift * estimates.difference_se, 0.0)
     moved = replace(estimates, differences=np.sign(estimates.differences) * size)
     now = (1 - judged_fraction) / judged_fraction
-    while fraction < 1 - 1e-9:
-        fraction = min(1.0, fraction + step)
-        look += 1
+
+    def at(k: int) -> float:
+        return min(1.0, judged_fraction + k * step)
+
+    def stops(k: int) -> bool:
+        fraction, look = at(k), estimates.waves + k
         scale = math.sqrt(((1 - fraction) / fraction) / now) if now > 0 else 0.0
         future = replace(
             moved,
@@ -278,6 +288,16 @@ def projected_fraction(
             always_bound=False,
             excuse_ties=excuse_ties,
         )
-        if reading.stop:
-            return fraction
+        return reading.stop
+
+    looks = max(1, math.ceil((1 - 1e-9 - judged_fraction) / step))  # until the pool is judged
+    grid = np.unique(np.linspace(1, looks, min(looks, FORECAST_GRID)).round().astype(int))
+    last = 0
+    for k in grid.tolist():
+        if stops(k):
+            while k - last > 1:
+                middle = (k + last) // 2
+                k, last = (middle, last) if stops(middle) else (k, middle)
+            return at(k)
+        last = k
     return 1.0

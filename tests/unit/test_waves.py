@@ -588,3 +588,29 @@ def test_a_tie_estimated_with_no_spread_is_a_coin_flip_in_the_guaranteed_bound_t
     reading = verdict(estimates, target=Target("all-pairs"), confidence=0.9)
     assert reading.expected == pytest.approx(1 - 0.5 / 3)
     assert reading.lower_bound <= reading.expected and not reading.stop
+
+
+@pytest.mark.slow  # reading every look in turn takes seconds: what the grid saves
+@pytest.mark.parametrize("shift", [-1.0, 0.0, 1.0])
+@pytest.mark.parametrize("target_kind", ["separated", "all-pairs"])
+def test_the_forecast_on_a_grid_then_bisected_stops_where_every_look_read_in_turn_stops(
+    monkeypatch, shift, target_kind
+):
+    """A small wave on a large pool has thousands of looks; the grid and bisection find the same first stop."""
+    import precomet.waves.stop as stop
+    from precomet.waves.target import Target
+
+    rng = np.random.default_rng(3)
+    scores = rng.normal(size=(2000, 5)) + np.array([0.0, 0.08, 0.16, 0.4, 0.44])
+    scores[rng.random(len(scores)) > 0.04] = np.nan  # about 4 % of the items judged, every system
+    pairs = np.array([(a, b) for a in range(5) for b in range(a + 1, 5)])
+    estimates = plain_estimates(scores, pairs, 1)
+    assert not np.isnan(estimates.differences).any()
+    target = Target(target_kind, share=0.95)
+    common = dict(judged_fraction=0.04, step=6 / 2000, target=target, confidence=0.9, rule="guaranteed", planned=350)
+    fast = stop.projected_fraction(estimates, shift=shift, **common)
+    monkeypatch.setattr(stop, "FORECAST_GRID", 10**6)  # every look, in turn
+    assert stop.projected_fraction(estimates, shift=shift, **common) == fast
+    assert 0.04 < fast <= 1.0
+    if shift >= 0:
+        assert fast < 1.0  # a stop before the pool is judged: the search had looks to find
