@@ -46,6 +46,7 @@ OPTIONS = {
     "accelerator": "--accelerator ",
     "allow_gap": "--allow-gap",
     "balance": "--balance domain",
+    "batch": "--batch ",
     "budget": "--budget ",
     "campaign": "--campaign ",
     "cost_per": "--cost-per ",

@@ -70,15 +70,17 @@ def batch_format(path: str | Path, given: str | None = None) -> str:
     suffix = Path(path).suffix.lower()
     if suffix == ".json":
         raise PrecometError(
-            f"annotation batch {path}: Appraise and Pearmut both read JSON, and precomet does not guess which tool a"
+            f"{{batch}}{path}: Appraise and Pearmut both read JSON, and precomet does not guess which tool a"
             " .json batch is for: give --batch-format appraise for the batches Appraise's StartNewCampaign"
             " --batches-json imports; a Pearmut campaign file is written by 'precomet waves --pearmut PATH'; or name"
-            " the batch *.jsonl, *.csv or *.tsv (one row per item or cell)"
+            " the batch *.jsonl, *.csv or *.tsv (one row per item or cell)",
+            param="batch",
         )
     if suffix not in BATCH_FORMATS:
         raise PrecometError(
-            f"annotation batch {path}: cannot tell its format from {suffix or 'no suffix'!r}; name it "
-            f"{' or '.join('*' + s for s in BATCH_FORMATS)}, or give --batch-format ({', '.join(BATCH_KINDS)})"
+            f"{{batch}}{path}: cannot tell the annotation batch's format from {suffix or 'no suffix'!r}; name it "
+            f"{' or '.join('*' + s for s in BATCH_FORMATS)}, or give --batch-format ({', '.join(BATCH_KINDS)})",
+            param="batch",
         )
     return BATCH_FORMATS[suffix]
 
