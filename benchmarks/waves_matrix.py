@@ -31,7 +31,7 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -142,7 +142,13 @@ def csv_judgements(batch: list[dict], sep: str = ",") -> str:
     return "\n".join(lines) + "\n"
 
 
-def pearmut_export(batch: list[dict], score: Callable[[str, str], object] = value, annotators: int = 1) -> str:
+def campaign_id(d: Path, wave: int = 0) -> str:
+    """The Pearmut campaign id that ``--pearmut`` recorded for a wave (since 0.20.1 an export is read only for the
+    campaign ids the manifest records; a JSONL log under its file name, ``<campaign id>.jsonl``)."""
+    return manifest_of(d)["waves"][wave]["pearmut_campaign"]
+
+
+def pearmut_records(batch: list[dict], score: Callable[[str, str], object] = value, annotators: int = 1) -> list:
     by_item: dict[str, dict] = {}
     for c in batch:
         by_item.setdefault(c["id"], {})[c["system"]] = {"score": score(c["id"], c["system"])}
@@ -152,7 +158,14 @@ def pearmut_export(batch: list[dict], score: Callable[[str, str], object] = valu
             scored = {m: {"score": s["score"] + a if isinstance(s["score"], (int, float)) else s["score"]}
                       for m, s in annotation.items()}  # fmt: skip
             records.append({"user_id": f"u{a}", "item_i": k, "item": [{"item_id": item}], "annotation": [scored]})
-    return json.dumps({"camp": records})
+    return records
+
+
+def pearmut_export(
+    batch: list[dict], campaign: str, score: Callable[[str, str], object] = value, annotators: int = 1
+) -> str:
+    """Pearmut's annotation download (``{campaign_id: [record, …]}``) of ``batch`` under ``campaign``."""
+    return json.dumps({campaign: pearmut_records(batch, score, annotators)})
 
 
 def appraise_first(d: Path, *, rows: Callable[[list[dict]], list[str]] | None = None) -> Path:
@@ -459,39 +472,44 @@ def _cases() -> list[Case]:
         lambda d: (pool(d), write(d, "j.jsonl", jsonl([{"id": "s1", "src": pool_rows()[1]["src"],
         "scores": {s: {"human": 1.0} for s in SYSTEMS}}])))[0], expect="ok", check=new_wave("w1.jsonl", 1),
         outputs=(), note="judgements before the first wave: known cells, counted exactly")  # fmt: skip
-    # --- Pearmut exports
+    # --- Pearmut exports (wave 1 written with --pearmut too: its campaign id, recorded in the manifest, is the one
+    # an export must carry; ``text(cells, campaign id)`` is p.json)
     px = f"{LS} --pearmut-annotations p.json --batch w2.jsonl --report r.json"
+    pw1 = ("--pearmut", "w1-pearmut.json")
 
-    def pearmut_case(text: Callable[[list[dict]], str | bytes]) -> Callable[[Path], None]:
+    def pearmut_case(text: Callable[[list[dict], str], str | bytes], name: str = "p.json") -> Callable[[Path], None]:
         def prepare(d: Path) -> None:
-            first_wave(d)
-            write(d, "p.json", text(cells(d)))
+            first_wave(d, *pw1)
+            write(d, name.replace("{campaign}", campaign_id(d)), text(cells(d), campaign_id(d)))
 
         return prepare
 
-    add("pearmut-empty", "pearmut", px, pearmut_case(lambda b: ""), says=("p.json",))
-    add("pearmut-garbage", "pearmut", px, pearmut_case(lambda b: "{{{"), says=("p.json",))
-    add("pearmut-not-list", "pearmut", px, pearmut_case(lambda b: '{"camp": 5}'), says=("p.json", "camp"))
-    add("pearmut-no-annotation", "pearmut", px, pearmut_case(lambda b: '[{"user_id": "u"}]'), says=("p.json",))
-    add("pearmut-nan", "pearmut", px, pearmut_case(lambda b: pearmut_export(b).replace(
+    add("pearmut-empty", "pearmut", px, pearmut_case(lambda b, c: ""), says=("p.json",))
+    add("pearmut-garbage", "pearmut", px, pearmut_case(lambda b, c: "{{{"), says=("p.json",))
+    add("pearmut-not-list", "pearmut", px, pearmut_case(lambda b, c: '{"camp": 5}'), says=("p.json", "camp"))
+    add("pearmut-no-annotation", "pearmut", px, pearmut_case(lambda b, c: json.dumps({c: [{"user_id": "u"}]})),
+        says=("p.json", "annotation"))  # fmt: skip
+    add("pearmut-nan", "pearmut", px, pearmut_case(lambda b, c: pearmut_export(b, c).replace(
         '"score": ', '"score": NaN, "x": ', 1)), says=("p.json",))  # fmt: skip
-    add("pearmut-text-score", "pearmut", px, pearmut_case(lambda b: pearmut_export(b, lambda i, s: "abc")),
+    add("pearmut-text-score", "pearmut", px, pearmut_case(lambda b, c: pearmut_export(b, c, lambda i, s: "abc")),
         says=("p.json",))  # fmt: skip
-    add("pearmut-unknown-item", "pearmut", px, pearmut_case(lambda b: pearmut_export(
-        [{**b[0], "id": "zz"}, *b[1:]], lambda i, s: 1.0)), says=("p.json", "zz"))  # fmt: skip
-    add("pearmut-unknown-model", "pearmut", px, pearmut_case(lambda b: pearmut_export(
-        [{**b[0], "system": "Q"}, *b[1:]], lambda i, s: 1.0)), says=("p.json", "Q"))  # fmt: skip
+    add("pearmut-unknown-item", "pearmut", px, pearmut_case(lambda b, c: pearmut_export(
+        [{**b[0], "id": "zz"}, *b[1:]], c, lambda i, s: 1.0)), says=("p.json", "zz"))  # fmt: skip
+    add("pearmut-unknown-model", "pearmut", px, pearmut_case(lambda b, c: pearmut_export(
+        [{**b[0], "system": "Q"}, *b[1:]], c, lambda i, s: 1.0)), says=("p.json", "Q"))  # fmt: skip
     add("pearmut-valid", "pearmut", px, pearmut_case(pearmut_export), expect="ok",
         check=all_of(new_wave(), lambda d, r: means_close(first_wave_means(d))(d, r), _no_false_notice))  # fmt: skip
-    add("pearmut-two-annotators-averaged", "pearmut", px, pearmut_case(lambda b: pearmut_export(b, annotators=2)),
-        expect="ok", check=all_of(new_wave(), lambda d, r: means_close(first_wave_means(d, 0.5))(d, r)))  # fmt: skip
-    add("pearmut-jsonl-log", "pearmut", px, pearmut_case(lambda b: "".join(json.dumps(r) + "\n" for r in
-        json.loads(pearmut_export(b))["camp"])), expect="ok", check=new_wave())  # fmt: skip
-    add("pearmut-and-jsonl-same-cell", "pearmut", f"{px} --judgements j1.jsonl",
-        lambda d: (answered(d), write(d, "p.json", pearmut_export(cells(d))))[0], says=("judged again",))  # fmt: skip
+    add("pearmut-two-annotators-averaged", "pearmut", px, pearmut_case(lambda b, c: pearmut_export(b, c,
+        annotators=2)), expect="ok", check=all_of(new_wave(), lambda d, r: means_close(first_wave_means(d, 0.5))(
+        d, r)))  # fmt: skip
+    add("pearmut-jsonl-log", "pearmut", px.replace("p.json", "{campaign}.jsonl"), pearmut_case(lambda b, c: "".join(
+        json.dumps(r) + "\n" for r in pearmut_records(b)), name="{campaign}.jsonl"), expect="ok", check=new_wave(),
+        note="Pearmut's log data/annotations/<campaign id>.jsonl, read under its own name")  # fmt: skip
+    add("pearmut-and-jsonl-same-cell", "pearmut", f"{px} --judgements j1.jsonl", lambda d: (answered(d, *pw1),
+        write(d, "p.json", pearmut_export(cells(d), campaign_id(d))))[0], says=("judged again",))  # fmt: skip
     add("pearmut-same-file-twice", "pearmut", px.replace("p.json", "p.json p.json"), pearmut_case(pearmut_export),
         says=("p.json", "judged again"))  # fmt: skip
-    add("pearmut-huge-score", "pearmut", px, pearmut_case(lambda b: pearmut_export(b, lambda i, s: 1e308)),
+    add("pearmut-huge-score", "pearmut", px, pearmut_case(lambda b, c: pearmut_export(b, c, lambda i, s: 1e308)),
         says=("p.json",), note="finite scores whose squares overflow")  # fmt: skip
     # --- Appraise CSV
     ax = f"{LS} --appraise-annotations a.csv --batch w2.json --batch-format appraise --report r.json"
@@ -509,8 +527,9 @@ def _cases() -> list[Case]:
         "ann1,A,0,TGT,eng,deu,50,d0#A,False,[],1.0,2.0"]), says=("a.csv",))  # fmt: skip
     add("appraise-item-not-int", "appraise", ax, lambda d: appraise_first(d, rows=lambda it: [
         "ann1,A,x1,TGT,eng,deu,50,d0#A,False,[],1.0,2.0"]), says=("a.csv",))  # fmt: skip
-    add("appraise-unknown-system", "appraise", ax, lambda d: appraise_first(d, rows=lambda it: [
-        "ann1,Q,1,TGT,eng,deu,50,d0#Q,False,[],1.0,2.0"]), says=("a.csv", "Q"))  # fmt: skip
+    add("appraise-unknown-system", "appraise", ax, lambda d: appraise_first(d, rows=lambda it: [*appraise_rows(it),
+        appraise_rows([{**next(i for i in it if i["itemType"] == "TGT"), "targetID": "Q"}])[0]]), says=("a.csv", "Q"),
+        note="a row of the batch's own document and itemID, scored for a system the pool lacks")  # fmt: skip
     add("appraise-only-bad-rows", "appraise", ax, lambda d: appraise_first(d, rows=lambda it: [
         r.replace(",TGT,", ",BAD,") for r in appraise_rows(it)]), says=("a.csv",),
         note="every row dropped: nothing of the file is used")  # fmt: skip
@@ -536,12 +555,13 @@ def _cases() -> list[Case]:
         says=("m.json", "planned"))  # fmt: skip
     add("manifest-planned-text", "manifest", mx, edit_manifest(lambda m: m.update(planned="x")),
         says=("m.json", "planned"))  # fmt: skip
-    add("manifest-size-garbage", "manifest", mx, edit_manifest(lambda m: m.update(size="abc")),
+    # version-2 manifests keep the campaign's settings under "settings" ("target" a record: kind, share, z, zone)
+    add("manifest-size-garbage", "manifest", mx, edit_manifest(lambda m: m["settings"].update(size="abc")),
         says=("m.json", "size"))  # fmt: skip
-    add("manifest-level-unknown", "manifest", mx, edit_manifest(lambda m: m.update(level="sentence")),
+    add("manifest-level-unknown", "manifest", mx, edit_manifest(lambda m: m["settings"].update(level="sentence")),
         says=("m.json", "level"))  # fmt: skip
-    add("manifest-target-out-of-range", "manifest", f"{mx}", edit_manifest(lambda m: m.update(target=2.0)),
-        says=("m.json", "target"))  # fmt: skip
+    add("manifest-target-out-of-range", "manifest", mx, edit_manifest(lambda m: m["settings"]["target"].update(
+        share=2.0)), says=("m.json", "target"))  # fmt: skip
     add("manifest-probability-nan", "manifest", mx, edit_manifest(lambda m: wave0(m)["unit_probability"].__setitem__(
         0, float("nan"))), says=("m.json", "unit_probability"))  # fmt: skip
     add("manifest-probability-above-one", "manifest", mx, edit_manifest(
@@ -729,18 +749,19 @@ def _cases() -> list[Case]:
     ux = "waves --data pool.jsonl --size 6 --manifest m.json --batch w.jsonl"
     add("utility-unknown", "prior", f"{ux} --utility nonsense --metric m", pool, says=("nonsense",))
     add("utility-needs-metric", "prior", f"{ux} --utility metric_var", pool, says=("metric_var",))
-    add("scores-missing-file", "prior", f"{ux} --scores u.jsonl", pool, says=("u.jsonl",))
-    add("scores-garbage", "prior", f"{ux} --scores u.jsonl", lambda d: (pool(d), write(d, "u.jsonl", "zzz\n")),
+    uf = f"{ux} --utility-file u.jsonl"  # the prior from a utilities file (--scores before 0.18.0)
+    add("scores-missing-file", "prior", uf, pool, says=("u.jsonl",))
+    add("scores-garbage", "prior", uf, lambda d: (pool(d), write(d, "u.jsonl", "zzz\n")),
         says=("u.jsonl",))  # fmt: skip
-    add("scores-nan", "prior", f"{ux} --scores u.jsonl", lambda d: (pool(d), write(d, "u.jsonl", "".join(
+    add("scores-nan", "prior", uf, lambda d: (pool(d), write(d, "u.jsonl", "".join(
         f'{{"id": "s{i}", "utility": {"NaN" if i == 3 else i}}}\n' for i in range(30)))), says=("u.jsonl",),
     )  # fmt: skip
-    add("scores-missing-items", "prior", f"{ux} --scores u.jsonl", lambda d: (pool(d), write(d, "u.jsonl", "".join(
+    add("scores-missing-items", "prior", uf, lambda d: (pool(d), write(d, "u.jsonl", "".join(
         f'{{"id": "s{i}", "utility": {i}}}\n' for i in range(10)))), says=("u.jsonl",))  # fmt: skip
-    add("scores-negative", "prior", f"{ux} --chooser prior --scores u.jsonl", lambda d: (pool(d), write(
+    add("scores-negative", "prior", f"{uf} --chooser prior", lambda d: (pool(d), write(
         d, "u.jsonl", "".join(f'{{"id": "s{i}", "utility": {-i}}}\n' for i in range(30)))), expect="ok",
         check=new_wave("w.jsonl", 1), note="utilities are ranks of usefulness; negative values are valid")  # fmt: skip
-    add("scores-and-utility", "prior", f"{ux} --scores u.jsonl --utility metric_var", pool, says=("--scores",))
+    add("scores-and-utility", "prior", f"{uf} --utility metric_var", pool, says=("--utility", "--utility-file"))
     add("encoder-unknown", "prior", f"{ux} --encoder nope", pool, says=("nope",))
     add("encoder-with-random-chooser", "prior", f"{ux} --chooser random --encoder length", pool,
         says=("--encoder",), note="--encoder feeds only learn")  # fmt: skip
@@ -873,6 +894,8 @@ def run_case(case: Case) -> dict:
                 case.prepare(d)
         except Exception as err:  # noqa: BLE001 -- a broken setup is reported, not classified
             return {"name": case.name, "area": case.area, "class": "setup-failed", "detail": str(err)[:300]}
+        if "{campaign}" in case.argv:  # the Pearmut campaign id the setup's wave 1 recorded
+            case = replace(case, argv=case.argv.replace("{campaign}", campaign_id(d)))
         before = snapshot(d)
         start = time.monotonic()
         if case.runner is not None:
@@ -1009,8 +1032,8 @@ NOTES = [
     "* a pool with one system is refused (a ranking needs two), `waves replay` says so naming the file, and an"
     " unknown replay `--metric` names the flag;",
     "* options the call would not read are refused: live-campaign options on `replay`, `--runs` on a live call,"
-    " `--encoder` without `--chooser learn`, `--utility`/`--scores` with `random`/`length`; `--plot` must be"
-    " .png/.pdf/.svg;",
+    " `--encoder` without `--chooser learn`, `--utility`/`--scores` (now `--utility-file`) with `random`/`length`;"
+    " `--plot` must be .png/.pdf/.svg;",
     "* a share may be written `10 %`;",
     "* a wave that drew no cell gets weight 0 (its zero variance made the rule stop on an all-zero ranking), is not"
     " awaited, and writes no `--pearmut` campaign (that was an error at every call, with the same seed);",
