@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from precomet.errors import PrecometError
@@ -58,6 +58,40 @@ def folder_lock(folder: Path, *, what: str, remedy: str) -> Iterator[bool]:
     finally:
         path.unlink(missing_ok=True)
         os.close(handle)  # releases the lock
+
+
+@contextmanager
+def waiting_lock(path: Path) -> Iterator[None]:
+    """Wait for and hold an exclusive ``flock`` on the lock file ``path`` for the block: two processes run the block
+    one after the other. The file is removed when the block ends (a waiter then locks the new one). Without
+    ``fcntl``, or where the file cannot be made or locked, nothing is locked."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover -- not on Linux/macOS
+        yield
+        return
+    handle = None
+    for _ in range(_ATTEMPTS):  # the holder before us removes the file as it ends: then lock the new one
+        try:
+            handle = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+        except OSError:
+            handle = None
+            break
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        except OSError:  # a file system without locks: unserialised
+            break
+        if _same_file(handle, path):
+            break
+        os.close(handle)
+        handle = None
+    try:
+        yield
+    finally:
+        if handle is not None:
+            with suppress(OSError):
+                path.unlink()
+            os.close(handle)  # releases the lock
 
 
 def _lock(handle: int, *, what: str, remedy: str) -> bool:

@@ -29,6 +29,7 @@ from precomet.campaign import Campaign
 from precomet.costs import format_duration
 from precomet.errors import PrecometError
 from precomet.metaeval.cluster_rules import split_clusters_wmt
+from precomet.outputs.lock import waiting_lock
 from precomet.waves.choosers import Chooser, make_chooser
 from precomet.waves.design import DEFAULT_FLOOR, Design
 from precomet.waves.estimate import Estimates, Predictor, Wave
@@ -70,52 +71,19 @@ def campaign_lock(manifest: Path) -> Iterator[None]:
     what two calls contend for, not the pool file: two copies of one pool are one campaign when they share a
     manifest. The lock file is removed when the call ends (a waiting call then locks a new one). Without ``fcntl``,
     or where the folder takes no lock file, nothing is locked (and the manifest's commit says why it cannot write)."""
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover -- not on Linux/macOS
-        yield
-        return
     path = manifest_lock_path(manifest)
     made = None
     if not path.parent.exists():  # a new folder for the manifest: made now, so that two first calls share a lock
         with contextlib.suppress(OSError):
             path.parent.mkdir(parents=True)
             made = path.parent
-    handle = None
-    for _ in range(100):  # the holder before us removes the file as it ends: then lock the new one
-        try:
-            handle = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
-        except OSError:
-            handle = None
-            break
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX)
-        except OSError:  # a file system without locks: unserialised, as the commits
-            break
-        if _same_file(handle, path):
-            break
-        os.close(handle)
-        handle = None
     try:
-        yield
+        with waiting_lock(path):
+            yield
     finally:
-        if handle is not None:
-            with contextlib.suppress(OSError):
-                path.unlink()
-            os.close(handle)  # releases the lock
         if made is not None:
             with contextlib.suppress(OSError):
                 made.rmdir()  # only when the call left it empty
-
-
-def _same_file(handle: int, path: Path) -> bool:
-    """Whether ``handle`` is still the file at ``path`` (not removed, nor replaced, since it was opened)."""
-    try:
-        now = path.stat()
-    except FileNotFoundError:
-        return False
-    opened = os.fstat(handle)
-    return (opened.st_dev, opened.st_ino) == (now.st_dev, now.st_ino)
 
 
 def pool_output_systems(pool: Campaign, source: Any = None) -> tuple[str, ...] | None:
