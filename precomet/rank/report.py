@@ -98,6 +98,23 @@ def figure_title(ranking: Ranking) -> str:
     return f"{sig.get('campaign', '')}: {items}, {len(ranking.clusters)} significance clusters"
 
 
+def _means_with_intervals(ax, means, low, high, y, *, marker: str, color: str, label: str | None) -> None:
+    """One marker per system at its mean, with its interval as a bar (the smaller diamonds: reweighted means)."""
+    small = marker != "o"
+    ax.errorbar(
+        means,
+        y,
+        xerr=[means - low, high - means],
+        fmt=marker,
+        color=color,
+        ecolor=color,
+        capsize=2 if small else 3,
+        markersize=3 if small else 4,
+        zorder=2,
+        label=label,
+    )
+
+
 def plot_ranking(ranking: Ranking, path: str | Path, *, title: str | None = None) -> None:
     """The findings-paper figure: one row per system (best on top), mean with its CI bar, clusters as
     alternating bands with their number; a reweighted ranking adds its post-stratified means (diamonds). Uses a
@@ -114,32 +131,12 @@ def plot_ranking(ranking: Ranking, path: str | Path, *, title: str | None = None
         ax.axhspan(bottom, top, color="0.92" if c % 2 else "0.82", zorder=0, linewidth=0)
         ax.text(1.01, (top + bottom) / 2, f"cluster {c}", transform=ax.get_yaxis_transform(), va="center", fontsize=8)
         start += len(members)
-    ax.errorbar(
-        ranking.means,
-        y,
-        xerr=[ranking.means - ranking.ci_low, ranking.ci_high - ranking.means],
-        fmt="o",
-        color="C0",
-        ecolor="C0",
-        capsize=3,
-        markersize=4,
-        zorder=2,
-        label="subset means" if ranking.reweighted is not None else None,
-    )
+    raw = "subset means" if ranking.reweighted is not None else None
+    _means_with_intervals(ax, ranking.means, ranking.ci_low, ranking.ci_high, y, marker="o", color="C0", label=raw)
     if ranking.reweighted is not None:  # --reweight: the post-stratified means beside the raw ones
         rw = ranking.reweighted
-        ax.errorbar(
-            rw.means,
-            y - 0.22,
-            xerr=[rw.means - rw.ci_low, rw.ci_high - rw.means],
-            fmt="D",
-            color="C1",
-            ecolor="C1",
-            capsize=2,
-            markersize=3,
-            zorder=2,
-            label=f"reweighted by {rw.by}",
-        )
+        label = f"reweighted by {rw.by}"
+        _means_with_intervals(ax, rw.means, rw.ci_low, rw.ci_high, y - 0.22, marker="D", color="C1", label=label)
         ax.legend(fontsize=7, loc="lower right")
     ax.set_yticks(y)
     ax.set_yticklabels(list(ranking.systems), fontsize=8)
