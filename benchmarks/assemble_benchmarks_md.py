@@ -66,6 +66,7 @@ SECTIONS = (  # (file under benchmarks/results/, what it measures) in reading or
     ("diffuse-protocol.md", "Pairwise: DiffUse success rate (issue 7)"),
     ("pairwise-findings.md", "Pairwise: DiffUse, annotate-until-decided, ratings: readings (issue 7)"),
     ("waves-replay.md", "Annotating in waves until the ranking is settled: replay on 9 judged campaigns"),
+    ("forecast-grid.md", "The waves stop forecast on a large pool: every look in turn vs a grid (issue 61)"),
     ("loading.md", "Loading real campaigns (issue 2)"),
     ("first_hour.md", "A new user's first hour: the demo and the fast test loop (issue 21)"),
     ("interrupts.md", "Output safety under interrupts at random moments (issue 33)"),

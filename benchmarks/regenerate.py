@@ -264,6 +264,7 @@ REGISTRY = (
         ("waves-replay.json", "waves-replay.md"),
         8,
     ),
+    Benchmark("forecast-grid", (("benchmarks/bench_forecast_grid.py",),), ("forecast-grid.md",), 2, data=False),
     Benchmark("loading", (("benchmarks/bench_load.py", "--repeat", "5"),), ("loading.md",), 0.1),
     Benchmark("first-hour", (("benchmarks/bench_first_hour.py", "--repeats", "3"),), ("first_hour.md",), 6, data=False),
     Benchmark(

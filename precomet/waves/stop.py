@@ -235,7 +235,7 @@ def verdict(
 
 
 FORECAST_GRID = 64
-"""Looks :func:`projected_fraction` reads before bisecting."""
+"""Looks :func:`projected_fraction` reads before reading the bracket of the first stop in turn."""
 
 
 def projected_fraction(
@@ -255,9 +255,11 @@ def projected_fraction(
     fully judged pool would stop. ``shift`` moves every difference's size by that many of its standard errors (−1
     and +1 bound the forecast's interval: differences smaller or larger than estimated).
 
-    The looks are read on a grid of at most :data:`FORECAST_GRID` of them, then bisected between the last that
-    does not stop and the first that does (every look when there are no more: a small wave on a large pool has
-    thousands of looks, and each costs a verdict)."""
+    The looks are read on a grid of at most :data:`FORECAST_GRID` of them, then in turn between the last that does
+    not stop and the first that does (every look when there are no more: a small wave on a large pool has thousands
+    of looks, and each costs a verdict). The verdict is not monotone in the looks (each look spends its own error
+    level), so a stop between two grid looks that do not stop is missed and the forecast can come later than
+    reading every look would give (``benchmarks/bench_forecast_grid.py`` measures both)."""
     if estimates.exact or np.isnan(estimates.differences).any() or judged_fraction <= 0:
         return 1.0 if not estimates.exact else judged_fraction
     size = np.maximum(np.abs(estimates.differences) + shift * estimates.difference_se, 0.0)
@@ -294,10 +296,7 @@ def projected_fraction(
     grid = np.unique(np.linspace(1, looks, min(looks, FORECAST_GRID)).round().astype(int))
     last = 0
     for k in grid.tolist():
-        if stops(k):
-            while k - last > 1:
-                middle = (k + last) // 2
-                k, last = (middle, last) if stops(middle) else (k, middle)
-            return at(k)
+        if stops(k):  # the first stop between the grid's last two looks, read in turn
+            return at(next(j for j in range(last + 1, k + 1) if j == k or stops(j)))
         last = k
     return 1.0

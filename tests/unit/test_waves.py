@@ -596,7 +596,9 @@ def test_a_tie_estimated_with_no_spread_is_a_coin_flip_in_the_guaranteed_bound_t
 def test_the_forecast_on_a_grid_then_bisected_stops_where_every_look_read_in_turn_stops(
     monkeypatch, shift, target_kind
 ):
-    """A small wave on a large pool has thousands of looks; the grid and bisection find the same first stop."""
+    """A small wave on a pool whose verdict turns once over the looks: the grid and its bracket find the same first
+    stop as every look in turn (where the verdict turns back and forth the grid can miss a stop:
+    benchmarks/bench_forecast_grid.py)."""
     import precomet.waves.stop as stop
     from precomet.waves.target import Target
 
